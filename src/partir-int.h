@@ -1,0 +1,295 @@
+/* partir-int.h — libpartir's internal header, one section per module.
+ *
+ * The pipeline for a program file (see repl/partir.c):
+ *   diag   source text and diagnostics (file:line:col + line + caret)
+ *   lex    tokens
+ *   parse  text -> Module of Funcs whose bodies are hash-consed Terms;
+ *          types are checked as terms are built (typerule.c), so every
+ *          Term in the store is well typed
+ *   print  canonical text (print.c) and the compact expression form
+ *          (print_expr.c)
+ *   interp the reference interpreter over Tensors (kernels.c per operator)
+ */
+#ifndef PARTIR_INT_H
+#define PARTIR_INT_H
+
+#include <glib.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "partir.h"
+
+#define PARTIR_MAX_RANK 8     /* tensor rank limit; checked by the parser */
+#define PARTIR_MAX_DEPTH 200  /* region / list nesting limit in the parser */
+
+/* ---------------------------------------------------------------- types */
+
+typedef enum {
+  DT_F32,
+  DT_F64,
+  DT_BF16,
+  DT_I32,
+  DT_I64,
+  DT_I1,
+  DT_COUNT_
+} DType;
+
+typedef enum {
+  TY_TENSOR,
+  TY_RANGE,
+} TypeKind;
+
+/* Types are interned: equal types are the same pointer. */
+typedef struct Type {
+  TypeKind kind;
+  DType dtype;                   /* TY_TENSOR */
+  int rank;                      /* TY_TENSOR */
+  int64_t dims[PARTIR_MAX_RANK]; /* TY_TENSOR */
+  int64_t n, w;                  /* TY_RANGE: intervals of width w over [0,n) */
+} Type;
+
+const Type *type_tensor(DType dt, int rank, const int64_t *dims);
+const Type *type_range(int64_t n, int64_t w);
+const Type *type_with_dim(const Type *t, int d, int64_t size);
+const Type *type_with_dtype(const Type *t, DType dt);
+int64_t type_numel(const Type *t);
+void type_print(GString *out, const Type *t);
+char *type_to_string(const Type *t);
+const char *dtype_name(DType dt);
+gboolean dtype_from_name(const char *s, gsize len, DType *out);
+gboolean dtype_is_float(DType dt);
+gsize dtype_storage_bytes(DType dt); /* bytes per element in memory / .npy */
+
+/* ------------------------------------------------------------ operators */
+
+typedef enum {
+#define X(e, name, arity, tr, k, fl) e,
+#include "ops.def"
+#undef X
+  OP_COUNT_
+} Op;
+
+const char *op_name(Op op);
+int op_arity(Op op);
+gboolean op_from_name(const char *s, gsize len, Op *out);
+
+/* ----------------------------------------------------------- attributes */
+
+typedef enum {
+  AV_INT,    /* 3 */
+  AV_FLOAT,  /* 1.5 */
+  AV_SYMBOL, /* GT, "text" */
+  AV_LIST,   /* [a, b, ...] (may nest) */
+} AttrValueKind;
+
+typedef struct AttrValue AttrValue;
+struct AttrValue {
+  AttrValueKind kind;
+  int64_t i;
+  double f;
+  const char *sym; /* interned */
+  int count;       /* AV_LIST */
+  AttrValue *items;
+};
+
+/* An attribute dictionary, sorted by key; interned so equal dictionaries
+ * are the same pointer and Terms can compare them with ==. */
+typedef struct Attrs {
+  int count;
+  const char **keys; /* interned strings */
+  AttrValue *values;
+  guint hash;
+} Attrs;
+
+const Attrs *attrs_empty(void);
+/* Interns a dictionary built by the parser; takes ownership of 'values'. */
+const Attrs *attrs_intern(int count, const char **keys, AttrValue *values);
+const AttrValue *attrs_get(const Attrs *a, const char *key);
+void attrs_print(GString *out, const Attrs *a);
+void attr_value_print(GString *out, const AttrValue *v);
+/* Flattens a (possibly nested) numeric list into 'out'; FALSE if a
+ * non-number is found. */
+gboolean attr_value_numbers(const AttrValue *v, GArray *out_doubles);
+
+/* ---------------------------------------------------------------- terms */
+
+typedef enum {
+  TM_ARG,   /* function argument 'index' */
+  TM_OP,    /* base operator 'op' applied to args[] with 'attrs' */
+  TM_BVAR,  /* a range binder, de Bruijn index 'index' */
+  TM_SLICE, /* partir.slice index(dim) args[0][args[1]] */
+  TM_TILE,  /* partir.tile index(dim) over 'range' binding args[0] */
+  TM_SUM,   /* partir.sum over 'range' binding args[0] */
+  TM_TUPLE, /* the results of a function */
+} TermKind;
+
+/* A node of the term store.  Terms are immutable and hash-consed: two
+ * structurally equal terms are the same pointer.  Binders are locally
+ * nameless: a range variable is a de Bruijn index counting the tile/sum
+ * binders between the occurrence and its binder, so alpha-equivalent
+ * terms are also the same pointer. 'lo'/'hi' summarise the loose indices:
+ * a closed term has lo = INT_MAX, hi = -1. */
+typedef struct Term Term;
+struct Term {
+  TermKind kind;
+  Op op;              /* TM_OP */
+  int index;          /* TM_ARG: arg no; TM_BVAR: de Bruijn; SLICE/TILE: dim */
+  int nargs;
+  const Type *type;   /* result type (TY_RANGE for TM_BVAR) */
+  const Type *range;  /* TM_TILE, TM_SUM: the binder's range type */
+  const char *axis;   /* TM_TILE, TM_SUM: interned mesh axis or NULL */
+  const Attrs *attrs; /* TM_OP */
+  int lo, hi;         /* smallest and largest loose de Bruijn index */
+  guint hash;
+  guint64 serial;     /* creation order, for stable iteration */
+  const Term *args[];
+};
+
+static inline gboolean term_is_closed(const Term *t) { return t->hi < 0; }
+
+const Term *term_arg(int index, const Type *type);
+const Term *term_bvar(int index, const Type *range);
+/* Builds an operator node, type-checking it.  'written' is the result
+ * type written in the source, or NULL.  On a type error returns NULL and
+ * sets 'err' to the message (no location; the caller adds it). */
+const Term *term_op(Op op, int nargs, const Term *const *args,
+                    const Attrs *attrs, const Type *written, GString *err);
+const Term *term_slice(int dim, const Term *x, const Term *r, GString *err);
+const Term *term_tile(int dim, const Type *range, const char *axis,
+                      const Term *body, GString *err);
+const Term *term_sum(const Type *range, const char *axis, const Term *body,
+                     GString *err);
+const Term *term_tuple(int n, const Term *const *args);
+/* Rebuilds 't' with new operands (same kind/op/attrs); NULL + err when the
+ * new operands do not type-check. */
+const Term *term_with_args(const Term *t, const Term *const *args,
+                           GString *err);
+/* Adds 'by' to every loose index >= 'cutoff' (by may be negative when the
+ * caller knows no index below -by is loose). */
+const Term *term_shift(const Term *t, int by, int cutoff);
+size_t term_store_size(void);
+
+/* --------------------------------------------------------------- source */
+
+/* A source buffer with its name, for diagnostics. */
+typedef struct Source {
+  char *name;
+  char *text;
+  gsize len;
+} Source;
+
+Source *source_new(const char *name, const char *text, gsize len);
+gboolean source_load(const char *path, Source **out, GError **error);
+void source_free(Source *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Source, source_free)
+
+/* A position in a Source. */
+typedef struct Loc {
+  int line, col; /* 1-based */
+  gsize offset;
+} Loc;
+
+/* Collected diagnostics: each is "file:line:col: message\n line\n caret". */
+typedef struct Diag {
+  const Source *src;
+  GString *text;
+  int count;
+} Diag;
+
+void diag_init(Diag *d, const Source *src);
+void diag_clear(Diag *d);
+void diag_error(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+void diag_note(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+/* -------------------------------------------------------------- program */
+
+/* One function: named arguments, a tuple of results. */
+typedef struct Func {
+  char *name;
+  int nargs;
+  char **arg_names;
+  const Type **arg_types;
+  int nresults;
+  const Type **result_types;
+  const Term *body; /* TM_TUPLE of the results */
+  Loc loc;
+} Func;
+
+/* A parsed file: its functions and the names the user gave values.  The
+ * name table maps a Term (as seen from the region that defines it, see
+ * print.c) to the user's name; tile/sum Terms map to their binder's name. */
+typedef struct Module {
+  GPtrArray *funcs; /* Func* */
+  GHashTable *names; /* const Term* -> char* */
+} Module;
+
+Module *module_new(void);
+void module_free(Module *m);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Module, module_free)
+Func *module_entry(Module *m);
+void func_free(Func *f);
+
+/* ---------------------------------------------------------------- parse */
+
+/* Parses and type-checks a whole file.  On error returns NULL and leaves
+ * the diagnostics in 'diag'. */
+Module *parse_module(const Source *src, Diag *diag);
+
+/* ---------------------------------------------------------------- print */
+
+void print_module(GString *out, const Module *m);
+void print_func(GString *out, const Func *f, GHashTable *names);
+void print_module_expr(GString *out, const Module *m);
+
+/* --------------------------------------------------------------- tensor */
+
+/* A dense tensor value of the interpreter.  Floating types are held as
+ * doubles rounded to their type after every operation (f32 through float,
+ * bf16 to 8 significant bits, round to nearest even); integer types as
+ * int64 wrapped to their width; i1 as 0/1. */
+typedef struct Tensor {
+  int refcount;
+  const Type *type;
+  double *f;  /* dtype_is_float */
+  int64_t *i; /* otherwise */
+} Tensor;
+
+Tensor *tensor_new(const Type *type); /* zero-filled */
+Tensor *tensor_ref(Tensor *t);
+void tensor_unref(Tensor *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Tensor, tensor_unref)
+double round_to_dtype(DType dt, double v);
+int64_t wrap_to_dtype(DType dt, int64_t v);
+/* Row-major strides of a shape. */
+void shape_strides(const Type *t, int64_t *strides);
+/* Readable text: shape, dtype, the values, or a summary when large. */
+void tensor_print(GString *out, const Tensor *t, int max_elems);
+void tensor_fill_random(Tensor *t, GRand *rng);
+
+/* ------------------------------------------------------------------ npy */
+
+gboolean npy_read(const char *path, Tensor **out, GError **error);
+/* Serialises to the .npy v1.0 format in memory; bf16 is written as f32. */
+GBytes *npy_encode(const Tensor *t);
+
+/* --------------------------------------------------------------- interp */
+
+/* Evaluates 'f' on 'inputs' (one per argument); returns one Tensor per
+ * result (caller unrefs).  Requires: f well typed (true of any stored
+ * Term). */
+GPtrArray *interp_run(const Func *f, Tensor *const *inputs);
+
+/* kernels.c: evaluates one base operator on evaluated operands. */
+Tensor *kernel_eval(const Term *t, Tensor *const *args);
+
+/* -------------------------------------------------------------- errors */
+
+#define PARTIR_ERROR (partir_error_quark())
+GQuark partir_error_quark(void);
+typedef enum {
+  PARTIR_ERROR_IO,
+  PARTIR_ERROR_FORMAT,
+  PARTIR_ERROR_INPUT,
+} PartirErrorCode;
+
+#endif
