@@ -13,6 +13,10 @@
 #ifndef PARTIR_INT_H
 #define PARTIR_INT_H
 
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
 #include <glib.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,7 +24,11 @@
 #include "partir.h"
 
 #define PARTIR_MAX_RANK 8     /* tensor rank limit; checked by the parser */
-#define PARTIR_MAX_DEPTH 200  /* region / list nesting limit in the parser */
+#define PARTIR_MAX_DEPTH 200  /* list / expression nesting limit in parsers */
+#define PARTIR_MAX_REGIONS 60 /* tile/sum nesting limit (loose-index masks) */
+/* Term height limit: traversals recurse on term structure, and front ends
+ * run them on a thread with a large stack (partir_call_with_stack). */
+#define PARTIR_MAX_HEIGHT 1000000
 
 /* ---------------------------------------------------------------- types */
 
@@ -72,6 +80,8 @@ typedef enum {
 const char *op_name(Op op);
 int op_arity(Op op);
 gboolean op_from_name(const char *s, gsize len, Op *out);
+/* TRUE for operators whose result type is the written one (typerule.c). */
+gboolean op_takes_written_type(Op op);
 
 /* ----------------------------------------------------------- attributes */
 
@@ -127,8 +137,8 @@ typedef enum {
  * structurally equal terms are the same pointer.  Binders are locally
  * nameless: a range variable is a de Bruijn index counting the tile/sum
  * binders between the occurrence and its binder, so alpha-equivalent
- * terms are also the same pointer. 'lo'/'hi' summarise the loose indices:
- * a closed term has lo = INT_MAX, hi = -1. */
+ * terms are also the same pointer. 'loose' has bit i set when index i
+ * occurs loose (not under its binder) in the term. */
 typedef struct Term Term;
 struct Term {
   TermKind kind;
@@ -139,13 +149,16 @@ struct Term {
   const Type *range;  /* TM_TILE, TM_SUM: the binder's range type */
   const char *axis;   /* TM_TILE, TM_SUM: interned mesh axis or NULL */
   const Attrs *attrs; /* TM_OP */
-  int lo, hi;         /* smallest and largest loose de Bruijn index */
+  guint64 loose;      /* bit i: de Bruijn index i occurs loose */
+  guint32 height;     /* longest path to a leaf; bounds recursion depth */
   guint hash;
   guint64 serial;     /* creation order, for stable iteration */
   const Term *args[];
 };
 
-static inline gboolean term_is_closed(const Term *t) { return t->hi < 0; }
+static inline gboolean term_is_closed(const Term *t) { return t->loose == 0; }
+/* The innermost binder the term refers to (its smallest loose index). */
+static inline int term_lo(const Term *t) { return __builtin_ctzll(t->loose); }
 
 const Term *term_arg(int index, const Type *type);
 const Term *term_bvar(int index, const Type *range);
@@ -168,6 +181,17 @@ const Term *term_with_args(const Term *t, const Term *const *args,
  * caller knows no index below -by is loose). */
 const Term *term_shift(const Term *t, int by, int cutoff);
 size_t term_store_size(void);
+
+/* Checks an operator application, returns its result type or NULL with
+ * the reason in 'err' (typerule.c). */
+const Type *typerule_infer(Op op, int nargs, const Term *const *args,
+                           const Attrs *attrs, const Type *written,
+                           GString *err);
+
+
+/* Runs 'fn(data)' on a thread whose stack is deep enough for terms of
+ * PARTIR_MAX_HEIGHT; returns fn's result. */
+int partir_call_with_stack(int (*fn)(void *), void *data);
 
 /* --------------------------------------------------------------- source */
 
@@ -216,11 +240,13 @@ typedef struct Func {
 } Func;
 
 /* A parsed file: its functions and the names the user gave values.  The
- * name table maps a Term (as seen from the region that defines it, see
- * print.c) to the user's name; tile/sum Terms map to their binder's name. */
+ * name tables are keyed by a Term as seen from the region that places it
+ * (print.c: a term is placed in the region of the innermost binder it
+ * uses, with that binder as index 0). */
 typedef struct Module {
-  GPtrArray *funcs; /* Func* */
-  GHashTable *names; /* const Term* -> char* */
+  GPtrArray *funcs;         /* Func* */
+  GHashTable *names;        /* const Term* -> char*: value names */
+  GHashTable *binder_names; /* tile/sum Term -> char*: its binder's name */
 } Module;
 
 Module *module_new(void);
@@ -231,6 +257,11 @@ void func_free(Func *f);
 
 /* ---------------------------------------------------------------- parse */
 
+/* The form under which the printer and the name tables know 't': closed
+ * terms as they are; others shifted so that the innermost binder they
+ * use is index 0 (the binder of the region where 't' is printed). */
+const Term *term_placed(const Term *t);
+
 /* Parses and type-checks a whole file.  On error returns NULL and leaves
  * the diagnostics in 'diag'. */
 Module *parse_module(const Source *src, Diag *diag);
@@ -238,7 +269,7 @@ Module *parse_module(const Source *src, Diag *diag);
 /* ---------------------------------------------------------------- print */
 
 void print_module(GString *out, const Module *m);
-void print_func(GString *out, const Func *f, GHashTable *names);
+void print_func(GString *out, const Module *m, const Func *f);
 void print_module_expr(GString *out, const Module *m);
 
 /* --------------------------------------------------------------- tensor */
@@ -276,11 +307,13 @@ GBytes *npy_encode(const Tensor *t);
 
 /* Evaluates 'f' on 'inputs' (one per argument); returns one Tensor per
  * result (caller unrefs).  Requires: f well typed (true of any stored
- * Term). */
-GPtrArray *interp_run(const Func *f, Tensor *const *inputs);
+ * Term).  Fails only for tensors too large to hold. */
+GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error);
 
 /* kernels.c: evaluates one base operator on evaluated operands. */
 Tensor *kernel_eval(const Term *t, Tensor *const *args);
+/* flops.c: floating-point operations for one evaluation of a base operator. */
+double op_flops(const Term *t);
 
 /* -------------------------------------------------------------- errors */
 

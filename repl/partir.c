@@ -1,0 +1,302 @@
+/* partir.c — the batch command-line interface, one subcommand a job.
+ *
+ *   partir check FILE                  parse and type-check
+ *   partir fmt FILE [--expr]           canonical print (or expression form)
+ *   partir run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]
+ *
+ * Diagnostics go to stderr as file:line:col with the source line and a
+ * caret; the exit status is non-zero on any failure.  Outputs are written
+ * only once everything has been computed, each file atomically, and
+ * files written before a failure are removed: nothing is half-written.
+ * Jobs run on a thread with a deep stack (term traversals recurse).
+ */
+#include "partir-int.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+typedef struct Job {
+  int argc;
+  char **argv;
+} Job;
+
+static void usage(FILE *to) {
+  fputs("usage: partir COMMAND [OPTIONS] FILE\n"
+        "\n"
+        "commands:\n"
+        "  check FILE            parse and type-check a program\n"
+        "  fmt FILE [--expr]     print the canonical text (or the expression "
+        "form)\n"
+        "  run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]\n"
+        "                        run the reference interpreter\n"
+        "  help                  this text\n"
+        "  --version             the version\n",
+        to);
+}
+
+static void print_error(const char *what, GError *error) {
+  g_printerr("partir: %s%s%s\n", what ? what : "", what ? ": " : "",
+             error->message);
+}
+
+/* Loads and parses FILE; diagnostics go to stderr. */
+static Module *load_module(const char *path) {
+  GError *error = NULL;
+  g_autoptr(Source) src = NULL;
+  if (!source_load(path, &src, &error)) {
+    print_error(NULL, error);
+    g_error_free(error);
+    return NULL;
+  }
+  Diag diag;
+  diag_init(&diag, src);
+  Module *m = parse_module(src, &diag);
+  if (!m)
+    fputs(diag.text->str, stderr);
+  diag_clear(&diag);
+  return m;
+}
+
+/* Parses the options of one subcommand; FALSE (with a message) when they
+ * are wrong or when not exactly one FILE is left. */
+static gboolean parse_options(const char *cmd, GOptionEntry *entries, int *argc,
+                              char ***argv) {
+  g_autofree char *param = g_strdup_printf("%s FILE", cmd);
+  g_autoptr(GOptionContext) ctx = g_option_context_new(param);
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_set_help_enabled(ctx, TRUE);
+  GError *error = NULL;
+  if (!g_option_context_parse(ctx, argc, argv, &error)) {
+    print_error(cmd, error);
+    g_error_free(error);
+    return FALSE;
+  }
+  if (*argc != 2) {
+    g_printerr("partir: %s needs exactly one FILE (see 'partir help')\n", cmd);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static int cmd_check(int argc, char **argv) {
+  GOptionEntry entries[] = {{NULL}};
+  if (!parse_options("check", entries, &argc, &argv))
+    return 2;
+  g_autoptr(Module) m = load_module(argv[1]);
+  if (!m)
+    return 1;
+  g_print("%s: ok\n", argv[1]);
+  return 0;
+}
+
+static int cmd_fmt(int argc, char **argv) {
+  gboolean expr = FALSE;
+  GOptionEntry entries[] = {
+      {"expr", 0, 0, G_OPTION_ARG_NONE, &expr,
+       "print the compact expression form", NULL},
+      {NULL}};
+  if (!parse_options("fmt", entries, &argc, &argv))
+    return 2;
+  g_autoptr(Module) m = load_module(argv[1]);
+  if (!m)
+    return 1;
+  g_autoptr(GString) out = g_string_new(NULL);
+  if (expr)
+    print_module_expr(out, m);
+  else
+    print_module(out, m);
+  fwrite(out->str, 1, out->len, stdout);
+  return 0;
+}
+
+/* Reads one --input NAME=PATH into the argument slot it names. */
+static gboolean load_input(const Func *f, const char *spec, Tensor **inputs,
+                           GError **error) {
+  const char *eq = strchr(spec, '=');
+  if (!eq || eq == spec) {
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                "--input '%s': expected NAME=FILE.npy", spec);
+    return FALSE;
+  }
+  g_autofree char *name = g_strndup(spec, (gsize)(eq - spec));
+  const char *bare = name[0] == '%' ? name + 1 : name;
+  int index = -1;
+  for (int i = 0; i < f->nargs; i++)
+    if (strcmp(f->arg_names[i], bare) == 0)
+      index = i;
+  if (index < 0) {
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                "--input %s: '@%s' has no argument '%%%s'", spec, f->name,
+                bare);
+    return FALSE;
+  }
+  if (inputs[index]) {
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                "--input %s: argument '%%%s' given twice", spec, bare);
+    return FALSE;
+  }
+  Tensor *t;
+  if (!npy_read(eq + 1, &t, error))
+    return FALSE;
+  const Type *want = f->arg_types[index];
+  /* bf16 arguments take f32 files (NumPy has no bf16), rounded on load */
+  if (want->dtype == DT_BF16 && t->type->dtype == DT_F32 &&
+      type_with_dtype(t->type, DT_BF16) == want) {
+    Tensor *b = tensor_new(want);
+    for (int64_t i = 0; i < type_numel(want); i++)
+      b->f[i] = round_to_dtype(DT_BF16, t->f[i]);
+    tensor_unref(t);
+    t = b;
+  }
+  if (t->type != want) {
+    g_autofree char *got = type_to_string(t->type);
+    g_autofree char *exp = type_to_string(want);
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                "--input %s: the file holds %s but '%%%s' is %s", spec, got,
+                bare, exp);
+    tensor_unref(t);
+    return FALSE;
+  }
+  inputs[index] = t;
+  return TRUE;
+}
+
+/* The file name (without .npy) for result 'i': the returned value's user
+ * name when it has one, else "resultI". */
+static char *result_name(const Module *m, const Func *f, int i) {
+  const Term *r = f->body->args[i];
+  const char *user = r->kind == TM_ARG ? f->arg_names[r->index]
+                                       : g_hash_table_lookup(m->names, r);
+  gboolean clash = FALSE;
+  for (int j = 0; user && j < f->nresults; j++)
+    clash |= j != i && f->body->args[j] == r;
+  if (!user || clash || strchr(user, '/') || user[0] == '.')
+    return g_strdup_printf("result%d", i);
+  return g_strdup(user);
+}
+
+/* Writes every result as DIR/NAME.npy, or none of them. */
+static gboolean write_outputs(const char *dir, const Module *m, const Func *f,
+                              GPtrArray *results, GError **error) {
+  if (g_mkdir_with_parents(dir, 0777) != 0) {
+    int e = errno;
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_IO, "%s: %s", dir,
+                g_strerror(e));
+    return FALSE;
+  }
+  g_autoptr(GPtrArray) written = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < results->len; i++) {
+    g_autofree char *name = result_name(m, f, (int)i);
+    g_autofree char *file = g_strdup_printf("%s.npy", name);
+    char *path = g_build_filename(dir, file, NULL);
+    g_autoptr(GBytes) bytes = npy_encode(g_ptr_array_index(results, i));
+    gsize len;
+    const char *data = g_bytes_get_data(bytes, &len);
+    if (!g_file_set_contents(path, data, (gssize)len, error)) {
+      g_free(path);
+      for (guint k = 0; k < written->len; k++)
+        g_unlink(g_ptr_array_index(written, k));
+      return FALSE;
+    }
+    g_ptr_array_add(written, path);
+  }
+  return TRUE;
+}
+
+static int cmd_run(int argc, char **argv) {
+  g_auto(GStrv) input_specs = NULL;
+  gint64 seed = 0;
+  g_autofree char *output = NULL;
+  GOptionEntry entries[] = {
+      {"input", 'i', 0, G_OPTION_ARG_STRING_ARRAY, &input_specs,
+       "argument NAME from a NumPy file", "NAME=FILE.npy"},
+      {"seed", 's', 0, G_OPTION_ARG_INT64, &seed,
+       "seed for the random arguments (default 0)", "N"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+       "write each result to DIR/NAME.npy", "DIR"},
+      {NULL}};
+  if (!parse_options("run", entries, &argc, &argv))
+    return 2;
+  g_autoptr(Module) m = load_module(argv[1]);
+  if (!m)
+    return 1;
+  Func *f = module_entry(m);
+  Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
+  GError *error = NULL;
+  int status = 0;
+  for (char **s = input_specs; s && *s && !error; s++)
+    load_input(f, *s, inputs, &error);
+  for (int i = 0; i < f->nargs && !error; i++) {
+    if (inputs[i])
+      continue;
+    /* one stream per argument, so giving one input leaves the others */
+    guint32 key[2] = {(guint32)seed, (guint32)i};
+    GRand *rng = g_rand_new_with_seed_array(key, 2);
+    inputs[i] = tensor_new(f->arg_types[i]);
+    tensor_fill_random(inputs[i], rng);
+    g_rand_free(rng);
+  }
+  GPtrArray *results = error ? NULL : interp_run(f, inputs, &error);
+  if (results && output)
+    write_outputs(output, m, f, results, &error);
+  if (error) {
+    print_error(argv[1], error);
+    g_error_free(error);
+    status = 1;
+  } else {
+    g_autoptr(GString) out = g_string_new(NULL);
+    for (guint i = 0; i < results->len; i++) {
+      g_autofree char *name = result_name(m, f, (int)i);
+      g_string_append_printf(out, "%s = ", name);
+      tensor_print(out, g_ptr_array_index(results, i), 64);
+      if (out->str[out->len - 1] != '\n')
+        g_string_append_c(out, '\n');
+    }
+    fwrite(out->str, 1, out->len, stdout);
+  }
+  if (results)
+    g_ptr_array_unref(results);
+  for (int i = 0; i < f->nargs; i++)
+    if (inputs[i])
+      tensor_unref(inputs[i]);
+  g_free(inputs);
+  return status;
+}
+
+static int run_job(void *data) {
+  Job *job = data;
+  const char *cmd = job->argv[1];
+  if (strcmp(cmd, "check") == 0)
+    return cmd_check(job->argc - 1, job->argv + 1);
+  if (strcmp(cmd, "fmt") == 0)
+    return cmd_fmt(job->argc - 1, job->argv + 1);
+  if (strcmp(cmd, "run") == 0)
+    return cmd_run(job->argc - 1, job->argv + 1);
+  if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 ||
+      strcmp(cmd, "-h") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "--version") == 0) {
+    g_print("partir %s\n", partir_version());
+    return 0;
+  }
+  g_printerr("partir: unknown command '%s'\n", cmd);
+  usage(stderr);
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  Job job = {argc, argv};
+  int status = partir_call_with_stack(run_job, &job);
+  if (fflush(stdout) != 0) {
+    g_printerr("partir: writing output: %s\n", g_strerror(errno));
+    return 1;
+  }
+  return status;
+}

@@ -1,0 +1,190 @@
+/* interp.c — the reference interpreter: the meaning of every term.
+ *
+ * Evaluates a function's result terms over Tensors, operands first, with
+ * base operators delegated to kernels.c.  Tiles and sums run their body
+ * sequentially for every range value; slices read the chunk the range
+ * value selects.  It is the oracle that rewrites, lowering and compiled
+ * code are checked against, so it favours plainness over speed.
+ *
+ * Sharing: each distinct term is evaluated once per environment.  A term
+ * is memoised in the table of the region of the innermost binder it uses
+ * (closed terms at depth 0); entering a new iteration of a region clears
+ * that region's table.  Within one table a term pointer has one meaning,
+ * because the region depth and the term's smallest loose index fix the
+ * depth it is used at.
+ *
+ * requires: the function is well typed (every stored Term is).
+ */
+#include "partir-int.h"
+
+#include <string.h>
+
+/* Largest tensor the interpreter will allocate (elements). */
+#define INTERP_MAX_ELEMS ((int64_t)1 << 29)
+
+typedef struct Interp {
+  Tensor *const *inputs;
+  int64_t start[PARTIR_MAX_REGIONS + 2]; /* binder value of region depth k */
+  GHashTable *memo[PARTIR_MAX_REGIONS + 2];
+} Interp;
+
+static Tensor *eval(Interp *in, int depth, const Term *t);
+
+/* Views a shape as [outer, size of dim d, inner] for chunk copies. */
+static void split_at(const Type *ty, int d, int64_t *outer, int64_t *inner) {
+  *outer = 1;
+  *inner = 1;
+  for (int i = 0; i < d; i++)
+    *outer *= ty->dims[i];
+  for (int i = d + 1; i < ty->rank; i++)
+    *inner *= ty->dims[i];
+}
+
+/* Copies along dimension 'd': dst[.., dst_off + j, ..] = src[.., src_off +
+ * j, ..] for j < count. */
+static void copy_chunk(Tensor *dst, int64_t dst_off, const Tensor *src,
+                       int64_t src_off, int d, int64_t count) {
+  int64_t outer, inner;
+  split_at(dst->type, d, &outer, &inner);
+  int64_t dn = dst->type->dims[d], sn = src->type->dims[d];
+  gsize bytes = (gsize)(count * inner) * sizeof(double);
+  for (int64_t o = 0; o < outer; o++) {
+    int64_t di = (o * dn + dst_off) * inner, si = (o * sn + src_off) * inner;
+    if (dst->f)
+      memcpy(dst->f + di, src->f + si, bytes);
+    else
+      memcpy(dst->i + di, src->i + si, bytes);
+  }
+}
+
+static void clear_from(Interp *in, int level) {
+  for (int k = level; k < PARTIR_MAX_REGIONS + 2 && in->memo[k]; k++)
+    g_hash_table_remove_all(in->memo[k]);
+}
+
+static GHashTable *memo_at(Interp *in, int level) {
+  if (!in->memo[level])
+    in->memo[level] = g_hash_table_new_full(NULL, NULL, NULL,
+                                            (GDestroyNotify)tensor_unref);
+  return in->memo[level];
+}
+
+static Tensor *eval_region(Interp *in, int depth, const Term *t) {
+  const Type *range = t->range;
+  int64_t count = range->n / range->w;
+  Tensor *out = tensor_new(t->type);
+  int inner = depth + 1;
+  for (int64_t k = 0; k < count; k++) {
+    in->start[inner] = k * range->w;
+    clear_from(in, inner);
+    Tensor *v = eval(in, inner, t->args[0]);
+    if (t->kind == TM_TILE) {
+      copy_chunk(out, k * range->w, v, 0, t->index, range->w);
+    } else {
+      int64_t n = type_numel(t->type);
+      for (int64_t j = 0; j < n; j++) {
+        if (out->f)
+          out->f[j] += v->f[j]; /* accumulate in double, round once */
+        else
+          out->i[j] += v->i[j];
+      }
+    }
+    tensor_unref(v);
+  }
+  clear_from(in, inner);
+  if (t->kind == TM_SUM) {
+    int64_t n = type_numel(t->type);
+    DType dt = t->type->dtype;
+    for (int64_t j = 0; j < n; j++) {
+      if (out->f)
+        out->f[j] = round_to_dtype(dt, out->f[j]);
+      else
+        out->i[j] = wrap_to_dtype(dt, out->i[j]);
+    }
+  }
+  return out;
+}
+
+static Tensor *eval_uncached(Interp *in, int depth, const Term *t) {
+  switch (t->kind) {
+  case TM_OP: {
+    Tensor *stack_args[8];
+    Tensor **args = t->nargs <= 8 ? stack_args : g_new(Tensor *, (gsize)t->nargs);
+    for (int i = 0; i < t->nargs; i++)
+      args[i] = eval(in, depth, t->args[i]);
+    Tensor *r = kernel_eval(t, args);
+    for (int i = 0; i < t->nargs; i++)
+      tensor_unref(args[i]);
+    if (args != stack_args)
+      g_free(args);
+    return r;
+  }
+  case TM_SLICE: {
+    Tensor *x = eval(in, depth, t->args[0]);
+    const Term *r = t->args[1];
+    g_assert(r->kind == TM_BVAR);
+    Tensor *out = tensor_new(t->type);
+    copy_chunk(out, 0, x, in->start[depth - r->index], t->index,
+               r->type->w);
+    tensor_unref(x);
+    return out;
+  }
+  case TM_TILE:
+  case TM_SUM:
+    return eval_region(in, depth, t);
+  default:
+    g_assert_not_reached();
+  }
+}
+
+static Tensor *eval(Interp *in, int depth, const Term *t) {
+  if (t->kind == TM_ARG)
+    return tensor_ref(in->inputs[t->index]);
+  int level = term_is_closed(t) ? 0 : depth - term_lo(t);
+  GHashTable *memo = memo_at(in, level);
+  Tensor *v = g_hash_table_lookup(memo, t);
+  if (v)
+    return tensor_ref(v);
+  v = eval_uncached(in, depth, t);
+  g_hash_table_insert(memo, (gpointer)t, tensor_ref(v));
+  return v;
+}
+
+/* Refuses programs with a tensor too large to interpret here. */
+static gboolean check_sizes(const Term *root, GError **error) {
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  g_ptr_array_add(todo, (gpointer)root);
+  while (todo->len > 0) {
+    const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
+    if (!g_hash_table_add(seen, (gpointer)t))
+      continue;
+    if (t->type && t->type->kind == TY_TENSOR &&
+        type_numel(t->type) > INTERP_MAX_ELEMS) {
+      g_autofree char *ty = type_to_string(t->type);
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                  "a value of type %s is too large for the reference "
+                  "interpreter (limit %" G_GINT64_FORMAT " elements)",
+                  ty, INTERP_MAX_ELEMS);
+      return FALSE;
+    }
+    for (int i = 0; i < t->nargs; i++)
+      g_ptr_array_add(todo, (gpointer)t->args[i]);
+  }
+  return TRUE;
+}
+
+GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error) {
+  for (int i = 0; i < f->nargs; i++)
+    g_assert(inputs[i]->type == f->arg_types[i]);
+  if (!check_sizes(f->body, error))
+    return NULL;
+  Interp in = {.inputs = inputs};
+  GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
+  for (int i = 0; i < f->nresults; i++)
+    g_ptr_array_add(out, eval(&in, 0, f->body->args[i]));
+  for (int k = 0; k < PARTIR_MAX_REGIONS + 2; k++)
+    if (in.memo[k])
+      g_hash_table_unref(in.memo[k]);
+  return out;
+}

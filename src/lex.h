@@ -1,0 +1,55 @@
+/* lex.h — the tokenizer shared by the program parser (and, later, the
+ * rule parser). */
+#ifndef PARTIR_LEX_H
+#define PARTIR_LEX_H
+
+#include "partir-int.h"
+
+typedef enum {
+  TK_EOF,
+  TK_ERROR,   /* the lexer has reported a diagnostic */
+  TK_IDENT,   /* func, matmul, partir.tile, GT */
+  TK_VALUE,   /* %name (text excludes '%') */
+  TK_SYMBOL,  /* @name or @"name" (name excludes '@'; see token_name) */
+  TK_INT,
+  TK_FLOAT,
+  TK_STRING,  /* "..." (text is the unescaped contents) */
+  TK_ARROW,   /* -> */
+  TK_PUNCT,   /* one of ( ) { } [ ] , : = < > ! */
+} TokenKind;
+
+typedef struct Token {
+  TokenKind kind;
+  Loc loc;
+  const char *start; /* raw text in the source */
+  gsize len;
+  char *text;        /* TK_STRING: unescaped; else NULL */
+  int64_t i;         /* TK_INT */
+  double f;          /* TK_FLOAT */
+  char punct;        /* TK_PUNCT */
+} Token;
+
+typedef struct Lexer {
+  const Source *src;
+  Diag *diag;
+  gsize pos;
+  int line;
+  gsize line_start;
+} Lexer;
+
+void lex_init(Lexer *lx, const Source *src, Diag *diag);
+/* Reads the next token into 'tok' (freeing what it held). */
+void lex_next(Lexer *lx, Token *tok);
+void token_clear(Token *tok);
+/* Reads the inside of 'tensor<...>' after '<' up to and including '>':
+ * dims 'x'-separated, then the element type. */
+gboolean lex_tensor_shape(Lexer *lx, int *rank, int64_t *dims, DType *dt);
+Loc lex_loc(const Lexer *lx);
+gboolean token_is(const Token *tok, const char *ident);
+/* The name a TK_VALUE, TK_SYMBOL or TK_IDENT token spells (newly allocated). */
+char *token_name(const Token *tok);
+gboolean token_punct(const Token *tok, char c);
+/* A short printable description of a token for "expected X, got Y". */
+char *token_describe(const Token *tok);
+
+#endif

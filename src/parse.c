@@ -1,0 +1,712 @@
+/* parse.c — text to a Module of type-checked, hash-consed terms.
+ *
+ * A recursive-descent parser over lex.c's tokens (grammar in
+ * docs/language.md).  SSA statements are not kept: each '%v = ...' builds
+ * a Term at once (term_op & co. type-check it) and binds the name to it,
+ * so the function body is just the tuple of returned Terms.  Names the
+ * user gave are recorded in the Module's name tables for the printer.
+ *
+ * Regions (tile, sum) nest; 'depth' counts the enclosing binders.  A
+ * binder opened at depth k (its region has depth k+1) is referenced at
+ * depth D as de Bruijn index D-k-1; a value defined at depth p and used at
+ * depth D is shifted by D-p.  Names defined in a region go out of sight
+ * when it closes but stay reserved: a name is defined once per function.
+ *
+ * Errors stop the parse at the first problem: one diagnostic with the
+ * source line and a caret, plus a note where an unclosed '{' opened.
+ * Nesting of regions and lists, and the height of terms, are bounded so
+ * that no input can exhaust the stack.
+ */
+#include "lex.h"
+
+#include <string.h>
+
+typedef struct ValueDef {
+  const Term *term;  /* as built at 'depth'; NULL for binders */
+  const Type *range; /* binders: the range type */
+  int depth;         /* values: region depth of the definition; binders: the
+                        depth outside the region they open */
+  gboolean binder;
+  gboolean visible;
+  Loc loc;
+} ValueDef;
+
+typedef struct Parser {
+  Lexer lx;
+  Token tok;
+  Diag *diag;
+  Module *m;
+  GHashTable *defs; /* name -> ValueDef*, per function */
+  GPtrArray *scope; /* names defined in open regions, NULL marks a region */
+  int depth;
+  int nest; /* attribute list nesting */
+  gboolean failed;
+} Parser;
+
+static void next(Parser *p) {
+  lex_next(&p->lx, &p->tok);
+  if (p->tok.kind == TK_ERROR)
+    p->failed = TRUE;
+}
+
+/* Reports an error at the current token, unless one was reported. */
+static gboolean fail_at(Parser *p, Loc loc, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+static gboolean fail_at(Parser *p, Loc loc, const char *fmt, ...) {
+  if (!p->failed) {
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    diag_error(p->diag, loc, "%s", msg);
+  }
+  p->failed = TRUE;
+  return FALSE;
+}
+
+static gboolean expected(Parser *p, const char *what) {
+  g_autofree char *got = token_describe(&p->tok);
+  return fail_at(p, p->tok.loc, "expected %s, got %s", what, got);
+}
+
+static gboolean expect_punct(Parser *p, char c) {
+  if (p->failed)
+    return FALSE;
+  if (!token_punct(&p->tok, c)) {
+    char what[4] = {'\'', c, '\'', 0};
+    return expected(p, what);
+  }
+  next(p);
+  return !p->failed;
+}
+
+static gboolean expect_ident(Parser *p, const char *ident) {
+  if (p->failed)
+    return FALSE;
+  if (!token_is(&p->tok, ident)) {
+    g_autofree char *what = g_strdup_printf("'%s'", ident);
+    return expected(p, what);
+  }
+  next(p);
+  return !p->failed;
+}
+
+static gboolean parse_int(Parser *p, const char *what, int64_t *out) {
+  if (p->failed)
+    return FALSE;
+  if (p->tok.kind != TK_INT)
+    return expected(p, what);
+  *out = p->tok.i;
+  next(p);
+  return !p->failed;
+}
+
+/* ------------------------------------------------------------------ types */
+
+static gboolean parse_type(Parser *p, const Type **out) {
+  if (p->failed)
+    return FALSE;
+  Loc at = p->tok.loc;
+  if (token_is(&p->tok, "tensor")) {
+    next(p);
+    if (!token_punct(&p->tok, '<'))
+      return expected(p, "'<' after 'tensor'");
+    int rank;
+    int64_t dims[PARTIR_MAX_RANK];
+    DType dt;
+    if (!lex_tensor_shape(&p->lx, &rank, dims, &dt)) {
+      p->failed = TRUE;
+      return FALSE;
+    }
+    /* keep element counts far from overflow in every size computation */
+    int64_t numel = 1;
+    for (int i = 0; i < rank; i++) {
+      if (dims[i] > ((int64_t)1 << 48) / numel)
+        return fail_at(p, at, "tensor type has more than 2^48 elements");
+      numel *= dims[i];
+    }
+    *out = type_tensor(dt, rank, dims);
+    next(p);
+    return !p->failed;
+  }
+  if (token_punct(&p->tok, '!')) {
+    next(p);
+    int64_t n = 0, w = 0;
+    if (!expect_ident(p, "partir.range") || !expect_punct(p, '<') ||
+        !parse_int(p, "the range size", &n) || !expect_punct(p, ',') ||
+        !parse_int(p, "the range width", &w) || !expect_punct(p, '>'))
+      return FALSE;
+    if (n < 1 || w < 1 || n > ((int64_t)1 << 48))
+      return fail_at(p, at, "range size and width must be positive");
+    *out = type_range(n, w);
+    return TRUE;
+  }
+  return expected(p, "a type ('tensor<...>' or '!partir.range<n,w>')");
+}
+
+static gboolean parse_tensor_type(Parser *p, const Type **out) {
+  Loc at = p->tok.loc;
+  if (!parse_type(p, out))
+    return FALSE;
+  if ((*out)->kind != TY_TENSOR)
+    return fail_at(p, at, "expected a tensor type here, not a range");
+  return TRUE;
+}
+
+/* ------------------------------------------------------------- attributes */
+
+static void attr_value_clear(AttrValue *v) {
+  if (v->kind == AV_LIST) {
+    for (int i = 0; i < v->count; i++)
+      attr_value_clear(&v->items[i]);
+    g_free(v->items);
+  }
+  v->kind = AV_INT;
+  v->count = 0;
+  v->items = NULL;
+}
+
+static gboolean parse_attr_value(Parser *p, AttrValue *v) {
+  memset(v, 0, sizeof *v);
+  if (p->failed)
+    return FALSE;
+  switch (p->tok.kind) {
+  case TK_INT:
+    v->kind = AV_INT;
+    v->i = p->tok.i;
+    next(p);
+    return !p->failed;
+  case TK_FLOAT:
+    v->kind = AV_FLOAT;
+    v->f = p->tok.f;
+    next(p);
+    return !p->failed;
+  case TK_IDENT:
+  case TK_STRING: {
+    g_autofree char *name = token_name(&p->tok);
+    v->kind = AV_SYMBOL;
+    v->sym = g_intern_string(name);
+    next(p);
+    return !p->failed;
+  }
+  case TK_PUNCT:
+    if (p->tok.punct == '[') {
+      Loc open = p->tok.loc;
+      if (++p->nest > PARTIR_MAX_DEPTH)
+        return fail_at(p, open, "attribute lists nest deeper than %d",
+                       PARTIR_MAX_DEPTH);
+      next(p);
+      GArray *items = g_array_new(FALSE, TRUE, sizeof(AttrValue));
+      v->kind = AV_LIST;
+      while (!p->failed && !token_punct(&p->tok, ']')) {
+        if (items->len > 0 && !expect_punct(p, ','))
+          break;
+        AttrValue item;
+        gboolean ok = parse_attr_value(p, &item);
+        g_array_append_val(items, item);
+        if (!ok)
+          break;
+      }
+      v->count = (int)items->len;
+      v->items = (AttrValue *)g_array_free(items, FALSE);
+      p->nest--;
+      if (p->failed) {
+        attr_value_clear(v);
+        return FALSE;
+      }
+      next(p); /* ']' */
+      return !p->failed;
+    }
+    break;
+  default:
+    break;
+  }
+  return expected(p, "an attribute value (number, name, string or list)");
+}
+
+static gboolean parse_attrs(Parser *p, const Attrs **out) {
+  *out = attrs_empty();
+  if (!token_punct(&p->tok, '{'))
+    return TRUE;
+  next(p);
+  GPtrArray *keys = g_ptr_array_new();
+  GArray *values = g_array_new(FALSE, TRUE, sizeof(AttrValue));
+  while (!p->failed && !token_punct(&p->tok, '}')) {
+    if (keys->len > 0 && !expect_punct(p, ','))
+      break;
+    if (p->tok.kind != TK_IDENT) {
+      expected(p, "an attribute name");
+      break;
+    }
+    g_autofree char *key = token_name(&p->tok);
+    const char *ikey = g_intern_string(key);
+    for (guint i = 0; i < keys->len; i++)
+      if (g_ptr_array_index(keys, i) == ikey)
+        fail_at(p, p->tok.loc, "attribute '%s' given twice", key);
+    next(p);
+    AttrValue v;
+    if (!expect_punct(p, '=') || !parse_attr_value(p, &v))
+      break;
+    g_ptr_array_add(keys, (gpointer)ikey);
+    g_array_append_val(values, v);
+  }
+  if (p->failed) {
+    for (guint i = 0; i < values->len; i++)
+      attr_value_clear(&g_array_index(values, AttrValue, i));
+    g_array_free(values, TRUE);
+    g_ptr_array_free(keys, TRUE);
+    return FALSE;
+  }
+  next(p); /* '}' */
+  int count = (int)keys->len;
+  *out = attrs_intern(count, (const char **)g_ptr_array_free(keys, FALSE),
+                      (AttrValue *)g_array_free(values, FALSE));
+  return !p->failed;
+}
+
+/* ----------------------------------------------------------------- values */
+
+static gboolean name_is_anonymous(const char *name) {
+  for (const char *c = name; *c; c++)
+    if (!g_ascii_isdigit(*c))
+      return FALSE;
+  return TRUE;
+}
+
+/* Binds a name in the current scope; refuses a second definition. */
+static ValueDef *define(Parser *p, const char *name, Loc loc) {
+  ValueDef *old = g_hash_table_lookup(p->defs, name);
+  if (old) {
+    fail_at(p, loc, "'%%%s' is already defined", name);
+    diag_note(p->diag, old->loc, "'%%%s' was defined here", name);
+    return NULL;
+  }
+  ValueDef *d = g_new0(ValueDef, 1);
+  d->loc = loc;
+  d->visible = TRUE;
+  d->depth = p->depth;
+  char *key = g_strdup(name);
+  g_hash_table_insert(p->defs, key, d);
+  g_ptr_array_add(p->scope, key);
+  return d;
+}
+
+/* Records a user name for a value for the printer (first name wins). */
+static void record_name(Parser *p, const char *name, const Term *t) {
+  if (name_is_anonymous(name))
+    return;
+  const Term *key = term_placed(t);
+  if (!g_hash_table_contains(p->m->names, key))
+    g_hash_table_insert(p->m->names, (gpointer)key, g_strdup(name));
+}
+
+/* Reads a '%name' use and returns its Term as seen at the current depth. */
+static const Term *parse_use(Parser *p) {
+  if (p->failed)
+    return NULL;
+  if (p->tok.kind != TK_VALUE) {
+    expected(p, "a value ('%name')");
+    return NULL;
+  }
+  g_autofree char *name = token_name(&p->tok);
+  Loc at = p->tok.loc;
+  ValueDef *d = g_hash_table_lookup(p->defs, name);
+  if (!d) {
+    fail_at(p, at, "use of undefined value '%%%s'", name);
+    return NULL;
+  }
+  if (!d->visible) {
+    fail_at(p, at, "'%%%s' is defined inside a region and is not visible here",
+            name);
+    diag_note(p->diag, d->loc, "'%%%s' was defined here", name);
+    return NULL;
+  }
+  next(p);
+  if (d->binder)
+    return term_bvar(p->depth - d->depth - 1, d->range);
+  return term_shift(d->term, p->depth - d->depth, 0);
+}
+
+static gboolean check_height(Parser *p, const Term *t, Loc at) {
+  if (t->height > PARTIR_MAX_HEIGHT)
+    return fail_at(p, at, "program is too deep (more than %d nested values)",
+                   PARTIR_MAX_HEIGHT);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------- statements */
+
+static const Term *parse_stmt_expr(Parser *p, Loc def_loc);
+
+/* Parses statements up to 'terminator' (an identifier: 'return' or
+ * 'partir.yield'); 'open' is where the enclosing '{' was. */
+static gboolean parse_stmts(Parser *p, const char *terminator, Loc open) {
+  while (!p->failed && !token_is(&p->tok, terminator)) {
+    if (p->tok.kind == TK_EOF) {
+      fail_at(p, p->tok.loc, "unexpected end of input: '%s' and '}' expected "
+                             "(to close '{' at line %d)",
+              terminator, open.line);
+      diag_note(p->diag, open, "the region opened here");
+      return FALSE;
+    }
+    if (token_punct(&p->tok, '}')) {
+      fail_at(p, p->tok.loc, "'%s' expected before '}' (to close '{' at line %d)",
+              terminator, open.line);
+      return FALSE;
+    }
+    if (p->tok.kind != TK_VALUE) {
+      g_autofree char *what =
+          g_strdup_printf("a statement ('%%name = ...') or '%s'", terminator);
+      return expected(p, what);
+    }
+    g_autofree char *name = token_name(&p->tok);
+    Loc at = p->tok.loc;
+    next(p);
+    if (!expect_punct(p, '='))
+      return FALSE;
+    const Term *t = parse_stmt_expr(p, at);
+    if (!t || !check_height(p, t, at))
+      return FALSE;
+    ValueDef *d = define(p, name, at);
+    if (!d)
+      return FALSE;
+    d->term = t;
+    record_name(p, name, t);
+  }
+  return !p->failed;
+}
+
+/* Hides the names defined since the last region marker. */
+static void close_scope(Parser *p) {
+  while (p->scope->len > 0) {
+    char *name = g_ptr_array_steal_index(p->scope, p->scope->len - 1);
+    if (!name)
+      return;
+    ValueDef *d = g_hash_table_lookup(p->defs, name);
+    d->visible = FALSE;
+  }
+}
+
+/* binder := '(' %name ':' rangetype ['@' axis] ')' ; then '{' stmts
+ * 'partir.yield' %v '}'.  Returns the body as seen inside the region; the
+ * binder's range, axis and name come back through the out parameters. */
+static const Term *parse_region(Parser *p, const Type **range,
+                                const char **axis, char **binder_name) {
+  *axis = NULL;
+  *binder_name = NULL;
+  if (!expect_punct(p, '('))
+    return NULL;
+  if (p->tok.kind != TK_VALUE) {
+    expected(p, "a range binder ('%r')");
+    return NULL;
+  }
+  g_autofree char *name = token_name(&p->tok);
+  Loc name_loc = p->tok.loc;
+  next(p);
+  Loc type_loc = p->tok.loc;
+  if (!expect_punct(p, ':') || !parse_type(p, range))
+    return NULL;
+  if ((*range)->kind != TY_RANGE) {
+    fail_at(p, type_loc, "a binder needs a range type ('!partir.range<n,w>')");
+    return NULL;
+  }
+  if (p->tok.kind == TK_SYMBOL) {
+    g_autofree char *a = token_name(&p->tok);
+    *axis = g_intern_string(a);
+    next(p);
+  }
+  if (!expect_punct(p, ')'))
+    return NULL;
+  Loc open = p->tok.loc;
+  if (!expect_punct(p, '{'))
+    return NULL;
+  if (p->depth >= PARTIR_MAX_REGIONS) {
+    fail_at(p, open, "regions nest deeper than %d", PARTIR_MAX_REGIONS);
+    return NULL;
+  }
+  ValueDef *b = define(p, name, name_loc);
+  if (!b)
+    return NULL;
+  b->binder = TRUE;
+  b->range = *range;
+  g_ptr_array_add(p->scope, NULL); /* region marker */
+  p->depth++;
+  const Term *body = NULL;
+  if (parse_stmts(p, "partir.yield", open)) {
+    next(p);
+    body = parse_use(p);
+    if (body && !token_punct(&p->tok, '}')) {
+      fail_at(p, p->tok.loc, "'}' expected after 'partir.yield' (to close '{' "
+                             "at line %d)",
+              open.line);
+      body = NULL;
+    }
+    if (body)
+      next(p);
+  }
+  p->depth--;
+  close_scope(p);
+  /* the binder itself belongs to the enclosing scope's list but must not
+   * be visible after the region */
+  b->visible = FALSE;
+  if (body)
+    *binder_name = g_steal_pointer(&name);
+  return p->failed ? NULL : body;
+}
+
+static const Term *built(Parser *p, const Term *t, GString *err, Loc at) {
+  if (!t)
+    fail_at(p, at, "%s", err->str);
+  return t;
+}
+
+static void record_binder(Parser *p, const Term *t, char *binder_name) {
+  const Term *key = term_placed(t);
+  if (!g_hash_table_contains(p->m->binder_names, key) &&
+      !name_is_anonymous(binder_name))
+    g_hash_table_insert(p->m->binder_names, (gpointer)key, binder_name);
+  else
+    g_free(binder_name);
+}
+
+static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
+  if (p->failed)
+    return NULL;
+  g_autoptr(GString) err = g_string_new(NULL);
+  if (p->tok.kind != TK_IDENT) {
+    expected(p, "an operator or a partir construct");
+    return NULL;
+  }
+  Loc at = p->tok.loc;
+  if (token_is(&p->tok, "partir.slice")) {
+    next(p);
+    int64_t dim = 0;
+    if (!parse_int(p, "the sliced dimension", &dim))
+      return NULL;
+    const Term *x = parse_use(p);
+    if (!x || !expect_punct(p, '['))
+      return NULL;
+    const Term *r = parse_use(p);
+    if (!r || !expect_punct(p, ']'))
+      return NULL;
+    if (dim < 0 || dim > PARTIR_MAX_RANK) dim = PARTIR_MAX_RANK;
+    return built(p, term_slice((int)dim, x, r, err), err, def_loc);
+  }
+  if (token_is(&p->tok, "partir.tile") || token_is(&p->tok, "partir.sum")) {
+    gboolean tile = token_is(&p->tok, "partir.tile");
+    next(p);
+    int64_t dim = 0;
+    if (tile && !parse_int(p, "the tiled dimension", &dim))
+      return NULL;
+    const Type *range;
+    const char *axis;
+    char *binder_name;
+    const Term *body = parse_region(p, &range, &axis, &binder_name);
+    if (!body)
+      return NULL;
+    if (dim < 0 || dim > PARTIR_MAX_RANK) dim = PARTIR_MAX_RANK;
+    const Term *t = tile ? term_tile((int)dim, range, axis, body, err)
+                         : term_sum(range, axis, body, err);
+    if (!built(p, t, err, def_loc)) {
+      g_free(binder_name);
+      return NULL;
+    }
+    record_binder(p, t, binder_name);
+    return t;
+  }
+  Op op;
+  if (!op_from_name(p->tok.start, p->tok.len, &op)) {
+    g_autofree char *name = token_name(&p->tok);
+    fail_at(p, at, "unknown operator '%s'", name);
+    return NULL;
+  }
+  next(p);
+  if (!expect_punct(p, '('))
+    return NULL;
+  g_autoptr(GPtrArray) operands = g_ptr_array_new();
+  while (!p->failed && !token_punct(&p->tok, ')')) {
+    if (operands->len > 0 && !expect_punct(p, ','))
+      return NULL;
+    const Term *x = parse_use(p);
+    if (!x)
+      return NULL;
+    g_ptr_array_add(operands, (gpointer)x);
+  }
+  if (!expect_punct(p, ')'))
+    return NULL;
+  const Attrs *attrs;
+  if (!parse_attrs(p, &attrs))
+    return NULL;
+  const Type *written = NULL;
+  if (token_punct(&p->tok, ':')) {
+    next(p);
+    if (!parse_tensor_type(p, &written))
+      return NULL;
+  }
+  const Term *t = term_op(op, (int)operands->len,
+                          (const Term *const *)operands->pdata, attrs, written,
+                          err);
+  return built(p, t, err, def_loc);
+}
+
+/* -------------------------------------------------------------- functions */
+
+static Func *parse_func(Parser *p) {
+  Loc at = p->tok.loc;
+  if (!expect_ident(p, "func"))
+    return NULL;
+  if (p->tok.kind != TK_SYMBOL) {
+    expected(p, "a function name ('@name')");
+    return NULL;
+  }
+  g_autoptr(GHashTable) defs =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GPtrArray) scope = g_ptr_array_new();
+  g_autoptr(GPtrArray) results = NULL;
+  p->defs = defs;
+  p->scope = scope;
+  p->depth = 0;
+  Func *f = g_new0(Func, 1);
+  f->name = token_name(&p->tok);
+  f->loc = at;
+  next(p);
+  GPtrArray *names = g_ptr_array_new();
+  GPtrArray *types = g_ptr_array_new();
+  if (expect_punct(p, '(')) {
+    while (!p->failed && !token_punct(&p->tok, ')')) {
+      if (names->len > 0 && !expect_punct(p, ','))
+        break;
+      if (p->tok.kind != TK_VALUE) {
+        expected(p, "an argument ('%name: type')");
+        break;
+      }
+      char *name = token_name(&p->tok);
+      Loc nloc = p->tok.loc;
+      g_ptr_array_add(names, name);
+      next(p);
+      const Type *ty;
+      if (!expect_punct(p, ':') || !parse_tensor_type(p, &ty))
+        break;
+      g_ptr_array_add(types, (gpointer)ty);
+      ValueDef *d = define(p, name, nloc);
+      if (!d)
+        break;
+      d->term = term_arg((int)types->len - 1, ty);
+    }
+    if (!p->failed)
+      next(p); /* ')' */
+  }
+  f->nargs = (int)types->len;
+  g_ptr_array_add(names, NULL);
+  f->arg_names = (char **)g_ptr_array_free(names, FALSE);
+  f->arg_types = (const Type **)g_ptr_array_free(types, FALSE);
+  if (p->failed)
+    goto fail;
+
+  GPtrArray *rtypes = g_ptr_array_new();
+  if (p->tok.kind != TK_ARROW) {
+    expected(p, "'->' and the result types");
+  } else {
+    next(p);
+    if (token_punct(&p->tok, '(')) {
+      next(p);
+      while (!p->failed && !token_punct(&p->tok, ')')) {
+        if (rtypes->len > 0 && !expect_punct(p, ','))
+          break;
+        const Type *ty;
+        if (parse_tensor_type(p, &ty))
+          g_ptr_array_add(rtypes, (gpointer)ty);
+      }
+      if (!p->failed)
+        next(p);
+    } else {
+      const Type *ty;
+      if (parse_tensor_type(p, &ty))
+        g_ptr_array_add(rtypes, (gpointer)ty);
+    }
+  }
+  f->nresults = (int)rtypes->len;
+  f->result_types = (const Type **)g_ptr_array_free(rtypes, FALSE);
+  if (!p->failed && f->nresults == 0)
+    fail_at(p, at, "function '@%s' returns nothing", f->name);
+  Loc open = p->tok.loc;
+  if (!expect_punct(p, '{') || !parse_stmts(p, "return", open))
+    goto fail;
+  Loc ret_loc = p->tok.loc;
+  next(p);
+  results = g_ptr_array_new();
+  while (!p->failed) {
+    if (results->len > 0) {
+      if (!token_punct(&p->tok, ','))
+        break;
+      next(p);
+    }
+    const Term *r = parse_use(p);
+    if (r)
+      g_ptr_array_add(results, (gpointer)r);
+  }
+  if (p->failed)
+    goto fail;
+  if (!token_punct(&p->tok, '}')) {
+    fail_at(p, p->tok.loc, "'}' expected after 'return' (to close '{' at line "
+                           "%d)",
+            open.line);
+    goto fail;
+  }
+  next(p);
+  if ((int)results->len != f->nresults) {
+    fail_at(p, ret_loc, "'@%s' returns %u value%s but its signature has %d",
+            f->name, results->len, results->len == 1 ? "" : "s", f->nresults);
+    goto fail;
+  }
+  for (int i = 0; i < f->nresults; i++) {
+    const Term *r = g_ptr_array_index(results, i);
+    if (r->type != f->result_types[i]) {
+      g_autofree char *got = type_to_string(r->type);
+      g_autofree char *want = type_to_string(f->result_types[i]);
+      fail_at(p, ret_loc, "result %d of '@%s' has type %s but the signature "
+                          "says %s",
+              i + 1, f->name, got, want);
+      goto fail;
+    }
+  }
+  f->body = term_tuple(f->nresults, (const Term *const *)results->pdata);
+  p->defs = NULL;
+  p->scope = NULL;
+  return f;
+fail:
+  p->defs = NULL;
+  p->scope = NULL;
+  func_free(f);
+  return NULL;
+}
+
+Module *parse_module(const Source *src, Diag *diag) {
+  Parser p = {.diag = diag};
+  lex_init(&p.lx, src, diag);
+  g_autoptr(Module) m = module_new();
+  p.m = m;
+  next(&p);
+  while (!p.failed && p.tok.kind != TK_EOF) {
+    Func *f = parse_func(&p);
+    if (!f)
+      break;
+    for (guint i = 0; i < m->funcs->len; i++) {
+      Func *g = g_ptr_array_index(m->funcs, i);
+      if (strcmp(g->name, f->name) == 0) {
+        fail_at(&p, f->loc, "function '@%s' is defined twice", f->name);
+        diag_note(diag, g->loc, "first defined here");
+      }
+    }
+    g_ptr_array_add(m->funcs, f);
+  }
+  if (!p.failed && m->funcs->len == 0)
+    fail_at(&p, p.tok.loc, "expected 'func': the file defines no function");
+  if (!p.failed && !module_entry(m))
+    fail_at(&p, ((Func *)g_ptr_array_index(m->funcs, 0))->loc,
+            "several functions and none is '@main'");
+  token_clear(&p.tok);
+  if (p.failed)
+    return NULL;
+  return g_steal_pointer(&m);
+}

@@ -1,0 +1,40 @@
+/* program.c — modules (parsed files) and their functions. */
+#include "partir-int.h"
+
+Module *module_new(void) {
+  Module *m = g_new0(Module, 1);
+  m->funcs = g_ptr_array_new_with_free_func((GDestroyNotify)func_free);
+  m->names = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  m->binder_names = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  return m;
+}
+
+void module_free(Module *m) {
+  if (!m)
+    return;
+  g_ptr_array_unref(m->funcs);
+  g_hash_table_unref(m->names);
+  g_hash_table_unref(m->binder_names);
+  g_free(m);
+}
+
+void func_free(Func *f) {
+  if (!f)
+    return;
+  g_free(f->name);
+  g_strfreev(f->arg_names);
+  g_free(f->arg_types);
+  g_free(f->result_types);
+  g_free(f);
+}
+
+Func *module_entry(Module *m) {
+  if (m->funcs->len == 1)
+    return g_ptr_array_index(m->funcs, 0);
+  for (guint i = 0; i < m->funcs->len; i++) {
+    Func *f = g_ptr_array_index(m->funcs, i);
+    if (g_strcmp0(f->name, "main") == 0)
+      return f;
+  }
+  return NULL;
+}

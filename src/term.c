@@ -1,0 +1,334 @@
+/* term.c — the term store: immutable, hash-consed terms.
+ *
+ * Every Term is created through term_intern(), which looks the node up by
+ * content (kind, operator, index, types, attributes and operand pointers)
+ * and returns the existing node when there is one.  Structural equality is
+ * therefore pointer equality, and a rewrite that rebuilds the path to the
+ * root shares every untouched subterm with the old term.
+ *
+ * Binders are locally nameless (de Bruijn indices), so alpha-equivalent
+ * terms are one node too.  Each node records which indices occur loose in
+ * it ('loose' mask), which lets term_shift() stop at closed subterms and
+ * lets the printer place a value in the region of the innermost binder it
+ * uses.
+ *
+ * Constructors type-check: a node exists only if it is well typed (the
+ * operator rules are in typerule.c).  Nodes are never freed today;
+ * reclaiming by state is the engine's job.
+ */
+#include "partir-int.h"
+
+#include <pthread.h>
+#include <string.h>
+
+static GHashTable *store;
+static guint64 next_serial;
+
+static guint term_hash(gconstpointer p) { return ((const Term *)p)->hash; }
+
+static gboolean term_equal(gconstpointer pa, gconstpointer pb) {
+  const Term *a = pa, *b = pb;
+  if (a->kind != b->kind || a->op != b->op || a->index != b->index ||
+      a->nargs != b->nargs || a->type != b->type || a->range != b->range ||
+      a->axis != b->axis || a->attrs != b->attrs)
+    return FALSE;
+  for (int i = 0; i < a->nargs; i++)
+    if (a->args[i] != b->args[i])
+      return FALSE;
+  return TRUE;
+}
+
+/* Returns the unique node equal to 'key' (whose args follow it), copying
+ * it into the store when new.  Fills in the derived fields. */
+static const Term *term_intern(Term *key) {
+  guint h = (guint)key->kind * 131u + (guint)key->op;
+  h = h * 1000003u + (guint)key->index;
+  h = h * 1000003u + g_direct_hash(key->type);
+  h = h * 1000003u + g_direct_hash(key->range);
+  h = h * 1000003u + g_direct_hash(key->axis);
+  h = h * 1000003u + g_direct_hash(key->attrs);
+  for (int i = 0; i < key->nargs; i++)
+    h = h * 1000003u + g_direct_hash(key->args[i]);
+  key->hash = h;
+  if (!store)
+    store = g_hash_table_new(term_hash, term_equal);
+  const Term *found = g_hash_table_lookup(store, key);
+  if (found)
+    return found;
+
+  guint64 loose = 0;
+  guint32 height = 0;
+  for (int i = 0; i < key->nargs; i++) {
+    loose |= key->args[i]->loose;
+    height = MAX(height, key->args[i]->height + 1);
+  }
+  if (key->kind == TM_BVAR)
+    loose = G_GUINT64_CONSTANT(1) << key->index;
+  if (key->kind == TM_TILE || key->kind == TM_SUM)
+    loose >>= 1; /* the body's index 0 is bound here */
+  key->loose = loose;
+  key->height = height;
+  key->serial = next_serial++;
+
+  gsize size = sizeof(Term) + sizeof(Term *) * (gsize)key->nargs;
+  Term *t = g_malloc(size);
+  memcpy(t, key, size);
+  g_hash_table_add(store, t);
+  return t;
+}
+
+size_t term_store_size(void) { return store ? g_hash_table_size(store) : 0; }
+
+/* A key on the stack with room for 'n' operands. */
+#define KEY(name, n)                                                           \
+  union {                                                                      \
+    Term t;                                                                    \
+    char bytes[sizeof(Term) + sizeof(Term *) * (n)];                           \
+  } name##_u = {0};                                                            \
+  Term *name = &name##_u.t
+
+const Term *term_arg(int index, const Type *type) {
+  KEY(k, 0);
+  k->kind = TM_ARG;
+  k->index = index;
+  k->type = type;
+  return term_intern(k);
+}
+
+const Term *term_bvar(int index, const Type *range) {
+  g_assert(index >= 0 && index < 64 && range->kind == TY_RANGE);
+  KEY(k, 0);
+  k->kind = TM_BVAR;
+  k->index = index;
+  k->type = range;
+  return term_intern(k);
+}
+
+/* Operators with many operands (concatenate) need a heap key. */
+static const Term *intern_with_args(Term *proto, int nargs,
+                                    const Term *const *args) {
+  gsize size = sizeof(Term) + sizeof(Term *) * (gsize)nargs;
+  Term *k = g_malloc0(size);
+  *k = *proto;
+  k->nargs = nargs;
+  memcpy(k->args, args, sizeof(Term *) * (gsize)nargs);
+  const Term *t = term_intern(k);
+  g_free(k);
+  return t;
+}
+
+const Term *term_op(Op op, int nargs, const Term *const *args,
+                    const Attrs *attrs, const Type *written, GString *err) {
+  for (int i = 0; i < nargs; i++)
+    if (args[i]->type->kind != TY_TENSOR) {
+      g_string_printf(err, "operand %d of '%s' is a range, not a tensor", i + 1,
+                      op_name(op));
+      return NULL;
+    }
+  const Type *type = typerule_infer(op, nargs, args, attrs, written, err);
+  if (!type)
+    return NULL;
+  if (written && written != type) {
+    g_autofree char *w = type_to_string(written);
+    g_autofree char *inf = type_to_string(type);
+    g_string_printf(err, "written result type %s does not match the inferred %s",
+                    w, inf);
+    return NULL;
+  }
+  Term proto = {.kind = TM_OP, .op = op, .type = type, .attrs = attrs};
+  return intern_with_args(&proto, nargs, args);
+}
+
+const Term *term_slice(int dim, const Term *x, const Term *r, GString *err) {
+  if (r->type->kind != TY_RANGE) {
+    g_string_printf(err, "partir.slice needs a range value in [...]");
+    return NULL;
+  }
+  if (x->type->kind != TY_TENSOR) {
+    g_string_printf(err, "partir.slice of a range");
+    return NULL;
+  }
+  if (dim < 0 || dim >= x->type->rank) {
+    g_string_printf(err, "partir.slice dimension %d out of range for rank %d",
+                    dim, x->type->rank);
+    return NULL;
+  }
+  if (x->type->dims[dim] != r->type->n) {
+    g_string_printf(err,
+                    "partir.slice: dimension %d has size %" G_GINT64_FORMAT
+                    " but the range covers %" G_GINT64_FORMAT,
+                    dim, x->type->dims[dim], r->type->n);
+    return NULL;
+  }
+  KEY(k, 2);
+  k->kind = TM_SLICE;
+  k->index = dim;
+  k->nargs = 2;
+  k->type = type_with_dim(x->type, dim, r->type->w);
+  k->args[0] = x;
+  k->args[1] = r;
+  return term_intern(k);
+}
+
+static gboolean check_range(const Type *range, GString *err) {
+  if (range->n <= 0 || range->w <= 0) {
+    g_string_printf(err, "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                         "> must have positive size and width",
+                    range->n, range->w);
+    return FALSE;
+  }
+  if (range->n % range->w != 0) {
+    g_string_printf(err,
+                    "uneven range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                    ">: the width must divide the size (uneven ranges are not "
+                    "supported yet)",
+                    range->n, range->w);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+const Term *term_tile(int dim, const Type *range, const char *axis,
+                      const Term *body, GString *err) {
+  if (!check_range(range, err))
+    return NULL;
+  const Type *bt = body->type;
+  if (bt->kind != TY_TENSOR) {
+    g_string_printf(err, "partir.tile body yields a range, not a tensor");
+    return NULL;
+  }
+  if (dim < 0 || dim >= bt->rank) {
+    g_string_printf(err, "partir.tile dimension %d out of range for rank %d",
+                    dim, bt->rank);
+    return NULL;
+  }
+  if (bt->dims[dim] != range->w) {
+    g_string_printf(err,
+                    "partir.tile body yields size %" G_GINT64_FORMAT
+                    " in dimension %d, but the range width is %" G_GINT64_FORMAT,
+                    bt->dims[dim], dim, range->w);
+    return NULL;
+  }
+  KEY(k, 1);
+  k->kind = TM_TILE;
+  k->index = dim;
+  k->nargs = 1;
+  k->type = type_with_dim(bt, dim, range->n);
+  k->range = range;
+  k->axis = axis;
+  k->args[0] = body;
+  return term_intern(k);
+}
+
+const Term *term_sum(const Type *range, const char *axis, const Term *body,
+                     GString *err) {
+  if (!check_range(range, err))
+    return NULL;
+  if (body->type->kind != TY_TENSOR) {
+    g_string_printf(err, "partir.sum body yields a range, not a tensor");
+    return NULL;
+  }
+  if (body->type->dtype == DT_I1) {
+    g_string_printf(err, "partir.sum of i1 values is not defined");
+    return NULL;
+  }
+  KEY(k, 1);
+  k->kind = TM_SUM;
+  k->nargs = 1;
+  k->type = body->type;
+  k->range = range;
+  k->axis = axis;
+  k->args[0] = body;
+  return term_intern(k);
+}
+
+const Term *term_tuple(int n, const Term *const *args) {
+  Term proto = {.kind = TM_TUPLE};
+  return intern_with_args(&proto, n, args);
+}
+
+/* Same node with other operands whose types are known to be unchanged. */
+static const Term *rebuild_same_types(const Term *t, const Term *const *args) {
+  Term proto = *t;
+  return intern_with_args(&proto, t->nargs, args);
+}
+
+const Term *term_with_args(const Term *t, const Term *const *args,
+                           GString *err) {
+  switch (t->kind) {
+  case TM_ARG:
+  case TM_BVAR:
+    return t;
+  case TM_OP:
+    return term_op(t->op, t->nargs, args, t->attrs,
+                   op_takes_written_type(t->op) ? t->type : NULL, err);
+  case TM_SLICE:
+    return term_slice(t->index, args[0], args[1], err);
+  case TM_TILE:
+    return term_tile(t->index, t->range, t->axis, args[0], err);
+  case TM_SUM:
+    return term_sum(t->range, t->axis, args[0], err);
+  case TM_TUPLE:
+    return term_tuple(t->nargs, args);
+  }
+  g_assert_not_reached();
+}
+
+static const Term *shift_rec(const Term *t, int by, int cutoff,
+                             GHashTable *memo) {
+  if ((t->loose >> cutoff) == 0)
+    return t;
+  if (t->kind == TM_BVAR) {
+    g_assert(t->index + by >= 0 && t->index + by < 64);
+    return term_bvar(t->index + by, t->type);
+  }
+  /* memo entries are per cutoff: key on (t, cutoff) by offsetting */
+  gpointer key = (gpointer)((guintptr)t + (guintptr)cutoff);
+  const Term *done = g_hash_table_lookup(memo, key);
+  if (done)
+    return done;
+  int inner = cutoff + (t->kind == TM_TILE || t->kind == TM_SUM);
+  const Term *stack_args[8];
+  const Term **args =
+      t->nargs <= 8 ? stack_args : g_new(const Term *, (gsize)t->nargs);
+  for (int i = 0; i < t->nargs; i++)
+    args[i] = shift_rec(t->args[i], by, inner, memo);
+  const Term *r = rebuild_same_types(t, args);
+  if (args != stack_args)
+    g_free(args);
+  g_hash_table_insert(memo, key, (gpointer)r);
+  return r;
+}
+
+const Term *term_shift(const Term *t, int by, int cutoff) {
+  if (by == 0 || (t->loose >> cutoff) == 0)
+    return t;
+  g_autoptr(GHashTable) memo = g_hash_table_new(NULL, NULL);
+  return shift_rec(t, by, cutoff, memo);
+}
+
+static void *stack_trampoline(void *p) {
+  void **frame = p;
+  int (*fn)(void *) = (int (*)(void *))frame[0];
+  frame[2] = GINT_TO_POINTER(fn(frame[1]));
+  return NULL;
+}
+
+int partir_call_with_stack(int (*fn)(void *), void *data) {
+  /* Virtual reservation only: pages are touched as recursion reaches them. */
+  const size_t stack_bytes = (size_t)1 << 30;
+  void *frame[3] = {(void *)fn, data, NULL};
+  pthread_attr_t attr;
+  pthread_t thread;
+  if (pthread_attr_init(&attr) != 0 ||
+      pthread_attr_setstacksize(&attr, stack_bytes) != 0 ||
+      pthread_create(&thread, &attr, stack_trampoline, frame) != 0)
+    return fn(data); /* no big stack available: run here */
+  pthread_attr_destroy(&attr);
+  pthread_join(thread, NULL);
+  return GPOINTER_TO_INT(frame[2]);
+}
+
+const Term *term_placed(const Term *t) {
+  return term_is_closed(t) ? t : term_shift(t, -term_lo(t), 0);
+}
