@@ -62,6 +62,8 @@ static void show_line(Diag *d, Loc loc) {
     start--;
   while (end < s->len && s->text[end] != '\n')
     end++;
+  if (start == end)
+    return; /* an empty line (or the end of input) shows nothing */
   gsize from = start, to = end;
   gboolean cut_left = FALSE, cut_right = FALSE;
   if (loc.offset - from > DIAG_WINDOW) {

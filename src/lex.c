@@ -218,8 +218,8 @@ void lex_next(Lexer *lx, Token *tok) {
     tok->kind = TK_IDENT;
     tok->len = (gsize)(lx->src->text + lx->pos - tok->start);
     if (token_is(tok, "inf") || token_is(tok, "nan")) {
-      tok->kind = TK_FLOAT;
       tok->f = token_is(tok, "inf") ? INFINITY : NAN;
+      tok->kind = TK_FLOAT;
     }
     return;
   }

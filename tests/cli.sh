@@ -1,0 +1,96 @@
+#!/bin/sh
+# The command-line interface: exit statuses, error messages, --input and
+# --output handling, and hostile inputs (empty, binary junk, a 10 MB
+# line, deep nesting, a very long chain) that must give a diagnostic and
+# never a crash.
+. "$top_srcdir/tests/tap.sh"
+ex=$top_srcdir/examples
+npy=$top_srcdir/tests/fixtures/npy
+fx=$top_srcdir/tests/fixtures/examples
+
+# expect_fail DESC PATTERN COMMAND...: exits 1 or 2 (not a signal) and
+# stderr contains PATTERN; stdout is ignored.
+expect_fail() {
+  d=$1 pat=$2
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  st=$?
+  if [ $st -ge 1 ] && [ $st -le 2 ] && grep -q -- "$pat" "$tmp/err"; then
+    ok "$d"
+  else
+    not_ok "$d (status $st)"
+    show "$tmp/err"
+  fi
+}
+
+check "check accepts mlp.pir" quiet $VALGRIND "$PARTIR" check "$ex/mlp.pir"
+check "fmt --expr prints the talk's expression form" sh -c \
+  "'$PARTIR' fmt --expr '$ex/mlp_tiled.pir' | grep -qF 'tile 0 (\\r:range<16,8> -> matmul(matmul(slice 0 x[r], w), u))'"
+check "--version" quiet "$PARTIR" --version
+expect_fail "no command" "usage" "$PARTIR"
+expect_fail "unknown command" "unknown command 'frob'" "$PARTIR" frob
+expect_fail "missing file" "nope.pir" "$PARTIR" check "$tmp/nope.pir"
+expect_fail "two files" "exactly one FILE" "$PARTIR" check "$ex/mlp.pir" "$ex/mlp.pir"
+expect_fail "unknown option" "Unknown option" "$PARTIR" run --frob "$ex/mlp.pir"
+
+# --input errors
+expect_fail "input for an unknown argument" "has no argument '%q'" \
+  "$PARTIR" run "$ex/mlp.pir" -i q="$fx/mlp.x.npy"
+expect_fail "input with the wrong shape" "holds tensor<256x256xf32> but '%x' is tensor<16x256xf32>" \
+  "$PARTIR" run "$ex/mlp.pir" -i x="$fx/mlp.w.npy"
+expect_fail "input without NAME=" "expected NAME=FILE.npy" \
+  "$PARTIR" run "$ex/mlp.pir" -i "$fx/mlp.x.npy"
+expect_fail "input given twice" "given twice" \
+  "$PARTIR" run "$ex/mlp.pir" -i x="$fx/mlp.x.npy" -i x="$fx/mlp.x.npy"
+expect_fail "input that is not npy" "mlp.pir" \
+  "$PARTIR" run "$ex/mlp.pir" -i x="$ex/mlp.pir"
+
+# --output: written only when everything succeeded
+mkdir -p "$tmp/o"
+check "run --output writes result0.npy" sh -c \
+  "'$PARTIR' run '$ex/mlp.pir' -o '$tmp/o' >/dev/null && test -s '$tmp/o/result0.npy'"
+check "the output is named after the returned value" sh -c \
+  "'$PARTIR' run '$ex/transformer_layer.pir' -o '$tmp/o2' >/dev/null && test -s '$tmp/o2/out.npy'"
+: >"$tmp/afile"
+expect_fail "output into a file path fails" "afile" \
+  "$PARTIR" run "$ex/mlp.pir" -o "$tmp/afile/sub"
+expect_fail "a failing run writes nothing" "has no argument" \
+  "$PARTIR" run "$ex/mlp.pir" -i q=x.npy -o "$tmp/none"
+check "no output directory after the failure" test ! -e "$tmp/none"
+
+# hostile programs
+: >"$tmp/empty.pir"
+expect_fail "empty file" "empty.pir:1:1: error: expected 'func'" "$PARTIR" check "$tmp/empty.pir"
+awk 'BEGIN { srand(42); for (i = 0; i < 4096; i++) printf "%c", int(rand() * 256) }' \
+  >"$tmp/junk.pir" 2>/dev/null
+expect_fail "binary junk" "junk.pir:1:" $VALGRIND "$PARTIR" check "$tmp/junk.pir"
+printf 'func @f(%%a: tensor<2xf32>) -> tensor<2xf32> {\0}\n' >"$tmp/nul.pir"
+expect_fail "NUL byte" "unexpected byte 0x00" "$PARTIR" check "$tmp/nul.pir"
+awk 'BEGIN { printf "func @f(%%a: tensor<2xf32>) -> tensor<2xf32> { return %%a } //";
+             for (i = 0; i < 10485760 / 64; i++) printf "0123456789012345678901234567890123456789012345678901234567890123";
+             printf " `\n" }' >"$tmp/longcomment.pir"
+check "a 10 MB comment line parses" quiet "$PARTIR" check "$tmp/longcomment.pir"
+awk 'BEGIN { printf "func @f(%%a: tensor<2xf32>) -> tensor<2xf32> { %%b = add(%%a, %%a) {x = ";
+             for (i = 0; i < 10485760 / 8; i++) printf "1234567,";
+             printf "`\n" }' >"$tmp/longline.pir"
+expect_fail "a 10 MB line of junk gives a short diagnostic" "longline.pir:1:" \
+  "$PARTIR" check "$tmp/longline.pir"
+check "...whose source excerpt is cut to a window" \
+  test "$(wc -c <"$tmp/err")" -lt 1000
+awk 'BEGIN { printf "func @f(%%a: tensor<2xf32>) -> tensor<2xf32> { %%b = add(%%a, %%a) {x = ";
+             for (i = 0; i < 100000; i++) printf "[";
+             printf "\n" }' >"$tmp/deeplist.pir"
+expect_fail "deeply nested attribute lists" "nest deeper than 200" \
+  "$PARTIR" check "$tmp/deeplist.pir"
+awk 'BEGIN { printf "func @f(%%x: tensor<8xf32>) -> tensor<8xf32> {\n";
+             for (i = 0; i < 100; i++) printf "%%t%d = partir.tile 0 (%%r%d : !partir.range<8,8>) {\n", i, i;
+             printf "}\n" }' >"$tmp/deeptile.pir"
+expect_fail "deeply nested regions" "regions nest deeper than 60" \
+  "$PARTIR" check "$tmp/deeptile.pir"
+awk 'BEGIN { printf "func @f(%%x: tensor<2xf32>) -> tensor<2xf32> {\n  %%v0 = neg(%%x)\n";
+             for (i = 1; i < 300000; i++) printf "  %%v%d = neg(%%v%d)\n", i, i - 1;
+             printf "  return %%v299999\n}\n" }' >"$tmp/chain.pir"
+check "a 300000-statement chain checks, prints and runs" sh -c \
+  "'$PARTIR' fmt '$tmp/chain.pir' | tail -2 | grep -q 'return %v299999' &&
+   '$PARTIR' run '$tmp/chain.pir' | grep -q 'tensor<2xf32>'"
+done_testing

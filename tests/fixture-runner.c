@@ -1,0 +1,387 @@
+/* fixture-runner — runs text fixtures and prints TAP.
+ *
+ *   fixture-runner FILE.test...      stanza files (below)
+ *   fixture-runner --roundtrip FILE.pir...
+ *   fixture-runner --npy-close A.npy B.npy RTOL ATOL
+ *
+ * Stanzas, many per file ('#' lines between stanzas are comments):
+ *
+ *   %%TEST name            a program, then either
+ *   %%EXPECT               its canonical print, or
+ *   %%FAIL                 the exact diagnostics (source named input.pir)
+ *   %%END
+ *
+ *   %%RUN name             a program, run by the interpreter (arguments, if
+ *   %%RESULT I TYPE        any, get seeded random values), then for each
+ *   v v v ...              result I its type and row-major values
+ *   %%END                  (nan, inf, -inf allowed; i1 as 0/1)
+ *
+ * Every program that parses is also checked to round-trip: printing it,
+ * parsing the print and printing again gives the same text and the very
+ * same term (hash-consing makes that a pointer comparison).
+ */
+#include "partir-int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int test_no;
+static int failures;
+
+static void tap(gboolean ok, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static void tap(gboolean ok, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  printf("%s %d - %s\n", ok ? "ok" : "not ok", ++test_no, msg);
+  if (!ok)
+    failures++;
+}
+
+/* Prints 'text' as TAP diagnostics. */
+static void diag_lines(const char *label, const char *text) {
+  printf("# %s:\n", label);
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (char **l = lines; *l; l++)
+    printf("#   |%s\n", *l);
+}
+
+static Module *parse_text(const char *name, const char *text, GString *errors) {
+  g_autoptr(Source) src = source_new(name, text, strlen(text));
+  Diag d;
+  diag_init(&d, src);
+  Module *m = parse_module(src, &d);
+  if (errors)
+    g_string_assign(errors, d.text->str);
+  diag_clear(&d);
+  return m;
+}
+
+/* Checks print(parse(print(m))) == print(m) and the terms are the same. */
+static gboolean check_roundtrip(const char *name, Module *m, GString *why) {
+  g_autoptr(GString) once = g_string_new(NULL);
+  print_module(once, m);
+  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Module) again = parse_text(name, once->str, errors);
+  if (!again) {
+    g_string_printf(why, "the print does not parse:\n%s\nprint:\n%s",
+                    errors->str, once->str);
+    return FALSE;
+  }
+  g_autoptr(GString) twice = g_string_new(NULL);
+  print_module(twice, again);
+  if (strcmp(once->str, twice->str) != 0) {
+    g_string_printf(why, "print is not stable:\n%s\nthen:\n%s", once->str,
+                    twice->str);
+    return FALSE;
+  }
+  for (guint i = 0; i < m->funcs->len; i++) {
+    Func *a = g_ptr_array_index(m->funcs, i), *b = g_ptr_array_index(again->funcs, i);
+    if (a->body != b->body) {
+      g_string_printf(why, "function @%s reparses to a different term", a->name);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+typedef struct Stanza {
+  char *kind; /* TEST or RUN */
+  char *name;
+  GString *program;
+  GString *expect; /* EXPECT text or FAIL text */
+  gboolean fail;
+  GPtrArray *results; /* RUN: "I TYPE\nvalues" strings */
+  int line;
+} Stanza;
+
+static void stanza_clear(Stanza *s) {
+  g_free(s->kind);
+  g_free(s->name);
+  if (s->program)
+    g_string_free(s->program, TRUE);
+  if (s->expect)
+    g_string_free(s->expect, TRUE);
+  if (s->results)
+    g_ptr_array_unref(s->results);
+  memset(s, 0, sizeof *s);
+}
+
+static void run_test_stanza(const Stanza *s) {
+  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Module) m = parse_text("input.pir", s->program->str, errors);
+  if (s->fail) {
+    gboolean ok = !m && strcmp(errors->str, s->expect->str) == 0;
+    tap(ok, "%s: fails with the expected diagnostic", s->name);
+    if (!ok) {
+      diag_lines("expected", s->expect->str);
+      diag_lines("got", m ? "(parsed without error)" : errors->str);
+    }
+    return;
+  }
+  if (!m) {
+    tap(FALSE, "%s: parses", s->name);
+    diag_lines("diagnostic", errors->str);
+    return;
+  }
+  g_autoptr(GString) out = g_string_new(NULL);
+  print_module(out, m);
+  gboolean ok = strcmp(out->str, s->expect->str) == 0;
+  tap(ok, "%s: canonical print", s->name);
+  if (!ok) {
+    diag_lines("expected", s->expect->str);
+    diag_lines("got", out->str);
+  }
+  g_autoptr(GString) why = g_string_new(NULL);
+  ok = check_roundtrip("input.pir", m, why);
+  tap(ok, "%s: round trip", s->name);
+  if (!ok)
+    diag_lines("why", why->str);
+}
+
+/* Tolerance for comparing a computed value with an expected one. */
+static gboolean close_enough(DType dt, double got, double want) {
+  if (isnan(want))
+    return isnan(got);
+  if (isinf(want))
+    return got == want;
+  double rel = dt == DT_F64 ? 1e-12 : dt == DT_BF16 ? 1.0 / 128 : 2.5e-7;
+  return fabs(got - want) <= rel * fabs(want) + rel * 1e-3;
+}
+
+static gboolean check_result(const Stanza *s, GPtrArray *results,
+                             const char *spec, GString *why) {
+  const char *nl = strchr(spec, '\n');
+  g_autofree char *head = g_strndup(spec, nl ? (gsize)(nl - spec) : strlen(spec));
+  char *type_text = NULL;
+  long index = strtol(head, &type_text, 10);
+  type_text = g_strstrip(type_text);
+  if (index < 0 || (guint)index >= results->len) {
+    g_string_printf(why, "no result %ld", index);
+    return FALSE;
+  }
+  const Tensor *t = g_ptr_array_index(results, index);
+  g_autofree char *ty = type_to_string(t->type);
+  if (strcmp(ty, type_text) != 0) {
+    g_string_printf(why, "result %ld has type %s, expected %s", index, ty,
+                    type_text);
+    return FALSE;
+  }
+  g_auto(GStrv) words = g_strsplit_set(nl ? nl + 1 : "", " \t\n,[]", -1);
+  int64_t n = type_numel(t->type), k = 0;
+  for (char **w = words; *w; w++) {
+    if (!**w)
+      continue;
+    if (k >= n) {
+      g_string_printf(why, "more expected values than the %" G_GINT64_FORMAT
+                           " elements",
+                      n);
+      return FALSE;
+    }
+    double want = strcmp(*w, "nan") == 0    ? NAN
+                  : strcmp(*w, "inf") == 0  ? INFINITY
+                  : strcmp(*w, "-inf") == 0 ? -INFINITY
+                                            : g_ascii_strtod(*w, NULL);
+    if (t->f ? !close_enough(t->type->dtype, t->f[k], want)
+             : (double)t->i[k] != want) {
+      g_string_printf(why, "element %" G_GINT64_FORMAT ": got %.17g, expected %s",
+                      k, t->f ? t->f[k] : (double)t->i[k], *w);
+      return FALSE;
+    }
+    k++;
+  }
+  if (k != n) {
+    g_string_printf(why, "%" G_GINT64_FORMAT " expected values for %" G_GINT64_FORMAT
+                         " elements",
+                    k, n);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void run_run_stanza(const Stanza *s) {
+  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Module) m = parse_text("input.pir", s->program->str, errors);
+  if (!m) {
+    tap(FALSE, "%s: parses", s->name);
+    diag_lines("diagnostic", errors->str);
+    return;
+  }
+  g_autoptr(GString) why = g_string_new(NULL);
+  gboolean ok = check_roundtrip("input.pir", m, why);
+  tap(ok, "%s: round trip", s->name);
+  if (!ok)
+    diag_lines("why", why->str);
+  Func *f = module_entry(m);
+  Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
+  GRand *rng = g_rand_new_with_seed(0);
+  for (int i = 0; i < f->nargs; i++) {
+    inputs[i] = tensor_new(f->arg_types[i]);
+    tensor_fill_random(inputs[i], rng);
+  }
+  g_rand_free(rng);
+  GError *error = NULL;
+  g_autoptr(GPtrArray) results = interp_run(f, inputs, &error);
+  for (int i = 0; i < f->nargs; i++)
+    tensor_unref(inputs[i]);
+  g_free(inputs);
+  if (!results) {
+    tap(FALSE, "%s: runs (%s)", s->name, error->message);
+    g_error_free(error);
+    return;
+  }
+  for (guint i = 0; i < s->results->len; i++) {
+    const char *spec = g_ptr_array_index(s->results, i);
+    g_string_truncate(why, 0);
+    ok = check_result(s, results, spec, why);
+    tap(ok, "%s: result %c", s->name, spec[0]);
+    if (!ok)
+      diag_lines("why", why->str);
+  }
+}
+
+static void run_stanza(const Stanza *s) {
+  if (strcmp(s->kind, "RUN") == 0)
+    run_run_stanza(s);
+  else
+    run_test_stanza(s);
+}
+
+static gboolean run_file(const char *path) {
+  g_autofree char *text = NULL;
+  GError *error = NULL;
+  if (!g_file_get_contents(path, &text, NULL, &error)) {
+    tap(FALSE, "%s: %s", path, error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  Stanza s = {0};
+  GString *into = NULL; /* where plain lines go */
+  for (int ln = 0; lines[ln]; ln++) {
+    const char *l = lines[ln];
+    if (g_str_has_prefix(l, "%%TEST ") || g_str_has_prefix(l, "%%RUN ")) {
+      if (s.kind) {
+        tap(FALSE, "%s:%d: stanza '%s' has no %%%%END", path, s.line, s.name);
+        stanza_clear(&s);
+      }
+      gboolean run = g_str_has_prefix(l, "%%RUN ");
+      s.kind = g_strdup(run ? "RUN" : "TEST");
+      s.name = g_strstrip(g_strdup(l + (run ? 6 : 7)));
+      s.program = g_string_new(NULL);
+      s.results = g_ptr_array_new_with_free_func(g_free);
+      s.line = ln + 1;
+      into = s.program;
+    } else if (!s.kind) {
+      continue; /* comments and blank lines between stanzas */
+    } else if (strcmp(l, "%%EXPECT") == 0 || strcmp(l, "%%FAIL") == 0) {
+      s.fail = strcmp(l, "%%FAIL") == 0;
+      s.expect = g_string_new(NULL);
+      into = s.expect;
+    } else if (g_str_has_prefix(l, "%%RESULT ")) {
+      GString *spec = g_string_new(l + 9);
+      g_string_append_c(spec, '\n');
+      g_ptr_array_add(s.results, spec->str);
+      g_string_free(spec, FALSE);
+      into = NULL;
+    } else if (strcmp(l, "%%END") == 0) {
+      run_stanza(&s);
+      stanza_clear(&s);
+      into = NULL;
+    } else if (into) {
+      g_string_append(into, l);
+      g_string_append_c(into, '\n');
+    } else if (s.results->len > 0) {
+      /* values of the last %%RESULT */
+      char *last = g_ptr_array_index(s.results, s.results->len - 1);
+      char *joined = g_strconcat(last, l, "\n", NULL);
+      g_free(last);
+      s.results->pdata[s.results->len - 1] = joined;
+    }
+  }
+  if (s.kind)
+    tap(FALSE, "%s:%d: stanza '%s' has no %%%%END", path, s.line, s.name);
+  stanza_clear(&s);
+  return TRUE;
+}
+
+static void roundtrip_file(const char *path) {
+  g_autofree char *text = NULL;
+  GError *error = NULL;
+  if (!g_file_get_contents(path, &text, NULL, &error)) {
+    tap(FALSE, "%s: %s", path, error->message);
+    g_error_free(error);
+    return;
+  }
+  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Module) m = parse_text(path, text, errors);
+  tap(m != NULL, "%s: parses", path);
+  if (!m) {
+    diag_lines("diagnostic", errors->str);
+    return;
+  }
+  g_autoptr(GString) why = g_string_new(NULL);
+  gboolean ok = check_roundtrip(path, m, why);
+  tap(ok, "%s: round trip", path);
+  if (!ok)
+    diag_lines("why", why->str);
+}
+
+typedef struct Args {
+  int argc;
+  char **argv;
+} Args;
+
+/* TAP line: the two .npy files hold the same shape and values within
+ * rtol/atol (NumPy's allclose rule). */
+static void npy_close(const char *a, const char *b, double rtol, double atol) {
+  GError *error = NULL;
+  Tensor *x = NULL, *y = NULL;
+  if (!npy_read(a, &x, &error) || !npy_read(b, &y, &error)) {
+    tap(FALSE, "%s ~ %s: %s", a, b, error->message);
+    g_error_free(error);
+  } else if (x->type != y->type || !x->f) {
+    tap(FALSE, "%s ~ %s: types differ or are not floating", a, b);
+  } else {
+    int64_t n = type_numel(x->type), bad = -1;
+    for (int64_t i = 0; i < n && bad < 0; i++)
+      if (!(fabs(x->f[i] - y->f[i]) <= atol + rtol * fabs(y->f[i])))
+        bad = i;
+    tap(bad < 0, "%s ~ %s", a, b);
+    if (bad >= 0)
+      printf("# element %" G_GINT64_FORMAT ": %.9g vs %.9g\n", bad, x->f[bad],
+             y->f[bad]);
+  }
+  if (x)
+    tensor_unref(x);
+  if (y)
+    tensor_unref(y);
+}
+
+static int run_all(void *data) {
+  Args *a = data;
+  gboolean roundtrip = FALSE;
+  for (int i = 1; i < a->argc; i++) {
+    if (strcmp(a->argv[i], "--roundtrip") == 0) {
+      roundtrip = TRUE;
+    } else if (strcmp(a->argv[i], "--npy-close") == 0 && i + 4 < a->argc) {
+      npy_close(a->argv[i + 1], a->argv[i + 2],
+                g_ascii_strtod(a->argv[i + 3], NULL),
+                g_ascii_strtod(a->argv[i + 4], NULL));
+      i += 4;
+    } else if (roundtrip) {
+      roundtrip_file(a->argv[i]);
+    } else {
+      run_file(a->argv[i]);
+    }
+  }
+  printf("1..%d\n", test_no);
+  return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  Args a = {argc, argv};
+  return partir_call_with_stack(run_all, &a);
+}

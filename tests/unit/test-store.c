@@ -1,0 +1,118 @@
+/* test-store — the term store: hash-consing, binders, shifting. */
+#include "partir-int.h"
+
+#include <string.h>
+
+static const Type *f32(int64_t a, int64_t b) {
+  int64_t dims[2] = {a, b};
+  return type_tensor(DT_F32, 2, dims);
+}
+
+static const Term *op2(Op op, const Term *a, const Term *b) {
+  g_autoptr(GString) err = g_string_new(NULL);
+  const Term *args[2] = {a, b};
+  const Term *t = term_op(op, 2, args, attrs_empty(), NULL, err);
+  g_assert_nonnull(t);
+  return t;
+}
+
+/* Building the same term twice gives the same pointer. */
+static void test_hash_consing(void) {
+  const Term *x = term_arg(0, f32(16, 256));
+  const Term *w = term_arg(1, f32(256, 256));
+  const Term *a = op2(OP_MATMUL, op2(OP_MATMUL, x, w), w);
+  size_t before = term_store_size();
+  const Term *b = op2(OP_MATMUL, op2(OP_MATMUL, x, w), w);
+  g_assert_true(a == b);
+  g_assert_cmpuint(term_store_size(), ==, before); /* nothing new stored */
+  g_assert_true(a->args[0] == b->args[0]);
+  /* a different operand order is a different term */
+  const Term *y = term_arg(1, f32(16, 256));
+  g_assert_true(op2(OP_ADD, x, y) != op2(OP_ADD, y, x));
+  /* types are interned: equal types are one pointer */
+  g_assert_true(f32(3, 4) == f32(3, 4));
+  g_assert_true(f32(3, 4) != f32(4, 3));
+  g_assert_true(a->type == f32(16, 256));
+}
+
+/* Attributes take part in identity; equal dictionaries are one. */
+static void test_attrs_identity(void) {
+  const Term *x = term_arg(0, f32(4, 6));
+  g_autoptr(GString) err = g_string_new(NULL);
+  const Term *sums[3];
+  for (int i = 0; i < 3; i++) {
+    const char **keys = g_new(const char *, 1);
+    keys[0] = g_intern_string("dims");
+    AttrValue *vals = g_new0(AttrValue, 1);
+    vals[0].kind = AV_LIST;
+    vals[0].count = 1;
+    vals[0].items = g_new0(AttrValue, 1);
+    vals[0].items[0].kind = AV_INT;
+    vals[0].items[0].i = i < 2 ? 1 : 0;
+    const Term *args[1] = {x};
+    sums[i] = term_op(OP_REDUCE_SUM, 1, args, attrs_intern(1, keys, vals),
+                      NULL, err);
+    g_assert_nonnull(sums[i]);
+  }
+  g_assert_true(sums[0] == sums[1]);
+  g_assert_true(sums[0] != sums[2]);
+  g_assert_cmpint(sums[0]->type->dims[0], ==, 4);
+  g_assert_cmpint(sums[2]->type->dims[0], ==, 6);
+}
+
+/* tile 0 (\r:range<16,8> -> slice 0 x[r]): binders are de Bruijn indices,
+ * so two tiles that differ only in the binder's name are one term. */
+static void test_binders(void) {
+  g_autoptr(GString) err = g_string_new(NULL);
+  const Term *x = term_arg(0, f32(16, 4));
+  const Type *range = type_range(16, 8);
+  const Term *r = term_bvar(0, range);
+  const Term *s = term_slice(0, x, r, err);
+  g_assert_nonnull(s);
+  g_assert_cmpint(s->type->dims[0], ==, 8);
+  g_assert_cmpuint(s->loose, ==, 1); /* uses index 0 */
+  const Term *t1 = term_tile(0, range, NULL, s, err);
+  const Term *t2 = term_tile(0, range, NULL, term_slice(0, x, r, err), err);
+  g_assert_true(t1 == t2);
+  g_assert_true(term_is_closed(t1));
+  g_assert_cmpint(t1->type->dims[0], ==, 16);
+  /* the axis is part of the term */
+  const Term *t3 = term_tile(0, range, g_intern_string("batch"), s, err);
+  g_assert_true(t3 != t1);
+  /* a tile whose body has the wrong width is refused with the reason */
+  g_assert_null(term_tile(0, range, NULL, x, err));
+  g_assert_nonnull(strstr(err->str, "yields size 16"));
+}
+
+/* term_shift moves loose indices and leaves bound ones alone. */
+static void test_shift(void) {
+  g_autoptr(GString) err = g_string_new(NULL);
+  const Term *x = term_arg(0, f32(8, 8));
+  const Type *range = type_range(8, 4);
+  const Term *s0 = term_slice(0, x, term_bvar(0, range), err);
+  const Term *s1 = term_slice(0, x, term_bvar(1, range), err);
+  g_assert_true(term_shift(s0, 1, 0) == s1);
+  g_assert_true(term_shift(s1, -1, 0) == s0);
+  g_assert_true(term_placed(s1) == s0);
+  /* inside a tile, index 0 is bound: shifting the tile moves only the
+   * outer reference */
+  const Term *inner = op2(OP_ADD, term_slice(1, s1, term_bvar(0, range), err),
+                          term_slice(1, s1, term_bvar(0, range), err));
+  const Term *tile = term_tile(1, range, NULL, inner, err);
+  g_assert_nonnull(tile);
+  g_assert_cmpuint(tile->loose, ==, 1); /* s1's index 1 is index 0 outside */
+  const Term *shifted = term_shift(tile, 2, 0);
+  g_assert_cmpuint(shifted->loose, ==, 4);
+  g_assert_true(term_shift(shifted, -2, 0) == tile);
+  /* closed terms are returned as they are */
+  g_assert_true(term_shift(x, 3, 0) == x);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/store/hash-consing", test_hash_consing);
+  g_test_add_func("/store/attrs", test_attrs_identity);
+  g_test_add_func("/store/binders", test_binders);
+  g_test_add_func("/store/shift", test_shift);
+  return g_test_run();
+}

@@ -1,0 +1,674 @@
+/* test-tensor.c — tensors (rounding, wrapping, printing, random fill) and
+ * the .npy reader and writer.
+ *
+ * Expected values come from outside the code under test: bf16 and f32
+ * roundings are derived by hand in the comments, and the .npy fixtures
+ * are written by numpy (tests/fixtures/npy/make.py, whose literal arrays
+ * the tables below repeat).  Malformed files are built here, one table
+ * row each, with the substring their error message must contain.
+ */
+#include "partir-int.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+static char *tmp_dir; /* scratch files; removed at exit */
+
+/* The path of fixture 'name' under tests/fixtures/npy.  The build sets
+ * $top_srcdir (and $G_TEST_SRCDIR to its tests/); run by hand, the
+ * binary is assumed to sit in tests/unit of the source tree. */
+static char *fixture_path(const char *name) {
+  const char *top = g_getenv("top_srcdir");
+  if (top != NULL)
+    return g_build_filename(top, "tests", "fixtures", "npy", name, NULL);
+  const char *tests = g_getenv("G_TEST_SRCDIR");
+  if (tests != NULL)
+    return g_build_filename(tests, "fixtures", "npy", name, NULL);
+  return g_test_build_filename(G_TEST_DIST, "..", "fixtures", "npy", name,
+                               NULL);
+}
+
+/* A fresh scratch directory under $TESTS_TMPDIR (set by the build) or
+ * the system's temporary directory. */
+static char *make_tmp_dir(void) {
+  const char *base = g_getenv("TESTS_TMPDIR");
+  if (base == NULL)
+    base = g_get_tmp_dir();
+  g_mkdir_with_parents(base, 0755);
+  char *dir = g_build_filename(base, "test-tensor-XXXXXX", NULL);
+  if (g_mkdtemp(dir) == NULL)
+    g_error("cannot make a scratch directory %s: %s", dir, g_strerror(errno));
+  return dir;
+}
+
+/* Writes 'len' bytes to scratch file 'name'; returns its path. */
+static char *write_scratch(const char *name, const void *data, gsize len) {
+  char *path = g_build_filename(tmp_dir, name, NULL);
+  g_autoptr(GError) err = NULL;
+  g_file_set_contents(path, data, (gssize)len, &err);
+  g_assert_no_error(err);
+  return path;
+}
+
+/* A version-1.0 file with header text 'dict' (not padded) and 'datalen'
+ * bytes of data 0x00 0x01 0x02 .... */
+static GByteArray *make_npy(const char *dict, gsize datalen) {
+  GByteArray *b = g_byte_array_new();
+  gsize hlen = strlen(dict);
+  guint8 size[2] = {(guint8)hlen, (guint8)(hlen >> 8)};
+  g_byte_array_append(b, (const guint8 *)"\x93NUMPY\x01\x00", 8);
+  g_byte_array_append(b, size, 2);
+  g_byte_array_append(b, (const guint8 *)dict, (guint)hlen);
+  for (gsize k = 0; k < datalen; k++) {
+    guint8 byte = (guint8)k;
+    g_byte_array_append(b, &byte, 1);
+  }
+  return b;
+}
+
+static gboolean same_double(double a, double b) {
+  return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
+}
+
+/* ------------------------------------------------------------ rounding */
+
+static void test_round_bf16(void) {
+  static const struct {
+    double in, out;
+  } cases[] = {
+      {1.0, 1.0},
+      {1.0078125, 1.0078125},   /* 1 + 2^-7: exactly representable */
+      {1.00390625, 1.0},        /* 1 + 2^-8: tie between 1 and 1+2^-7, even */
+      {1.01171875, 1.015625},   /* 1 + 3*2^-8: tie, 1+2^-6 has the even bit */
+      {-1.01171875, -1.015625}, /* sign does not matter */
+      {1.005, 1.0078125},       /* nearer 1+2^-7 than 1 */
+      /* 0.1 as f32 is 0x3DCCCCCD; low half 0xCCCD > 0x8000 rounds up to
+       * 0x3DCD0000 = (128+77)/128 * 2^-4 */
+      {0.1, 0.10009765625},
+      {256.5, 256.0}, /* 256 = 2^8: the bf16 ulp there is 2 */
+      {257.0, 256.0}, /* tie: 256 (mantissa 0) over 258 (1) */
+      {259.0, 260.0}, /* tie: 260 (mantissa 2) over 258 (1) */
+      /* 1 + 2^-8 + 2^-30 rounds to 1 + 2^-8 in f32 first, then ties to 1:
+       * bf16 is computed in f32, so this double rounding is intended */
+      {1.0 + 1.0 / 256 + 1.0 / 1073741824.0, 1.0},
+      {3.3895313892515355e38, 3.3895313892515355e38}, /* largest bf16 */
+      {3.4e38, INFINITY}, /* beyond largest + half an ulp */
+      {-3.4e38, -INFINITY},
+      {1e-45, 0.0}, /* smallest f32 subnormal is below bf16's */
+      {-0.0, -0.0},
+      {INFINITY, INFINITY},
+  };
+  for (gsize k = 0; k < G_N_ELEMENTS(cases); k++) {
+    double got = round_to_dtype(DT_BF16, cases[k].in);
+    if (!same_double(got, cases[k].out))
+      g_error("bf16(%.17g) = %.17g, want %.17g", cases[k].in, got,
+              cases[k].out);
+  }
+  g_assert_true(isnan(round_to_dtype(DT_BF16, NAN)));
+  g_assert_true(isnan(round_to_dtype(DT_BF16, -NAN)));
+}
+
+static void test_round_f32(void) {
+  static const struct {
+    double in, out;
+  } cases[] = {
+      {0.1, 0.100000001490116119384765625}, /* 0x3DCCCCCD */
+      {16777217.0, 16777216.0},             /* 2^24 + 1: tie, even */
+      {16777219.0, 16777220.0},             /* 2^24 + 3: tie, even */
+      {1e39, INFINITY},
+      {-1e39, -INFINITY},
+      {1e-46, 0.0},
+      {3.4028234663852886e38, 3.4028234663852886e38}, /* FLT_MAX */
+  };
+  for (gsize k = 0; k < G_N_ELEMENTS(cases); k++)
+    g_assert_cmpfloat(round_to_dtype(DT_F32, cases[k].in), ==, cases[k].out);
+  g_assert_true(isnan(round_to_dtype(DT_F32, NAN)));
+  g_assert_cmpfloat(round_to_dtype(DT_F64, 0.1), ==, 0.1);
+  g_assert_cmpfloat(round_to_dtype(DT_F64, 1e300), ==, 1e300);
+}
+
+static void test_wrap(void) {
+  g_assert_cmpint(wrap_to_dtype(DT_I32, 2147483648LL), ==, -2147483648LL);
+  g_assert_cmpint(wrap_to_dtype(DT_I32, -2147483649LL), ==, 2147483647);
+  g_assert_cmpint(wrap_to_dtype(DT_I32, 4294967301LL), ==, 5);
+  g_assert_cmpint(wrap_to_dtype(DT_I32, -7), ==, -7);
+  g_assert_cmpint(wrap_to_dtype(DT_I32, INT64_MIN), ==, 0);
+  g_assert_cmpint(wrap_to_dtype(DT_I64, INT64_MIN), ==, INT64_MIN);
+  g_assert_cmpint(wrap_to_dtype(DT_I64, INT64_MAX), ==, INT64_MAX);
+  g_assert_cmpint(wrap_to_dtype(DT_I1, 2), ==, 1);
+  g_assert_cmpint(wrap_to_dtype(DT_I1, -1), ==, 1);
+  g_assert_cmpint(wrap_to_dtype(DT_I1, 0), ==, 0);
+}
+
+/* ------------------------------------------------------------- tensors */
+
+static void test_new_and_strides(void) {
+  int64_t dims[] = {2, 3, 4};
+  g_autoptr(Tensor) t = tensor_new(type_tensor(DT_BF16, 3, dims));
+  g_assert_nonnull(t->f);
+  g_assert_null(t->i);
+  for (int k = 0; k < 24; k++)
+    g_assert_cmpfloat(t->f[k], ==, 0.0);
+  int64_t strides[3];
+  shape_strides(t->type, strides);
+  g_assert_cmpint(strides[0], ==, 12);
+  g_assert_cmpint(strides[1], ==, 4);
+  g_assert_cmpint(strides[2], ==, 1);
+
+  g_autoptr(Tensor) s = tensor_new(type_tensor(DT_I1, 0, NULL));
+  g_assert_nonnull(s->i);
+  g_assert_null(s->f);
+  g_assert_cmpint(s->i[0], ==, 0);
+
+  int64_t empty[] = {0, 5};
+  g_autoptr(Tensor) e = tensor_new(type_tensor(DT_F32, 2, empty));
+  g_assert_nonnull(e->f);
+
+  Tensor *r = tensor_ref(t);
+  g_assert_true(r == t);
+  g_assert_cmpint(t->refcount, ==, 2);
+  tensor_unref(r);
+  g_assert_cmpint(t->refcount, ==, 1);
+}
+
+/* Builds a tensor of 'dt' and shape 'dims' from doubles (ints cast). */
+static Tensor *tensor_from(DType dt, int rank, const int64_t *dims,
+                           const double *vals) {
+  Tensor *t = tensor_new(type_tensor(dt, rank, dims));
+  int64_t n = type_numel(t->type);
+  for (int64_t k = 0; k < n; k++) {
+    if (dtype_is_float(dt))
+      t->f[k] = round_to_dtype(dt, vals[k]);
+    else
+      t->i[k] = wrap_to_dtype(dt, (int64_t)vals[k]);
+  }
+  return t;
+}
+
+static void check_print(const Tensor *t, int max_elems, const char *want) {
+  g_autoptr(GString) out = g_string_new(NULL);
+  tensor_print(out, t, max_elems);
+  g_assert_cmpstr(out->str, ==, want);
+}
+
+static void test_print(void) {
+  int64_t d23[] = {2, 3};
+  double v23[] = {1, 2.5, -3, 4, 5, 6};
+  g_autoptr(Tensor) a = tensor_from(DT_F32, 2, d23, v23);
+  check_print(a, 100, "tensor<2x3xf32>\n[[1, 2.5, -3], [4, 5, 6]]\n");
+  check_print(a, 6, "tensor<2x3xf32>\n[[1, 2.5, -3], [4, 5, 6]]\n");
+  check_print(a, -1, "tensor<2x3xf32>\n[[1, 2.5, -3], [4, 5, 6]]\n");
+  /* mean 15.5/6 = 2.58333... */
+  check_print(a, 5,
+              "shape 2x3 f32: min -3 max 6 mean 2.583333 "
+              "first [1, 2.5, -3, 4, ...]\n");
+
+  int64_t d4[] = {4};
+  double v4[] = {0.1, NAN, INFINITY, -INFINITY};
+  g_autoptr(Tensor) f64 = tensor_from(DT_F64, 1, d4, v4);
+  check_print(f64, 10, "tensor<4xf64>\n[0.1, nan, inf, -inf]\n");
+  check_print(f64, 2,
+              "shape 4 f64: min nan max nan mean nan "
+              "first [0.1, nan, inf, -inf]\n");
+  g_autoptr(Tensor) f32 = tensor_from(DT_F32, 1, d4, v4);
+  check_print(f32, 10, "tensor<4xf32>\n[0.1, nan, inf, -inf]\n");
+  /* f32 0.1 printed with 15 digits would show 0.100000001490116 */
+  double v3[] = {0.1, 1.0 / 3, 1e-10};
+  int64_t d3[] = {3};
+  g_autoptr(Tensor) f64b = tensor_from(DT_F64, 1, d3, v3);
+  check_print(f64b, 10, "tensor<3xf64>\n[0.1, 0.333333333333333, 1e-10]\n");
+  /* bf16(0.1) = 205/2048 (see test_round_bf16); 1/3 is 0x3EAAAAAB in f32,
+   * low half 0xAAAB > 0x8000 rounds up to 0x3EAB = 171/512 */
+  double vbf[] = {0.1, 1.0 / 3, -256.5};
+  g_autoptr(Tensor) bf = tensor_from(DT_BF16, 1, d3, vbf);
+  check_print(bf, 10, "tensor<3xbf16>\n[0.1000977, 0.3339844, -256]\n");
+
+  double vi[] = {1, -2, 3, 4, 5, 600};
+  g_autoptr(Tensor) i32 = tensor_from(DT_I32, 2, d23, vi);
+  check_print(i32, 10, "tensor<2x3xi32>\n[[1, -2, 3], [4, 5, 600]]\n");
+  /* mean 611/6 */
+  check_print(i32, 3,
+              "shape 2x3 i32: min -2 max 600 mean 101.8333 "
+              "first [1, -2, 3, 4, ...]\n");
+  g_autoptr(Tensor) i64 = tensor_new(type_tensor(DT_I64, 1, d3));
+  i64->i[0] = INT64_MIN;
+  i64->i[2] = INT64_MAX;
+  check_print(i64, 10,
+              "tensor<3xi64>\n[-9223372036854775808, 0, "
+              "9223372036854775807]\n");
+
+  double vb[] = {1, 0, 0};
+  g_autoptr(Tensor) b = tensor_from(DT_I1, 1, d3, vb);
+  check_print(b, 10, "tensor<3xi1>\n[true, false, false]\n");
+  check_print(b, 2,
+              "shape 3 i1: min false max true mean 0.3333333 "
+              "first [true, false, false]\n");
+
+  double vs[] = {3.25};
+  g_autoptr(Tensor) s = tensor_from(DT_F32, 0, NULL, vs);
+  check_print(s, 10, "tensor<f32>\n3.25\n");
+  check_print(s, 0,
+              "shape () f32: min 3.25 max 3.25 mean 3.25 "
+              "first [3.25]\n");
+
+  int64_t d0[] = {2, 0};
+  g_autoptr(Tensor) e = tensor_new(type_tensor(DT_F32, 2, d0));
+  check_print(e, 10, "tensor<2x0xf32>\n[]\n");
+
+  int64_t d212[] = {2, 1, 2};
+  double v212[] = {1, 2, 3, 4};
+  g_autoptr(Tensor) r3 = tensor_from(DT_I64, 3, d212, v212);
+  check_print(r3, 10, "tensor<2x1x2xi64>\n[[[1, 2]], [[3, 4]]]\n");
+}
+
+static void test_fill_random(void) {
+  int64_t dims[] = {50, 40};
+  for (int dt = 0; dt < DT_COUNT_; dt++) {
+    g_autoptr(Tensor) a = tensor_new(type_tensor((DType)dt, 2, dims));
+    g_autoptr(Tensor) b = tensor_new(type_tensor((DType)dt, 2, dims));
+    g_autoptr(GRand) r1 = g_rand_new_with_seed(7);
+    g_autoptr(GRand) r2 = g_rand_new_with_seed(7);
+    tensor_fill_random(a, r1);
+    tensor_fill_random(b, r2);
+    gboolean seen_lo = FALSE, seen_hi = FALSE;
+    for (int k = 0; k < 2000; k++) {
+      if (dtype_is_float((DType)dt)) {
+        double v = a->f[k];
+        g_assert_cmpfloat(v, ==, b->f[k]);
+        g_assert_cmpfloat(v, >=, -1.0);
+        g_assert_cmpfloat(v, <=, 1.0);
+        g_assert_cmpfloat(round_to_dtype((DType)dt, v), ==, v);
+        seen_lo |= v < -0.9;
+        seen_hi |= v > 0.9;
+      } else {
+        int64_t v = a->i[k];
+        int64_t lo = dt == DT_I1 ? 0 : -10, hi = dt == DT_I1 ? 1 : 10;
+        g_assert_cmpint(v, ==, b->i[k]);
+        g_assert_cmpint(v, >=, lo);
+        g_assert_cmpint(v, <=, hi);
+        seen_lo |= v == lo;
+        seen_hi |= v == hi;
+      }
+    }
+    g_assert_true(seen_lo && seen_hi);
+  }
+}
+
+/* ----------------------------------------------------------- npy read */
+
+/* A fixture from make.py and what it holds. */
+typedef struct Expected {
+  const char *file;
+  DType dtype;
+  int rank;
+  int64_t dims[PARTIR_MAX_RANK];
+  int64_t numel;
+  double f[8];        /* float fixtures */
+  int64_t i[16];      /* integer fixtures */
+  gboolean reencodes; /* npy_encode gives numpy's bytes back */
+} Expected;
+
+static const Expected fixtures[] = {
+    {"f32_2x2.npy", DT_F32, 2, {2, 2}, 4, {1.5, -2, 3, 4}, {0}, TRUE},
+    {"f64_3.npy", DT_F64, 1, {3}, 3, {0.1, -1e300, INFINITY}, {0}, TRUE},
+    {"f32_special.npy",
+     DT_F32,
+     1,
+     {4},
+     4,
+     {NAN, -INFINITY, 1.4012984643248171e-45, 3.4028234663852886e38},
+     {0},
+     TRUE},
+    {"i32_2x3.npy",
+     DT_I32,
+     2,
+     {2, 3},
+     6,
+     {0},
+     {1, -2, 3, 2147483647, -2147483648LL, 0},
+     TRUE},
+    {"i64_3.npy", DT_I64, 1, {3}, 3, {0}, {INT64_MIN, 1, INT64_MAX}, TRUE},
+    {"b1_4.npy", DT_I1, 1, {4}, 4, {0}, {1, 0, 0, 1}, TRUE},
+    {"f32_scalar.npy", DT_F32, 0, {0}, 1, {3.25}, {0}, TRUE},
+    {"i64_0x3.npy", DT_I64, 2, {0, 3}, 0, {0}, {0}, TRUE},
+    {"i32_rank8.npy",
+     DT_I32,
+     8,
+     {1, 2, 1, 2, 1, 2, 1, 2},
+     16,
+     {0},
+     {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+     TRUE},
+    {"f32_be.npy", DT_F32, 1, {3}, 3, {1.5, -2.0, 3.0e10f}, {0}, FALSE},
+    {"i64_be.npy", DT_I64, 1, {3}, 3, {0}, {1, -2, 1099511627779LL}, FALSE},
+    {"f32_v2.npy", DT_F32, 2, {1, 3}, 3, {1, 2, 3}, {0}, FALSE},
+    {"f64_v3.npy", DT_F64, 1, {2}, 2, {-0.5, 0.25}, {0}, FALSE},
+};
+
+static void check_expected(const Expected *e, const Tensor *t) {
+  g_assert_cmpint(t->type->dtype, ==, e->dtype);
+  g_assert_cmpint(t->type->rank, ==, e->rank);
+  for (int d = 0; d < e->rank; d++)
+    g_assert_cmpint(t->type->dims[d], ==, e->dims[d]);
+  g_assert_cmpint(type_numel(t->type), ==, e->numel);
+  for (int64_t k = 0; k < e->numel; k++) {
+    if (dtype_is_float(e->dtype)) {
+      if (!same_double(t->f[k], e->f[k]))
+        g_error("%s[%" G_GINT64_FORMAT "] = %.17g, want %.17g", e->file, k,
+                t->f[k], e->f[k]);
+    } else {
+      g_assert_cmpint(t->i[k], ==, e->i[k]);
+    }
+  }
+}
+
+static void test_read_fixtures(void) {
+  for (gsize k = 0; k < G_N_ELEMENTS(fixtures); k++) {
+    const Expected *e = &fixtures[k];
+    g_autofree char *path = fixture_path(e->file);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(Tensor) t = NULL;
+    g_test_message("reading %s", path);
+    g_assert_true(npy_read(path, &t, &err));
+    g_assert_no_error(err);
+    check_expected(e, t);
+
+    if (!e->reencodes)
+      continue;
+    g_autofree char *bytes = NULL;
+    gsize len;
+    g_assert_true(g_file_get_contents(path, &bytes, &len, NULL));
+    g_autoptr(GBytes) enc = npy_encode(t);
+    g_assert_cmpmem(g_bytes_get_data(enc, NULL), g_bytes_get_size(enc), bytes,
+                    len);
+  }
+}
+
+/* ------------------------------------------------- npy round trip */
+
+static void test_round_trip(void) {
+  int64_t dims[] = {3, 5};
+  g_autoptr(GRand) rng = g_rand_new_with_seed(11);
+  for (int dt = 0; dt < DT_COUNT_; dt++) {
+    for (int rank = 0; rank <= 2; rank += 2) {
+      g_autoptr(Tensor) t = tensor_new(type_tensor((DType)dt, rank, dims));
+      tensor_fill_random(t, rng);
+      if (dtype_is_float((DType)dt) && rank == 2) {
+        t->f[0] = NAN;
+        t->f[1] = -INFINITY;
+        t->f[2] = -0.0;
+        t->f[3] = round_to_dtype((DType)dt, 1e30);
+      } else if ((dt == DT_I32 || dt == DT_I64) && rank == 2) {
+        t->i[0] = wrap_to_dtype((DType)dt, INT64_MIN);
+        t->i[1] = wrap_to_dtype((DType)dt, INT64_MAX);
+        t->i[2] = dt == DT_I32 ? INT32_MIN : INT64_MIN;
+      }
+      g_autoptr(GBytes) enc = npy_encode(t);
+      gsize len = g_bytes_get_size(enc);
+      const guint8 *data = g_bytes_get_data(enc, NULL);
+      /* the data starts at a multiple of 64, after a '\n' */
+      gsize hlen = data[8] | (gsize)data[9] << 8;
+      g_assert_cmpint((10 + hlen) % 64, ==, 0);
+      g_assert_cmpint(data[10 + hlen - 1], ==, '\n');
+      gsize elem = dt == DT_F64 || dt == DT_I64 ? 8 : dt == DT_I1 ? 1 : 4;
+      g_assert_cmpint(len, ==, 10 + hlen + elem * (rank ? 15 : 1));
+
+      g_autofree char *name =
+          g_strdup_printf("rt-%s-%d.npy", dtype_name((DType)dt), rank);
+      g_autofree char *path = write_scratch(name, data, len);
+      g_autoptr(GError) err = NULL;
+      g_autoptr(Tensor) back = NULL;
+      g_assert_true(npy_read(path, &back, &err));
+      g_assert_no_error(err);
+      DType want = dt == DT_BF16 ? DT_F32 : (DType)dt;
+      g_assert_true(back->type == type_with_dtype(t->type, want));
+      for (int64_t k = 0; k < type_numel(t->type); k++) {
+        if (dtype_is_float((DType)dt))
+          g_assert_true(same_double(back->f[k], t->f[k]));
+        else
+          g_assert_cmpint(back->i[k], ==, t->i[k]);
+      }
+      g_remove(path);
+    }
+  }
+}
+
+/* ---------------------------------------------- npy malformed files */
+
+static void expect_failure(const char *path, int code, const char *substr) {
+  g_autoptr(GError) err = NULL;
+  Tensor *t = NULL;
+  g_assert_false(npy_read(path, &t, &err));
+  g_assert_null(t);
+  g_assert_error(err, PARTIR_ERROR, code);
+  g_assert_true(g_str_has_prefix(err->message, path));
+  if (strstr(err->message, substr) == NULL)
+    g_error("message '%s' lacks '%s'", err->message, substr);
+}
+
+/* Headers that are wrong in one way each, with 'datalen' bytes of data. */
+static const struct {
+  const char *dict;
+  gsize datalen;
+  const char *message; /* a substring of the message; NULL: accepted */
+} bad_headers[] = {
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", 16, NULL},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", 12,
+     "truncated data: shape (2, 2) of <f4 needs 16 bytes, the file has 12"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", 20,
+     "4 unexpected bytes after the data of shape (2, 2) of <f4"},
+    {"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 16,
+     "fortran_order arrays are not supported"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (-3,), }", 0,
+     "negative dimension -3"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,"
+     "), }",
+     0, "a dimension of the shape is too large"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904,"
+     " 4), }",
+     0, "shape (4611686018427387904, 4) is too large"},
+    {"{'descr': '<f8', 'fortran_order': False, 'shape': (1152921504606846976,"
+     "), }",
+     0, "is too large"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, "
+     "1, 1, 1), }",
+     4, "rank 10 exceeds the limit of 8"},
+    {"{'descr': '<f4', 'fortran_order': False, }", 4, "lacks 'shape'"},
+    {"{'fortran_order': False, 'shape': (1,), }", 4, "lacks 'descr'"},
+    {"{'descr': '<f4', 'shape': (1,), }", 4, "lacks 'fortran_order'"},
+    {"{'descr': '<u4', 'fortran_order': False, 'shape': (1,), }", 4,
+     "unsupported dtype '<u4'"},
+    {"{'descr': '|f4', 'fortran_order': False, 'shape': (1,), }", 4,
+     "unsupported dtype '|f4'"},
+    {"{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }", 4,
+     "unsupported dtype '<f16'"},
+    {"{'descr': '', 'fortran_order': False, 'shape': (1,), }", 4,
+     "unsupported dtype ''"},
+    {"{'descr': 'O', 'fortran_order': False, 'shape': (1,), }", 4,
+     "unsupported dtype 'O'"},
+    {"{'descr': '<f4', 'fortran_order': Maybe, 'shape': (1,), }", 4,
+     "'fortran_order' must be True or False"},
+    {"{'descr': '<f4', 'fortran_order': 0, 'shape': (1,), }", 4,
+     "at byte 34: 'fortran_order' must be True or False"},
+    {"{'descr': '<f4', 'fortran_order': , 'shape': (1,), }", 4,
+     "at byte 34: expected a name"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': [1], }", 4,
+     "'shape' must be a tuple of integers"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,,), }", 4,
+     "expected an integer"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (1.5,), }", 4,
+     "expected ',' or ')'"},
+    {"{'descr': '<f4' 'fortran_order': False, 'shape': (1,), }", 4,
+     "malformed header at byte 16: expected ',' or '}'"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } junk", 4,
+     "unexpected text after the dict"},
+    {"{'descr': '<f4", 4, "unterminated string"},
+    {"['descr']", 4, "expected '{'"},
+    {"", 4, "expected '{'"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,)", 4,
+     "expected ',' or '}'"},
+    {"{descr: '<f4'}", 4, "expected a quoted string"},
+    {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", 4,
+     "structured dtypes are not supported"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': [[[[[[[[[["
+     "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+     4, "values nested too deeply"},
+    /* accepted oddities: Python 2 longs, double quotes, no trailing comma,
+     * keys numpy does not write, repeated keys (the last wins), '=' and '>' */
+    {"{'descr': '<i8', 'fortran_order': False, 'shape': (2L, 1L), }", 16, NULL},
+    {"{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (1,)}", 4,
+     NULL},
+    {"{'shape': (1,), 'descr': '<f4', 'fortran_order': False, 'extra': [1, "
+     "(2, 'x'), {'a': None}, -1.5e3], }",
+     4, NULL},
+    {"{'descr': '<f8', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)"
+     ", }",
+     4, NULL},
+    {"{'descr': '=f4', 'fortran_order': False, 'shape': (1,), }", 4, NULL},
+    {"{'descr': '<b1', 'fortran_order': False, 'shape': (3,), }", 3, NULL},
+    {"  {'descr':'<f4','fortran_order':False,'shape':(1,)}  \n", 4, NULL},
+};
+
+static void test_bad_headers(void) {
+  for (gsize k = 0; k < G_N_ELEMENTS(bad_headers); k++) {
+    g_autoptr(GByteArray) b =
+        make_npy(bad_headers[k].dict, bad_headers[k].datalen);
+    g_autofree char *name = g_strdup_printf("bad-%" G_GSIZE_FORMAT ".npy", k);
+    g_autofree char *path = write_scratch(name, b->data, b->len);
+    g_test_message("header %s", bad_headers[k].dict);
+    if (bad_headers[k].message != NULL) {
+      expect_failure(path, PARTIR_ERROR_FORMAT, bad_headers[k].message);
+    } else {
+      g_autoptr(GError) err = NULL;
+      g_autoptr(Tensor) t = NULL;
+      g_assert_true(npy_read(path, &t, &err));
+      g_assert_no_error(err);
+    }
+    g_remove(path);
+  }
+}
+
+static void test_bad_files(void) {
+  g_autofree char *good_path = fixture_path("f32_2x2.npy");
+  g_autofree char *good = NULL;
+  gsize len;
+  g_assert_true(g_file_get_contents(good_path, &good, &len, NULL));
+  g_assert_cmpint(len, ==, 144); /* 128 bytes of header, 16 of data */
+
+  g_autofree char *p1 = write_scratch("magic.npy", "\x93NUMPX\x01", 7);
+  expect_failure(p1, PARTIR_ERROR_FORMAT, "not a .npy file (bad magic)");
+  g_autofree char *p2 = write_scratch("empty.npy", "", 0);
+  expect_failure(p2, PARTIR_ERROR_FORMAT, "bad magic");
+  g_autofree char *p3 = write_scratch("text.npy", "hello, world\n", 13);
+  expect_failure(p3, PARTIR_ERROR_FORMAT, "bad magic");
+
+  g_autofree char *p4 = write_scratch("cut-preamble.npy", good, 9);
+  expect_failure(p4, PARTIR_ERROR_FORMAT, "the file ends in its preamble");
+  g_autofree char *p5 = write_scratch("cut-header.npy", good, 60);
+  expect_failure(p5, PARTIR_ERROR_FORMAT,
+                 "truncated: the header is 118 bytes but the file has 50");
+  g_autofree char *p6 = write_scratch("cut-data.npy", good, 141);
+  expect_failure(p6, PARTIR_ERROR_FORMAT, "truncated data");
+
+  char *copy = g_memdup2(good, len);
+  copy[6] = 4;
+  g_autofree char *p7 = write_scratch("version.npy", copy, len);
+  expect_failure(p7, PARTIR_ERROR_FORMAT, "unsupported .npy version 4.0");
+  copy[6] = 1;
+  copy[7] = 1;
+  g_autofree char *p8 = write_scratch("minor.npy", copy, len);
+  expect_failure(p8, PARTIR_ERROR_FORMAT, "unsupported .npy version 1.1");
+  copy[7] = 0;
+  copy[8] = (char)0xff;
+  copy[9] = (char)0xff;
+  g_autofree char *p9 = write_scratch("hlen.npy", copy, len);
+  expect_failure(p9, PARTIR_ERROR_FORMAT, "the header is 65535 bytes");
+  g_free(copy);
+
+  /* fixtures numpy wrote that partir refuses */
+  static const struct {
+    const char *file, *message;
+  } refused[] = {
+      {"fortran.npy", "fortran_order arrays are not supported"},
+      {"f16.npy", "unsupported dtype '<f2'"},
+      {"structured.npy", "structured dtypes are not supported"},
+      {"rank9.npy", "rank 9 exceeds the limit of 8"},
+  };
+  for (gsize k = 0; k < G_N_ELEMENTS(refused); k++) {
+    g_autofree char *path = fixture_path(refused[k].file);
+    expect_failure(path, PARTIR_ERROR_FORMAT, refused[k].message);
+  }
+
+  g_autofree char *missing = g_build_filename(tmp_dir, "missing.npy", NULL);
+  expect_failure(missing, PARTIR_ERROR_IO, "No such file or directory");
+  expect_failure(tmp_dir, PARTIR_ERROR_IO, "Is a directory");
+}
+
+/* Every proper prefix of every fixture is refused, and random corruption
+ * of the header never crashes (the sanitizer builds check the rest). */
+static void test_fuzz(void) {
+  g_autoptr(GRand) rng = g_rand_new_with_seed(2024);
+  for (gsize f = 0; f < G_N_ELEMENTS(fixtures); f++) {
+    g_autofree char *path = fixture_path(fixtures[f].file);
+    g_autofree char *good = NULL;
+    gsize len;
+    g_assert_true(g_file_get_contents(path, &good, &len, NULL));
+    for (gsize cut = 0; cut < len; cut++) {
+      g_autofree char *p = write_scratch("prefix.npy", good, cut);
+      g_autoptr(GError) err = NULL;
+      Tensor *t = NULL;
+      g_assert_false(npy_read(p, &t, &err));
+      g_assert_error(err, PARTIR_ERROR, PARTIR_ERROR_FORMAT);
+    }
+    for (int trial = 0; trial < 300; trial++) {
+      g_autofree char *copy = g_memdup2(good, len);
+      int flips = g_rand_int_range(rng, 1, 4);
+      for (int k = 0; k < flips; k++) {
+        gsize at = (gsize)g_rand_int_range(rng, 0, (gint32)MIN(len, 128));
+        static const char junk[] = "(){}[],:'\" -0123456789LTF<>|fibx\n\0";
+        copy[at] = g_rand_boolean(rng)
+                       ? (char)g_rand_int_range(rng, 0, 256)
+                       : junk[g_rand_int_range(rng, 0, sizeof junk - 1)];
+      }
+      g_autofree char *p = write_scratch("mutant.npy", copy, len);
+      g_autoptr(GError) err = NULL;
+      g_autoptr(Tensor) t = NULL;
+      if (!npy_read(p, &t, &err))
+        g_assert_true(g_str_has_prefix(err->message, p));
+    }
+  }
+}
+
+/* Removes the scratch directory and what is left in it. */
+static void remove_tmp_dir(void) {
+  g_autoptr(GDir) dir = g_dir_open(tmp_dir, 0, NULL);
+  const char *name;
+  while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
+    g_autofree char *path = g_build_filename(tmp_dir, name, NULL);
+    g_remove(path);
+  }
+  g_rmdir(tmp_dir);
+  g_free(tmp_dir);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  tmp_dir = make_tmp_dir();
+
+  g_test_add_func("/tensor/round-bf16", test_round_bf16);
+  g_test_add_func("/tensor/round-f32", test_round_f32);
+  g_test_add_func("/tensor/wrap", test_wrap);
+  g_test_add_func("/tensor/new-and-strides", test_new_and_strides);
+  g_test_add_func("/tensor/print", test_print);
+  g_test_add_func("/tensor/fill-random", test_fill_random);
+  g_test_add_func("/npy/read-fixtures", test_read_fixtures);
+  g_test_add_func("/npy/round-trip", test_round_trip);
+  g_test_add_func("/npy/bad-headers", test_bad_headers);
+  g_test_add_func("/npy/bad-files", test_bad_files);
+  g_test_add_func("/npy/fuzz", test_fuzz);
+  int status = g_test_run();
+  remove_tmp_dir();
+  return status;
+}
