@@ -111,7 +111,8 @@ static const Term *intern_with_args(Term *proto, int nargs,
   Term *k = g_malloc0(size);
   *k = *proto;
   k->nargs = nargs;
-  memcpy(k->args, args, sizeof(Term *) * (gsize)nargs);
+  if (nargs > 0)
+    memcpy(k->args, args, sizeof(Term *) * (gsize)nargs);
   const Term *t = term_intern(k);
   g_free(k);
   return t;
