@@ -3,6 +3,8 @@
  *   partir check FILE                  parse and type-check
  *   partir fmt FILE [--expr]           canonical print (or expression form)
  *   partir run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]
+ *   partir rewrite FILE --do 'arg-tile 0 0 8; propagate' [-o OUT] [--expr]
+ *   partir rules                       every rule and where it comes from
  *
  * Diagnostics go to stderr as file:line:col with the source line and a
  * caret; the exit status is non-zero on any failure.  Outputs are written
@@ -11,6 +13,7 @@
  * Jobs run on a thread with a deep stack (term traversals recurse).
  */
 #include "partir-int.h"
+#include "rule.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -30,6 +33,14 @@ static void usage(FILE *to) {
         "form)\n"
         "  run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]\n"
         "                        run the reference interpreter\n"
+        "  rewrite FILE --do 'CMD; CMD...' [-o OUT] [--expr]\n"
+        "                        partition: arg-tile ARG DIM WIDTH [AXIS],\n"
+        "                        tile VALUE DIM WIDTH [AXIS], sum VALUE WIDTH\n"
+        "                        [AXIS], apply RULE [at VALUE] [K=V...],\n"
+        "                        propagate, fuse, simplify\n"
+        "  rules                 list every rule and where it comes from\n"
+        "  (rule files: --rules FILE, else $PARTIR_RULES, else the installed "
+        "ones)\n"
         "  help                  this text\n"
         "  --version             the version\n",
         to);
@@ -264,6 +275,98 @@ static int cmd_run(int argc, char **argv) {
   return status;
 }
 
+/* Loads the rule files named by --rules, or the default ones. */
+static RuleSet *load_rules(char **files) {
+  g_autoptr(GString) errors = g_string_new(NULL);
+  RuleSet *rs = ruleset_load((const char *const *)files, errors);
+  if (!rs)
+    fputs(errors->str, stderr);
+  return rs;
+}
+
+static int cmd_rewrite(int argc, char **argv) {
+  g_autofree char *script = NULL;
+  g_autofree char *output = NULL;
+  g_auto(GStrv) rule_files = NULL;
+  gboolean expr = FALSE;
+  GOptionEntry entries[] = {
+      {"do", 'd', 0, G_OPTION_ARG_STRING, &script,
+       "the commands, separated by ';'", "SCRIPT"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+       "write the result to OUT (else stdout)", "OUT"},
+      {"rules", 'r', 0, G_OPTION_ARG_FILENAME_ARRAY, &rule_files,
+       "load these rule files", "FILE"},
+      {"expr", 0, 0, G_OPTION_ARG_NONE, &expr,
+       "print the compact expression form", NULL},
+      {NULL}};
+  if (!parse_options("rewrite", entries, &argc, &argv))
+    return 2;
+  if (!script) {
+    g_printerr("partir: rewrite needs --do 'COMMANDS'\n");
+    return 2;
+  }
+  g_autoptr(RuleSet) rs = load_rules(rule_files);
+  if (!rs)
+    return 1;
+  g_autoptr(Module) m = load_module(argv[1]);
+  if (!m)
+    return 1;
+  g_autoptr(State) s0 = state_new(m);
+  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(GString) report = g_string_new(NULL);
+  g_autoptr(State) s = engine_script(rs, s0, script, why, report);
+  if (report->len) {
+    g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
+    for (char **l = lines; *l; l++)
+      if (**l)
+        g_printerr("partir: propagate: %s\n", *l);
+  }
+  if (!s) {
+    g_printerr("partir: %s: %s\n", argv[1], why->str);
+    return 1;
+  }
+  g_autoptr(GString) out = g_string_new(NULL);
+  state_print(out, s, expr);
+  if (output) {
+    GError *error = NULL;
+    if (!g_file_set_contents(output, out->str, (gssize)out->len, &error)) {
+      print_error(NULL, error);
+      g_error_free(error);
+      return 1;
+    }
+  } else {
+    fwrite(out->str, 1, out->len, stdout);
+  }
+  return 0;
+}
+
+static int cmd_rules(int argc, char **argv) {
+  g_auto(GStrv) rule_files = NULL;
+  GOptionEntry entries[] = {{"rules", 'r', 0, G_OPTION_ARG_FILENAME_ARRAY,
+                             &rule_files, "load these rule files", "FILE"},
+                            {NULL}};
+  g_autoptr(GOptionContext) ctx = g_option_context_new("");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  GError *error = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &error) || argc != 1) {
+    if (error) {
+      print_error("rules", error);
+      g_error_free(error);
+    } else {
+      g_printerr("partir: rules takes no FILE (use --rules FILE)\n");
+    }
+    return 2;
+  }
+  g_autoptr(RuleSet) rs = load_rules(rule_files);
+  if (!rs)
+    return 1;
+  for (guint i = 0; i < rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(rs->rules, i);
+    g_print("%-24s %s\n%-24s   %s\n", r->name, r->origin, "", r->text);
+  }
+  return 0;
+}
+
 static int run_job(void *data) {
   Job *job = data;
   const char *cmd = job->argv[1];
@@ -273,6 +376,10 @@ static int run_job(void *data) {
     return cmd_fmt(job->argc - 1, job->argv + 1);
   if (strcmp(cmd, "run") == 0)
     return cmd_run(job->argc - 1, job->argv + 1);
+  if (strcmp(cmd, "rewrite") == 0)
+    return cmd_rewrite(job->argc - 1, job->argv + 1);
+  if (strcmp(cmd, "rules") == 0)
+    return cmd_rules(job->argc - 1, job->argv + 1);
   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 ||
       strcmp(cmd, "-h") == 0) {
     usage(stdout);
@@ -291,6 +398,17 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
     return 2;
+  }
+  /* run from the build tree: use its rules when none are configured */
+  if (!g_getenv("PARTIR_RULES")) {
+    g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
+    if (!exe)
+      exe = g_canonicalize_filename(argv[0], NULL);
+    g_autofree char *dir = g_path_get_dirname(exe);
+    g_autofree char *rules = g_canonicalize_filename("../rules", dir);
+    g_autofree char *ops = g_build_filename(rules, "ops.rules", NULL);
+    if (g_file_test(ops, G_FILE_TEST_EXISTS))
+      g_setenv("PARTIR_RULES", rules, TRUE);
   }
   Job job = {argc, argv};
   int status = partir_call_with_stack(run_job, &job);

@@ -21,7 +21,10 @@ void lex_init(Lexer *lx, const Source *src, Diag *diag) {
   lx->pos = 0;
   lx->line = 1;
   lx->line_start = 0;
+  lx->rules = FALSE;
 }
+
+
 
 Loc lex_loc(const Lexer *lx) {
   return (Loc){.line = lx->line,
@@ -47,7 +50,7 @@ static void skip_space(Lexer *lx) {
     int c = peek(lx, 0);
     if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
       advance(lx);
-    } else if (c == '/' && peek(lx, 1) == '/') {
+    } else if ((c == '/' && peek(lx, 1) == '/') || (c == '#' && lx->rules)) {
       while (peek(lx, 0) != -1 && peek(lx, 0) != '\n')
         advance(lx);
     } else {
@@ -227,6 +230,27 @@ void lex_next(Lexer *lx, Token *tok) {
     lex_string(lx, tok);
     return;
   }
+  if (lx->rules) {
+    static const char *const ops[] = {"<~~>", "~~>", "==", "!=", "<=", ">="};
+    for (gsize k = 0; k < G_N_ELEMENTS(ops); k++) {
+      gsize n = strlen(ops[k]);
+      if (lx->src->len - lx->pos >= n &&
+          memcmp(lx->src->text + lx->pos, ops[k], n) == 0) {
+        for (gsize j = 0; j < n; j++)
+          advance(lx);
+        tok->kind = TK_OP;
+        tok->len = n;
+        return;
+      }
+    }
+    if (c != 0 && strchr("\\/*;", c)) {
+      advance(lx);
+      tok->kind = TK_PUNCT;
+      tok->punct = (char)c;
+      tok->len = 1;
+      return;
+    }
+  }
   if (strchr("(){}[],:=<>!", c) && c != 0) {
     advance(lx);
     tok->kind = TK_PUNCT;
@@ -297,6 +321,26 @@ char *token_name(const Token *tok) {
 gboolean token_is(const Token *tok, const char *ident) {
   return tok->kind == TK_IDENT && strlen(ident) == tok->len &&
          memcmp(tok->start, ident, tok->len) == 0;
+}
+
+gboolean lex_raw_name(Lexer *lx, Token *tok) {
+  token_clear(tok);
+  skip_space(lx);
+  tok->loc = lex_loc(lx);
+  tok->start = lx->src->text + lx->pos;
+  while (peek(lx, 0) >= 0 &&
+         (g_ascii_isalnum(peek(lx, 0)) || strchr("_.-", peek(lx, 0))))
+    advance(lx);
+  tok->len = (gsize)(lx->src->text + lx->pos - tok->start);
+  tok->kind = tok->len ? TK_IDENT : TK_ERROR;
+  if (!tok->len)
+    diag_error(lx->diag, tok->loc, "expected a name");
+  return tok->len > 0;
+}
+
+gboolean token_op(const Token *tok, const char *op) {
+  return tok->kind == TK_OP && strlen(op) == tok->len &&
+         memcmp(tok->start, op, tok->len) == 0;
 }
 
 gboolean token_punct(const Token *tok, char c) {

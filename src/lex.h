@@ -15,7 +15,8 @@ typedef enum {
   TK_FLOAT,
   TK_STRING,  /* "..." (text is the unescaped contents) */
   TK_ARROW,   /* -> */
-  TK_PUNCT,   /* one of ( ) { } [ ] , : = < > ! */
+  TK_PUNCT,   /* one of ( ) { } [ ] , : = < > ! (rules: also \ / * . ; ) */
+  TK_OP,      /* rules only: ~~> <~~> == != <= >= (text in start/len) */
 } TokenKind;
 
 typedef struct Token {
@@ -35,6 +36,7 @@ typedef struct Lexer {
   gsize pos;
   int line;
   gsize line_start;
+  gboolean rules; /* rule-file syntax: '#' comments, rule operators */
 } Lexer;
 
 void lex_init(Lexer *lx, const Source *src, Diag *diag);
@@ -45,10 +47,14 @@ void token_clear(Token *tok);
  * dims 'x'-separated, then the element type. */
 gboolean lex_tensor_shape(Lexer *lx, int *rank, int64_t *dims, DType *dt);
 Loc lex_loc(const Lexer *lx);
+/* Reads a name that may contain '-' (rule names: matmul-tile-0) as a
+ * TK_IDENT token. */
+gboolean lex_raw_name(Lexer *lx, Token *tok);
 gboolean token_is(const Token *tok, const char *ident);
 /* The name a TK_VALUE, TK_SYMBOL or TK_IDENT token spells (newly allocated). */
 char *token_name(const Token *tok);
 gboolean token_punct(const Token *tok, char c);
+gboolean token_op(const Token *tok, const char *op);
 /* A short printable description of a token for "expected X, got Y". */
 char *token_describe(const Token *tok);
 

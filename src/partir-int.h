@@ -244,6 +244,7 @@ typedef struct Func {
  * (print.c: a term is placed in the region of the innermost binder it
  * uses, with that binder as index 0). */
 typedef struct Module {
+  int refcount;             /* module_free drops one reference */
   GPtrArray *funcs;         /* Func* */
   GHashTable *names;        /* const Term* -> char*: value names */
   GHashTable *binder_names; /* tile/sum Term -> char*: its binder's name */
@@ -251,6 +252,7 @@ typedef struct Module {
 
 Module *module_new(void);
 void module_free(Module *m);
+Module *module_ref(Module *m);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Module, module_free)
 Func *module_entry(Module *m);
 void func_free(Func *f);
@@ -270,6 +272,10 @@ Module *parse_module(const Source *src, Diag *diag);
 
 void print_module(GString *out, const Module *m);
 void print_func(GString *out, const Module *m, const Func *f);
+/* Visits every value as the printer names it, in text order: arguments
+ * first, then each statement's name and placed term (print.c). */
+typedef void (*PrintVisit)(void *ud, const char *name, const Term *placed);
+void print_walk(const Module *m, const Func *f, PrintVisit visit, void *ud);
 void print_module_expr(GString *out, const Module *m);
 
 /* --------------------------------------------------------------- tensor */

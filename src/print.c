@@ -231,25 +231,42 @@ static void collect_reserved(gpointer key, gpointer value, gpointer data) {
   g_hash_table_add(data, value);
 }
 
-void print_func(GString *out, const Module *m, const Func *f) {
-  Printer pr = {.m = m, .names = m->names, .binder_names = m->binder_names};
-  pr.reserved = g_hash_table_new(g_str_hash, g_str_equal);
-  pr.taken = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  g_hash_table_foreach(m->names, collect_reserved, pr.reserved);
-  g_hash_table_foreach(m->binder_names, collect_reserved, pr.reserved);
-  pr.args = g_new0(Named, (gsize)f->nargs);
+/* Passes 1 and 2 for 'f': schedules and names every statement. */
+static Region *prepare(Printer *pr, const Module *m, const Func *f,
+                       Named ***results) {
+  *pr = (Printer){.m = m, .names = m->names, .binder_names = m->binder_names};
+  pr->reserved = g_hash_table_new(g_str_hash, g_str_equal);
+  pr->taken = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_hash_table_foreach(m->names, collect_reserved, pr->reserved);
+  g_hash_table_foreach(m->binder_names, collect_reserved, pr->reserved);
+  pr->args = g_new0(Named, (gsize)f->nargs);
   for (int i = 0; i < f->nargs; i++) {
-    g_hash_table_add(pr.reserved, f->arg_names[i]);
-    take(&pr, &pr.args[i], g_strdup(f->arg_names[i]));
+    g_hash_table_add(pr->reserved, f->arg_names[i]);
+    take(pr, &pr->args[i], g_strdup(f->arg_names[i]));
   }
-
   Region *top = region_new(NULL);
-  pr.open[0] = top;
-  Named **results = g_new(Named *, (gsize)f->nresults);
+  pr->open[0] = top;
+  *results = g_new(Named *, (gsize)f->nresults);
   for (int i = 0; i < f->nresults; i++)
-    results[i] = schedule(&pr, 0, f->body->args[i]);
-  name_region(&pr, top);
+    (*results)[i] = schedule(pr, 0, f->body->args[i]);
+  name_region(pr, top);
+  return top;
+}
 
+static void finish(Printer *pr, const Func *f, Region *top, Named **results) {
+  g_free(results);
+  region_free(top);
+  for (int i = 0; i < f->nargs; i++)
+    g_free(pr->args[i].name);
+  g_free(pr->args);
+  g_hash_table_unref(pr->reserved);
+  g_hash_table_unref(pr->taken);
+}
+
+void print_func(GString *out, const Module *m, const Func *f) {
+  Printer pr;
+  Named **results;
+  Region *top = prepare(&pr, m, f, &results);
   g_string_append_printf(out, "func @%s(", f->name);
   for (int i = 0; i < f->nargs; i++) {
     g_string_append_printf(out, "%s%%%s: ", i ? ", " : "", f->arg_names[i]);
@@ -271,14 +288,26 @@ void print_func(GString *out, const Module *m, const Func *f) {
   for (int i = 0; i < f->nresults; i++)
     g_string_append_printf(out, "%s%%%s", i ? ", " : "", results[i]->name);
   g_string_append(out, "\n}\n");
+  finish(&pr, f, top, results);
+}
 
-  g_free(results);
-  region_free(top);
+static void walk_region(const Region *r, PrintVisit visit, void *ud) {
+  for (guint i = 0; i < r->stmts->len; i++) {
+    const Stmt *s = g_ptr_array_index(r->stmts, i);
+    visit(ud, s->n.name, s->t);
+    if (s->child)
+      walk_region(s->child, visit, ud);
+  }
+}
+
+void print_walk(const Module *m, const Func *f, PrintVisit visit, void *ud) {
+  Printer pr;
+  Named **results;
+  Region *top = prepare(&pr, m, f, &results);
   for (int i = 0; i < f->nargs; i++)
-    g_free(pr.args[i].name);
-  g_free(pr.args);
-  g_hash_table_unref(pr.reserved);
-  g_hash_table_unref(pr.taken);
+    visit(ud, pr.args[i].name, term_arg(i, f->arg_types[i]));
+  walk_region(top, visit, ud);
+  finish(&pr, f, top, results);
 }
 
 void print_module(GString *out, const Module *m) {

@@ -3,14 +3,20 @@
 
 Module *module_new(void) {
   Module *m = g_new0(Module, 1);
+  m->refcount = 1;
   m->funcs = g_ptr_array_new_with_free_func((GDestroyNotify)func_free);
   m->names = g_hash_table_new_full(NULL, NULL, NULL, g_free);
   m->binder_names = g_hash_table_new_full(NULL, NULL, NULL, g_free);
   return m;
 }
 
+Module *module_ref(Module *m) {
+  m->refcount++;
+  return m;
+}
+
 void module_free(Module *m) {
-  if (!m)
+  if (!m || --m->refcount > 0)
     return;
   g_ptr_array_unref(m->funcs);
   g_hash_table_unref(m->names);

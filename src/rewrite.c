@@ -1,0 +1,406 @@
+/* rewrite.c — applying rules, and the engine's command language.
+ *
+ * rule_apply_here() applies one rule to one term: written rules through
+ * match.c, derived operator rules from the operator's TileSpec:
+ *
+ *   OP-tile-D   op(a, b)  ~~>  tile D (\r:range<n,w> -> op(a', b'))
+ *   OP-sum[-K]  op(a, b)  ~~>  sum (\r:range<n,w> -> op(a', b'))
+ *   slice-OP-D  slice D (op(a, b))[s]  ~~>  op(a'', b'')
+ *
+ * where a' slices each operand along the dimension that carries result
+ * dimension D (or reduction K) by the new binder, and a'' by s.  Every
+ * replacement must have the type of what it replaces.
+ *
+ * A command names a location by its printed SSA name; applying a rule
+ * there replaces that value everywhere in the program
+ * (replace_everywhere), so every use sees the rewrite.
+ */
+#include "rule.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t arg_int(const RuleArg *args, int nargs, const char *name,
+                       gboolean *found) {
+  for (int i = 0; i < nargs; i++)
+    if (!args[i].is_axis && strcmp(args[i].name, name) == 0) {
+      *found = TRUE;
+      return args[i].value;
+    }
+  *found = FALSE;
+  return 0;
+}
+
+static const char *arg_axis(const RuleArg *args, int nargs) {
+  for (int i = 0; i < nargs; i++)
+    if (args[i].is_axis)
+      return args[i].axis;
+  return NULL;
+}
+
+/* op(operands, each sliced along dims[i] (>= 0) by range value 'r');
+ * 'lift' shifts the operands under one new binder first. */
+static const Term *sliced_op(const Term *t, const int *dims, const Term *r,
+                             gboolean lift, const Type *written,
+                             GString *why) {
+  const Term *args[SPEC_MAX_OPERANDS];
+  for (int i = 0; i < t->nargs; i++) {
+    const Term *a = lift ? term_shift(t->args[i], 1, 0) : t->args[i];
+    if (dims[i] >= 0 && !(a = term_slice(dims[i], a, r, why)))
+      return NULL;
+    args[i] = a;
+  }
+  return term_op(t->op, t->nargs, args, t->attrs,
+                 op_takes_written_type(t->op) ? written : NULL, why);
+}
+
+static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
+                                 const Term *t, const RuleArg *args, int nargs,
+                                 GString *why) {
+  TileSpec spec;
+  const Term *opt = rule->kind == RULE_SLICE_OP && t->kind == TM_SLICE
+                        ? t->args[0]
+                        : t;
+  if (opt->kind != TM_OP || opt->op != rule->op ||
+      (rule->kind == RULE_SLICE_OP && t->kind != TM_SLICE)) {
+    g_string_printf(why, "'%s' applies to %s'%s'", rule->name,
+                    rule->kind == RULE_SLICE_OP ? "a slice of " : "",
+                    op_name(rule->op));
+    return NULL;
+  }
+  if (!spec_of(rs, opt, &spec))
+    return NULL;
+  int k = rule->index;
+  if (rule->kind == RULE_SLICE_OP) {
+    if (t->index != k || k >= spec.nout || !spec.out_ok[k]) {
+      g_string_printf(why, "'%s' does not apply: the slice is along "
+                           "dimension %d",
+                      rule->name, t->index);
+      return NULL;
+    }
+    int dims[SPEC_MAX_OPERANDS];
+    for (int i = 0; i < opt->nargs; i++)
+      dims[i] = spec.out[k][i];
+    return sliced_op(opt, dims, t->args[1], FALSE, t->type, why);
+  }
+  gboolean have_w;
+  int64_t w = arg_int(args, nargs, "w", &have_w);
+  if (!have_w) {
+    g_string_printf(why, "rule '%s' needs parameter 'w' (the width)",
+                    rule->name);
+    return NULL;
+  }
+  const char *axis = arg_axis(args, nargs);
+  int dims[SPEC_MAX_OPERANDS];
+  int64_t n = -1;
+  if (rule->kind == RULE_OP_TILE) {
+    if (k >= spec.nout || !spec.out_ok[k]) {
+      g_string_printf(why, "result dimension %d of this '%s' cannot be tiled",
+                      k, op_name(rule->op));
+      return NULL;
+    }
+    n = t->type->dims[k];
+    for (int i = 0; i < t->nargs; i++)
+      dims[i] = spec.out[k][i];
+  } else {
+    if (k >= spec.nred) {
+      g_string_printf(why, "this '%s' has no reduction %d", op_name(rule->op),
+                      k);
+      return NULL;
+    }
+    for (int i = 0; i < t->nargs; i++) {
+      dims[i] = spec.red[k][i];
+      if (dims[i] >= 0)
+        n = t->args[i]->type->dims[dims[i]];
+    }
+  }
+  if (w < 1 || n % w != 0) {
+    g_string_printf(why, "width %" G_GINT64_FORMAT " does not divide size "
+                         "%" G_GINT64_FORMAT,
+                    w, n);
+    return NULL;
+  }
+  const Type *range = type_range(n, w);
+  const Term *r = term_bvar(0, range);
+  const Type *written = rule->kind == RULE_OP_TILE
+                            ? type_with_dim(t->type, k, w)
+                            : t->type;
+  const Term *body = sliced_op(t, dims, r, TRUE, written, why);
+  if (!body)
+    return NULL;
+  return rule->kind == RULE_OP_TILE ? term_tile(k, range, axis, body, why)
+                                    : term_sum(range, axis, body, why);
+}
+
+const Term *rule_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
+                            const RuleArg *args, int nargs, GString *why) {
+  g_string_truncate(why, 0);
+  const Term *r = rule->kind == RULE_PATTERN
+                      ? pattern_apply(rule, t, args, nargs, why)
+                      : apply_derived(rs, rule, t, args, nargs, why);
+  if (r && r->type != t->type) {
+    g_autofree char *a = type_to_string(t->type);
+    g_autofree char *b = type_to_string(r->type);
+    g_string_printf(why, "rule '%s' would change the type from %s to %s",
+                    rule->name, a, b);
+    return NULL;
+  }
+  if (!r && why->len == 0)
+    g_string_printf(why, "'%s' does not apply here", rule->name);
+  return r;
+}
+
+/* ------------------------------------------------------------ commands */
+
+static const Location *find_location(GPtrArray *locs, const char *name) {
+  if (name[0] == '%')
+    name++;
+  for (guint i = 0; i < locs->len; i++) {
+    const Location *l = g_ptr_array_index(locs, i);
+    if (strcmp(l->name, name) == 0)
+      return l;
+  }
+  return NULL;
+}
+
+static gboolean parse_int64(const char *s, int64_t *out) {
+  char *end;
+  if (!*s)
+    return FALSE;
+  long long v = strtoll(s, &end, 10);
+  *out = v;
+  return *end == '\0';
+}
+
+/* Applies 'rule' at 'loc' (a placed term) and rewrites every use. */
+static State *apply_at(const RuleSet *rs, State *in, const Rule *rule,
+                       const Location *loc, const RuleArg *args, int nargs,
+                       GString *why) {
+  const Term *to = rule_apply_here(rs, rule, loc->term, args, nargs, why);
+  if (!to) {
+    g_autofree char *reason = g_strdup(why->str);
+    g_string_printf(why, "%s at %%%s: %s", rule->name, loc->name, reason);
+    return NULL;
+  }
+  const Term *body = replace_everywhere(in->func.body, loc->term, to);
+  return state_with_body(in, body);
+}
+
+static gboolean need_args(char **words, int have, int min, int max,
+                          const char *usage, GString *why) {
+  if (have < min || have > max) {
+    g_string_printf(why, "usage: %s", usage);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* tile/arg-tile: the 'arg-tile' rule at a value with d, w and an axis. */
+static State *cmd_tile(const RuleSet *rs, State *in, GPtrArray *locs,
+                       const Location *loc, char **w, int nw, GString *why) {
+  const Rule *rule = ruleset_find(rs, "arg-tile");
+  if (!rule) {
+    g_string_printf(why, "no 'arg-tile' rule is loaded");
+    return NULL;
+  }
+  RuleArg args[3] = {{g_intern_string("d"), FALSE, 0, NULL},
+                     {g_intern_string("w"), FALSE, 0, NULL},
+                     {g_intern_string("a"), TRUE, 0, NULL}};
+  if (!parse_int64(w[0], &args[0].value) || !parse_int64(w[1], &args[1].value)) {
+    g_string_printf(why, "DIM and WIDTH must be integers");
+    return NULL;
+  }
+  int nargs = 2;
+  if (nw > 2) {
+    args[2].axis = g_intern_string(w[2]);
+    nargs = 3;
+  }
+  return apply_at(rs, in, rule, loc, args, nargs, why);
+}
+
+static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
+                          GString *why, GString *report) {
+  const char *cmd = w[0];
+  g_autoptr(GPtrArray) locs = state_locations(in);
+  if (strcmp(cmd, "arg-tile") == 0) {
+    if (!need_args(w, nw, 4, 5, "arg-tile ARG DIM WIDTH [AXIS]", why))
+      return NULL;
+    int64_t index;
+    const Location *loc = NULL;
+    if (parse_int64(w[1], &index)) {
+      if (index < 0 || index >= in->func.nargs) {
+        g_string_printf(why, "arg-tile: there is no argument %s (the function "
+                             "has %d)",
+                        w[1], in->func.nargs);
+        return NULL;
+      }
+      loc = g_ptr_array_index(locs, index);
+    } else {
+      loc = find_location(locs, w[1]);
+      if (!loc || !loc->is_arg) {
+        g_string_printf(why, "arg-tile: no argument '%s'", w[1]);
+        return NULL;
+      }
+    }
+    return cmd_tile(rs, in, locs, loc, w + 2, nw - 2, why);
+  }
+  if (strcmp(cmd, "tile") == 0) {
+    if (!need_args(w, nw, 4, 5, "tile VALUE DIM WIDTH [AXIS]", why))
+      return NULL;
+    const Location *loc = find_location(locs, w[1]);
+    if (!loc) {
+      g_string_printf(why, "tile: no value '%s'", w[1]);
+      return NULL;
+    }
+    return cmd_tile(rs, in, locs, loc, w + 2, nw - 2, why);
+  }
+  if (strcmp(cmd, "sum") == 0) {
+    if (!need_args(w, nw, 3, 5, "sum VALUE WIDTH [AXIS] [REDUCTION]", why))
+      return NULL;
+    const Location *loc = find_location(locs, w[1]);
+    if (!loc || loc->term->kind != TM_OP) {
+      g_string_printf(why, "sum: no operator value '%s'", w[1]);
+      return NULL;
+    }
+    int64_t width, k = 0;
+    if (!parse_int64(w[2], &width) || (nw > 4 && !parse_int64(w[4], &k))) {
+      g_string_printf(why, "sum: WIDTH and REDUCTION must be integers");
+      return NULL;
+    }
+    g_autofree char *name =
+        k ? g_strdup_printf("%s-sum-%d", op_name(loc->term->op), (int)k)
+          : g_strdup_printf("%s-sum", op_name(loc->term->op));
+    const Rule *rule = ruleset_find(rs, name);
+    if (!rule) {
+      g_string_printf(why, "sum: '%s' has no reduction to split (no rule "
+                           "'%s')",
+                      op_name(loc->term->op), name);
+      return NULL;
+    }
+    RuleArg args[2] = {{g_intern_string("w"), FALSE, width, NULL},
+                       {g_intern_string("a"), TRUE, 0,
+                        nw > 3 && strcmp(w[3], "-") != 0 ? g_intern_string(w[3])
+                                                         : NULL}};
+    return apply_at(rs, in, rule, loc, args, args[1].axis ? 2 : 1, why);
+  }
+  if (strcmp(cmd, "apply") == 0) {
+    if (nw < 2) {
+      g_string_printf(why, "usage: apply RULE [at VALUE] [NAME=VALUE ...]");
+      return NULL;
+    }
+    const Rule *rule = ruleset_find(rs, w[1]);
+    if (!rule) {
+      g_string_printf(why, "apply: no rule '%s'", w[1]);
+      return NULL;
+    }
+    int i = 2;
+    const Location *loc = NULL;
+    if (i + 1 < nw + 1 && i < nw && strcmp(w[i], "at") == 0) {
+      if (i + 1 >= nw) {
+        g_string_printf(why, "apply: 'at' needs a value");
+        return NULL;
+      }
+      loc = find_location(locs, w[i + 1]);
+      if (!loc) {
+        g_string_printf(why, "apply: no value '%s'", w[i + 1]);
+        return NULL;
+      }
+      i += 2;
+    }
+    RuleArg args[RULE_MAX_VARS];
+    int nargs = 0;
+    for (; i < nw && nargs < RULE_MAX_VARS; i++) {
+      const char *eq = strchr(w[i], '=');
+      if (!eq) {
+        g_string_printf(why, "apply: expected NAME=VALUE, got '%s'", w[i]);
+        return NULL;
+      }
+      g_autofree char *key = g_strndup(w[i], (gsize)(eq - w[i]));
+      RuleArg *a = &args[nargs++];
+      a->name = g_intern_string(key);
+      a->is_axis = !parse_int64(eq + 1, &a->value);
+      a->axis = a->is_axis ? g_intern_string(eq + 1) : NULL;
+    }
+    if (loc)
+      return apply_at(rs, in, rule, loc, args, nargs, why);
+    for (guint k = 0; k < locs->len; k++) { /* the first place it applies */
+      const Location *l = g_ptr_array_index(locs, k);
+      g_autoptr(GString) ignore = g_string_new(NULL);
+      if (rule_apply_here(rs, rule, l->term, args, nargs, ignore))
+        return apply_at(rs, in, rule, l, args, nargs, why);
+    }
+    g_string_printf(why, "apply: '%s' applies nowhere", rule->name);
+    return NULL;
+  }
+  if (strcmp(cmd, "propagate") == 0 || strcmp(cmd, "fuse") == 0 ||
+      strcmp(cmd, "simplify") == 0) {
+    if (!need_args(w, nw, 1, 1, cmd, why))
+      return NULL;
+    const Term *body =
+        strcmp(cmd, "propagate") == 0 ? propagate(rs, in->func.body, report)
+        : strcmp(cmd, "fuse") == 0
+            ? rewrite_fixpoint(rs, in->func.body, RULE_TAG_FUSE)
+            : rewrite_fixpoint(rs, in->func.body, RULE_TAG_SIMPLIFY);
+    return state_with_body(in, body);
+  }
+  g_string_printf(why, "unknown command '%s'", cmd);
+  return NULL;
+}
+
+State *engine_command(const RuleSet *rs, State *in, const char *command,
+                      GString *why, GString *report) {
+  g_auto(GStrv) words = g_strsplit_set(command, " \t\n", -1);
+  char *w[16];
+  int nw = 0;
+  for (char **p = words; *p; p++)
+    if (**p) {
+      if (nw == (int)G_N_ELEMENTS(w)) {
+        g_string_printf(why, "too many words in '%s'", command);
+        return NULL;
+      }
+      w[nw++] = *p;
+    }
+  if (nw == 0)
+    return state_ref(in);
+  return run_command(rs, in, w, nw, why, report);
+}
+
+State *engine_script(const RuleSet *rs, State *in, const char *script,
+                     GString *why, GString *report) {
+  g_auto(GStrv) cmds = g_strsplit(script, ";", -1);
+  State *s = state_ref(in);
+  for (char **c = cmds; *c; c++) {
+    /* the talk's syntax ends a command with '.' */
+    g_autofree char *text = g_strstrip(g_strdup(*c));
+    gsize len = strlen(text);
+    if (len > 0 && text[len - 1] == '.')
+      text[len - 1] = '\0';
+    State *next = engine_command(rs, s, text, why, report);
+    state_unref(s);
+    if (!next) {
+      g_autofree char *reason = g_strdup(why->str);
+      g_string_printf(why, "'%s': %s", g_strstrip(text), reason);
+      return NULL;
+    }
+    s = next;
+  }
+  return s;
+}
+
+GPtrArray *engine_matches(const RuleSet *rs, const State *s, const Rule *rule) {
+  g_autoptr(GPtrArray) locs = state_locations(s);
+  GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)location_free);
+  g_autoptr(GString) why = g_string_new(NULL);
+  for (guint i = 0; i < locs->len; i++) {
+    Location *l = g_ptr_array_index(locs, i);
+    /* parameters are the caller's: a rule that needs them matches where
+     * its left side does; try it with a width of 1 */
+    RuleArg args[2] = {{g_intern_string("w"), FALSE, 1, NULL},
+                       {g_intern_string("d"), FALSE, 0, NULL}};
+    if (rule_apply_here(rs, rule, l->term, args, rule->nparams ? 2 : 0, why)) {
+      locs->pdata[i] = NULL;
+      g_ptr_array_add(out, l);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,230 @@
+/* rule.h — rules, operator tiling specifications and the rewrite engine.
+ *
+ *   spec.c       tiling specification of an operator application
+ *   rule.c       rule files: parsing, derived rules, load-time checks
+ *   match.c      matching a pattern rule and building its right side
+ *   rewrite.c    applying any rule at a location; arg-tile, tile, sum
+ *   propagate.c  propagate, fuse, simplify (fixed points)
+ *   state.c      program states and locations
+ */
+#ifndef PARTIR_RULE_H
+#define PARTIR_RULE_H
+
+#include "partir-int.h"
+
+#define SPEC_MAX_OPERANDS 16
+#define RULE_MAX_VARS 24
+
+/* ------------------------------------------------------------ op specs */
+
+/* How one operator application tiles: for every result dimension, the
+ * operand dimension that carries it (-1: that operand is not sliced); for
+ * every reduction index, the operand dimensions it runs over. */
+typedef struct TileSpec {
+  int nargs;
+  int nout;
+  gboolean out_ok[PARTIR_MAX_RANK]; /* result dim d can be tiled */
+  int out[PARTIR_MAX_RANK][SPEC_MAX_OPERANDS];
+  int nred;
+  int red[PARTIR_MAX_RANK][SPEC_MAX_OPERANDS];
+} TileSpec;
+
+typedef enum {
+  SPEC_ELEMENTWISE, /* op(x[*], y[*]) -> [*] */
+  SPEC_INDEXED,     /* op(x[i,k], y[k,j]) -> [i,j] */
+  SPEC_BUILTIN,     /* op(x) -> builtin KIND: computed from attributes */
+} SpecKind;
+
+/* An 'op' declaration of a rule file. */
+typedef struct OpSpec {
+  Op op;
+  SpecKind kind;
+  int nargs;
+  int arg_rank[SPEC_MAX_OPERANDS];
+  int arg_index[SPEC_MAX_OPERANDS][PARTIR_MAX_RANK]; /* index ids */
+  int out_rank;
+  int out_index[PARTIR_MAX_RANK];
+  int nindices;
+  char *builtin; /* SPEC_BUILTIN */
+  char *origin;  /* file:line */
+} OpSpec;
+
+typedef struct RuleSet RuleSet;
+
+/* Fills 'spec' for operator application 't'; FALSE when the operator has
+ * no tiling specification (or t is not an operator). */
+gboolean spec_of(const RuleSet *rs, const Term *t, TileSpec *spec);
+/* Checks a builtin kind name; the list of kinds lives in spec.c. */
+gboolean spec_builtin_known(const char *kind);
+
+/* ------------------------------------------------------------- patterns */
+
+typedef struct IntRef {
+  gboolean present;
+  const char *var; /* interned variable name, or NULL for a literal */
+  int64_t value;
+} IntRef;
+
+typedef enum {
+  PT_VAR,    /* x: any term */
+  PT_BIND,   /* r: a binder of the rule in scope */
+  PT_OP,     /* add(p, q) */
+  PT_SLICE,  /* slice d p[idx]; args[1] is the index (PT_VAR or PT_BIND) */
+  PT_TILE,   /* tile d (\r:range<n,w> @a -> p) */
+  PT_SUM,    /* sum (\r:range<n,w> @a -> p) */
+  PT_SUBST,  /* e{s/r}: args[0] = e, args[1] = s, name = r */
+} PatKind;
+
+typedef struct Pat Pat;
+struct Pat {
+  PatKind kind;
+  Loc loc;
+  const char *name; /* VAR, BIND: the name; TILE/SUM: binder; SUBST: r */
+  Op op;
+  int nargs;
+  Pat **args;
+  IntRef dim;       /* SLICE, TILE */
+  IntRef n, w;      /* TILE/SUM binder range; SLICE index range */
+  const char *axis; /* TILE/SUM: axis variable (interned) or NULL */
+};
+
+typedef enum { IE_LIT, IE_VAR, IE_DIM, IE_RANK } IntExprKind;
+typedef struct IntExpr {
+  IntExprKind kind;
+  int64_t value;
+  const char *var;  /* IE_VAR: the int variable; IE_DIM/IE_RANK: term var */
+  IntRef dim;       /* IE_DIM */
+} IntExpr;
+
+typedef struct Cond {
+  IntExpr a, b;
+  char op[3]; /* == != < <= > >= */
+  Loc loc;
+} Cond;
+
+/* --------------------------------------------------------------- rules */
+
+typedef enum {
+  RULE_PATTERN,  /* written in a rule file */
+  RULE_OP_TILE,  /* OP-tile-D: op(..) ~~> tile D (\r -> op(slices)) */
+  RULE_OP_SUM,   /* OP-sum[-K]: op(..) ~~> sum (\r -> op(slices)) */
+  RULE_SLICE_OP, /* slice-OP-D: slice D op(..)[s] ~~> op(slices) */
+} RuleKind;
+
+enum {
+  RULE_TAG_PROPAGATE = 1 << 0,
+  RULE_TAG_SIMPLIFY = 1 << 1,
+  RULE_TAG_FUSE = 1 << 2,
+};
+
+typedef struct Rule {
+  char *name;
+  RuleKind kind;
+  char *origin; /* "rules/partir.rules:12" or "derived from op matmul (…)" */
+  char *text;   /* the rule as it reads: "lhs ~~> rhs" */
+  guint tags;
+  /* RULE_PATTERN */
+  Pat *lhs, *rhs;
+  gboolean borrowed; /* a reverse rule: lhs/rhs belong to the forward one */
+  int nconds;
+  Cond *conds;
+  /* derived */
+  Op op;
+  int index; /* result dim (TILE, SLICE_OP) or reduction index (SUM) */
+  /* parameters the caller supplies (width, axis, dim ...) */
+  int nparams;
+  const char *params[RULE_MAX_VARS]; /* interned */
+  guint axis_params;                 /* bit i: params[i] is an axis (optional) */
+} Rule;
+
+struct RuleSet {
+  GPtrArray *rules;     /* Rule*, in load order, derived after written */
+  GHashTable *by_name;  /* name -> Rule* */
+  OpSpec *specs[OP_COUNT_];
+  GPtrArray *files;     /* loaded paths */
+};
+
+/* Loads rule files (every *.rules of the first directory on the search
+ * path when 'paths' is NULL) and derives the operator rules.  On error
+ * returns NULL with diagnostics in 'errors' (file:line:col + caret). */
+RuleSet *ruleset_load(const char *const *paths, GString *errors);
+void ruleset_free(RuleSet *rs);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RuleSet, ruleset_free)
+const Rule *ruleset_find(const RuleSet *rs, const char *name);
+/* The directories searched for rule files: $PARTIR_RULES (':'-separated),
+ * then the installed data directory. */
+char **rules_search_path(void);
+
+/* A parameter value given to a rule: an integer or an axis name. */
+typedef struct RuleArg {
+  const char *name; /* interned */
+  gboolean is_axis;
+  int64_t value;
+  const char *axis; /* interned */
+} RuleArg;
+
+/* Applies 'rule' to the term 't' (in its own context: t's loose indices
+ * refer to binders outside t).  Returns the replacement, or NULL with the
+ * reason in 'why'. */
+const Term *rule_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
+                            const RuleArg *args, int nargs, GString *why);
+/* match.c: the same for RULE_PATTERN rules. */
+const Term *pattern_apply(const Rule *rule, const Term *t, const RuleArg *args,
+                          int nargs, GString *why);
+/* Substitutes for binder index 0 of 'body' the range term 's' (given in
+ * the context outside the binder): e{s/r}. */
+const Term *term_instantiate(const Term *body, const Term *s);
+
+/* --------------------------------------------------------------- state */
+
+/* A program state: a function body plus the names of the module it came
+ * from.  States are immutable and share everything they can; a rewrite
+ * returns a new state and leaves the old one valid. */
+typedef struct State {
+  int refcount;
+  Module *module; /* shared, for names and the signature */
+  Func func;      /* the entry's signature with this state's body */
+} State;
+
+State *state_new(Module *m);
+State *state_with_body(const State *parent, const Term *body);
+State *state_ref(State *s);
+void state_unref(State *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(State, state_unref)
+void state_print(GString *out, const State *s, gboolean expr);
+
+/* A location: a value of the printed program. */
+typedef struct Location {
+  char *name;          /* printed SSA name without '%' */
+  const Term *term;    /* placed form */
+  gboolean is_arg;
+} Location;
+
+/* Every value (arguments first, then statements in print order). */
+GPtrArray *state_locations(const State *s); /* Location* */
+void location_free(Location *l);
+
+/* Replaces every occurrence of 'from' (a placed term) by 'to' (placed the
+ * same way) in the body: the whole program sees the rewrite. */
+const Term *replace_everywhere(const Term *body, const Term *from,
+                               const Term *to);
+
+/* ----------------------------------------------------- engine commands */
+
+/* Runs one command ("arg-tile 0 0 8", "propagate", "apply fuse at %3",
+ * ...) on 'in'.  Returns the new state, or NULL with the reason in 'why'.
+ * 'report' (may be NULL) collects what propagate could not resolve. */
+State *engine_command(const RuleSet *rs, State *in, const char *command,
+                      GString *why, GString *report);
+/* Runs a ';'-separated script of commands. */
+State *engine_script(const RuleSet *rs, State *in, const char *script,
+                     GString *why, GString *report);
+
+/* The fixed-point passes (propagate.c); 'report' may be NULL. */
+const Term *propagate(const RuleSet *rs, const Term *body, GString *report);
+const Term *rewrite_fixpoint(const RuleSet *rs, const Term *body, guint tag);
+
+/* Every place 'rule' applies in 's' (Location*, print order). */
+GPtrArray *engine_matches(const RuleSet *rs, const State *s, const Rule *rule);
+
+#endif

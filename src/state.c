@@ -1,0 +1,114 @@
+/* state.c — program states and locations.
+ *
+ * A State is a function body (a hash-consed Term) with the module it came
+ * from, which supplies the signature and the user's names.  Rewrites make
+ * new States that share every untouched subterm with their parent, so a
+ * new state costs memory in proportion to what changed, and undo, fork
+ * and search hold old states for free.
+ */
+#include "rule.h"
+
+State *state_new(Module *m) {
+  State *s = g_new0(State, 1);
+  s->refcount = 1;
+  s->module = module_ref(m);
+  s->func = *module_entry(m);
+  return s;
+}
+
+State *state_with_body(const State *parent, const Term *body) {
+  State *s = state_new(parent->module);
+  s->func.body = body;
+  return s;
+}
+
+State *state_ref(State *s) {
+  s->refcount++;
+  return s;
+}
+
+void state_unref(State *s) {
+  if (!s || --s->refcount > 0)
+    return;
+  module_free(s->module);
+  g_free(s);
+}
+
+void state_print(GString *out, const State *s, gboolean expr) {
+  if (expr) {
+    /* the expression printer works on modules: print this body alone */
+    Module tmp = *s->module;
+    GPtrArray *one = g_ptr_array_new();
+    g_ptr_array_add(one, (gpointer)&s->func);
+    tmp.funcs = one;
+    print_module_expr(out, &tmp);
+    g_ptr_array_unref(one);
+  } else {
+    print_func(out, s->module, &s->func);
+  }
+}
+
+void location_free(Location *l) {
+  if (!l)
+    return;
+  g_free(l->name);
+  g_free(l);
+}
+
+static void add_location(void *ud, const char *name, const Term *placed) {
+  Location *l = g_new0(Location, 1);
+  l->name = g_strdup(name);
+  l->term = placed;
+  l->is_arg = placed->kind == TM_ARG;
+  g_ptr_array_add(ud, l);
+}
+
+GPtrArray *state_locations(const State *s) {
+  GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)location_free);
+  print_walk(s->module, &s->func, add_location, out);
+  return out;
+}
+
+typedef struct Replace {
+  const Term *from, *to;
+  GHashTable *memo;
+} Replace;
+
+static const Term *replace_rec(Replace *rp, const Term *t) {
+  const Term *from = rp->from;
+  /* cheap filter before comparing placed forms (shifting preserves these) */
+  if (t->kind == from->kind && t->type == from->type && t->op == from->op &&
+      t->height == from->height && term_placed(t) == from)
+    return term_is_closed(t) ? rp->to : term_shift(rp->to, term_lo(t), 0);
+  if (t->nargs == 0 || t->height < from->height)
+    return t;
+  const Term *done = g_hash_table_lookup(rp->memo, t);
+  if (done)
+    return done;
+  const Term *stack[8];
+  const Term **args = t->nargs <= 8 ? stack : g_new(const Term *, (gsize)t->nargs);
+  gboolean changed = FALSE;
+  for (int i = 0; i < t->nargs; i++) {
+    args[i] = replace_rec(rp, t->args[i]);
+    changed |= args[i] != t->args[i];
+  }
+  const Term *r = t;
+  if (changed) {
+    g_autoptr(GString) err = g_string_new(NULL);
+    r = term_with_args(t, args, err);
+    g_assert(r); /* same types below, so the same types here */
+  }
+  if (args != stack)
+    g_free(args);
+  g_hash_table_insert(rp->memo, (gpointer)t, (gpointer)r);
+  return r;
+}
+
+const Term *replace_everywhere(const Term *body, const Term *from,
+                               const Term *to) {
+  g_assert(from->type == to->type);
+  Replace rp = {from, to, g_hash_table_new(NULL, NULL)};
+  const Term *r = replace_rec(&rp, body);
+  g_hash_table_unref(rp.memo);
+  return r;
+}
