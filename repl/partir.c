@@ -39,6 +39,11 @@ static void usage(FILE *to) {
         "                        [AXIS], apply RULE [at VALUE] [K=V...],\n"
         "                        propagate, fuse, simplify\n"
         "  rules                 list every rule and where it comes from\n"
+        "  check-rules [FILES] [--seed N] [--tries N]\n"
+        "                        check every rule against the interpreter\n"
+        "  walk FILE [--walks N] [--steps N] [--seed N]\n"
+        "                        random rewrite sequences must keep the "
+        "meaning\n"
         "  (rule files: --rules FILE, else $PARTIR_RULES, else the installed "
         "ones)\n"
         "  help                  this text\n"
@@ -367,6 +372,63 @@ static int cmd_rules(int argc, char **argv) {
   return 0;
 }
 
+static int cmd_check_rules(int argc, char **argv) {
+  gint64 seed = 1, tries = 12;
+  GOptionEntry entries[] = {
+      {"seed", 's', 0, G_OPTION_ARG_INT64, &seed, "random seed (default 1)",
+       "N"},
+      {"tries", 't', 0, G_OPTION_ARG_INT64, &tries,
+       "random programs per operator (default 12)", "N"},
+      {NULL}};
+  g_autoptr(GOptionContext) ctx = g_option_context_new("[RULE-FILES...]");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  GError *error = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
+    print_error("check-rules", error);
+    g_error_free(error);
+    return 2;
+  }
+  g_autoptr(RuleSet) rs = load_rules(argc > 1 ? argv + 1 : NULL);
+  if (!rs)
+    return 1;
+  g_autoptr(GString) out = g_string_new(NULL);
+  gboolean ok = check_rules(rs, (guint32)seed, (int)CLAMP(tries, 1, 10000), out);
+  fwrite(out->str, 1, out->len, stdout);
+  return ok ? 0 : 1;
+}
+
+static int cmd_walk(int argc, char **argv) {
+  gint64 seed = 1, walks = 100, steps = 8;
+  g_auto(GStrv) rule_files = NULL;
+  GOptionEntry entries[] = {
+      {"seed", 's', 0, G_OPTION_ARG_INT64, &seed, "random seed (default 1)",
+       "N"},
+      {"walks", 'n', 0, G_OPTION_ARG_INT64, &walks,
+       "random rewrite sequences (default 100)", "N"},
+      {"steps", 'k', 0, G_OPTION_ARG_INT64, &steps,
+       "steps per sequence (default 8)", "N"},
+      {"rules", 'r', 0, G_OPTION_ARG_FILENAME_ARRAY, &rule_files,
+       "load these rule files", "FILE"},
+      {NULL}};
+  if (!parse_options("walk", entries, &argc, &argv))
+    return 2;
+  g_autoptr(RuleSet) rs = load_rules(rule_files);
+  if (!rs)
+    return 1;
+  g_autoptr(Module) m = load_module(argv[1]);
+  if (!m)
+    return 1;
+  g_autoptr(GString) out = g_string_new(NULL);
+  gboolean ok = random_walks(rs, m, (guint32)seed, (int)CLAMP(walks, 1, 1000000),
+                             (int)CLAMP(steps, 1, 10000), out);
+  fwrite(out->str, 1, out->len, stdout);
+  if (ok)
+    g_print("%s: %" G_GINT64_FORMAT " random rewrite sequences of %" G_GINT64_FORMAT
+            " steps preserve the meaning\n",
+            argv[1], walks, steps);
+  return ok ? 0 : 1;
+}
+
 static int run_job(void *data) {
   Job *job = data;
   const char *cmd = job->argv[1];
@@ -380,6 +442,10 @@ static int run_job(void *data) {
     return cmd_rewrite(job->argc - 1, job->argv + 1);
   if (strcmp(cmd, "rules") == 0)
     return cmd_rules(job->argc - 1, job->argv + 1);
+  if (strcmp(cmd, "check-rules") == 0)
+    return cmd_check_rules(job->argc - 1, job->argv + 1);
+  if (strcmp(cmd, "walk") == 0)
+    return cmd_walk(job->argc - 1, job->argv + 1);
   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 ||
       strcmp(cmd, "-h") == 0) {
     usage(stdout);

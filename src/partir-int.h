@@ -180,7 +180,8 @@ const Term *term_with_args(const Term *t, const Term *const *args,
 /* Adds 'by' to every loose index >= 'cutoff' (by may be negative when the
  * caller knows no index below -by is loose). */
 const Term *term_shift(const Term *t, int by, int cutoff);
-size_t term_store_size(void);
+size_t term_store_size(void);  /* nodes in the store */
+size_t term_store_bytes(void); /* bytes of those nodes (not the index) */
 
 /* Checks an operator application, returns its result type or NULL with
  * the reason in 'err' (typerule.c). */

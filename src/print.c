@@ -98,9 +98,12 @@ static Named *schedule(Printer *pr, int depth, const Term *t) {
   if (placed->kind == TM_TILE || placed->kind == TM_SUM) {
     Region *child =
         region_new(g_hash_table_lookup(pr->binder_names, placed));
+    /* a hoisted tile opens its region below regions still being
+     * scheduled: keep theirs */
+    Region *outer = pr->open[target + 1];
     pr->open[target + 1] = child;
     child->yield = schedule(pr, target + 1, placed->args[0]);
-    pr->open[target + 1] = NULL;
+    pr->open[target + 1] = outer;
     g_hash_table_unref(child->memo);
     child->memo = NULL; /* a region instance is done once closed */
     s->child = child;

@@ -38,6 +38,28 @@ static const char *arg_axis(const RuleArg *args, int nargs) {
   return NULL;
 }
 
+/* A static slice's attributes for a smaller operand: the dimensions it
+ * takes whole (the only ones its spec lets us tile) keep being whole. */
+static const Attrs *whole_limits(const Attrs *a, const Type *operand) {
+  const char **keys = g_new(const char *, (gsize)a->count);
+  AttrValue *vals = g_new0(AttrValue, (gsize)a->count);
+  for (int i = 0; i < a->count; i++) {
+    keys[i] = a->keys[i];
+    const AttrValue *v = &a->values[i];
+    vals[i] = *v;
+    if (v->kind == AV_LIST) {
+      vals[i].items = g_memdup2(v->items, sizeof(AttrValue) * (gsize)MAX(v->count, 1));
+      if (strcmp(keys[i], "limit") == 0)
+        for (int d = 0; d < v->count && d < operand->rank; d++) {
+          const AttrValue *start = &attrs_get(a, "start")->items[d];
+          if (start->i == 0 && v->items[d].i > operand->dims[d])
+            vals[i].items[d].i = operand->dims[d];
+        }
+    }
+  }
+  return attrs_intern(a->count, keys, vals);
+}
+
 /* op(operands, each sliced along dims[i] (>= 0) by range value 'r');
  * 'lift' shifts the operands under one new binder first. */
 static const Term *sliced_op(const Term *t, const int *dims, const Term *r,
@@ -50,7 +72,9 @@ static const Term *sliced_op(const Term *t, const int *dims, const Term *r,
       return NULL;
     args[i] = a;
   }
-  return term_op(t->op, t->nargs, args, t->attrs,
+  const Attrs *attrs = t->op == OP_SLICE ? whole_limits(t->attrs, args[0]->type)
+                                          : t->attrs;
+  return term_op(t->op, t->nargs, args, attrs,
                  op_takes_written_type(t->op) ? written : NULL, why);
 }
 
@@ -172,8 +196,7 @@ static gboolean parse_int64(const char *s, int64_t *out) {
   return *end == '\0';
 }
 
-/* Applies 'rule' at 'loc' (a placed term) and rewrites every use. */
-static State *apply_at(const RuleSet *rs, State *in, const Rule *rule,
+State *engine_apply(const RuleSet *rs, State *in, const Rule *rule,
                        const Location *loc, const RuleArg *args, int nargs,
                        GString *why) {
   const Term *to = rule_apply_here(rs, rule, loc->term, args, nargs, why);
@@ -215,7 +238,7 @@ static State *cmd_tile(const RuleSet *rs, State *in, GPtrArray *locs,
     args[2].axis = g_intern_string(w[2]);
     nargs = 3;
   }
-  return apply_at(rs, in, rule, loc, args, nargs, why);
+  return engine_apply(rs, in, rule, loc, args, nargs, why);
 }
 
 static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
@@ -281,7 +304,7 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
                        {g_intern_string("a"), TRUE, 0,
                         nw > 3 && strcmp(w[3], "-") != 0 ? g_intern_string(w[3])
                                                          : NULL}};
-    return apply_at(rs, in, rule, loc, args, args[1].axis ? 2 : 1, why);
+    return engine_apply(rs, in, rule, loc, args, args[1].axis ? 2 : 1, why);
   }
   if (strcmp(cmd, "apply") == 0) {
     if (nw < 2) {
@@ -322,12 +345,12 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
       a->axis = a->is_axis ? g_intern_string(eq + 1) : NULL;
     }
     if (loc)
-      return apply_at(rs, in, rule, loc, args, nargs, why);
+      return engine_apply(rs, in, rule, loc, args, nargs, why);
     for (guint k = 0; k < locs->len; k++) { /* the first place it applies */
       const Location *l = g_ptr_array_index(locs, k);
       g_autoptr(GString) ignore = g_string_new(NULL);
       if (rule_apply_here(rs, rule, l->term, args, nargs, ignore))
-        return apply_at(rs, in, rule, l, args, nargs, why);
+        return engine_apply(rs, in, rule, l, args, nargs, why);
     }
     g_string_printf(why, "apply: '%s' applies nowhere", rule->name);
     return NULL;

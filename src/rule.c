@@ -778,6 +778,9 @@ static gboolean derive_rules(RuleParser *p) {
     if (!os)
       continue;
     int nout = os->kind == SPEC_INDEXED ? os->out_rank : PARTIR_MAX_RANK;
+    /* a reduction's result has at least one dimension fewer */
+    if (os->kind == SPEC_BUILTIN && g_str_has_prefix(os->builtin, "reduce_"))
+      nout = PARTIR_MAX_RANK - 1;
     int nred = 0;
     if (os->kind == SPEC_INDEXED)
       nred = os->nindices - os->out_rank;
@@ -911,6 +914,11 @@ static GPtrArray *default_rule_files(void) {
 }
 
 RuleSet *ruleset_load(const char *const *paths, GString *errors) {
+  return ruleset_load_with(paths, NULL, errors);
+}
+
+RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
+                           GString *errors) {
   RuleSet *rs = g_new0(RuleSet, 1);
   rs->rules = g_ptr_array_new_with_free_func((GDestroyNotify)rule_free);
   rs->by_name = g_hash_table_new(g_str_hash, g_str_equal);
@@ -933,6 +941,8 @@ RuleSet *ruleset_load(const char *const *paths, GString *errors) {
   gboolean ok = TRUE;
   for (const char *const *p = paths; *p && ok; p++)
     ok = load_file(rs, *p, errors, 0);
+  if (ok && extra)
+    ok = parse_file(rs, extra, errors, 0);
   if (ok) {
     Source none = {.name = (char *)"(derived)", .text = (char *)"", .len = 0};
     Diag diag;

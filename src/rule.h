@@ -148,6 +148,9 @@ struct RuleSet {
  * path when 'paths' is NULL) and derives the operator rules.  On error
  * returns NULL with diagnostics in 'errors' (file:line:col + caret). */
 RuleSet *ruleset_load(const char *const *paths, GString *errors);
+/* The same, then one more rule file given as text (tests). */
+RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
+                           GString *errors);
 void ruleset_free(RuleSet *rs);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RuleSet, ruleset_free)
 const Rule *ruleset_find(const RuleSet *rs, const char *name);
@@ -223,6 +226,20 @@ State *engine_script(const RuleSet *rs, State *in, const char *script,
 /* The fixed-point passes (propagate.c); 'report' may be NULL. */
 const Term *propagate(const RuleSet *rs, const Term *body, GString *report);
 const Term *rewrite_fixpoint(const RuleSet *rs, const Term *body, guint tag);
+
+/* Applies 'rule' at 'loc' (a placed term) and rewrites every use. */
+State *engine_apply(const RuleSet *rs, State *in, const Rule *rule,
+                    const Location *loc, const RuleArg *args, int nargs,
+                    GString *why);
+
+/* checkrules.c: instantiates every rule on random programs and compares
+ * both sides with the interpreter; one line per rule into 'out'. */
+gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out);
+/* checkrules.c: 'walks' seeded sequences of 'steps' random legal
+ * rewrites from 'm'; every state must type-check (by re-parsing its
+ * print) and compute what 'm' computes.  Failures go to 'out'. */
+gboolean random_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
+                      int steps, GString *out);
 
 /* Every place 'rule' applies in 's' (Location*, print order). */
 GPtrArray *engine_matches(const RuleSet *rs, const State *s, const Rule *rule);

@@ -23,6 +23,7 @@
 
 static GHashTable *store;
 static guint64 next_serial;
+static size_t store_bytes; /* bytes of Term nodes allocated */
 
 static guint term_hash(gconstpointer p) { return ((const Term *)p)->hash; }
 
@@ -73,11 +74,13 @@ static const Term *term_intern(Term *key) {
   gsize size = sizeof(Term) + sizeof(Term *) * (gsize)key->nargs;
   Term *t = g_malloc(size);
   memcpy(t, key, size);
+  store_bytes += size;
   g_hash_table_add(store, t);
   return t;
 }
 
 size_t term_store_size(void) { return store ? g_hash_table_size(store) : 0; }
+size_t term_store_bytes(void) { return store_bytes; }
 
 /* A key on the stack with room for 'n' operands. */
 #define KEY(name, n)                                                           \

@@ -16,11 +16,23 @@
  *   v v v ...              result I its type and row-major values
  *   %%END                  (nan, inf, -inf allowed; i1 as 0/1)
  *
+ *   %%REWRITE name         a program, then the engine commands
+ *   %%DO cmd; cmd          (one line), then
+ *   %%EXPECT               the canonical print of the result, or
+ *   %%FAIL                 the exact reason the script fails
+ *   %%REPORT               (optional) what propagate reported
+ *   %%END                  The result must compute what the program does.
+ *
+ *   %%RULES name           a rule file (loaded after the shipped ones,
+ *   %%FAIL                 named input.rules), then its exact diagnostics
+ *   %%END                  (or %%EXPECT: the names of its rules, one a line)
+ *
  * Every program that parses is also checked to round-trip: printing it,
  * parsing the print and printing again gives the same text and the very
  * same term (hash-consing makes that a pointer comparison).
  */
 #include "partir-int.h"
+#include "rule.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -94,6 +106,8 @@ typedef struct Stanza {
   GString *expect; /* EXPECT text or FAIL text */
   gboolean fail;
   GPtrArray *results; /* RUN: "I TYPE\nvalues" strings */
+  char *script;       /* REWRITE: the %%DO line */
+  GString *report;    /* REWRITE: %%REPORT text, or NULL */
   int line;
 } Stanza;
 
@@ -106,6 +120,9 @@ static void stanza_clear(Stanza *s) {
     g_string_free(s->expect, TRUE);
   if (s->results)
     g_ptr_array_unref(s->results);
+  g_free(s->script);
+  if (s->report)
+    g_string_free(s->report, TRUE);
   memset(s, 0, sizeof *s);
 }
 
@@ -242,8 +259,140 @@ static void run_run_stanza(const Stanza *s) {
   }
 }
 
+static RuleSet *shipped_rules;
+
+/* Runs 'f' and 'g' on the same seeded inputs; TRUE when every result
+ * agrees (NumPy allclose, rtol 1e-5, atol 1e-6; NaN equals NaN). */
+static gboolean same_meaning(const Func *f, const Func *g, GString *why) {
+  Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
+  GRand *rng = g_rand_new_with_seed(7);
+  for (int i = 0; i < f->nargs; i++) {
+    inputs[i] = tensor_new(f->arg_types[i]);
+    tensor_fill_random(inputs[i], rng);
+  }
+  g_rand_free(rng);
+  GError *error = NULL;
+  g_autoptr(GPtrArray) a = interp_run(f, inputs, &error);
+  g_autoptr(GPtrArray) b = a ? interp_run(g, inputs, &error) : NULL;
+  for (int i = 0; i < f->nargs; i++)
+    tensor_unref(inputs[i]);
+  g_free(inputs);
+  if (!b) {
+    g_string_printf(why, "%s", error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  for (guint r = 0; r < a->len; r++) {
+    const Tensor *x = g_ptr_array_index(a, r), *y = g_ptr_array_index(b, r);
+    for (int64_t i = 0; i < type_numel(x->type); i++) {
+      double u = x->f ? x->f[i] : (double)x->i[i];
+      double v = y->f ? y->f[i] : (double)y->i[i];
+      if (!(fabs(u - v) <= 1e-6 + 1e-5 * fabs(v)) && !(isnan(u) && isnan(v))) {
+        g_string_printf(why, "result %u element %" G_GINT64_FORMAT
+                             ": %.9g before, %.9g after",
+                        r, i, u, v);
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}
+
+static void run_rewrite_stanza(const Stanza *s) {
+  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Module) m = parse_text("input.pir", s->program->str, errors);
+  if (!m || !shipped_rules) {
+    tap(FALSE, "%s: parses and rules load", s->name);
+    diag_lines("diagnostic", errors->str);
+    return;
+  }
+  g_autoptr(State) s0 = state_new(m);
+  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(GString) report = g_string_new(NULL);
+  g_autoptr(State) s1 = engine_script(shipped_rules, s0, s->script, why, report);
+  if (s->fail) {
+    g_string_append_c(why, '\n');
+    gboolean ok = !s1 && strcmp(why->str, s->expect->str) == 0;
+    tap(ok, "%s: fails with the expected reason", s->name);
+    if (!ok) {
+      diag_lines("expected", s->expect->str);
+      diag_lines("got", s1 ? "(succeeded)" : why->str);
+    }
+    return;
+  }
+  if (!s1) {
+    tap(FALSE, "%s: script runs", s->name);
+    diag_lines("why", why->str);
+    return;
+  }
+  g_autoptr(GString) out = g_string_new(NULL);
+  state_print(out, s1, FALSE);
+  gboolean ok = strcmp(out->str, s->expect->str) == 0;
+  tap(ok, "%s: result", s->name);
+  if (!ok) {
+    diag_lines("expected", s->expect->str);
+    diag_lines("got", out->str);
+  }
+  if (s->report) {
+    ok = strcmp(report->str, s->report->str) == 0;
+    tap(ok, "%s: propagate report", s->name);
+    if (!ok) {
+      diag_lines("expected", s->report->str);
+      diag_lines("got", report->str);
+    }
+  }
+  g_string_truncate(why, 0);
+  ok = same_meaning(&s0->func, &s1->func, why);
+  tap(ok, "%s: computes what the original does", s->name);
+  if (!ok)
+    diag_lines("why", why->str);
+  /* the printed result parses back to the same term */
+  g_autoptr(Module) again = parse_text("result.pir", out->str, errors);
+  ok = again && module_entry(again)->body == s1->func.body;
+  tap(ok, "%s: result round trip", s->name);
+  if (!ok)
+    diag_lines("why", again ? "reparses to a different term" : errors->str);
+}
+
+static void run_rules_stanza(const Stanza *s) {
+  g_autoptr(Source) src =
+      source_new("input.rules", s->program->str, s->program->len);
+  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(RuleSet) rs = ruleset_load_with(NULL, src, errors);
+  if (s->fail) {
+    gboolean ok = !rs && strcmp(errors->str, s->expect->str) == 0;
+    tap(ok, "%s: refused with the expected diagnostic", s->name);
+    if (!ok) {
+      diag_lines("expected", s->expect->str);
+      diag_lines("got", rs ? "(loaded)" : errors->str);
+    }
+    return;
+  }
+  if (!rs) {
+    tap(FALSE, "%s: loads", s->name);
+    diag_lines("diagnostic", errors->str);
+    return;
+  }
+  g_autoptr(GString) names = g_string_new(NULL);
+  for (guint i = 0; i < rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(rs->rules, i);
+    if (r->kind == RULE_PATTERN && g_str_has_prefix(r->origin, "input.rules"))
+      g_string_append_printf(names, "%s\n", r->name);
+  }
+  gboolean ok = strcmp(names->str, s->expect->str) == 0;
+  tap(ok, "%s: loads these rules", s->name);
+  if (!ok) {
+    diag_lines("expected", s->expect->str);
+    diag_lines("got", names->str);
+  }
+}
+
 static void run_stanza(const Stanza *s) {
-  if (strcmp(s->kind, "RUN") == 0)
+  if (strcmp(s->kind, "REWRITE") == 0)
+    run_rewrite_stanza(s);
+  else if (strcmp(s->kind, "RULES") == 0)
+    run_rules_stanza(s);
+  else if (strcmp(s->kind, "RUN") == 0)
     run_run_stanza(s);
   else
     run_test_stanza(s);
@@ -262,20 +411,31 @@ static gboolean run_file(const char *path) {
   GString *into = NULL; /* where plain lines go */
   for (int ln = 0; lines[ln]; ln++) {
     const char *l = lines[ln];
-    if (g_str_has_prefix(l, "%%TEST ") || g_str_has_prefix(l, "%%RUN ")) {
+    static const char *const kinds[] = {"TEST", "RUN", "REWRITE", "RULES"};
+    const char *kind = NULL;
+    for (gsize k = 0; k < G_N_ELEMENTS(kinds); k++)
+      if (g_str_has_prefix(l, "%%") && g_str_has_prefix(l + 2, kinds[k]) &&
+          l[2 + strlen(kinds[k])] == ' ')
+        kind = kinds[k];
+    if (kind) {
       if (s.kind) {
         tap(FALSE, "%s:%d: stanza '%s' has no %%%%END", path, s.line, s.name);
         stanza_clear(&s);
       }
-      gboolean run = g_str_has_prefix(l, "%%RUN ");
-      s.kind = g_strdup(run ? "RUN" : "TEST");
-      s.name = g_strstrip(g_strdup(l + (run ? 6 : 7)));
+      s.kind = g_strdup(kind);
+      s.name = g_strstrip(g_strdup(l + 3 + strlen(kind)));
       s.program = g_string_new(NULL);
       s.results = g_ptr_array_new_with_free_func(g_free);
       s.line = ln + 1;
       into = s.program;
     } else if (!s.kind) {
       continue; /* comments and blank lines between stanzas */
+    } else if (g_str_has_prefix(l, "%%DO ")) {
+      s.script = g_strdup(l + 5);
+      into = NULL;
+    } else if (strcmp(l, "%%REPORT") == 0) {
+      s.report = g_string_new(NULL);
+      into = s.report;
     } else if (strcmp(l, "%%EXPECT") == 0 || strcmp(l, "%%FAIL") == 0) {
       s.fail = strcmp(l, "%%FAIL") == 0;
       s.expect = g_string_new(NULL);
@@ -383,5 +543,9 @@ static int run_all(void *data) {
 
 int main(int argc, char **argv) {
   Args a = {argc, argv};
-  return partir_call_with_stack(run_all, &a);
+  g_autoptr(GString) errors = g_string_new(NULL);
+  shipped_rules = ruleset_load(NULL, errors);
+  int status = partir_call_with_stack(run_all, &a);
+  ruleset_free(shipped_rules);
+  return status;
 }

@@ -1,0 +1,200 @@
+-- transformer.lua — prints a stack of pre-LN transformer layers as a
+-- partir program.
+--
+--   lua5.4 examples/models/transformer.lua --layers 96 --batch 1 --seq 2048 \
+--     --d_model 12288 --heads 96 --d_ff 49152 > gpt3.pir
+--
+-- Every layer is examples/transformer_layer.pir, operation for operation:
+--   h   = x + Attention(LayerNorm1(x))
+--   out = h + MLP(LayerNorm2(h))
+-- (layer norm with learned gamma/beta, epsilon 1e-5, biased variance;
+-- attention without a mask, scores scaled by 1/sqrt(head size); a ReLU
+-- MLP with biases).  Layer i's weights are %l{i}_wq, %l{i}_ln1_g, ... and
+-- its values %l{i}_q, %l{i}_res1, ...; the constants are defined once.
+-- Checking the GPT-3 shape only parses and type-checks; do not run it.
+
+local USAGE = [[
+usage: lua5.4 transformer.lua [--layers N] [--batch N] [--seq N]
+                              [--d_model N] [--heads N] [--d_ff N]
+  --layers N    transformer layers (default 1)
+  --batch N     batch size (default 2)
+  --seq N       sequence length (default 8)
+  --d_model N   model width (default 32)
+  --heads N     attention heads; must divide d_model (default 4)
+  --d_ff N      MLP hidden width (default 64)
+Prints the program to stdout.]]
+
+local function fail(msg)
+  io.stderr:write("transformer.lua: ", msg, "\n", USAGE, "\n")
+  os.exit(1)
+end
+
+-- Parses '--key value' pairs into 'opts' (whose keys are the options
+-- known, each a positive integer).
+local function parse_args(argv, opts)
+  local i = 1
+  while i <= #argv do
+    local key = argv[i]:match("^%-%-([%w_]+)$")
+    if argv[i] == "--help" or argv[i] == "-h" then
+      print(USAGE)
+      os.exit(0)
+    end
+    if not key or opts[key] == nil then
+      fail("unknown option '" .. argv[i] .. "'")
+    end
+    local value = argv[i + 1]
+    if value == nil then
+      fail("option --" .. key .. " needs a value")
+    end
+    local n = value:match("^%d+$") and math.tointeger(tonumber(value))
+    if not n or n < 1 then
+      fail("--" .. key .. " must be a positive integer, got '" .. value .. "'")
+    end
+    opts[key] = n
+    i = i + 2
+  end
+  return opts
+end
+
+local o = parse_args(arg, {
+  layers = 1, batch = 2, seq = 8, d_model = 32, heads = 4, d_ff = 64,
+})
+if o.d_model % o.heads ~= 0 then
+  fail(string.format("--heads %d does not divide --d_model %d", o.heads,
+    o.d_model))
+end
+
+local B, S, D, H, F = o.batch, o.seq, o.d_model, o.heads, o.d_ff
+local HD = D // H -- head size
+
+local function tensor(...)
+  return "tensor<" .. table.concat({ ... }, "x") .. "xf32>"
+end
+
+-- Shortest text that reads back as the same double.
+local function float(v)
+  for digits = 1, 17 do
+    local s = string.format("%." .. digits .. "g", v)
+    if tonumber(s) == v then
+      if not s:find("[.e]") then s = s .. ".0" end
+      return s
+    end
+  end
+  return string.format("%.17g", v)
+end
+
+local out = {}
+local function emit(fmt, ...)
+  out[#out + 1] = string.format(fmt, ...)
+end
+
+local BSD, BS = tensor(B, S, D), tensor(B, S)
+local BSHd, BHSd = tensor(B, S, H, HD), tensor(B, H, S, HD)
+local BHSS, BHS = tensor(B, H, S, S), tensor(B, H, S)
+local BSF = tensor(B, S, F)
+
+-- The weights of one layer, in the order of transformer_layer.pir.
+local function layer_params(i)
+  local p = "%l" .. i .. "_"
+  return {
+    p .. "ln1_g: " .. tensor(D), p .. "ln1_b: " .. tensor(D),
+    p .. "wq: " .. tensor(D, D), p .. "wk: " .. tensor(D, D),
+    p .. "wv: " .. tensor(D, D), p .. "wo: " .. tensor(D, D),
+    p .. "ln2_g: " .. tensor(D), p .. "ln2_b: " .. tensor(D),
+    p .. "w1: " .. tensor(D, F), p .. "b1: " .. tensor(F),
+    p .. "w2: " .. tensor(F, D), p .. "b2: " .. tensor(D),
+  }
+end
+
+-- Layer norm 'ln' of value 'x' with layer i's gamma/beta; returns the
+-- name of the normalised value.
+local function layer_norm(p, ln, x, out_name)
+  local n = p .. ln
+  emit("  %s_sum = reduce_sum(%s) {dims = [2]} : %s", n, x, BS)
+  emit("  %s_mean = mul(%s_sum, %%inv_d) : %s", n, n, BS)
+  emit("  %s_mean_b = broadcast_in_dim(%s_mean) {dims = [0, 1]} : %s", n, n, BSD)
+  emit("  %s_xc = sub(%s, %s_mean_b) : %s", n, x, n, BSD)
+  emit("  %s_sq = mul(%s_xc, %s_xc) : %s", n, n, n, BSD)
+  emit("  %s_sqsum = reduce_sum(%s_sq) {dims = [2]} : %s", n, n, BS)
+  emit("  %s_var = mul(%s_sqsum, %%inv_d) : %s", n, n, BS)
+  emit("  %s_var_eps = add(%s_var, %%eps) : %s", n, n, BS)
+  emit("  %s_rstd = rsqrt(%s_var_eps) : %s", n, n, BS)
+  emit("  %s_rstd_b = broadcast_in_dim(%s_rstd) {dims = [0, 1]} : %s", n, n, BSD)
+  emit("  %s_xn = mul(%s_xc, %s_rstd_b) : %s", n, n, n, BSD)
+  emit("  %s_g_b = broadcast_in_dim(%s_g) {dims = [2]} : %s", n, n, BSD)
+  emit("  %s_b_b = broadcast_in_dim(%s_b) {dims = [2]} : %s", n, n, BSD)
+  emit("  %s_scaled = mul(%s_xn, %s_g_b) : %s", n, n, n, BSD)
+  emit("  %s = add(%s_scaled, %s_b_b) : %s", out_name, n, n, BSD)
+end
+
+-- Emits layer i reading value 'x'; returns the name of its output.
+local function layer(i, x)
+  local p = "%l" .. i .. "_"
+  local proj = "{lhs_contract = [2], rhs_contract = [0]}"
+  emit("  // ---- layer %d: layer norm 1", i)
+  layer_norm(p, "ln1", x, p .. "h1")
+  emit("  // ---- layer %d: self-attention", i)
+  for _, v in ipairs({ "q", "k", "v" }) do
+    emit("  %s%s = dot_general(%sh1, %sw%s) %s : %s", p, v, p, p, v, proj, BSD)
+  end
+  for _, v in ipairs({ "q", "k", "v" }) do
+    emit("  %s%s_heads = reshape(%s%s) : %s", p, v, p, v, BSHd)
+  end
+  for _, v in ipairs({ "q", "k", "v" }) do
+    emit("  %s%st = transpose(%s%s_heads) {permutation = [0, 2, 1, 3]} : %s",
+      p, v, p, v, BHSd)
+  end
+  emit("  %sscores_raw = dot_general(%sqt, %skt) {lhs_batch = [0, 1], "
+    .. "rhs_batch = [0, 1], lhs_contract = [3], rhs_contract = [3]} : %s",
+    p, p, p, BHSS)
+  emit("  %sscores = mul(%sscores_raw, %%scale) : %s", p, p, BHSS)
+  emit("  %sscores_max = reduce_max(%sscores) {dims = [3]} : %s", p, p, BHS)
+  emit("  %sscores_max_b = broadcast_in_dim(%sscores_max) {dims = [0, 1, 2]} "
+    .. ": %s", p, p, BHSS)
+  emit("  %sshifted = sub(%sscores, %sscores_max_b) : %s", p, p, p, BHSS)
+  emit("  %sexps = exp(%sshifted) : %s", p, p, BHSS)
+  emit("  %sexps_sum = reduce_sum(%sexps) {dims = [3]} : %s", p, p, BHS)
+  emit("  %sexps_sum_b = broadcast_in_dim(%sexps_sum) {dims = [0, 1, 2]} : %s",
+    p, p, BHSS)
+  emit("  %sprobs = div(%sexps, %sexps_sum_b) : %s", p, p, p, BHSS)
+  emit("  %sctx = dot_general(%sprobs, %svt) {lhs_batch = [0, 1], "
+    .. "rhs_batch = [0, 1], lhs_contract = [3], rhs_contract = [2]} : %s",
+    p, p, p, BHSd)
+  emit("  %sctx_t = transpose(%sctx) {permutation = [0, 2, 1, 3]} : %s",
+    p, p, BSHd)
+  emit("  %sctx_m = reshape(%sctx_t) : %s", p, p, BSD)
+  emit("  %sattn = dot_general(%sctx_m, %swo) %s : %s", p, p, p, proj, BSD)
+  emit("  %sres1 = add(%s, %sattn) : %s", p, x, p, BSD)
+  emit("  // ---- layer %d: layer norm 2", i)
+  layer_norm(p, "ln2", p .. "res1", p .. "h2")
+  emit("  // ---- layer %d: MLP", i)
+  emit("  %smlp_in = dot_general(%sh2, %sw1) %s : %s", p, p, p, proj, BSF)
+  emit("  %sb1_b = broadcast_in_dim(%sb1) {dims = [2]} : %s", p, p, BSF)
+  emit("  %smlp_pre = add(%smlp_in, %sb1_b) : %s", p, p, p, BSF)
+  emit("  %smlp_act = relu(%smlp_pre) : %s", p, p, BSF)
+  emit("  %smlp_out = dot_general(%smlp_act, %sw2) %s : %s", p, p, p, proj, BSD)
+  emit("  %sb2_b = broadcast_in_dim(%sb2) {dims = [2]} : %s", p, p, BSD)
+  emit("  %smlp = add(%smlp_out, %sb2_b) : %s", p, p, p, BSD)
+  emit("  %sout = add(%sres1, %smlp) : %s", p, p, p, BSD)
+  return p .. "out"
+end
+
+emit("// pre-LN transformer, %d layers (generated by "
+  .. "examples/models/transformer.lua --layers %d --batch %d --seq %d "
+  .. "--d_model %d --heads %d --d_ff %d)", o.layers, o.layers, B, S, D, H, F)
+local params = { "%x: " .. BSD }
+for i = 0, o.layers - 1 do
+  table.move(layer_params(i), 1, 12, #params + 1, params)
+end
+emit("func @transformer(%s)\n    -> %s {",
+  table.concat(params, ",\n                 "), BSD)
+emit("  %%inv_d = constant() {value = %s} : %s", float(1 / D), BS)
+emit("  %%eps = constant() {value = 0.00001} : %s", BS)
+emit("  %%scale = constant() {value = %s} : %s", float(1 / math.sqrt(HD)), BHSS)
+local x = "%x"
+for i = 0, o.layers - 1 do
+  x = layer(i, x)
+end
+emit("  return %s", x)
+emit("}")
+io.write(table.concat(out, "\n"), "\n")
