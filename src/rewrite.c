@@ -388,21 +388,40 @@ State *engine_command(const RuleSet *rs, State *in, const char *command,
   return run_command(rs, in, w, nw, why, report);
 }
 
+/* Splits a script into commands: at ';', at newlines, and at a '.'
+ * followed by whitespace or the end (the talk's "arg-tile 0 0 8."). */
+static GPtrArray *split_commands(const char *script) {
+  GPtrArray *cmds = g_ptr_array_new_with_free_func(g_free);
+  GString *cur = g_string_new(NULL);
+  for (const char *p = script;; p++) {
+    gboolean end = *p == '\0' || *p == ';' || *p == '\n' ||
+                   (*p == '.' && (p[1] == '\0' || g_ascii_isspace(p[1])));
+    if (!end) {
+      g_string_append_c(cur, *p);
+      continue;
+    }
+    g_strstrip(cur->str);
+    if (cur->str[0])
+      g_ptr_array_add(cmds, g_strdup(cur->str));
+    g_string_truncate(cur, 0);
+    if (*p == '\0')
+      break;
+  }
+  g_string_free(cur, TRUE);
+  return cmds;
+}
+
 State *engine_script(const RuleSet *rs, State *in, const char *script,
                      GString *why, GString *report) {
-  g_auto(GStrv) cmds = g_strsplit(script, ";", -1);
+  g_autoptr(GPtrArray) cmds = split_commands(script);
   State *s = state_ref(in);
-  for (char **c = cmds; *c; c++) {
-    /* the talk's syntax ends a command with '.' */
-    g_autofree char *text = g_strstrip(g_strdup(*c));
-    gsize len = strlen(text);
-    if (len > 0 && text[len - 1] == '.')
-      text[len - 1] = '\0';
+  for (guint i = 0; i < cmds->len; i++) {
+    const char *text = g_ptr_array_index(cmds, i);
     State *next = engine_command(rs, s, text, why, report);
     state_unref(s);
     if (!next) {
       g_autofree char *reason = g_strdup(why->str);
-      g_string_printf(why, "'%s': %s", g_strstrip(text), reason);
+      g_string_printf(why, "'%s': %s", text, reason);
       return NULL;
     }
     s = next;

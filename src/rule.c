@@ -456,6 +456,8 @@ static void rule_free(Rule *r) {
   g_free(r->name);
   g_free(r->origin);
   g_free(r->text);
+  g_free(r->where);
+  g_free(r->srcline);
   /* a two-way rule's reverse shares its patterns with the forward one */
   if (!r->borrowed) {
     pat_free(r->lhs);
@@ -642,6 +644,15 @@ static gboolean parse_rule(RuleParser *p, Loc at) {
   r->kind = RULE_PATTERN;
   r->name = g_strdup(name);
   r->origin = g_strdup_printf("%s:%d", p->src->name, at.line);
+  r->where = g_strdup_printf("%s:%d:%d", p->src->name, name_at.line, name_at.col);
+  {
+    gsize b = name_at.offset, e = name_at.offset;
+    while (b > 0 && p->src->text[b - 1] != '\n')
+      b--;
+    while (e < p->src->len && p->src->text[e] != '\n')
+      e++;
+    r->srcline = g_strndup(p->src->text + b, MIN(e - b, 200));
+  }
   if (token_punct(&p->tok, '[')) {
     rnext(p);
     while (!p->failed && !token_punct(&p->tok, ']')) {
@@ -713,6 +724,8 @@ static gboolean parse_rule(RuleParser *p, Loc at) {
     rev->name = g_strdup_printf("%s-rev", r->name);
     rev->origin = g_strdup(r->origin);
     rev->text = g_strdup_printf("(reverse of %s) %s", r->name, r->text);
+    rev->where = g_strdup(r->where);
+    rev->srcline = g_strdup(r->srcline);
     rev->lhs = r->rhs;
     rev->rhs = r->lhs;
     rev->borrowed = TRUE;
@@ -952,6 +965,8 @@ RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
     g_string_append(errors, diag.text->str);
     diag_clear(&diag);
   }
+  if (ok)
+    ok = rules_check_types(rs, errors);
   if (!ok) {
     ruleset_free(rs);
     return NULL;

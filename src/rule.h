@@ -122,6 +122,8 @@ typedef struct Rule {
   RuleKind kind;
   char *origin; /* "rules/partir.rules:12" or "derived from op matmul (…)" */
   char *text;   /* the rule as it reads: "lhs ~~> rhs" */
+  char *where;  /* written rules: "file:line:col" of the name, for errors */
+  char *srcline; /* written rules: the source line of the name */
   guint tags;
   /* RULE_PATTERN */
   Pat *lhs, *rhs;
@@ -235,6 +237,10 @@ State *engine_apply(const RuleSet *rs, State *in, const Rule *rule,
 /* checkrules.c: instantiates every rule on random programs and compares
  * both sides with the interpreter; one line per rule into 'out'. */
 gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out);
+/* checkrules.c: finds instances of the written rules on random programs
+ * and returns in 'errors' a diagnostic for each rule whose right side has
+ * another type than its left side; FALSE if there is any. */
+gboolean rules_check_types(const RuleSet *rs, GString *errors);
 /* checkrules.c: 'walks' seeded sequences of 'steps' random legal
  * rewrites from 'm'; every state must type-check (by re-parsing its
  * print) and compute what 'm' computes.  Failures go to 'out'. */
