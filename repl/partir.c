@@ -292,9 +292,12 @@ static RuleSet *load_rules(char **files) {
 static int cmd_rewrite(int argc, char **argv) {
   g_autofree char *script = NULL;
   g_autofree char *output = NULL;
+  g_autofree char *matches = NULL;
   g_auto(GStrv) rule_files = NULL;
   gboolean expr = FALSE;
   GOptionEntry entries[] = {
+      {"matches", 'm', 0, G_OPTION_ARG_STRING, &matches,
+       "after the commands, list the values where RULE applies", "RULE"},
       {"do", 'd', 0, G_OPTION_ARG_STRING, &script,
        "the commands, separated by ';'", "SCRIPT"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
@@ -306,8 +309,8 @@ static int cmd_rewrite(int argc, char **argv) {
       {NULL}};
   if (!parse_options("rewrite", entries, &argc, &argv))
     return 2;
-  if (!script) {
-    g_printerr("partir: rewrite needs --do 'COMMANDS'\n");
+  if (!script && !matches) {
+    g_printerr("partir: rewrite needs --do 'COMMANDS' (or --matches RULE)\n");
     return 2;
   }
   g_autoptr(RuleSet) rs = load_rules(rule_files);
@@ -319,7 +322,7 @@ static int cmd_rewrite(int argc, char **argv) {
   g_autoptr(State) s0 = state_new(m);
   g_autoptr(GString) why = g_string_new(NULL);
   g_autoptr(GString) report = g_string_new(NULL);
-  g_autoptr(State) s = engine_script(rs, s0, script, why, report);
+  g_autoptr(State) s = engine_script(rs, s0, script ? script : "", why, report);
   if (report->len) {
     g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
     for (char **l = lines; *l; l++)
@@ -331,7 +334,19 @@ static int cmd_rewrite(int argc, char **argv) {
     return 1;
   }
   g_autoptr(GString) out = g_string_new(NULL);
-  state_print(out, s, expr);
+  if (matches) {
+    const Rule *rule = ruleset_find(rs, matches);
+    if (!rule) {
+      g_printerr("partir: no rule '%s'\n", matches);
+      return 1;
+    }
+    g_autoptr(GPtrArray) locs = engine_matches(rs, s, rule);
+    for (guint i = 0; i < locs->len; i++)
+      g_string_append_printf(out, "%%%s\n",
+                             ((Location *)g_ptr_array_index(locs, i))->name);
+  } else {
+    state_print(out, s, expr);
+  }
   if (output) {
     GError *error = NULL;
     if (!g_file_set_contents(output, out->str, (gssize)out->len, &error)) {

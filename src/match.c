@@ -273,8 +273,9 @@ static gboolean check_conds(Env *e, const Rule *r) {
                                              : a > b;
     if (!ok) {
       g_string_printf(e->why,
-                      "side condition fails: %" G_GINT64_FORMAT " %s %" G_GINT64_FORMAT,
-                      a, c->op, b);
+                      "side condition '%s' fails: %" G_GINT64_FORMAT " %s "
+                      "%" G_GINT64_FORMAT,
+                      c->text, a, c->op, b);
       return FALSE;
     }
   }

@@ -601,6 +601,7 @@ static gboolean parse_conds(RuleParser *p, Rule *r) {
   GArray *conds = g_array_new(FALSE, TRUE, sizeof(Cond));
   for (;;) {
     Cond c = {.loc = p->tok.loc};
+    gsize start = (gsize)(p->tok.start - p->src->text);
     if (!parse_int_expr(p, &c.a))
       break;
     if (p->tok.kind != TK_OP || token_op(&p->tok, "~~>") ||
@@ -617,6 +618,8 @@ static gboolean parse_conds(RuleParser *p, Rule *r) {
     rnext(p);
     if (!parse_int_expr(p, &c.b))
       break;
+    g_strlcpy(c.text, p->src->text + start,
+              MIN(sizeof c.text, p->prev_end - start + 1));
     g_array_append_val(conds, c);
     if (!token_is(&p->tok, "and"))
       break;

@@ -100,6 +100,7 @@ typedef struct Cond {
   IntExpr a, b;
   char op[3]; /* == != < <= > >= */
   Loc loc;
+  char text[64]; /* as written, for messages */
 } Cond;
 
 /* --------------------------------------------------------------- rules */
