@@ -338,6 +338,8 @@ const Term *term_instantiate(const Term *body, const Term *s) {
   return ri.ok ? r : NULL;
 }
 
+static const Binder *lhs_binder(Env *e, const char *name);
+
 typedef struct Builder {
   Env *env;
   const char *scope[PARTIR_MAX_REGIONS]; /* right-side binders */
@@ -366,6 +368,16 @@ static const Term *build_var(Builder *b, const TermVar *v,
         break;
       }
   }
+  /* the common case (fuse in propagate): every rule binder keeps its
+   * index and nothing outside moves, so the term is already right */
+  gboolean identity = ri.m == ri.k || (v->t->loose >> ri.k) == 0;
+  for (int j = 0; j < ri.k && identity; j++) {
+    const Binder *bi = lhs_binder(b->env, v->scope[v->k - 1 - j]);
+    identity = !(v->t->loose & (G_GUINT64_CONSTANT(1) << j)) ||
+               (ri.map[j] && bi && ri.map[j] == term_bvar(j, bi->range));
+  }
+  if (identity)
+    return v->t;
   ri.memo = g_hash_table_new(NULL, NULL);
   const Term *r = reindex(&ri, v->t, 0);
   g_hash_table_unref(ri.memo);

@@ -156,25 +156,31 @@ static const Term *norm(Norm *n, const Term *t) {
   return result;
 }
 
-/* Reports an axis bound twice in one nest of tiles and sums. */
+/* Reports an axis bound twice in one nest of tiles and sums.  'seen'
+ * holds the terms already checked under the current nest of axes; each
+ * region with an axis starts its own, so shared subterms are visited once
+ * per nest, not once per path. */
 static void check_axes(Norm *n, const Term *t, const char **axes, int depth,
                        GHashTable *seen) {
-  if (depth == 0 && !g_hash_table_add(seen, (gpointer)t))
+  if (!g_hash_table_add(seen, (gpointer)t))
     return;
   const char *axis = (t->kind == TM_TILE || t->kind == TM_SUM) ? t->axis : NULL;
-  if (axis) {
-    for (int i = 0; i < depth; i++)
-      if (axes[i] == axis) {
-        g_autofree char *msg = g_strdup_printf(
-            "axis \"%s\" is bound by two nested regions", axis);
-        note(n, msg);
-      }
-    if (depth == PARTIR_MAX_REGIONS)
-      return;
-    axes[depth++] = axis;
+  if (!axis) {
+    for (int i = 0; i < t->nargs; i++)
+      check_axes(n, t->args[i], axes, depth, seen);
+    return;
   }
-  for (int i = 0; i < t->nargs; i++)
-    check_axes(n, t->args[i], axes, depth, seen);
+  for (int i = 0; i < depth; i++)
+    if (axes[i] == axis) {
+      g_autofree char *msg =
+          g_strdup_printf("axis \"%s\" is bound by two nested regions", axis);
+      note(n, msg);
+    }
+  if (depth == PARTIR_MAX_REGIONS)
+    return;
+  axes[depth] = axis;
+  g_autoptr(GHashTable) inner = g_hash_table_new(NULL, NULL);
+  check_axes(n, t->args[0], axes, depth + 1, inner);
 }
 
 static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
