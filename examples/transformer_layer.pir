@@ -3,13 +3,16 @@
 //   out = h + MLP(LayerNorm2(h))
 // batch 2, sequence 8, d_model 32, 4 heads of size 8, MLP hidden 64, ReLU.
 // Layer norm: learned gamma/beta, epsilon 1e-5, biased variance.
-// Attention: no mask, scores scaled by 1/sqrt(8).
+// Attention: no mask, scores scaled by 1/sqrt(8).  Projections keep heads
+// as a dimension (as Flax's DenseGeneral does): wq, wk, wv are
+// [d_model, heads, head_dim] and wo is [heads, head_dim, d_model], so a
+// split over heads needs no reshape.
 // Inputs and expected output: tests/fixtures/examples/transformer.*.npy
 // (tests/fixtures/gen_examples.py computes them independently with numpy).
 func @transformer_layer(%x: tensor<2x8x32xf32>,
                         %ln1_g: tensor<32xf32>, %ln1_b: tensor<32xf32>,
-                        %wq: tensor<32x32xf32>, %wk: tensor<32x32xf32>,
-                        %wv: tensor<32x32xf32>, %wo: tensor<32x32xf32>,
+                        %wq: tensor<32x4x8xf32>, %wk: tensor<32x4x8xf32>,
+                        %wv: tensor<32x4x8xf32>, %wo: tensor<4x8x32xf32>,
                         %ln2_g: tensor<32xf32>, %ln2_b: tensor<32xf32>,
                         %w1: tensor<32x64xf32>, %b1: tensor<64xf32>,
                         %w2: tensor<64x32xf32>, %b2: tensor<32xf32>)
@@ -34,14 +37,11 @@ func @transformer_layer(%x: tensor<2x8x32xf32>,
   %h1 = add(%ln1_scaled, %ln1_b_b) : tensor<2x8x32xf32>
 
   // ---- self-attention
-  // projections [2,8,32] x [32,32] -> [2,8,32]
-  %q = dot_general(%h1, %wq) {lhs_contract = [2], rhs_contract = [0]} : tensor<2x8x32xf32>
-  %k = dot_general(%h1, %wk) {lhs_contract = [2], rhs_contract = [0]} : tensor<2x8x32xf32>
-  %v = dot_general(%h1, %wv) {lhs_contract = [2], rhs_contract = [0]} : tensor<2x8x32xf32>
-  // split heads: [batch, seq, head, head_dim] -> [batch, head, seq, head_dim]
-  %q_heads = reshape(%q) : tensor<2x8x4x8xf32>
-  %k_heads = reshape(%k) : tensor<2x8x4x8xf32>
-  %v_heads = reshape(%v) : tensor<2x8x4x8xf32>
+  // projections [2,8,32] x [32,4,8] -> [batch, seq, head, head_dim]
+  %q_heads = dot_general(%h1, %wq) {lhs_contract = [2], rhs_contract = [0]} : tensor<2x8x4x8xf32>
+  %k_heads = dot_general(%h1, %wk) {lhs_contract = [2], rhs_contract = [0]} : tensor<2x8x4x8xf32>
+  %v_heads = dot_general(%h1, %wv) {lhs_contract = [2], rhs_contract = [0]} : tensor<2x8x4x8xf32>
+  // -> [batch, head, seq, head_dim]
   %qt = transpose(%q_heads) {permutation = [0, 2, 1, 3]} : tensor<2x4x8x8xf32>
   %kt = transpose(%k_heads) {permutation = [0, 2, 1, 3]} : tensor<2x4x8x8xf32>
   %vt = transpose(%v_heads) {permutation = [0, 2, 1, 3]} : tensor<2x4x8x8xf32>
@@ -59,10 +59,8 @@ func @transformer_layer(%x: tensor<2x8x32xf32>,
   %probs = div(%exps, %exps_sum_b) : tensor<2x4x8x8xf32>
   // context[b,h,i,d] = sum_j probs[b,h,i,j] v[b,h,j,d]
   %ctx = dot_general(%probs, %vt) {lhs_batch = [0, 1], rhs_batch = [0, 1], lhs_contract = [3], rhs_contract = [2]} : tensor<2x4x8x8xf32>
-  // merge heads: [batch, head, seq, head_dim] -> [batch, seq, d_model]
-  %ctx_t = transpose(%ctx) {permutation = [0, 2, 1, 3]} : tensor<2x8x4x8xf32>
-  %ctx_m = reshape(%ctx_t) : tensor<2x8x32xf32>
-  %attn = dot_general(%ctx_m, %wo) {lhs_contract = [2], rhs_contract = [0]} : tensor<2x8x32xf32>
+  // output projection: contract head and head_dim with wo [4,8,32]
+  %attn = dot_general(%ctx, %wo) {lhs_contract = [1, 3], rhs_contract = [0, 1]} : tensor<2x8x32xf32>
   %res1 = add(%x, %attn) : tensor<2x8x32xf32>
 
   // ---- layer norm 2

@@ -4,6 +4,7 @@
  *   partir fmt FILE [--expr]           canonical print (or expression form)
  *   partir run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]
  *   partir rewrite FILE --do 'arg-tile 0 0 8; propagate' [-o OUT] [--expr]
+ *   partir tactic SCRIPT.lua FILE [--mesh batch=2,model=4] [--set K=V] [-o OUT]
  *   partir rules                       every rule and where it comes from
  *
  * Diagnostics go to stderr as file:line:col with the source line and a
@@ -13,6 +14,7 @@
  * Jobs run on a thread with a deep stack (term traversals recurse).
  */
 #include "partir-int.h"
+#include "plua.h"
 #include "rule.h"
 
 #include <errno.h>
@@ -38,6 +40,9 @@ static void usage(FILE *to) {
         "                        tile VALUE DIM WIDTH [AXIS], sum VALUE WIDTH\n"
         "                        [AXIS], apply RULE [at VALUE] [K=V...],\n"
         "                        propagate, fuse, simplify\n"
+        "  tactic SCRIPT.lua FILE [--mesh batch=2,model=4] [--set K=V]... "
+        "[-o OUT]\n"
+        "                        run a Lua tactic on a program\n"
         "  rules                 list every rule and where it comes from\n"
         "  check-rules [FILES] [--seed N] [--tries N]\n"
         "                        check every rule against the interpreter\n"
@@ -444,6 +449,86 @@ static int cmd_walk(int argc, char **argv) {
   return ok ? 0 : 1;
 }
 
+static int cmd_tactic(int argc, char **argv) {
+  g_autofree char *mesh_spec = NULL;
+  g_autofree char *output = NULL;
+  g_auto(GStrv) sets = NULL;
+  g_auto(GStrv) rule_files = NULL;
+  gboolean expr = FALSE;
+  GOptionEntry entries[] = {
+      {"mesh", 'm', 0, G_OPTION_ARG_STRING, &mesh_spec,
+       "the device mesh, e.g. batch=2,model=4", "MESH"},
+      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets,
+       "an option for the tactic", "KEY=VALUE"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+       "write the result to OUT (else stdout)", "OUT"},
+      {"rules", 'r', 0, G_OPTION_ARG_FILENAME_ARRAY, &rule_files,
+       "load these rule files", "FILE"},
+      {"expr", 0, 0, G_OPTION_ARG_NONE, &expr,
+       "print the compact expression form", NULL},
+      {NULL}};
+  g_autoptr(GOptionContext) ctx = g_option_context_new("SCRIPT.lua FILE");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  GError *error = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
+    print_error("tactic", error);
+    g_error_free(error);
+    return 2;
+  }
+  if (argc != 3) {
+    g_printerr("partir: tactic needs SCRIPT.lua and FILE (see 'partir help')\n");
+    return 2;
+  }
+  Mesh mesh;
+  if (!mesh_parse(mesh_spec, &mesh, &error)) {
+    print_error(NULL, error);
+    g_error_free(error);
+    return 2;
+  }
+  g_autoptr(GHashTable) options =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  for (char **kv = sets; kv && *kv; kv++) {
+    const char *eq = strchr(*kv, '=');
+    if (!eq || eq == *kv) {
+      g_printerr("partir: --set %s: expected KEY=VALUE\n", *kv);
+      return 2;
+    }
+    g_hash_table_insert(options, g_strndup(*kv, (gsize)(eq - *kv)),
+                        g_strdup(eq + 1));
+  }
+  g_autoptr(RuleSet) rs = load_rules(rule_files);
+  if (!rs)
+    return 1;
+  g_autoptr(Module) m = load_module(argv[2]);
+  if (!m)
+    return 1;
+  g_autoptr(State) s0 = state_new(m);
+  g_autoptr(GString) why = g_string_new(NULL);
+  lua_State *L = plua_new(rs);
+  State *s = L ? plua_run_tactic(L, argv[1], s0, &mesh, options, why) : NULL;
+  if (!L)
+    g_string_assign(why, "cannot create a Lua state");
+  if (!s) {
+    g_printerr("partir: tactic %s: %s\n", argv[1], why->str);
+    plua_close(L);
+    return 1;
+  }
+  g_autoptr(GString) out = g_string_new(NULL);
+  state_print(out, s, expr);
+  state_unref(s);
+  plua_close(L);
+  if (output) {
+    if (!g_file_set_contents(output, out->str, (gssize)out->len, &error)) {
+      print_error(NULL, error);
+      g_error_free(error);
+      return 1;
+    }
+  } else {
+    fwrite(out->str, 1, out->len, stdout);
+  }
+  return 0;
+}
+
 static int run_job(void *data) {
   Job *job = data;
   const char *cmd = job->argv[1];
@@ -461,6 +546,8 @@ static int run_job(void *data) {
     return cmd_check_rules(job->argc - 1, job->argv + 1);
   if (strcmp(cmd, "walk") == 0)
     return cmd_walk(job->argc - 1, job->argv + 1);
+  if (strcmp(cmd, "tactic") == 0)
+    return cmd_tactic(job->argc - 1, job->argv + 1);
   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 ||
       strcmp(cmd, "-h") == 0) {
     usage(stdout);
@@ -480,16 +567,23 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  /* run from the build tree: use its rules when none are configured */
-  if (!g_getenv("PARTIR_RULES")) {
+  /* run from the build tree: use its rules and tactics when none are
+   * configured */
+  const char *const trees[][2] = {{"PARTIR_RULES", "rules/ops.rules"},
+                                  {"PARTIR_TACTICS", "tactics/batch.lua"}};
+  for (gsize i = 0; i < G_N_ELEMENTS(trees); i++) {
+    if (g_getenv(trees[i][0]))
+      continue;
     g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
     if (!exe)
       exe = g_canonicalize_filename(argv[0], NULL);
     g_autofree char *dir = g_path_get_dirname(exe);
-    g_autofree char *rules = g_canonicalize_filename("../rules", dir);
-    g_autofree char *ops = g_build_filename(rules, "ops.rules", NULL);
-    if (g_file_test(ops, G_FILE_TEST_EXISTS))
-      g_setenv("PARTIR_RULES", rules, TRUE);
+    g_autofree char *rel = g_build_filename("..", trees[i][1], NULL);
+    g_autofree char *probe = g_canonicalize_filename(rel, dir);
+    if (g_file_test(probe, G_FILE_TEST_EXISTS)) {
+      g_autofree char *found = g_path_get_dirname(probe);
+      g_setenv(trees[i][0], found, TRUE);
+    }
   }
   Job job = {argc, argv};
   int status = partir_call_with_stack(run_job, &job);

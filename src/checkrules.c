@@ -493,7 +493,8 @@ static State *random_step(Walker *w, State *s, GString *step) {
     return state_with_body(s, rewrite_fixpoint(w->rs, s->func.body,
                                                step->str[0] == 'f'
                                                    ? RULE_TAG_FUSE
-                                                   : RULE_TAG_SIMPLIFY));
+                                                   : RULE_TAG_SIMPLIFY,
+                                               NULL));
   }
   /* a rule at a location where it applies */
   g_autoptr(GPtrArray) locs = state_locations(s);

@@ -24,6 +24,7 @@
 
 typedef struct Interp {
   Tensor *const *inputs;
+  gboolean interrupted; /* partir_interrupt was seen: results are garbage */
   int64_t start[PARTIR_MAX_REGIONS + 2]; /* binder value of region depth k */
   GHashTable *memo[PARTIR_MAX_REGIONS + 2];
 } Interp;
@@ -74,7 +75,9 @@ static Tensor *eval_region(Interp *in, int depth, const Term *t) {
   int64_t count = range->n / range->w;
   Tensor *out = tensor_new(t->type);
   int inner = depth + 1;
-  for (int64_t k = 0; k < count; k++) {
+  for (int64_t k = 0; k < count && !in->interrupted; k++) {
+    if (partir_interrupt)
+      in->interrupted = TRUE;
     in->start[inner] = k * range->w;
     clear_from(in, inner);
     Tensor *v = eval(in, inner, t->args[0]);
@@ -181,10 +184,15 @@ GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error) {
     return NULL;
   Interp in = {.inputs = inputs};
   GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
-  for (int i = 0; i < f->nresults; i++)
+  for (int i = 0; i < f->nresults && !in.interrupted; i++)
     g_ptr_array_add(out, eval(&in, 0, f->body->args[i]));
   for (int k = 0; k < PARTIR_MAX_REGIONS + 2; k++)
     if (in.memo[k])
       g_hash_table_unref(in.memo[k]);
+  if (in.interrupted || partir_interrupt) {
+    g_ptr_array_unref(out);
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT, "interrupted");
+    return NULL;
+  }
   return out;
 }

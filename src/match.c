@@ -526,16 +526,17 @@ const Term *pattern_apply(const Rule *rule, const Term *t, const RuleArg *args,
     }
   }
   const Term *out = NULL;
-  if (match(e, rule->lhs, t) && check_conds(e, rule)) {
-    for (int i = 0; i < rule->nparams; i++) {
-      const char *p = rule->params[i];
-      if (!int_lookup(e, p) && !axis_slot(e, p, FALSE) &&
-          !(rule->axis_params & (1u << i))) {
-        g_string_printf(why, "rule '%s' needs parameter '%s'", rule->name, p);
-        g_free(e);
-        return NULL;
-      }
+  /* parameters first: a side condition may need them (dim(x, d)) */
+  for (int i = 0; i < rule->nparams; i++) {
+    const char *p = rule->params[i];
+    if (!int_lookup(e, p) && !axis_slot(e, p, FALSE) &&
+        !(rule->axis_params & (1u << i))) {
+      g_string_printf(why, "rule '%s' needs parameter '%s'", rule->name, p);
+      g_free(e);
+      return NULL;
     }
+  }
+  if (match(e, rule->lhs, t) && check_conds(e, rule)) {
     Builder b = {.env = e};
     out = build(&b, rule->rhs);
   } else if (why->len == 0) {

@@ -18,6 +18,7 @@
 #endif
 
 #include <glib.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -82,6 +83,8 @@ int op_arity(Op op);
 gboolean op_from_name(const char *s, gsize len, Op *out);
 /* TRUE for operators whose result type is the written one (typerule.c). */
 gboolean op_takes_written_type(Op op);
+/* TRUE for operators that cannot be built without attributes. */
+gboolean op_needs_attrs(Op op);
 
 /* ----------------------------------------------------------- attributes */
 
@@ -189,6 +192,11 @@ const Type *typerule_infer(Op op, int nargs, const Term *const *args,
                            const Attrs *attrs, const Type *written,
                            GString *err);
 
+
+/* Set (e.g. by a SIGINT handler) to ask long operations to stop: the
+ * interpreter fails with "interrupted", engine scripts stop between
+ * commands.  Front ends clear it before each command. */
+extern volatile sig_atomic_t partir_interrupt;
 
 /* Runs 'fn(data)' on a thread whose stack is deep enough for terms of
  * PARTIR_MAX_HEIGHT; returns fn's result. */

@@ -29,8 +29,17 @@
 typedef struct Norm Norm;
 typedef const Term *(*StepFn)(Norm *n, const Term *t);
 
+/* Rewrites one pass may do per node of its input (plus a constant), and
+ * how deeply rewrites of rewrites may nest, before it stops and reports
+ * that there is no fixed point: a rule set can loop (neg(x) ~~>
+ * neg(neg(x))).  Propagation does a few rewrites per node. */
+#define NORM_FUEL_PER_NODE 64
+#define NORM_MAX_NEST 100000
+
 struct Norm {
   const RuleSet *rs;
+  long fuel;
+  int nest;
   GHashTable *memo;
   GPtrArray *rules; /* pattern rules tried at every node */
   StepFn step;
@@ -149,43 +158,79 @@ static const Term *norm(Norm *n, const Term *t) {
   }
   if (args != stack)
     g_free(args);
-  const Term *r = n->step(n, t1);
-  const Term *result = r ? norm(n, r) : t1;
+  const Term *r = n->fuel > 0 && n->nest < NORM_MAX_NEST ? n->step(n, t1) : NULL;
+  if (!r && (n->fuel <= 0 || n->nest >= NORM_MAX_NEST))
+    note(n, "stopped without reaching a fixed point (the rules loop?)");
+  const Term *result = t1;
+  if (r) {
+    n->fuel--;
+    n->nest++;
+    result = norm(n, r);
+    n->nest--;
+  }
   g_hash_table_insert(n->memo, (gpointer)t, (gpointer)result);
   g_hash_table_insert(n->memo, (gpointer)result, (gpointer)result);
   return result;
 }
 
-/* Reports an axis bound twice in one nest of tiles and sums.  'seen'
- * holds the terms already checked under the current nest of axes; each
- * region with an axis starts its own, so shared subterms are visited once
- * per nest, not once per path. */
-static void check_axes(Norm *n, const Term *t, const char **axes, int depth,
-                       GHashTable *seen) {
-  if (!g_hash_table_add(seen, (gpointer)t))
+/* Reports an axis bound twice in one nest of tiles and sums.  Nesting is
+ * where values are computed, as the printer places them (print.c): a
+ * value sits in the region of the innermost binder it uses, so a closed
+ * value used inside a region is not nested in it.  Each value is visited
+ * once per region instance, as printed: linear in the printed program. */
+typedef struct AxisCheck {
+  Norm *n;
+  const char *axes[PARTIR_MAX_REGIONS + 2];  /* region depth -> its axis */
+  GHashTable *seen[PARTIR_MAX_REGIONS + 2];  /* placed terms, per region */
+} AxisCheck;
+
+static void check_axes(AxisCheck *c, int depth, const Term *t) {
+  if (t->kind == TM_ARG || t->kind == TM_BVAR)
     return;
-  const char *axis = (t->kind == TM_TILE || t->kind == TM_SUM) ? t->axis : NULL;
-  if (!axis) {
-    for (int i = 0; i < t->nargs; i++)
-      check_axes(n, t->args[i], axes, depth, seen);
+  int target = term_is_closed(t) ? 0 : depth - term_lo(t);
+  const Term *placed = term_placed(t);
+  if (!g_hash_table_add(c->seen[target], (gpointer)placed))
+    return;
+  if (placed->kind != TM_TILE && placed->kind != TM_SUM) {
+    for (int i = 0; i < placed->nargs; i++)
+      check_axes(c, target, placed->args[i]);
     return;
   }
-  for (int i = 0; i < depth; i++)
-    if (axes[i] == axis) {
-      g_autofree char *msg =
-          g_strdup_printf("axis \"%s\" is bound by two nested regions", axis);
-      note(n, msg);
+  for (int k = 1; k <= target && placed->axis; k++)
+    if (c->axes[k] == placed->axis) {
+      g_autofree char *msg = g_strdup_printf(
+          "axis \"%s\" is bound by two nested regions", placed->axis);
+      note(c->n, msg);
     }
-  if (depth == PARTIR_MAX_REGIONS)
+  if (target + 1 > PARTIR_MAX_REGIONS)
     return;
-  axes[depth] = axis;
-  g_autoptr(GHashTable) inner = g_hash_table_new(NULL, NULL);
-  check_axes(n, t->args[0], axes, depth + 1, inner);
+  GHashTable *outer_seen = c->seen[target + 1];
+  const char *outer_axis = c->axes[target + 1];
+  c->seen[target + 1] = g_hash_table_new(NULL, NULL);
+  c->axes[target + 1] = placed->axis;
+  check_axes(c, target + 1, placed->args[0]);
+  g_hash_table_unref(c->seen[target + 1]);
+  c->seen[target + 1] = outer_seen;
+  c->axes[target + 1] = outer_axis;
+}
+
+static size_t dag_size(const Term *root) {
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  g_ptr_array_add(todo, (gpointer)root);
+  while (todo->len > 0) {
+    const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
+    if (g_hash_table_add(seen, (gpointer)t))
+      for (int i = 0; i < t->nargs; i++)
+        g_ptr_array_add(todo, (gpointer)t->args[i]);
+  }
+  return g_hash_table_size(seen);
 }
 
 static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
                        guint tag, GString *report) {
   Norm n = {.rs = rs, .step = step, .report = report};
+  n.fuel = 1024 + NORM_FUEL_PER_NODE * (long)dag_size(body);
   n.memo = g_hash_table_new(NULL, NULL);
   n.reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   n.rules = g_ptr_array_new();
@@ -196,9 +241,10 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
   }
   const Term *out = norm(&n, body);
   if (report) {
-    const char *axes[PARTIR_MAX_REGIONS];
-    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
-    check_axes(&n, out, axes, 0, seen);
+    AxisCheck c = {.n = &n};
+    c.seen[0] = g_hash_table_new(NULL, NULL);
+    check_axes(&c, 0, out);
+    g_hash_table_unref(c.seen[0]);
   }
   g_hash_table_unref(n.memo);
   g_hash_table_unref(n.reported);
@@ -210,6 +256,7 @@ const Term *propagate(const RuleSet *rs, const Term *body, GString *report) {
   return run(rs, body, propagate_step, RULE_TAG_PROPAGATE, report);
 }
 
-const Term *rewrite_fixpoint(const RuleSet *rs, const Term *body, guint tag) {
-  return run(rs, body, rules_step, tag, NULL);
+const Term *rewrite_fixpoint(const RuleSet *rs, const Term *body, guint tag,
+                             GString *report) {
+  return run(rs, body, rules_step, tag, report);
 }

@@ -188,12 +188,7 @@ static const Location *find_location(GPtrArray *locs, const char *name) {
 }
 
 static gboolean parse_int64(const char *s, int64_t *out) {
-  char *end;
-  if (!*s)
-    return FALSE;
-  long long v = strtoll(s, &end, 10);
-  *out = v;
-  return *end == '\0';
+  return g_ascii_string_to_signed(s, 10, G_MININT64, G_MAXINT64, out, NULL);
 }
 
 State *engine_apply(const RuleSet *rs, State *in, const Rule *rule,
@@ -244,12 +239,12 @@ static State *cmd_tile(const RuleSet *rs, State *in, GPtrArray *locs,
 static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
                           GString *why, GString *report) {
   const char *cmd = w[0];
-  g_autoptr(GPtrArray) locs = state_locations(in);
   if (strcmp(cmd, "arg-tile") == 0) {
+    /* arguments are found by name or index: no need to name every value */
     if (!need_args(w, nw, 4, 5, "arg-tile ARG DIM WIDTH [AXIS]", why))
       return NULL;
-    int64_t index;
-    const Location *loc = NULL;
+    int64_t index = -1;
+    const char *name = w[1][0] == '%' ? w[1] + 1 : w[1];
     if (parse_int64(w[1], &index)) {
       if (index < 0 || index >= in->func.nargs) {
         g_string_printf(why, "arg-tile: there is no argument %s (the function "
@@ -257,16 +252,21 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
                         w[1], in->func.nargs);
         return NULL;
       }
-      loc = g_ptr_array_index(locs, index);
     } else {
-      loc = find_location(locs, w[1]);
-      if (!loc || !loc->is_arg) {
+      for (int i = 0; i < in->func.nargs; i++)
+        if (strcmp(in->func.arg_names[i], name) == 0)
+          index = i;
+      if (index < 0) {
         g_string_printf(why, "arg-tile: no argument '%s'", w[1]);
         return NULL;
       }
     }
-    return cmd_tile(rs, in, locs, loc, w + 2, nw - 2, why);
+    Location arg = {.name = in->func.arg_names[index],
+                    .term = term_arg((int)index, in->func.arg_types[index]),
+                    .is_arg = TRUE};
+    return cmd_tile(rs, in, NULL, &arg, w + 2, nw - 2, why);
   }
+  g_autoptr(GPtrArray) locs = state_locations(in);
   if (strcmp(cmd, "tile") == 0) {
     if (!need_args(w, nw, 4, 5, "tile VALUE DIM WIDTH [AXIS]", why))
       return NULL;
@@ -362,8 +362,8 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
     const Term *body =
         strcmp(cmd, "propagate") == 0 ? propagate(rs, in->func.body, report)
         : strcmp(cmd, "fuse") == 0
-            ? rewrite_fixpoint(rs, in->func.body, RULE_TAG_FUSE)
-            : rewrite_fixpoint(rs, in->func.body, RULE_TAG_SIMPLIFY);
+            ? rewrite_fixpoint(rs, in->func.body, RULE_TAG_FUSE, report)
+            : rewrite_fixpoint(rs, in->func.body, RULE_TAG_SIMPLIFY, report);
     return state_with_body(in, body);
   }
   g_string_printf(why, "unknown command '%s'", cmd);
@@ -395,7 +395,8 @@ static GPtrArray *split_commands(const char *script) {
   GString *cur = g_string_new(NULL);
   for (const char *p = script;; p++) {
     gboolean end = *p == '\0' || *p == ';' || *p == '\n' ||
-                   (*p == '.' && (p[1] == '\0' || g_ascii_isspace(p[1])));
+                   (*p == '.' &&
+                    (p[1] == '\0' || p[1] == ';' || g_ascii_isspace(p[1])));
     if (!end) {
       g_string_append_c(cur, *p);
       continue;
@@ -417,6 +418,11 @@ State *engine_script(const RuleSet *rs, State *in, const char *script,
   State *s = state_ref(in);
   for (guint i = 0; i < cmds->len; i++) {
     const char *text = g_ptr_array_index(cmds, i);
+    if (partir_interrupt) {
+      state_unref(s);
+      g_string_printf(why, "interrupted before '%s'", text);
+      return NULL;
+    }
     State *next = engine_command(rs, s, text, why, report);
     state_unref(s);
     if (!next) {

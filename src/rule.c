@@ -40,7 +40,8 @@ typedef struct RuleParser {
   /* binders in scope while parsing one side */
   const char *scope[PARTIR_MAX_REGIONS];
   int nscope;
-  gsize prev_end; /* where the last consumed token ended */
+  gsize prev_end;   /* where the last consumed token ended */
+  GString *errors;  /* messages without a source position of this file */
 } RuleParser;
 
 static void rnext(RuleParser *p) {
@@ -467,11 +468,23 @@ static void rule_free(Rule *r) {
   g_free(r);
 }
 
+/* Adds 'r' to the set, taking it (freed when refused). */
 static gboolean add_rule(RuleParser *p, Rule *r, Loc at) {
   Rule *old = g_hash_table_lookup(p->rs->by_name, r->name);
+  if (old && r->kind != RULE_PATTERN && old->where) {
+    /* a written rule took a derived rule's name: point at the written one */
+    g_string_append_printf(p->errors,
+                           "%s: error: rule '%s' has the name of a rule "
+                           "derived from op %s\n  %s\n",
+                           old->where, r->name, op_name(r->op), old->srcline);
+    p->failed = TRUE;
+    rule_free(r);
+    return FALSE;
+  }
   if (old) {
     rfail(p, at, "rule '%s' is defined twice (first at %s)", r->name,
           old->origin);
+    rule_free(r);
     return FALSE;
   }
   g_ptr_array_add(p->rs->rules, r);
@@ -543,8 +556,7 @@ static gboolean check_rhs(RuleParser *p, Rule *r, const Pat *pt,
                    pt->name);
     break;
   case PT_OP:
-    if (op_takes_written_type(pt->op) ||
-        (pt->op != OP_MATMUL && op_arity(pt->op) < 0))
+    if (op_takes_written_type(pt->op) || op_needs_attrs(pt->op))
       return rfail(p, pt->loc, "'%s' cannot be built by a rule (it needs "
                                "attributes or a written type)",
                    op_name(pt->op));
@@ -963,7 +975,7 @@ RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
     Source none = {.name = (char *)"(derived)", .text = (char *)"", .len = 0};
     Diag diag;
     diag_init(&diag, &none);
-    RuleParser p = {.diag = &diag, .rs = rs, .src = &none};
+    RuleParser p = {.diag = &diag, .rs = rs, .src = &none, .errors = errors};
     ok = derive_rules(&p);
     g_string_append(errors, diag.text->str);
     diag_clear(&diag);

@@ -228,7 +228,8 @@ State *engine_script(const RuleSet *rs, State *in, const char *script,
 
 /* The fixed-point passes (propagate.c); 'report' may be NULL. */
 const Term *propagate(const RuleSet *rs, const Term *body, GString *report);
-const Term *rewrite_fixpoint(const RuleSet *rs, const Term *body, guint tag);
+const Term *rewrite_fixpoint(const RuleSet *rs, const Term *body, guint tag,
+                             GString *report);
 
 /* Applies 'rule' at 'loc' (a placed term) and rewrites every use. */
 State *engine_apply(const RuleSet *rs, State *in, const Rule *rule,

@@ -21,6 +21,8 @@
 #include <pthread.h>
 #include <string.h>
 
+volatile sig_atomic_t partir_interrupt;
+
 static GHashTable *store;
 static guint64 next_serial;
 static size_t store_bytes; /* bytes of Term nodes allocated */

@@ -30,6 +30,12 @@ static const TypeRule rules[OP_COUNT_] = {
 #undef X
 };
 
+gboolean op_needs_attrs(Op op) {
+  return op == OP_COMPARE || op == OP_REDUCE_SUM || op == OP_REDUCE_MAX ||
+         op == OP_TRANSPOSE || op == OP_CONCATENATE || op == OP_SLICE ||
+         op == OP_IOTA || op == OP_CONSTANT || op == OP_BROADCAST_IN_DIM;
+}
+
 gboolean op_takes_written_type(Op op) {
   return op == OP_CONSTANT || op == OP_IOTA || op == OP_CONVERT ||
          op == OP_BROADCAST_IN_DIM || op == OP_RESHAPE;

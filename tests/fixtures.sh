@@ -4,4 +4,6 @@
 exec $VALGRIND "$FIXTURE_RUNNER" \
   "$top_srcdir/tests/fixtures/parse.test" \
   "$top_srcdir/tests/fixtures/kernels.test" \
+  "$top_srcdir/tests/fixtures/rewrite.test" \
+  "$top_srcdir/tests/fixtures/rules.test" \
   --roundtrip "$top_srcdir"/examples/*.pir

@@ -98,8 +98,8 @@ local function layer_params(i)
   local p = "%l" .. i .. "_"
   return {
     p .. "ln1_g: " .. tensor(D), p .. "ln1_b: " .. tensor(D),
-    p .. "wq: " .. tensor(D, D), p .. "wk: " .. tensor(D, D),
-    p .. "wv: " .. tensor(D, D), p .. "wo: " .. tensor(D, D),
+    p .. "wq: " .. tensor(D, H, D // H), p .. "wk: " .. tensor(D, H, D // H),
+    p .. "wv: " .. tensor(D, H, D // H), p .. "wo: " .. tensor(H, D // H, D),
     p .. "ln2_g: " .. tensor(D), p .. "ln2_b: " .. tensor(D),
     p .. "w1: " .. tensor(D, F), p .. "b1: " .. tensor(F),
     p .. "w2: " .. tensor(F, D), p .. "b2: " .. tensor(D),
@@ -134,11 +134,10 @@ local function layer(i, x)
   emit("  // ---- layer %d: layer norm 1", i)
   layer_norm(p, "ln1", x, p .. "h1")
   emit("  // ---- layer %d: self-attention", i)
+  -- projections keep heads as a dimension (w [D, H, D/H]): no reshape
   for _, v in ipairs({ "q", "k", "v" }) do
-    emit("  %s%s = dot_general(%sh1, %sw%s) %s : %s", p, v, p, p, v, proj, BSD)
-  end
-  for _, v in ipairs({ "q", "k", "v" }) do
-    emit("  %s%s_heads = reshape(%s%s) : %s", p, v, p, v, BSHd)
+    emit("  %s%s_heads = dot_general(%sh1, %sw%s) %s : %s", p, v, p, p, v, proj,
+      BSHd)
   end
   for _, v in ipairs({ "q", "k", "v" }) do
     emit("  %s%st = transpose(%s%s_heads) {permutation = [0, 2, 1, 3]} : %s",
@@ -160,10 +159,9 @@ local function layer(i, x)
   emit("  %sctx = dot_general(%sprobs, %svt) {lhs_batch = [0, 1], "
     .. "rhs_batch = [0, 1], lhs_contract = [3], rhs_contract = [2]} : %s",
     p, p, p, BHSd)
-  emit("  %sctx_t = transpose(%sctx) {permutation = [0, 2, 1, 3]} : %s",
-    p, p, BSHd)
-  emit("  %sctx_m = reshape(%sctx_t) : %s", p, p, BSD)
-  emit("  %sattn = dot_general(%sctx_m, %swo) %s : %s", p, p, p, proj, BSD)
+  -- output projection: contract head and head_dim with wo [H, D/H, D]
+  emit("  %sattn = dot_general(%sctx, %swo) {lhs_contract = [1, 3], "
+    .. "rhs_contract = [0, 1]} : %s", p, p, p, BSD)
   emit("  %sres1 = add(%s, %sattn) : %s", p, x, p, BSD)
   emit("  // ---- layer %d: layer norm 2", i)
   layer_norm(p, "ln2", p .. "res1", p .. "h2")

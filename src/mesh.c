@@ -1,0 +1,69 @@
+/* mesh.c — device meshes: named axes with sizes.
+ *
+ * "batch=2,model=4" is a 2x4 mesh whose axes are named batch and model.
+ * Tactics size their tiles from it; lowering (later) maps ranges bound to
+ * an axis onto its devices.
+ */
+#include "plua.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+gboolean mesh_parse(const char *spec, Mesh *out, GError **error) {
+  memset(out, 0, sizeof *out);
+  if (!spec || !*spec)
+    return TRUE;
+  g_auto(GStrv) parts = g_strsplit(spec, ",", -1);
+  for (char **p = parts; *p; p++) {
+    g_autofree char *item = g_strstrip(g_strdup(*p));
+    char *eq = strchr(item, '=');
+    char *end = NULL;
+    long long size = eq ? strtoll(eq + 1, &end, 10) : 0;
+    if (!eq || eq == item || !end || *end || end == eq + 1 || size < 1 ||
+        size > (1 << 20)) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                  "mesh '%s': expected AXIS=SIZE (a positive size), got '%s'",
+                  spec, item);
+      return FALSE;
+    }
+    *eq = '\0';
+    for (const char *c = item; *c; c++)
+      if (!g_ascii_isalnum(*c) && *c != '_') {
+        g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                    "mesh '%s': axis name '%s' must be letters, digits or '_'",
+                    spec, item);
+        return FALSE;
+      }
+    const char *name = g_intern_string(item);
+    for (int i = 0; i < out->naxes; i++)
+      if (out->names[i] == name) {
+        g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                    "mesh '%s': axis '%s' given twice", spec, name);
+        return FALSE;
+      }
+    if (out->naxes == MESH_MAX_AXES) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                  "mesh '%s': more than %d axes", spec, MESH_MAX_AXES);
+      return FALSE;
+    }
+    out->names[out->naxes] = name;
+    out->sizes[out->naxes++] = size;
+  }
+  return TRUE;
+}
+
+int64_t mesh_axis_size(const Mesh *m, const char *axis) {
+  const char *name = g_intern_string(axis);
+  for (int i = 0; i < m->naxes; i++)
+    if (m->names[i] == name)
+      return m->sizes[i];
+  return 0;
+}
+
+char *mesh_to_string(const Mesh *m) {
+  GString *s = g_string_new(NULL);
+  for (int i = 0; i < m->naxes; i++)
+    g_string_append_printf(s, "%s%s=%" G_GINT64_FORMAT, i ? "," : "",
+                           m->names[i], m->sizes[i]);
+  return g_string_free(s, FALSE);
+}

@@ -1,0 +1,30 @@
+-- batch.lua: data parallelism.  Splits the batch dimension of the
+-- program's inputs over a mesh axis and propagates, so that every
+-- activation computed from them is split the same way and parameters
+-- are replicated.
+--
+-- options: axis   the mesh axis (default "batch")
+--          inputs comma-separated argument names (default: the first)
+--          dim    the batch dimension (default 0)
+local C = require "combinators"
+
+return function(s, mesh, opts)
+  opts = opts or {}
+  local axis = opts.axis or "batch"
+  local parts = C.axis_size(mesh, axis)
+  local dim = tonumber(opts.dim or 0)
+  local inputs = C.split(opts.inputs)
+  if #inputs == 0 then
+    inputs = { s:args()[1].name }
+  end
+  for _, name in ipairs(inputs) do
+    local a = C.arg(s, name)
+    if dim >= #a.shape then
+      error(string.format("argument %%%s has rank %d: no batch dimension %d",
+        a.name, #a.shape, dim), 0)
+    end
+    local w = C.width(a.shape[dim + 1], parts, "%" .. a.name .. "'s dimension " .. dim)
+    s = s:arg_tile(a.name, dim, w, axis)
+  end
+  return (s:propagate())
+end

@@ -1,0 +1,41 @@
+-- zero.lua: ZeRO-3 / FSDP parameter sharding.  Every parameter (every
+-- argument but the inputs) is stored split over a mesh axis along its
+-- first dimension that the axis divides, and gathered whole where it is
+-- used: the tiles are not propagated into the computation.  Run it after
+-- tactics that propagate (batch, megatron), whose propagation would
+-- otherwise turn the gathers into partitioned computation.
+--
+-- options: axis    the mesh axis (default "data")
+--          inputs  comma-separated arguments that are not parameters
+--                  (default: the first argument)
+local C = require "combinators"
+
+return function(s, mesh, opts)
+  opts = opts or {}
+  local axis = opts.axis or "data"
+  local parts = C.axis_size(mesh, axis)
+  local inputs = {}
+  local listed = C.split(opts.inputs)
+  if #listed == 0 then
+    listed = { s:args()[1].name }
+  end
+  for _, name in ipairs(listed) do
+    inputs[C.arg(s, name).name] = true
+  end
+  local sharded = 0
+  for _, a in ipairs(s:args()) do
+    if not inputs[a.name] then
+      for d, size in ipairs(a.shape) do
+        if size % parts == 0 and size >= parts then
+          s = s:arg_tile(a.name, d - 1, size // parts, axis)
+          sharded = sharded + 1
+          break
+        end
+      end
+    end
+  end
+  if sharded == 0 then
+    error(string.format("zero: no parameter has a dimension that %d devices split", parts), 0)
+  end
+  return s
+end

@@ -1,0 +1,120 @@
+#!/bin/sh
+# partir-repl on a real terminal: tmux runs it in a detached pane, the
+# test types keys (send-keys) and reads the screen (capture-pane).
+# Completion of commands, rule names and value names; Ctrl-C during a
+# command and at the prompt; the history file; Up-arrow after a restart.
+. "$top_srcdir/tests/tap.sh"
+if ! command -v tmux >/dev/null 2>&1; then
+  echo "1..0 # SKIP tmux not installed"
+  exit 0
+fi
+PARTIR_REPL=${PARTIR_REPL:-$top_builddir/repl/partir-repl}
+repl=$(cd "$(dirname "$PARTIR_REPL")" && pwd)/$(basename "$PARTIR_REPL")
+mlp=$(cd "$top_srcdir/examples" && pwd)/mlp.pir
+sock=$tmp/tmux.sock
+trap 'tmux -S "$sock" kill-server 2>/dev/null; rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/home"
+# a known readline setup: list the candidates on the first Tab
+printf 'set show-all-if-ambiguous on\nset bell-style none\n' >"$tmp/inputrc"
+
+# The whole script polls at most 200 times 0.1 s (about 20 s).
+polls=0
+screen() { tmux -S "$sock" capture-pane -p -t repl >"$tmp/pane" 2>/dev/null; }
+# wait_for GREP-ARGS...: polls the screen until grep finds the pattern.
+wait_for() {
+  while [ $polls -lt 200 ]; do
+    screen
+    grep -q "$@" "$tmp/pane" && return 0
+    polls=$((polls + 1))
+    sleep 0.1
+  done
+  return 1
+}
+# wait_last LINE: polls until the last non-empty line of the screen is LINE.
+wait_last() {
+  while [ $polls -lt 200 ]; do
+    screen
+    [ "$(grep -v '^ *$' "$tmp/pane" | tail -n 1)" = "$1" ] && return 0
+    polls=$((polls + 1))
+    sleep 0.1
+  done
+  return 1
+}
+keys() { tmux -S "$sock" send-keys -t repl "$@"; }
+# clear: an empty screen but for the prompt (readline's C-l), so that
+# what is checked next comes from what is typed next
+clear() {
+  keys C-l
+  wait_for -x 'partir>' && [ "$(grep -cv '^ *$' "$tmp/pane")" -eq 1 ] ||
+    not_ok "C-l clears the screen"
+}
+# start: a fresh session whose last line is "EXITED status" when it ends
+start() {
+  tmux -S "$sock" kill-session -t repl 2>/dev/null
+  tmux -S "$sock" new-session -d -s repl -x 160 -y 60 \
+    "env HOME='$tmp/home' PARTIR_HISTORY='$tmp/history' INPUTRC='$tmp/inputrc' \
+     TERM=screen '$repl' '$mlp'; echo EXITED \$?; sleep 30"
+}
+start
+check "the prompt appears after the program" wait_for -x 'partir>'
+
+keys 'arg-t' Tab
+check "Tab completes a command: arg-t -> arg-tile" wait_for -x 'partir> arg-tile'
+keys '0 0 8.' Enter
+check "the command runs: the batch is tiled" wait_for -F '%1 = partir.slice 0 %x[%r]'
+
+clear
+keys 'apply mat' Tab
+check "Tab completes a rule name to the common prefix" wait_for -x 'partir> apply matmul-'
+check "...and lists the candidates" \
+  grep -Eq 'matmul-sum +matmul-tile-0 +matmul-tile-1' "$tmp/pane"
+keys C-u 'show %' Tab
+check "Tab lists the value names of the current state" \
+  wait_for -E '%0 +%1 +%2 +%3 +%u +%w +%x'
+keys C-u 'show %u' Tab
+check "Tab completes a value name" wait_for -x 'partir> show %u'
+keys C-u 'save ' "$tmp/ho" Tab
+check "Tab completes a file name after save" wait_for -F "partir> save $tmp/home/"
+keys C-u
+clear
+keys 'propagate.' Enter
+check "propagate pulls the tile out" wait_for -F '%3 = matmul(%2, %u)'
+
+clear
+keys 'lua while true do end' Enter
+sleep 0.3
+keys C-c
+check "Ctrl-C interrupts a running command" wait_for -F 'error: lua: interrupted'
+check "...and the session goes on at a prompt" wait_last 'partir>'
+keys 'garbage'
+wait_for -x 'partir> garbage'
+keys C-c
+check "Ctrl-C at the prompt drops the line" wait_for -x 'partir> garbage^C'
+check "...for a fresh prompt" wait_last 'partir>'
+clear
+keys 'undo' Enter
+check "...and the next line starts empty" \
+  wait_for -F '%2 = matmul(%0, %w)'
+check "...with no error" sh -c "! grep -q 'unknown command' '$tmp/pane'"
+
+keys 'quit' Enter
+check "quit ends the session with status 0" wait_for -x 'EXITED 0'
+check "the history file holds the commands" \
+  sh -c "grep -qx 'arg-tile 0 0 8.' '$tmp/history' && grep -qx 'propagate.' '$tmp/history'"
+check "...but not the line dropped with Ctrl-C" sh -c "! grep -q garbage '$tmp/history'"
+
+start
+wait_for -x 'partir>'
+# newest first: quit, undo, lua ..., propagate., arg-tile 0 0 8.
+keys Up Up Up Up
+check "Up-arrow recalls a command of the last session" wait_for -x 'partir> propagate.'
+keys Up Enter
+check "...which runs again" wait_for -F '%1 = partir.slice 0 %x[%r]'
+keys C-d
+check "Ctrl-D ends the session" wait_for -x 'EXITED 0'
+
+if [ $failed -ne 0 ]; then
+  echo "# the screen at the end:"
+  show "$tmp/pane"
+fi
+done_testing

@@ -1,0 +1,124 @@
+#!/bin/sh
+# partir-repl without a terminal: scripted sessions compared with the
+# transcripts in tests/fixtures/repl (NAME.in typed, NAME.out expected:
+# stdout and stderr of 'partir-repl --echo < NAME.in', then "[exit N]").
+# The programs in the transcripts are what 'partir rewrite --do' prints;
+# other checks compare with the CLI directly.
+. "$top_srcdir/tests/tap.sh"
+PARTIR_REPL=${PARTIR_REPL:-$top_builddir/repl/partir-repl}
+repl=$(cd "$(dirname "$PARTIR_REPL")" && pwd)/$(basename "$PARTIR_REPL")
+fx=$(cd "$top_srcdir/tests/fixtures/repl" && pwd)
+ex=$(cd "$top_srcdir/examples" && pwd)
+LC_ALL=C
+export LC_ALL
+
+# Sessions run in $tmp/work, with the files they name.
+work=$tmp/work
+mkdir -p "$work"
+cp "$ex/mlp.pir" "$fx"/*.cmds "$fx"/*.lua "$work"
+
+for input in "$fx"/*.in; do
+  name=$(basename "$input" .in)
+  (cd "$work" && $VALGRIND "$repl" --echo <"$input" >"$tmp/$name.got" 2>&1
+   echo "[exit $?]" >>"$tmp/$name.got")
+  if cmp -s "$fx/$name.out" "$tmp/$name.got"; then
+    ok "session $name"
+  else
+    not_ok "session $name"
+    diff -u "$fx/$name.out" "$tmp/$name.got" | sed 's/^/#   /'
+  fi
+done
+
+# save writes the canonical text: 'partir fmt' reads it back unchanged,
+# and it is the talk's tiled MLP
+check "save: the file parses back to the same text" sh -c \
+  "'$PARTIR' fmt '$work/tiled.pir' | cmp -s - '$work/tiled.pir'"
+check "save: the talk's session gives examples/mlp_tiled.pir" sh -c \
+  "'$PARTIR' fmt '$ex/mlp_tiled.pir' | cmp -s - '$work/tiled.pir'"
+
+# FILE.pir on the command line, no --echo: stdout is the programs only
+printf 'arg-tile 0 0 8.\npropagate.\n' |
+  "$repl" "$ex/mlp.pir" >"$tmp/plain.out" 2>"$tmp/plain.err"
+check "a session without a terminal succeeds" test $? -eq 0
+{
+  "$PARTIR" fmt "$ex/mlp.pir" | grep -v '^//' | sed '/^$/d'
+  "$PARTIR" rewrite "$ex/mlp.pir" --do 'arg-tile 0 0 8'
+  "$PARTIR" rewrite "$ex/mlp.pir" --do 'arg-tile 0 0 8; propagate'
+} >"$tmp/plain.want"
+check "...prints each new program, as 'partir rewrite' does" \
+  cmp -s "$tmp/plain.want" "$tmp/plain.out"
+check "...with no prompt, colour or message" sh -c \
+  "test ! -s '$tmp/plain.err' && ! grep -q 'partir>' '$tmp/plain.out' && ! grep -q \"\$(printf '\\033')\" '$tmp/plain.out'"
+
+# --batch FILE reads commands from FILE
+printf 'arg-tile 0 0 8. propagate.\nshow\n' >"$tmp/cmds"
+"$repl" --batch "$tmp/cmds" "$ex/mlp.pir" >"$tmp/batch.out" 2>&1 </dev/null
+check "--batch FILE runs its commands" test $? -eq 0
+"$PARTIR" rewrite "$ex/mlp.pir" --do 'arg-tile 0 0 8; propagate' >"$tmp/batch.want"
+check "...and 'show' prints the state they made" sh -c \
+  "tail -n \$(wc -l <'$tmp/batch.want') '$tmp/batch.out' | cmp -s - '$tmp/batch.want'"
+printf 'frob\nargs\n' >"$tmp/bad"
+"$repl" --batch "$tmp/bad" "$ex/mlp.pir" >"$tmp/bad.out" 2>"$tmp/bad.err"
+check "--batch: a failed command gives exit status 1" test $? -eq 1
+check "...names the file and line" grep -q "^$tmp/bad:1: error: unknown command 'frob'" "$tmp/bad.err"
+check "...and the later commands still run" grep -q '^2  %u: tensor<256x256xf32>' "$tmp/bad.out"
+
+# run uses the interpreter with 'partir run --seed N' inputs: the tiled
+# program computes what the original does
+printf 'arg-tile 0 0 8. propagate. run --seed 5\n' |
+  "$repl" "$ex/mlp.pir" 2>&1 | tail -n 1 >"$tmp/run.got"
+"$PARTIR" run "$ex/mlp.pir" --seed 5 >"$tmp/run.want"
+check "run --seed 5 after the talk's session matches 'partir run --seed 5'" \
+  cmp -s "$tmp/run.want" "$tmp/run.got"
+printf 'run --seed x\n' | "$repl" "$ex/mlp.pir" >/dev/null 2>"$tmp/err"
+check "run with a bad seed is refused" grep -q 'usage: run \[--seed N\]' "$tmp/err"
+
+# history is a script: sourcing it rebuilds the state
+printf 'arg-tile 1 1 128 model; arg-tile 2 0 128 model\npropagate.\nhistory\n' |
+  (cd "$work" && "$repl" mlp.pir) | tail -n 4 >"$work/replay.cmds"
+printf 'source replay.cmds\n' | (cd "$work" && "$repl") >"$tmp/replay.out"
+"$PARTIR" rewrite "$ex/mlp.pir" --do 'arg-tile 1 1 128 model; arg-tile 2 0 128 model; propagate' >"$tmp/replay.want"
+check "sourcing the output of history rebuilds the state" \
+  cmp -s "$tmp/replay.want" "$tmp/replay.out"
+
+# rules [PATTERN]
+printf 'rules matmul-*\n' | "$repl" >"$tmp/rules.out"
+check "rules PATTERN lists the rules whose names match" sh -c \
+  "test \$(wc -l <'$tmp/rules.out') -eq \$('$PARTIR' rules | grep -c '^matmul-') &&
+   grep -q '^matmul-sum ' '$tmp/rules.out'"
+printf 'rules zzz\n' | "$repl" >"$tmp/rules.out"
+check "...and says when none does" grep -qx "no rule matches 'zzz'" "$tmp/rules.out"
+
+# help lists every command; quit stops reading
+printf 'help\n' | "$repl" >"$tmp/help.out"
+for c in load show args rules matches apply arg-tile tile sum propagate fuse \
+  simplify undo redo history run save lua source tactic set help quit; do
+  grep -q "^  $c" "$tmp/help.out" || echo "# help lacks $c"
+done >"$tmp/help.missing"
+check "help lists every command" test ! -s "$tmp/help.missing"
+printf 'quit\nfrob\n' | "$repl" "$ex/mlp.pir" >/dev/null 2>"$tmp/err"
+check "quit stops reading (the command after it does not run)" \
+  sh -c "test $? -eq 0 && test ! -s '$tmp/err'"
+
+# start-up failures
+printf 'func @f(%%a: tensor<2xf32>) -> tensor<2xf32> { return %%b }\n' >"$tmp/bad.pir"
+"$repl" "$tmp/bad.pir" </dev/null >/dev/null 2>"$tmp/err"
+check "a program that does not parse: status 1" test $? -eq 1
+check "...with the diagnostic" grep -q "bad.pir:1:" "$tmp/err"
+"$repl" --rules "$tmp/none.rules" </dev/null >/dev/null 2>"$tmp/err"
+check "--rules with a missing file: status 1, the file named" sh -c \
+  "test $? -eq 1 && grep -q none.rules '$tmp/err'"
+"$repl" --frob </dev/null >/dev/null 2>"$tmp/err"
+check "an unknown option: status 2" test $? -eq 2
+"$repl" --mesh 'a=0' </dev/null >/dev/null 2>"$tmp/err"
+check "a bad --mesh: status 2" sh -c "test $? -eq 2 && grep -q 'a=0' '$tmp/err'"
+
+# a long chain of commands and a file that sources itself stay bounded
+printf 'source loop.cmds\n' >"$work/loop.cmds"
+printf 'source loop.cmds\n' | (cd "$work" && "$repl") >/dev/null 2>"$tmp/err"
+check "a file sourcing itself stops at a depth limit" sh -c \
+  "test $? -eq 1 && grep -q 'nested more than' '$tmp/err'"
+awk 'BEGIN { for (i = 0; i < 300; i++) print "arg-tile 0 0 8; undo" }' >"$tmp/long"
+"$repl" --batch "$tmp/long" "$ex/mlp.pir" >/dev/null 2>&1
+check "600 commands in a row" test $? -eq 0
+done_testing
