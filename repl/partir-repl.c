@@ -618,7 +618,7 @@ static gboolean cmd_save(Session *s, const char *text, int argc, char **argv) {
   state_print(out, cur, FALSE);
   GError *error = NULL;
   /* atomic: a temporary file renamed over FILE */
-  if (!g_file_set_contents(argv[1], out->str, (gssize)out->len, &error)) {
+  if (!partir_write_file(argv[1], out->str, out->len, &error)) {
     report_error(s, "save: %s", error->message);
     g_error_free(error);
     return FALSE;

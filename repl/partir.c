@@ -214,7 +214,7 @@ static gboolean write_outputs(const char *dir, const Module *m, const Func *f,
     g_autoptr(GBytes) bytes = npy_encode(g_ptr_array_index(results, i));
     gsize len;
     const char *data = g_bytes_get_data(bytes, &len);
-    if (!g_file_set_contents(path, data, (gssize)len, error)) {
+    if (!partir_write_file(path, data, len, error)) {
       g_free(path);
       for (guint k = 0; k < written->len; k++)
         g_unlink(g_ptr_array_index(written, k));
@@ -354,7 +354,7 @@ static int cmd_rewrite(int argc, char **argv) {
   }
   if (output) {
     GError *error = NULL;
-    if (!g_file_set_contents(output, out->str, (gssize)out->len, &error)) {
+    if (!partir_write_file(output, out->str, out->len, &error)) {
       print_error(NULL, error);
       g_error_free(error);
       return 1;
@@ -518,7 +518,7 @@ static int cmd_tactic(int argc, char **argv) {
   state_unref(s);
   plua_close(L);
   if (output) {
-    if (!g_file_set_contents(output, out->str, (gssize)out->len, &error)) {
+    if (!partir_write_file(output, out->str, out->len, &error)) {
       print_error(NULL, error);
       g_error_free(error);
       return 1;

@@ -486,7 +486,7 @@ static State *random_step(Walker *w, State *s, GString *step) {
   int choice = g_rand_int_range(w->rng, 0, 10);
   if (choice == 0) {
     g_string_assign(step, "propagate");
-    return state_with_body(s, propagate(w->rs, s->func.body, NULL));
+    return state_with_body(s, propagate(w->rs, s->func.body, NULL, NULL));
   }
   if (choice == 1) {
     g_string_assign(step, g_rand_boolean(w->rng) ? "fuse" : "simplify");
@@ -494,7 +494,7 @@ static State *random_step(Walker *w, State *s, GString *step) {
                                                step->str[0] == 'f'
                                                    ? RULE_TAG_FUSE
                                                    : RULE_TAG_SIMPLIFY,
-                                               NULL));
+                                               NULL, NULL));
   }
   /* a rule at a location where it applies */
   g_autoptr(GPtrArray) locs = state_locations(s);

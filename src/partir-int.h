@@ -330,6 +330,13 @@ Tensor *kernel_eval(const Term *t, Tensor *const *args);
 /* flops.c: floating-point operations for one evaluation of a base operator. */
 double op_flops(const Term *t);
 
+/* -------------------------------------------------------------- output */
+
+/* Writes an output file whole or not at all (output.c); devices and pipes
+ * (/dev/null, /dev/stdout) are written in place. */
+gboolean partir_write_file(const char *path, const char *data, gsize len,
+                           GError **error);
+
 /* -------------------------------------------------------------- errors */
 
 #define PARTIR_ERROR (partir_error_quark())

@@ -45,6 +45,7 @@ struct Norm {
   StepFn step;
   GString *report;
   GHashTable *reported;
+  GHashTable *names; /* the module's value names, or NULL */
 };
 
 static void note(Norm *n, const char *msg) {
@@ -168,6 +169,8 @@ static const Term *norm(Norm *n, const Term *t) {
     result = norm(n, r);
     n->nest--;
   }
+  /* the result computes what t computed: it keeps t's name */
+  inherit_name(n->names, t, result);
   g_hash_table_insert(n->memo, (gpointer)t, (gpointer)result);
   g_hash_table_insert(n->memo, (gpointer)result, (gpointer)result);
   return result;
@@ -228,8 +231,8 @@ static size_t dag_size(const Term *root) {
 }
 
 static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
-                       guint tag, GString *report) {
-  Norm n = {.rs = rs, .step = step, .report = report};
+                       guint tag, GHashTable *names, GString *report) {
+  Norm n = {.rs = rs, .step = step, .report = report, .names = names};
   n.fuel = 1024 + NORM_FUEL_PER_NODE * (long)dag_size(body);
   n.memo = g_hash_table_new(NULL, NULL);
   n.reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -252,11 +255,12 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
   return out;
 }
 
-const Term *propagate(const RuleSet *rs, const Term *body, GString *report) {
-  return run(rs, body, propagate_step, RULE_TAG_PROPAGATE, report);
+const Term *propagate(const RuleSet *rs, const Term *body, GHashTable *names,
+                      GString *report) {
+  return run(rs, body, propagate_step, RULE_TAG_PROPAGATE, names, report);
 }
 
 const Term *rewrite_fixpoint(const RuleSet *rs, const Term *body, guint tag,
-                             GString *report) {
-  return run(rs, body, rules_step, tag, report);
+                             GHashTable *names, GString *report) {
+  return run(rs, body, rules_step, tag, names, report);
 }

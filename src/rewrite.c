@@ -200,7 +200,8 @@ State *engine_apply(const RuleSet *rs, State *in, const Rule *rule,
     g_string_printf(why, "%s at %%%s: %s", rule->name, loc->name, reason);
     return NULL;
   }
-  const Term *body = replace_everywhere(in->func.body, loc->term, to);
+  const Term *body =
+      replace_everywhere(in->func.body, loc->term, to, in->module->names);
   return state_with_body(in, body);
 }
 
@@ -360,10 +361,13 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
     if (!need_args(w, nw, 1, 1, cmd, why))
       return NULL;
     const Term *body =
-        strcmp(cmd, "propagate") == 0 ? propagate(rs, in->func.body, report)
+        strcmp(cmd, "propagate") == 0
+            ? propagate(rs, in->func.body, in->module->names, report)
         : strcmp(cmd, "fuse") == 0
-            ? rewrite_fixpoint(rs, in->func.body, RULE_TAG_FUSE, report)
-            : rewrite_fixpoint(rs, in->func.body, RULE_TAG_SIMPLIFY, report);
+            ? rewrite_fixpoint(rs, in->func.body, RULE_TAG_FUSE,
+                               in->module->names, report)
+            : rewrite_fixpoint(rs, in->func.body, RULE_TAG_SIMPLIFY,
+                               in->module->names, report);
     return state_with_body(in, body);
   }
   g_string_printf(why, "unknown command '%s'", cmd);

@@ -211,9 +211,14 @@ GPtrArray *state_locations(const State *s); /* Location* */
 void location_free(Location *l);
 
 /* Replaces every occurrence of 'from' (a placed term) by 'to' (placed the
- * same way) in the body: the whole program sees the rewrite. */
+ * same way) in the body: the whole program sees the rewrite.  When
+ * 'names' (a module's value names) is given, rebuilt values keep the
+ * names of the values they replace. */
 const Term *replace_everywhere(const Term *body, const Term *from,
-                               const Term *to);
+                               const Term *to, GHashTable *names);
+/* Gives 'to' the user's name of 'from' when 'to' has none (closed terms:
+ * the name tables key them as they are). */
+void inherit_name(GHashTable *names, const Term *from, const Term *to);
 
 /* ----------------------------------------------------- engine commands */
 
@@ -227,9 +232,10 @@ State *engine_script(const RuleSet *rs, State *in, const char *script,
                      GString *why, GString *report);
 
 /* The fixed-point passes (propagate.c); 'report' may be NULL. */
-const Term *propagate(const RuleSet *rs, const Term *body, GString *report);
+const Term *propagate(const RuleSet *rs, const Term *body, GHashTable *names,
+                      GString *report);
 const Term *rewrite_fixpoint(const RuleSet *rs, const Term *body, guint tag,
-                             GString *report);
+                             GHashTable *names, GString *report);
 
 /* Applies 'rule' at 'loc' (a placed term) and rewrites every use. */
 State *engine_apply(const RuleSet *rs, State *in, const Rule *rule,

@@ -69,17 +69,28 @@ GPtrArray *state_locations(const State *s) {
   return out;
 }
 
+void inherit_name(GHashTable *names, const Term *from, const Term *to) {
+  if (!names || from == to || !term_is_closed(from) || !term_is_closed(to))
+    return;
+  const char *name = g_hash_table_lookup(names, from);
+  if (name && !g_hash_table_contains(names, to))
+    g_hash_table_insert(names, (gpointer)to, g_strdup(name));
+}
+
 typedef struct Replace {
   const Term *from, *to;
   GHashTable *memo;
+  GHashTable *names;
 } Replace;
 
 static const Term *replace_rec(Replace *rp, const Term *t) {
   const Term *from = rp->from;
   /* cheap filter before comparing placed forms (shifting preserves these) */
   if (t->kind == from->kind && t->type == from->type && t->op == from->op &&
-      t->height == from->height && term_placed(t) == from)
+      t->height == from->height && term_placed(t) == from) {
+    inherit_name(rp->names, t, rp->to);
     return term_is_closed(t) ? rp->to : term_shift(rp->to, term_lo(t), 0);
+  }
   if (t->nargs == 0 || t->height < from->height)
     return t;
   const Term *done = g_hash_table_lookup(rp->memo, t);
@@ -97,6 +108,7 @@ static const Term *replace_rec(Replace *rp, const Term *t) {
     g_autoptr(GString) err = g_string_new(NULL);
     r = term_with_args(t, args, err);
     g_assert(r); /* same types below, so the same types here */
+    inherit_name(rp->names, t, r);
   }
   if (args != stack)
     g_free(args);
@@ -105,9 +117,9 @@ static const Term *replace_rec(Replace *rp, const Term *t) {
 }
 
 const Term *replace_everywhere(const Term *body, const Term *from,
-                               const Term *to) {
+                               const Term *to, GHashTable *names) {
   g_assert(from->type == to->type);
-  Replace rp = {from, to, g_hash_table_new(NULL, NULL)};
+  Replace rp = {from, to, g_hash_table_new(NULL, NULL), names};
   const Term *r = replace_rec(&rp, body);
   g_hash_table_unref(rp.memo);
   return r;

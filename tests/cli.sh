@@ -58,6 +58,15 @@ expect_fail "a failing run writes nothing" "has no argument" \
   "$PARTIR" run "$ex/mlp.pir" -i q=x.npy -o "$tmp/none"
 check "no output directory after the failure" test ! -e "$tmp/none"
 
+# -o into a pipe writes into it (and does not replace it with a file)
+mkfifo "$tmp/fifo"
+cat "$tmp/fifo" >"$tmp/from-fifo" &
+reader=$!
+"$PARTIR" rewrite "$ex/mlp.pir" --do propagate -o "$tmp/fifo"
+wait $reader
+check "-o into a pipe writes the program through it" grep -q 'func @mlp' "$tmp/from-fifo"
+check "...and leaves the pipe a pipe" test -p "$tmp/fifo"
+
 # hostile programs
 : >"$tmp/empty.pir"
 expect_fail "empty file" "empty.pir:1:1: error: expected 'func'" "$PARTIR" check "$tmp/empty.pir"
