@@ -1475,10 +1475,6 @@ static int run_session(void *data) {
   s->interactive = !o->batch && isatty(STDIN_FILENO);
   s->echo = o->echo;
   s->color = s->interactive && isatty(STDERR_FILENO) && !g_getenv("NO_COLOR");
-  s->steps = g_array_new(FALSE, TRUE, sizeof(Step));
-  g_array_set_clear_func(s->steps, step_clear);
-  candidates = g_ptr_array_new_with_free_func(g_free);
-
   GError *error = NULL;
   if (o->mesh && !mesh_parse(o->mesh, &s->mesh, &error)) {
     g_printerr("partir-repl: --mesh: %s\n", error->message);
@@ -1491,6 +1487,9 @@ static int run_session(void *data) {
     fputs(errors->str, stderr);
     return 1;
   }
+  s->steps = g_array_new(FALSE, TRUE, sizeof(Step));
+  g_array_set_clear_func(s->steps, step_clear);
+  candidates = g_ptr_array_new_with_free_func(g_free);
   int status = 0;
   if (s->interactive)
     printf("partir %s: 'help' lists the commands, Ctrl-D ends.\n",
