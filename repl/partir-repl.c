@@ -256,16 +256,7 @@ static void append_location_line(GString *out, GStrv lines, const Location *l) {
                          g_str_has_suffix(text, "{") ? " ... }" : "");
 }
 
-static const Location *find_location(GPtrArray *locs, const char *name) {
-  if (name[0] == '%')
-    name++;
-  for (guint i = 0; i < locs->len; i++) {
-    const Location *l = g_ptr_array_index(locs, i);
-    if (strcmp(l->name, name) == 0)
-      return l;
-  }
-  return NULL;
-}
+
 
 /* ------------------------------------------------------------ commands */
 
@@ -367,7 +358,7 @@ static gboolean cmd_show(Session *s, const char *text, int argc, char **argv) {
     return TRUE;
   }
   g_autoptr(GPtrArray) locs = state_locations(cur);
-  const Location *l = find_location(locs, value);
+  const Location *l = state_find_location(locs, value);
   if (!l) {
     report_error(s, "show: no value '%s'", value);
     return FALSE;
@@ -535,20 +526,6 @@ static gboolean cmd_history(Session *s, const char *text, int argc,
 
 /* The name a result is printed under: the returned value's user name when
  * it has one of its own, else "resultI" (as 'partir run' does). */
-static char *result_name(const State *st, int i) {
-  const Func *f = &st->func;
-  const Term *r = f->body->args[i];
-  const char *user = r->kind == TM_ARG
-                         ? f->arg_names[r->index]
-                         : g_hash_table_lookup(st->module->names, r);
-  gboolean clash = FALSE;
-  for (int j = 0; user && j < f->nresults; j++)
-    clash |= j != i && f->body->args[j] == r;
-  if (!user || clash)
-    return g_strdup_printf("result%d", i);
-  return g_strdup(user);
-}
-
 static gboolean cmd_run(Session *s, const char *text, int argc, char **argv) {
   gint64 seed = 0;
   for (int i = 1; i < argc; i++) {
@@ -569,20 +546,8 @@ static gboolean cmd_run(Session *s, const char *text, int argc, char **argv) {
   if (!cur)
     return FALSE;
   const Func *f = &cur->func;
-  Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
-  for (int i = 0; i < f->nargs; i++) {
-    /* the streams of 'partir run --seed N': one per argument */
-    guint32 key[2] = {(guint32)seed, (guint32)i};
-    GRand *rng = g_rand_new_with_seed_array(key, 2);
-    inputs[i] = tensor_new(f->arg_types[i]);
-    tensor_fill_random(inputs[i], rng);
-    g_rand_free(rng);
-  }
   GError *error = NULL;
-  GPtrArray *results = interp_run(f, inputs, &error);
-  for (int i = 0; i < f->nargs; i++)
-    tensor_unref(inputs[i]);
-  g_free(inputs);
+  GPtrArray *results = interp_run_seeded(f, seed, &error);
   if (!results) {
     report_error(s, "run: %s", error->message);
     g_error_free(error);
@@ -590,7 +555,7 @@ static gboolean cmd_run(Session *s, const char *text, int argc, char **argv) {
   }
   g_autoptr(GString) out = g_string_new(NULL);
   for (guint i = 0; i < results->len; i++) {
-    g_autofree char *name = result_name(cur, (int)i);
+    g_autofree char *name = func_result_name(cur->module, &cur->func, (int)i);
     g_string_append_printf(out, "%s = ", name);
     tensor_print(out, g_ptr_array_index(results, i), 64);
     if (out->str[out->len - 1] != '\n')

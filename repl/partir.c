@@ -183,20 +183,6 @@ static gboolean load_input(const Func *f, const char *spec, Tensor **inputs,
   return TRUE;
 }
 
-/* The file name (without .npy) for result 'i': the returned value's user
- * name when it has one, else "resultI". */
-static char *result_name(const Module *m, const Func *f, int i) {
-  const Term *r = f->body->args[i];
-  const char *user = r->kind == TM_ARG ? f->arg_names[r->index]
-                                       : g_hash_table_lookup(m->names, r);
-  gboolean clash = FALSE;
-  for (int j = 0; user && j < f->nresults; j++)
-    clash |= j != i && f->body->args[j] == r;
-  if (!user || clash || strchr(user, '/') || user[0] == '.')
-    return g_strdup_printf("result%d", i);
-  return g_strdup(user);
-}
-
 /* Writes every result as DIR/NAME.npy, or none of them. */
 static gboolean write_outputs(const char *dir, const Module *m, const Func *f,
                               GPtrArray *results, GError **error) {
@@ -208,7 +194,7 @@ static gboolean write_outputs(const char *dir, const Module *m, const Func *f,
   }
   g_autoptr(GPtrArray) written = g_ptr_array_new_with_free_func(g_free);
   for (guint i = 0; i < results->len; i++) {
-    g_autofree char *name = result_name(m, f, (int)i);
+    g_autofree char *name = func_result_name(m, f, (int)i);
     g_autofree char *file = g_strdup_printf("%s.npy", name);
     char *path = g_build_filename(dir, file, NULL);
     g_autoptr(GBytes) bytes = npy_encode(g_ptr_array_index(results, i));
@@ -249,14 +235,8 @@ static int cmd_run(int argc, char **argv) {
   for (char **s = input_specs; s && *s && !error; s++)
     load_input(f, *s, inputs, &error);
   for (int i = 0; i < f->nargs && !error; i++) {
-    if (inputs[i])
-      continue;
-    /* one stream per argument, so giving one input leaves the others */
-    guint32 key[2] = {(guint32)seed, (guint32)i};
-    GRand *rng = g_rand_new_with_seed_array(key, 2);
-    inputs[i] = tensor_new(f->arg_types[i]);
-    tensor_fill_random(inputs[i], rng);
-    g_rand_free(rng);
+    if (!inputs[i])
+      inputs[i] = interp_random_input(f, i, seed);
   }
   GPtrArray *results = error ? NULL : interp_run(f, inputs, &error);
   if (results && output)
@@ -268,7 +248,7 @@ static int cmd_run(int argc, char **argv) {
   } else {
     g_autoptr(GString) out = g_string_new(NULL);
     for (guint i = 0; i < results->len; i++) {
-      g_autofree char *name = result_name(m, f, (int)i);
+      g_autofree char *name = func_result_name(m, f, (int)i);
       g_string_append_printf(out, "%s = ", name);
       tensor_print(out, g_ptr_array_index(results, i), 64);
       if (out->str[out->len - 1] != '\n')
@@ -529,25 +509,22 @@ static int cmd_tactic(int argc, char **argv) {
   return 0;
 }
 
+static const struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+} commands[] = {
+    {"check", cmd_check},       {"fmt", cmd_fmt},
+    {"run", cmd_run},           {"rewrite", cmd_rewrite},
+    {"rules", cmd_rules},       {"check-rules", cmd_check_rules},
+    {"walk", cmd_walk},         {"tactic", cmd_tactic},
+};
+
 static int run_job(void *data) {
   Job *job = data;
   const char *cmd = job->argv[1];
-  if (strcmp(cmd, "check") == 0)
-    return cmd_check(job->argc - 1, job->argv + 1);
-  if (strcmp(cmd, "fmt") == 0)
-    return cmd_fmt(job->argc - 1, job->argv + 1);
-  if (strcmp(cmd, "run") == 0)
-    return cmd_run(job->argc - 1, job->argv + 1);
-  if (strcmp(cmd, "rewrite") == 0)
-    return cmd_rewrite(job->argc - 1, job->argv + 1);
-  if (strcmp(cmd, "rules") == 0)
-    return cmd_rules(job->argc - 1, job->argv + 1);
-  if (strcmp(cmd, "check-rules") == 0)
-    return cmd_check_rules(job->argc - 1, job->argv + 1);
-  if (strcmp(cmd, "walk") == 0)
-    return cmd_walk(job->argc - 1, job->argv + 1);
-  if (strcmp(cmd, "tactic") == 0)
-    return cmd_tactic(job->argc - 1, job->argv + 1);
+  for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+    if (strcmp(cmd, commands[i].name) == 0)
+      return commands[i].run(job->argc - 1, job->argv + 1);
   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 ||
       strcmp(cmd, "-h") == 0) {
     usage(stdout);

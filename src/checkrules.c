@@ -47,7 +47,7 @@ static void free_inputs(const Func *f, Tensor **in) {
   g_free(in);
 }
 
-static gboolean agree(GPtrArray *a, GPtrArray *b, GString *why) {
+gboolean results_agree(GPtrArray *a, GPtrArray *b, GString *why) {
   for (guint r = 0; r < a->len; r++) {
     const Tensor *x = g_ptr_array_index(a, r), *y = g_ptr_array_index(b, r);
     if (x->type != y->type) {
@@ -111,7 +111,7 @@ static gboolean same_meaning(const Func *f, const Term *before,
     g_string_printf(why, "%s", error->message);
     g_error_free(error);
   } else {
-    ok = agree(ref->out, b, why);
+    ok = results_agree(ref->out, b, why);
     g_ptr_array_unref(b);
   }
   free_inputs(f, in);

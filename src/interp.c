@@ -177,6 +177,27 @@ static gboolean check_sizes(const Term *root, GError **error) {
   return TRUE;
 }
 
+Tensor *interp_random_input(const Func *f, int i, gint64 seed) {
+  /* one stream per argument, so that giving one input leaves the others */
+  guint32 key[2] = {(guint32)seed, (guint32)i};
+  GRand *rng = g_rand_new_with_seed_array(key, 2);
+  Tensor *t = tensor_new(f->arg_types[i]);
+  tensor_fill_random(t, rng);
+  g_rand_free(rng);
+  return t;
+}
+
+GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error) {
+  Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
+  for (int i = 0; i < f->nargs; i++)
+    inputs[i] = interp_random_input(f, i, seed);
+  GPtrArray *out = interp_run(f, inputs, error);
+  for (int i = 0; i < f->nargs; i++)
+    tensor_unref(inputs[i]);
+  g_free(inputs);
+  return out;
+}
+
 GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error) {
   for (int i = 0; i < f->nargs; i++)
     g_assert(inputs[i]->type == f->arg_types[i]);

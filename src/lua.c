@@ -497,20 +497,8 @@ static int l_exec(lua_State *L) {
 static int l_run(lua_State *L) {
   State *s = check_state(L, 1);
   lua_Integer seed = luaL_optinteger(L, 2, 0);
-  const Func *f = &s->func;
-  Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
-  for (int i = 0; i < f->nargs; i++) {
-    guint32 key[2] = {(guint32)seed, (guint32)i}; /* as 'partir run' */
-    GRand *rng = g_rand_new_with_seed_array(key, 2);
-    inputs[i] = tensor_new(f->arg_types[i]);
-    tensor_fill_random(inputs[i], rng);
-    g_rand_free(rng);
-  }
   GError *error = NULL;
-  GPtrArray *results = interp_run(f, inputs, &error);
-  for (int i = 0; i < f->nargs; i++)
-    tensor_unref(inputs[i]);
-  g_free(inputs);
+  GPtrArray *results = interp_run_seeded(&s->func, seed, &error);
   if (!results) {
     GString *why = g_string_new(error->message);
     g_error_free(error);

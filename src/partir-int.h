@@ -264,6 +264,9 @@ void module_free(Module *m);
 Module *module_ref(Module *m);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Module, module_free)
 Func *module_entry(Module *m);
+/* The name of result 'i' (for files and printing): the returned value's
+ * user name when it has one, else "resultI". */
+char *func_result_name(const Module *m, const Func *f, int i);
 void func_free(Func *f);
 
 /* ---------------------------------------------------------------- parse */
@@ -324,6 +327,12 @@ GBytes *npy_encode(const Tensor *t);
  * result (caller unrefs).  Requires: f well typed (true of any stored
  * Term).  Fails only for tensors too large to hold. */
 GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error);
+
+/* The seeded random value of argument 'i' that 'partir run --seed' (and
+ * the REPL's and Lua's run) use. */
+Tensor *interp_random_input(const Func *f, int i, gint64 seed);
+/* interp_run on the seeded random inputs. */
+GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error);
 
 /* kernels.c: evaluates one base operator on evaluated operands. */
 Tensor *kernel_eval(const Term *t, Tensor *const *args);

@@ -1,6 +1,8 @@
 /* program.c — modules (parsed files) and their functions. */
 #include "partir-int.h"
 
+#include <string.h>
+
 Module *module_new(void) {
   Module *m = g_new0(Module, 1);
   m->refcount = 1;
@@ -32,6 +34,18 @@ void func_free(Func *f) {
   g_free(f->arg_types);
   g_free(f->result_types);
   g_free(f);
+}
+
+char *func_result_name(const Module *m, const Func *f, int i) {
+  const Term *r = f->body->args[i];
+  const char *user = r->kind == TM_ARG ? f->arg_names[r->index]
+                                       : g_hash_table_lookup(m->names, r);
+  gboolean clash = FALSE;
+  for (int j = 0; user && j < f->nresults; j++)
+    clash |= j != i && f->body->args[j] == r;
+  if (!user || clash || strchr(user, '/') || user[0] == '.')
+    return g_strdup_printf("result%d", i);
+  return g_strdup(user);
 }
 
 Func *module_entry(Module *m) {

@@ -176,7 +176,7 @@ const Term *rule_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
 
 /* ------------------------------------------------------------ commands */
 
-static const Location *find_location(GPtrArray *locs, const char *name) {
+const Location *state_find_location(GPtrArray *locs, const char *name) {
   if (name[0] == '%')
     name++;
   for (guint i = 0; i < locs->len; i++) {
@@ -271,7 +271,7 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
   if (strcmp(cmd, "tile") == 0) {
     if (!need_args(w, nw, 4, 5, "tile VALUE DIM WIDTH [AXIS]", why))
       return NULL;
-    const Location *loc = find_location(locs, w[1]);
+    const Location *loc = state_find_location(locs, w[1]);
     if (!loc) {
       g_string_printf(why, "tile: no value '%s'", w[1]);
       return NULL;
@@ -281,7 +281,7 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
   if (strcmp(cmd, "sum") == 0) {
     if (!need_args(w, nw, 3, 5, "sum VALUE WIDTH [AXIS] [REDUCTION]", why))
       return NULL;
-    const Location *loc = find_location(locs, w[1]);
+    const Location *loc = state_find_location(locs, w[1]);
     if (!loc || loc->term->kind != TM_OP) {
       g_string_printf(why, "sum: no operator value '%s'", w[1]);
       return NULL;
@@ -324,7 +324,7 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
         g_string_printf(why, "apply: 'at' needs a value");
         return NULL;
       }
-      loc = find_location(locs, w[i + 1]);
+      loc = state_find_location(locs, w[i + 1]);
       if (!loc) {
         g_string_printf(why, "apply: no value '%s'", w[i + 1]);
         return NULL;

@@ -209,6 +209,8 @@ typedef struct Location {
 /* Every value (arguments first, then statements in print order). */
 GPtrArray *state_locations(const State *s); /* Location* */
 void location_free(Location *l);
+/* The location printed as 'name' ("%3" or "3"), or NULL. */
+const Location *state_find_location(GPtrArray *locs, const char *name);
 
 /* Replaces every occurrence of 'from' (a placed term) by 'to' (placed the
  * same way) in the body: the whole program sees the rewrite.  When
@@ -242,6 +244,9 @@ State *engine_apply(const RuleSet *rs, State *in, const Rule *rule,
                     const Location *loc, const RuleArg *args, int nargs,
                     GString *why);
 
+/* checkrules.c: TRUE when two runs' results agree (same types; values
+ * within |a - b| <= 1e-6 + 1e-5 |a| + 1e-4 max|A|; NaN equals NaN). */
+gboolean results_agree(GPtrArray *a, GPtrArray *b, GString *why);
 /* checkrules.c: instantiates every rule on random programs and compares
  * both sides with the interpreter; one line per rule into 'out'. */
 gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out);

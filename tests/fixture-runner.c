@@ -261,48 +261,18 @@ static void run_run_stanza(const Stanza *s) {
 
 static RuleSet *shipped_rules;
 
-/* Runs 'f' and 'g' on the same seeded inputs; TRUE when every result
- * agrees (as in checkrules.c; NaN equals NaN). */
+/* Runs 'f' and 'g' on the same seeded inputs; TRUE when the results
+ * agree (results_agree). */
 static gboolean same_meaning(const Func *f, const Func *g, GString *why) {
-  Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
-  GRand *rng = g_rand_new_with_seed(7);
-  for (int i = 0; i < f->nargs; i++) {
-    inputs[i] = tensor_new(f->arg_types[i]);
-    tensor_fill_random(inputs[i], rng);
-  }
-  g_rand_free(rng);
   GError *error = NULL;
-  g_autoptr(GPtrArray) a = interp_run(f, inputs, &error);
-  g_autoptr(GPtrArray) b = a ? interp_run(g, inputs, &error) : NULL;
-  for (int i = 0; i < f->nargs; i++)
-    tensor_unref(inputs[i]);
-  g_free(inputs);
+  g_autoptr(GPtrArray) a = interp_run_seeded(f, 7, &error);
+  g_autoptr(GPtrArray) b = a ? interp_run_seeded(g, 7, &error) : NULL;
   if (!b) {
     g_string_printf(why, "%s", error->message);
     g_error_free(error);
     return FALSE;
   }
-  for (guint r = 0; r < a->len; r++) {
-    const Tensor *x = g_ptr_array_index(a, r), *y = g_ptr_array_index(b, r);
-    double scale = 0; /* see checkrules.c: norm-wise for sums */
-    for (int64_t i = 0; i < type_numel(x->type); i++) {
-      double u = x->f ? x->f[i] : (double)x->i[i];
-      if (isfinite(u))
-        scale = MAX(scale, fabs(u));
-    }
-    for (int64_t i = 0; i < type_numel(x->type); i++) {
-      double u = x->f ? x->f[i] : (double)x->i[i];
-      double v = y->f ? y->f[i] : (double)y->i[i];
-      if (!(fabs(u - v) <= 1e-6 + 1e-5 * fabs(u) + 1e-4 * scale) &&
-          !(isnan(u) && isnan(v)) && u != v) {
-        g_string_printf(why, "result %u element %" G_GINT64_FORMAT
-                             ": %.9g before, %.9g after",
-                        r, i, u, v);
-        return FALSE;
-      }
-    }
-  }
-  return TRUE;
+  return results_agree(a, b, why);
 }
 
 static void run_rewrite_stanza(const Stanza *s) {
