@@ -129,6 +129,13 @@ static int rnd(Gen *g, int lo, int hi) { /* inclusive */
   return g_rand_int_range(g->rng, lo, hi + 1);
 }
 
+/* MAX(floor, a random value in [lo, hi]), drawing once (MAX evaluates its
+ * arguments twice). */
+static int rnd_at_least(Gen *g, int floor, int lo, int hi) {
+  int v = rnd(g, lo, hi);
+  return v > floor ? v : floor;
+}
+
 static const Term *new_arg(Gen *g, const Type *t) {
   g_ptr_array_add(g->arg_types, (gpointer)t);
   return term_arg((int)g->arg_types->len - 1, t);
@@ -189,7 +196,7 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
   }
   case OP_DOT_GENERAL: {
     /* nb batch, nc contracting, fl/fr free dims; lhs rank nb+nc+fl <= 8 */
-    int nc = MAX(red + 1, rnd(g, 0, 1)), nb = rnd(g, 0, 1);
+    int nc = rnd_at_least(g, red + 1, 0, 1), nb = rnd(g, 0, 1);
     int out = rnd(g, minr, MAX(minr, 3));
     if (nc + out > 8)
       out = MAX(minr, 8 - nc);
@@ -231,9 +238,11 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
   }
   case OP_REDUCE_SUM:
   case OP_REDUCE_MAX: {
-    int nred = MAX(red + 1, rnd(g, 1, 2));
-    int rank = MAX(minr, rnd(g, 0, 2)) + nred;
-    if (rank > 8 || (red >= 0 && op == OP_REDUCE_MAX))
+    int nred = rnd_at_least(g, red + 1, 1, 2);
+    int kept = rnd_at_least(g, minr, 0, 2);
+    kept = MIN(kept, 8 - nred);
+    int rank = kept + nred;
+    if (kept < minr || (red >= 0 && op == OP_REDUCE_MAX))
       return NULL;
     int64_t dims[8];
     for (int i = 0; i < rank; i++)
@@ -244,7 +253,7 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
                    NULL, err);
   }
   case OP_BROADCAST_IN_DIM: {
-    int rank = MAX(minr, rnd(g, 1, 3));
+    int rank = rnd_at_least(g, minr, 1, 3);
     const Type *rt = rshape(g, DT_F32, rank, dim);
     int64_t map[8], od[8];
     int n = 0;
@@ -258,7 +267,7 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
                    rt, err);
   }
   case OP_TRANSPOSE: {
-    int rank = MAX(minr, rnd(g, 2, 3));
+    int rank = rnd_at_least(g, minr, 2, 3);
     int64_t perm[8];
     for (int i = 0; i < rank; i++)
       perm[i] = i;
@@ -269,7 +278,7 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
   }
   case OP_RESHAPE: {
     /* split one dimension of size 4 into 2x2, away from 'dim' */
-    int rank = MAX(minr, rnd(g, 2, 3)); /* result rank */
+    int rank = rnd_at_least(g, minr, 2, 3); /* result rank */
     if (dim >= 0 && dim < 2)
       rank = MAX(rank, dim + 3); /* room for the split after 'dim' */
     if (rank > 8)
@@ -295,7 +304,7 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
                    type_tensor(DT_F32, rank, rd), err);
   }
   case OP_CONCATENATE: {
-    int rank = MAX(minr, rnd(g, 1, 3));
+    int rank = rnd_at_least(g, minr, 1, 3);
     int cd;
     do
       cd = rnd(g, 0, rank - 1);
@@ -310,7 +319,7 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
     return term_op(op, n, ops, attrs1("dim", av_int(cd)), NULL, err);
   }
   case OP_SLICE: {
-    int rank = MAX(minr, rnd(g, 1, 3));
+    int rank = rnd_at_least(g, minr, 1, 3);
     const Type *t = rshape(g, DT_F32, rank, dim);
     int64_t start[8], limit[8];
     for (int i = 0; i < rank; i++) {
@@ -337,7 +346,7 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
   /* elementwise */
   if (red >= 0)
     return NULL;
-  int rank = MAX(minr, rnd(g, 1, 3));
+  int rank = rnd_at_least(g, minr, 1, 3);
   const Type *t = rshape(g, DT_F32, rank, dim);
   const Term *args[3];
   int n = op_arity(op);
@@ -673,7 +682,7 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
             rs, s0, "arg-tile 0 0 2; arg-tile 1 1 2; arg-tile 2 0 2; propagate",
             why, NULL);
         g_assert(s); /* shapes above are chosen for these widths */
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 8; k++)
           walk(&w, s, 12);
       }
       g_ptr_array_unref(g.arg_types);

@@ -1,0 +1,273 @@
+#!/bin/sh
+# The shipped tactics through 'partir tactic': Megatron, batch and ZeRO,
+# alone and composed, on the examples and on generated models.  Each
+# result's regions are counted in the printed program (as Alpa counts
+# collectives) and checked for nesting, and each result runs next to the
+# original: on seeded inputs, and on the NumPy fixtures against NumPy's
+# answer.  Then the CLI's tactic errors: a message, a status, no output.
+. "$top_srcdir/tests/tap.sh"
+top=$(cd "$top_srcdir" && pwd)
+ex=$top/examples
+fx=$top/tests/fixtures/examples
+tactics=$top/tactics
+compose=$top/tests/lua/compose.lua
+
+# tactic NAME SCRIPT FILE MESH [OPTIONS...]: runs a tactic into $tmp/NAME.pir.
+tactic() {
+  name=$1 script=$2 file=$3 mesh=$4
+  shift 4
+  if $VALGRIND "$PARTIR" tactic "$script" "$file" --mesh "$mesh" "$@" \
+    -o "$tmp/$name.pir" 2>"$tmp/$name.err"; then
+    ok "$name: $(basename "$script" .lua) runs with --mesh $mesh"
+  else
+    not_ok "$name: $(basename "$script" .lua) runs with --mesh $mesh"
+    show "$tmp/$name.err"
+  fi
+}
+
+# regions FILE: one line per tile or sum, in print order, naming the
+# regions it sits in: "tile@batch", "tile@batch/sum@model" ("-": no axis).
+regions() {
+  awk '/= partir\.(tile|sum) / {
+         match($0, /partir\.(tile|sum)/)
+         kind = substr($0, RSTART + 7, RLENGTH - 7)
+         axis = "-"
+         if (match($0, /@"[^"]*"/)) axis = substr($0, RSTART + 2, RLENGTH - 3)
+         path = (depth > 0 ? stack[depth] "/" : "") kind "@" axis
+         print path
+         stack[++depth] = path
+         next
+       }
+       /^ +}$/ { if (depth > 0) depth-- }' "$1"
+}
+
+# expect_regions NAME WANT...: the regions of $tmp/NAME.pir are WANT.
+expect_regions() {
+  name=$1
+  shift
+  want=$(printf '%s\n' "$@")
+  got=$(regions "$tmp/$name.pir" 2>/dev/null)
+  if [ "$got" = "$want" ]; then
+    ok "$name: regions $(echo $want)"
+  else
+    not_ok "$name: regions $(echo $want)"
+    echo "# got: $(echo $got)"
+  fi
+}
+
+# count FILE PATTERN: lines of FILE matching the extended regexp.
+count() { grep -Ec "$2" "$1"; }
+
+# relay DESC: FIXTURE_RUNNER's TAP lines (in $tmp/close.tap), renumbered.
+relay() {
+  while read -r status rest; do
+    rest=$(echo "$rest" | sed "s|$tmp/||g")
+    case $status in
+    ok) ok "$1: ${rest#* - }" ;;
+    not) not_ok "$1: ${rest#* * - }" ;;
+    '#') echo "# $rest" ;;
+    esac
+  done <"$tmp/close.tap"
+}
+
+# same_outputs NAME ORIGINAL [RTOL ATOL]: $tmp/NAME.pir computes what
+# ORIGINAL does on seeded random inputs (within rtol 1e-4, atol 1e-5).
+same_outputs() {
+  name=$1 orig=$2 rtol=${3:-1e-4} atol=${4:-1e-5}
+  rm -rf "$tmp/$name.want" "$tmp/$name.got"
+  if ! "$PARTIR" run "$orig" --seed 3 -o "$tmp/$name.want" >/dev/null 2>"$tmp/$name.err" ||
+    ! $VALGRIND "$PARTIR" run "$tmp/$name.pir" --seed 3 -o "$tmp/$name.got" >/dev/null 2>>"$tmp/$name.err"; then
+    not_ok "$name: runs on seeded inputs"
+    show "$tmp/$name.err"
+    return
+  fi
+  set -- $(ls "$tmp/$name.want")
+  set -- "$@" $(ls "$tmp/$name.got")
+  if [ $# -ne 2 ]; then
+    not_ok "$name: one result each (got $*)"
+    return
+  fi
+  "$FIXTURE_RUNNER" --npy-close "$tmp/$name.got/$2" "$tmp/$name.want/$1" "$rtol" "$atol" \
+    >"$tmp/close.tap"
+  relay "$name: seed 3, same outputs"
+}
+
+# numpy_outputs NAME PROGRAM: $tmp/NAME.pir run on the NumPy fixture
+# inputs gives NumPy's answer (tests/fixtures/gen_examples.py).
+numpy_outputs() {
+  name=$1 prog=$2
+  args=
+  case $prog in
+  mlp) names="x w u" ;;
+  transformer) names="x ln1_g ln1_b wq wk wv wo ln2_g ln2_b w1 b1 w2 b2" ;;
+  esac
+  for a in $names; do
+    args="$args -i $a=$fx/$prog.$a.npy"
+  done
+  rm -rf "$tmp/$name.np"
+  if ! "$PARTIR" run "$tmp/$name.pir" $args -o "$tmp/$name.np" >/dev/null 2>"$tmp/$name.err"; then
+    not_ok "$name: runs on the NumPy inputs"
+    show "$tmp/$name.err"
+    return
+  fi
+  "$FIXTURE_RUNNER" --npy-close "$tmp/$name.np/$(ls "$tmp/$name.np")" "$fx/$prog.expected.npy" \
+    1e-4 1e-5 >"$tmp/close.tap"
+  relay "$name: NumPy inputs, NumPy's answer"
+}
+
+# ---- Megatron on the MLP: w by columns, u by rows, one all-reduce
+tactic megatron-mlp "$tactics/megatron.lua" "$ex/mlp.pir" model=2
+expect_regions megatron-mlp "sum@model"
+check "megatron-mlp: exactly one partir.sum, over model" \
+  test "$(count "$tmp/megatron-mlp.pir" 'partir\.sum ')" -eq 1 \
+  -a "$(count "$tmp/megatron-mlp.pir" 'partir\.sum \(%r : !partir\.range<256,128> @"model"\)')" -eq 1
+check "megatron-mlp: no partir.tile" test "$(count "$tmp/megatron-mlp.pir" 'partir\.tile')" -eq 0
+cat >"$tmp/megatron-want.pir" <<'PIR'
+func @mlp(%x: tensor<16x256xf32>, %w: tensor<256x256xf32>,
+          %u: tensor<256x256xf32>) -> tensor<16x256xf32> {
+  // w by columns, u by rows: each device holds half of each
+  %0 = partir.sum (%r : !partir.range<256,128> @"model") {
+    %1 = partir.slice 1 %w[%r]
+    %2 = matmul(%x, %1)
+    %3 = partir.slice 0 %u[%r]
+    %4 = matmul(%2, %3)
+    partir.yield %4
+  }
+  return %0
+}
+PIR
+"$PARTIR" fmt "$tmp/megatron-want.pir" >"$tmp/megatron-want.txt"
+check "megatron-mlp: is Megatron's MLP, as written by hand" \
+  cmp -s "$tmp/megatron-mlp.pir" "$tmp/megatron-want.txt"
+same_outputs megatron-mlp "$ex/mlp.pir"
+numpy_outputs megatron-mlp mlp
+tactic megatron-tp "$tactics/megatron.lua" "$ex/mlp.pir" tp=4 --set axis=tp
+expect_regions megatron-tp "sum@tp"
+check "megatron-tp: --set axis=tp splits over tp, 4 ways" \
+  grep -q 'partir\.range<256,64> @"tp"' "$tmp/megatron-tp.pir"
+
+# ---- batch on the MLP: x by rows, one tile
+tactic batch-mlp "$tactics/batch.lua" "$ex/mlp.pir" batch=2
+expect_regions batch-mlp "tile@batch"
+check "batch-mlp: exactly one partir.tile, over batch, and no sum" \
+  test "$(count "$tmp/batch-mlp.pir" 'partir\.tile 0 \(%r : !partir\.range<16,8> @"batch"\)')" -eq 1 \
+  -a "$(count "$tmp/batch-mlp.pir" 'partir\.(tile|sum) ')" -eq 1
+"$PARTIR" fmt "$ex/mlp_tiled.pir" >"$tmp/tiled.txt"
+check "batch-mlp: is mlp_tiled.pir with the axis named" \
+  sh -c "sed 's/ @\"batch\"//' '$tmp/batch-mlp.pir' | cmp -s - '$tmp/tiled.txt'"
+same_outputs batch-mlp "$ex/mlp.pir"
+numpy_outputs batch-mlp mlp
+
+# ---- composed with combinators.seq, in both orders
+tactic batch-megatron "$compose" "$ex/mlp.pir" batch=2,model=2 --set order=batch,megatron
+expect_regions batch-megatron "tile@batch" "tile@batch/sum@model"
+same_outputs batch-megatron "$ex/mlp.pir"
+numpy_outputs batch-megatron mlp
+tactic megatron-batch "$compose" "$ex/mlp.pir" batch=2,model=2 --set order=megatron,batch
+expect_regions megatron-batch "sum@model" "sum@model/tile@batch"
+check "megatron-batch: the result checks" quiet "$PARTIR" check "$tmp/megatron-batch.pir"
+same_outputs megatron-batch "$ex/mlp.pir"
+
+# ---- Megatron on the transformer layer: attention by heads, MLP by
+# columns then rows: one sum each
+# (tap.sh counts in 'n': the loop uses 'parts')
+for parts in 2 4; do
+  tactic megatron-tf$parts "$tactics/megatron.lua" "$ex/transformer_layer.pir" model=$parts
+  expect_regions megatron-tf$parts "sum@model" "sum@model"
+  check "megatron-tf$parts: attention summed over heads (4/$parts each), the MLP over 64/$parts columns" sh -c \
+    "grep -q '%attn = partir.sum (%r : !partir.range<4,$((4 / parts))> @\"model\")' '$tmp/megatron-tf$parts.pir' &&
+     grep -q '%mlp_out = partir.sum (%r1 : !partir.range<64,$((64 / parts))> @\"model\")' '$tmp/megatron-tf$parts.pir'"
+  same_outputs megatron-tf$parts "$ex/transformer_layer.pir"
+  numpy_outputs megatron-tf$parts transformer
+done
+
+# ---- generated models: one sum per pair of layers, two per transformer layer
+lua5.4 "$ex/models/mlp.lua" --layers 4 >"$tmp/mlp4.pir"
+tactic megatron-mlp4 "$tactics/megatron.lua" "$tmp/mlp4.pir" model=2
+expect_regions megatron-mlp4 "sum@model" "sum@model"
+# four layers of 256-wide matmuls reach |y| ~ 6000, where one f32 ulp is
+# 5e-4: summing in another order moves small outputs by that much
+same_outputs megatron-mlp4 "$tmp/mlp4.pir" 1e-4 1e-3
+lua5.4 "$ex/models/transformer.lua" --layers 2 >"$tmp/tf2.pir"
+tactic megatron-tf-2layers "$tactics/megatron.lua" "$tmp/tf2.pir" model=2
+expect_regions megatron-tf-2layers "sum@model" "sum@model" "sum@model" "sum@model"
+same_outputs megatron-tf-2layers "$tmp/tf2.pir"
+
+# ---- ZeRO on the MLP: the weights stored by rows, gathered where used
+tactic zero-mlp "$tactics/zero.lua" "$ex/mlp.pir" data=4
+expect_regions zero-mlp "tile@data" "tile@data"
+check "zero-mlp: w and u are tiled along dim 0 in 4 (range<256,64>), x is not" sh -c \
+  "test \$(grep -c 'partir\\.tile 0 (%r1* : !partir\\.range<256,64> @\"data\")' '$tmp/zero-mlp.pir') -eq 2 &&
+   grep -q 'partir\\.slice 0 %w\\[' '$tmp/zero-mlp.pir' &&
+   grep -q 'partir\\.slice 0 %u\\[' '$tmp/zero-mlp.pir' && ! grep -q '%x\\[' '$tmp/zero-mlp.pir'"
+check "zero-mlp: no partir.sum" test "$(count "$tmp/zero-mlp.pir" 'partir\.sum')" -eq 0
+same_outputs zero-mlp "$ex/mlp.pir"
+numpy_outputs zero-mlp mlp
+
+# ---- GPT-3's shape: generates, loads, and Megatron finds its 192 sums
+lua5.4 "$ex/models/transformer.lua" --layers 96 --batch 1 --seq 2048 \
+  --d_model 12288 --heads 96 --d_ff 49152 >"$tmp/gpt3.pir"
+check "gpt3: the generated program checks" quiet "$PARTIR" check "$tmp/gpt3.pir"
+"$PARTIR" tactic "$tactics/megatron.lua" "$tmp/gpt3.pir" --mesh model=8 -o "$tmp/gpt3-m.pir" 2>"$tmp/gpt3.err"
+check "gpt3: megatron over 8 gives 2 sums a layer, 192 in all, no tile" sh -c \
+  "test \$(grep -c 'partir\\.sum (.* @\"model\")' '$tmp/gpt3-m.pir') -eq 192 &&
+   test \$(grep -c 'partir\\.tile' '$tmp/gpt3-m.pir') -eq 0"
+check "gpt3: the partitioned program checks" quiet "$PARTIR" check "$tmp/gpt3-m.pir"
+
+# ---- errors: a message and a status, and nothing written
+# fails NAME STATUS PATTERN SCRIPT FILE [OPTIONS...]
+fails() {
+  name=$1 want=$2 pat=$3 script=$4 file=$5
+  shift 5
+  rm -f "$tmp/$name.pir"
+  $VALGRIND "$PARTIR" tactic "$script" "$file" "$@" -o "$tmp/$name.pir" >"$tmp/out" 2>"$tmp/$name.err"
+  st=$?
+  if [ $st -eq "$want" ] && grep -qF -- "$pat" "$tmp/$name.err" && [ ! -e "$tmp/$name.pir" ]; then
+    ok "$name: exits $want, says \"$pat\", writes nothing"
+  else
+    not_ok "$name: exits $want, says \"$pat\", writes nothing (status $st)"
+    show "$tmp/$name.err"
+  fi
+}
+fails no-axis 1 "the mesh has no axis 'model' (mesh: batch=2; use --mesh model=N)" \
+  "$tactics/megatron.lua" "$ex/mlp.pir" --mesh batch=2
+check "no-axis: the error comes with a Lua traceback" \
+  sh -c "grep -q 'stack traceback:' '$tmp/no-axis.err' && grep -q 'megatron.lua:[0-9]*:' '$tmp/no-axis.err'"
+fails no-mesh 1 "the mesh has no axis 'batch' (mesh: empty; use --mesh batch=N)" \
+  "$tactics/batch.lua" "$ex/mlp.pir"
+fails width-3 1 "%w's dimension 1 has size 256, which 3 devices cannot split evenly" \
+  "$tactics/megatron.lua" "$ex/mlp.pir" --mesh model=3
+fails zero-3 1 "zero: no parameter has a dimension that 3 devices split" \
+  "$tactics/zero.lua" "$ex/mlp.pir" --mesh data=3
+fails batch-dim 1 "argument %x has rank 2: no batch dimension 2" \
+  "$tactics/batch.lua" "$ex/mlp.pir" --mesh batch=2 --set dim=2
+fails batch-inputs 1 "the program has no argument 'nope'" \
+  "$tactics/batch.lua" "$ex/mlp.pir" --mesh batch=2 --set inputs=nope
+printf 'func @f(%%a: tensor<4xf32>) -> tensor<4xf32> {\n  %%0 = neg(%%a)\n  return %%0\n}\n' >"$tmp/noweight.pir"
+fails no-weight 1 "megatron: no weight (an argument contracted as a right operand) found" \
+  "$tactics/megatron.lua" "$tmp/noweight.pir" --mesh model=2
+printf 'return function(s)\n  return s\n' >"$tmp/syntax.lua"
+fails syntax 1 "syntax.lua:3: 'end' expected" "$tmp/syntax.lua" "$ex/mlp.pir"
+printf 'return function(s) return 42 end\n' >"$tmp/number.lua"
+fails non-state 1 "number.lua: the tactic returned a number, not a state" "$tmp/number.lua" "$ex/mlp.pir"
+printf 'return function(s) end\n' >"$tmp/nothing.lua"
+fails no-result 1 "the tactic returned a nil, not a state" "$tmp/nothing.lua" "$ex/mlp.pir"
+printf 'return 42\n' >"$tmp/chunk.lua"
+fails non-function 1 "the tactic must return a function(state, mesh, options), not a number" \
+  "$tmp/chunk.lua" "$ex/mlp.pir"
+printf 'return function(s) error({}) end\n' >"$tmp/table.lua"
+fails table-error 1 "(error object is a table value)" "$tmp/table.lua" "$ex/mlp.pir"
+printf 'return function(s) return s:arg_tile(0, 0, 5) end\n' >"$tmp/engine.lua"
+fails engine-error 1 "width 5 does not divide size 16" "$tmp/engine.lua" "$ex/mlp.pir"
+fails missing-script 1 "no-such-tactic.lua" "$tmp/no-such-tactic.lua" "$ex/mlp.pir"
+fails bad-program 1 "no-such.pir" "$tactics/batch.lua" "$tmp/no-such.pir" --mesh batch=2
+fails set-no-eq 2 "--set foo: expected KEY=VALUE" "$tactics/batch.lua" "$ex/mlp.pir" --set foo
+fails set-no-key 2 "--set =v: expected KEY=VALUE" "$tactics/batch.lua" "$ex/mlp.pir" --set =v
+fails mesh-size 2 "expected AXIS=SIZE (a positive size), got 'model=0'" \
+  "$tactics/megatron.lua" "$ex/mlp.pir" --mesh model=0
+fails mesh-twice 2 "axis 'model' given twice" "$tactics/megatron.lua" "$ex/mlp.pir" --mesh model=2,model=4
+printf 'return function(s) return s end\n' >"$tmp/identity.lua"
+"$PARTIR" tactic "$tmp/identity.lua" "$ex/mlp.pir" >"$tmp/identity.txt"
+"$PARTIR" fmt "$ex/mlp.pir" >"$tmp/mlp.txt"
+check "a tactic that returns its input prints the program unchanged" cmp -s "$tmp/identity.txt" "$tmp/mlp.txt"
+done_testing
