@@ -2,8 +2,8 @@
  *
  * A diagnostic reads "file:line:col: error: message", then the source line
  * and a caret under the column.  Very long lines are shown as a window
- * around the column; control bytes are shown as '?', so junk input cannot
- * garble a terminal.  Diagnostics are collected in a Diag and printed by
+ * around the column; control and non-ASCII bytes are shown as '?', so junk
+ * input cannot garble a terminal.  Diagnostics are collected in a Diag and printed by
  * the front end.
  */
 #include "partir-int.h"
@@ -84,7 +84,9 @@ static void show_line(Diag *d, Loc loc) {
   for (gsize i = from; i < to; i++) {
     unsigned char c = (unsigned char)s->text[i];
     gboolean tab = c == '\t';
-    g_string_append_c(line, tab || c >= 0x20 ? (char)c : '?');
+    /* control bytes and non-ASCII bytes (possibly junk, possibly half a
+     * UTF-8 sequence cut by the window) print as '?' */
+    g_string_append_c(line, tab || (c >= 0x20 && c < 0x7f) ? (char)c : '?');
     if (i < loc.offset)
       g_string_append_c(caret, tab ? '\t' : ' ');
   }

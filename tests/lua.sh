@@ -11,13 +11,16 @@ lua_dir=$top/tests/lua
 PARTIR_TACTICS=$lua_dir:${PARTIR_TACTICS:-$top/tactics}
 export PARTIR_TACTICS
 
+# under valgrind the scripts make fewer states and skip the memory check
+light=0
+[ -n "$VALGRIND" ] && light=1
 "$PARTIR" fmt "$top/examples/mlp.pir" >"$tmp/mlp.txt"
 for script in "$lua_dir"/test_*.lua; do
   name=$(basename "$script" .lua)
   : >"$tmp/$name.tap"
   $VALGRIND "$PARTIR" tactic "$script" "$top/examples/mlp.pir" \
     --mesh batch=2,model=4 --set tap="$tmp/$name.tap" --set top="$top" \
-    --set tmp="$tmp" --set pair=a=b -o "$tmp/$name.out" 2>"$tmp/$name.err"
+    --set tmp="$tmp" --set light=$light --set pair=a=b -o "$tmp/$name.out" 2>"$tmp/$name.err"
   st=$?
   while read -r status rest; do
     case $status in
@@ -27,11 +30,11 @@ for script in "$lua_dir"/test_*.lua; do
     esac
   done <"$tmp/$name.tap"
   if [ $st -eq 0 ] && grep -q '^# done' "$tmp/$name.tap"; then
-    ok "$name: ran to its end"
+    check "$name: ran to its end and returned mlp.pir" cmp -s "$tmp/$name.out" "$tmp/mlp.txt"
   else
-    not_ok "$name: ran to its end (status $st)"
+    [ $st -gt 128 ] && st="$st, killed by signal $((st - 128))"
+    not_ok "$name: ran to its end and returned mlp.pir (status $st)"
     show "$tmp/$name.err"
   fi
-  check "$name: the program it returned is mlp.pir" cmp -s "$tmp/$name.out" "$tmp/mlp.txt"
 done
 done_testing

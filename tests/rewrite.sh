@@ -57,4 +57,21 @@ check "an unknown command is refused" grep -q "unknown command 'frobnicate'" "$t
 check "rewrite without --do is refused" grep -q "needs --do" "$tmp/err"
 "$PARTIR" rewrite "$ex/mlp.pir" --do propagate --rules "$tmp/none.rules" 2>"$tmp/err" >/dev/null
 check "a missing rule file is reported" grep -q "none.rules" "$tmp/err"
+# hostile rule files: a diagnostic, never a crash
+awk 'BEGIN { srand(7); for (i = 0; i < 4096; i++) printf "%c", int(rand() * 256) }' \
+  >"$tmp/junk.rules" 2>/dev/null
+"$PARTIR" rules --rules "$tmp/junk.rules" >/dev/null 2>"$tmp/err"
+check "a rule file of binary junk is refused with file:line:col" \
+  sh -c "test $? -eq 1 && grep -q '^.*junk.rules:1:1: error' '$tmp/err'"
+notprint=$(printf '[^\t -~]')
+check "...and the excerpt is printable ASCII" sh -c "! LC_ALL=C grep -q '$notprint' '$tmp/err'"
+awk 'BEGIN { printf "rule deep: "; for (i = 0; i < 100000; i++) printf "neg("; printf "x ~~> x\n" }' \
+  >"$tmp/deep.rules"
+"$PARTIR" rules --rules "$tmp/deep.rules" >/dev/null 2>"$tmp/err"
+check "a deeply nested pattern is refused" grep -q "nests deeper than 200" "$tmp/err"
+printf 'include "loop.rules"\ninclude "loop.rules"\n' >"$tmp/loop.rules"
+check "a file that includes itself loads once" quiet "$PARTIR" rules --rules "$tmp/loop.rules"
+printf 'rule x:\n  neg(y) ~~> neg(y)\nrule x:\n  neg(y) ~~> neg(y)\n' >"$tmp/dup.rules"
+"$PARTIR" rules --rules "$tmp/dup.rules" >/dev/null 2>"$tmp/err"
+check "a duplicate rule name is refused at its line" grep -q "dup.rules:3:6: error: rule 'x' is defined twice" "$tmp/err"
 done_testing

@@ -32,6 +32,7 @@ end
 -- Writes one '# ' line per line of 'text'.
 function M:diag(text)
   for line in (tostring(text) .. "\n"):gmatch("(.-)\n") do
+    line = line:gsub("[%c]", function(c) return string.format("\\%03d", c:byte()) end)
     self.f:write("#   ", line, "\n")
   end
 end
