@@ -45,6 +45,8 @@ static void push_state(lua_State *L, State *s) {
 
 static State *check_state(lua_State *L, int i) {
   State **box = luaL_checkudata(L, i, STATE_MT);
+  if (!*box) /* revived by a finalizer after its __gc ran */
+    luaL_argerror(L, i, "the state has been collected");
   return *box;
 }
 
@@ -145,10 +147,22 @@ static int l_tostring(lua_State *L) {
   return l_print(L);
 }
 
+/* The same program: the same body under the same signature. */
+static gboolean same_program(const State *a, const State *b) {
+  const Func *f = &a->func, *g = &b->func;
+  if (f->body != g->body || f->nargs != g->nargs ||
+      strcmp(f->name, g->name) != 0)
+    return FALSE;
+  for (int i = 0; i < f->nargs; i++)
+    if (f->arg_types[i] != g->arg_types[i] ||
+        strcmp(f->arg_names[i], g->arg_names[i]) != 0)
+      return FALSE;
+  return TRUE;
+}
+
 static int l_eq(lua_State *L) {
-  State *a = check_state(L, 1), *b = check_state(L, 2);
-  lua_pushboolean(L, a->func.body == b->func.body &&
-                         a->func.nargs == b->func.nargs);
+  State **a = luaL_testudata(L, 1, STATE_MT), **b = luaL_testudata(L, 2, STATE_MT);
+  lua_pushboolean(L, a && b && *a && *b && same_program(*a, *b));
   return 1;
 }
 
@@ -384,69 +398,102 @@ static int run_commands(lua_State *L, State *s, const char *script,
   return 2;
 }
 
-/* A value reference: an integer (argument index) or a name ("%3", "x"). */
+/* TRUE for a word the command language takes as one token: letters,
+ * digits and _ . % - (value, rule and axis names, numbers). */
+static gboolean plain_word(const char *s, size_t len) {
+  if (len == 0 || len > 4096)
+    return FALSE;
+  for (size_t i = 0; i < len; i++)
+    if (!g_ascii_isalnum(s[i]) && !strchr("_.%-", s[i]))
+      return FALSE;
+  return TRUE;
+}
+
+/* A value reference, pushed as "%name": a name ("%3", "x") or an integer
+ * (for arg_tile, the argument's index; elsewhere, the value %N). */
 static const char *check_ref(lua_State *L, int i) {
   if (lua_isinteger(L, i))
     return lua_pushfstring(L, "%I", (LUAI_UACINT)lua_tointeger(L, i));
-  const char *name = luaL_checkstring(L, i);
-  if (strpbrk(name, " \t\n;"))
+  size_t len;
+  const char *name = luaL_checklstring(L, i, &len);
+  if (!plain_word(name, len))
     luaL_argerror(L, i, "not a value name");
   return name[0] == '%' ? name : lua_pushfstring(L, "%%%s", name);
 }
 
+/* An axis name (letters, digits, '_'), or NULL when absent. */
 static const char *opt_axis(lua_State *L, int i) {
   if (lua_isnoneornil(L, i))
     return NULL;
-  const char *axis = luaL_checkstring(L, i);
-  if (!*axis || strpbrk(axis, " \t\n;."))
-    luaL_argerror(L, i, "not an axis name");
+  size_t len;
+  const char *axis = luaL_checklstring(L, i, &len);
+  gboolean ok = len > 0 && len <= 4096;
+  for (size_t k = 0; k < len && ok; k++)
+    ok = g_ascii_isalnum(axis[k]) || axis[k] == '_';
+  if (!ok)
+    luaL_argerror(L, i, "not an axis name (letters, digits, '_')");
   return axis;
 }
 
+static lua_Integer check_int(lua_State *L, int i) {
+  return luaL_checkinteger(L, i); /* 8.0 is accepted, 8.5 is not */
+}
+
 static int l_arg_tile(lua_State *L) {
+  check_int(L, 4);
+  lua_settop(L, 5); /* pushed strings go above the arguments */
   State *s = check_state(L, 1);
-  const char *arg = lua_isinteger(L, 2) ? NULL : check_ref(L, 2);
-  lua_Integer index = arg ? 0 : luaL_checkinteger(L, 2);
-  lua_Integer dim = luaL_checkinteger(L, 3), width = luaL_checkinteger(L, 4);
+  const char *arg = check_ref(L, 2);
+  lua_Integer dim = check_int(L, 3), width = check_int(L, 4);
   const char *axis = opt_axis(L, 5);
-  char cmd[256];
-  if (arg)
-    g_snprintf(cmd, sizeof cmd, "arg-tile %s %lld %lld %s", arg, (long long)dim,
-               (long long)width, axis ? axis : "");
-  else
-    g_snprintf(cmd, sizeof cmd, "arg-tile %lld %lld %lld %s", (long long)index,
-               (long long)dim, (long long)width, axis ? axis : "");
+  /* an integer stays bare: arg-tile reads it as the argument's index */
+  const char *cmd = lua_pushfstring(L, "arg-tile %s %I %I %s", arg,
+                                    (LUAI_UACINT)dim, (LUAI_UACINT)width,
+                                    axis ? axis : "");
   return run_commands(L, s, cmd, FALSE);
 }
 
 static int l_tile(lua_State *L) {
+  check_int(L, 4);
+  lua_settop(L, 5);
   State *s = check_state(L, 1);
   const char *v = check_ref(L, 2);
-  lua_Integer dim = luaL_checkinteger(L, 3), width = luaL_checkinteger(L, 4);
+  lua_Integer dim = check_int(L, 3), width = check_int(L, 4);
   const char *axis = opt_axis(L, 5);
-  char cmd[256];
-  g_snprintf(cmd, sizeof cmd, "tile %s %lld %lld %s", v, (long long)dim,
-             (long long)width, axis ? axis : "");
+  if (lua_isinteger(L, 2))
+    v = lua_pushfstring(L, "%%%s", v);
+  const char *cmd =
+      lua_pushfstring(L, "tile %s %I %I %s", v, (LUAI_UACINT)dim,
+                      (LUAI_UACINT)width, axis ? axis : "");
   return run_commands(L, s, cmd, FALSE);
 }
 
 static int l_sum(lua_State *L) {
+  check_int(L, 3);
+  lua_settop(L, 5);
   State *s = check_state(L, 1);
   const char *v = check_ref(L, 2);
-  lua_Integer width = luaL_checkinteger(L, 3);
+  lua_Integer width = check_int(L, 3);
   const char *axis = opt_axis(L, 4);
   lua_Integer k = luaL_optinteger(L, 5, 0);
-  char cmd[256];
-  g_snprintf(cmd, sizeof cmd, "sum %s %lld %s %lld", v, (long long)width,
-             axis ? axis : "-", (long long)k);
+  if (lua_isinteger(L, 2))
+    v = lua_pushfstring(L, "%%%s", v);
+  const char *cmd = lua_pushfstring(L, "sum %s %I %s %I", v, (LUAI_UACINT)width,
+                                    axis ? axis : "-", (LUAI_UACINT)k);
   return run_commands(L, s, cmd, FALSE);
 }
 
 static int l_apply(lua_State *L) {
   State *s = check_state(L, 1);
-  const char *rule = luaL_checkstring(L, 2);
-  const char *at = lua_isnoneornil(L, 3) ? NULL : check_ref(L, 3);
-  if (!lua_isnoneornil(L, 4))
+  size_t len;
+  const char *rule = luaL_checklstring(L, 2, &len);
+  lua_settop(L, 4); /* pushed strings go above the arguments */
+  if (!plain_word(rule, len))
+    luaL_argerror(L, 2, "not a rule name");
+  const char *at = lua_isnil(L, 3) ? NULL : check_ref(L, 3);
+  if (at && lua_isinteger(L, 3))
+    at = lua_pushfstring(L, "%%%s", at);
+  if (!lua_isnil(L, 4))
     luaL_checktype(L, 4, LUA_TTABLE);
   /* nothing below raises until the GString is handed over */
   GString *cmd = g_string_new(NULL);
@@ -455,15 +502,24 @@ static int l_apply(lua_State *L) {
   if (lua_istable(L, 4)) {
     lua_pushnil(L);
     while (lua_next(L, 4)) {
-      const char *v = lua_type(L, -1) == LUA_TNUMBER || lua_type(L, -1) == LUA_TSTRING
-                          ? lua_tostring(L, -1)
-                          : NULL;
-      if (lua_type(L, -2) != LUA_TSTRING || !v) {
+      size_t klen = 0, vlen = 0;
+      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &klen)
+                                                     : NULL;
+      lua_Integer iv = 0;
+      int is_int = 0;
+      if (lua_type(L, -1) == LUA_TNUMBER)
+        iv = lua_tointegerx(L, -1, &is_int);
+      const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &vlen)
+                                                     : NULL;
+      if (!k || !plain_word(k, klen) || (!is_int && (!v || !plain_word(v, vlen)))) {
         bad = "apply: parameters are NAME = number or axis name";
         lua_pop(L, 2);
         break;
       }
-      g_string_append_printf(cmd, " %s=%s", lua_tostring(L, -2), v);
+      if (is_int)
+        g_string_append_printf(cmd, " %s=%lld", k, (long long)iv);
+      else
+        g_string_append_printf(cmd, " %s=%s", k, v);
       lua_pop(L, 1);
     }
   }

@@ -214,6 +214,17 @@ static gboolean need_args(char **words, int have, int min, int max,
   return TRUE;
 }
 
+/* Axis names are letters, digits and '_' (as in --mesh). */
+static gboolean axis_name_ok(const char *axis, GString *why) {
+  gboolean ok = *axis != '\0';
+  for (const char *c = axis; *c && ok; c++)
+    ok = g_ascii_isalnum(*c) || *c == '_';
+  if (!ok)
+    g_string_printf(why, "'%s' is not an axis name (letters, digits, '_')",
+                    axis);
+  return ok;
+}
+
 /* tile/arg-tile: the 'arg-tile' rule at a value with d, w and an axis. */
 static State *cmd_tile(const RuleSet *rs, State *in, GPtrArray *locs,
                        const Location *loc, char **w, int nw, GString *why) {
@@ -231,6 +242,8 @@ static State *cmd_tile(const RuleSet *rs, State *in, GPtrArray *locs,
   }
   int nargs = 2;
   if (nw > 2) {
+    if (!axis_name_ok(w[2], why))
+      return NULL;
     args[2].axis = g_intern_string(w[2]);
     nargs = 3;
   }
@@ -301,10 +314,12 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
                       op_name(loc->term->op), name);
       return NULL;
     }
+    gboolean has_axis = nw > 3 && strcmp(w[3], "-") != 0;
+    if (has_axis && !axis_name_ok(w[3], why))
+      return NULL;
     RuleArg args[2] = {{g_intern_string("w"), FALSE, width, NULL},
                        {g_intern_string("a"), TRUE, 0,
-                        nw > 3 && strcmp(w[3], "-") != 0 ? g_intern_string(w[3])
-                                                         : NULL}};
+                        has_axis ? g_intern_string(w[3]) : NULL}};
     return engine_apply(rs, in, rule, loc, args, args[1].axis ? 2 : 1, why);
   }
   if (strcmp(cmd, "apply") == 0) {

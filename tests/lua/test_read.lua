@@ -170,6 +170,13 @@ return function(s, mesh, opts)
   t:same_list(names(rs, "kind"), { "sum", "tile" },
     "regions: batch after Megatron: the sum outside, then the tile")
   t:same_list(names(rs, "axis"), { "model", "batch" }, "regions: ...over model and batch")
+  local bv = bm:values()
+  t:same_list(names(bv), { "x", "w", "u", "0", "1", "2", "3", "4", "5", "6" },
+    "values of a nest: in print order")
+  t:same_list(find(bv, "5").operands, { "4", "1" },
+    "values: an operand from the enclosing region keeps its name there")
+  t:same_list(find(bv, "6").operands, { "5", "2" }, "values: ...for both matmuls")
+  t:ok(find(bv, "0").kind == "sum" and find(bv, "0").dim == nil, "values: a sum has no dim")
 
   -- matches
   t:same_list(s:matches("matmul-sum"), { "0", "1" }, "matches: matmul-sum at both matmuls")

@@ -2,9 +2,8 @@
 -- not crash.  Lua 5.4 runs finalizers in the reverse order of marking, so
 -- a table's finalizer can still see a state collected in the same cycle.
 --
--- BUG: __gc clears the state's box, but check_state does not test for
--- NULL, so any method on the resurrected state dereferences NULL
--- (segmentation fault).  This script then never reaches its end.
+-- (__gc clears the state's box; a method on the revived state must see
+-- that and raise, where it once dereferenced NULL.)
 local tap = require "tap"
 
 return function(s, mesh, opts)
