@@ -191,15 +191,25 @@ static gboolean parse_int64(const char *s, int64_t *out) {
   return g_ascii_string_to_signed(s, 10, G_MININT64, G_MAXINT64, out, NULL);
 }
 
-State *engine_apply(const RuleSet *rs, State *in, const Rule *rule,
-                       const Location *loc, const RuleArg *args, int nargs,
-                       GString *why) {
+/* The replacement for the value at 'loc' by 'rule', or NULL with the
+ * reason ("RULE at %v: why"). */
+static const Term *apply_here_at(const RuleSet *rs, const Rule *rule,
+                                 const Location *loc, const RuleArg *args,
+                                 int nargs, GString *why) {
   const Term *to = rule_apply_here(rs, rule, loc->term, args, nargs, why);
   if (!to) {
     g_autofree char *reason = g_strdup(why->str);
     g_string_printf(why, "%s at %%%s: %s", rule->name, loc->name, reason);
-    return NULL;
   }
+  return to;
+}
+
+State *engine_apply(const RuleSet *rs, State *in, const Rule *rule,
+                    const Location *loc, const RuleArg *args, int nargs,
+                    GString *why) {
+  const Term *to = apply_here_at(rs, rule, loc, args, nargs, why);
+  if (!to)
+    return NULL;
   const Term *body =
       replace_everywhere(in->func.body, loc->term, to, in->module->names);
   return state_with_body(in, body);
@@ -226,8 +236,10 @@ static gboolean axis_name_ok(const char *axis, GString *why) {
 }
 
 /* tile/arg-tile: the 'arg-tile' rule at a value with d, w and an axis. */
-static State *cmd_tile(const RuleSet *rs, State *in, GPtrArray *locs,
-                       const Location *loc, char **w, int nw, GString *why) {
+/* The 'arg-tile' rule's replacement for the value at 'loc', with d, w
+ * and an optional axis from the words 'w'. */
+static const Term *tile_replacement(const RuleSet *rs, const Location *loc,
+                                    char **w, int nw, GString *why) {
   const Rule *rule = ruleset_find(rs, "arg-tile");
   if (!rule) {
     g_string_printf(why, "no 'arg-tile' rule is loaded");
@@ -247,7 +259,44 @@ static State *cmd_tile(const RuleSet *rs, State *in, GPtrArray *locs,
     args[2].axis = g_intern_string(w[2]);
     nargs = 3;
   }
-  return engine_apply(rs, in, rule, loc, args, nargs, why);
+  return apply_here_at(rs, rule, loc, args, nargs, why);
+}
+
+/* tile/arg-tile at 'loc': the replacement, applied everywhere. */
+static State *cmd_tile(const RuleSet *rs, State *in, const Location *loc,
+                       char **w, int nw, GString *why) {
+  const Term *to = tile_replacement(rs, loc, w, nw, why);
+  if (!to)
+    return NULL;
+  return state_with_body(
+      in, replace_everywhere(in->func.body, loc->term, to, in->module->names));
+}
+
+/* The argument named by 'word' (an index, "x" or "%x"), or -1 with the
+ * reason. */
+static int resolve_arg(const State *in, const char *word, GString *why) {
+  int64_t index = -1;
+  if (parse_int64(word, &index)) {
+    if (index < 0 || index >= in->func.nargs) {
+      g_string_printf(why, "arg-tile: there is no argument %s (the function "
+                           "has %d)",
+                      word, in->func.nargs);
+      return -1;
+    }
+    return (int)index;
+  }
+  const char *name = word[0] == '%' ? word + 1 : word;
+  for (int i = 0; i < in->func.nargs; i++)
+    if (strcmp(in->func.arg_names[i], name) == 0)
+      return i;
+  g_string_printf(why, "arg-tile: no argument '%s'", word);
+  return -1;
+}
+
+static Location arg_location(const State *in, int index) {
+  return (Location){.name = in->func.arg_names[index],
+                    .term = term_arg(index, in->func.arg_types[index]),
+                    .is_arg = TRUE};
 }
 
 static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
@@ -257,28 +306,11 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
     /* arguments are found by name or index: no need to name every value */
     if (!need_args(w, nw, 4, 5, "arg-tile ARG DIM WIDTH [AXIS]", why))
       return NULL;
-    int64_t index = -1;
-    const char *name = w[1][0] == '%' ? w[1] + 1 : w[1];
-    if (parse_int64(w[1], &index)) {
-      if (index < 0 || index >= in->func.nargs) {
-        g_string_printf(why, "arg-tile: there is no argument %s (the function "
-                             "has %d)",
-                        w[1], in->func.nargs);
-        return NULL;
-      }
-    } else {
-      for (int i = 0; i < in->func.nargs; i++)
-        if (strcmp(in->func.arg_names[i], name) == 0)
-          index = i;
-      if (index < 0) {
-        g_string_printf(why, "arg-tile: no argument '%s'", w[1]);
-        return NULL;
-      }
-    }
-    Location arg = {.name = in->func.arg_names[index],
-                    .term = term_arg((int)index, in->func.arg_types[index]),
-                    .is_arg = TRUE};
-    return cmd_tile(rs, in, NULL, &arg, w + 2, nw - 2, why);
+    int index = resolve_arg(in, w[1], why);
+    if (index < 0)
+      return NULL;
+    Location arg = arg_location(in, index);
+    return cmd_tile(rs, in, &arg, w + 2, nw - 2, why);
   }
   g_autoptr(GPtrArray) locs = state_locations(in);
   if (strcmp(cmd, "tile") == 0) {
@@ -289,7 +321,7 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
       g_string_printf(why, "tile: no value '%s'", w[1]);
       return NULL;
     }
-    return cmd_tile(rs, in, locs, loc, w + 2, nw - 2, why);
+    return cmd_tile(rs, in, loc, w + 2, nw - 2, why);
   }
   if (strcmp(cmd, "sum") == 0) {
     if (!need_args(w, nw, 3, 5, "sum VALUE WIDTH [AXIS] [REDUCTION]", why))
@@ -389,22 +421,72 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
   return NULL;
 }
 
-State *engine_command(const RuleSet *rs, State *in, const char *command,
-                      GString *why, GString *report) {
-  g_auto(GStrv) words = g_strsplit_set(command, " \t\n", -1);
-  char *w[16];
+#define MAX_WORDS 16
+
+/* Splits a command into at most MAX_WORDS words (pointing into 'words',
+ * which the caller frees); -1 with the reason when there are more. */
+static int command_words(const char *command, GStrv *words, char **w,
+                         GString *why) {
+  *words = g_strsplit_set(command, " \t\n", -1);
   int nw = 0;
-  for (char **p = words; *p; p++)
+  for (char **p = *words; *p; p++)
     if (**p) {
-      if (nw == (int)G_N_ELEMENTS(w)) {
+      if (nw == MAX_WORDS) {
         g_string_printf(why, "too many words in '%s'", command);
-        return NULL;
+        return -1;
       }
       w[nw++] = *p;
     }
-  if (nw == 0)
-    return state_ref(in);
+  return nw;
+}
+
+State *engine_command(const RuleSet *rs, State *in, const char *command,
+                      GString *why, GString *report) {
+  g_auto(GStrv) words = NULL;
+  char *w[MAX_WORDS];
+  int nw = command_words(command, &words, w, why);
+  if (nw <= 0)
+    return nw < 0 ? NULL : state_ref(in);
   return run_command(rs, in, w, nw, why, report);
+}
+
+/* Applies the run of arg-tile commands starting at cmds[*i] that split
+ * different arguments in one pass over the program (an arg-tile's
+ * replacement depends only on its argument), so a tactic that splits
+ * every weight of a deep model stays linear.  Returns NULL with nothing
+ * in 'why' when fewer than two commands form such a run; *i is left on
+ * the last command used. */
+static State *arg_tile_run(const RuleSet *rs, State *in, GPtrArray *cmds,
+                           guint *i, GString *why, gboolean *failed) {
+  g_autofree const Term **to = g_new0(const Term *, (gsize)in->func.nargs + 1);
+  guint k = *i;
+  for (; k < cmds->len; k++) {
+    const char *text = g_ptr_array_index(cmds, k);
+    g_auto(GStrv) words = NULL;
+    char *w[MAX_WORDS];
+    int nw = command_words(text, &words, w, why);
+    if (nw < 4 || nw > 5 || strcmp(w[0], "arg-tile") != 0)
+      break;
+    g_autoptr(GString) ignore = g_string_new(NULL);
+    int index = resolve_arg(in, w[1], ignore);
+    if (index < 0 || to[index])
+      break; /* a second split of one argument sees the first */
+    Location arg = arg_location(in, index);
+    to[index] = tile_replacement(rs, &arg, w + 2, nw - 2, why);
+    if (!to[index]) {
+      g_autofree char *reason = g_strdup(why->str);
+      g_string_printf(why, "'%s': %s", text, reason);
+      *failed = TRUE;
+      return NULL;
+    }
+  }
+  g_string_truncate(why, 0);
+  if (k - *i < 2)
+    return NULL;
+  const Term *body = in->func.body;
+  body = replace_args(body, to, in->func.nargs, in->module->names);
+  *i = k - 1;
+  return state_with_body(in, body);
 }
 
 /* Splits a script into commands: at ';', at newlines, and at a '.'
@@ -442,7 +524,14 @@ State *engine_script(const RuleSet *rs, State *in, const char *script,
       g_string_printf(why, "interrupted before '%s'", text);
       return NULL;
     }
-    State *next = engine_command(rs, s, text, why, report);
+    gboolean failed = FALSE;
+    State *next = arg_tile_run(rs, s, cmds, &i, why, &failed);
+    if (failed) {
+      state_unref(s);
+      return NULL;
+    }
+    if (!next)
+      next = engine_command(rs, s, text, why, report);
     state_unref(s);
     if (!next) {
       g_autofree char *reason = g_strdup(why->str);

@@ -218,6 +218,9 @@ const Location *state_find_location(GPtrArray *locs, const char *name);
  * names of the values they replace. */
 const Term *replace_everywhere(const Term *body, const Term *from,
                                const Term *to, GHashTable *names);
+/* Replaces every argument i with to[i] (when not NULL) in one pass. */
+const Term *replace_args(const Term *body, const Term *const *to, int nargs,
+                         GHashTable *names);
 /* Gives 'to' the user's name of 'from' when 'to' has none (closed terms:
  * the name tables key them as they are). */
 void inherit_name(GHashTable *names, const Term *from, const Term *to);

@@ -124,3 +124,46 @@ const Term *replace_everywhere(const Term *body, const Term *from,
   g_hash_table_unref(rp.memo);
   return r;
 }
+
+typedef struct ReplaceArgs {
+  const Term *const *to; /* by argument index; NULL: unchanged */
+  int nargs;
+  GHashTable *memo;
+  GHashTable *names;
+} ReplaceArgs;
+
+static const Term *replace_args_rec(ReplaceArgs *ra, const Term *t) {
+  if (t->kind == TM_ARG)
+    return t->index < ra->nargs && ra->to[t->index] ? ra->to[t->index] : t;
+  if (t->nargs == 0)
+    return t;
+  const Term *done = g_hash_table_lookup(ra->memo, t);
+  if (done)
+    return done;
+  const Term *stack[8];
+  const Term **args = t->nargs <= 8 ? stack : g_new(const Term *, (gsize)t->nargs);
+  gboolean changed = FALSE;
+  for (int i = 0; i < t->nargs; i++) {
+    args[i] = replace_args_rec(ra, t->args[i]);
+    changed |= args[i] != t->args[i];
+  }
+  const Term *r = t;
+  if (changed) {
+    g_autoptr(GString) err = g_string_new(NULL);
+    r = term_with_args(t, args, err);
+    g_assert(r); /* replacements keep their argument's type */
+    inherit_name(ra->names, t, r);
+  }
+  if (args != stack)
+    g_free(args);
+  g_hash_table_insert(ra->memo, (gpointer)t, (gpointer)r);
+  return r;
+}
+
+const Term *replace_args(const Term *body, const Term *const *to, int nargs,
+                         GHashTable *names) {
+  ReplaceArgs ra = {to, nargs, g_hash_table_new(NULL, NULL), names};
+  const Term *r = replace_args_rec(&ra, body);
+  g_hash_table_unref(ra.memo);
+  return r;
+}

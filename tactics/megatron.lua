@@ -80,10 +80,14 @@ return function(s, mesh, opts)
   if #order == 0 then
     error("megatron: no weight (an argument contracted as a right operand) found", 0)
   end
+  -- one script: the engine splits all the weights in one pass
+  local script = {}
   for _, name in ipairs(order) do
     local dim = plan[name]
     local size = args[name].shape[dim + 1]
-    s = s:arg_tile(name, dim, C.width(size, parts, "%" .. name .. "'s dimension " .. dim), axis)
+    local w = C.width(size, parts, "%" .. name .. "'s dimension " .. dim)
+    script[#script + 1] = string.format("arg-tile %%%s %d %d %s", name, dim, w, axis)
   end
-  return (s:propagate())
+  script[#script + 1] = "propagate"
+  return (s:exec(table.concat(script, "; ")))
 end

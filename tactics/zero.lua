@@ -22,20 +22,21 @@ return function(s, mesh, opts)
   for _, name in ipairs(listed) do
     inputs[C.arg(s, name).name] = true
   end
-  local sharded = 0
+  local script = {}
   for _, a in ipairs(s:args()) do
     if not inputs[a.name] then
       for d, size in ipairs(a.shape) do
         if size % parts == 0 and size >= parts then
-          s = s:arg_tile(a.name, d - 1, size // parts, axis)
-          sharded = sharded + 1
+          script[#script + 1] =
+            string.format("arg-tile %%%s %d %d %s", a.name, d - 1, size // parts, axis)
           break
         end
       end
     end
   end
-  if sharded == 0 then
+  if #script == 0 then
     error(string.format("zero: no parameter has a dimension that %d devices split", parts), 0)
   end
-  return s
+  -- one script: the engine splits all the parameters in one pass
+  return (s:exec(table.concat(script, "; ")))
 end

@@ -1,0 +1,771 @@
+/* repl-commands.c — the session's commands, and the command table that
+ * names them.
+ *
+ * A command takes the session, the text of the command as typed and its
+ * words (argv[0] is the command's name); it returns FALSE when it failed,
+ * after saying why with repl_report_error.  Commands that rewrite the
+ * program push the new state on the session's stack (repl.h) through
+ * 'adopt', which drops a rewrite that changed nothing; the caller shows
+ * the program once the line's rewrites are done (repl-input.c).
+ *
+ * Results go to stdout, errors to stderr as "error: ..." (after
+ * "FILE:LINE: " when read from a file), with stdout flushed first so that
+ * a transcript of both streams stays in order.
+ */
+#include "repl.h"
+
+#include <string.h>
+
+#define SOURCE_MAX_DEPTH 16
+
+/* ------------------------------------------------------------- session */
+
+/* The current state, or NULL before any program. */
+State *repl_current(const Session *s) {
+  return s->top >= 0 ? g_array_index(s->steps, Step, s->top).state : NULL;
+}
+
+/* The clear function of the session's 'steps'. */
+void repl_step_clear(gpointer p) {
+  Step *st = p;
+  state_unref(st->state);
+  g_free(st->command);
+}
+
+/* Makes 'next' (a reference the session takes) the current state, the
+ * effect of 'command'; the redo branch is dropped. */
+static void push_state(Session *s, State *next, const char *command,
+                       gboolean is_load) {
+  g_array_set_size(s->steps, (guint)(s->top + 1));
+  Step st = {next, g_strdup(command), is_load};
+  g_array_append_val(s->steps, st);
+  s->top++;
+  s->changed = TRUE;
+}
+
+/* Takes 'next', the result of a rewrite of the current state: a new undo
+ * step unless it is the same program. */
+static void adopt(Session *s, State *next, const char *command) {
+  State *cur = repl_current(s);
+  if (cur && next->module == cur->module && next->func.body == cur->func.body) {
+    state_unref(next);
+    s->unchanged = TRUE;
+    return;
+  }
+  push_state(s, next, command, FALSE);
+}
+
+/* -------------------------------------------------------------- output */
+
+static void put(const char *text, gsize len) { fwrite(text, 1, len, stdout); }
+
+void repl_put_string(const GString *text) { put(text->str, text->len); }
+
+/* Prints "KIND: MESSAGE" to stderr, after the location of the line when
+ * it was read from a file. */
+static void say(Session *s, const char *kind, const char *color,
+                const char *fmt, va_list ap) {
+  fflush(stdout);
+  if (s->where)
+    fprintf(stderr, "%s:%d: ", s->where, s->lineno);
+  if (s->color)
+    fprintf(stderr, "\033[%sm%s:\033[0m ", color, kind);
+  else
+    fprintf(stderr, "%s: ", kind);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+/* Reports why a command failed; the caller returns FALSE. */
+void repl_report_error(Session *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say(s, "error", "1;31", fmt, ap);
+  va_end(ap);
+}
+
+static void report_warning(Session *s, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+static void report_warning(Session *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say(s, "warning", "1;35", fmt, ap);
+  va_end(ap);
+}
+
+/* Diagnostics that already carry their location (file:line:col). */
+static void report_text(const char *text) {
+  fflush(stdout);
+  fputs(text, stderr);
+}
+
+/* The current state, or NULL with an error naming 'cmd'. */
+static State *need_program(Session *s, const char *cmd) {
+  State *cur = repl_current(s);
+  if (!cur)
+    repl_report_error(s, "%s: no program loaded (use 'load FILE')", cmd);
+  return cur;
+}
+
+/* --------------------------------------------------- the printed program */
+
+/* The canonical print of 's' as lines (no newlines). */
+static GStrv program_lines(const State *s) {
+  g_autoptr(GString) text = g_string_new(NULL);
+  state_print(text, s, FALSE);
+  return g_strsplit(text->str, "\n", -1);
+}
+
+static int indent_of(const char *line) {
+  int i = 0;
+  while (line[i] == ' ')
+    i++;
+  return i;
+}
+
+/* The line of 'lines' that defines value 'name' ("%name = ..."), or -1. */
+static int definition_line(GStrv lines, const char *name) {
+  g_autofree char *head = g_strdup_printf("%%%s = ", name);
+  for (int i = 0; lines[i]; i++)
+    if (g_str_has_prefix(lines[i] + indent_of(lines[i]), head))
+      return i;
+  return -1;
+}
+
+/* Appends the statement defining 'name', and for a tile or sum its whole
+ * region, de-indented. */
+static gboolean append_definition(GString *out, GStrv lines, const char *name) {
+  int i = definition_line(lines, name);
+  if (i < 0)
+    return FALSE;
+  int indent = indent_of(lines[i]);
+  gboolean region = g_str_has_suffix(lines[i], "{");
+  for (int k = i; lines[k]; k++) {
+    g_string_append_printf(out, "%s\n",
+                           lines[k] + MIN(indent, indent_of(lines[k])));
+    if (!region ||
+        (k > i && indent_of(lines[k]) == indent && lines[k][indent] == '}'))
+      break;
+  }
+  return TRUE;
+}
+
+/* One line describing a location: "%x: TYPE" for an argument, else its
+ * statement ("%0 = matmul(%x, %w)"; a region's header ends in "{ ... }"). */
+static void append_location_line(GString *out, GStrv lines, const Location *l) {
+  if (l->is_arg) {
+    g_autofree char *type = type_to_string(l->term->type);
+    g_string_append_printf(out, "%%%s: %s\n", l->name, type);
+    return;
+  }
+  int i = definition_line(lines, l->name);
+  if (i < 0) {
+    g_string_append_printf(out, "%%%s\n", l->name);
+    return;
+  }
+  const char *text = lines[i] + indent_of(lines[i]);
+  g_string_append_printf(out, "%s%s\n", text,
+                         g_str_has_suffix(text, "{") ? " ... }" : "");
+}
+
+/* ------------------------------------------------------------ commands */
+
+/* Loads the program in 'path' as a new state: 'load', and the FILE.pir
+ * given on the command line. */
+gboolean repl_cmd_load_path(Session *s, const char *path) {
+  GError *error = NULL;
+  g_autoptr(Source) src = NULL;
+  if (!source_load(path, &src, &error)) {
+    repl_report_error(s, "load: %s", error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  Diag diag;
+  diag_init(&diag, src);
+  g_autoptr(Module) m = parse_module(src, &diag);
+  if (!m)
+    report_text(diag.text->str);
+  diag_clear(&diag);
+  if (!m)
+    return FALSE;
+  g_autofree char *quoted =
+      strpbrk(path, " \t'\"\\;#") ? g_shell_quote(path) : g_strdup(path);
+  g_autofree char *command = g_strdup_printf("load %s", quoted);
+  push_state(s, state_new(m), command, TRUE);
+  return TRUE;
+}
+
+static gboolean cmd_load(Session *s, const char *text, int argc, char **argv) {
+  if (argc != 2) {
+    repl_report_error(s, "usage: load FILE");
+    return FALSE;
+  }
+  return repl_cmd_load_path(s, argv[1]);
+}
+
+/* The expression form of one closed value: the entry function reduced to
+ * returning that value. */
+static void append_value_expr(GString *out, const State *st, const Term *t) {
+  const Type *type = t->type;
+  Func f = st->func;
+  f.body = term_tuple(1, &t);
+  f.nresults = 1;
+  f.result_types = &type;
+  Module m = *st->module;
+  GPtrArray *one = g_ptr_array_new();
+  g_ptr_array_add(one, &f);
+  m.funcs = one;
+  print_module_expr(out, &m);
+  g_ptr_array_unref(one);
+}
+
+static gboolean cmd_show(Session *s, const char *text, int argc, char **argv) {
+  gboolean expr = FALSE;
+  const char *value = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--expr") == 0) {
+      expr = TRUE;
+    } else if (argv[i][0] == '-' || value) {
+      repl_report_error(s, "usage: show [VALUE] [--expr]");
+      return FALSE;
+    } else {
+      value = argv[i];
+    }
+  }
+  State *cur = need_program(s, "show");
+  if (!cur)
+    return FALSE;
+  g_autoptr(GString) out = g_string_new(NULL);
+  if (!value) {
+    state_print(out, cur, expr);
+    repl_put_string(out);
+    return TRUE;
+  }
+  g_autoptr(GPtrArray) locs = state_locations(cur);
+  const Location *l = state_find_location(locs, value);
+  if (!l) {
+    repl_report_error(s, "show: no value '%s'", value);
+    return FALSE;
+  }
+  if (expr) {
+    if (!term_is_closed(l->term)) {
+      repl_report_error(s,
+                   "show: %%%s uses the range of an enclosing tile or sum; "
+                   "--expr shows values outside regions",
+                   l->name);
+      return FALSE;
+    }
+    append_value_expr(out, cur, l->term);
+  } else if (l->is_arg) {
+    g_autofree char *type = type_to_string(l->term->type);
+    g_string_append_printf(out, "%%%s: %s (argument %d)\n", l->name, type,
+                           l->term->index);
+  } else {
+    g_auto(GStrv) lines = program_lines(cur);
+    append_definition(out, lines, l->name);
+  }
+  repl_put_string(out);
+  return TRUE;
+}
+
+static gboolean cmd_args(Session *s, const char *text, int argc, char **argv) {
+  if (argc != 1) {
+    repl_report_error(s, "usage: args");
+    return FALSE;
+  }
+  State *cur = need_program(s, "args");
+  if (!cur)
+    return FALSE;
+  g_autoptr(GString) out = g_string_new(NULL);
+  for (int i = 0; i < cur->func.nargs; i++) {
+    g_autofree char *type = type_to_string(cur->func.arg_types[i]);
+    g_string_append_printf(out, "%d  %%%s: %s\n", i, cur->func.arg_names[i],
+                           type);
+  }
+  repl_put_string(out);
+  return TRUE;
+}
+
+static gboolean cmd_rules(Session *s, const char *text, int argc, char **argv) {
+  if (argc > 2) {
+    repl_report_error(s, "usage: rules [PATTERN]");
+    return FALSE;
+  }
+  const char *pattern = argc == 2 ? argv[1] : NULL;
+  gboolean glob = pattern && strpbrk(pattern, "*?") != NULL;
+  g_autoptr(GString) out = g_string_new(NULL);
+  int shown = 0;
+  for (guint i = 0; i < s->rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(s->rs->rules, i);
+    if (pattern && !(glob ? g_pattern_match_simple(pattern, r->name)
+                          : strstr(r->name, pattern) != NULL))
+      continue;
+    g_string_append_printf(out, "%-22s %s\n", r->name, r->text);
+    shown++;
+  }
+  if (!shown)
+    g_string_append_printf(out, "no rule matches '%s'\n", pattern);
+  repl_put_string(out);
+  return TRUE;
+}
+
+static gboolean cmd_matches(Session *s, const char *text, int argc,
+                            char **argv) {
+  if (argc != 2) {
+    repl_report_error(s, "usage: matches RULE");
+    return FALSE;
+  }
+  State *cur = need_program(s, "matches");
+  if (!cur)
+    return FALSE;
+  const Rule *rule = ruleset_find(s->rs, argv[1]);
+  if (!rule) {
+    repl_report_error(s, "matches: no rule '%s' (see 'rules')", argv[1]);
+    return FALSE;
+  }
+  g_autoptr(GPtrArray) locs = engine_matches(s->rs, cur, rule);
+  g_auto(GStrv) lines = program_lines(cur);
+  g_autoptr(GString) out = g_string_new(NULL);
+  for (guint i = 0; i < locs->len; i++)
+    append_location_line(out, lines, g_ptr_array_index(locs, i));
+  if (!locs->len)
+    g_string_append_printf(out, "'%s' applies nowhere\n", rule->name);
+  repl_put_string(out);
+  return TRUE;
+}
+
+/* arg-tile, tile, sum, apply, propagate, fuse, simplify: one engine
+ * command on the current state. */
+static gboolean cmd_engine(Session *s, const char *text, int argc,
+                           char **argv) {
+  State *cur = need_program(s, argv[0]);
+  if (!cur)
+    return FALSE;
+  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(GString) report = g_string_new(NULL);
+  State *next = engine_command(s->rs, cur, text, why, report);
+  if (report->len) {
+    g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
+    for (char **l = lines; *l; l++)
+      if (**l)
+        report_warning(s, "%s: %s", argv[0], *l);
+  }
+  if (!next) {
+    repl_report_error(s, "'%s': %s", text, why->str);
+    return FALSE;
+  }
+  adopt(s, next, text);
+  return TRUE;
+}
+
+static gboolean cmd_undo(Session *s, const char *text, int argc, char **argv) {
+  if (argc != 1) {
+    repl_report_error(s, "usage: undo");
+    return FALSE;
+  }
+  if (s->top <= 0) {
+    repl_report_error(s, "undo: nothing to undo");
+    return FALSE;
+  }
+  s->top--;
+  s->changed = TRUE;
+  return TRUE;
+}
+
+static gboolean cmd_redo(Session *s, const char *text, int argc, char **argv) {
+  if (argc != 1) {
+    repl_report_error(s, "usage: redo");
+    return FALSE;
+  }
+  if (s->top + 1 >= (int)s->steps->len) {
+    repl_report_error(s, "redo: nothing to redo");
+    return FALSE;
+  }
+  s->top++;
+  s->changed = TRUE;
+  return TRUE;
+}
+
+/* Prints the commands that produced the current state, from its 'load',
+ * as a script 'source' can replay. */
+static gboolean cmd_history(Session *s, const char *text, int argc,
+                            char **argv) {
+  if (argc != 1) {
+    repl_report_error(s, "usage: history");
+    return FALSE;
+  }
+  int from = s->top;
+  while (from > 0 && !g_array_index(s->steps, Step, from).is_load)
+    from--;
+  g_autoptr(GString) out = g_string_new(NULL);
+  for (int i = MAX(from, 0); i <= s->top; i++) {
+    g_auto(GStrv) lines =
+        g_strsplit(g_array_index(s->steps, Step, i).command, "\n", -1);
+    for (char **l = lines; *l; l++)
+      g_string_append_printf(out, "%s%s\n", *l, l[1] ? " \\" : "");
+  }
+  repl_put_string(out);
+  return TRUE;
+}
+
+/* The name a result is printed under: the returned value's user name when
+ * it has one of its own, else "resultI" (as 'partir run' does). */
+static gboolean cmd_run(Session *s, const char *text, int argc, char **argv) {
+  gint64 seed = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *v = NULL;
+    if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+      v = argv[++i];
+    else if (g_str_has_prefix(argv[i], "--seed="))
+      v = argv[i] + strlen("--seed=");
+    char *end = NULL;
+    if (v)
+      seed = g_ascii_strtoll(v, &end, 10);
+    if (!v || !*v || *end) {
+      repl_report_error(s, "usage: run [--seed N]");
+      return FALSE;
+    }
+  }
+  State *cur = need_program(s, "run");
+  if (!cur)
+    return FALSE;
+  const Func *f = &cur->func;
+  GError *error = NULL;
+  GPtrArray *results = interp_run_seeded(f, seed, &error);
+  if (!results) {
+    repl_report_error(s, "run: %s", error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  g_autoptr(GString) out = g_string_new(NULL);
+  for (guint i = 0; i < results->len; i++) {
+    g_autofree char *name = func_result_name(cur->module, &cur->func, (int)i);
+    g_string_append_printf(out, "%s = ", name);
+    tensor_print(out, g_ptr_array_index(results, i), 64);
+    if (out->str[out->len - 1] != '\n')
+      g_string_append_c(out, '\n');
+  }
+  g_ptr_array_unref(results);
+  repl_put_string(out);
+  return TRUE;
+}
+
+static gboolean cmd_save(Session *s, const char *text, int argc, char **argv) {
+  if (argc != 2) {
+    repl_report_error(s, "usage: save FILE");
+    return FALSE;
+  }
+  State *cur = need_program(s, "save");
+  if (!cur)
+    return FALSE;
+  g_autofree char *dir = g_path_get_dirname(argv[1]);
+  if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+    repl_report_error(s, "save: no directory '%s'", dir);
+    return FALSE;
+  }
+  g_autoptr(GString) out = g_string_new(NULL);
+  state_print(out, cur, FALSE);
+  GError *error = NULL;
+  /* atomic: a temporary file renamed over FILE */
+  if (!partir_write_file(argv[1], out->str, out->len, &error)) {
+    repl_report_error(s, "save: %s", error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  printf("wrote %s\n", argv[1]);
+  return TRUE;
+}
+
+static lua_State *session_lua(Session *s) {
+  if (!s->lua)
+    s->lua = plua_new(s->rs);
+  return s->lua;
+}
+
+/* Runs a Lua call that Ctrl-C may interrupt: a hook left by a Ctrl-C that
+ * came between chunks is cleared first. */
+static void lua_begin(lua_State *L) {
+  lua_sethook(L, NULL, 0, 0);
+  repl_running_lua = L;
+}
+
+static void lua_end(void) { repl_running_lua = NULL; }
+
+/* 'lua CODE' ('text' is the whole command): runs the chunk with 's' the
+ * current state; a state it returns becomes the current one. */
+gboolean repl_cmd_lua(Session *s, const char *text, const char *code) {
+  State *cur = need_program(s, "lua");
+  if (!cur)
+    return FALSE;
+  lua_State *L = session_lua(s);
+  if (!L) {
+    repl_report_error(s, "lua: cannot create a Lua state (out of memory)");
+    return FALSE;
+  }
+  g_autoptr(GString) out = g_string_new(NULL);
+  g_autoptr(GString) why = g_string_new(NULL);
+  lua_begin(L);
+  State *next = plua_run_chunk(L, code, "=lua", cur, &s->mesh, out, why);
+  lua_end();
+  repl_put_string(out);
+  if (!next) {
+    repl_report_error(s, "lua: %s", why->str);
+    return FALSE;
+  }
+  if (next == cur) { /* the chunk returned no state (or 's' itself) */
+    state_unref(next);
+    return TRUE;
+  }
+  adopt(s, next, text);
+  return TRUE;
+}
+
+static gboolean cmd_source(Session *s, const char *text, int argc,
+                           char **argv) {
+  if (argc != 2) {
+    repl_report_error(s, "usage: source FILE");
+    return FALSE;
+  }
+  if (s->depth >= SOURCE_MAX_DEPTH) {
+    repl_report_error(s, "source: files nested more than %d deep", SOURCE_MAX_DEPTH);
+    return FALSE;
+  }
+  s->depth++;
+  gboolean ok = repl_run_file(s, argv[1], TRUE);
+  s->depth--;
+  return ok;
+}
+
+/* The directories holding tactics: $PARTIR_TACTICS, then the installed. */
+GStrv repl_tactic_dirs(void) {
+  GPtrArray *dirs = g_ptr_array_new();
+  const char *env = g_getenv("PARTIR_TACTICS");
+  if (env && *env) {
+    g_auto(GStrv) parts = g_strsplit(env, ":", -1);
+    for (char **p = parts; *p; p++)
+      if (**p)
+        g_ptr_array_add(dirs, g_strdup(*p));
+  }
+#ifdef PARTIR_TACTICS_DIR
+  g_ptr_array_add(dirs, g_strdup(PARTIR_TACTICS_DIR));
+#endif
+  g_ptr_array_add(dirs, NULL);
+  return (GStrv)g_ptr_array_free(dirs, FALSE);
+}
+
+/* A tactic by path, or by name in the tactic directories (NAME.lua). */
+static char *find_tactic(const char *name) {
+  if (g_file_test(name, G_FILE_TEST_IS_REGULAR))
+    return g_strdup(name);
+  if (strchr(name, '/'))
+    return NULL;
+  g_auto(GStrv) dirs = repl_tactic_dirs();
+  for (char **d = dirs; *d; d++) {
+    g_autofree char *file = g_strconcat(name, ".lua", NULL);
+    char *path = g_build_filename(*d, file, NULL);
+    if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
+      return path;
+    g_free(path);
+  }
+  return NULL;
+}
+
+static gboolean cmd_tactic(Session *s, const char *text, int argc,
+                           char **argv) {
+  if (argc < 2) {
+    repl_report_error(s, "usage: tactic SCRIPT [KEY=VALUE...]");
+    return FALSE;
+  }
+  g_autoptr(GHashTable) options =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  for (int i = 2; i < argc; i++) {
+    const char *eq = strchr(argv[i], '=');
+    if (!eq || eq == argv[i]) {
+      repl_report_error(s, "tactic: expected KEY=VALUE, got '%s'", argv[i]);
+      return FALSE;
+    }
+    g_hash_table_insert(options, g_strndup(argv[i], (gsize)(eq - argv[i])),
+                        g_strdup(eq + 1));
+  }
+  g_autofree char *path = find_tactic(argv[1]);
+  if (!path) {
+    repl_report_error(s,
+                 "tactic: no tactic '%s' (a file, or NAME for NAME.lua in "
+                 "$PARTIR_TACTICS or the installed tactics)",
+                 argv[1]);
+    return FALSE;
+  }
+  State *cur = need_program(s, "tactic");
+  if (!cur)
+    return FALSE;
+  lua_State *L = session_lua(s);
+  if (!L) {
+    repl_report_error(s, "tactic: cannot create a Lua state (out of memory)");
+    return FALSE;
+  }
+  g_autoptr(GString) why = g_string_new(NULL);
+  lua_begin(L);
+  State *next = plua_run_tactic(L, path, cur, &s->mesh, options, why);
+  lua_end();
+  if (!next) {
+    repl_report_error(s, "tactic %s: %s", argv[1], why->str);
+    return FALSE;
+  }
+  adopt(s, next, text);
+  return TRUE;
+}
+
+static void append_settings(GString *out, const Session *s) {
+  g_autofree char *mesh = mesh_to_string(&s->mesh);
+  g_string_append_printf(out, "mesh = %s\n", *mesh ? mesh : "none");
+  g_string_append_printf(out, "show = %s\n", s->show ? "on" : "off");
+}
+
+static gboolean cmd_set(Session *s, const char *text, int argc, char **argv) {
+  g_autoptr(GString) out = g_string_new(NULL);
+  if (argc == 1) {
+    append_settings(out, s);
+    repl_put_string(out);
+    return TRUE;
+  }
+  if (strcmp(argv[1], "mesh") == 0 && argc >= 3) {
+    /* "batch=2,model=4", also written "batch=2, model=4" */
+    g_autofree char *spec = g_strjoinv("", argv + 2);
+    Mesh mesh;
+    GError *error = NULL;
+    if (!mesh_parse(strcmp(spec, "none") == 0 ? "" : spec, &mesh, &error)) {
+      repl_report_error(s, "set: %s", error->message);
+      g_error_free(error);
+      return FALSE;
+    }
+    s->mesh = mesh;
+    return TRUE;
+  }
+  if (strcmp(argv[1], "show") == 0 && argc == 3 &&
+      (strcmp(argv[2], "on") == 0 || strcmp(argv[2], "off") == 0)) {
+    s->show = strcmp(argv[2], "on") == 0;
+    return TRUE;
+  }
+  repl_report_error(s, "usage: set [mesh AXIS=SIZE,... | mesh none | show on|off]");
+  return FALSE;
+}
+
+static gboolean cmd_help(Session *s, const char *text, int argc, char **argv);
+
+static gboolean cmd_quit(Session *s, const char *text, int argc, char **argv) {
+  s->quit = TRUE;
+  return TRUE;
+}
+
+const Command repl_commands[] = {
+    {"load", cmd_load, TRUE, COMPLETE_FILE, "load FILE",
+     "load a program (.pir); it becomes the current state", NULL},
+    {"show", cmd_show, FALSE, COMPLETE_VALUE, "show [VALUE] [--expr]",
+     "print the program, or the statement defining VALUE",
+     "--expr prints the compact expression form (of the program, or of a\n"
+     "value that is not inside a tile or sum)."},
+    {"args", cmd_args, FALSE, COMPLETE_NONE, "args",
+     "list the function's arguments", NULL},
+    {"rules", cmd_rules, FALSE, COMPLETE_RULE, "rules [PATTERN]",
+     "list the rules (names containing PATTERN, or matching a glob)", NULL},
+    {"matches", cmd_matches, FALSE, COMPLETE_RULE, "matches RULE",
+     "list the values where RULE applies", NULL},
+    {"apply", cmd_engine, TRUE, COMPLETE_RULE,
+     "apply RULE [at VALUE] [NAME=V...]",
+     "apply a rule (without 'at': where it first applies)",
+     "NAME=V gives the rule's parameters: widths (w=8), dimensions (d=0),\n"
+     "axes (a=batch)."},
+    {"arg-tile", cmd_engine, TRUE, COMPLETE_ARG,
+     "arg-tile ARG DIM WIDTH [AXIS]",
+     "tile argument ARG (index or %name) along DIM in pieces of WIDTH", NULL},
+    {"tile", cmd_engine, TRUE, COMPLETE_VALUE, "tile VALUE DIM WIDTH [AXIS]",
+     "tile any value along DIM in pieces of WIDTH", NULL},
+    {"sum", cmd_engine, TRUE, COMPLETE_VALUE, "sum VALUE WIDTH [AXIS|-] [K]",
+     "split reduction K of an operator into a sum of pieces of WIDTH", NULL},
+    {"propagate", cmd_engine, TRUE, COMPLETE_NONE, "propagate",
+     "push slices in, pull tiles out and fuse, to a fixed point",
+     "What it cannot resolve (conflicting tilings, an axis bound twice) is\n"
+     "left in place and reported as a warning."},
+    {"fuse", cmd_engine, TRUE, COMPLETE_NONE, "fuse",
+     "the [fuse] rules to a fixed point", NULL},
+    {"simplify", cmd_engine, TRUE, COMPLETE_NONE, "simplify",
+     "the [simplify] rules to a fixed point", NULL},
+    {"undo", cmd_undo, TRUE, COMPLETE_NONE, "undo", "go back one state", NULL},
+    {"redo", cmd_redo, TRUE, COMPLETE_NONE, "redo", "go forward one state",
+     NULL},
+    {"history", cmd_history, FALSE, COMPLETE_NONE, "history",
+     "the commands that produced the current state (a script for 'source')",
+     NULL},
+    {"run", cmd_run, FALSE, COMPLETE_NONE, "run [--seed N]",
+     "run the interpreter on random arguments (as 'partir run --seed N')",
+     NULL},
+    {"save", cmd_save, FALSE, COMPLETE_FILE, "save FILE",
+     "write the program's canonical text to FILE (atomically)", NULL},
+    {"lua", NULL, TRUE, COMPLETE_NONE, "lua CODE",
+     "run Lua with 's' the current state and 'mesh' the mesh",
+     "CODE is the rest of the line ('{' or 'function' left open continue it\n"
+     "on the next lines).  If it returns a state, that becomes the current\n"
+     "state (undo goes back); other results are printed.\n"
+     "  lua s:arg_tile(0, 0, 8):propagate()\n"
+     "  lua #s:matches('fuse')"},
+    {"source", cmd_source, TRUE, COMPLETE_FILE, "source FILE",
+     "run the commands in FILE (stops at the first failure)", NULL},
+    {"tactic", cmd_tactic, TRUE, COMPLETE_TACTIC,
+     "tactic SCRIPT [KEY=VALUE...]",
+     "run a Lua tactic (a file, or NAME for a shipped one) with the mesh",
+     "The script returns a function(state, mesh, options); KEY=VALUE pairs\n"
+     "are its options."},
+    {"set", cmd_set, FALSE, COMPLETE_SETTING, "set [NAME VALUE]",
+     "show the settings, or set one",
+     "  set mesh batch=2,model=4   the mesh tactics and Lua see ('none': no "
+     "mesh)\n"
+     "  set show on|off            print the program after it changes"},
+    {"help", cmd_help, FALSE, COMPLETE_COMMAND, "help [COMMAND]",
+     "list the commands, or describe one", NULL},
+    {"quit", cmd_quit, FALSE, COMPLETE_NONE, "quit",
+     "end the session (also Ctrl-D)", NULL},
+    {"exit", cmd_quit, FALSE, COMPLETE_NONE, "exit", "end the session", NULL},
+};
+const gsize repl_ncommands = G_N_ELEMENTS(repl_commands);
+
+const Command *repl_find_command(const char *name) {
+  for (gsize i = 0; i < repl_ncommands; i++)
+    if (strcmp(repl_commands[i].name, name) == 0)
+      return &repl_commands[i];
+  return NULL;
+}
+
+static gboolean cmd_help(Session *s, const char *text, int argc, char **argv) {
+  g_autoptr(GString) out = g_string_new(NULL);
+  if (argc == 2) {
+    const Command *c = repl_find_command(argv[1]);
+    if (!c) {
+      repl_report_error(s, "help: no command '%s'", argv[1]);
+      return FALSE;
+    }
+    g_string_append_printf(out, "%s\n  %s\n", c->usage, c->summary);
+    if (c->help) {
+      g_auto(GStrv) lines = g_strsplit(c->help, "\n", -1);
+      for (char **l = lines; *l; l++)
+        g_string_append_printf(out, "  %s\n", *l);
+    }
+    repl_put_string(out);
+    return TRUE;
+  }
+  if (argc > 2) {
+    repl_report_error(s, "usage: help [COMMAND]");
+    return FALSE;
+  }
+  g_string_append(out, "Commands end at a newline, at ';', or at a '.' "
+                       "followed by a space:\n"
+                       "  arg-tile 0 0 8. propagate.\n\n");
+  for (gsize i = 0; i < repl_ncommands; i++)
+    g_string_append_printf(out, "  %-34s %s\n", repl_commands[i].usage,
+                           repl_commands[i].summary);
+  g_string_append(out, "\nA line ending with '\\' continues on the next; "
+                       "'#' starts a comment.\n"
+                       "Values are named as the program prints them (%0, "
+                       "%x); 'help COMMAND' says more.\n");
+  repl_put_string(out);
+  return TRUE;
+}
