@@ -193,8 +193,17 @@ static gboolean write_outputs(const char *dir, const Module *m, const Func *f,
     return FALSE;
   }
   g_autoptr(GPtrArray) written = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GHashTable) used =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (guint i = 0; i < results->len; i++) {
-    g_autofree char *name = func_result_name(m, f, (int)i);
+    char *name = func_result_name(m, f, (int)i);
+    /* two results must not write one file (a user's %result0 and an
+     * anonymous first result): number the later one */
+    for (int k = 1; g_hash_table_contains(used, name); k++) {
+      g_free(name);
+      name = g_strdup_printf("result%u_%d", i, k);
+    }
+    g_hash_table_add(used, name);
     g_autofree char *file = g_strdup_printf("%s.npy", name);
     char *path = g_build_filename(dir, file, NULL);
     g_autoptr(GBytes) bytes = npy_encode(g_ptr_array_index(results, i));
@@ -232,6 +241,7 @@ static int cmd_run(int argc, char **argv) {
   Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
   GError *error = NULL;
   int status = 0;
+  interp_check(f, &error);
   for (char **s = input_specs; s && *s && !error; s++)
     load_input(f, *s, inputs, &error);
   for (int i = 0; i < f->nargs && !error; i++) {

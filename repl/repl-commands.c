@@ -249,10 +249,11 @@ static gboolean cmd_show(Session *s, const char *text, int argc, char **argv) {
   }
   if (expr) {
     if (!term_is_closed(l->term)) {
-      repl_report_error(s,
-                   "show: %%%s uses the range of an enclosing tile or sum; "
-                   "--expr shows values outside regions",
-                   l->name);
+      repl_report_error(
+          s,
+          "show: %%%s uses the range of an enclosing tile or sum; "
+          "--expr shows values outside regions",
+          l->name);
       return FALSE;
     }
     append_value_expr(out, cur, l->term);
@@ -527,7 +528,8 @@ static gboolean cmd_source(Session *s, const char *text, int argc,
     return FALSE;
   }
   if (s->depth >= SOURCE_MAX_DEPTH) {
-    repl_report_error(s, "source: files nested more than %d deep", SOURCE_MAX_DEPTH);
+    repl_report_error(s, "source: files nested more than %d deep",
+                      SOURCE_MAX_DEPTH);
     return FALSE;
   }
   s->depth++;
@@ -590,9 +592,9 @@ static gboolean cmd_tactic(Session *s, const char *text, int argc,
   g_autofree char *path = find_tactic(argv[1]);
   if (!path) {
     repl_report_error(s,
-                 "tactic: no tactic '%s' (a file, or NAME for NAME.lua in "
-                 "$PARTIR_TACTICS or the installed tactics)",
-                 argv[1]);
+                      "tactic: no tactic '%s' (a file, or NAME for NAME.lua in "
+                      "$PARTIR_TACTICS or the installed tactics)",
+                      argv[1]);
     return FALSE;
   }
   State *cur = need_program(s, "tactic");
@@ -646,7 +648,8 @@ static gboolean cmd_set(Session *s, const char *text, int argc, char **argv) {
     s->show = strcmp(argv[2], "on") == 0;
     return TRUE;
   }
-  repl_report_error(s, "usage: set [mesh AXIS=SIZE,... | mesh none | show on|off]");
+  repl_report_error(
+      s, "usage: set [mesh AXIS=SIZE,... | mesh none | show on|off]");
   return FALSE;
 }
 

@@ -209,7 +209,7 @@ gboolean repl_run_line(Session *s, const char *line) {
  * its end or 'quit'.  FALSE if a command failed; with 'stop_on_error'
  * the rest of the file is skipped then. */
 gboolean repl_run_stream(Session *s, FILE *f, const char *name,
-                           gboolean stop_on_error) {
+                         gboolean stop_on_error) {
   const char *outer_where = s->where;
   int outer_lineno = s->lineno;
   s->where = name;

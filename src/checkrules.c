@@ -589,6 +589,12 @@ gboolean random_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
   w.rng = g_rand_new_with_seed(seed);
   w.applied = g_hash_table_new(g_str_hash, g_str_equal);
   g_autoptr(State) start = state_new(m);
+  GError *error = NULL;
+  if (!interp_check(&start->func, &error)) {
+    g_string_append_printf(out, "%s\n", error->message);
+    g_error_free(error);
+    w.failures++;
+  }
   for (int i = 0; i < walks && w.failures == 0; i++)
     walk(&w, start, steps);
   g_rand_free(w.rng);

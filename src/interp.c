@@ -153,6 +153,18 @@ static Tensor *eval(Interp *in, int depth, const Term *t) {
   return v;
 }
 
+static gboolean too_large(const Type *t, GError **error) {
+  if (t && t->kind == TY_TENSOR && type_numel(t) > INTERP_MAX_ELEMS) {
+    g_autofree char *ty = type_to_string(t);
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                "a value of type %s is too large for the reference "
+                "interpreter (limit %" G_GINT64_FORMAT " elements)",
+                ty, INTERP_MAX_ELEMS);
+    return TRUE;
+  }
+  return FALSE;
+}
+
 /* Refuses programs with a tensor too large to interpret here. */
 static gboolean check_sizes(const Term *root, GError **error) {
   g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
@@ -162,15 +174,8 @@ static gboolean check_sizes(const Term *root, GError **error) {
     const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
     if (!g_hash_table_add(seen, (gpointer)t))
       continue;
-    if (t->type && t->type->kind == TY_TENSOR &&
-        type_numel(t->type) > INTERP_MAX_ELEMS) {
-      g_autofree char *ty = type_to_string(t->type);
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                  "a value of type %s is too large for the reference "
-                  "interpreter (limit %" G_GINT64_FORMAT " elements)",
-                  ty, INTERP_MAX_ELEMS);
+    if (too_large(t->type, error))
       return FALSE;
-    }
     for (int i = 0; i < t->nargs; i++)
       g_ptr_array_add(todo, (gpointer)t->args[i]);
   }
@@ -187,7 +192,16 @@ Tensor *interp_random_input(const Func *f, int i, gint64 seed) {
   return t;
 }
 
+gboolean interp_check(const Func *f, GError **error) {
+  for (int i = 0; i < f->nargs; i++)
+    if (too_large(f->arg_types[i], error))
+      return FALSE;
+  return check_sizes(f->body, error);
+}
+
 GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error) {
+  if (!interp_check(f, error))
+    return NULL;
   Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
   for (int i = 0; i < f->nargs; i++)
     inputs[i] = interp_random_input(f, i, seed);

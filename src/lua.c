@@ -289,7 +289,7 @@ static void push_attrs(lua_State *L, const Term *t) {
 static void visit_value(void *ud, const char *name, const Term *t) {
   ValuesCtx *c = ud;
   lua_State *L = c->L;
-  g_hash_table_insert(c->names, (gpointer)t, (gpointer)g_intern_string(name));
+  g_hash_table_insert(c->names, (gpointer)t, g_strdup(name));
   if (c->regions_only && t->kind != TM_TILE && t->kind != TM_SUM)
     return;
   lua_createtable(L, 0, 8);
@@ -342,7 +342,8 @@ static void visit_value(void *ud, const char *name, const Term *t) {
 static int values_common(lua_State *L, gboolean regions_only) {
   State *s = check_state(L, 1);
   lua_newtable(L);
-  ValuesCtx c = {L, 0, g_hash_table_new(NULL, NULL), regions_only};
+  ValuesCtx c = {L, 0, g_hash_table_new_full(NULL, NULL, NULL, g_free),
+                 regions_only};
   /* print_walk does not call Lua functions that can raise */
   print_walk(s->module, &s->func, visit_value, &c);
   g_hash_table_unref(c.names);
@@ -753,6 +754,22 @@ State *plua_run_tactic(lua_State *L, const char *path, State *in,
   return out;
 }
 
+/* tostring(v) for the values a chunk returns; run protected, since a
+ * __tostring metamethod may raise. */
+static int tostring_all(lua_State *L) {
+  int n = lua_gettop(L);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int i = 1; i <= n; i++) {
+    if (i > 1)
+      luaL_addchar(&b, '\t');
+    luaL_tolstring(L, i, NULL);
+    luaL_addvalue(&b);
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
 State *plua_run_chunk(lua_State *L, const char *code, const char *chunkname,
                       State *in, const Mesh *mesh, GString *out, GString *why) {
   int top = lua_gettop(L);
@@ -765,8 +782,10 @@ State *plua_run_chunk(lua_State *L, const char *code, const char *chunkname,
   push_mesh(L, mesh);
   lua_setglobal(L, "mesh");
   /* an expression first ("s:args()"), then a statement list */
-  g_autofree char *expr = g_strconcat("return ", code, NULL);
-  if (luaL_loadbuffer(L, expr, strlen(expr), chunkname) != LUA_OK) {
+  char *expr = g_strconcat("return ", code, NULL);
+  int loaded = luaL_loadbuffer(L, expr, strlen(expr), chunkname);
+  g_free(expr);
+  if (loaded != LUA_OK) {
     lua_pop(L, 1);
     if (luaL_loadbuffer(L, code, strlen(code), chunkname) != LUA_OK) {
       g_string_assign(why, lua_tostring(L, -1));
@@ -780,13 +799,16 @@ State *plua_run_chunk(lua_State *L, const char *code, const char *chunkname,
   }
   State *result = lua_gettop(L) > top ? take_state(L, top + 1) : NULL;
   if (!result) {
-    for (int i = top + 1; i <= lua_gettop(L); i++) {
-      const char *text = luaL_tolstring(L, i, NULL);
-      g_string_append_printf(out, "%s%s", i > top + 1 ? "\t" : "", text);
-      lua_pop(L, 1);
+    int nresults = lua_gettop(L) - top;
+    if (nresults > 0) {
+      lua_pushcfunction(L, tostring_all);
+      lua_insert(L, top + 1);
+      if (!pcall_traced(L, nresults, 1, why)) {
+        lua_settop(L, top);
+        return NULL;
+      }
+      g_string_append_printf(out, "%s\n", lua_tostring(L, -1));
     }
-    if (lua_gettop(L) > top)
-      g_string_append_c(out, '\n');
     result = in ? state_ref(in) : NULL;
     if (!result)
       g_string_assign(why, "");

@@ -121,7 +121,7 @@ static gboolean parse_type(Parser *p, const Type **out) {
     /* keep element counts far from overflow in every size computation */
     int64_t numel = 1;
     for (int i = 0; i < rank; i++) {
-      if (dims[i] > ((int64_t)1 << 48) / numel)
+      if (dims[i] > PARTIR_MAX_ELEMS / numel)
         return fail_at(p, at, "tensor type has more than 2^48 elements");
       numel *= dims[i];
     }

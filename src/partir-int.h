@@ -30,6 +30,9 @@
 /* Term height limit: traversals recurse on term structure, and front ends
  * run them on a thread with a large stack (partir_call_with_stack). */
 #define PARTIR_MAX_HEIGHT 1000000
+/* Element-count limit of every type in the store, far from int64
+ * overflow in any size computation (type_numel, byte counts). */
+#define PARTIR_MAX_ELEMS ((int64_t)1 << 48)
 
 /* ---------------------------------------------------------------- types */
 
@@ -61,7 +64,9 @@ const Type *type_tensor(DType dt, int rank, const int64_t *dims);
 const Type *type_range(int64_t n, int64_t w);
 const Type *type_with_dim(const Type *t, int d, int64_t size);
 const Type *type_with_dtype(const Type *t, DType dt);
-int64_t type_numel(const Type *t);
+int64_t type_numel(const Type *t); /* saturates at INT64_MAX */
+/* FALSE when the type has more than PARTIR_MAX_ELEMS elements. */
+gboolean type_size_ok(const Type *t);
 void type_print(GString *out, const Type *t);
 char *type_to_string(const Type *t);
 const char *dtype_name(DType dt);
@@ -154,6 +159,9 @@ struct Term {
   const Attrs *attrs; /* TM_OP */
   guint64 loose;      /* bit i: de Bruijn index i occurs loose */
   guint32 height;     /* longest path to a leaf; bounds recursion depth */
+  guint16 nest;       /* tiles/sums nested where the term is computed
+                         (closed operands are computed outside), at
+                         most PARTIR_MAX_REGIONS */
   guint hash;
   guint64 serial;     /* creation order, for stable iteration */
   const Term *args[];
@@ -331,6 +339,9 @@ GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error);
 /* The seeded random value of argument 'i' that 'partir run --seed' (and
  * the REPL's and Lua's run) use. */
 Tensor *interp_random_input(const Func *f, int i, gint64 seed);
+/* FALSE (with the reason) when an argument or value of 'f' is too large
+ * for the interpreter: check before making inputs. */
+gboolean interp_check(const Func *f, GError **error);
 /* interp_run on the seeded random inputs. */
 GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error);
 

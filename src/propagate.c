@@ -155,7 +155,10 @@ static const Term *norm(Norm *n, const Term *t) {
   if (changed) {
     g_autoptr(GString) err = g_string_new(NULL);
     t1 = term_with_args(t, args, err);
-    g_assert(t1);
+    if (!t1) { /* only the store's limits (nesting) can refuse it */
+      note(n, err->str);
+      t1 = t;
+    }
   }
   if (args != stack)
     g_free(args);

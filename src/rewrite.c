@@ -211,7 +211,12 @@ State *engine_apply(const RuleSet *rs, State *in, const Rule *rule,
   if (!to)
     return NULL;
   const Term *body =
-      replace_everywhere(in->func.body, loc->term, to, in->module->names);
+      replace_everywhere(in->func.body, loc->term, to, in->module->names, why);
+  if (!body) {
+    g_autofree char *reason = g_strdup(why->str);
+    g_string_printf(why, "%s at %%%s: %s", rule->name, loc->name, reason);
+    return NULL;
+  }
   return state_with_body(in, body);
 }
 
@@ -268,8 +273,9 @@ static State *cmd_tile(const RuleSet *rs, State *in, const Location *loc,
   const Term *to = tile_replacement(rs, loc, w, nw, why);
   if (!to)
     return NULL;
-  return state_with_body(
-      in, replace_everywhere(in->func.body, loc->term, to, in->module->names));
+  const Term *body =
+      replace_everywhere(in->func.body, loc->term, to, in->module->names, why);
+  return body ? state_with_body(in, body) : NULL;
 }
 
 /* The argument named by 'word' (an index, "x" or "%x"), or -1 with the
@@ -336,6 +342,11 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
       g_string_printf(why, "sum: WIDTH and REDUCTION must be integers");
       return NULL;
     }
+    if (k < 0 || k >= PARTIR_MAX_RANK) {
+      g_string_printf(why, "sum: REDUCTION must be between 0 and %d",
+                      PARTIR_MAX_RANK - 1);
+      return NULL;
+    }
     g_autofree char *name =
         k ? g_strdup_printf("%s-sum-%d", op_name(loc->term->op), (int)k)
           : g_strdup_printf("%s-sum", op_name(loc->term->op));
@@ -390,6 +401,8 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
       RuleArg *a = &args[nargs++];
       a->name = g_intern_string(key);
       a->is_axis = !parse_int64(eq + 1, &a->value);
+      if (a->is_axis && !axis_name_ok(eq + 1, why))
+        return NULL;
       a->axis = a->is_axis ? g_intern_string(eq + 1) : NULL;
     }
     if (loc)
@@ -483,8 +496,15 @@ static State *arg_tile_run(const RuleSet *rs, State *in, GPtrArray *cmds,
   g_string_truncate(why, 0);
   if (k - *i < 2)
     return NULL;
-  const Term *body = in->func.body;
-  body = replace_args(body, to, in->func.nargs, in->module->names);
+  const Term *body =
+      replace_args(in->func.body, to, in->func.nargs, in->module->names, why);
+  if (!body) {
+    g_autofree char *reason = g_strdup(why->str);
+    g_string_printf(why, "'%s': %s", (char *)g_ptr_array_index(cmds, *i),
+                    reason);
+    *failed = TRUE;
+    return NULL;
+  }
   *i = k - 1;
   return state_with_body(in, body);
 }

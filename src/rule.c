@@ -210,6 +210,9 @@ static gboolean parse_binder_body(RuleParser *p, Pat *pt) {
   rnext(p);
   if (p->nscope == PARTIR_MAX_REGIONS)
     return rfail(p, pt->loc, "binders nest too deeply");
+  if (in_scope(p, pt->name))
+    return rfail(p, pt->loc, "binder '%s' shadows another of the same name",
+                 pt->name);
   p->scope[p->nscope++] = pt->name;
   Pat *body = parse_pat(p);
   p->nscope--;
@@ -388,8 +391,9 @@ static gboolean parse_op_spec(RuleParser *p, Loc at) {
     const char *kind = rname(p, "a builtin kind");
     if (!kind)
       goto fail;
-    if (!spec_builtin_known(kind)) {
-      rfail(p, ka, "unknown builtin tiling kind '%s'", kind);
+    g_autoptr(GString) why = g_string_new(NULL);
+    if (!spec_builtin_known(kind, op, why)) {
+      rfail(p, ka, "%s", why->str);
       goto fail;
     }
     os->kind = SPEC_BUILTIN;
@@ -434,6 +438,10 @@ static gboolean parse_op_spec(RuleParser *p, Loc at) {
     }
     if (!rpunct(p, ']'))
       goto fail;
+  }
+  if (os->kind == SPEC_INDEXED && os->nindices - os->out_rank > PARTIR_MAX_RANK) {
+    rfail(p, at, "more than %d reduction indices", PARTIR_MAX_RANK);
+    goto fail;
   }
   if (p->rs->specs[op]) {
     rfail(p, name_at, "operator '%s' already has a tiling specification (%s)",

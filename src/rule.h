@@ -54,8 +54,9 @@ typedef struct RuleSet RuleSet;
 /* Fills 'spec' for operator application 't'; FALSE when the operator has
  * no tiling specification (or t is not an operator). */
 gboolean spec_of(const RuleSet *rs, const Term *t, TileSpec *spec);
-/* Checks a builtin kind name; the list of kinds lives in spec.c. */
-gboolean spec_builtin_known(const char *kind);
+/* Checks that builtin kind 'kind' exists and serves operator 'op' (the
+ * list lives in spec.c); FALSE with the reason in 'why'. */
+gboolean spec_builtin_known(const char *kind, Op op, GString *why);
 
 /* ------------------------------------------------------------- patterns */
 
@@ -215,12 +216,15 @@ const Location *state_find_location(GPtrArray *locs, const char *name);
 /* Replaces every occurrence of 'from' (a placed term) by 'to' (placed the
  * same way) in the body: the whole program sees the rewrite.  When
  * 'names' (a module's value names) is given, rebuilt values keep the
- * names of the values they replace. */
+ * names of the values they replace.  NULL with the reason in 'err' when
+ * the result would break a limit of the store (regions nested too
+ * deeply). */
 const Term *replace_everywhere(const Term *body, const Term *from,
-                               const Term *to, GHashTable *names);
+                               const Term *to, GHashTable *names,
+                               GString *err);
 /* Replaces every argument i with to[i] (when not NULL) in one pass. */
 const Term *replace_args(const Term *body, const Term *const *to, int nargs,
-                         GHashTable *names);
+                         GHashTable *names, GString *err);
 /* Gives 'to' the user's name of 'from' when 'to' has none (closed terms:
  * the name tables key them as they are). */
 void inherit_name(GHashTable *names, const Term *from, const Term *to);

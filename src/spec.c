@@ -13,14 +13,35 @@
 
 #include <string.h>
 
-static const char *const builtin_kinds[] = {
-    "dot", "reduce_sum", "reduce_max", "broadcast", "transpose",
-    "reshape", "concatenate", "static_slice", NULL};
+/* Each builtin kind reads its operator's attributes, so it serves only
+ * the operators that have them. */
+static const struct {
+  const char *kind;
+  Op ops[2];
+  int nops;
+} builtin_kinds[] = {
+    {"dot", {OP_MATMUL, OP_DOT_GENERAL}, 2},
+    {"reduce_sum", {OP_REDUCE_SUM}, 1},
+    {"reduce_max", {OP_REDUCE_MAX}, 1},
+    {"broadcast", {OP_BROADCAST_IN_DIM}, 1},
+    {"transpose", {OP_TRANSPOSE}, 1},
+    {"reshape", {OP_RESHAPE}, 1},
+    {"concatenate", {OP_CONCATENATE}, 1},
+    {"static_slice", {OP_SLICE}, 1},
+};
 
-gboolean spec_builtin_known(const char *kind) {
-  for (const char *const *k = builtin_kinds; *k; k++)
-    if (strcmp(*k, kind) == 0)
-      return TRUE;
+gboolean spec_builtin_known(const char *kind, Op op, GString *why) {
+  for (gsize i = 0; i < G_N_ELEMENTS(builtin_kinds); i++) {
+    if (strcmp(builtin_kinds[i].kind, kind) != 0)
+      continue;
+    for (int k = 0; k < builtin_kinds[i].nops; k++)
+      if (builtin_kinds[i].ops[k] == op)
+        return TRUE;
+    g_string_printf(why, "builtin tiling kind '%s' does not apply to '%s'",
+                    kind, op_name(op));
+    return FALSE;
+  }
+  g_string_printf(why, "unknown builtin tiling kind '%s'", kind);
   return FALSE;
 }
 
@@ -192,7 +213,7 @@ gboolean spec_of(const RuleSet *rs, const Term *t, TileSpec *s) {
     }
     return TRUE;
   case SPEC_INDEXED:
-    if (os->nargs != t->nargs)
+    if (os->nargs != t->nargs || os->out_rank != t->type->rank)
       return FALSE;
     for (int i = 0; i < t->nargs; i++)
       if (os->arg_rank[i] != t->args[i]->type->rank)

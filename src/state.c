@@ -81,6 +81,7 @@ typedef struct Replace {
   const Term *from, *to;
   GHashTable *memo;
   GHashTable *names;
+  GString *err; /* set when an ancestor cannot be rebuilt */
 } Replace;
 
 static const Term *replace_rec(Replace *rp, const Term *t) {
@@ -105,10 +106,12 @@ static const Term *replace_rec(Replace *rp, const Term *t) {
   }
   const Term *r = t;
   if (changed) {
-    g_autoptr(GString) err = g_string_new(NULL);
-    r = term_with_args(t, args, err);
-    g_assert(r); /* same types below, so the same types here */
-    inherit_name(rp->names, t, r);
+    /* types are the same below, so only the limits on nesting can fail */
+    r = term_with_args(t, args, rp->err);
+    if (r)
+      inherit_name(rp->names, t, r);
+    else
+      r = t;
   }
   if (args != stack)
     g_free(args);
@@ -117,12 +120,14 @@ static const Term *replace_rec(Replace *rp, const Term *t) {
 }
 
 const Term *replace_everywhere(const Term *body, const Term *from,
-                               const Term *to, GHashTable *names) {
+                               const Term *to, GHashTable *names,
+                               GString *err) {
   g_assert(from->type == to->type);
-  Replace rp = {from, to, g_hash_table_new(NULL, NULL), names};
+  g_string_truncate(err, 0);
+  Replace rp = {from, to, g_hash_table_new(NULL, NULL), names, err};
   const Term *r = replace_rec(&rp, body);
   g_hash_table_unref(rp.memo);
-  return r;
+  return err->len ? NULL : r;
 }
 
 typedef struct ReplaceArgs {
@@ -130,6 +135,7 @@ typedef struct ReplaceArgs {
   int nargs;
   GHashTable *memo;
   GHashTable *names;
+  GString *err;
 } ReplaceArgs;
 
 static const Term *replace_args_rec(ReplaceArgs *ra, const Term *t) {
@@ -149,10 +155,11 @@ static const Term *replace_args_rec(ReplaceArgs *ra, const Term *t) {
   }
   const Term *r = t;
   if (changed) {
-    g_autoptr(GString) err = g_string_new(NULL);
-    r = term_with_args(t, args, err);
-    g_assert(r); /* replacements keep their argument's type */
-    inherit_name(ra->names, t, r);
+    r = term_with_args(t, args, ra->err); /* only nesting limits can fail */
+    if (r)
+      inherit_name(ra->names, t, r);
+    else
+      r = t;
   }
   if (args != stack)
     g_free(args);
@@ -161,9 +168,10 @@ static const Term *replace_args_rec(ReplaceArgs *ra, const Term *t) {
 }
 
 const Term *replace_args(const Term *body, const Term *const *to, int nargs,
-                         GHashTable *names) {
-  ReplaceArgs ra = {to, nargs, g_hash_table_new(NULL, NULL), names};
+                         GHashTable *names, GString *err) {
+  g_string_truncate(err, 0);
+  ReplaceArgs ra = {to, nargs, g_hash_table_new(NULL, NULL), names, err};
   const Term *r = replace_args_rec(&ra, body);
   g_hash_table_unref(ra.memo);
-  return r;
+  return err->len ? NULL : r;
 }

@@ -61,10 +61,17 @@ static const Term *term_intern(Term *key) {
 
   guint64 loose = 0;
   guint32 height = 0;
+  guint16 nest = 0;
   for (int i = 0; i < key->nargs; i++) {
     loose |= key->args[i]->loose;
     height = MAX(height, key->args[i]->height + 1);
+    /* a closed operand is computed at the top, outside any region here */
+    if (key->args[i]->loose)
+      nest = MAX(nest, key->args[i]->nest);
   }
+  if (key->kind == TM_TILE || key->kind == TM_SUM)
+    nest++;
+  key->nest = nest;
   if (key->kind == TM_BVAR)
     loose = G_GUINT64_CONSTANT(1) << key->index;
   if (key->kind == TM_TILE || key->kind == TM_SUM)
@@ -134,6 +141,11 @@ const Term *term_op(Op op, int nargs, const Term *const *args,
   const Type *type = typerule_infer(op, nargs, args, attrs, written, err);
   if (!type)
     return NULL;
+  if (!type_size_ok(type)) {
+    g_string_printf(err, "the result of '%s' has more than 2^48 elements",
+                    op_name(op));
+    return NULL;
+  }
   if (written && written != type) {
     g_autofree char *w = type_to_string(written);
     g_autofree char *inf = type_to_string(type);
@@ -194,9 +206,20 @@ static gboolean check_range(const Type *range, GString *err) {
   return TRUE;
 }
 
+/* Regions nest at most PARTIR_MAX_REGIONS deep: binder indices, the
+ * printer and the interpreter rely on it. */
+static gboolean check_nest(const Term *body, GString *err) {
+  if ((body->loose ? body->nest : 0) + 1 > PARTIR_MAX_REGIONS) {
+    g_string_printf(err, "regions would nest deeper than %d",
+                    PARTIR_MAX_REGIONS);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 const Term *term_tile(int dim, const Type *range, const char *axis,
                       const Term *body, GString *err) {
-  if (!check_range(range, err))
+  if (!check_range(range, err) || !check_nest(body, err))
     return NULL;
   const Type *bt = body->type;
   if (bt->kind != TY_TENSOR) {
@@ -215,11 +238,16 @@ const Term *term_tile(int dim, const Type *range, const char *axis,
                     bt->dims[dim], dim, range->w);
     return NULL;
   }
+  const Type *type = type_with_dim(bt, dim, range->n);
+  if (!type_size_ok(type)) {
+    g_string_printf(err, "partir.tile result has more than 2^48 elements");
+    return NULL;
+  }
   KEY(k, 1);
   k->kind = TM_TILE;
   k->index = dim;
   k->nargs = 1;
-  k->type = type_with_dim(bt, dim, range->n);
+  k->type = type;
   k->range = range;
   k->axis = axis;
   k->args[0] = body;
@@ -228,7 +256,7 @@ const Term *term_tile(int dim, const Type *range, const char *axis,
 
 const Term *term_sum(const Type *range, const char *axis, const Term *body,
                      GString *err) {
-  if (!check_range(range, err))
+  if (!check_range(range, err) || !check_nest(body, err))
     return NULL;
   if (body->type->kind != TY_TENSOR) {
     g_string_printf(err, "partir.sum body yields a range, not a tensor");

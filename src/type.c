@@ -90,8 +90,13 @@ const Type *type_with_dtype(const Type *t, DType dt) {
 int64_t type_numel(const Type *t) {
   int64_t n = 1;
   for (int i = 0; i < t->rank; i++)
-    n *= t->dims[i];
+    if (__builtin_mul_overflow(n, t->dims[i], &n))
+      return G_MAXINT64;
   return n;
+}
+
+gboolean type_size_ok(const Type *t) {
+  return t->kind != TY_TENSOR || type_numel(t) <= PARTIR_MAX_ELEMS;
 }
 
 void type_print(GString *out, const Type *t) {

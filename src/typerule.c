@@ -493,6 +493,10 @@ static const Type *tr_concatenate(RULE_ARGS) {
       return NULL;
     }
     total += b->dims[dim];
+    if (total > PARTIR_MAX_ELEMS) {
+      g_string_printf(err, "'concatenate' result is too large");
+      return NULL;
+    }
   }
   return type_with_dim(a, (int)dim, total);
 }

@@ -102,4 +102,31 @@ awk 'BEGIN { printf "func @f(%%x: tensor<2xf32>) -> tensor<2xf32> {\n  %%v0 = ne
 check "a 300000-statement chain checks, prints and runs" sh -c \
   "'$PARTIR' fmt '$tmp/chain.pir' | tail -2 | grep -q 'return %v299999' &&
    '$PARTIR' run '$tmp/chain.pir' | grep -q 'tensor<2xf32>'"
+# sizes past the store's limits are refused, not overflowed
+cat >"$tmp/ovf.pir" <<'EOF2'
+func @f(%x: tensor<1x65536xf32>) -> tensor<281474976710656x65536xf32> {
+  %0 = partir.tile 0 (%r : !partir.range<281474976710656,1>) {
+    partir.yield %x
+  }
+  return %0
+}
+EOF2
+expect_fail "a tile whose result exceeds 2^48 elements" "more than 2^48 elements" \
+  "$PARTIR" check "$tmp/ovf.pir"
+printf 'func @f(%%x: tensor<281474976710656xf32>) -> tensor<281474976710656xf32> {\n  return %%x\n}\n' \
+  >"$tmp/big.pir"
+expect_fail "an argument too large to interpret is refused before allocating" \
+  "too large for the reference interpreter" "$PARTIR" run "$tmp/big.pir"
+# regions nested past the limit by rewriting: refused with the reason
+cat >"$tmp/deep.lua" <<'EOF2'
+return function(s)
+  for _ = 1, 70 do
+    local vals = s:values()
+    s = s:tile(vals[#vals].name, 0, 1)
+  end
+  return s
+end
+EOF2
+expect_fail "rewrites that would nest regions past 60 fail cleanly" \
+  "regions would nest deeper than 60" "$PARTIR" tactic "$tmp/deep.lua" "$ex/mlp.pir"
 done_testing

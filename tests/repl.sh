@@ -121,4 +121,9 @@ check "a file sourcing itself stops at a depth limit" sh -c \
 awk 'BEGIN { for (i = 0; i < 300; i++) print "arg-tile 0 0 8; undo" }' >"$tmp/long"
 "$repl" --batch "$tmp/long" "$ex/mlp.pir" >/dev/null 2>&1
 check "600 commands in a row" test $? -eq 0
+printf 'lua return setmetatable({}, {__tostring = function() error("boom") end})\nargs\n' \
+  >"$tmp/tostring.cmds"
+"$repl" "$top_srcdir/examples/mlp.pir" --batch "$tmp/tostring.cmds" >"$tmp/out" 2>"$tmp/err"
+check "a __tostring that raises is an error, and the session goes on" \
+  sh -c "test $? -eq 1 && grep -q boom '$tmp/err' && grep -q 'x: tensor<16x256xf32>' '$tmp/out'"
 done_testing
