@@ -43,6 +43,8 @@ static void usage(FILE *to) {
         "  tactic SCRIPT.lua FILE [--mesh batch=2,model=4] [--set K=V]... "
         "[-o OUT]\n"
         "                        run a Lua tactic on a program\n"
+        "  lower FILE --mesh batch=2,model=4 [--emit spmd|dot] [--stats]\n"
+        "        [--simulate]    the SPMD program every device runs\n"
         "  rules                 list every rule and where it comes from\n"
         "  check-rules [FILES] [--seed N] [--tries N]\n"
         "                        check every rule against the interpreter\n"
@@ -519,6 +521,86 @@ static int cmd_tactic(int argc, char **argv) {
   return 0;
 }
 
+static int cmd_lower(int argc, char **argv) {
+  g_autofree char *mesh_spec = NULL;
+  g_autofree char *emit = NULL;
+  g_autofree char *output = NULL;
+  g_auto(GStrv) rule_files = NULL;
+  gboolean stats = FALSE, simulate = FALSE;
+  gint64 seed = 0;
+  GOptionEntry entries[] = {
+      {"mesh", 'm', 0, G_OPTION_ARG_STRING, &mesh_spec,
+       "the device mesh, e.g. batch=2,model=4", "MESH"},
+      {"emit", 'e', 0, G_OPTION_ARG_STRING, &emit,
+       "what to print: spmd (default) or dot", "spmd|dot"},
+      {"stats", 0, 0, G_OPTION_ARG_NONE, &stats,
+       "print the collectives per kind and axis", NULL},
+      {"simulate", 0, 0, G_OPTION_ARG_NONE, &simulate,
+       "run it on simulated devices and compare with the interpreter", NULL},
+      {"seed", 's', 0, G_OPTION_ARG_INT64, &seed,
+       "seed of the random inputs for --simulate (default 0)", "N"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+       "write the program to OUT (else stdout)", "OUT"},
+      {"rules", 'r', 0, G_OPTION_ARG_FILENAME_ARRAY, &rule_files,
+       "load these rule files", "FILE"},
+      {NULL}};
+  if (!parse_options("lower", entries, &argc, &argv))
+    return 2;
+  if (emit && strcmp(emit, "spmd") != 0 && strcmp(emit, "dot") != 0) {
+    g_printerr("partir: lower --emit takes spmd or dot, not '%s'\n", emit);
+    return 2;
+  }
+  Mesh mesh;
+  GError *error = NULL;
+  if (!mesh_parse(mesh_spec, &mesh, &error)) {
+    print_error(NULL, error);
+    g_error_free(error);
+    return 2;
+  }
+  g_autoptr(RuleSet) rs = load_rules(rule_files);
+  if (!rs)
+    return 1;
+  g_autoptr(Module) m = load_module(argv[1]);
+  if (!m)
+    return 1;
+  Func *g = module_entry(m);
+  g_autoptr(GString) why = g_string_new(NULL);
+  Func *f = g->spmd ? NULL : spmd_lower(rs, g, &mesh, why);
+  if (!g->spmd && !f) {
+    g_printerr("partir: %s: cannot lower on mesh %s: %s\n", argv[1],
+               mesh_spec ? mesh_spec : "(none)", why->str);
+    return 1;
+  }
+  const Func *spmd = f ? f : g;
+  g_autoptr(GString) out = g_string_new(NULL);
+  g_autoptr(Module) empty = module_new();
+  if (emit && strcmp(emit, "dot") == 0)
+    spmd_print_dot(out, spmd);
+  else
+    print_func(out, f ? empty : m, spmd);
+  if (stats)
+    spmd_print_stats(out, spmd);
+  int status = 0;
+  if (simulate) {
+    if (!spmd_check_against_interpreter(g, spmd, seed, out, &error)) {
+      print_error(argv[1], error);
+      g_error_free(error);
+      status = 1;
+    }
+  }
+  if (status == 0 && output) {
+    if (!partir_write_file(output, out->str, out->len, &error)) {
+      print_error(NULL, error);
+      g_error_free(error);
+      status = 1;
+    }
+  } else if (status == 0) {
+    fwrite(out->str, 1, out->len, stdout);
+  }
+  func_free(f);
+  return status;
+}
+
 static const struct {
   const char *name;
   int (*run)(int argc, char **argv);
@@ -527,6 +609,7 @@ static const struct {
     {"run", cmd_run},           {"rewrite", cmd_rewrite},
     {"rules", cmd_rules},       {"check-rules", cmd_check_rules},
     {"walk", cmd_walk},         {"tactic", cmd_tactic},
+    {"lower", cmd_lower},
 };
 
 static int run_job(void *data) {

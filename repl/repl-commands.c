@@ -451,6 +451,55 @@ static gboolean cmd_run(Session *s, const char *text, int argc, char **argv) {
   return TRUE;
 }
 
+/* The current program lowered on the session's mesh (set mesh ...). */
+static Func *lower_current(Session *s, const char *cmd) {
+  State *cur = need_program(s, cmd);
+  if (!cur)
+    return NULL;
+  g_autoptr(GString) why = g_string_new(NULL);
+  Func *f = spmd_lower(s->rs, &cur->func, &s->mesh, why);
+  if (!f)
+    repl_report_error(s, "%s: %s", cmd, why->str);
+  return f;
+}
+
+static gboolean cmd_lower(Session *s, const char *text, int argc,
+                          char **argv) {
+  gboolean dot = argc == 2 && strcmp(argv[1], "--dot") == 0;
+  if (argc > 2 || (argc == 2 && !dot)) {
+    repl_report_error(s, "usage: lower [--dot]");
+    return FALSE;
+  }
+  Func *f = lower_current(s, "lower");
+  if (!f)
+    return FALSE;
+  g_autoptr(GString) out = g_string_new(NULL);
+  g_autoptr(Module) empty = module_new();
+  if (dot)
+    spmd_print_dot(out, f);
+  else
+    print_func(out, empty, f);
+  func_free(f);
+  repl_put_string(out);
+  return TRUE;
+}
+
+static gboolean cmd_stats(Session *s, const char *text, int argc,
+                          char **argv) {
+  if (argc != 1) {
+    repl_report_error(s, "usage: stats");
+    return FALSE;
+  }
+  Func *f = lower_current(s, "stats");
+  if (!f)
+    return FALSE;
+  g_autoptr(GString) out = g_string_new(NULL);
+  spmd_print_stats(out, f);
+  func_free(f);
+  repl_put_string(out);
+  return TRUE;
+}
+
 static gboolean cmd_save(Session *s, const char *text, int argc, char **argv) {
   if (argc != 2) {
     repl_report_error(s, "usage: save FILE");
@@ -702,6 +751,10 @@ const Command repl_commands[] = {
     {"run", cmd_run, FALSE, COMPLETE_NONE, "run [--seed N]",
      "run the interpreter on random arguments (as 'partir run --seed N')",
      NULL},
+    {"lower", cmd_lower, FALSE, COMPLETE_NONE, "lower [--dot]",
+     "the SPMD program on the session's mesh (set mesh ...)", NULL},
+    {"stats", cmd_stats, FALSE, COMPLETE_NONE, "stats",
+     "the collectives of the SPMD program, per kind and axis", NULL},
     {"save", cmd_save, FALSE, COMPLETE_FILE, "save FILE",
      "write the program's canonical text to FILE (atomically)", NULL},
     {"lua", NULL, TRUE, COMPLETE_NONE, "lua CODE",

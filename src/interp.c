@@ -176,6 +176,13 @@ static gboolean check_sizes(const Term *root, GError **error) {
       continue;
     if (too_large(t->type, error))
       return FALSE;
+    if (t->kind == TM_OP && op_is_collective(t->op) && !partir_comm) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                  "'%s' is a collective of an SPMD program: run it with the "
+                  "SPMD simulator (partir lower --simulate)",
+                  op_name(t->op));
+      return FALSE;
+    }
     for (int i = 0; i < t->nargs; i++)
       g_ptr_array_add(todo, (gpointer)t->args[i]);
   }
@@ -211,6 +218,8 @@ GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error) {
   g_free(inputs);
   return out;
 }
+
+_Thread_local Comm *partir_comm;
 
 GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error) {
   for (int i = 0; i < f->nargs; i++)

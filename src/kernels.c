@@ -728,6 +728,13 @@ static Tensor *k_static_slice(const Term *t, Tensor *const *args) {
   return out;
 }
 
+/* Collectives exchange with the other simulated devices (spmd_sim.c);
+ * interp_check keeps them out of single-device runs. */
+static Tensor *k_collective(const Term *t, Tensor *const *args) {
+  g_assert(partir_comm);
+  return comm_collective(partir_comm, t, args[0]);
+}
+
 /* ------------------------------------------------------------- dispatch */
 
 static const KernelFn kernels[OP_COUNT_] = {

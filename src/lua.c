@@ -585,6 +585,41 @@ static int l_run(lua_State *L) {
   return 1;
 }
 
+/* s:lower("batch=2,model=4" [, "dot"]) -> text; s:stats(mesh) -> text */
+static int lower_common(lua_State *L, gboolean stats) {
+  State *s = check_state(L, 1);
+  const char *spec = luaL_checkstring(L, 2);
+  const char *emit = luaL_optstring(L, 3, "spmd");
+  GString *why = g_string_new(NULL);
+  Mesh mesh;
+  GError *error = NULL;
+  if (!mesh_parse(spec, &mesh, &error)) {
+    g_string_assign(why, error->message);
+    g_error_free(error);
+    return raise_error(L, why);
+  }
+  Func *f = spmd_lower(rules_of(L), &s->func, &mesh, why);
+  if (!f)
+    return raise_error(L, why);
+  g_string_truncate(why, 0);
+  if (stats) {
+    spmd_print_stats(why, f);
+  } else if (strcmp(emit, "dot") == 0) {
+    spmd_print_dot(why, f);
+  } else {
+    Module *empty = module_new();
+    print_func(why, empty, f);
+    module_free(empty);
+  }
+  func_free(f);
+  lua_pushlstring(L, why->str, why->len);
+  g_string_free(why, TRUE);
+  return 1;
+}
+
+static int l_lower(lua_State *L) { return lower_common(L, FALSE); }
+static int l_stats(lua_State *L) { return lower_common(L, TRUE); }
+
 static const luaL_Reg state_methods[] = {
     {"print", l_print},         {"text", l_print},
     {"check", l_check},         {"args", l_args},
@@ -594,6 +629,7 @@ static const luaL_Reg state_methods[] = {
     {"sum", l_sum},             {"propagate", l_propagate},
     {"fuse", l_fuse},           {"simplify", l_simplify},
     {"exec", l_exec},           {"run", l_run},
+    {"lower", l_lower},         {"stats", l_stats},
     {NULL, NULL}};
 
 static const luaL_Reg state_meta[] = {{"__gc", l_gc},

@@ -4,7 +4,7 @@
  * Tactics size their tiles from it; lowering (later) maps ranges bound to
  * an axis onto its devices.
  */
-#include "plua.h"
+#include "partir-int.h"
 
 #include <stdlib.h>
 #include <string.h>

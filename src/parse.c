@@ -551,10 +551,78 @@ static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
 
 /* -------------------------------------------------------------- functions */
 
+/* -------------------------------------------------------- SPMD programs */
+
+/* {dist = [["a"], []], partial = ["b"]} after an SPMD program's argument
+ * or result type: the layout of a value of rank 'rank'. */
+static gboolean parse_dist(Parser *p, int rank, Dist *out, GArray *axes_used) {
+  memset(out, 0, sizeof *out);
+  out->rank = rank;
+  Loc at = p->tok.loc;
+  if (!token_punct(&p->tok, '{'))
+    return expected(p, "a layout ('{dist = [...]}')");
+  const Attrs *a;
+  if (!parse_attrs(p, &a))
+    return FALSE;
+  const AttrValue *dist = attrs_get(a, "dist");
+  const AttrValue *partial = attrs_get(a, "partial");
+  gboolean ok = dist && dist->kind == AV_LIST && dist->count == rank &&
+                a->count == 1 + (partial != NULL);
+  for (int i = 0; ok && i < rank; i++) {
+    const AttrValue *axes = &dist->items[i];
+    ok = axes->kind == AV_LIST && axes->count <= MESH_MAX_AXES;
+    for (int k = 0; ok && k < axes->count; k++) {
+      ok = axes->items[k].kind == AV_SYMBOL;
+      out->axes[i][k] = axes->items[k].sym;
+      g_array_append_val(axes_used, axes->items[k].sym);
+    }
+    out->naxes[i] = ok ? axes->count : 0;
+  }
+  if (ok && partial) {
+    ok = partial->kind == AV_LIST && partial->count <= MESH_MAX_AXES;
+    for (int k = 0; ok && k < partial->count; k++) {
+      ok = partial->items[k].kind == AV_SYMBOL;
+      out->partial[k] = partial->items[k].sym;
+      g_array_append_val(axes_used, partial->items[k].sym);
+    }
+    out->npartial = ok ? partial->count : 0;
+  }
+  if (!ok)
+    return fail_at(p, at, "a layout is {dist = [axes of each of the %d "
+                          "dimensions], partial = [axes]}",
+                   rank);
+  return TRUE;
+}
+
+/* mesh {batch = 2, model = 4} */
+static gboolean parse_mesh(Parser *p, Mesh *mesh) {
+  Loc at = p->tok.loc;
+  const Attrs *a;
+  if (!expect_ident(p, "mesh") || !token_punct(&p->tok, '{') ||
+      !parse_attrs(p, &a)) {
+    if (!p->failed)
+      expected(p, "'mesh {axis = size, ...}'");
+    return FALSE;
+  }
+  memset(mesh, 0, sizeof *mesh);
+  for (int i = 0; i < a->count; i++) {
+    if (a->values[i].kind != AV_INT || a->values[i].i < 1 ||
+        mesh->naxes == MESH_MAX_AXES)
+      return fail_at(p, at, "mesh axis '%s' needs a positive size",
+                     a->keys[i]);
+    mesh->names[mesh->naxes] = a->keys[i];
+    mesh->sizes[mesh->naxes++] = a->values[i].i;
+  }
+  return TRUE;
+}
+
 static Func *parse_func(Parser *p) {
   Loc at = p->tok.loc;
-  if (!expect_ident(p, "func"))
+  gboolean spmd = token_is(&p->tok, "spmd");
+  if (!spmd && !expect_ident(p, "func"))
     return NULL;
+  if (spmd)
+    next(p);
   if (p->tok.kind != TK_SYMBOL) {
     expected(p, "a function name ('@name')");
     return NULL;
@@ -569,6 +637,8 @@ static Func *parse_func(Parser *p) {
   Func *f = g_new0(Func, 1);
   f->name = token_name(&p->tok);
   f->loc = at;
+  g_autoptr(GArray) dists = g_array_new(FALSE, TRUE, sizeof(Dist));
+  g_autoptr(GArray) axes_used = g_array_new(FALSE, FALSE, sizeof(char *));
   next(p);
   GPtrArray *names = g_ptr_array_new();
   GPtrArray *types = g_ptr_array_new();
@@ -588,6 +658,12 @@ static Func *parse_func(Parser *p) {
       if (!expect_punct(p, ':') || !parse_tensor_type(p, &ty))
         break;
       g_ptr_array_add(types, (gpointer)ty);
+      Dist dist;
+      if (spmd) {
+        if (!parse_dist(p, ty->rank, &dist, axes_used))
+          break;
+        g_array_append_val(dists, dist);
+      }
       ValueDef *d = define(p, name, nloc);
       if (!d)
         break;
@@ -616,6 +692,9 @@ static Func *parse_func(Parser *p) {
         const Type *ty;
         if (parse_tensor_type(p, &ty))
           g_ptr_array_add(rtypes, (gpointer)ty);
+        Dist dist;
+        if (!p->failed && spmd && parse_dist(p, ty->rank, &dist, axes_used))
+          g_array_append_val(dists, dist);
       }
       if (!p->failed)
         next(p);
@@ -627,6 +706,29 @@ static Func *parse_func(Parser *p) {
   }
   f->nresults = (int)rtypes->len;
   f->result_types = (const Type **)g_ptr_array_free(rtypes, FALSE);
+  if (spmd && !p->failed) {
+    Mesh mesh;
+    if (parse_mesh(p, &mesh)) {
+      for (guint i = 0; i < axes_used->len; i++)
+        if (!mesh_axis_size(&mesh, g_array_index(axes_used, char *, i))) {
+          fail_at(p, at, "a layout uses axis \"%s\", which the mesh does not "
+                         "have",
+                  g_array_index(axes_used, char *, i));
+          break;
+        }
+      if ((int)dists->len != f->nargs + f->nresults) {
+        fail_at(p, at, "an SPMD program gives every argument and result a "
+                       "layout");
+        goto fail;
+      }
+      f->spmd = g_new0(SpmdInfo, 1);
+      f->spmd->mesh = mesh;
+      Dist *all = (Dist *)dists->data;
+      f->spmd->arg_dists = g_memdup2(all, sizeof(Dist) * (gsize)MAX(f->nargs, 1));
+      f->spmd->result_dists =
+          g_memdup2(all + f->nargs, sizeof(Dist) * (gsize)MAX(f->nresults, 1));
+    }
+  }
   if (!p->failed && f->nresults == 0)
     fail_at(p, at, "function '@%s' returns nothing", f->name);
   Loc open = p->tok.loc;

@@ -242,6 +242,45 @@ void diag_clear(Diag *d);
 void diag_error(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 void diag_note(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 
+/* ----------------------------------------------------------------- mesh */
+
+#define MESH_MAX_AXES 8
+
+/* A device mesh: axis names (interned) and sizes, in the order given. */
+typedef struct Mesh {
+  int naxes;
+  const char *names[MESH_MAX_AXES];
+  int64_t sizes[MESH_MAX_AXES];
+} Mesh;
+
+/* Parses "batch=2,model=4" (an empty string is the empty mesh). */
+gboolean mesh_parse(const char *spec, Mesh *out, GError **error);
+int64_t mesh_axis_size(const Mesh *m, const char *axis); /* 0 if absent */
+char *mesh_to_string(const Mesh *m);
+
+/* How a value of an SPMD program lies on the mesh: for each dimension
+ * the axes that split it (major first); the axes over which each device
+ * holds a partial sum; every other axis replicates it. */
+typedef struct Dist {
+  int rank;
+  int naxes[PARTIR_MAX_RANK];
+  const char *axes[PARTIR_MAX_RANK][MESH_MAX_AXES]; /* interned */
+  int npartial;
+  const char *partial[MESH_MAX_AXES];
+} Dist;
+
+/* What makes a function an SPMD program: its mesh and the layouts of its
+ * arguments and results (lower.c makes them; the parser reads them). */
+typedef struct SpmdInfo {
+  Mesh mesh;
+  Dist *arg_dists;
+  Dist *result_dists;
+} SpmdInfo;
+
+void dist_print(GString *out, const Dist *d);
+/* The number of parts a dist splits dimension 'dim' into. */
+int64_t dist_parts(const Dist *d, const Mesh *m, int dim);
+
 /* -------------------------------------------------------------- program */
 
 /* One function: named arguments, a tuple of results. */
@@ -254,6 +293,7 @@ typedef struct Func {
   const Type **result_types;
   const Term *body; /* TM_TUPLE of the results */
   Loc loc;
+  SpmdInfo *spmd;   /* SPMD programs only, else NULL */
 } Func;
 
 /* A parsed file: its functions and the names the user gave values.  The
@@ -297,6 +337,13 @@ void print_func(GString *out, const Module *m, const Func *f);
 typedef void (*PrintVisit)(void *ud, const char *name, const Term *placed);
 void print_walk(const Module *m, const Func *f, PrintVisit visit, void *ud);
 void print_module_expr(GString *out, const Module *m);
+/* spmd_show.c: collectives of an SPMD program per kind and axes (counts
+ * and local bytes), and the program as a Graphviz graph. */
+void spmd_print_stats(GString *out, const Func *f);
+void spmd_print_dot(GString *out, const Func *f);
+/* Collectives 'op' in the program over exactly 'axes' ("model",
+ * "batch,model"), or over any axes when 'axes' is NULL. */
+int spmd_count_collectives(const Func *f, Op op, const char *axes);
 
 /* --------------------------------------------------------------- tensor */
 
@@ -344,6 +391,19 @@ Tensor *interp_random_input(const Func *f, int i, gint64 seed);
 gboolean interp_check(const Func *f, GError **error);
 /* interp_run on the seeded random inputs. */
 GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error);
+
+/* The simulated device a thread runs an SPMD program as (spmd_sim.c);
+ * the collective operators exchange through it.  NULL outside the
+ * simulator, where interp_check refuses programs with collectives. */
+typedef struct Comm Comm;
+extern _Thread_local Comm *partir_comm;
+Tensor *comm_collective(Comm *c, const Term *t, Tensor *x);
+gboolean op_is_collective(Op op);
+/* spmd_sim.c: runs SPMD program 'f' on one thread per device of its mesh:
+ * scatters the global inputs by their layouts, gathers the global results
+ * (replicas must agree, partial results are summed). */
+GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
+                         GError **error);
 
 /* kernels.c: evaluates one base operator on evaluated operands. */
 Tensor *kernel_eval(const Term *t, Tensor *const *args);

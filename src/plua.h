@@ -1,6 +1,5 @@
 /* plua.h — the Lua 5.4 module 'partir' and the front ends' bridge to it.
  *
- *   mesh.c   meshes: named axes with sizes ("batch=2,model=4")
  *   lua.c    the 'partir' module (state userdata, engine verbs) and the
  *            helpers front ends use to run tactics and Lua chunks
  */
@@ -11,19 +10,7 @@
 
 #include <lua.h>
 
-#define MESH_MAX_AXES 8
 
-/* A device mesh: axis names (interned) and sizes, in the order given. */
-typedef struct Mesh {
-  int naxes;
-  const char *names[MESH_MAX_AXES];
-  int64_t sizes[MESH_MAX_AXES];
-} Mesh;
-
-/* Parses "batch=2,model=4" (an empty string is the empty mesh). */
-gboolean mesh_parse(const char *spec, Mesh *out, GError **error);
-int64_t mesh_axis_size(const Mesh *m, const char *axis); /* 0 if absent */
-char *mesh_to_string(const Mesh *m);
 
 /* A Lua state with the standard libraries and the 'partir' module
  * (require "partir", also the global 'partir'), using rule set 'rs'

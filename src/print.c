@@ -270,21 +270,38 @@ void print_func(GString *out, const Module *m, const Func *f) {
   Printer pr;
   Named **results;
   Region *top = prepare(&pr, m, f, &results);
-  g_string_append_printf(out, "func @%s(", f->name);
+  /* an SPMD program: local types with their layouts, and the mesh */
+  const SpmdInfo *sp = f->spmd;
+  g_string_append_printf(out, "%s @%s(", sp ? "spmd" : "func", f->name);
   for (int i = 0; i < f->nargs; i++) {
     g_string_append_printf(out, "%s%%%s: ", i ? ", " : "", f->arg_names[i]);
     type_print(out, f->arg_types[i]);
+    if (sp) {
+      g_string_append_c(out, ' ');
+      dist_print(out, &sp->arg_dists[i]);
+    }
   }
   g_string_append(out, ") -> ");
-  if (f->nresults > 1)
+  if (f->nresults > 1 || sp)
     g_string_append_c(out, '(');
   for (int i = 0; i < f->nresults; i++) {
     if (i)
       g_string_append(out, ", ");
     type_print(out, f->result_types[i]);
+    if (sp) {
+      g_string_append_c(out, ' ');
+      dist_print(out, &sp->result_dists[i]);
+    }
   }
-  if (f->nresults > 1)
+  if (f->nresults > 1 || sp)
     g_string_append_c(out, ')');
+  if (sp) {
+    g_string_append(out, " mesh {");
+    for (int i = 0; i < sp->mesh.naxes; i++)
+      g_string_append_printf(out, "%s%s = %" G_GINT64_FORMAT, i ? ", " : "",
+                             sp->mesh.names[i], sp->mesh.sizes[i]);
+    g_string_append_c(out, '}');
+  }
   g_string_append(out, " {\n");
   emit_region(out, top, 1);
   g_string_append(out, "  return ");

@@ -29,6 +29,11 @@ void module_free(Module *m) {
 void func_free(Func *f) {
   if (!f)
     return;
+  if (f->spmd) {
+    g_free(f->spmd->arg_dists);
+    g_free(f->spmd->result_dists);
+    g_free(f->spmd);
+  }
   g_free(f->name);
   g_strfreev(f->arg_names);
   g_free(f->arg_types);
@@ -57,4 +62,29 @@ Func *module_entry(Module *m) {
       return f;
   }
   return NULL;
+}
+
+void dist_print(GString *out, const Dist *d) {
+  g_string_append(out, "{dist = [");
+  for (int i = 0; i < d->rank; i++) {
+    g_string_append(out, i ? ", [" : "[");
+    for (int k = 0; k < d->naxes[i]; k++)
+      g_string_append_printf(out, "%s\"%s\"", k ? ", " : "", d->axes[i][k]);
+    g_string_append_c(out, ']');
+  }
+  g_string_append_c(out, ']');
+  if (d->npartial) {
+    g_string_append(out, ", partial = [");
+    for (int k = 0; k < d->npartial; k++)
+      g_string_append_printf(out, "%s\"%s\"", k ? ", " : "", d->partial[k]);
+    g_string_append_c(out, ']');
+  }
+  g_string_append_c(out, '}');
+}
+
+int64_t dist_parts(const Dist *d, const Mesh *m, int dim) {
+  int64_t parts = 1;
+  for (int k = 0; k < d->naxes[dim]; k++)
+    parts *= mesh_axis_size(m, d->axes[dim][k]);
+  return parts;
 }

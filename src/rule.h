@@ -229,6 +229,22 @@ const Term *replace_args(const Term *body, const Term *const *to, int nargs,
  * the name tables key them as they are). */
 void inherit_name(GHashTable *names, const Term *from, const Term *to);
 
+/* ------------------------------------------------------------ lowering */
+
+/* lower.c: the SPMD program of 'g' (a partitioned function) on 'mesh':
+ * one local program for every device, with collectives; NULL with the
+ * reason in 'why' (an axis the mesh lacks, a range whose parts do not
+ * match its axis, an axis bound twice in a nest). */
+Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
+                 GString *why);
+
+/* spmd_check.c: runs 'g' in the interpreter and its lowering 'spmd' on
+ * simulated devices on the same seeded inputs; FALSE with the reason when
+ * they disagree.  A line saying so goes to 'out'. */
+gboolean spmd_check_against_interpreter(const Func *g, const Func *spmd,
+                                        gint64 seed, GString *out,
+                                        GError **error);
+
 /* ----------------------------------------------------- engine commands */
 
 /* Runs one command ("arg-tile 0 0 8", "propagate", "apply fuse at %3",

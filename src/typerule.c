@@ -33,7 +33,8 @@ static const TypeRule rules[OP_COUNT_] = {
 gboolean op_needs_attrs(Op op) {
   return op == OP_COMPARE || op == OP_REDUCE_SUM || op == OP_REDUCE_MAX ||
          op == OP_TRANSPOSE || op == OP_CONCATENATE || op == OP_SLICE ||
-         op == OP_IOTA || op == OP_CONSTANT || op == OP_BROADCAST_IN_DIM;
+         op == OP_IOTA || op == OP_CONSTANT || op == OP_BROADCAST_IN_DIM ||
+         op_is_collective(op);
 }
 
 gboolean op_takes_written_type(Op op) {
@@ -534,6 +535,76 @@ static const Type *tr_static_slice(RULE_ARGS) {
     dims[i] = (limit[i] - start[i] + strides[i] - 1) / strides[i];
   }
   return type_tensor(a->dtype, a->rank, dims);
+}
+
+gboolean op_is_collective(Op op) {
+  return op == OP_ALL_REDUCE || op == OP_ALL_GATHER ||
+         op == OP_REDUCE_SCATTER || op == OP_ALL_TO_ALL || op == OP_SHARD;
+}
+
+/* Collectives: 'axes' (a non-empty list of axis names) and 'size' (the
+ * devices of those axes together) make the shape rule self-contained. */
+static const Type *tr_collective(RULE_ARGS) {
+  const Type *a = args[0]->type;
+  static const char *const none[] = {"axes", "size", NULL};
+  static const char *const one_dim[] = {"axes", "size", "dim", NULL};
+  static const char *const two_dims[] = {"axes", "size", "split_dim",
+                                         "concat_dim", NULL};
+  const char *const *allowed = op == OP_ALL_REDUCE    ? none
+                               : op == OP_ALL_TO_ALL ? two_dims
+                                                     : one_dim;
+  int64_t size;
+  if (!check_attr_names(op, attrs, allowed, err) ||
+      !get_int(op, attrs, "size", &size, err))
+    return NULL;
+  const AttrValue *axes = attrs_get(attrs, "axes");
+  gboolean ok = axes && axes->kind == AV_LIST && axes->count >= 1 &&
+                axes->count <= MESH_MAX_AXES;
+  for (int i = 0; ok && i < axes->count; i++)
+    ok = axes->items[i].kind == AV_SYMBOL;
+  if (!ok || size < 1) {
+    g_string_printf(err, "'%s' needs 'axes' (a list of axis names) and a "
+                         "positive 'size'",
+                    op_name(op));
+    return NULL;
+  }
+  if (op == OP_ALL_REDUCE)
+    return not_i1(op, a, err) ? a : NULL;
+  int64_t d1, d2 = -1;
+  if (op == OP_ALL_TO_ALL) {
+    if (!get_int(op, attrs, "split_dim", &d1, err) ||
+        !get_int(op, attrs, "concat_dim", &d2, err) ||
+        !check_dims(op, "split_dim", &d1, 1, a->rank, err) ||
+        !check_dims(op, "concat_dim", &d2, 1, a->rank, err))
+      return NULL;
+  } else if (!get_int(op, attrs, "dim", &d1, err) ||
+             !check_dims(op, "dim", &d1, 1, a->rank, err)) {
+    return NULL;
+  }
+  const Type *t = a;
+  if (op == OP_ALL_GATHER) {
+    if (a->dims[d1] > PARTIR_MAX_ELEMS / size) {
+      g_string_printf(err, "'all_gather' result is too large");
+      return NULL;
+    }
+    return type_with_dim(a, (int)d1, a->dims[d1] * size);
+  }
+  if (a->dims[d1] % size != 0) {
+    g_string_printf(err, "'%s': dimension %" G_GINT64_FORMAT " of size "
+                         "%" G_GINT64_FORMAT " does not split %" G_GINT64_FORMAT
+                         " ways",
+                    op_name(op), d1, a->dims[d1], size);
+    return NULL;
+  }
+  t = type_with_dim(a, (int)d1, a->dims[d1] / size);
+  if (op == OP_ALL_TO_ALL) {
+    if (t->dims[d2] > PARTIR_MAX_ELEMS / size) {
+      g_string_printf(err, "'all_to_all' result is too large");
+      return NULL;
+    }
+    t = type_with_dim(t, (int)d2, t->dims[d2] * size);
+  }
+  return t;
 }
 
 const Type *typerule_infer(Op op, int nargs, const Term *const *args,

@@ -1,0 +1,892 @@
+/* cost.c — the cost model: what one step of an SPMD program costs each
+ * device, on a machine described by a hardware file.
+ *
+ * An SPMD program (Func with 'spmd' set) holds local shapes: every device
+ * runs the same body on same-shaped data, so one walk gives the figures
+ * of every device.  Its tiles and sums are sequential loops on the device
+ * (a tile over range<n,w> runs its body n/w times); its collectives move
+ * data between the devices of the mesh axes named in their 'axes'.
+ *
+ * The walk follows the printer's schedule (print_walk): statements in
+ * text order, each distinct value once per instance of the region it is
+ * placed in, loop-invariant values hoisted out — the evaluation order and
+ * sharing of the reference interpreter.  The walk reconstructs the region
+ * structure from that order: a tile/sum statement opens its region, whose
+ * statements follow it, and the region closes after its yield (the last
+ * statement placed in it; a region whose body uses no value of its own is
+ * empty).  From the walk come
+ *
+ *   FLOPs       op_flops of every statement times the iterations of the
+ *               loops around it;
+ *   peak bytes  a liveness sweep over one iteration of every loop: a value
+ *               lives from its statement to its last use; a value used
+ *               inside a loop it is defined outside of lives to the end of
+ *               that loop; a tile/sum's whole result buffer lives from its
+ *               statement; arguments and results live throughout;
+ *   collectives ring formulas for the bytes each device sends and
+ *               steps * latency + bytes / bandwidth for the time, over the
+ *               slowest link among the axes;
+ *   time        compute (flops / peak FLOP/s of the operator's dtype) plus
+ *               communication, with no overlap.
+ *
+ * Hardware descriptions are GKeyFile text (hw/*.hw): a [hardware] group
+ * and optional [axis NAME] groups; hw_set changes one figure ("what if
+ * the links were twice as fast": link_bw=2x).
+ */
+#include "cost.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+/* ------------------------------------------------------- hardware keys */
+
+typedef struct HwKey {
+  const char *key;
+  size_t offset; /* of the double in Hardware */
+  gboolean zero_ok;
+  const char *unit;
+} HwKey;
+
+static const HwKey hw_keys[] = {
+    {"peak_flops_f32", offsetof(Hardware, peak_flops_f32), FALSE, "FLOP/s"},
+    {"peak_flops_bf16", offsetof(Hardware, peak_flops_bf16), FALSE, "FLOP/s"},
+    {"peak_flops_f64", offsetof(Hardware, peak_flops_f64), FALSE, "FLOP/s"},
+    {"memory_bytes", offsetof(Hardware, memory_bytes), FALSE, "bytes"},
+    {"link_bw", offsetof(Hardware, link_bw), FALSE, "bytes/s"},
+    {"link_latency", offsetof(Hardware, link_latency), TRUE, "seconds"},
+};
+
+static const HwKey axis_keys[] = {
+    {"link_bw", offsetof(HwAxis, link_bw), FALSE, "bytes/s"},
+    {"link_latency", offsetof(HwAxis, link_latency), TRUE, "seconds"},
+};
+
+static const HwKey *find_key(const HwKey *keys, gsize n, const char *key) {
+  for (gsize i = 0; i < n; i++)
+    if (strcmp(keys[i].key, key) == 0)
+      return &keys[i];
+  return NULL;
+}
+
+static double *field(void *base, const HwKey *k) {
+  return (double *)((char *)base + k->offset);
+}
+
+/* Parses a finite number, positive (or zero when 'zero_ok'); the whole
+ * of 'text' but surrounding blanks. */
+static gboolean parse_number(const char *text, gboolean zero_ok, double *out) {
+  while (g_ascii_isspace(*text))
+    text++;
+  if (!*text)
+    return FALSE;
+  char *end;
+  double v = g_ascii_strtod(text, &end);
+  while (g_ascii_isspace(*end))
+    end++;
+  if (end == text || *end || !isfinite(v) || v < 0 || (v == 0 && !zero_ok))
+    return FALSE;
+  *out = v;
+  return TRUE;
+}
+
+static gboolean axis_name_ok(const char *s) {
+  if (!*s)
+    return FALSE;
+  for (const char *c = s; *c; c++)
+    if (!g_ascii_isalnum(*c) && *c != '_')
+      return FALSE;
+  return TRUE;
+}
+
+/* The per-axis entry for 'axis', made from the defaults when 'create'. */
+static HwAxis *axis_entry(Hardware *hw, const char *axis, gboolean create) {
+  const char *name = g_intern_string(axis);
+  for (int i = 0; i < hw->naxes; i++)
+    if (hw->axes[i].name == name)
+      return &hw->axes[i];
+  if (!create || hw->naxes == HW_MAX_AXES)
+    return NULL;
+  HwAxis *a = &hw->axes[hw->naxes++];
+  *a = (HwAxis){name, hw->link_bw, hw->link_latency};
+  return a;
+}
+
+void hw_link(const Hardware *hw, const char *axis, double *bw,
+             double *latency) {
+  const char *name = g_intern_string(axis);
+  *bw = hw->link_bw;
+  *latency = hw->link_latency;
+  for (int i = 0; i < hw->naxes; i++)
+    if (hw->axes[i].name == name) {
+      *bw = hw->axes[i].link_bw;
+      *latency = hw->axes[i].link_latency;
+    }
+}
+
+double hw_peak_flops(const Hardware *hw, DType dt) {
+  switch (dt) {
+  case DT_BF16:
+    return hw->peak_flops_bf16;
+  case DT_F64:
+    return hw->peak_flops_f64;
+  default:
+    return hw->peak_flops_f32;
+  }
+}
+
+static char *key_list(const HwKey *keys, gsize n) {
+  GString *s = g_string_new(NULL);
+  for (gsize i = 0; i < n; i++)
+    g_string_append_printf(s, "%s%s", i ? ", " : "", keys[i].key);
+  return g_string_free(s, FALSE);
+}
+
+/* ------------------------------------------------------ hardware files */
+
+/* Reads the keys of 'group' into the doubles of 'base' ('seen' marks the
+ * keys present). */
+static gboolean read_group(GKeyFile *kf, const char *path, const char *group,
+                           const HwKey *keys, gsize nkeys, void *base,
+                           gboolean *seen, gboolean allow_name,
+                           GError **error) {
+  g_auto(GStrv) names = g_key_file_get_keys(kf, group, NULL, NULL);
+  for (char **k = names; k && *k; k++) {
+    if (allow_name && strcmp(*k, "name") == 0)
+      continue;
+    const HwKey *key = find_key(keys, nkeys, *k);
+    if (!key) {
+      g_autofree char *known = key_list(keys, nkeys);
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                  "%s: [%s] has no key '%s' (keys: %s%s)", path, group, *k,
+                  allow_name ? "name, " : "", known);
+      return FALSE;
+    }
+    g_autofree char *text = g_key_file_get_value(kf, group, *k, NULL);
+    if (!text || !parse_number(text, key->zero_ok, field(base, key))) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                  "%s: [%s] %s = '%s': expected a %s number (%s)", path, group,
+                  *k, text ? text : "", key->zero_ok ? "non-negative" : "positive",
+                  key->unit);
+      return FALSE;
+    }
+    seen[key - keys] = TRUE;
+  }
+  return TRUE;
+}
+
+static gboolean load_file(const char *path, Hardware *out, GError **error) {
+  g_autoptr(GKeyFile) kf = g_key_file_new();
+  GError *local = NULL;
+  if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &local)) {
+    g_set_error(error, PARTIR_ERROR,
+                local->domain == G_FILE_ERROR ? PARTIR_ERROR_IO
+                                              : PARTIR_ERROR_FORMAT,
+                "%s: %s", path, local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  Hardware hw = {0};
+  if (!g_key_file_has_group(kf, "hardware")) {
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                "%s: no [hardware] group", path);
+    return FALSE;
+  }
+  gboolean seen[G_N_ELEMENTS(hw_keys)] = {0};
+  if (!read_group(kf, path, "hardware", hw_keys, G_N_ELEMENTS(hw_keys), &hw,
+                  seen, TRUE, error))
+    return FALSE;
+  for (gsize i = 0; i < G_N_ELEMENTS(hw_keys); i++)
+    if (!seen[i]) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                  "%s: [hardware] needs key '%s' (%s)", path, hw_keys[i].key,
+                  hw_keys[i].unit);
+      return FALSE;
+    }
+  g_autofree char *name = g_key_file_get_string(kf, "hardware", "name", NULL);
+  if (!name || !*name) {
+    g_free(name);
+    g_autofree char *base = g_path_get_basename(path);
+    if (g_str_has_suffix(base, ".hw"))
+      base[strlen(base) - 3] = '\0';
+    name = g_strdup(base);
+  }
+  hw.name = g_intern_string(name);
+  hw.source = g_intern_string(path);
+
+  g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
+  for (char **g = groups; *g; g++) {
+    if (strcmp(*g, "hardware") == 0)
+      continue;
+    if (!g_str_has_prefix(*g, "axis ")) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                  "%s: unknown group [%s] (expected [hardware] and "
+                  "[axis NAME])",
+                  path, *g);
+      return FALSE;
+    }
+    g_autofree char *axis = g_strstrip(g_strdup(*g + 5));
+    if (!axis_name_ok(axis)) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                  "%s: [%s]: an axis name is letters, digits or '_'", path,
+                  *g);
+      return FALSE;
+    }
+    HwAxis *a = axis_entry(&hw, axis, TRUE);
+    if (!a) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                  "%s: [%s]: more than %d axis groups", path, *g, HW_MAX_AXES);
+      return FALSE;
+    }
+    gboolean axis_seen[G_N_ELEMENTS(axis_keys)] = {0};
+    if (!read_group(kf, path, *g, axis_keys, G_N_ELEMENTS(axis_keys), a,
+                    axis_seen, FALSE, error))
+      return FALSE;
+  }
+  *out = hw;
+  return TRUE;
+}
+
+char **hw_search_path(void) {
+  GPtrArray *dirs = g_ptr_array_new();
+  const char *env = g_getenv("PARTIR_HW");
+  if (env && *env) {
+    g_auto(GStrv) parts = g_strsplit(env, ":", -1);
+    for (char **d = parts; *d; d++)
+      if (**d)
+        g_ptr_array_add(dirs, g_strdup(*d));
+  }
+#ifdef PARTIR_DATADIR
+  g_ptr_array_add(dirs, g_strdup(PARTIR_DATADIR "/hw"));
+#endif
+  g_ptr_array_add(dirs, NULL);
+  return (char **)g_ptr_array_free(dirs, FALSE);
+}
+
+/* "a, b, c": the NAME of every NAME.hw in 'dirs', sorted, once each. */
+static char *known_names(char **dirs) {
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  for (char **d = dirs; *d; d++) {
+    g_autoptr(GDir) dir = g_dir_open(*d, 0, NULL);
+    const char *entry;
+    while (dir && (entry = g_dir_read_name(dir)))
+      if (g_str_has_suffix(entry, ".hw") && strlen(entry) > 3)
+        g_ptr_array_add(names, g_strndup(entry, strlen(entry) - 3));
+  }
+  g_ptr_array_sort(names, (GCompareFunc)g_ascii_strcasecmp);
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < names->len; i++) {
+    const char *n = g_ptr_array_index(names, i);
+    if (i > 0 && strcmp(n, g_ptr_array_index(names, i - 1)) == 0)
+      continue;
+    g_string_append_printf(s, "%s%s", s->len ? ", " : "", n);
+  }
+  return g_string_free(s, FALSE);
+}
+
+gboolean hw_load(const char *name_or_path, Hardware *out, GError **error) {
+  if (strchr(name_or_path, '/') || g_str_has_suffix(name_or_path, ".hw"))
+    return load_file(name_or_path, out, error);
+  g_auto(GStrv) dirs = hw_search_path();
+  for (char **d = dirs; *d; d++) {
+    g_autofree char *file = g_strconcat(name_or_path, ".hw", NULL);
+    g_autofree char *path = g_build_filename(*d, file, NULL);
+    if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
+      return load_file(path, out, error);
+  }
+  g_autofree char *where = g_strjoinv(", ", dirs);
+  g_autofree char *known = known_names(dirs);
+  g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_IO,
+              "hardware '%s' not found: no %s.hw in %s (set $PARTIR_HW or "
+              "give a path)%s%s",
+              name_or_path, name_or_path, *where ? where : "(no directory)",
+              *known ? "; known: " : "", known);
+  return FALSE;
+}
+
+/* Sets or scales (when 'scale') one figure; 'zero_ok' as in HwKey. */
+static void apply(double *v, double x, gboolean scale) {
+  *v = scale ? *v * x : x;
+}
+
+gboolean hw_set(Hardware *hw, const char *assignment, GError **error) {
+  const char *eq = strchr(assignment, '=');
+  g_autofree char *key = g_strstrip(
+      g_strndup(assignment, eq ? (gsize)(eq - assignment) : strlen(assignment)));
+  g_autofree char *value = g_strstrip(g_strdup(eq ? eq + 1 : ""));
+  gboolean scale = g_str_has_suffix(value, "x") || g_str_has_suffix(value, "X");
+  if (scale)
+    value[strlen(value) - 1] = '\0';
+
+  /* which figure: a [hardware] key, peak_flops, or axis.NAME.KEY */
+  const HwKey *hk = find_key(hw_keys, G_N_ELEMENTS(hw_keys), key);
+  const HwKey *ak = NULL;
+  g_autofree char *axis = NULL;
+  gboolean all_peaks = strcmp(key, "peak_flops") == 0;
+  if (g_str_has_prefix(key, "axis.")) {
+    const char *dot = strrchr(key, '.');
+    if (dot > key + 5) {
+      axis = g_strndup(key + 5, (gsize)(dot - key - 5));
+      ak = find_key(axis_keys, G_N_ELEMENTS(axis_keys), dot + 1);
+      if (!axis_name_ok(axis))
+        ak = NULL;
+    }
+  }
+  if (!eq || (!hk && !ak && !all_peaks)) {
+    g_autofree char *known = key_list(hw_keys, G_N_ELEMENTS(hw_keys));
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                "hardware setting '%s': expected KEY=VALUE or KEY=Nx with KEY "
+                "one of %s, peak_flops, axis.NAME.link_bw, "
+                "axis.NAME.link_latency",
+                assignment, known);
+    return FALSE;
+  }
+  gboolean zero_ok = (hk && hk->zero_ok) || (ak && ak->zero_ok);
+  double x;
+  if (!parse_number(value, zero_ok, &x)) {
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                "hardware setting '%s': expected a %s number%s", assignment,
+                zero_ok ? "non-negative" : "positive",
+                scale ? " before 'x'" : " or a factor such as 2x");
+    return FALSE;
+  }
+  if (ak) {
+    HwAxis *a = axis_entry(hw, axis, TRUE);
+    if (!a) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                  "hardware setting '%s': more than %d axes", assignment,
+                  HW_MAX_AXES);
+      return FALSE;
+    }
+    apply(field(a, ak), x, scale);
+  } else if (all_peaks) {
+    apply(&hw->peak_flops_f32, x, scale);
+    apply(&hw->peak_flops_bf16, x, scale);
+    apply(&hw->peak_flops_f64, x, scale);
+  } else {
+    apply(field(hw, hk), x, scale);
+    /* the default link and every axis's: "the whole mesh is 2x faster" */
+    for (int i = 0; i < hw->naxes; i++) {
+      if (strcmp(hk->key, "link_bw") == 0)
+        apply(&hw->axes[i].link_bw, x, scale);
+      else if (strcmp(hk->key, "link_latency") == 0)
+        apply(&hw->axes[i].link_latency, x, scale);
+    }
+  }
+  g_autofree char *change = g_strdup_printf("%s=%s%s", key, value,
+                                            scale ? "x" : "");
+  g_autofree char *changes =
+      hw->changes ? g_strconcat(hw->changes, ", ", change, NULL)
+                  : g_strdup(change);
+  hw->changes = g_intern_string(changes);
+  return TRUE;
+}
+
+/* Appends the shortest text that reads back to 'v'. */
+static void append_number(GString *out, double v) {
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  for (int digits = 6; digits <= 17; digits++) {
+    char fmt[8];
+    g_snprintf(fmt, sizeof fmt, "%%.%dg", digits);
+    g_ascii_formatd(buf, sizeof buf, fmt, v);
+    if (g_ascii_strtod(buf, NULL) == v)
+      break;
+  }
+  g_string_append(out, buf);
+}
+
+void hw_print(GString *out, const Hardware *hw) {
+  g_autofree char *name = g_strescape(hw->name ? hw->name : "", NULL);
+  g_string_append_printf(out, "[hardware]\nname=%s\n", name);
+  for (gsize i = 0; i < G_N_ELEMENTS(hw_keys); i++) {
+    g_string_append_printf(out, "%s=", hw_keys[i].key);
+    append_number(out, *field((void *)hw, &hw_keys[i]));
+    g_string_append_c(out, '\n');
+  }
+  for (int i = 0; i < hw->naxes; i++) {
+    g_string_append_printf(out, "\n[axis %s]\n", hw->axes[i].name);
+    for (gsize k = 0; k < G_N_ELEMENTS(axis_keys); k++) {
+      g_string_append_printf(out, "%s=", axis_keys[k].key);
+      append_number(out, *field((void *)&hw->axes[i], &axis_keys[k]));
+      g_string_append_c(out, '\n');
+    }
+  }
+}
+
+/* --------------------------------------------------------- validation */
+
+/* Refuses what the model cannot cost: collectives over axes the mesh
+ * lacks or of a size other than the axes' product, and tiles or sums
+ * still bound to a mesh axis in an SPMD program. */
+static gboolean check_program(const Func *f, GError **error) {
+  if (!f->spmd)
+    return TRUE;
+  const Mesh *mesh = &f->spmd->mesh;
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  g_ptr_array_add(todo, (gpointer)f->body);
+  g_autofree char *mesh_text = mesh_to_string(mesh);
+  while (todo->len > 0) {
+    const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
+    if (!g_hash_table_add(seen, (gpointer)t))
+      continue;
+    if ((t->kind == TM_TILE || t->kind == TM_SUM) && t->axis) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                  "a partir.%s bound to axis '%s' in an SPMD program: lower "
+                  "it first (the cost model runs tiles and sums as loops)",
+                  t->kind == TM_TILE ? "tile" : "sum", t->axis);
+      return FALSE;
+    }
+    if (t->kind == TM_OP && op_is_collective(t->op)) {
+      const AttrValue *axes = attrs_get(t->attrs, "axes");
+      int64_t product = 1;
+      for (int i = 0; i < axes->count; i++) {
+        int64_t s = mesh_axis_size(mesh, axes->items[i].sym);
+        if (s == 0) {
+          g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                      "'%s' over axis '%s', which mesh '%s' does not have",
+                      op_name(t->op), axes->items[i].sym, mesh_text);
+          return FALSE;
+        }
+        product *= s;
+      }
+      int64_t size = attrs_get(t->attrs, "size")->i;
+      if (size != product) {
+        g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                    "'%s' has size %" G_GINT64_FORMAT " but its axes have "
+                    "%" G_GINT64_FORMAT " devices in mesh '%s'",
+                    op_name(t->op), size, product, mesh_text);
+        return FALSE;
+      }
+    }
+    for (int i = 0; i < t->nargs; i++)
+      g_ptr_array_add(todo, (gpointer)t->args[i]);
+  }
+  return TRUE;
+}
+
+/* --------------------------------------------------------------- walk */
+
+/* A value of the schedule: an argument or a statement. */
+typedef struct Value {
+  const Term *t; /* placed form */
+  char *name;    /* printed name */
+  int pos;       /* statement number; -1 for arguments */
+  int last;      /* last statement it is needed at */
+  double bytes;
+} Value;
+
+/* A region instance being walked (depth 0: the function body). */
+typedef struct Open {
+  int stmt;          /* its tile/sum value; -1 at depth 0 */
+  const Term *yield; /* placed yield; NULL when no statement is placed in it */
+  double mult;       /* evaluations of each of its statements per step */
+  GHashTable *defs;  /* placed Term -> value index + 1 */
+  GArray *crossing;  /* int: values of outer regions used inside it */
+} Open;
+
+typedef struct Walk {
+  const Func *f;
+  const Hardware *hw;
+  CostReport *out;
+  GArray *values; /* Value */
+  Open open[PARTIR_MAX_REGIONS + 2];
+  int depth; /* innermost open region */
+  int npos;  /* statements walked */
+} Walk;
+
+static Value *value_at(Walk *w, int i) {
+  return &g_array_index(w->values, Value, i);
+}
+
+static double bytes_of(const Type *t) {
+  return (double)type_numel(t) * (double)dtype_storage_bytes(t->dtype);
+}
+
+static void open_region(Walk *w, int stmt, const Term *yield, double mult) {
+  g_assert(w->depth + 1 < PARTIR_MAX_REGIONS + 2);
+  Open *o = &w->open[++w->depth];
+  *o = (Open){stmt, yield, mult, g_hash_table_new(NULL, NULL),
+              g_array_new(FALSE, FALSE, sizeof(int))};
+}
+
+/* Records that operand 'u', as seen at region depth 'depth', is used by
+ * the statement at 'pos'. */
+static void use(Walk *w, const Term *u, int depth, int pos) {
+  if (u->kind == TM_BVAR || u->kind == TM_ARG) /* ranges; args live always */
+    return;
+  int target = term_is_closed(u) ? 0 : depth - term_lo(u);
+  g_assert(target >= 0 && target <= depth);
+  gpointer found = g_hash_table_lookup(w->open[target].defs, term_placed(u));
+  g_assert(found);
+  int i = GPOINTER_TO_INT(found) - 1;
+  Value *v = value_at(w, i);
+  v->last = MAX(v->last, pos);
+  if (target < depth) /* needed by every iteration of the loop it is in */
+    g_array_append_val(w->open[target + 1].crossing, i);
+}
+
+/* Closes the innermost region at statement 'pos' (its last one). */
+static void close_region(Walk *w, int pos) {
+  Open *o = &w->open[w->depth];
+  const Term *tile = value_at(w, o->stmt)->t;
+  /* each iteration hands its yield to the tile/sum */
+  use(w, tile->args[0], w->depth, pos);
+  for (guint i = 0; i < o->crossing->len; i++) {
+    Value *v = value_at(w, g_array_index(o->crossing, int, i));
+    v->last = MAX(v->last, pos);
+  }
+  g_hash_table_unref(o->defs);
+  g_array_unref(o->crossing);
+  w->depth--;
+}
+
+/* Closes the regions that statement 'stmt' (at 'pos') ends: its own when
+ * it yields there, then its tile's when that yields in turn. */
+static void close_chain(Walk *w, int stmt, int pos) {
+  while (w->depth > 0 && value_at(w, stmt)->t == w->open[w->depth].yield) {
+    stmt = w->open[w->depth].stmt;
+    close_region(w, pos);
+  }
+}
+
+/* Adds the bytes and time of one evaluation of collective 't', 'mult'
+ * times. */
+static void account_collective(Walk *w, const Term *t, double mult) {
+  const AttrValue *axes = attrs_get(t->attrs, "axes");
+  int64_t k = attrs_get(t->attrs, "size")->i;
+  double bw = INFINITY, latency = 0;
+  GString *key = g_string_new(NULL);
+  for (int i = 0; i < axes->count; i++) {
+    double b, l;
+    hw_link(w->hw, axes->items[i].sym, &b, &l);
+    bw = MIN(bw, b);
+    latency = MAX(latency, l);
+    g_string_append_printf(key, "%s%s", i ? "," : "", axes->items[i].sym);
+  }
+  const char *axes_text = g_intern_string(key->str);
+  g_string_free(key, TRUE);
+
+  double in = bytes_of(t->args[0]->type), out = bytes_of(t->type);
+  double part = (double)(k - 1) / (double)k, bytes = 0, steps = 0;
+  switch (t->op) {
+  case OP_ALL_REDUCE: /* ring: reduce-scatter then all-gather */
+    bytes = 2 * part * in;
+    steps = 2.0 * (double)(k - 1);
+    break;
+  case OP_ALL_GATHER:
+    bytes = part * out;
+    steps = (double)(k - 1);
+    break;
+  case OP_REDUCE_SCATTER:
+  case OP_ALL_TO_ALL:
+    bytes = part * in;
+    steps = (double)(k - 1);
+    break;
+  case OP_SHARD: /* a local slice of a replicated value */
+    break;
+  default:
+    g_assert_not_reached();
+  }
+  double time = bytes > 0 ? steps * latency + bytes / bw : 0;
+
+  GArray *comms = w->out->comms;
+  CostComm *c = NULL;
+  for (guint i = 0; i < comms->len && !c; i++) {
+    CostComm *e = &g_array_index(comms, CostComm, i);
+    if (e->op == t->op && e->axes == axes_text && e->size == k)
+      c = e;
+  }
+  if (!c) {
+    CostComm fresh = {.op = t->op, .axes = axes_text, .size = k};
+    g_array_append_val(comms, fresh);
+    c = &g_array_index(comms, CostComm, comms->len - 1);
+  }
+  c->count += mult;
+  c->bytes += bytes * mult;
+  c->time += time * mult;
+  w->out->comm_time += time * mult;
+}
+
+static void account_op(Walk *w, const Term *t, double mult) {
+  if (op_is_collective(t->op)) {
+    account_collective(w, t, mult);
+    return;
+  }
+  double flops = op_flops(t) * mult;
+  if (flops == 0)
+    return;
+  /* a comparison computes in its operands' type, not in i1 */
+  DType dt = t->type->dtype == DT_I1 && t->nargs > 0 ? t->args[0]->type->dtype
+                                                     : t->type->dtype;
+  w->out->flops += flops;
+  w->out->compute_time += flops / hw_peak_flops(w->hw, dt);
+}
+
+static int add_value(Walk *w, const Term *t, const char *name, int pos) {
+  Value v = {t, g_strdup(name), pos, pos, bytes_of(t->type)};
+  g_array_append_val(w->values, v);
+  return (int)w->values->len - 1;
+}
+
+/* print_walk's visitor: one argument or statement in text order. */
+static void visit(void *ud, const char *name, const Term *t) {
+  Walk *w = ud;
+  if (t->kind == TM_ARG) {
+    int i = add_value(w, t, name, -1);
+    g_assert(i == t->index); /* arguments come first, in order */
+    return;
+  }
+  int pos = w->npos++;
+  Open *here = &w->open[w->depth];
+  /* the walk's region is where the printer placed the statement */
+  g_assert(w->depth == 0 ? term_is_closed(t) : (t->loose & 1) != 0);
+  int i = add_value(w, t, name, pos);
+  g_hash_table_insert(here->defs, (gpointer)t, GINT_TO_POINTER(i + 1));
+  switch (t->kind) {
+  case TM_OP:
+    for (int k = 0; k < t->nargs; k++)
+      use(w, t->args[k], w->depth, pos);
+    account_op(w, t, here->mult);
+    break;
+  case TM_SLICE:
+    use(w, t->args[0], w->depth, pos);
+    break;
+  case TM_TILE:
+  case TM_SUM: {
+    const Term *body = t->args[0];
+    int64_t count = (t->range->n + t->range->w - 1) / t->range->w;
+    gboolean empty = (body->loose & 1) == 0; /* body computed outside */
+    open_region(w, i, empty ? NULL : body, here->mult * (double)count);
+    if (!empty)
+      return; /* its statements follow; the last one closes it */
+    close_region(w, pos);
+    break;
+  }
+  default:
+    g_assert_not_reached();
+  }
+  close_chain(w, i, pos);
+}
+
+/* The liveness sweep: peak bytes over the statements and where. */
+static void sweep(Walk *w) {
+  int n = w->npos;
+  double base = 0; /* live before the first statement and throughout */
+  g_autofree double *delta = g_new0(double, (gsize)n + 1);
+  for (guint i = 0; i < w->values->len; i++) {
+    Value *v = value_at(w, (int)i);
+    if (v->pos < 0) {
+      base += v->bytes;
+      continue;
+    }
+    delta[v->pos] += v->bytes;
+    delta[MIN(v->last, n - 1) + 1] -= v->bytes;
+  }
+  double live = base, peak = base;
+  int at = -1;
+  for (int p = 0; p < n; p++) {
+    live += delta[p];
+    if (live > peak) {
+      peak = live;
+      at = p;
+    }
+  }
+  w->out->peak_bytes = peak;
+  for (guint i = 0; at >= 0 && i < w->values->len; i++)
+    if (value_at(w, (int)i)->pos == at)
+      w->out->peak_at = g_strdup(value_at(w, (int)i)->name);
+}
+
+void cost_report_clear(CostReport *r) {
+  g_free(r->peak_at);
+  if (r->comms)
+    g_array_unref(r->comms);
+  memset(r, 0, sizeof *r);
+}
+
+static int compare_comms(gconstpointer pa, gconstpointer pb) {
+  const CostComm *a = pa, *b = pb;
+  if (a->op != b->op)
+    return a->op < b->op ? -1 : 1;
+  int c = strcmp(a->axes, b->axes);
+  if (c)
+    return c;
+  return a->size < b->size ? -1 : a->size > b->size;
+}
+
+static void clear_value(gpointer p) { g_free(((Value *)p)->name); }
+
+gboolean cost_estimate_module(const Module *m, const Func *f,
+                              const Hardware *hw, CostReport *out,
+                              GError **error) {
+  memset(out, 0, sizeof *out);
+  if (!check_program(f, error))
+    return FALSE;
+  out->comms = g_array_new(FALSE, TRUE, sizeof(CostComm));
+  out->ndevices = 1;
+  for (int i = 0; f->spmd && i < f->spmd->mesh.naxes; i++)
+    out->ndevices *= f->spmd->mesh.sizes[i];
+
+  Walk w = {.f = f, .hw = hw, .out = out};
+  w.values = g_array_new(FALSE, TRUE, sizeof(Value));
+  g_array_set_clear_func(w.values, clear_value);
+  w.open[0] = (Open){-1, NULL, 1.0, g_hash_table_new(NULL, NULL),
+                     g_array_new(FALSE, FALSE, sizeof(int))};
+  print_walk(m, f, visit, &w);
+  g_assert(w.depth == 0); /* every region closed by its yield */
+
+  for (int i = 0; i < f->nresults; i++) /* results live to the end */
+    use(&w, f->body->args[i], 0, w.npos);
+  sweep(&w);
+
+  g_hash_table_unref(w.open[0].defs);
+  g_array_unref(w.open[0].crossing);
+  g_array_unref(w.values);
+
+  g_array_sort(out->comms, compare_comms);
+  out->total_time = out->compute_time + out->comm_time;
+  out->fits = out->peak_bytes <= hw->memory_bytes;
+  return TRUE;
+}
+
+gboolean cost_estimate(const Func *f, const Hardware *hw, CostReport *out,
+                       GError **error) {
+  g_autoptr(Module) names = module_new(); /* no user names: %0, %1, ... */
+  return cost_estimate_module(names, f, hw, out, error);
+}
+
+/* --------------------------------------------------------------- print */
+
+/* "4.19 M" style: three significant digits and an SI prefix. */
+static void append_si(GString *out, double v, const char *unit) {
+  static const char *const prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  gsize p = 0;
+  while (fabs(v) >= 1000 && p + 1 < G_N_ELEMENTS(prefixes)) {
+    v /= 1000;
+    p++;
+  }
+  g_string_append_printf(out, "%.3g %s%s", v, prefixes[p], unit);
+}
+
+/* "1234 B (1.21 KiB)" */
+static void append_bytes(GString *out, double v) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  g_string_append_printf(out, "%.0f B", v);
+  if (v < 1024)
+    return;
+  gsize u = 0;
+  while (v >= 1024 && u + 1 < G_N_ELEMENTS(units)) {
+    v /= 1024;
+    u++;
+  }
+  g_string_append_printf(out, " (%.3g %s)", v, units[u]);
+}
+
+static void append_time(GString *out, double s) {
+  if (s == 0)
+    g_string_append(out, "0 s");
+  else if (s < 1e-6)
+    g_string_append_printf(out, "%.3g ns", s * 1e9);
+  else if (s < 1e-3)
+    g_string_append_printf(out, "%.3g us", s * 1e6);
+  else if (s < 1)
+    g_string_append_printf(out, "%.3g ms", s * 1e3);
+  else
+    g_string_append_printf(out, "%.3g s", s);
+}
+
+static void append_flops(GString *out, double v) {
+  g_string_append_printf(out, "%.0f", v);
+  if (v >= 1000) {
+    g_string_append(out, " (");
+    append_si(out, v, "FLOP");
+    g_string_append_c(out, ')');
+  }
+}
+
+/* One row: label, per-device text, all-devices text. */
+static void row(GString *out, const char *label, const char *per_device,
+                const char *all) {
+  g_string_append_printf(out, "  %-16s %-30s %s\n", label, per_device,
+                         all ? all : "");
+}
+
+void cost_print(GString *out, const CostReport *r, const Hardware *hw,
+                const Mesh *mesh) {
+  double n = (double)r->ndevices;
+  g_autofree char *mesh_text = mesh ? mesh_to_string(mesh) : NULL;
+  g_string_append_printf(out, "cost per step on %s%s (%" G_GINT64_FORMAT
+                              " device%s), hardware %s",
+                         mesh_text && *mesh_text ? "mesh " : "",
+                         mesh_text && *mesh_text ? mesh_text : "one device",
+                         r->ndevices, r->ndevices == 1 ? "" : "s", hw->name);
+  if (hw->source)
+    g_string_append_printf(out, " (%s)", hw->source);
+  if (hw->changes)
+    g_string_append_printf(out, " with %s", hw->changes);
+  g_string_append_c(out, '\n');
+
+  g_autoptr(GString) a = g_string_new(NULL);
+  g_autoptr(GString) b = g_string_new(NULL);
+  g_autofree char *all_header = g_strdup_printf(
+      "all %" G_GINT64_FORMAT " device%s", r->ndevices,
+      r->ndevices == 1 ? "" : "s");
+  row(out, "", "per device", all_header);
+
+  append_flops(a, r->flops);
+  append_flops(b, r->flops * n);
+  row(out, "FLOPs", a->str, b->str);
+
+  g_string_truncate(a, 0);
+  g_string_truncate(b, 0);
+  append_bytes(a, r->peak_bytes);
+  append_bytes(b, r->peak_bytes * n);
+  row(out, "peak memory", a->str, b->str);
+  g_string_truncate(a, 0);
+  g_string_printf(a, "%.3g%% of ", 100.0 * r->peak_bytes / hw->memory_bytes);
+  append_si(a, hw->memory_bytes, "B");
+  if (!r->fits)
+    g_string_append(a, "  DOES NOT FIT");
+  row(out, "", a->str, NULL);
+  if (r->peak_at)
+    g_string_append_printf(out, "  %-16s %%%s\n", "peak at", r->peak_at);
+
+  double bytes = 0;
+  for (guint i = 0; i < r->comms->len; i++)
+    bytes += g_array_index(r->comms, CostComm, i).bytes;
+  g_string_truncate(a, 0);
+  g_string_truncate(b, 0);
+  append_bytes(a, bytes);
+  append_bytes(b, bytes * n);
+  row(out, "bytes sent", a->str, b->str);
+
+  if (r->comms->len > 0) {
+    g_string_append(out, "collectives per device:\n");
+    g_string_append_printf(out, "  %-16s %-14s %6s %8s  %-24s %s\n", "kind",
+                           "axes", "size", "count", "bytes sent", "time");
+    for (guint i = 0; i < r->comms->len; i++) {
+      const CostComm *c = &g_array_index(r->comms, CostComm, i);
+      g_string_truncate(a, 0);
+      g_string_truncate(b, 0);
+      append_bytes(a, c->bytes);
+      append_time(b, c->time);
+      g_string_append_printf(out, "  %-16s %-14s %6" G_GINT64_FORMAT
+                                  " %8.0f  %-24s %s\n",
+                             op_name(c->op), c->axes, c->size, c->count,
+                             a->str, b->str);
+    }
+  }
+
+  g_string_append(out, "time per step (compute and communication do not "
+                       "overlap):\n");
+  g_string_truncate(a, 0);
+  append_time(a, r->compute_time);
+  row(out, "compute", a->str, NULL);
+  g_string_truncate(a, 0);
+  append_time(a, r->comm_time);
+  row(out, "communication", a->str, NULL);
+  g_string_truncate(a, 0);
+  append_time(a, r->total_time);
+  row(out, "total", a->str, NULL);
+}

@@ -1,0 +1,99 @@
+/* cost.h — the cost model: hardware descriptions and per-device estimates
+ * of an SPMD program (cost.c; the model is described in docs/cost.md). */
+#ifndef PARTIR_COST_H
+#define PARTIR_COST_H
+
+#include "partir-int.h"
+
+/* ------------------------------------------------------------- hardware */
+
+#define HW_MAX_AXES 16 /* per-axis link overrides in one description */
+
+/* The link of one mesh axis, where it differs from the default. */
+typedef struct HwAxis {
+  const char *name;    /* interned mesh axis name */
+  double link_bw;      /* bytes/s a device sends along the axis */
+  double link_latency; /* seconds per collective step */
+} HwAxis;
+
+/* One device of a machine and the links between devices.  A plain value:
+ * copy it to ask "what if" (hw_set) and keep the original. */
+typedef struct Hardware {
+  const char *name;      /* interned */
+  const char *source;    /* interned file it was loaded from, or NULL */
+  const char *changes;   /* interned "link_bw=2x, ..." from hw_set, or NULL */
+  double peak_flops_f32; /* FLOP/s; also i32, i64, i1 */
+  double peak_flops_bf16;
+  double peak_flops_f64;
+  double memory_bytes;   /* capacity of one device */
+  double link_bw;        /* default bytes/s per device per direction */
+  double link_latency;   /* default seconds per collective step */
+  int naxes;
+  HwAxis axes[HW_MAX_AXES];
+} Hardware;
+
+/* Loads a description: 'name_or_path' is a path when it contains '/' or
+ * ends in ".hw", else NAME.hw is looked up in the ':'-separated dirs of
+ * $PARTIR_HW and then in PARTIR_DATADIR "/hw".  Errors name the file,
+ * the group and the key. */
+gboolean hw_load(const char *name_or_path, Hardware *out, GError **error);
+/* Applies "KEY=VALUE": VALUE is a number, or "Nx" to multiply the current
+ * value by N.  KEY is one of the [hardware] keys, "peak_flops" (every
+ * dtype), or "axis.NAME.link_bw" / "axis.NAME.link_latency".  "link_bw" and
+ * "link_latency" change the default and every per-axis link. */
+gboolean hw_set(Hardware *hw, const char *assignment, GError **error);
+/* Peak FLOP/s for operations computing in 'dt'. */
+double hw_peak_flops(const Hardware *hw, DType dt);
+/* The link of mesh axis 'axis' (interned or not). */
+void hw_link(const Hardware *hw, const char *axis, double *bw,
+             double *latency);
+/* The description in the file format (hw_load reads it back). */
+void hw_print(GString *out, const Hardware *hw);
+/* The directories searched for NAME.hw, in order (g_strfreev). */
+char **hw_search_path(void);
+
+/* ----------------------------------------------------------------- cost */
+
+/* The collectives of one kind over one list of axes. */
+typedef struct CostComm {
+  Op op;           /* OP_ALL_REDUCE, OP_ALL_GATHER, ... OP_SHARD */
+  const char *axes; /* interned "model" or "batch,model" (attribute order) */
+  int64_t size;    /* devices in each group ('size' attribute) */
+  double count;    /* evaluations per device (loop iterations included) */
+  double bytes;    /* bytes each device sends, all evaluations */
+  double time;     /* seconds, all evaluations */
+} CostComm;
+
+/* The estimate for one step of an SPMD program.  Every device runs the
+ * same program on same-shaped data, so per-device figures hold for all. */
+typedef struct CostReport {
+  int64_t ndevices;    /* product of the mesh sizes (1 without a mesh) */
+  double flops;        /* per device */
+  double peak_bytes;   /* peak live bytes per device */
+  char *peak_at;       /* the statement (printed name) where it is reached */
+  GArray *comms;       /* CostComm, ordered by operator then axes */
+  double compute_time; /* seconds: sum of flops / peak of each operator */
+  double comm_time;    /* seconds: sum of the collectives' times */
+  double total_time;   /* compute + comm (no overlap) */
+  gboolean fits;       /* peak_bytes <= memory_bytes */
+} CostReport;
+
+void cost_report_clear(CostReport *r);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CostReport, cost_report_clear)
+
+/* Estimates 'f' (an SPMD program when f->spmd is set, else a program run
+ * on one device, every tile and sum a loop) on 'hw'.  Fails for a
+ * collective over an axis the mesh lacks or of the wrong size, and for a
+ * tile or sum bound to a mesh axis in an SPMD program.
+ * requires: f well typed; f->arg_names set. */
+gboolean cost_estimate(const Func *f, const Hardware *hw, CostReport *out,
+                       GError **error);
+/* The same, naming statements as the module 'm' prints them. */
+gboolean cost_estimate_module(const Module *m, const Func *f,
+                              const Hardware *hw, CostReport *out,
+                              GError **error);
+/* A readable table: per device and over all devices.  'mesh' may be NULL. */
+void cost_print(GString *out, const CostReport *r, const Hardware *hw,
+                const Mesh *mesh);
+
+#endif

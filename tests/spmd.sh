@@ -1,0 +1,113 @@
+#!/bin/sh
+# SPMD lowering and the simulator: every example x tactic x mesh lowers,
+# round-trips as text and, run on simulated devices, computes what the
+# interpreter computes for the partitioned program; collective counts on
+# whole models are exactly those of the strategy.
+. "$top_srcdir/tests/tap.sh"
+ex=$top_srcdir/examples
+tactics=$top_srcdir/tactics
+cat >"$tmp/batch_megatron.lua" <<'LUA'
+local C = require "combinators"
+local dir = os.getenv("PARTIR_TACTICS"):match("[^:]+")
+return C.seq(dofile(dir .. "/batch.lua"), dofile(dir .. "/megatron.lua"))
+LUA
+
+# partition PROGRAM TACTIC MESH OUT: the tactic's result, or 1
+partition() {
+  case $2 in
+  batch_megatron) script=$tmp/batch_megatron.lua ;;
+  *) script=$tactics/$2.lua ;;
+  esac
+  "$PARTIR" tactic "$script" "$1" --mesh "$3" -o "$4" 2>"$tmp/terr"
+}
+
+for prog in mlp mlp_tiled transformer_layer; do
+  for plan in batch:batch=2 batch:batch=4 batch:batch=2,model=2 \
+              megatron:model=2 megatron:model=4 megatron:batch=2,model=2 \
+              zero:data=2 zero:data=4 zero:data=2,model=2 \
+              batch_megatron:batch=2,model=2; do
+    tactic=${plan%%:*} mesh=${plan#*:}
+    p=$tmp/$prog.$tactic.$mesh.pir
+    if ! partition "$ex/$prog.pir" "$tactic" "$mesh" "$p"; then
+      # a batch of 2 does not split 4 ways: the tactic must say so
+      if grep -q "cannot split evenly" "$tmp/terr"; then
+        ok "$prog / $tactic on $mesh: refused (the sizes do not split)"
+      else
+        not_ok "$prog / $tactic on $mesh: the tactic failed"
+        show "$tmp/terr"
+      fi
+      continue
+    fi
+    check "$prog / $tactic on $mesh: simulated devices agree with the interpreter" \
+      quiet "$PARTIR" lower "$p" --mesh "$mesh" --simulate --seed 3
+    check "$prog / $tactic on $mesh: the SPMD text round-trips" sh -c \
+      "'$PARTIR' lower '$p' --mesh '$mesh' -o '$p.spmd' &&
+       '$PARTIR' fmt '$p.spmd' > '$p.spmd2' && cmp -s '$p.spmd' '$p.spmd2'"
+  done
+done
+
+# collective counts (forward programs)
+count() { # count FILE MESH KIND AXES -> the number in --stats
+  "$PARTIR" lower "$1" --mesh "$2" --stats |
+    awk -v k="$3 over $4" 'index($0, k) { n = $(NF - 2) } END { print n + 0 }'
+}
+total() { # total FILE MESH -> all collectives but shard
+  "$PARTIR" lower "$1" --mesh "$2" --stats |
+    awk '/ over / { n += $(NF - 2) } END { print n + 0 }'
+}
+m=$tmp/mlp.megatron.model=2.pir
+check "MLP, megatron: exactly 1 all_reduce over model" test "$(count "$m" model=2 all_reduce model)" -eq 1
+check "...and nothing else" test "$(total "$m" model=2)" -eq 1
+b=$tmp/mlp.batch.batch=2.pir
+check "MLP, batch: no collectives" test "$(total "$b" batch=2)" -eq 0
+bm=$tmp/mlp.batch_megatron.batch=2,model=2.pir
+check "MLP, batch + megatron: 1 all_reduce over model" \
+  test "$(count "$bm" batch=2,model=2 all_reduce model)" -eq 1
+check "...and nothing else" test "$(total "$bm" batch=2,model=2)" -eq 1
+t=$tmp/transformer_layer.megatron.model=2.pir
+check "transformer layer, megatron: exactly 2 all_reduce over model" \
+  test "$(count "$t" model=2 all_reduce model)" -eq 2
+check "...and nothing else" test "$(total "$t" model=2)" -eq 2
+z=$tmp/mlp.zero.data=4.pir
+check "MLP, zero over data: an all_gather of each weight" \
+  test "$(count "$z" data=4 all_gather data)" -eq 2
+check "...and no all_reduce" test "$(count "$z" data=4 all_reduce data)" -eq 0
+for L in 2 4 8; do
+  lua5.4 "$ex/models/mlp.lua" --layers $L >"$tmp/mlp$L.pir"
+  partition "$tmp/mlp$L.pir" megatron model=2 "$tmp/mlp$L.m.pir"
+  check "$L-layer MLP, megatron: $((L / 2)) all_reduce" \
+    test "$(count "$tmp/mlp$L.m.pir" model=2 all_reduce model)" -eq $((L / 2))
+  check "...which the simulator runs correctly" \
+    quiet "$PARTIR" lower "$tmp/mlp$L.m.pir" --mesh model=2 --simulate
+done
+
+# the SPMD program itself: layouts, local shapes, graph
+"$PARTIR" lower "$m" --mesh model=2 >"$tmp/m.spmd"
+check "the SPMD program gives per-device shapes and layouts" \
+  grep -qF '%w: tensor<256x128xf32> {dist = [[], ["model"]]}' "$tmp/m.spmd"
+check "...and the mesh" grep -qF 'mesh {model = 2}' "$tmp/m.spmd"
+"$PARTIR" lower "$m" --mesh model=2 --emit dot >"$tmp/m.dot"
+check "--emit dot highlights the collective" grep -q 'all_reduce.*fillcolor' "$tmp/m.dot"
+check "...with per-device shapes on the edges" grep -q 'label="16x256 f32"' "$tmp/m.dot"
+if command -v dot >/dev/null 2>&1; then
+  check "...and Graphviz reads it" quiet dot -Tsvg "$tmp/m.dot"
+fi
+
+# errors name what is wrong
+"$PARTIR" lower "$m" --mesh batch=2 >/dev/null 2>"$tmp/err"
+check "a mesh without the program's axis is refused, naming it" \
+  sh -c "test $? -eq 1 && grep -q 'axis \"model\", which the mesh does not have' '$tmp/err'"
+"$PARTIR" lower "$m" --mesh model=4 >/dev/null 2>"$tmp/err"
+check "an axis whose size does not match its range names both" \
+  sh -c "test $? -eq 1 && grep -q 'range<256,128> has 2 parts but axis \"model\" has 4 devices' '$tmp/err'"
+"$PARTIR" lower "$m" --mesh model=2 --emit svg >/dev/null 2>"$tmp/err"
+check "an unknown --emit is refused" grep -q "spmd or dot" "$tmp/err"
+printf 'spmd @f(%%x: tensor<4xf32> {dist = [["q"]]}) -> (tensor<4xf32> {dist = [[]]}) mesh {m = 2} {\n  return %%x\n}\n' \
+  >"$tmp/badaxis.spmd"
+"$PARTIR" check "$tmp/badaxis.spmd" >/dev/null 2>"$tmp/err"
+check "an SPMD layout naming an axis the mesh lacks is refused" \
+  grep -q 'badaxis.spmd:1:1: error: a layout uses axis "q"' "$tmp/err"
+"$PARTIR" run "$tmp/m.spmd" >/dev/null 2>"$tmp/err"
+check "the interpreter refuses collectives (they run in the simulator)" \
+  grep -q "is a collective of an SPMD program" "$tmp/err"
+done_testing
