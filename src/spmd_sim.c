@@ -44,7 +44,10 @@
  *
  * Threads: the shared term and type stores are not locked, so device
  * threads only read them (kernels allocate with the term's own type);
- * every type this file interns is made on the calling thread.
+ * every type this file interns is made on the calling thread.  Devices
+ * share no tensor but the posted operands, whose data other devices read
+ * between the two barriers of a collective and whose references only
+ * the poster takes and drops.
  */
 #include "partir-int.h"
 
@@ -544,17 +547,15 @@ static void *device_main(void *p) {
   return NULL;
 }
 
-/* Device 'd's local inputs: the chunks of the global ones it holds. */
+/* The local inputs of the device at 'coords': the chunks of the global
+ * ones it holds, copied even when whole, so that no two threads touch
+ * one tensor's reference count. */
 static Tensor **scatter_inputs(const Func *f, Tensor *const *global_inputs,
                                const int64_t *coords) {
   const Mesh *m = &f->spmd->mesh;
   Tensor **in = g_new0(Tensor *, (gsize)f->nargs + 1);
   for (int i = 0; i < f->nargs; i++) {
     Tensor *g = global_inputs[i];
-    if (g->type == f->arg_types[i]) { /* not split: shared, read-only */
-      in[i] = tensor_ref(g);
-      continue;
-    }
     int64_t off[PARTIR_MAX_RANK];
     chunk_offsets(m, &f->spmd->arg_dists[i], f->arg_types[i], coords, off);
     in[i] = tensor_new(f->arg_types[i]);

@@ -1,0 +1,707 @@
+/* test-cost — the cost model against hand-computed figures: FLOPs of
+ * matmuls, the 2-layer MLP whole and split over model=2, loops, peak live
+ * bytes, ring formulas of the collectives; hardware files and "what if"
+ * settings. */
+#include "cost.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- helpers */
+
+static const Type *f32(int64_t a, int64_t b) {
+  int64_t dims[2] = {a, b};
+  return type_tensor(DT_F32, 2, dims);
+}
+
+static const Term *op1(Op op, const Term *a, const Attrs *attrs) {
+  g_autoptr(GString) err = g_string_new(NULL);
+  const Term *t = term_op(op, 1, (const Term *[]){a},
+                          attrs ? attrs : attrs_empty(), NULL, err);
+  if (!t)
+    g_error("%s", err->str);
+  return t;
+}
+
+static const Term *op2(Op op, const Term *a, const Term *b) {
+  g_autoptr(GString) err = g_string_new(NULL);
+  const Term *t =
+      term_op(op, 2, (const Term *[]){a, b}, attrs_empty(), NULL, err);
+  if (!t)
+    g_error("%s", err->str);
+  return t;
+}
+
+static const Term *slice(int dim, const Term *x, const Type *range) {
+  g_autoptr(GString) err = g_string_new(NULL);
+  const Term *t = term_slice(dim, x, term_bvar(0, range), err);
+  if (!t)
+    g_error("%s", err->str);
+  return t;
+}
+
+static const Term *tile(int dim, const Type *range, const Term *body) {
+  g_autoptr(GString) err = g_string_new(NULL);
+  const Term *t = term_tile(dim, range, NULL, body, err);
+  if (!t)
+    g_error("%s", err->str);
+  return t;
+}
+
+/* Collective attributes: axes (comma-separated), size, and up to two
+ * integer attributes (NULL key: absent). */
+static const Attrs *coll(const char *axes, int64_t size, const char *k1,
+                         int64_t v1, const char *k2, int64_t v2) {
+  g_auto(GStrv) names = g_strsplit(axes, ",", -1);
+  int n = 2 + (k1 != NULL) + (k2 != NULL);
+  const char **keys = g_new(const char *, n);
+  AttrValue *vals = g_new0(AttrValue, n);
+  keys[0] = g_intern_string("axes");
+  vals[0].kind = AV_LIST;
+  vals[0].count = (int)g_strv_length(names);
+  vals[0].items = g_new0(AttrValue, vals[0].count);
+  for (int i = 0; i < vals[0].count; i++) {
+    vals[0].items[i].kind = AV_SYMBOL;
+    vals[0].items[i].sym = g_intern_string(names[i]);
+  }
+  keys[1] = g_intern_string("size");
+  vals[1] = (AttrValue){.kind = AV_INT, .i = size};
+  if (k1) {
+    keys[2] = g_intern_string(k1);
+    vals[2] = (AttrValue){.kind = AV_INT, .i = v1};
+  }
+  if (k2) {
+    keys[3] = g_intern_string(k2);
+    vals[3] = (AttrValue){.kind = AV_INT, .i = v2};
+  }
+  return attrs_intern(n, keys, vals);
+}
+
+/* A function of 'nargs' arguments (%a0, %a1, ...) returning 'result';
+ * an SPMD program on 'mesh' unless it is NULL.  Free with func_free. */
+static Func *func(const char *mesh, int nargs, const Type *const *types,
+                  const Term *result) {
+  Func *f = g_new0(Func, 1);
+  f->name = g_strdup("f");
+  f->nargs = nargs;
+  f->arg_names = g_new0(char *, (gsize)nargs + 1);
+  f->arg_types = g_new(const Type *, (gsize)nargs);
+  for (int i = 0; i < nargs; i++) {
+    f->arg_names[i] = g_strdup_printf("a%d", i);
+    f->arg_types[i] = types[i];
+  }
+  f->nresults = 1;
+  f->result_types = g_new(const Type *, 1);
+  f->result_types[0] = result->type;
+  f->body = term_tuple(1, &result);
+  if (mesh) {
+    f->spmd = g_new0(SpmdInfo, 1);
+    g_assert_true(mesh_parse(mesh, &f->spmd->mesh, NULL));
+  }
+  return f;
+}
+
+/* Round figures that make the expected times easy to compute by hand. */
+static Hardware test_hw(void) {
+  Hardware hw = {.name = g_intern_string("test"),
+                 .peak_flops_f32 = 1e12,
+                 .peak_flops_bf16 = 4e12,
+                 .peak_flops_f64 = 0.5e12,
+                 .memory_bytes = 1e6,
+                 .link_bw = 1e9,
+                 .link_latency = 1e-6};
+  return hw;
+}
+
+static void estimate(const Func *f, const Hardware *hw, CostReport *r) {
+  g_autoptr(GError) error = NULL;
+  g_assert_true(cost_estimate(f, hw, r, &error));
+  g_assert_no_error(error);
+}
+
+static const CostComm *comm(const CostReport *r, Op op, const char *axes) {
+  for (guint i = 0; i < r->comms->len; i++) {
+    const CostComm *c = &g_array_index(r->comms, CostComm, i);
+    if (c->op == op && strcmp(c->axes, axes) == 0)
+      return c;
+  }
+  return NULL;
+}
+
+#define assert_close(a, b) g_assert_cmpfloat_with_epsilon((a), (b), 1e-9 * fabs(b) + 1e-15)
+
+/* --------------------------------------------------------------- FLOPs */
+
+/* matmul [16,256] x [256,512]: 2*m*k*n = 2*16*256*512 = 4194304. */
+static void test_matmul(void) {
+  Hardware hw = test_hw();
+  const Type *types[] = {f32(16, 256), f32(256, 512)};
+  const Term *x = term_arg(0, types[0]), *w = term_arg(1, types[1]);
+  Func *f = func(NULL, 2, types, op2(OP_MATMUL, x, w));
+  g_auto(CostReport) r = {0};
+  estimate(f, &hw, &r);
+  g_assert_cmpfloat(r.flops, ==, 4194304);
+  g_assert_cmpint(r.ndevices, ==, 1);
+  assert_close(r.compute_time, 4194304 / 1e12);
+  g_assert_cmpuint(r.comms->len, ==, 0);
+  g_assert_cmpfloat(r.comm_time, ==, 0);
+  g_assert_cmpfloat(r.total_time, ==, r.compute_time);
+  /* bytes: x 16384 + w 524288 + result 16*512*4 = 32768 */
+  g_assert_cmpfloat(r.peak_bytes, ==, 16384 + 524288 + 32768);
+  func_free(f);
+}
+
+/* The 2-layer MLP x[16,256] @ w[256,256] @ u[256,256]: 2 * (2*16*256*256)
+ * = 4194304 FLOPs.  Peak: the three arguments (16384 + 2 * 262144) plus
+ * the hidden value and the result together (2 * 16384) = 573440. */
+static void test_mlp(void) {
+  Hardware hw = test_hw();
+  const Type *types[] = {f32(16, 256), f32(256, 256), f32(256, 256)};
+  const Term *x = term_arg(0, types[0]), *w = term_arg(1, types[1]),
+             *u = term_arg(2, types[2]);
+  Func *f = func(NULL, 3, types, op2(OP_MATMUL, op2(OP_MATMUL, x, w), u));
+  g_auto(CostReport) r = {0};
+  estimate(f, &hw, &r);
+  g_assert_cmpfloat(r.flops, ==, 4194304);
+  g_assert_cmpfloat(r.peak_bytes, ==, 573440);
+  g_assert_cmpstr(r.peak_at, ==, "1"); /* the second matmul */
+  g_assert_true(r.fits);                /* 573440 <= 1e6 */
+  func_free(f);
+}
+
+/* The MLP split Megatron-style over model=2: each device holds x whole,
+ * w[256,128] (columns) and u[128,256] (rows); FLOPs 2*16*256*128 +
+ * 2*16*128*256 = 2097152, then an all_reduce of the [16,256] f32 partial
+ * sums (16384 bytes): 2*(2-1)/2*16384 = 16384 bytes, 2*(2-1) = 2 steps. */
+static void test_mlp_model2(void) {
+  Hardware hw = test_hw();
+  const Type *types[] = {f32(16, 256), f32(256, 128), f32(128, 256)};
+  const Term *x = term_arg(0, types[0]), *w = term_arg(1, types[1]),
+             *u = term_arg(2, types[2]);
+  const Term *y = op2(OP_MATMUL, op2(OP_MATMUL, x, w), u);
+  const Term *r_ = op1(OP_ALL_REDUCE, y, coll("model", 2, NULL, 0, NULL, 0));
+  Func *f = func("model=2", 3, types, r_);
+  g_auto(CostReport) r = {0};
+  estimate(f, &hw, &r);
+  g_assert_cmpint(r.ndevices, ==, 2);
+  g_assert_cmpfloat(r.flops, ==, 2 * 16 * 256 * 128 + 2 * 16 * 128 * 256);
+  g_assert_cmpfloat(r.flops, ==, 2097152);
+  g_assert_cmpuint(r.comms->len, ==, 1);
+  const CostComm *c = comm(&r, OP_ALL_REDUCE, "model");
+  g_assert_nonnull(c);
+  g_assert_cmpfloat(c->count, ==, 1);
+  g_assert_cmpfloat(c->bytes, ==, 16384);
+  assert_close(c->time, 2 * 1e-6 + 16384 / 1e9);
+  assert_close(r.comm_time, c->time);
+  assert_close(r.compute_time, 2097152 / 1e12);
+  assert_close(r.total_time, 2097152 / 1e12 + 2 * 1e-6 + 16384 / 1e9);
+  /* args 16384 + 131072 + 131072; at the all_reduce: its operand and
+   * result (2 * 16384) */
+  g_assert_cmpfloat(r.peak_bytes, ==, 278528 + 32768);
+  g_assert_cmpstr(r.peak_at, ==, "2");
+
+  g_autoptr(GString) text = g_string_new(NULL);
+  cost_print(text, &r, &hw, &f->spmd->mesh);
+  g_assert_nonnull(strstr(text->str, "mesh model=2 (2 devices)"));
+  g_assert_nonnull(strstr(text->str, "all_reduce"));
+  g_assert_nonnull(strstr(text->str, "2097152"));
+  g_assert_nonnull(strstr(text->str, "4194304")); /* FLOPs of both devices */
+  g_assert_null(strstr(text->str, "DOES NOT FIT"));
+  func_free(f);
+}
+
+/* exp, mul, add over [8,4]: one FLOP per element each, 3 * 32 = 96;
+ * bf16 ops are timed at the bf16 peak. */
+static void test_elementwise(void) {
+  Hardware hw = test_hw();
+  int64_t dims[2] = {8, 4};
+  const Type *types[] = {type_tensor(DT_BF16, 2, dims)};
+  const Term *x = term_arg(0, types[0]);
+  const Term *a = op1(OP_EXP, x, NULL);
+  const Term *b = op2(OP_MUL, a, x);
+  Func *f = func(NULL, 1, types, op2(OP_ADD, b, a));
+  g_auto(CostReport) r = {0};
+  estimate(f, &hw, &r);
+  g_assert_cmpfloat(r.flops, ==, 96);
+  assert_close(r.compute_time, 96 / 4e12);
+  /* bf16 is 2 bytes: 64 per value; at the add: x, a, b and the sum */
+  g_assert_cmpfloat(r.peak_bytes, ==, 4 * 64);
+  func_free(f);
+}
+
+/* A sequential tile over range<16,4> runs its body 4 times: 4 * (2*4*256
+ * *256) = 2097152, as the untiled matmul.  The closed exp(w) in the body
+ * is hoisted and counted once (65536), not per iteration. */
+static void test_tile_loop(void) {
+  Hardware hw = test_hw();
+  const Type *types[] = {f32(16, 256), f32(256, 256)};
+  const Term *x = term_arg(0, types[0]), *w = term_arg(1, types[1]);
+  const Type *range = type_range(16, 4);
+  const Term *e = op1(OP_EXP, w, NULL);
+  Func *f = func(NULL, 2, types,
+                 tile(0, range, op2(OP_MATMUL, slice(0, x, range), e)));
+  g_auto(CostReport) r = {0};
+  estimate(f, &hw, &r);
+  g_assert_cmpfloat(r.flops, ==, 4 * (2 * 4 * 256 * 256) + 65536);
+  /* schedule: %0 = exp (262144 B, live through the loop), %1 = tile
+   * (whole buffer 16384 B), %2 = slice (4096 B), %3 = matmul (4096 B);
+   * args 16384 + 262144 */
+  g_assert_cmpfloat(r.peak_bytes,
+                    ==, 16384 + 262144 + 262144 + 16384 + 4096 + 4096);
+  g_assert_cmpstr(r.peak_at, ==, "3");
+
+  /* the same without the hoisted value: the loop's FLOPs alone */
+  Func *g = func(NULL, 2, types,
+                 tile(0, range, op2(OP_MATMUL, slice(0, x, range), w)));
+  g_auto(CostReport) r2 = {0};
+  estimate(g, &hw, &r2);
+  g_assert_cmpfloat(r2.flops, ==, 2097152);
+  func_free(f);
+  func_free(g);
+}
+
+/* Nested loops multiply: tile 0 over range<16,8> (2 iterations) of tile 1
+ * over range<256,64> (4 iterations) of an exp of an [8,64] chunk: 8
+ * evaluations of 512 FLOPs = 4096, one per element of x. */
+static void test_nested_loops(void) {
+  Hardware hw = test_hw();
+  const Type *types[] = {f32(16, 256)};
+  const Term *x = term_arg(0, types[0]);
+  const Type *r0 = type_range(16, 8), *r1 = type_range(256, 64);
+  g_autoptr(GString) err = g_string_new(NULL);
+  const Term *outer = term_slice(0, x, term_bvar(1, r0), err); /* [8,256] */
+  const Term *inner = term_slice(1, outer, term_bvar(0, r1), err);
+  g_assert_nonnull(inner);
+  const Term *t = tile(0, r0, tile(1, r1, op1(OP_EXP, inner, NULL)));
+  Func *f = func(NULL, 1, types, t);
+  g_auto(CostReport) r = {0};
+  estimate(f, &hw, &r);
+  g_assert_cmpfloat(r.flops, ==, 16 * 256);
+  /* x 16384; outer tile 16384; outer slice [8,256] 8192 (live through
+   * the inner loop); inner tile [8,256] 8192; inner slice and exp [8,64]
+   * 2048 each */
+  g_assert_cmpfloat(r.peak_bytes,
+                    ==, 16384 + 16384 + 8192 + 8192 + 2048 + 2048);
+  func_free(f);
+}
+
+/* A chain of three values x -> neg -> neg -> neg: at most two of them
+ * and the argument are live at once. */
+static void test_chain_memory(void) {
+  Hardware hw = test_hw();
+  const Type *types[] = {f32(32, 32)}; /* 4096 bytes */
+  const Term *x = term_arg(0, types[0]);
+  const Term *c = op1(OP_NEG, op1(OP_NEG, op1(OP_NEG, x, NULL), NULL), NULL);
+  Func *f = func(NULL, 1, types, c);
+  g_auto(CostReport) r = {0};
+  estimate(f, &hw, &r);
+  g_assert_cmpfloat(r.peak_bytes, ==, 3 * 4096);
+  g_assert_cmpfloat(r.flops, ==, 3 * 1024);
+  /* an argument returned as it is: just the argument */
+  Func *g = func(NULL, 1, types, x);
+  g_auto(CostReport) r2 = {0};
+  estimate(g, &hw, &r2);
+  g_assert_cmpfloat(r2.peak_bytes, ==, 4096);
+  g_assert_null(r2.peak_at);
+  g_assert_cmpfloat(r2.flops, ==, 0);
+  func_free(f);
+  func_free(g);
+}
+
+/* --------------------------------------------------------- collectives */
+
+/* all_reduce of a [16,256] f32 (16384 bytes) over 4 devices:
+ * 2*3/4*16384 = 24576 bytes in 2*3 = 6 steps. */
+static void test_all_reduce(void) {
+  Hardware hw = test_hw();
+  const Type *types[] = {f32(16, 256)};
+  const Term *x = term_arg(0, types[0]);
+  Func *f = func("model=4", 1, types,
+                 op1(OP_ALL_REDUCE, x, coll("model", 4, NULL, 0, NULL, 0)));
+  g_auto(CostReport) r = {0};
+  estimate(f, &hw, &r);
+  const CostComm *c = comm(&r, OP_ALL_REDUCE, "model");
+  g_assert_nonnull(c);
+  g_assert_cmpfloat(c->bytes, ==, 2.0 * 3 / 4 * 16384);
+  g_assert_cmpfloat(c->bytes, ==, 24576);
+  assert_close(c->time, 6 * 1e-6 + 24576 / 1e9);
+  g_assert_cmpfloat(r.flops, ==, 0);
+  func_free(f);
+}
+
+/* all_gather [4,256] -> [16,256] over 4: (4-1)/4 * 16384 (the output) =
+ * 12288; reduce_scatter [16,256] -> [4,256]: 3/4 * 16384 (the input) =
+ * 12288; all_to_all [16,256] -> [4,1024]: 3/4 * 16384 = 12288; shard:
+ * nothing.  Each of the first three takes 3 steps. */
+static void test_gather_scatter(void) {
+  Hardware hw = test_hw();
+  const Type *types[] = {f32(4, 256), f32(16, 256), f32(16, 256)};
+  const Term *a = term_arg(0, types[0]), *b = term_arg(1, types[1]),
+             *c = term_arg(2, types[2]);
+  const Term *g = op1(OP_ALL_GATHER, a, coll("model", 4, "dim", 0, NULL, 0));
+  const Term *s =
+      op1(OP_REDUCE_SCATTER, b, coll("model", 4, "dim", 0, NULL, 0));
+  const Term *t = op1(OP_ALL_TO_ALL, c,
+                      coll("model", 4, "split_dim", 0, "concat_dim", 1));
+  const Term *sh = op1(OP_SHARD, c, coll("model", 4, "dim", 1, NULL, 0));
+  g_assert_cmpint(g->type->dims[0], ==, 16);
+  g_assert_cmpint(t->type->dims[1], ==, 1024);
+  /* one function using all four: reshape everything to [4,256]... keep
+   * it simple: add the [16,256] ones and the gathered value, use the
+   * others through a concatenation-free sum of equal shapes */
+  const Term *sum1 = op2(OP_ADD, g, g);                      /* [16,256] */
+  const Term *t_back = op1(OP_REDUCE_SCATTER, t,
+                           coll("model", 4, "dim", 1, NULL, 0)); /* [4,256] */
+  const Term *sh_back = op1(OP_ALL_GATHER, sh,
+                            coll("model", 4, "dim", 1, NULL, 0)); /* [16,256] */
+  const Term *res = op2(OP_ADD, op2(OP_ADD, sum1, sh_back),
+                        op1(OP_ALL_GATHER, op2(OP_ADD, s, t_back),
+                            coll("model", 4, "dim", 0, NULL, 0)));
+  Func *f = func("model=4", 3, types, res);
+  g_auto(CostReport) r = {0};
+  estimate(f, &hw, &r);
+  /* all_gather: g (out 16384), sh_back (out [16,256]: 16384), the last
+   * (out 16384): 3 * 12288 */
+  const CostComm *cg = comm(&r, OP_ALL_GATHER, "model");
+  g_assert_cmpfloat(cg->count, ==, 3);
+  g_assert_cmpfloat(cg->bytes, ==, 3 * 12288);
+  /* reduce_scatter: s (in 16384) and t_back (in [4,1024]: 16384) */
+  const CostComm *cs = comm(&r, OP_REDUCE_SCATTER, "model");
+  g_assert_cmpfloat(cs->count, ==, 2);
+  g_assert_cmpfloat(cs->bytes, ==, 2 * 12288);
+  assert_close(cs->time, 2 * (3 * 1e-6 + 12288 / 1e9));
+  const CostComm *ct = comm(&r, OP_ALL_TO_ALL, "model");
+  g_assert_cmpfloat(ct->count, ==, 1);
+  g_assert_cmpfloat(ct->bytes, ==, 12288);
+  const CostComm *csh = comm(&r, OP_SHARD, "model");
+  g_assert_cmpfloat(csh->count, ==, 1);
+  g_assert_cmpfloat(csh->bytes, ==, 0);
+  g_assert_cmpfloat(csh->time, ==, 0);
+  assert_close(r.comm_time, 6 * (3 * 1e-6 + 12288 / 1e9));
+  /* ordered by operator */
+  g_assert_cmpint(g_array_index(r.comms, CostComm, 0).op, ==, OP_ALL_GATHER);
+  func_free(f);
+}
+
+/* A collective over two axes uses the slower link (per-axis override)
+ * and the larger latency: all_reduce over batch,model (2*4 = 8 devices)
+ * of 16384 bytes: 2*7/8*16384 = 28672 bytes, 14 steps. */
+static void test_two_axes(void) {
+  Hardware hw = test_hw();
+  g_autoptr(GError) error = NULL;
+  g_assert_true(hw_set(&hw, "axis.batch.link_bw=0.25e9", &error));
+  g_assert_true(hw_set(&hw, "axis.model.link_latency=3e-6", &error));
+  const Type *types[] = {f32(16, 256)};
+  const Term *x = term_arg(0, types[0]);
+  Func *f = func("batch=2,model=4", 1, types,
+                 op1(OP_ALL_REDUCE, x,
+                     coll("batch,model", 8, NULL, 0, NULL, 0)));
+  g_auto(CostReport) r = {0};
+  estimate(f, &hw, &r);
+  g_assert_cmpint(r.ndevices, ==, 8);
+  const CostComm *c = comm(&r, OP_ALL_REDUCE, "batch,model");
+  g_assert_nonnull(c);
+  g_assert_cmpint(c->size, ==, 8);
+  g_assert_cmpfloat(c->bytes, ==, 28672);
+  assert_close(c->time, 14 * 3e-6 + 28672 / 0.25e9);
+  func_free(f);
+}
+
+/* A collective in a sequential loop counts once per iteration: 4
+ * all_reduces over model=4 of a [4,256] chunk (4096 bytes), 2*3/4*4096
+ * = 6144 bytes each. */
+static void test_collective_in_loop(void) {
+  Hardware hw = test_hw();
+  const Type *types[] = {f32(16, 256)};
+  const Term *x = term_arg(0, types[0]);
+  const Type *range = type_range(16, 4);
+  const Term *body = op1(OP_ALL_REDUCE, slice(0, x, range),
+                         coll("model", 4, NULL, 0, NULL, 0));
+  Func *f = func("model=4", 1, types, tile(0, range, body));
+  g_auto(CostReport) r = {0};
+  estimate(f, &hw, &r);
+  const CostComm *c = comm(&r, OP_ALL_REDUCE, "model");
+  g_assert_cmpfloat(c->count, ==, 4);
+  g_assert_cmpfloat(c->bytes, ==, 4 * 6144);
+  assert_close(c->time, 4 * (6 * 1e-6 + 6144 / 1e9));
+  func_free(f);
+}
+
+/* Programs the model refuses, with the reason. */
+static void test_refused(void) {
+  Hardware hw = test_hw();
+  const Type *types[] = {f32(16, 256)};
+  const Term *x = term_arg(0, types[0]);
+  struct {
+    const char *mesh;
+    const Term *result;
+    const char *message;
+  } cases[] = {
+      {"batch=4", op1(OP_ALL_REDUCE, x, coll("model", 4, NULL, 0, NULL, 0)),
+       "axis 'model', which mesh 'batch=4' does not have"},
+      {"model=2", op1(OP_ALL_REDUCE, x, coll("model", 4, NULL, 0, NULL, 0)),
+       "has size 4 but its axes have 2 devices"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    Func *f = func(cases[i].mesh, 1, types, cases[i].result);
+    g_auto(CostReport) r = {0};
+    g_autoptr(GError) error = NULL;
+    g_assert_false(cost_estimate(f, &hw, &r, &error));
+    g_assert_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT);
+    g_assert_nonnull(strstr(error->message, cases[i].message));
+    func_free(f);
+  }
+  /* an axis-bound tile is a lowering's job, not a loop */
+  g_autoptr(GString) err = g_string_new(NULL);
+  const Type *range = type_range(16, 8);
+  const Term *t = term_tile(0, range, g_intern_string("batch"),
+                            slice(0, x, range), err);
+  Func *f = func("batch=2", 1, types, t);
+  g_auto(CostReport) r = {0};
+  g_autoptr(GError) error = NULL;
+  g_assert_false(cost_estimate(f, &hw, &r, &error));
+  g_assert_nonnull(strstr(error->message, "bound to axis 'batch'"));
+  func_free(f);
+  /* ... but in a program that is not SPMD it runs as a loop */
+  Func *g = func(NULL, 1, types, t);
+  g_auto(CostReport) r2 = {0};
+  estimate(g, &hw, &r2);
+  func_free(g);
+}
+
+/* "DOES NOT FIT" when the peak exceeds the device's memory. */
+static void test_does_not_fit(void) {
+  Hardware hw = test_hw();
+  g_autoptr(GError) error = NULL;
+  g_assert_true(hw_set(&hw, "memory_bytes=1000", &error));
+  const Type *types[] = {f32(16, 256)};
+  Func *f = func(NULL, 1, types, op1(OP_EXP, term_arg(0, types[0]), NULL));
+  g_auto(CostReport) r = {0};
+  estimate(f, &hw, &r);
+  g_assert_false(r.fits);
+  g_autoptr(GString) text = g_string_new(NULL);
+  cost_print(text, &r, &hw, NULL);
+  g_assert_nonnull(strstr(text->str, "DOES NOT FIT"));
+  g_assert_nonnull(strstr(text->str, "one device"));
+  g_assert_nonnull(strstr(text->str, "memory_bytes=1000"));
+  func_free(f);
+}
+
+/* ------------------------------------------------------------ hardware */
+
+/* hw_set: "2x" multiplies (link_bw: the default and every axis), a
+ * number sets, axis.NAME.KEY overrides one axis; bad settings fail. */
+static void test_hw_set(void) {
+  Hardware hw = test_hw();
+  g_autoptr(GError) error = NULL;
+  g_assert_true(hw_set(&hw, "axis.model.link_bw=3e11", &error));
+  g_assert_true(hw_set(&hw, "link_bw=2x", &error));
+  g_assert_no_error(error);
+  g_assert_cmpfloat(hw.link_bw, ==, 2e9);
+  double bw, lat;
+  hw_link(&hw, "model", &bw, &lat);
+  g_assert_cmpfloat(bw, ==, 6e11);
+  g_assert_cmpfloat(lat, ==, 1e-6);
+  hw_link(&hw, "batch", &bw, &lat);
+  g_assert_cmpfloat(bw, ==, 2e9);
+  g_assert_true(hw_set(&hw, "memory_bytes=80e9", &error));
+  g_assert_cmpfloat(hw.memory_bytes, ==, 80e9);
+  g_assert_true(hw_set(&hw, "peak_flops=2x", &error));
+  g_assert_cmpfloat(hw.peak_flops_f32, ==, 2e12);
+  g_assert_cmpfloat(hw.peak_flops_bf16, ==, 8e12);
+  g_assert_cmpfloat(hw.peak_flops_f64, ==, 1e12);
+  g_assert_cmpfloat(hw_peak_flops(&hw, DT_I32), ==, 2e12);
+  g_assert_true(hw_set(&hw, "link_latency=0", &error));
+  g_assert_cmpfloat(hw.link_latency, ==, 0);
+  g_assert_cmpstr(hw.changes, ==,
+                  "axis.model.link_bw=3e11, link_bw=2x, memory_bytes=80e9, "
+                  "peak_flops=2x, link_latency=0");
+
+  const char *bad[][2] = {
+      {"speed=2x", "peak_flops_f32, peak_flops_bf16"},
+      {"link_bw", "expected KEY=VALUE"},
+      {"link_bw=fast", "expected a positive number"},
+      {"link_bw=0", "expected a positive number"},
+      {"memory_bytes=-1", "positive"},
+      {"axis..link_bw=1", "axis.NAME.link_bw"},
+      {"axis.model.speed=1", "axis.NAME.link_bw"},
+      {"peak_flops_f32=x", "before 'x'"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    Hardware before = hw;
+    g_autoptr(GError) e = NULL;
+    g_assert_false(hw_set(&hw, bad[i][0], &e));
+    g_assert_error(e, PARTIR_ERROR, PARTIR_ERROR_INPUT);
+    if (!strstr(e->message, bad[i][1]))
+      g_error("'%s': %s", bad[i][0], e->message);
+    g_assert_true(memcmp(&before, &hw, sizeof hw) == 0); /* unchanged */
+  }
+}
+
+/* What if the mesh were twice as fast: the bandwidth term halves, the
+ * latency term stays. */
+static void test_what_if(void) {
+  Hardware hw = test_hw();
+  const Type *types[] = {f32(16, 256)};
+  Func *f = func("model=4", 1, types,
+                 op1(OP_ALL_REDUCE, term_arg(0, types[0]),
+                     coll("model", 4, NULL, 0, NULL, 0)));
+  g_auto(CostReport) r1 = {0};
+  estimate(f, &hw, &r1);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(hw_set(&hw, "link_bw=2x", &error));
+  g_auto(CostReport) r2 = {0};
+  estimate(f, &hw, &r2);
+  assert_close(r1.comm_time, 6e-6 + 24576 / 1e9);
+  assert_close(r2.comm_time, 6e-6 + 24576 / 2e9);
+  g_assert_cmpfloat(r1.flops, ==, r2.flops);
+  func_free(f);
+}
+
+static char *write_file(const char *dir, const char *name, const char *text) {
+  char *path = g_build_filename(dir, name, NULL);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  return path;
+}
+
+#define GOOD_HW                                                                \
+  "# a test machine\n"                                                         \
+  "[hardware]\n"                                                               \
+  "name=box\n"                                                                 \
+  "peak_flops_f32=1e12\n"                                                      \
+  "peak_flops_bf16=2e12\n"                                                     \
+  "peak_flops_f64=5e11\n"                                                      \
+  "memory_bytes=16e9\n"                                                        \
+  "link_bw=1e10\n"                                                             \
+  "link_latency=2e-6\n"                                                        \
+  "\n"                                                                         \
+  "[axis model]\n"                                                             \
+  "link_bw=4e10\n"
+
+/* Loading by path and by name; every error names the file and the key. */
+static void test_hw_load(void) {
+  g_autofree char *dir = g_dir_make_tmp("test-cost-XXXXXX", NULL);
+  g_assert_nonnull(dir);
+  g_autofree char *good = write_file(dir, "box.hw", GOOD_HW);
+  Hardware hw;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(hw_load(good, &hw, &error));
+  g_assert_no_error(error);
+  g_assert_cmpstr(hw.name, ==, "box");
+  g_assert_cmpstr(hw.source, ==, good);
+  g_assert_cmpfloat(hw.peak_flops_bf16, ==, 2e12);
+  g_assert_cmpfloat(hw.memory_bytes, ==, 16e9);
+  double bw, lat;
+  hw_link(&hw, "model", &bw, &lat);
+  g_assert_cmpfloat(bw, ==, 4e10);
+  g_assert_cmpfloat(lat, ==, 2e-6); /* inherited */
+  hw_link(&hw, "batch", &bw, &lat);
+  g_assert_cmpfloat(bw, ==, 1e10);
+
+  /* by name through $PARTIR_HW (missing directories are skipped) */
+  g_autofree char *search = g_strdup_printf("/nonexistent-dir:%s", dir);
+  g_setenv("PARTIR_HW", search, TRUE);
+  Hardware byname;
+  g_assert_true(hw_load("box", &byname, &error));
+  g_assert_cmpstr(byname.source, ==, good);
+  g_assert_false(hw_load("nosuch", &byname, &error));
+  g_assert_error(error, PARTIR_ERROR, PARTIR_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, "hardware 'nosuch' not found"));
+  g_assert_nonnull(strstr(error->message, dir));
+  g_assert_nonnull(strstr(error->message, "known: box"));
+  g_clear_error(&error);
+
+  /* hw_print reads back to the same description */
+  g_autoptr(GString) text = g_string_new(NULL);
+  hw_print(text, &hw);
+  g_autofree char *again = write_file(dir, "again.hw", text->str);
+  Hardware hw2;
+  g_assert_true(hw_load(again, &hw2, &error));
+  hw2.source = hw.source;
+  g_assert_true(memcmp(&hw, &hw2, sizeof hw) == 0);
+
+  struct {
+    const char *text;
+    const char *message;
+  } bad[] = {
+      {"[hardware]\nname=x\n", "[hardware] needs key 'peak_flops_f32'"},
+      {"[hw]\nlink_bw=1\n", "no [hardware] group"},
+      {GOOD_HW "[axis model]\nlink_bw=fast\n",
+       "[axis model] link_bw = 'fast': expected a positive number (bytes/s)"},
+      {GOOD_HW "[disk]\nsize=1\n", "unknown group [disk]"},
+      {GOOD_HW "[axis a-b]\nlink_bw=1\n", "[axis a-b]: an axis name"},
+      {GOOD_HW "[axis model]\nbandwidth=1\n",
+       "[axis model] has no key 'bandwidth' (keys: link_bw, link_latency)"},
+      {"[hardware]\npeak_flops_f32=1e12 # fast\n",
+       "peak_flops_f32 = '1e12 # fast'"},
+      {"[hardware]\nlink_latency=-1\n", "expected a non-negative number"},
+      {"[hardware]\nflops=1\n", "[hardware] has no key 'flops' (keys: name, "
+                                "peak_flops_f32"},
+      {"not a key file\n", "not a key-value pair"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autofree char *name = g_strdup_printf("bad%" G_GSIZE_FORMAT ".hw", i);
+    g_autofree char *path = write_file(dir, name, bad[i].text);
+    g_autoptr(GError) e = NULL;
+    g_assert_false(hw_load(path, &hw2, &e));
+    g_assert_error(e, PARTIR_ERROR, PARTIR_ERROR_FORMAT);
+    if (!g_str_has_prefix(e->message, path) || !strstr(e->message, bad[i].message))
+      g_error("case %" G_GSIZE_FORMAT ": %s", i, e->message);
+    g_unlink(path);
+  }
+  g_autofree char *missing = g_build_filename(dir, "missing.hw", NULL);
+  g_assert_false(hw_load(missing, &hw2, &error));
+  g_assert_error(error, PARTIR_ERROR, PARTIR_ERROR_IO);
+  g_assert_true(g_str_has_prefix(error->message, missing));
+  g_clear_error(&error);
+
+  g_unlink(good);
+  g_unlink(again);
+  g_rmdir(dir);
+  g_unsetenv("PARTIR_HW");
+}
+
+/* The shipped descriptions load, with the figures their comments cite. */
+static void test_hw_files(void) {
+  const char *srcdir = g_getenv("G_TEST_SRCDIR");
+  g_autofree char *dir = srcdir ? g_build_filename(srcdir, "..", "hw", NULL)
+                                : g_strdup("hw");
+  g_setenv("PARTIR_HW", dir, TRUE);
+  Hardware h100, tpu, cpu;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(hw_load("h100x8", &h100, &error));
+  g_assert_no_error(error);
+  g_assert_cmpfloat(h100.peak_flops_bf16, ==, 989e12);
+  g_assert_cmpfloat(h100.peak_flops_f32, ==, 67e12);
+  g_assert_cmpfloat(h100.memory_bytes, ==, 80e9);
+  g_assert_cmpfloat(h100.link_bw, ==, 450e9);
+  g_assert_true(hw_load("tpuv4", &tpu, &error));
+  g_assert_cmpfloat(tpu.peak_flops_bf16, ==, 275e12);
+  g_assert_cmpfloat(tpu.memory_bytes, ==, 32.0 * 1024 * 1024 * 1024);
+  g_assert_true(hw_load("cpu2", &cpu, &error));
+  g_assert_no_error(error);
+  g_assert_cmpfloat(cpu.peak_flops_f32, >, 1e9);
+  g_unsetenv("PARTIR_HW");
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/cost/matmul", test_matmul);
+  g_test_add_func("/cost/mlp", test_mlp);
+  g_test_add_func("/cost/mlp-model2", test_mlp_model2);
+  g_test_add_func("/cost/elementwise", test_elementwise);
+  g_test_add_func("/cost/tile-loop", test_tile_loop);
+  g_test_add_func("/cost/nested-loops", test_nested_loops);
+  g_test_add_func("/cost/chain-memory", test_chain_memory);
+  g_test_add_func("/cost/all-reduce", test_all_reduce);
+  g_test_add_func("/cost/gather-scatter", test_gather_scatter);
+  g_test_add_func("/cost/two-axes", test_two_axes);
+  g_test_add_func("/cost/collective-in-loop", test_collective_in_loop);
+  g_test_add_func("/cost/refused", test_refused);
+  g_test_add_func("/cost/does-not-fit", test_does_not_fit);
+  g_test_add_func("/cost/hw-set", test_hw_set);
+  g_test_add_func("/cost/what-if", test_what_if);
+  g_test_add_func("/cost/hw-load", test_hw_load);
+  g_test_add_func("/cost/hw-files", test_hw_files);
+  return g_test_run();
+}
