@@ -206,6 +206,7 @@ static int run_session(void *data) {
     status = s->failed && !s->interactive ? 1 : 0;
   }
   g_array_unref(s->steps);
+  g_free(s->hw);
   plua_close(s->lua);
   if (s->syntax)
     lua_close(s->syntax);

@@ -14,6 +14,7 @@
  * Jobs run on a thread with a deep stack (term traversals recurse).
  */
 #include "partir-int.h"
+#include "cost.h"
 #include "plua.h"
 #include "rule.h"
 
@@ -45,6 +46,10 @@ static void usage(FILE *to) {
         "                        run a Lua tactic on a program\n"
         "  lower FILE --mesh batch=2,model=4 [--emit spmd|dot] [--stats]\n"
         "        [--simulate]    the SPMD program every device runs\n"
+        "  cost FILE --mesh MESH [--hw cpu2|h100x8|tpuv4|FILE.hw] [--set "
+        "K=V]\n"
+        "                        FLOPs, memory, communication and time per "
+        "device\n"
         "  rules                 list every rule and where it comes from\n"
         "  check-rules [FILES] [--seed N] [--tries N]\n"
         "                        check every rule against the interpreter\n"
@@ -601,6 +606,71 @@ static int cmd_lower(int argc, char **argv) {
   return status;
 }
 
+static int cmd_cost(int argc, char **argv) {
+  g_autofree char *mesh_spec = NULL;
+  g_autofree char *hw_name = NULL;
+  g_auto(GStrv) sets = NULL;
+  g_auto(GStrv) rule_files = NULL;
+  GOptionEntry entries[] = {
+      {"mesh", 'm', 0, G_OPTION_ARG_STRING, &mesh_spec,
+       "the device mesh, e.g. batch=2,model=4", "MESH"},
+      {"hw", 0, 0, G_OPTION_ARG_STRING, &hw_name,
+       "hardware description: a name (cpu2, h100x8, tpuv4) or a .hw file "
+       "(default cpu2)",
+       "HW"},
+      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets,
+       "what if: change a hardware figure (link_bw=2x, memory_bytes=80e9)",
+       "KEY=VALUE"},
+      {"rules", 'r', 0, G_OPTION_ARG_FILENAME_ARRAY, &rule_files,
+       "load these rule files", "FILE"},
+      {NULL}};
+  if (!parse_options("cost", entries, &argc, &argv))
+    return 2;
+  GError *error = NULL;
+  Mesh mesh;
+  Hardware hw;
+  if (!mesh_parse(mesh_spec, &mesh, &error) ||
+      !hw_load(hw_name ? hw_name : "cpu2", &hw, &error)) {
+    print_error(NULL, error);
+    g_error_free(error);
+    return 2;
+  }
+  for (char **kv = sets; kv && *kv; kv++)
+    if (!hw_set(&hw, *kv, &error)) {
+      print_error("--set", error);
+      g_error_free(error);
+      return 2;
+    }
+  g_autoptr(RuleSet) rs = load_rules(rule_files);
+  if (!rs)
+    return 1;
+  g_autoptr(Module) m = load_module(argv[1]);
+  if (!m)
+    return 1;
+  Func *g = module_entry(m);
+  g_autoptr(GString) why = g_string_new(NULL);
+  Func *f = g->spmd ? NULL : spmd_lower(rs, g, &mesh, why);
+  if (!g->spmd && !f) {
+    g_printerr("partir: %s: cannot lower on mesh %s: %s\n", argv[1],
+               mesh_spec ? mesh_spec : "(none)", why->str);
+    return 1;
+  }
+  const Func *spmd = f ? f : g;
+  g_auto(CostReport) r = {0};
+  g_autoptr(Module) empty = module_new();
+  if (!cost_estimate_module(f ? empty : m, spmd, &hw, &r, &error)) {
+    print_error(argv[1], error);
+    g_error_free(error);
+    func_free(f);
+    return 1;
+  }
+  g_autoptr(GString) out = g_string_new(NULL);
+  cost_print(out, &r, &hw, &spmd->spmd->mesh);
+  fwrite(out->str, 1, out->len, stdout);
+  func_free(f);
+  return 0;
+}
+
 static const struct {
   const char *name;
   int (*run)(int argc, char **argv);
@@ -609,7 +679,7 @@ static const struct {
     {"run", cmd_run},           {"rewrite", cmd_rewrite},
     {"rules", cmd_rules},       {"check-rules", cmd_check_rules},
     {"walk", cmd_walk},         {"tactic", cmd_tactic},
-    {"lower", cmd_lower},
+    {"lower", cmd_lower},       {"cost", cmd_cost},
 };
 
 static int run_job(void *data) {

@@ -14,6 +14,8 @@
  */
 #include "repl.h"
 
+#include "cost.h"
+
 #include <string.h>
 
 #define SOURCE_MAX_DEPTH 16
@@ -500,6 +502,36 @@ static gboolean cmd_stats(Session *s, const char *text, int argc,
   return TRUE;
 }
 
+gboolean repl_print_cost(Session *s) {
+  Func *f = lower_current(s, "cost");
+  if (!f)
+    return FALSE;
+  Hardware hw;
+  GError *error = NULL;
+  g_auto(CostReport) r = {0};
+  g_autoptr(Module) empty = module_new();
+  gboolean ok = hw_load(s->hw ? s->hw : "cpu2", &hw, &error) &&
+                cost_estimate_module(empty, f, &hw, &r, &error);
+  if (ok) {
+    g_autoptr(GString) out = g_string_new(NULL);
+    cost_print(out, &r, &hw, &s->mesh);
+    repl_put_string(out);
+  } else {
+    repl_report_error(s, "cost: %s", error->message);
+    g_error_free(error);
+  }
+  func_free(f);
+  return ok;
+}
+
+static gboolean cmd_cost(Session *s, const char *text, int argc, char **argv) {
+  if (argc != 1) {
+    repl_report_error(s, "usage: cost");
+    return FALSE;
+  }
+  return repl_print_cost(s);
+}
+
 static gboolean cmd_save(Session *s, const char *text, int argc, char **argv) {
   if (argc != 2) {
     repl_report_error(s, "usage: save FILE");
@@ -670,6 +702,8 @@ static void append_settings(GString *out, const Session *s) {
   g_autofree char *mesh = mesh_to_string(&s->mesh);
   g_string_append_printf(out, "mesh = %s\n", *mesh ? mesh : "none");
   g_string_append_printf(out, "show = %s\n", s->show ? "on" : "off");
+  g_string_append_printf(out, "cost = %s\n", s->cost ? "on" : "off");
+  g_string_append_printf(out, "hw = %s\n", s->hw ? s->hw : "cpu2");
 }
 
 static gboolean cmd_set(Session *s, const char *text, int argc, char **argv) {
@@ -692,13 +726,30 @@ static gboolean cmd_set(Session *s, const char *text, int argc, char **argv) {
     s->mesh = mesh;
     return TRUE;
   }
-  if (strcmp(argv[1], "show") == 0 && argc == 3 &&
-      (strcmp(argv[2], "on") == 0 || strcmp(argv[2], "off") == 0)) {
-    s->show = strcmp(argv[2], "on") == 0;
+  if ((strcmp(argv[1], "show") == 0 || strcmp(argv[1], "cost") == 0) &&
+      argc == 3 && (strcmp(argv[2], "on") == 0 || strcmp(argv[2], "off") == 0)) {
+    gboolean on = strcmp(argv[2], "on") == 0;
+    if (argv[1][0] == 's')
+      s->show = on;
+    else
+      s->cost = on;
+    return TRUE;
+  }
+  if (strcmp(argv[1], "hw") == 0 && argc == 3) {
+    Hardware hw;
+    GError *error = NULL;
+    if (!hw_load(argv[2], &hw, &error)) {
+      repl_report_error(s, "set: %s", error->message);
+      g_error_free(error);
+      return FALSE;
+    }
+    g_free(s->hw);
+    s->hw = g_strdup(argv[2]);
     return TRUE;
   }
   repl_report_error(
-      s, "usage: set [mesh AXIS=SIZE,... | mesh none | show on|off]");
+      s, "usage: set [mesh AXIS=SIZE,... | mesh none | show on|off | "
+         "cost on|off | hw NAME]");
   return FALSE;
 }
 
@@ -753,6 +804,10 @@ const Command repl_commands[] = {
      NULL},
     {"lower", cmd_lower, FALSE, COMPLETE_NONE, "lower [--dot]",
      "the SPMD program on the session's mesh (set mesh ...)", NULL},
+    {"cost", cmd_cost, FALSE, COMPLETE_NONE, "cost",
+     "FLOPs, memory, communication and time per device on the session's "
+     "mesh and hardware (set mesh, set hw, set cost on)",
+     NULL},
     {"stats", cmd_stats, FALSE, COMPLETE_NONE, "stats",
      "the collectives of the SPMD program, per kind and axis", NULL},
     {"save", cmd_save, FALSE, COMPLETE_FILE, "save FILE",

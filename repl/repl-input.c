@@ -148,6 +148,8 @@ void repl_show_changes(Session *s) {
   } else if (s->show && s->unchanged) {
     puts("no change");
   }
+  if (s->cost && s->changed && cur)
+    repl_print_cost(s); /* an error is reported; the command stands */
   s->changed = s->unchanged = FALSE;
 }
 

@@ -45,6 +45,8 @@ typedef struct Session {
   lua_State *syntax;    /* a bare Lua state that only parses (continuation) */
   Mesh mesh;            /* for tactics and Lua */
   gboolean show;        /* print the program after it changes */
+  gboolean cost;        /* print the cost after it changes */
+  char *hw;             /* hardware for 'cost' (a name or a .hw file) */
   gboolean interactive; /* readline, prompts, colour */
   gboolean echo;        /* batch: print each line after a prompt */
   gboolean color;       /* errors in colour (stderr is a terminal) */
@@ -57,6 +59,10 @@ typedef struct Session {
   int lineno;
   int depth; /* 'source' nesting */
 } Session;
+
+/* Prints the cost of the current program lowered on the session's mesh
+ * (repl-commands.c); FALSE with an error printed when it cannot. */
+gboolean repl_print_cost(Session *s);
 
 /* Set by the SIGINT handler; the interactive loop and repl_run_line read
  * it (partir-repl.c). */

@@ -29,7 +29,7 @@
  *   time        compute (flops / peak FLOP/s of the operator's dtype) plus
  *               communication, with no overlap.
  *
- * Hardware descriptions are GKeyFile text (hw/*.hw): a [hardware] group
+ * Hardware descriptions are GKeyFile text (hw/NAME.hw): a [hardware] group
  * and optional [axis NAME] groups; hw_set changes one figure ("what if
  * the links were twice as fast": link_bw=2x).
  */
@@ -166,8 +166,8 @@ static gboolean read_group(GKeyFile *kf, const char *path, const char *group,
     if (!text || !parse_number(text, key->zero_ok, field(base, key))) {
       g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
                   "%s: [%s] %s = '%s': expected a %s number (%s)", path, group,
-                  *k, text ? text : "", key->zero_ok ? "non-negative" : "positive",
-                  key->unit);
+                  *k, text ? text : "",
+                  key->zero_ok ? "non-negative" : "positive", key->unit);
       return FALSE;
     }
     seen[key - keys] = TRUE;
@@ -228,8 +228,7 @@ static gboolean load_file(const char *path, Hardware *out, GError **error) {
     g_autofree char *axis = g_strstrip(g_strdup(*g + 5));
     if (!axis_name_ok(axis)) {
       g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
-                  "%s: [%s]: an axis name is letters, digits or '_'", path,
-                  *g);
+                  "%s: [%s]: an axis name is letters, digits or '_'", path, *g);
       return FALSE;
     }
     HwAxis *a = axis_entry(&hw, axis, TRUE);
@@ -311,8 +310,8 @@ static void apply(double *v, double x, gboolean scale) {
 
 gboolean hw_set(Hardware *hw, const char *assignment, GError **error) {
   const char *eq = strchr(assignment, '=');
-  g_autofree char *key = g_strstrip(
-      g_strndup(assignment, eq ? (gsize)(eq - assignment) : strlen(assignment)));
+  g_autofree char *key = g_strstrip(g_strndup(
+      assignment, eq ? (gsize)(eq - assignment) : strlen(assignment)));
   g_autofree char *value = g_strstrip(g_strdup(eq ? eq + 1 : ""));
   gboolean scale = g_str_has_suffix(value, "x") || g_str_has_suffix(value, "X");
   if (scale)
@@ -373,11 +372,11 @@ gboolean hw_set(Hardware *hw, const char *assignment, GError **error) {
         apply(&hw->axes[i].link_latency, x, scale);
     }
   }
-  g_autofree char *change = g_strdup_printf("%s=%s%s", key, value,
-                                            scale ? "x" : "");
-  g_autofree char *changes =
-      hw->changes ? g_strconcat(hw->changes, ", ", change, NULL)
-                  : g_strdup(change);
+  g_autofree char *change =
+      g_strdup_printf("%s=%s%s", key, value, scale ? "x" : "");
+  g_autofree char *changes = hw->changes
+                                 ? g_strconcat(hw->changes, ", ", change, NULL)
+                                 : g_strdup(change);
   hw->changes = g_intern_string(changes);
   return TRUE;
 }
@@ -486,7 +485,6 @@ typedef struct Open {
 } Open;
 
 typedef struct Walk {
-  const Func *f;
   const Hardware *hw;
   CostReport *out;
   GArray *values; /* Value */
@@ -728,7 +726,7 @@ gboolean cost_estimate_module(const Module *m, const Func *f,
   for (int i = 0; f->spmd && i < f->spmd->mesh.naxes; i++)
     out->ndevices *= f->spmd->mesh.sizes[i];
 
-  Walk w = {.f = f, .hw = hw, .out = out};
+  Walk w = {.hw = hw, .out = out};
   w.values = g_array_new(FALSE, TRUE, sizeof(Value));
   g_array_set_clear_func(w.values, clear_value);
   w.open[0] = (Open){-1, NULL, 1.0, g_hash_table_new(NULL, NULL),
@@ -808,19 +806,21 @@ static void append_flops(GString *out, double v) {
 /* One row: label, per-device text, all-devices text. */
 static void row(GString *out, const char *label, const char *per_device,
                 const char *all) {
-  g_string_append_printf(out, "  %-16s %-30s %s\n", label, per_device,
-                         all ? all : "");
+  if (all)
+    g_string_append_printf(out, "  %-16s %-30s %s\n", label, per_device, all);
+  else
+    g_string_append_printf(out, "  %-16s %s\n", label, per_device);
 }
 
 void cost_print(GString *out, const CostReport *r, const Hardware *hw,
                 const Mesh *mesh) {
   double n = (double)r->ndevices;
   g_autofree char *mesh_text = mesh ? mesh_to_string(mesh) : NULL;
-  g_string_append_printf(out, "cost per step on %s%s (%" G_GINT64_FORMAT
-                              " device%s), hardware %s",
-                         mesh_text && *mesh_text ? "mesh " : "",
-                         mesh_text && *mesh_text ? mesh_text : "one device",
-                         r->ndevices, r->ndevices == 1 ? "" : "s", hw->name);
+  g_string_append_printf(
+      out, "cost per step on %s%s (%" G_GINT64_FORMAT " device%s), hardware %s",
+      mesh_text && *mesh_text ? "mesh " : "",
+      mesh_text && *mesh_text ? mesh_text : "one device", r->ndevices,
+      r->ndevices == 1 ? "" : "s", hw->name);
   if (hw->source)
     g_string_append_printf(out, " (%s)", hw->source);
   if (hw->changes)
@@ -829,9 +829,9 @@ void cost_print(GString *out, const CostReport *r, const Hardware *hw,
 
   g_autoptr(GString) a = g_string_new(NULL);
   g_autoptr(GString) b = g_string_new(NULL);
-  g_autofree char *all_header = g_strdup_printf(
-      "all %" G_GINT64_FORMAT " device%s", r->ndevices,
-      r->ndevices == 1 ? "" : "s");
+  g_autofree char *all_header =
+      g_strdup_printf("all %" G_GINT64_FORMAT " device%s", r->ndevices,
+                      r->ndevices == 1 ? "" : "s");
   row(out, "", "per device", all_header);
 
   append_flops(a, r->flops);
@@ -871,10 +871,9 @@ void cost_print(GString *out, const CostReport *r, const Hardware *hw,
       g_string_truncate(b, 0);
       append_bytes(a, c->bytes);
       append_time(b, c->time);
-      g_string_append_printf(out, "  %-16s %-14s %6" G_GINT64_FORMAT
-                                  " %8.0f  %-24s %s\n",
-                             op_name(c->op), c->axes, c->size, c->count,
-                             a->str, b->str);
+      g_string_append_printf(
+          out, "  %-16s %-14s %6" G_GINT64_FORMAT " %8.0f  %-24s %s\n",
+          op_name(c->op), c->axes, c->size, c->count, a->str, b->str);
     }
   }
 

@@ -25,9 +25,9 @@ typedef struct Hardware {
   double peak_flops_f32; /* FLOP/s; also i32, i64, i1 */
   double peak_flops_bf16;
   double peak_flops_f64;
-  double memory_bytes;   /* capacity of one device */
-  double link_bw;        /* default bytes/s per device per direction */
-  double link_latency;   /* default seconds per collective step */
+  double memory_bytes; /* capacity of one device */
+  double link_bw;      /* default bytes/s per device per direction */
+  double link_latency; /* default seconds per collective step */
   int naxes;
   HwAxis axes[HW_MAX_AXES];
 } Hardware;
@@ -45,8 +45,7 @@ gboolean hw_set(Hardware *hw, const char *assignment, GError **error);
 /* Peak FLOP/s for operations computing in 'dt'. */
 double hw_peak_flops(const Hardware *hw, DType dt);
 /* The link of mesh axis 'axis' (interned or not). */
-void hw_link(const Hardware *hw, const char *axis, double *bw,
-             double *latency);
+void hw_link(const Hardware *hw, const char *axis, double *bw, double *latency);
 /* The description in the file format (hw_load reads it back). */
 void hw_print(GString *out, const Hardware *hw);
 /* The directories searched for NAME.hw, in order (g_strfreev). */
@@ -56,12 +55,12 @@ char **hw_search_path(void);
 
 /* The collectives of one kind over one list of axes. */
 typedef struct CostComm {
-  Op op;           /* OP_ALL_REDUCE, OP_ALL_GATHER, ... OP_SHARD */
+  Op op;            /* OP_ALL_REDUCE, OP_ALL_GATHER, ... OP_SHARD */
   const char *axes; /* interned "model" or "batch,model" (attribute order) */
-  int64_t size;    /* devices in each group ('size' attribute) */
-  double count;    /* evaluations per device (loop iterations included) */
-  double bytes;    /* bytes each device sends, all evaluations */
-  double time;     /* seconds, all evaluations */
+  int64_t size;     /* devices in each group ('size' attribute) */
+  double count;     /* evaluations per device (loop iterations included) */
+  double bytes;     /* bytes each device sends, all evaluations */
+  double time;      /* seconds, all evaluations */
 } CostComm;
 
 /* The estimate for one step of an SPMD program.  Every device runs the

@@ -55,19 +55,6 @@
 #include <pthread.h>
 #include <string.h>
 
-/* ===== public prototypes: to move into partir-int.h (interp section) ===== */
-
-/* Runs SPMD program 'f' on simulated devices of its mesh, one thread
- * each.  'global_inputs' have the global argument shapes (local dims
- * times the parts their Dist splits them into); returns one global
- * Tensor per result (caller unrefs), assembled by the result Dists.
- * Fails on a malformed program or Dist, on inputs of the wrong type, when
- * replicas of a result disagree, and when interrupted. */
-GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
-                         GError **error);
-
-/* ===== end of public prototypes ===== */
-
 #define SIM_MAX_DEVICES 1024                /* one thread per device */
 #define SIM_MAX_ELEMS ((int64_t)1 << 29)    /* as the interpreter's limit */
 #define SIM_STACK_BYTES ((size_t)256 << 20) /* term traversals recurse */

@@ -110,4 +110,30 @@ check "an SPMD layout naming an axis the mesh lacks is refused" \
 "$PARTIR" run "$tmp/m.spmd" >/dev/null 2>"$tmp/err"
 check "the interpreter refuses collectives (they run in the simulator)" \
   grep -q "is a collective of an SPMD program" "$tmp/err"
+# the cost model through the CLI (its formulas: tests/unit/test-cost)
+"$PARTIR" cost "$m" --mesh model=2 --hw cpu2 >"$tmp/cost"
+check "cost: per-device FLOPs of the Megatron MLP (2*16*256*128*2)" \
+  grep -q 'FLOPs *2097152 ' "$tmp/cost"
+check "cost: one all_reduce over model of 16384 bytes (2(k-1)/k x 16 KiB)" \
+  grep -Eq 'all_reduce +model +2 +1 +16384 B' "$tmp/cost"
+comm() { awk '$1 == "communication" { print $2, $3 }' "$1"; }
+"$PARTIR" cost "$m" --mesh model=2 --hw h100x8 >"$tmp/c1"
+"$PARTIR" cost "$m" --mesh model=2 --hw h100x8 --set link_latency=0 >"$tmp/c2"
+"$PARTIR" cost "$m" --mesh model=2 --hw h100x8 --set link_latency=0 --set link_bw=2x >"$tmp/c3"
+check "what if: twice the link bandwidth halves the transfer time" sh -c \
+  "test \"\$(awk '\$1 == \"communication\" { print \$2 }' '$tmp/c2')\" != '' &&
+   awk -v a=\"\$(awk '\$1 == \"communication\" { print \$2 }' '$tmp/c2')\" \
+       -v b=\"\$(awk '\$1 == \"communication\" { print \$2 }' '$tmp/c3')\" \
+       'BEGIN { exit !(a / b > 1.99 && a / b < 2.01) }'"
+lua5.4 "$ex/models/transformer.lua" --layers 96 --batch 1 --seq 2048 --d_model 12288 \
+  --heads 96 --d_ff 49152 >"$tmp/gpt3.pir"
+partition "$tmp/gpt3.pir" megatron model=8 "$tmp/gpt3.m.pir"
+"$PARTIR" cost "$tmp/gpt3.m.pir" --mesh model=8 --hw h100x8 >"$tmp/gcost"
+check "GPT-3 on 8 H100s with Megatron alone does not fit, and says so" \
+  grep -q "DOES NOT FIT" "$tmp/gcost"
+check "...with 192 all_reduce over model" grep -Eq 'all_reduce +model +8 +192 ' "$tmp/gcost"
+"$PARTIR" cost "$m" --mesh model=2 --hw nonesuch >/dev/null 2>"$tmp/err"
+check "an unknown hardware name is refused" sh -c "test $? -eq 2 && grep -q nonesuch '$tmp/err'"
+"$PARTIR" cost "$m" --mesh model=2 --set frob=2 >/dev/null 2>"$tmp/err"
+check "an unknown what-if key is refused" sh -c "test $? -eq 2 && grep -q frob '$tmp/err'"
 done_testing

@@ -13,10 +13,6 @@
 #include <math.h>
 #include <string.h>
 
-/* ===== until partir-int.h declares it ===== */
-GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
-                         GError **error);
-
 /* ------------------------------------------------------------- builders */
 
 static const Type *ty(DType dt, int rank, int64_t d0, int64_t d1) {
@@ -225,28 +221,39 @@ static void test_all_reduce_all(void) {
   func_free(g);
 }
 
-/* Sums accumulate exactly and round once, as partir.sum does: in f32,
- * 1 + 2^-24 + 2^-24 step by step is 1 (each step ties to even), but the
- * exact sum 1 + 2^-23 is an f32.  Integers wrap to their width:
- * 2147483647 + 1 in i32 is -2147483648. */
+/* Sums accumulate exactly and round once, as partir.sum does.  x=4, x
+ * global [8] (device j holds elements 2j, 2j+1), f32:
+ *   element 0: 1 + 2^-24 + 2^-24 + 0; in f32 step by step that is 1
+ *     (each step ties to even), but the exact sum 1 + 2^-23 is an f32;
+ *   element 1: 1 + 2^-25 + 0 + 0 is not an f32 and rounds to 1.
+ * The all_reduce is converted to f64 so that an unrounded sum would
+ * show.  Integers wrap to their width: 2147483647 + 1 in i32 is
+ * -2147483648 (seen through a convert to i64). */
 static void test_all_reduce_rounding(void) {
-  const Term *x = term_arg(0, F32_1(1));
-  Func *f = spmd_func1("x=4", F32_1(1), "[x]",
-                       coll(OP_ALL_REDUCE, x, "x", 4, NULL, 0, NULL, 0), "[]");
+  g_autoptr(GString) err = g_string_new(NULL);
+  const Term *x = term_arg(0, F32_1(2));
+  const Term *sum = coll(OP_ALL_REDUCE, x, "x", 4, NULL, 0, NULL, 0);
+  const Type *f64 = ty(DT_F64, 1, 2, 0);
+  const Term *wide = term_op(OP_CONVERT, 1, &sum, attrs_empty(), f64, err);
+  g_assert_nonnull(wide);
+  Func *f = spmd_func1("x=4", F32_1(2), "[x]", wide, "[]");
+  double e24 = ldexp(1, -24), e25 = ldexp(1, -25);
   g_autoptr(Tensor) in =
-      tensor_of(F32_1(4), (double[]){1, ldexp(1, -24), ldexp(1, -24), 0});
+      tensor_of(F32_1(8), (double[]){1, 1, e24, e25, e24, 0, 0, 0});
   g_autoptr(Tensor) out = run1(f, in);
-  assert_values(out, F32_1(1), (double[]){1 + ldexp(1, -23)});
+  assert_values(out, f64, (double[]){1 + ldexp(1, -23), 1});
   func_free(f);
 
-  const Type *i32 = ty(DT_I32, 1, 1, 0);
+  const Type *i32 = ty(DT_I32, 1, 1, 0), *i64 = ty(DT_I64, 1, 1, 0);
   const Term *y = term_arg(0, i32);
-  Func *g = spmd_func1("x=2", i32, "[x]",
-                       coll(OP_ALL_REDUCE, y, "x", 2, NULL, 0, NULL, 0), "[]");
+  const Term *isum = coll(OP_ALL_REDUCE, y, "x", 2, NULL, 0, NULL, 0);
+  const Term *iwide = term_op(OP_CONVERT, 1, &isum, attrs_empty(), i64, err);
+  g_assert_nonnull(iwide);
+  Func *g = spmd_func1("x=2", i32, "[x]", iwide, "[]");
   g_autoptr(Tensor) iin =
       tensor_of(ty(DT_I32, 1, 2, 0), (double[]){2147483647, 1});
   g_autoptr(Tensor) iout = run1(g, iin);
-  assert_values(iout, i32, (double[]){-2147483648.0});
+  assert_values(iout, i64, (double[]){-2147483648.0});
   func_free(g);
 }
 
@@ -466,7 +473,21 @@ static void test_replica_mismatch(void) {
   assert_contains(msg2, "'batch'");
   func_free(g);
 
-  /* within tolerance: an all_reduce makes true replicas */
+  /* within tolerance (|a - b| <= 1e-5 |a| + 1e-6 max|a|): d=2 holding
+   * 1 and 1 + 2^-20 (about 1 + 9.5e-7) agree, and the result is the
+   * replica at coordinate 0; 1 and 1.001 do not */
+  const Term *y = term_arg(0, F32_1(1));
+  Func *t = spmd_func1("d=2", F32_1(1), "[d]", y, "[]");
+  g_autoptr(Tensor) close =
+      tensor_of(F32_1(2), (double[]){1, 1 + ldexp(1, -20)});
+  g_autoptr(Tensor) near = run1(t, close);
+  assert_values(near, F32_1(1), (double[]){1});
+  g_autoptr(Tensor) apart = tensor_of(F32_1(2), (double[]){1, 1.001});
+  g_autofree char *msg3 = run1_error(t, apart);
+  assert_contains(msg3, "'d'");
+  func_free(t);
+
+  /* an all_reduce makes true replicas */
   Func *h = spmd_func1("batch=2,model=2", F32_2(1, 2), "[batch,model][]",
                        coll(OP_ALL_REDUCE, x, "model", 2, NULL, 0, NULL, 0),
                        "[batch][]");
@@ -562,36 +583,59 @@ static void test_errors(void) {
 
 /* An interrupt stops the simulation with "interrupted", without
  * deadlock: set before the run, and set while the devices are in a long
- * loop of collectives (they notice it at different iterations). */
+ * loop of collectives.  The devices run in step (each collective is a
+ * barrier) and look at the flag once per iteration, so they only
+ * sometimes see it at different iterations, leaving the others waiting
+ * at a collective the interrupted one never reaches; many runs with
+ * varied delays make that near certain.  A watchdog turns a deadlock
+ * into a failure. */
 static gpointer interrupt_later(gpointer data) {
   g_usleep(GPOINTER_TO_UINT(data));
   partir_interrupt = 1;
   return NULL;
 }
 
+/* Fails the test unless '*done' is set within a minute. */
+static gpointer watchdog_main(gpointer data) {
+  gint *done = data;
+  for (int tick = 0; tick < 600 && !g_atomic_int_get(done); tick++)
+    g_usleep(100000);
+  if (!g_atomic_int_get(done))
+    g_error("the simulation deadlocked after an interrupt");
+  return NULL;
+}
+
 static void test_interrupt(void) {
-  const int n = 20000;
+  const int n = 20000; /* seconds of collectives: far longer than a delay */
   g_autoptr(GString) err = g_string_new(NULL);
   const Type *local = F32_2(n, 1);
   const Type *range = type_range(n, 1);
   const Term *row = term_slice(0, term_arg(0, local), term_bvar(0, range), err);
   const Term *tile = term_tile(
-      0, range, NULL, coll(OP_ALL_REDUCE, row, "x", 4, NULL, 0, NULL, 0), err);
+      0, range, NULL, coll(OP_ALL_REDUCE, row, "x", 8, NULL, 0, NULL, 0), err);
   g_assert_nonnull(tile);
-  Func *f = spmd_func1("x=4", local, "[][]", tile, "[][]");
+  Func *f = spmd_func1("x=8", local, "[][]", tile, "[][]");
   g_autoptr(Tensor) in = tensor_new(local);
+
+  gint done = FALSE;
+  GThread *dog = g_thread_new("watchdog", watchdog_main, &done);
 
   partir_interrupt = 1;
   g_autofree char *m1 = run1_error(f, in);
   g_assert_cmpstr(m1, ==, "interrupted");
 
+  for (guint trial = 0; trial < 40; trial++) {
+    partir_interrupt = 0;
+    GThread *timer = g_thread_new("interrupt", interrupt_later,
+                                  GUINT_TO_POINTER(1000 + 250 * trial));
+    g_autofree char *m2 = run1_error(f, in);
+    g_thread_join(timer);
+    g_assert_cmpstr(m2, ==, "interrupted");
+  }
   partir_interrupt = 0;
-  GThread *timer =
-      g_thread_new("interrupt", interrupt_later, GUINT_TO_POINTER(5000));
-  g_autofree char *m2 = run1_error(f, in);
-  g_thread_join(timer);
-  g_assert_cmpstr(m2, ==, "interrupted");
-  partir_interrupt = 0;
+
+  g_atomic_int_set(&done, TRUE);
+  g_thread_join(dog);
   func_free(f);
 }
 
