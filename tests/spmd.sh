@@ -5,6 +5,7 @@
 # whole models are exactly those of the strategy.
 . "$top_srcdir/tests/tap.sh"
 ex=$top_srcdir/examples
+PARTIR_REPL=${PARTIR_REPL:-$top_builddir/repl/partir-repl}
 tactics=$top_srcdir/tactics
 cat >"$tmp/batch_megatron.lua" <<'LUA'
 local C = require "combinators"
@@ -110,13 +111,46 @@ check "an SPMD layout naming an axis the mesh lacks is refused" \
 "$PARTIR" run "$tmp/m.spmd" >/dev/null 2>"$tmp/err"
 check "the interpreter refuses collectives (they run in the simulator)" \
   grep -q "is a collective of an SPMD program" "$tmp/err"
+# the REPL and Lua lower too
+printf 'set mesh model=2\ntactic megatron\nstats\nlower\n' >"$tmp/lower.cmds"
+"$PARTIR_REPL" "$ex/mlp.pir" --batch "$tmp/lower.cmds" >"$tmp/out" 2>&1
+check "REPL: stats after megatron shows one all_reduce over model" \
+  grep -Eq 'all_reduce over model +1 ' "$tmp/out"
+check "REPL: lower prints the SPMD program" grep -q '^spmd @mlp' "$tmp/out"
+cat >"$tmp/lower.lua" <<'LUA'
+return function(s, mesh, opts)
+  local m = dofile(os.getenv("PARTIR_TACTICS"):match("[^:]+") .. "/megatron.lua")(s, mesh, opts)
+  local f = assert(io.open(opts.out, "w"))
+  f:write(m:lower("model=2"), m:stats("model=2"), m:lower("model=2", "dot"))
+  f:close()
+  return m
+end
+LUA
+quiet "$PARTIR" tactic "$tmp/lower.lua" "$ex/mlp.pir" --mesh model=2 --set out="$tmp/lua.out"
+check "Lua: s:lower, s:stats and the dot form" sh -c \
+  "grep -q '^spmd @mlp' '$tmp/lua.out' && grep -Eq 'all_reduce over model +1 ' '$tmp/lua.out' && grep -q '^digraph' '$tmp/lua.out'"
+
 # the cost model through the CLI (its formulas: tests/unit/test-cost)
 "$PARTIR" cost "$m" --mesh model=2 --hw cpu2 >"$tmp/cost"
 check "cost: per-device FLOPs of the Megatron MLP (2*16*256*128*2)" \
   grep -q 'FLOPs *2097152 ' "$tmp/cost"
 check "cost: one all_reduce over model of 16384 bytes (2(k-1)/k x 16 KiB)" \
   grep -Eq 'all_reduce +model +2 +1 +16384 B' "$tmp/cost"
-comm() { awk '$1 == "communication" { print $2, $3 }' "$1"; }
+# FLOPs of the transformer layer, by hand (elementwise: one per result
+# element; contractions 2 x result x contracted size; reductions one per
+# operand element): each layer norm 7 x 512 + 4 x 16 = 3648; q, k, v
+# 3 x 2 x 512 x 32 = 98304; scores 2 x 512 x 8 = 8192; scale, max, sub,
+# exp, sum, div 6 x 512; context 8192; output projection 2 x 512 x 32 =
+# 32768; residual 512; MLP 2 x 1024 x 32 + 1024 + 1024 + 2 x 512 x 64 +
+# 512; residual 512: 292480 in all.  Megatron over model=2 halves heads
+# and hidden units: 150656 per device (q, k, v 49152; scores and context
+# 4096 each; softmax 6 x 256; output projection 2 x 512 x 16; MLP
+# contractions 32768 each, 512-element adds).
+"$PARTIR" cost "$ex/transformer_layer.pir" >"$tmp/tc"
+check "cost: the transformer layer is 292480 FLOPs" grep -q 'FLOPs *292480 ' "$tmp/tc"
+"$PARTIR" cost "$t" --mesh model=2 >"$tmp/tc2"
+check "cost: Megatron over 2 devices leaves 150656 FLOPs per device" \
+  grep -q 'FLOPs *150656 ' "$tmp/tc2"
 "$PARTIR" cost "$m" --mesh model=2 --hw h100x8 >"$tmp/c1"
 "$PARTIR" cost "$m" --mesh model=2 --hw h100x8 --set link_latency=0 >"$tmp/c2"
 "$PARTIR" cost "$m" --mesh model=2 --hw h100x8 --set link_latency=0 --set link_bw=2x >"$tmp/c3"
