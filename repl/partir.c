@@ -526,6 +526,50 @@ static int cmd_tactic(int argc, char **argv) {
   return 0;
 }
 
+/* A program and the SPMD program it runs as on a mesh: the file's own
+ * when it is SPMD text, else its lowering. */
+typedef struct Lowered {
+  RuleSet *rs;
+  Module *m;
+  const Func *g;    /* the program in the file */
+  Func *owned;      /* the lowering, when made here */
+  const Func *spmd; /* g or owned */
+} Lowered;
+
+static void lowered_clear(Lowered *l) {
+  func_free(l->owned);
+  module_free(l->m);
+  ruleset_free(l->rs);
+}
+
+/* FALSE (after saying why) when the mesh, the rules, the file or the
+ * lowering fail; the status to return is in *status. */
+static gboolean load_lowered(const char *path, const char *mesh_spec,
+                             char **rule_files, Lowered *l, int *status) {
+  memset(l, 0, sizeof *l);
+  Mesh mesh;
+  GError *error = NULL;
+  if (!mesh_parse(mesh_spec, &mesh, &error)) {
+    print_error(NULL, error);
+    g_error_free(error);
+    *status = 2;
+    return FALSE;
+  }
+  *status = 1;
+  if (!(l->rs = load_rules(rule_files)) || !(l->m = load_module(path)))
+    return FALSE;
+  l->g = module_entry(l->m);
+  g_autoptr(GString) why = g_string_new(NULL);
+  l->owned = l->g->spmd ? NULL : spmd_lower(l->rs, l->g, &mesh, why);
+  if (!l->g->spmd && !l->owned) {
+    g_printerr("partir: %s: cannot lower on mesh %s: %s\n", path,
+               mesh_spec ? mesh_spec : "(none)", why->str);
+    return FALSE;
+  }
+  l->spmd = l->owned ? l->owned : l->g;
+  return TRUE;
+}
+
 static int cmd_lower(int argc, char **argv) {
   g_autofree char *mesh_spec = NULL;
   g_autofree char *emit = NULL;
@@ -555,43 +599,27 @@ static int cmd_lower(int argc, char **argv) {
     g_printerr("partir: lower --emit takes spmd or dot, not '%s'\n", emit);
     return 2;
   }
-  Mesh mesh;
+  Lowered l;
+  int status;
+  if (!load_lowered(argv[1], mesh_spec, rule_files, &l, &status)) {
+    lowered_clear(&l);
+    return status;
+  }
   GError *error = NULL;
-  if (!mesh_parse(mesh_spec, &mesh, &error)) {
-    print_error(NULL, error);
-    g_error_free(error);
-    return 2;
-  }
-  g_autoptr(RuleSet) rs = load_rules(rule_files);
-  if (!rs)
-    return 1;
-  g_autoptr(Module) m = load_module(argv[1]);
-  if (!m)
-    return 1;
-  Func *g = module_entry(m);
-  g_autoptr(GString) why = g_string_new(NULL);
-  Func *f = g->spmd ? NULL : spmd_lower(rs, g, &mesh, why);
-  if (!g->spmd && !f) {
-    g_printerr("partir: %s: cannot lower on mesh %s: %s\n", argv[1],
-               mesh_spec ? mesh_spec : "(none)", why->str);
-    return 1;
-  }
-  const Func *spmd = f ? f : g;
   g_autoptr(GString) out = g_string_new(NULL);
   g_autoptr(Module) empty = module_new();
   if (emit && strcmp(emit, "dot") == 0)
-    spmd_print_dot(out, spmd);
+    spmd_print_dot(out, l.spmd);
   else
-    print_func(out, f ? empty : m, spmd);
+    print_func(out, l.owned ? empty : l.m, l.spmd);
   if (stats)
-    spmd_print_stats(out, spmd);
-  int status = 0;
-  if (simulate) {
-    if (!spmd_check_against_interpreter(g, spmd, seed, out, &error)) {
-      print_error(argv[1], error);
-      g_error_free(error);
-      status = 1;
-    }
+    spmd_print_stats(out, l.spmd);
+  status = 0;
+  if (simulate &&
+      !spmd_check_against_interpreter(l.g, l.spmd, seed, out, &error)) {
+    print_error(argv[1], error);
+    g_error_free(error);
+    status = 1;
   }
   if (status == 0 && output) {
     if (!partir_write_file(output, out->str, out->len, &error)) {
@@ -602,7 +630,7 @@ static int cmd_lower(int argc, char **argv) {
   } else if (status == 0) {
     fwrite(out->str, 1, out->len, stdout);
   }
-  func_free(f);
+  lowered_clear(&l);
   return status;
 }
 
@@ -627,10 +655,8 @@ static int cmd_cost(int argc, char **argv) {
   if (!parse_options("cost", entries, &argc, &argv))
     return 2;
   GError *error = NULL;
-  Mesh mesh;
   Hardware hw;
-  if (!mesh_parse(mesh_spec, &mesh, &error) ||
-      !hw_load(hw_name ? hw_name : "cpu2", &hw, &error)) {
+  if (!hw_load(hw_name ? hw_name : "cpu2", &hw, &error)) {
     print_error(NULL, error);
     g_error_free(error);
     return 2;
@@ -641,33 +667,24 @@ static int cmd_cost(int argc, char **argv) {
       g_error_free(error);
       return 2;
     }
-  g_autoptr(RuleSet) rs = load_rules(rule_files);
-  if (!rs)
-    return 1;
-  g_autoptr(Module) m = load_module(argv[1]);
-  if (!m)
-    return 1;
-  Func *g = module_entry(m);
-  g_autoptr(GString) why = g_string_new(NULL);
-  Func *f = g->spmd ? NULL : spmd_lower(rs, g, &mesh, why);
-  if (!g->spmd && !f) {
-    g_printerr("partir: %s: cannot lower on mesh %s: %s\n", argv[1],
-               mesh_spec ? mesh_spec : "(none)", why->str);
-    return 1;
+  Lowered l;
+  int status;
+  if (!load_lowered(argv[1], mesh_spec, rule_files, &l, &status)) {
+    lowered_clear(&l);
+    return status;
   }
-  const Func *spmd = f ? f : g;
   g_auto(CostReport) r = {0};
   g_autoptr(Module) empty = module_new();
-  if (!cost_estimate_module(f ? empty : m, spmd, &hw, &r, &error)) {
+  if (!cost_estimate_module(l.owned ? empty : l.m, l.spmd, &hw, &r, &error)) {
     print_error(argv[1], error);
     g_error_free(error);
-    func_free(f);
+    lowered_clear(&l);
     return 1;
   }
   g_autoptr(GString) out = g_string_new(NULL);
-  cost_print(out, &r, &hw, &spmd->spmd->mesh);
+  cost_print(out, &r, &hw, &l.spmd->spmd->mesh);
   fwrite(out->str, 1, out->len, stdout);
-  func_free(f);
+  lowered_clear(&l);
   return 0;
 }
 
