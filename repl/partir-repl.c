@@ -153,6 +153,8 @@ typedef struct Options {
   char *mesh;    /* --mesh */
   char *batch;   /* --batch FILE */
   gboolean echo; /* --echo */
+  gboolean json; /* --json: the agent protocol on stdin/stdout */
+  char **allow;  /* --allow DIR: where --json may read programs */
 } Options;
 
 static int run_session(void *data) {
@@ -179,6 +181,11 @@ static int run_session(void *data) {
   if (!s->rs) {
     fputs(errors->str, stderr);
     return 1;
+  }
+  if (o->json) { /* no Lua, no readline: the protocol only */
+    int status = protocol_run(s->rs, o->allow, stdin);
+    ruleset_free(s->rs);
+    return status;
   }
   s->steps = g_array_new(FALSE, TRUE, sizeof(Step));
   g_array_set_clear_func(s->steps, repl_step_clear);
@@ -248,6 +255,10 @@ int main(int argc, char **argv) {
        "read commands from FILE (no prompts); exit 1 if one fails", "FILE"},
       {"echo", 'e', 0, G_OPTION_ARG_NONE, &o.echo,
        "without a terminal: print each input line after a prompt", NULL},
+      {"json", 0, 0, G_OPTION_ARG_NONE, &o.json,
+       "speak the agent protocol (JSON lines) on stdin/stdout", NULL},
+      {"allow", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.allow,
+       "with --json: a directory programs may be read from", "DIR"},
       {"version", 0, 0, G_OPTION_ARG_NONE, &version, "print the version", NULL},
       {NULL}};
   g_autoptr(GOptionContext) ctx = g_option_context_new("[FILE.pir]");
@@ -286,5 +297,6 @@ int main(int argc, char **argv) {
   g_strfreev(o.rules);
   g_free(o.mesh);
   g_free(o.batch);
+  g_strfreev(o.allow);
   return status;
 }

@@ -245,6 +245,11 @@ gboolean spmd_check_against_interpreter(const Func *g, const Func *spmd,
                                         gint64 seed, GString *out,
                                         GError **error);
 
+/* protocol.c: answers the agent protocol's requests, one JSON object a
+ * line, from 'in' on stdout until shutdown or end of input; programs are
+ * read only from the directories 'allowed'. */
+int protocol_run(RuleSet *rs, char **allowed, FILE *in);
+
 /* ----------------------------------------------------- engine commands */
 
 /* Runs one command ("arg-tile 0 0 8", "propagate", "apply fuse at %3",
