@@ -376,6 +376,42 @@ static LVal lower_op(Lower *lw, const Term *t) {
           out.d.partial[out.d.npartial++] = src->axes[sd][a];
     }
   }
+  /* A layout uses each axis once: a result dim whose split repeats an
+   * axis of an earlier dim (x's rows and w's columns both over 'model')
+   * is gathered; so are reductions whose partial axes repeat one. */
+  if (has_spec) {
+    const char *used[PARTIR_MAX_RANK * MESH_MAX_AXES];
+    int nused = 0;
+    for (int D = 0; D < spec.nout; D++) {
+      gboolean clash = FALSE;
+      for (int a = 0; a < out.d.naxes[D]; a++)
+        for (int u = 0; u < nused; u++)
+          clash |= used[u] == out.d.axes[D][a];
+      if (clash) {
+        for (int i = 0; i < t->nargs; i++)
+          if (spec.out[D][i] >= 0)
+            gather_dim(lw, &args[i], spec.out[D][i]);
+        out.d.naxes[D] = 0;
+        continue;
+      }
+      for (int a = 0; a < out.d.naxes[D]; a++)
+        used[nused++] = out.d.axes[D][a];
+    }
+    gboolean clash = FALSE;
+    for (int k = 0; k < out.d.npartial; k++)
+      for (int u = 0; u < nused; u++)
+        clash |= used[u] == out.d.partial[k];
+    for (int k = 0; k < out.d.npartial && !clash; k++)
+      for (int j = 0; j < k; j++)
+        clash |= out.d.partial[j] == out.d.partial[k];
+    if (clash) {
+      for (int k = 0; k < spec.nred; k++)
+        for (int i = 0; i < t->nargs; i++)
+          if (spec.red[k][i] >= 0)
+            gather_dim(lw, &args[i], spec.red[k][i]);
+      out.d.npartial = 0;
+    }
+  }
   for (int i = 0; i < t->nargs; i++) /* dims no result dim carries */
     for (int d = 0; d < args[i].d.rank; d++)
       if (!mapped[i][d])

@@ -33,7 +33,7 @@ no_worse() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && b != "" && a <= 
 greedy() {
   name=$1 mesh=$2
   if python3 "$agents/greedy_agent.py" --program "$ex/$name.pir" --mesh "$mesh" \
-      --hw cpu2 --steps 32 >"$tmp/$name.greedy" 2>"$tmp/$name.err"; then
+      --hw cpu2 --steps 32 -o "$tmp/$name.greedy.pir" >"$tmp/$name.greedy" 2>"$tmp/$name.err"; then
     ok "$name: the greedy agent runs with --mesh $mesh"
   else
     not_ok "$name: the greedy agent runs with --mesh $mesh"
@@ -52,13 +52,23 @@ greedy() {
   fi
   check "$name: ...and prints the program and its trace" sh -c \
     "grep -q '^func @' '$tmp/$name.greedy' && grep -q '^trace (' '$tmp/$name.greedy'"
+  # a strategy the cost model likes must also be one that runs
+  if "$PARTIR" lower "$tmp/$name.greedy.pir" --mesh "$mesh" --simulate \
+      >"$tmp/$name.sim" 2>&1; then
+    ok "$name: the greedy strategy runs on simulated devices and agrees"
+  else
+    not_ok "$name: the greedy strategy runs on simulated devices and agrees"
+    show "$tmp/$name.greedy"
+    show "$tmp/$name.sim"
+  fi
 }
 greedy mlp model=2
 greedy transformer_layer model=2
 
 # the random agent: seeded, prints its best program and its cost
 if python3 "$agents/random_agent.py" --program "$ex/mlp.pir" --mesh model=2 \
-    --hw cpu2 --episodes 5 --steps 6 --seed 1 >"$tmp/random.out" 2>"$tmp/random.err"; then
+    --hw cpu2 --episodes 5 --steps 6 --seed 1 -o "$tmp/random.pir" \
+    >"$tmp/random.out" 2>"$tmp/random.err"; then
   ok "random agent: 5 episodes on mlp.pir"
 else
   not_ok "random agent: 5 episodes on mlp.pir"
@@ -71,6 +81,8 @@ check "random agent: ...no worse than the root ($r <= $root s)" no_worse "$r" "$
 python3 "$agents/random_agent.py" --program "$ex/mlp.pir" --mesh model=2 \
   --hw cpu2 --episodes 5 --steps 6 --seed 1 >"$tmp/random2.out" 2>/dev/null
 check "random agent: ...the same again with the same seed" cmp -s "$tmp/random.out" "$tmp/random2.out"
+check "random agent: ...its strategy runs on simulated devices and agrees" \
+  quiet "$PARTIR" lower "$tmp/random.pir" --mesh model=2 --simulate
 
 # PartirEnv: Gymnasium's reset and step tuples, truncation, errors
 PYTHONPATH=$agents python3 - "$ex/mlp.pir" >"$tmp/env.out" 2>&1 <<'PY'

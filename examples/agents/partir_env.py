@@ -137,7 +137,7 @@ class PartirEnv:
     after max_steps steps.  Each reset drops the last episode's states.
     """
 
-    OBSERVE = ["features", "cost", "legal"]
+    OBSERVE = ["features", "cost"]
 
     def __init__(self, program=None, text=None, mesh="model=2", hw="cpu2",
                  max_steps=16, client=None, repl=None):
@@ -160,7 +160,7 @@ class PartirEnv:
         obs = result.get("observation") or {}
         if "features" not in obs or "cost" not in obs:
             obs = self.client.observe(state=result["state"], what=self.OBSERVE)
-        return {"features": obs["features"], "cost": obs["cost"]}, obs.get("legal")
+        return {"features": obs["features"], "cost": obs["cost"]}
 
     def reset(self, seed=None, options=None):
         opts = dict(options or {})
@@ -179,8 +179,7 @@ class PartirEnv:
         r = self.client.reset(**params)
         self.state, self.steps, self._legal = r["state"], 0, None
         self.episode_states.append(self.state)
-        obs, legal = self._obs(r)
-        return obs, {"state": self.state, "hash": r.get("hash"), "legal": legal}
+        return self._obs(r), {"state": self.state, "hash": r.get("hash")}
 
     def legal_actions(self):
         """The action strings legal in the current state (cached)."""
@@ -195,22 +194,21 @@ class PartirEnv:
     def step(self, action):
         if self.state is None:
             raise RuntimeError("step before reset")
-        if isinstance(action, int) and self._legal is not None:
+        if isinstance(action, int) and self._legal and 0 <= action < len(self._legal):
             action = self._legal[action]  # the string the index named
         r = self.client.step(state=self.state, actions=[action],
                              observe=self.OBSERVE, reward=True)
         self.state, self._legal = r["state"], None
         self.steps += 1
         self.episode_states.append(self.state)
-        obs, legal = self._obs(r)
+        obs = self._obs(r)
         # no reward when a state cannot be lowered or costed: count it as 0
         reward = float(r["reward"]["normalized"]) if r.get("reward") else 0.0
         terminated = bool(r.get("terminated", False))
         truncated = bool(r.get("truncated", False)) or self.steps >= self.max_steps
         info = {"state": self.state, "hash": r.get("hash"), "action": action,
                 "delta": (r.get("reward") or {}).get("delta"),
-                "no_effect": r.get("no_effect"),
-                "legal": legal}
+                "no_effect": r.get("no_effect")}
         return obs, reward, terminated, truncated, info
 
     def close(self):
@@ -242,14 +240,14 @@ def print_result(client, state, output=None, out=None):
     file output when given."""
     import sys
     out = out or sys.stdout
-    actions = client.trace(state=state)["actions"]
+    # a step of several actions (as replay makes) reads "a; b"
+    actions = [a for step in client.trace(state=state)["actions"]
+               for a in step.split("; ")]
     obs = client.observe(state=state, what=["program", "cost"])
     cost = obs["cost"] or {}
     print("trace (%d actions):" % len(actions), file=out)
     for a in actions:
-        if isinstance(a, dict):
-            a = a.get("action", json.dumps(a))
-        print("  " + str(a), file=out)
+        print("  " + a, file=out)
     if output:
         with open(output, "w", encoding="utf-8") as f:
             f.write(obs["program"])

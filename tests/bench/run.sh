@@ -54,3 +54,12 @@ echo "mlp: --batch 16 --width 256; transformer: --batch 16 --seq 16" \
   --one 'apply relu-tile-0 at %a500 w=8' \
   --one 'apply relu-tile-0 at %a900 w=8' \
   --one 'tile %h500 0 8'
+
+# the agent protocol over a pipe
+if command -v python3 >/dev/null 2>&1; then
+  echo
+  python3 "$top_srcdir/tests/bench/bench-protocol.py" \
+    "${PARTIR_REPL:-$abs_top_builddir/repl/partir-repl}" \
+    "${PARTIR:-$abs_top_builddir/repl/partir}" \
+    "$(cd "$top_srcdir/examples" && pwd)" "$tmp"
+fi

@@ -1,0 +1,174 @@
+"""Protocol checks for partir-repl --json: every error kind, fork
+semantics, determinism, drop, trace/replay, and robustness under
+thousands of malformed messages.  Prints TAP.  Standard library only.
+
+usage: check_protocol.py PARTIR_REPL EXAMPLES_DIR
+"""
+import json
+import random
+import subprocess
+import sys
+
+repl, examples = sys.argv[1], sys.argv[2]
+n = 0
+failed = False
+
+
+def tap(ok, what, why=""):
+    global n, failed
+    n += 1
+    print(("ok %d - %s" if ok else "not ok %d - %s") % (n, what))
+    if not ok:
+        failed = True
+        if why:
+            print("# " + str(why)[:400])
+
+
+def start():
+    return subprocess.Popen([repl, "--json", "--allow", examples],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, bufsize=1)
+
+
+class Client:
+    def __init__(self):
+        self.p = start()
+        self.next = 0
+
+    def raw(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline()
+
+    def call(self, method, **params):
+        self.next += 1
+        req = {"jsonrpc": "2.0", "id": self.next, "method": method,
+               "params": params}
+        reply = json.loads(self.raw(json.dumps(req)))
+        assert reply["id"] == self.next, reply
+        return reply
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=30)
+
+
+mlp = examples + "/mlp.pir"
+c = Client()
+init = c.call("initialize")["result"]
+tap(init["protocol"] == "partir-agent/1", "initialize names the protocol")
+tap(all(len(r["sha256"]) == 64 for r in init["rules"]) and init["rules"],
+    "initialize lists the rule files with a hash")
+
+# every error kind, and the next request still works
+def err(reply, code, what):
+    e = reply.get("error")
+    tap(e is not None and e["code"] == code, what, reply)
+
+err(json.loads(c.raw("{not json")), -32700, "malformed JSON: -32700")
+err(json.loads(c.raw("[1, 2]")), -32600, "not an object: -32600")
+err(json.loads(c.raw('{"jsonrpc":"2.0","id":7}')), -32600, "no method: -32600")
+err(c.call("frobnicate"), -32601, "unknown method: -32601")
+err(json.loads(c.raw('{"jsonrpc":"2.0","id":9,"method":"reset","params":[1]}')),
+    -32602, "params not an object: -32602")
+err(c.call("reset", path=42), -32602, "wrong-typed parameter: -32602")
+err(c.call("step", state=12345, actions=[]), 1, "unknown state id: 1")
+root = c.call("reset", path=mlp, mesh="model=2")["result"]
+s1 = root["state"]
+err(c.call("step", state=s1, actions=["arg-tile %x 0 5 model"]), 2,
+    "illegal action: 2")
+err(c.call("step", state=s1, actions=[10 ** 6]), 2, "an action index out of range: 2")
+err(c.call("reset", program="func @f(", mesh="model=2"), 3, "a bad program: 3")
+err(c.call("reset", path="/etc/passwd"), 4, "a file outside --allow: 4")
+err(c.call("observe", state=s1, what=["nonsense"]), -32602, "unknown observation")
+big = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":"' + "a" * (17 << 20) + '"}}'
+err(json.loads(c.raw(big)), -32600, "an oversized line: -32600")
+tap(c.call("observe", state=s1, what=["program"])["result"]["program"].startswith("func @mlp"),
+    "after all those errors the next request works and the state is intact")
+
+# fork semantics
+prog1 = c.call("observe", state=s1, what=["program"])["result"]["program"]
+a = c.call("step", state=s1, actions=["arg-tile %x 0 8 model", "propagate"])["result"]
+b = c.call("step", state=s1, actions=["arg-tile %w 1 128 model",
+                                      "arg-tile %u 0 128 model", "propagate"])["result"]
+tap(a["state"] != b["state"] and a["hash"] != b["hash"],
+    "two steps from one state give two different children")
+tap(c.call("observe", state=s1, what=["program"])["result"]["program"] == prog1,
+    "the parent is unchanged")
+tap(b["reward"]["delta"] > 0, "megatron on 2 devices lowers the modelled time")
+noop = c.call("step", state=a["state"], actions=["propagate"])["result"]
+tap(noop["no_effect"] is True and noop["hash"] == a["hash"], "a step that changes nothing says no_effect")
+
+acts = c.call("actions", state=s1)["result"]
+tap(acts["count"] == len(acts["actions"]) and acts["count"] > 0
+    and [x["index"] for x in acts["actions"]] == list(range(acts["count"])),
+    "actions are numbered in order")
+by_index = c.call("step", state=s1, actions=[0])["result"]
+by_text = c.call("step", state=s1, actions=[acts["actions"][0]["action"]])["result"]
+tap(by_index["hash"] == by_text["hash"], "an action by index is the action by its string")
+ex = c.call("expand", state=s1, observe=["cost"])["result"]["children"]
+tap(len(ex) == acts["count"] and all("state" in ch or "error" in ch for ch in ex),
+    "expand gives one child per legal action")
+
+# trace and replay
+tr = c.call("trace", state=b["state"])["result"]["actions"]
+rp = c.call("replay", path=mlp, mesh="model=2", trace=tr)["result"]
+tap(rp["hash"] == b["hash"], "replaying a trace reaches the same program")
+
+# drop
+d = c.call("drop", states=[a["state"], a["state"], 99999])["result"]
+tap(d["dropped"] == 1, "drop counts what it dropped")
+err(c.call("observe", state=a["state"], what=["program"]), 1, "a dropped state is gone")
+obs = c.call("observe", state=b["state"], what=["program", "cost", "features", "graph", "legal"])["result"]
+tap(len(obs["features"]) == 8 and obs["graph"]["nodes"] and obs["legal"] >= 0,
+    "observe gives features, graph and the legal count")
+c.call("shutdown")
+c.p.wait(timeout=30)
+tap(c.p.returncode == 0, "shutdown ends the process")
+
+# determinism: the same requests give the same bytes
+def session():
+    p = start()
+    reqs = [
+        {"jsonrpc": "2.0", "id": 1, "method": "reset",
+         "params": {"path": mlp, "mesh": "batch=2,model=2"}},
+        {"jsonrpc": "2.0", "id": 2, "method": "actions", "params": {"state": 1}},
+        {"jsonrpc": "2.0", "id": 3, "method": "expand",
+         "params": {"state": 1, "observe": ["cost", "features"]}},
+    ]
+    out, _ = p.communicate("\n".join(json.dumps(r) for r in reqs) + "\n", timeout=60)
+    return out
+
+tap(session() == session(), "the same requests give the same replies, byte for byte")
+
+# robustness: thousands of malformed and random messages
+rng = random.Random(7)
+p = start()
+lines = []
+pieces = ['{', '}', '[', ']', '"', ':', ',', 'null', 'true', '1e999', '-0',
+          '"method"', '"params"', '"state"', '"id"', '"step"', '"reset"', '\\u0000']
+for i in range(3000):
+    kind = rng.randrange(4)
+    if kind == 0:
+        lines.append("".join(rng.choice(pieces) for _ in range(rng.randrange(1, 12))))
+    elif kind == 1:
+        lines.append(json.dumps({"jsonrpc": "2.0", "id": i, "method": rng.choice(
+            ["step", "actions", "observe", "expand", "trace", "drop", "replay", "x"]),
+            "params": {"state": rng.randrange(-2, 5), "actions": [rng.randrange(-3, 50)],
+                       "what": ["program"], "states": [rng.randrange(0, 9)]}}))
+    elif kind == 2:
+        lines.append(json.dumps({"jsonrpc": "2.0", "id": i, "method": "reset",
+                                 "params": {"program": "".join(rng.choice("func@%(){}:=<>x0123")
+                                                               for _ in range(40))}}))
+    else:
+        lines.append("".join(chr(rng.randrange(32, 127)) for _ in range(rng.randrange(1, 80))))
+lines.append(json.dumps({"jsonrpc": "2.0", "id": "last", "method": "initialize"}))
+out, _ = p.communicate("\n".join(l.replace("\n", " ") for l in lines) + "\n", timeout=300)
+replies = out.splitlines()
+tap(len(replies) == len(lines), "every one of %d messages gets exactly one reply" % len(lines),
+    "%d replies" % len(replies))
+tap(all(json.loads(r).get("jsonrpc") == "2.0" for r in replies), "every reply is JSON-RPC 2.0")
+tap(p.returncode == 0 and json.loads(replies[-1]).get("id") == "last"
+    and "result" in json.loads(replies[-1]), "the process survives and answers the last request")
+print("1..%d" % n)
+sys.exit(1 if failed else 0)
