@@ -221,7 +221,7 @@ static void add_candidate(GPtrArray *out, char *text, const char *rule,
 /* Every candidate action, in a stable order: split each argument's
  * dimensions over each mesh axis that divides them, tile or split each
  * operator's result or reduction over each such axis, propagate. */
-static GPtrArray *candidates(Proto *pr, const Entry *e) {
+static GPtrArray *candidates(Proto *pr, const Entry *e, gboolean args_only) {
   GPtrArray *out = g_ptr_array_new_with_free_func(action_free);
   const Mesh *mesh = &e->ep->mesh;
   const Func *f = &e->state->func;
@@ -237,6 +237,8 @@ static GPtrArray *candidates(Proto *pr, const Entry *e) {
                                       mesh->names[k]),
                       "arg-tile", f->arg_names[i], n / size, mesh->names[k]);
       }
+  if (args_only)
+    return out;
   g_autoptr(GPtrArray) locs = state_locations(e->state);
   for (guint l = 0; l < locs->len; l++) {
     const Location *loc = g_ptr_array_index(locs, l);
@@ -283,10 +285,25 @@ static State *run_action(Proto *pr, State *s, const char *text, GString *why) {
   return engine_script(pr->rs, s, text, why, report);
 }
 
+static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
+                              const char *filter, gint64 limit);
+
 /* The legal actions: the candidates that apply and change the program. */
 static GPtrArray *legal_actions(Proto *pr, const Entry *e, const char *filter,
                                 gint64 limit) {
-  GPtrArray *all = candidates(pr, e);
+  /* the argument actions come first and need no walk of the program: when
+   * one of them is enough (terminated asks for one), stop there */
+  if (limit == 1 && !filter) {
+    g_autoptr(GPtrArray) first = legal_among(pr, e, candidates(pr, e, TRUE), NULL, 1);
+    if (first->len == 1)
+      return g_steal_pointer(&first);
+  }
+  return legal_among(pr, e, candidates(pr, e, FALSE), filter, limit);
+}
+
+/* The actions of 'all' (taken) that apply and change the program. */
+static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
+                              const char *filter, gint64 limit) {
   GPtrArray *out = g_ptr_array_new_with_free_func(action_free);
   g_autoptr(GString) why = g_string_new(NULL);
   for (guint i = 0; i < all->len && (limit < 0 || out->len < (guint)limit); i++) {
