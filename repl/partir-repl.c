@@ -240,6 +240,12 @@ static void use_build_tree(const char *argv0) {
     if (g_file_test(tactics, G_FILE_TEST_IS_DIR))
       g_setenv("PARTIR_TACTICS", tactics, TRUE);
   }
+  if (!g_getenv("PARTIR_HW")) {
+    g_autofree char *hw = g_canonicalize_filename("../hw", dir);
+    g_autofree char *probe = g_build_filename(hw, "cpu2.hw", NULL);
+    if (g_file_test(probe, G_FILE_TEST_EXISTS))
+      g_setenv("PARTIR_HW", hw, TRUE);
+  }
 }
 
 int main(int argc, char **argv) {

@@ -727,7 +727,8 @@ int main(int argc, char **argv) {
   /* run from the build tree: use its rules and tactics when none are
    * configured */
   const char *const trees[][2] = {{"PARTIR_RULES", "rules/ops.rules"},
-                                  {"PARTIR_TACTICS", "tactics/batch.lua"}};
+                                  {"PARTIR_TACTICS", "tactics/batch.lua"},
+                                  {"PARTIR_HW", "hw/cpu2.hw"}};
   for (gsize i = 0; i < G_N_ELEMENTS(trees); i++) {
     if (g_getenv(trees[i][0]))
       continue;

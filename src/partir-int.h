@@ -159,6 +159,8 @@ struct Term {
   const Attrs *attrs; /* TM_OP */
   guint64 loose;      /* bit i: de Bruijn index i occurs loose */
   guint32 height;     /* longest path to a leaf; bounds recursion depth */
+  guint64 content;    /* a hash of the term's content alone (no addresses):
+                         the same in every run, for agents' state hashes */
   guint16 nest;       /* tiles/sums nested where the term is computed
                          (closed operands are computed outside), at
                          most PARTIR_MAX_REGIONS */
@@ -305,6 +307,7 @@ typedef struct Module {
   GPtrArray *funcs;         /* Func* */
   GHashTable *names;        /* const Term* -> char*: value names */
   GHashTable *binder_names; /* tile/sum Term -> char*: its binder's name */
+  GHashTable *reserved;     /* the distinct names above (print.c's cache) */
 } Module;
 
 Module *module_new(void);

@@ -238,13 +238,19 @@ static void collect_reserved(gpointer key, gpointer value, gpointer data) {
 static Region *prepare(Printer *pr, const Module *m, const Func *f,
                        Named ***results) {
   *pr = (Printer){.m = m, .names = m->names, .binder_names = m->binder_names};
-  pr->reserved = g_hash_table_new(g_str_hash, g_str_equal);
+  /* The distinct user names never grow after parsing (rewrites only
+   * give new terms names the module already has: inherit_name), so the
+   * set is built once per module and kept. */
+  Module *cache = (Module *)m;
+  if (!cache->reserved) {
+    cache->reserved = g_hash_table_new(g_str_hash, g_str_equal);
+    g_hash_table_foreach(m->names, collect_reserved, cache->reserved);
+    g_hash_table_foreach(m->binder_names, collect_reserved, cache->reserved);
+  }
+  pr->reserved = cache->reserved;
   pr->taken = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  g_hash_table_foreach(m->names, collect_reserved, pr->reserved);
-  g_hash_table_foreach(m->binder_names, collect_reserved, pr->reserved);
   pr->args = g_new0(Named, (gsize)f->nargs);
   for (int i = 0; i < f->nargs; i++) {
-    g_hash_table_add(pr->reserved, f->arg_names[i]);
     take(pr, &pr->args[i], g_strdup(f->arg_names[i]));
   }
   Region *top = region_new(NULL);
@@ -262,7 +268,7 @@ static void finish(Printer *pr, const Func *f, Region *top, Named **results) {
   for (int i = 0; i < f->nargs; i++)
     g_free(pr->args[i].name);
   g_free(pr->args);
-  g_hash_table_unref(pr->reserved);
+
   g_hash_table_unref(pr->taken);
 }
 

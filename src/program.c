@@ -23,6 +23,8 @@ void module_free(Module *m) {
   g_ptr_array_unref(m->funcs);
   g_hash_table_unref(m->names);
   g_hash_table_unref(m->binder_names);
+  if (m->reserved)
+    g_hash_table_unref(m->reserved);
   g_free(m);
 }
 

@@ -197,6 +197,8 @@ typedef struct Action {
   char *location;
   gint64 w;
   const char *axis;
+  const Term *placed; /* where the rule applies (not for propagate) */
+  int dim;            /* arg-tile's dimension */
 } Action;
 
 static void action_free(gpointer p) {
@@ -207,8 +209,8 @@ static void action_free(gpointer p) {
   g_free(a);
 }
 
-static void add_candidate(GPtrArray *out, char *text, const char *rule,
-                          const char *loc, gint64 w, const char *axis) {
+static Action *add_candidate(GPtrArray *out, char *text, const char *rule,
+                             const char *loc, gint64 w, const char *axis) {
   Action *a = g_new0(Action, 1);
   a->text = text;
   a->rule = g_strdup(rule);
@@ -216,6 +218,7 @@ static void add_candidate(GPtrArray *out, char *text, const char *rule,
   a->w = w;
   a->axis = axis;
   g_ptr_array_add(out, a);
+  return a;
 }
 
 /* Every candidate action, in a stable order: split each argument's
@@ -231,11 +234,13 @@ static GPtrArray *candidates(Proto *pr, const Entry *e, gboolean args_only) {
         int64_t n = f->arg_types[i]->dims[d], size = mesh->sizes[k];
         if (n % size != 0 || n / size < 1)
           continue;
-        add_candidate(out,
-                      g_strdup_printf("arg-tile %%%s %d %" G_GINT64_FORMAT " %s",
-                                      f->arg_names[i], d, n / size,
-                                      mesh->names[k]),
-                      "arg-tile", f->arg_names[i], n / size, mesh->names[k]);
+        Action *a = add_candidate(
+            out,
+            g_strdup_printf("arg-tile %%%s %d %" G_GINT64_FORMAT " %s",
+                            f->arg_names[i], d, n / size, mesh->names[k]),
+            "arg-tile", f->arg_names[i], n / size, mesh->names[k]);
+        a->placed = term_arg(i, f->arg_types[i]);
+        a->dim = d;
       }
   if (args_only)
     return out;
@@ -265,12 +270,12 @@ static GPtrArray *candidates(Proto *pr, const Entry *e, gboolean args_only) {
           int64_t size = mesh->sizes[k];
           if (n % size != 0)
             continue;
-          add_candidate(out,
-                        g_strdup_printf("apply %s at %%%s w=%" G_GINT64_FORMAT
-                                        " a=%s",
-                                        rule, loc->name, n / size,
-                                        mesh->names[k]),
-                        rule, loc->name, n / size, mesh->names[k]);
+          Action *a = add_candidate(
+              out,
+              g_strdup_printf("apply %s at %%%s w=%" G_GINT64_FORMAT " a=%s",
+                              rule, loc->name, n / size, mesh->names[k]),
+              rule, loc->name, n / size, mesh->names[k]);
+          a->placed = loc->term;
         }
       }
     }
@@ -310,10 +315,23 @@ static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
     Action *a = g_ptr_array_index(all, i);
     if (filter && !strstr(a->text, filter))
       continue;
-    State *next = run_action(pr, e->state, a->text, why);
-    gboolean changes = next && next->func.body != e->state->func.body;
-    if (next)
-      state_unref(next);
+    gboolean changes;
+    if (a->placed) {
+      /* a rule at one value: it changes the program exactly when it
+       * applies there, so there is no need to rebuild the program */
+      RuleArg args[3] = {{g_intern_string("w"), FALSE, a->w, NULL},
+                         {g_intern_string("a"), TRUE, 0, g_intern_string(a->axis)},
+                         {g_intern_string("d"), FALSE, a->dim, NULL}};
+      const Rule *r = ruleset_find(pr->rs, a->rule);
+      changes = r && rule_apply_here(pr->rs, r, a->placed, args,
+                                     strcmp(a->rule, "arg-tile") == 0 ? 3 : 2,
+                                     why) != NULL;
+    } else {
+      State *next = run_action(pr, e->state, a->text, why);
+      changes = next && next->func.body != e->state->func.body;
+      if (next)
+        state_unref(next);
+    }
     if (changes) {
       all->pdata[i] = NULL;
       g_ptr_array_add(out, a);
@@ -354,11 +372,14 @@ static void build_action(JsonBuilder *b, guint index, const Action *a) {
 
 /* -------------------------------------------------------- observations */
 
+/* The program's content hash: the body's and the signature's, without
+ * printing (the same in every run; names are not part of it). */
 static char *state_hash(const State *s) {
-  g_autoptr(GString) text = g_string_new(NULL);
-  state_print(text, s, FALSE);
-  return g_compute_checksum_for_string(G_CHECKSUM_SHA256, text->str,
-                                       (gssize)text->len);
+  guint64 h = s->func.body->content;
+  for (int i = 0; i < s->func.nargs; i++)
+    h = h * G_GUINT64_CONSTANT(1099511628211) ^
+        g_str_hash(s->func.arg_names[i]);
+  return g_strdup_printf("%016" G_GINT64_MODIFIER "x", h);
 }
 
 static void build_cost(JsonBuilder *b, const CostReport *r) {

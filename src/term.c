@@ -41,6 +41,58 @@ static gboolean term_equal(gconstpointer pa, gconstpointer pb) {
   return TRUE;
 }
 
+static guint64 mix(guint64 h, guint64 v) {
+  h ^= v + G_GUINT64_CONSTANT(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2);
+  return h * G_GUINT64_CONSTANT(0xff51afd7ed558ccd);
+}
+
+static guint64 type_content(const Type *t) {
+  guint64 h = mix(t->kind, t->dtype);
+  h = mix(h, (guint64)t->rank);
+  for (int i = 0; i < t->rank; i++)
+    h = mix(h, (guint64)t->dims[i]);
+  return mix(mix(h, (guint64)t->n), (guint64)t->w);
+}
+
+static guint64 value_content(const AttrValue *v) {
+  guint64 h = mix(0, v->kind);
+  switch (v->kind) {
+  case AV_INT:
+    return mix(h, (guint64)v->i);
+  case AV_FLOAT: {
+    guint64 bits;
+    memcpy(&bits, &v->f, sizeof bits);
+    return mix(h, bits);
+  }
+  case AV_SYMBOL:
+    return mix(h, g_str_hash(v->sym));
+  case AV_LIST:
+    for (int i = 0; i < v->count; i++)
+      h = mix(h, value_content(&v->items[i]));
+    return h;
+  }
+  return h;
+}
+
+/* A hash of what the node is, built from its operands' content hashes:
+ * independent of addresses, so equal programs hash equally in any run. */
+static guint64 content_hash(const Term *k) {
+  guint64 h = mix(k->kind, k->op);
+  h = mix(h, (guint64)(gint64)k->index);
+  if (k->type)
+    h = mix(h, type_content(k->type));
+  if (k->range)
+    h = mix(h, type_content(k->range));
+  if (k->axis)
+    h = mix(h, g_str_hash(k->axis));
+  for (int i = 0; k->attrs && i < k->attrs->count; i++)
+    h = mix(mix(h, g_str_hash(k->attrs->keys[i])),
+            value_content(&k->attrs->values[i]));
+  for (int i = 0; i < k->nargs; i++)
+    h = mix(h, k->args[i]->content);
+  return h;
+}
+
 /* Returns the unique node equal to 'key' (whose args follow it), copying
  * it into the store when new.  Fills in the derived fields. */
 static const Term *term_intern(Term *key) {
@@ -78,6 +130,7 @@ static const Term *term_intern(Term *key) {
     loose >>= 1; /* the body's index 0 is bound here */
   key->loose = loose;
   key->height = height;
+  key->content = content_hash(key);
   key->serial = next_serial++;
 
   gsize size = sizeof(Term) + sizeof(Term *) * (gsize)key->nargs;
