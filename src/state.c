@@ -77,8 +77,12 @@ void inherit_name(GHashTable *names, const Term *from, const Term *to) {
     g_hash_table_insert(names, (gpointer)to, g_strdup(name));
 }
 
+/* One rebuilding pass: either every occurrence of 'from' (a placed term)
+ * becomes 'to', or every argument i becomes args_to[i] (when not NULL). */
 typedef struct Replace {
   const Term *from, *to;
+  const Term *const *args_to;
+  int nargs;
   GHashTable *memo;
   GHashTable *names;
   GString *err; /* set when an ancestor cannot be rebuilt */
@@ -86,13 +90,17 @@ typedef struct Replace {
 
 static const Term *replace_rec(Replace *rp, const Term *t) {
   const Term *from = rp->from;
+  if (rp->args_to && t->kind == TM_ARG)
+    return t->index < rp->nargs && rp->args_to[t->index] ? rp->args_to[t->index]
+                                                         : t;
   /* cheap filter before comparing placed forms (shifting preserves these) */
-  if (t->kind == from->kind && t->type == from->type && t->op == from->op &&
-      t->height == from->height && term_placed(t) == from) {
+  if (from && t->kind == from->kind && t->type == from->type &&
+      t->op == from->op && t->height == from->height &&
+      term_placed(t) == from) {
     inherit_name(rp->names, t, rp->to);
     return term_is_closed(t) ? rp->to : term_shift(rp->to, term_lo(t), 0);
   }
-  if (t->nargs == 0 || t->height < from->height)
+  if (t->nargs == 0 || (from && t->height < from->height))
     return t;
   const Term *done = g_hash_table_lookup(rp->memo, t);
   if (done)
@@ -119,59 +127,24 @@ static const Term *replace_rec(Replace *rp, const Term *t) {
   return r;
 }
 
+static const Term *replace_run(Replace *rp, const Term *body) {
+  g_string_truncate(rp->err, 0);
+  rp->memo = g_hash_table_new(NULL, NULL);
+  const Term *r = replace_rec(rp, body);
+  g_hash_table_unref(rp->memo);
+  return rp->err->len ? NULL : r;
+}
+
 const Term *replace_everywhere(const Term *body, const Term *from,
                                const Term *to, GHashTable *names,
                                GString *err) {
   g_assert(from->type == to->type);
-  g_string_truncate(err, 0);
-  Replace rp = {from, to, g_hash_table_new(NULL, NULL), names, err};
-  const Term *r = replace_rec(&rp, body);
-  g_hash_table_unref(rp.memo);
-  return err->len ? NULL : r;
-}
-
-typedef struct ReplaceArgs {
-  const Term *const *to; /* by argument index; NULL: unchanged */
-  int nargs;
-  GHashTable *memo;
-  GHashTable *names;
-  GString *err;
-} ReplaceArgs;
-
-static const Term *replace_args_rec(ReplaceArgs *ra, const Term *t) {
-  if (t->kind == TM_ARG)
-    return t->index < ra->nargs && ra->to[t->index] ? ra->to[t->index] : t;
-  if (t->nargs == 0)
-    return t;
-  const Term *done = g_hash_table_lookup(ra->memo, t);
-  if (done)
-    return done;
-  const Term *stack[8];
-  const Term **args = t->nargs <= 8 ? stack : g_new(const Term *, (gsize)t->nargs);
-  gboolean changed = FALSE;
-  for (int i = 0; i < t->nargs; i++) {
-    args[i] = replace_args_rec(ra, t->args[i]);
-    changed |= args[i] != t->args[i];
-  }
-  const Term *r = t;
-  if (changed) {
-    r = term_with_args(t, args, ra->err); /* only nesting limits can fail */
-    if (r)
-      inherit_name(ra->names, t, r);
-    else
-      r = t;
-  }
-  if (args != stack)
-    g_free(args);
-  g_hash_table_insert(ra->memo, (gpointer)t, (gpointer)r);
-  return r;
+  Replace rp = {.from = from, .to = to, .names = names, .err = err};
+  return replace_run(&rp, body);
 }
 
 const Term *replace_args(const Term *body, const Term *const *to, int nargs,
                          GHashTable *names, GString *err) {
-  g_string_truncate(err, 0);
-  ReplaceArgs ra = {to, nargs, g_hash_table_new(NULL, NULL), names, err};
-  const Term *r = replace_args_rec(&ra, body);
-  g_hash_table_unref(ra.memo);
-  return err->len ? NULL : r;
+  Replace rp = {.args_to = to, .nargs = nargs, .names = names, .err = err};
+  return replace_run(&rp, body);
 }
