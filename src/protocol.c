@@ -970,8 +970,8 @@ static void emit(JsonNode *reply) {
   fflush(stdout);
 }
 
-static void reply_error(JsonNode *id, int code, const char *message) {
-  g_autoptr(JsonBuilder) b = json_builder_new();
+/* {"jsonrpc": "2.0", "id": ID, — the start of every reply */
+static void begin_reply(JsonBuilder *b, JsonNode *id) {
   json_builder_begin_object(b);
   json_builder_set_member_name(b, "jsonrpc");
   json_builder_add_string_value(b, "2.0");
@@ -980,6 +980,11 @@ static void reply_error(JsonNode *id, int code, const char *message) {
     json_builder_add_value(b, json_node_copy(id));
   else
     json_builder_add_null_value(b);
+}
+
+static void reply_error(JsonNode *id, int code, const char *message) {
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  begin_reply(b, id);
   json_builder_set_member_name(b, "error");
   json_builder_begin_object(b);
   json_builder_set_member_name(b, "code");
@@ -1027,14 +1032,7 @@ static void handle(Proto *pr, const char *line, gsize len) {
     if (strcmp(name, methods[i].name) != 0)
       continue;
     g_autoptr(JsonBuilder) b = json_builder_new();
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "jsonrpc");
-    json_builder_add_string_value(b, "2.0");
-    json_builder_set_member_name(b, "id");
-    if (id)
-      json_builder_add_value(b, json_node_copy(id));
-    else
-      json_builder_add_null_value(b);
+    begin_reply(b, id);
     json_builder_set_member_name(b, "result");
     Fail f = {0, g_string_new(NULL)};
     partir_interrupt = 0;
