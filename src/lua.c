@@ -59,24 +59,8 @@ static int raise_error(lua_State *L, GString *msg) {
 
 /* ------------------------------------------------------ making states */
 
-static Module *parse_text(const char *name, const char *text, gsize len,
-                          GString *why) {
-  g_autoptr(Source) src = source_new(name, text, len);
-  Diag d;
-  diag_init(&d, src);
-  Module *m = parse_module(src, &d);
-  if (!m)
-    g_string_assign(why, d.text->str);
-  diag_clear(&d);
-  return m;
-}
-
-static int l_parse(lua_State *L) {
-  size_t len;
-  const char *text = luaL_checklstring(L, 1, &len);
-  const char *name = luaL_optstring(L, 2, "(lua)");
-  GString *why = g_string_new(NULL);
-  Module *m = parse_text(name, text, len, why);
+/* Pushes a state of 'm' (taking it), or raises 'why' when 'm' is NULL. */
+static int push_parsed(lua_State *L, Module *m, GString *why) {
   if (!m)
     return raise_error(L, why);
   g_string_free(why, TRUE);
@@ -86,10 +70,18 @@ static int l_parse(lua_State *L) {
   return 1;
 }
 
+static int l_parse(lua_State *L) {
+  size_t len;
+  const char *text = luaL_checklstring(L, 1, &len);
+  const char *name = luaL_optstring(L, 2, "(lua)");
+  GString *why = g_string_new(NULL);
+  return push_parsed(L, parse_text(name, text, len, why), why);
+}
+
 static int l_load(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   GString *why = g_string_new(NULL);
-  g_autofree char *text = NULL;
+  char *text = NULL; /* freed before anything can raise */
   gsize len = 0;
   GError *error = NULL;
   Module *m = NULL;
@@ -99,14 +91,8 @@ static int l_load(lua_State *L) {
   } else {
     m = parse_text(path, text, len, why);
   }
-  g_clear_pointer(&text, g_free);
-  if (!m)
-    return raise_error(L, why);
-  g_string_free(why, TRUE);
-  State *s = state_new(m);
-  module_free(m);
-  push_state(L, s);
-  return 1;
+  g_free(text);
+  return push_parsed(L, m, why);
 }
 
 static int l_rules(lua_State *L) {

@@ -812,3 +812,15 @@ Module *parse_module(const Source *src, Diag *diag) {
     return NULL;
   return g_steal_pointer(&m);
 }
+
+Module *parse_text(const char *name, const char *text, gsize len,
+                   GString *errors) {
+  g_autoptr(Source) src = source_new(name, text, len);
+  Diag d;
+  diag_init(&d, src);
+  Module *m = parse_module(src, &d);
+  if (!m && errors)
+    g_string_assign(errors, d.text->str);
+  diag_clear(&d);
+  return m;
+}

@@ -330,6 +330,10 @@ const Term *term_placed(const Term *t);
 /* Parses and type-checks a whole file.  On error returns NULL and leaves
  * the diagnostics in 'diag'. */
 Module *parse_module(const Source *src, Diag *diag);
+/* The same for text named 'name' in diagnostics; on error returns NULL
+ * with the diagnostics in 'errors' (when not NULL). */
+Module *parse_text(const char *name, const char *text, gsize len,
+                   GString *errors);
 
 /* ---------------------------------------------------------------- print */
 

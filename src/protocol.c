@@ -577,17 +577,13 @@ static Entry *new_root(Proto *pr, JsonObject *p, Fail *f) {
   gsize len = 0;
   if (path && !read_allowed(pr, path, &text, &len, f))
     return NULL;
-  g_autoptr(Source) src =
-      source_new(path ? path : "(program)", path ? text : program,
-                 path ? len : strlen(program));
-  Diag d;
-  diag_init(&d, src);
-  Module *m = parse_module(src, &d);
-  if (!m)
-    failf(f, E_PROGRAM, "%s", d.text->str);
-  diag_clear(&d);
-  if (!m)
+  g_autoptr(GString) errors = g_string_new(NULL);
+  Module *m = parse_text(path ? path : "(program)", path ? text : program,
+                         path ? len : strlen(program), errors);
+  if (!m) {
+    failf(f, E_PROGRAM, "%s", errors->str);
     return NULL;
+  }
   Entry *e = g_new0(Entry, 1);
   e->state = state_new(m);
   module_free(m);

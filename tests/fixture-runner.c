@@ -60,23 +60,12 @@ static void diag_lines(const char *label, const char *text) {
     printf("#   |%s\n", *l);
 }
 
-static Module *parse_text(const char *name, const char *text, GString *errors) {
-  g_autoptr(Source) src = source_new(name, text, strlen(text));
-  Diag d;
-  diag_init(&d, src);
-  Module *m = parse_module(src, &d);
-  if (errors)
-    g_string_assign(errors, d.text->str);
-  diag_clear(&d);
-  return m;
-}
-
 /* Checks print(parse(print(m))) == print(m) and the terms are the same. */
 static gboolean check_roundtrip(const char *name, Module *m, GString *why) {
   g_autoptr(GString) once = g_string_new(NULL);
   print_module(once, m);
   g_autoptr(GString) errors = g_string_new(NULL);
-  g_autoptr(Module) again = parse_text(name, once->str, errors);
+  g_autoptr(Module) again = parse_text(name, once->str, strlen(once->str), errors);
   if (!again) {
     g_string_printf(why, "the print does not parse:\n%s\nprint:\n%s",
                     errors->str, once->str);
@@ -128,7 +117,7 @@ static void stanza_clear(Stanza *s) {
 
 static void run_test_stanza(const Stanza *s) {
   g_autoptr(GString) errors = g_string_new(NULL);
-  g_autoptr(Module) m = parse_text("input.pir", s->program->str, errors);
+  g_autoptr(Module) m = parse_text("input.pir", s->program->str, strlen(s->program->str), errors);
   if (s->fail) {
     gboolean ok = !m && strcmp(errors->str, s->expect->str) == 0;
     tap(ok, "%s: fails with the expected diagnostic", s->name);
@@ -220,7 +209,7 @@ static gboolean check_result(const Stanza *s, GPtrArray *results,
 
 static void run_run_stanza(const Stanza *s) {
   g_autoptr(GString) errors = g_string_new(NULL);
-  g_autoptr(Module) m = parse_text("input.pir", s->program->str, errors);
+  g_autoptr(Module) m = parse_text("input.pir", s->program->str, strlen(s->program->str), errors);
   if (!m) {
     tap(FALSE, "%s: parses", s->name);
     diag_lines("diagnostic", errors->str);
@@ -277,7 +266,7 @@ static gboolean same_meaning(const Func *f, const Func *g, GString *why) {
 
 static void run_rewrite_stanza(const Stanza *s) {
   g_autoptr(GString) errors = g_string_new(NULL);
-  g_autoptr(Module) m = parse_text("input.pir", s->program->str, errors);
+  g_autoptr(Module) m = parse_text("input.pir", s->program->str, strlen(s->program->str), errors);
   if (!m || !shipped_rules) {
     tap(FALSE, "%s: parses and rules load", s->name);
     diag_lines("diagnostic", errors->str);
@@ -324,7 +313,7 @@ static void run_rewrite_stanza(const Stanza *s) {
   if (!ok)
     diag_lines("why", why->str);
   /* the printed result parses back to the same term */
-  g_autoptr(Module) again = parse_text("result.pir", out->str, errors);
+  g_autoptr(Module) again = parse_text("result.pir", out->str, strlen(out->str), errors);
   ok = again && module_entry(again)->body == s1->func.body;
   tap(ok, "%s: result round trip", s->name);
   if (!ok)
@@ -453,7 +442,7 @@ static void roundtrip_file(const char *path) {
     return;
   }
   g_autoptr(GString) errors = g_string_new(NULL);
-  g_autoptr(Module) m = parse_text(path, text, errors);
+  g_autoptr(Module) m = parse_text(path, text, strlen(text), errors);
   tap(m != NULL, "%s: parses", path);
   if (!m) {
     diag_lines("diagnostic", errors->str);
