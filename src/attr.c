@@ -32,7 +32,7 @@ static guint value_hash(const AttrValue *v) {
   g_assert_not_reached();
 }
 
-static gboolean value_equal(const AttrValue *a, const AttrValue *b) {
+gboolean attr_value_equal(const AttrValue *a, const AttrValue *b) {
   if (a->kind != b->kind)
     return FALSE;
   switch (a->kind) {
@@ -46,7 +46,7 @@ static gboolean value_equal(const AttrValue *a, const AttrValue *b) {
     if (a->count != b->count)
       return FALSE;
     for (int i = 0; i < a->count; i++)
-      if (!value_equal(&a->items[i], &b->items[i]))
+      if (!attr_value_equal(&a->items[i], &b->items[i]))
         return FALSE;
     return TRUE;
   }
@@ -61,6 +61,16 @@ static void value_clear(AttrValue *v) {
   }
 }
 
+AttrValue attr_value_copy(const AttrValue *v) {
+  AttrValue c = *v;
+  if (v->kind == AV_LIST) {
+    c.items = g_new0(AttrValue, (gsize)MAX(v->count, 1));
+    for (int i = 0; i < v->count; i++)
+      c.items[i] = attr_value_copy(&v->items[i]);
+  }
+  return c;
+}
+
 static guint attrs_hash(gconstpointer p) { return ((const Attrs *)p)->hash; }
 
 static gboolean attrs_equal(gconstpointer pa, gconstpointer pb) {
@@ -68,7 +78,7 @@ static gboolean attrs_equal(gconstpointer pa, gconstpointer pb) {
   if (a->count != b->count)
     return FALSE;
   for (int i = 0; i < a->count; i++)
-    if (a->keys[i] != b->keys[i] || !value_equal(&a->values[i], &b->values[i]))
+    if (a->keys[i] != b->keys[i] || !attr_value_equal(&a->values[i], &b->values[i]))
       return FALSE;
   return TRUE;
 }

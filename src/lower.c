@@ -191,25 +191,25 @@ static LVal lower_slice(Lower *lw, const Term *t) {
       fail(lw, "lowering a sequential slice: %s", err->str);
     return x;
   }
+  /* The literal chunk: make x whole over the axis and along d, then cut
+   * this device's part out.  The [spmd] rules fuse the pairs this makes
+   * (all_reduce then shard is a reduce_scatter, all_gather then shard an
+   * identity or an all_to_all), so the gather of a dimension split by
+   * exactly this axis is made last, right under the shard. */
   const char *axis = b->axis;
-  if (x.d.npartial == 1 && x.d.partial[0] == axis && !x.d.naxes[d]) {
-    x.t = collective(lw, OP_REDUCE_SCATTER, x.t, &axis, 1, d, 0);
-    x.d.npartial = 0;
-    return x; /* this device's chunk, summed: whole for this r */
-  }
   reduce_partial(lw, &x);
-  if (x.d.naxes[d] == 1 && x.d.axes[d][0] == axis) {
-    x.d.naxes[d] = 0; /* already this device's chunk */
-    return x;
-  }
   gather_dim(lw, &x, d);
+  int last = -1;
   for (int e = 0; e < x.d.rank; e++)
-    if (x.d.naxes[e] == 1 && x.d.axes[e][0] == axis) {
-      x.t = collective(lw, OP_ALL_TO_ALL, x.t, &axis, 1, d, e);
-      x.d.naxes[e] = 0;
-      return x;
-    }
-  detach(lw, &x);
+    for (int k = 0; k < x.d.naxes[e]; k++)
+      if (x.d.axes[e][k] == axis) {
+        if (x.d.naxes[e] == 1)
+          last = e;
+        else
+          gather_dim(lw, &x, e);
+      }
+  if (last >= 0)
+    gather_dim(lw, &x, last);
   x.t = collective(lw, OP_SHARD, x.t, &axis, 1, d, 0);
   return x;
 }
@@ -596,6 +596,7 @@ Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
     return NULL;
   }
   const Term *body = term_tuple(f->nresults, results);
+  body = rewrite_fixpoint(rs, body, RULE_TAG_SPMD, NULL, NULL);
   f->body = shard_inputs(&lw, body, f, f->spmd->arg_dists);
   for (int i = 0; i < f->nresults; i++)
     f->result_types[i] = f->body->args[i]->type;

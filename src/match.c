@@ -39,6 +39,9 @@ typedef struct Env {
   const char *int_names[RULE_MAX_VARS * 2];
   int64_t ints[RULE_MAX_VARS * 2];
   int nints;
+  const char *attr_names[RULE_MAX_VARS]; /* non-integer attribute values */
+  const AttrValue *attrs[RULE_MAX_VARS];
+  int nattrs;
   const char *axis_names[RULE_MAX_VARS];
   const char *axes[RULE_MAX_VARS];
   int naxes;
@@ -85,6 +88,48 @@ static gboolean match_intref(Env *e, const IntRef *r, int64_t v,
     return r->value == v;
   }
   return int_bind(e, r->var, v);
+}
+
+static const AttrValue *attr_lookup(Env *e, const char *name) {
+  for (int i = 0; i < e->nattrs; i++)
+    if (e->attr_names[i] == name)
+      return e->attrs[i];
+  return NULL;
+}
+
+/* Matches the written attributes of an operator pattern. */
+static gboolean match_attrs(Env *e, const Pat *pt, const Attrs *a) {
+  for (int i = 0; i < pt->nattrs; i++) {
+    const char *key = pt->attr_keys[i];
+    const IntRef *want = &pt->attr_vals[i];
+    const AttrValue *v = attrs_get(a, key);
+    if (!v) {
+      g_string_printf(e->why, "no attribute '%s'", key);
+      return FALSE;
+    }
+    if (v->kind == AV_INT) {
+      if (!match_intref(e, want, v->i, key))
+        return FALSE;
+      continue;
+    }
+    if (!want->var) {
+      g_string_printf(e->why, "attribute '%s' is not an integer", key);
+      return FALSE;
+    }
+    const AttrValue *old = attr_lookup(e, want->var);
+    if (old) {
+      if (!attr_value_equal(old, v)) {
+        g_string_printf(e->why, "the two occurrences of '%s' differ", want->var);
+        return FALSE;
+      }
+      continue;
+    }
+    if (e->nattrs == RULE_MAX_VARS)
+      return FALSE;
+    e->attr_names[e->nattrs] = want->var;
+    e->attrs[e->nattrs++] = v;
+  }
+  return TRUE;
 }
 
 static const char **axis_slot(Env *e, const char *name, gboolean create) {
@@ -166,6 +211,8 @@ static gboolean match(Env *e, const Pat *pt, const Term *t) {
       g_string_printf(e->why, "not a '%s'", op_name(pt->op));
       return FALSE;
     }
+    if (!match_attrs(e, pt, t->attrs))
+      return FALSE;
     for (int i = 0; i < pt->nargs; i++)
       if (!match(e, pt->args[i], t->args[i]))
         return FALSE;
@@ -413,6 +460,29 @@ static gboolean int_of(Builder *b, const IntRef *r, int64_t *out) {
 
 static const Term *build(Builder *b, const Pat *pt);
 
+/* The written attributes of an operator on the right side. */
+static const Attrs *build_attrs(Builder *b, const Pat *pt) {
+  if (pt->nattrs == 0)
+    return attrs_empty();
+  int64_t ints[RULE_MAX_VARS];
+  if (pt->nattrs > RULE_MAX_VARS)
+    return NULL;
+  for (int i = 0; i < pt->nattrs; i++) {
+    const IntRef *r = &pt->attr_vals[i];
+    if (!(r->var && attr_lookup(b->env, r->var)) && !int_of(b, r, &ints[i]))
+      return NULL;
+  }
+  const char **keys = g_new(const char *, (gsize)pt->nattrs);
+  AttrValue *vals = g_new0(AttrValue, (gsize)pt->nattrs);
+  for (int i = 0; i < pt->nattrs; i++) {
+    const IntRef *r = &pt->attr_vals[i];
+    const AttrValue *v = r->var ? attr_lookup(b->env, r->var) : NULL;
+    keys[i] = pt->attr_keys[i];
+    vals[i] = v ? attr_value_copy(v) : (AttrValue){.kind = AV_INT, .i = ints[i]};
+  }
+  return attrs_intern(pt->nattrs, keys, vals);
+}
+
 static const Term *build_bind(Builder *b, const char *name) {
   for (int pos = b->nscope - 1; pos >= 0; pos--)
     if (b->scope[pos] == name) {
@@ -494,7 +564,8 @@ static const Term *build(Builder *b, const Pat *pt) {
     for (int i = 0; i < pt->nargs; i++)
       if (!(args[i] = build(b, pt->args[i])))
         return NULL;
-    return term_op(pt->op, pt->nargs, args, attrs_empty(), NULL, e->why);
+    const Attrs *attrs = build_attrs(b, pt);
+    return attrs ? term_op(pt->op, pt->nargs, args, attrs, NULL, e->why) : NULL;
   }
   case PT_SLICE: {
     int64_t dim;

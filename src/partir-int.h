@@ -123,6 +123,9 @@ const Attrs *attrs_empty(void);
 /* Interns a dictionary built by the parser; takes ownership of 'values'. */
 const Attrs *attrs_intern(int count, const char **keys, AttrValue *values);
 const AttrValue *attrs_get(const Attrs *a, const char *key);
+gboolean attr_value_equal(const AttrValue *a, const AttrValue *b);
+/* A deep copy (attrs_intern takes ownership of the values it is given). */
+AttrValue attr_value_copy(const AttrValue *v);
 void attrs_print(GString *out, const Attrs *a);
 void attr_value_print(GString *out, const AttrValue *v);
 /* Flattens a (possibly nested) numeric list into 'out'; FALSE if a

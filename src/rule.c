@@ -120,6 +120,8 @@ static void pat_free(Pat *pt) {
   for (int i = 0; i < pt->nargs; i++)
     pat_free(pt->args[i]);
   g_free(pt->args);
+  g_free(pt->attr_keys);
+  g_free(pt->attr_vals);
   g_free(pt);
 }
 
@@ -191,6 +193,43 @@ static Pat *parse_name_pat(RuleParser *p) {
   sp->name = s;
   pat_add(sub, sp);
   return sub;
+}
+
+/* '{' key '=' (INT | NAME) (',' ...)* '}' after an operator pattern */
+static void parse_attr_pats(RuleParser *p, Pat *pt) {
+  rnext(p); /* '{' */
+  while (!p->failed && !token_punct(&p->tok, '}')) {
+    if (pt->nattrs > 0 && !rpunct(p, ','))
+      return;
+    Loc ka = p->tok.loc;
+    const char *key = rname(p, "an attribute name");
+    if (!key || !rpunct(p, '='))
+      return;
+    for (int i = 0; i < pt->nattrs; i++)
+      if (pt->attr_keys[i] == key) {
+        rfail(p, ka, "attribute '%s' is written twice", key);
+        return;
+      }
+    int i = pt->nattrs++;
+    pt->attr_keys = g_renew(const char *, pt->attr_keys, (gsize)pt->nattrs);
+    pt->attr_vals = g_renew(IntRef, pt->attr_vals, (gsize)pt->nattrs);
+    pt->attr_keys[i] = key;
+    memset(&pt->attr_vals[i], 0, sizeof(IntRef));
+    if (!parse_intref(p, &pt->attr_vals[i], "an integer or a variable"))
+      return;
+  }
+  rpunct(p, '}');
+  /* sorted by key, as interned attributes are */
+  for (int i = 1; i < pt->nattrs; i++)
+    for (int j = i; j > 0 && strcmp(pt->attr_keys[j - 1], pt->attr_keys[j]) > 0;
+         j--) {
+      const char *k = pt->attr_keys[j];
+      pt->attr_keys[j] = pt->attr_keys[j - 1];
+      pt->attr_keys[j - 1] = k;
+      IntRef v = pt->attr_vals[j];
+      pt->attr_vals[j] = pt->attr_vals[j - 1];
+      pt->attr_vals[j - 1] = v;
+    }
 }
 
 /* (\r[:range<n,w>][@a] -> p) for tile and sum */
@@ -294,6 +333,8 @@ static Pat *parse_pat(RuleParser *p) {
         }
         if (!p->failed)
           rnext(p);
+        if (!p->failed && token_punct(&p->tok, '{'))
+          parse_attr_pats(p, pt);
         if (!p->failed && op_arity(op) >= 0 && pt->nargs != op_arity(op))
           rfail(p, at, "'%s' takes %d operands, the pattern gives %d",
                 op_name(op), op_arity(op), pt->nargs);
@@ -539,6 +580,8 @@ static void collect(const Pat *pt, Names *nm) {
   add_name(nm->ints, &nm->nints, pt->dim.var);
   add_name(nm->ints, &nm->nints, pt->n.var);
   add_name(nm->ints, &nm->nints, pt->w.var);
+  for (int i = 0; i < pt->nattrs; i++)
+    add_name(nm->ints, &nm->nints, pt->attr_vals[i].var);
   for (int i = 0; i < pt->nargs; i++)
     collect(pt->args[i], nm);
 }
@@ -564,10 +607,21 @@ static gboolean check_rhs(RuleParser *p, Rule *r, const Pat *pt,
                    pt->name);
     break;
   case PT_OP:
-    if (op_takes_written_type(pt->op) || op_needs_attrs(pt->op))
-      return rfail(p, pt->loc, "'%s' cannot be built by a rule (it needs "
-                               "attributes or a written type)",
-                   op_name(pt->op));
+    if (op_takes_written_type(pt->op) ||
+        (op_needs_attrs(pt->op) && pt->nattrs == 0))
+      return rfail(p, pt->loc, "'%s' cannot be built by a rule without its "
+                               "%s",
+                   op_name(pt->op),
+                   op_takes_written_type(pt->op) ? "written result type"
+                                                 : "attributes");
+    for (int i = 0; i < pt->nattrs; i++) {
+      const char *v = pt->attr_vals[i].var;
+      if (v && !has(bound_ints->ints, bound_ints->nints, v))
+        return rfail(p, pt->loc,
+                     "attribute variable '%s' on the right side is not bound "
+                     "by the left side",
+                     v);
+    }
     break;
   default:
     break;
@@ -650,7 +704,8 @@ static gboolean parse_conds(RuleParser *p, Rule *r) {
   return !p->failed;
 }
 
-static const char *const tag_names[] = {"propagate", "simplify", "fuse"};
+static const char *const tag_names[] = {"propagate", "simplify", "fuse",
+                                        "spmd"};
 
 static gboolean parse_rule(RuleParser *p, Loc at) {
   Token name_tok = {0};
@@ -690,7 +745,7 @@ static gboolean parse_rule(RuleParser *p, Loc at) {
           known = TRUE;
         }
       if (tag && !known)
-        rfail(p, ta, "unknown tag '%s' (propagate, simplify, fuse)", tag);
+        rfail(p, ta, "unknown tag '%s' (propagate, simplify, fuse, spmd)", tag);
     }
     rpunct(p, ']');
   }

@@ -87,6 +87,14 @@ struct Pat {
   IntRef dim;       /* SLICE, TILE */
   IntRef n, w;      /* TILE/SUM binder range; SLICE index range */
   const char *axis; /* TILE/SUM: axis variable (interned) or NULL */
+  /* OP: attributes written as {key = v, ...} (sorted by key): each v is
+   * an integer literal or a variable.  A variable matches any value (an
+   * integer one is also an integer variable: 'when d != e' can test it);
+   * unwritten keys match anything on the left and are absent on the
+   * right. */
+  int nattrs;
+  const char **attr_keys; /* interned */
+  IntRef *attr_vals;
 };
 
 typedef enum { IE_LIT, IE_VAR, IE_DIM, IE_RANK } IntExprKind;
@@ -117,6 +125,7 @@ enum {
   RULE_TAG_PROPAGATE = 1 << 0,
   RULE_TAG_SIMPLIFY = 1 << 1,
   RULE_TAG_FUSE = 1 << 2,
+  RULE_TAG_SPMD = 1 << 3, /* redistribution fusion over SPMD programs */
 };
 
 typedef struct Rule {

@@ -47,6 +47,31 @@ for prog in mlp mlp_tiled transformer_layer; do
   done
 done
 
+# redistribution fusion (rules/spmd.rules): hand-written programs whose
+# slices each take a device's chunk of a value laid out another way
+fx=$top_srcdir/tests/fixtures/spmd
+base_rules="--rules $top_srcdir/rules/ops.rules --rules $top_srcdir/rules/partir.rules"
+for f in reduce_scatter all_to_all keep_split; do
+  check "$f: simulated devices agree with the interpreter" \
+    quiet "$PARTIR" lower "$fx/$f.pir" --mesh model=2 --simulate
+  check "$f without rules/spmd.rules: the unfused pairs agree too" \
+    quiet "$PARTIR" lower "$fx/$f.pir" --mesh model=2 --simulate $base_rules
+done
+stats() { "$PARTIR" lower "$1" --mesh model=2 --stats $2 | sed -n '/^collectives/,$p' | tail -n +2; }
+check "partial then a chunk: one reduce_scatter and nothing else" \
+  test "$(stats "$fx/reduce_scatter.pir" | awk '{ print $1, $3, $4 }')" = "reduce_scatter model 1"
+check "...which is an all_reduce and a shard without the rules" \
+  sh -c "'$PARTIR' lower '$fx/reduce_scatter.pir' --mesh model=2 $base_rules |
+         grep -q 'shard(%1) {axes = \[model\], dim = 0, size = 2}'"
+check "columns then rows: one all_to_all and nothing else" \
+  test "$(stats "$fx/all_to_all.pir" | awk '{ print $1, $3, $4 }')" = "all_to_all model 1"
+check "...which is an all_gather and a shard without the rules" \
+  test "$(stats "$fx/all_to_all.pir" "$base_rules" | awk '{ print $1, $3, $4 }')" = "all_gather model 1"
+check "rows then the same rows: nothing is exchanged" \
+  test "$(stats "$fx/keep_split.pir" | awk '{ print $1 }')" = "none"
+check "...an all_gather without the rules" \
+  test "$(stats "$fx/keep_split.pir" "$base_rules" | awk '{ print $1, $3, $4 }')" = "all_gather model 1"
+
 # collective counts (forward programs)
 count() { # count FILE MESH KIND AXES -> the number in --stats
   "$PARTIR" lower "$1" --mesh "$2" --stats |
