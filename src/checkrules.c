@@ -694,7 +694,13 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
   for (guint i = 0; i < rs->rules->len && w.failures == 0; i++) {
     const Rule *r = g_ptr_array_index(rs->rules, i);
     int n;
-    if (r->kind == RULE_PATTERN) {
+    if (r->kind == RULE_PATTERN && (r->tags & RULE_TAG_SPMD)) {
+      n = check_spmd_rule(r, w.rng, tries, out);
+      if (n < 0) {
+        w.failures++;
+        break;
+      }
+    } else if (r->kind == RULE_PATTERN) {
       n = GPOINTER_TO_INT(g_hash_table_lookup(w.applied, r->name));
     } else {
       n = check_derived(&w, r, MAX(tries / 4, 2));

@@ -12,10 +12,13 @@
  *                        r = a: the result is e's local value, with A
  *                        splitting dimension d
  *   sum (\r@A -> e)      likewise; the result is partial over A
- *   slice d x[r@A]       this device's chunk of x: 'shard' (no exchange)
- *                        when x is whole, nothing when x is already split
- *                        by A along d, 'reduce_scatter' when x is partial
- *                        over A, 'all_to_all' when A splits another dim
+ *   slice d x[r@A]       this device's chunk of x, taken literally: x is
+ *                        made whole over A and along d (all_reduce what
+ *                        is partial, all_gather what is split), then
+ *                        'shard' cuts the chunk out; the [spmd] rules
+ *                        (rules/spmd.rules), run on the finished body,
+ *                        fuse those pairs: reduce_scatter, all_to_all, or
+ *                        nothing when x was already split that way
  *   tile/sum unbound     stay sequential loops in the local program
  *   op(a, b)             the operator on local operands; its tiling spec
  *                        says which operand dims carry which result dims
@@ -31,7 +34,9 @@
  * whole value for this device's r, so values used there must not be
  * split by A: they are gathered over A first.  Finally, an argument used
  * only through one 'shard' is stored sharded: the device receives its
- * chunk and the 'shard' disappears.
+ * chunk and the 'shard' disappears.  That last step is not a rule: it
+ * changes the program's signature (what each device is given), and a
+ * rule rewrites a value into an equal value of the same type.
  */
 #include "rule.h"
 

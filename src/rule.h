@@ -287,6 +287,10 @@ gboolean results_agree(GPtrArray *a, GPtrArray *b, GString *why);
 /* checkrules.c: instantiates every rule on random programs and compares
  * both sides with the interpreter; one line per rule into 'out'. */
 gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out);
+/* checkspmd.c: checks [spmd] rule 'r' on up to 'tries' random instances
+ * run on simulated devices; the number checked, or -1 after writing the
+ * failing instance to 'out'. */
+int check_spmd_rule(const Rule *r, GRand *rng, int tries, GString *out);
 /* checkrules.c: finds instances of the written rules on random programs
  * and returns in 'errors' a diagnostic for each rule whose right side has
  * another type than its left side; FALSE if there is any. */

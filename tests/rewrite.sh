@@ -26,6 +26,24 @@ RULES
 check "check-rules reports a wrong rule with an instance" \
   sh -c "test $? -eq 1 && grep -q \"FAIL after 'apply drop-neg\" '$tmp/out'"
 
+# an [spmd] rule runs on simulated devices that hold different data:
+# gathering the chunks of x gives back x only where x is replicated
+cat >"$tmp/bad-spmd.rules" <<RULES
+include "$rules/ops.rules"
+include "$rules/partir.rules"
+rule gather-of-shard [spmd]:
+  all_gather(shard(x){axes = a, size = k, dim = d}){axes = a, size = k, dim = d}  ~~>  x
+RULES
+"$PARTIR" check-rules "$tmp/bad-spmd.rules" >"$tmp/out" 2>&1
+check "check-rules runs [spmd] rules on simulated devices and catches a wrong one" \
+  sh -c "test $? -eq 1 && grep -q 'FAIL  gather-of-shard: result 0' '$tmp/out' &&
+         grep -q 'all_gather(%0)' '$tmp/out'"
+"$PARTIR" check-rules >"$tmp/out" 2>&1
+check "check-rules checks every shipped [spmd] rule" sh -c \
+  "grep -Eq '^ok +all_reduce-shard +[0-9]+ instances' '$tmp/out' &&
+   grep -Eq '^ok +all_gather-shard +[0-9]+ instances' '$tmp/out' &&
+   grep -Eq '^ok +all_gather-shard-other +[0-9]+ instances' '$tmp/out'"
+
 # a type-changing rule is refused when the file loads
 cat >"$tmp/retype.rules" <<RULES
 include "$rules/ops.rules"
