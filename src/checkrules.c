@@ -740,6 +740,13 @@ gboolean rules_check_types(const RuleSet *rs, GString *errors) {
     }
     g_ptr_array_unref(g.arg_types);
   }
+  for (guint i = 0; i < rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(rs->rules, i);
+    g_autoptr(GString) msg = g_string_new(NULL);
+    if (r->kind == RULE_PATTERN && (r->tags & RULE_TAG_SPMD) &&
+        spmd_rule_changes_type(r, w.rng, msg))
+      g_hash_table_insert(w.type_changes, (gpointer)r, g_strdup(msg->str));
+  }
   gboolean ok = TRUE;
   for (guint i = 0; i < rs->rules->len; i++) {
     const Rule *r = g_ptr_array_index(rs->rules, i);

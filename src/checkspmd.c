@@ -211,14 +211,40 @@ static void print_instance(GString *out, const Inst *in, const Term *t) {
   print_func(out, m, f);
 }
 
+static gboolean new_instance(Inst *in, GRand *rng, GString *why) {
+  *in = (Inst){.rng = rng, .why = why,
+               .lists = g_ptr_array_new_with_free_func(g_free)};
+  GError *error = NULL;
+  gboolean meshed = mesh_parse("x=2,y=3", &in->mesh, &error);
+  g_assert(meshed);
+  return meshed;
+}
+
+gboolean spmd_rule_changes_type(const Rule *r, GRand *rng, GString *msg) {
+  g_autoptr(GString) why = g_string_new(NULL);
+  gboolean changes = FALSE;
+  for (int i = 0; i < 16 && !changes; i++) {
+    Inst in;
+    new_instance(&in, rng, why);
+    const Term *lhs = instantiate(&in, r->lhs);
+    const Term *rhs = lhs ? pattern_apply(r, lhs, NULL, 0, why) : NULL;
+    if (rhs && rhs->type != lhs->type) {
+      g_autofree char *a = type_to_string(lhs->type);
+      g_autofree char *b = type_to_string(rhs->type);
+      g_string_printf(msg, "%s becomes %s", a, b);
+      changes = TRUE;
+    }
+    g_ptr_array_unref(in.lists);
+  }
+  return changes;
+}
+
 int check_spmd_rule(const Rule *r, GRand *rng, int tries, GString *out) {
   int checked = 0;
   g_autoptr(GString) why = g_string_new(NULL);
   for (int i = 0; i < tries * 8 && checked < tries; i++) {
-    Inst in = {.rng = rng, .why = why, .lists = g_ptr_array_new_with_free_func(g_free)};
-    GError *error = NULL;
-    gboolean meshed = mesh_parse("x=2,y=3", &in.mesh, &error);
-    g_assert(meshed);
+    Inst in;
+    new_instance(&in, rng, why);
     const Term *lhs = instantiate(&in, r->lhs);
     const Term *rhs = lhs ? pattern_apply(r, lhs, NULL, 0, why) : NULL;
     gboolean ok = TRUE;

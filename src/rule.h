@@ -291,6 +291,9 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out);
  * run on simulated devices; the number checked, or -1 after writing the
  * failing instance to 'out'. */
 int check_spmd_rule(const Rule *r, GRand *rng, int tries, GString *out);
+/* checkspmd.c: TRUE, with "T becomes U" in 'msg', when an instance of
+ * [spmd] rule 'r' has a right side of another type than its left. */
+gboolean spmd_rule_changes_type(const Rule *r, GRand *rng, GString *msg);
 /* checkrules.c: finds instances of the written rules on random programs
  * and returns in 'errors' a diagnostic for each rule whose right side has
  * another type than its left side; FALSE if there is any. */

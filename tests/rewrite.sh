@@ -55,6 +55,16 @@ RULES
 check "a type-changing rule is refused at load with file:line:col" \
   sh -c "test $? -eq 1 && grep -q 'retype.rules:3:6: error: rule .retype. changes the type' '$tmp/err'"
 
+cat >"$tmp/retype-spmd.rules" <<RULES
+include "$rules/ops.rules"
+include "$rules/partir.rules"
+rule retype [spmd]:
+  all_reduce(x){axes = a, size = k}  ~~>  all_gather(x){axes = a, size = k, dim = 0}
+RULES
+"$PARTIR" rules --rules "$tmp/retype-spmd.rules" >"$tmp/out" 2>"$tmp/err"
+check "a type-changing [spmd] rule is refused at load too" \
+  sh -c "test $? -eq 1 && grep -q 'retype-spmd.rules:3:6: error: rule .retype. changes the type' '$tmp/err'"
+
 # the talk's session: exactly examples/mlp_tiled.pir
 "$PARTIR" rewrite "$ex/mlp.pir" --do 'arg-tile 0 0 8. propagate.' -o "$tmp/t.pir"
 "$PARTIR" fmt "$ex/mlp_tiled.pir" >"$tmp/want.pir"
