@@ -22,9 +22,12 @@
 #include "cost.h"
 #include "rule.h"
 
-#include <json-glib/json-glib.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PROTOCOL_VERSION "partir-agent/1"
 #define MAX_LINE ((gsize)16 << 20)
@@ -45,12 +48,22 @@ typedef struct Episode {
   Mesh mesh;
   Hardware hw;
   double root_time; /* NAN when the root cannot be costed */
+  int args_legal;   /* some arg-tile applies: -1 not known yet, 0, 1 (it
+                       depends on the signature and the mesh alone) */
 } Episode;
 
+/* The actions from the root, shared by an entry and its descendants, so
+ * that a trace outlives the ids of the ancestors (drop does not cut it). */
+typedef struct Trace {
+  int refcount;
+  struct Trace *up; /* NULL: the first step from the root */
+  char action[];
+} Trace;
+
 typedef struct Entry {
+  gint64 id; /* the key of Proto.entries points here */
   State *state;
-  gint64 parent; /* 0: a root */
-  char *action;  /* what made it from the parent */
+  Trace *trace; /* NULL: a root */
   Episode *ep;
   gboolean costed;
   gboolean cost_ok;
@@ -59,7 +72,7 @@ typedef struct Entry {
 
 typedef struct Proto {
   RuleSet *rs;
-  GHashTable *entries; /* gint64* id -> Entry* */
+  GHashTable *entries; /* &Entry.id -> Entry* */
   gint64 next_id;
   char **allowed;
   GPtrArray *episodes;
@@ -82,68 +95,92 @@ static gboolean failf(Fail *f, int code, const char *fmt, ...) {
   return FALSE;
 }
 
+static void trace_unref(Trace *t) {
+  while (t && --t->refcount == 0) {
+    Trace *up = t->up;
+    g_free(t);
+    t = up;
+  }
+}
+
 static void entry_free(Entry *e) {
   state_unref(e->state);
-  g_free(e->action);
+  trace_unref(e->trace);
   cost_report_clear(&e->cost);
   g_free(e);
 }
 
 /* ------------------------------------------------------------ params */
 
-static JsonObject *params_of(JsonObject *req) {
-  JsonNode *p = json_object_get_member(req, "params");
-  return p && JSON_NODE_HOLDS_OBJECT(p) ? json_node_get_object(p) : NULL;
+typedef struct json_object J;
+
+static J *params_of(J *req) {
+  J *p = NULL;
+  json_object_object_get_ex(req, "params", &p);
+  return json_object_is_type(p, json_type_object) ? p : NULL;
 }
 
-static gboolean get_string(JsonObject *p, const char *key, gboolean required,
+static J *member(J *p, const char *key) {
+  J *n = NULL;
+  if (p)
+    json_object_object_get_ex(p, key, &n);
+  return n;
+}
+
+/* A member that is present but null reads as absent: the field names of
+ * JSON-RPC make no difference between the two. */
+static gboolean get_member(J *p, const char *key, gboolean required,
+                           json_type type, const char *what, J **out, Fail *f) {
+  *out = member(p, key);
+  if (!*out || json_object_is_type(*out, json_type_null)) {
+    *out = NULL;
+    return !required || failf(f, E_PARAMS, "missing parameter '%s'", key);
+  }
+  if (!json_object_is_type(*out, type))
+    return failf(f, E_PARAMS, "parameter '%s' must be %s", key, what);
+  return TRUE;
+}
+
+static gboolean get_string(J *p, const char *key, gboolean required,
                            const char **out, Fail *f) {
-  JsonNode *n = p ? json_object_get_member(p, key) : NULL;
+  J *n;
   *out = NULL;
-  if (!n)
-    return !required || failf(f, E_PARAMS, "missing parameter '%s'", key);
-  if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_STRING)
-    return failf(f, E_PARAMS, "parameter '%s' must be a string", key);
-  *out = json_node_get_string(n);
+  if (!get_member(p, key, required, json_type_string, "a string", &n, f))
+    return FALSE;
+  *out = n ? json_object_get_string(n) : NULL;
   return TRUE;
 }
 
-static gboolean get_int(JsonObject *p, const char *key, gboolean required,
+static gboolean get_int(J *p, const char *key, gboolean required,
                         gint64 *out, Fail *f) {
-  JsonNode *n = p ? json_object_get_member(p, key) : NULL;
-  if (!n)
-    return !required || failf(f, E_PARAMS, "missing parameter '%s'", key);
-  if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64)
-    return failf(f, E_PARAMS, "parameter '%s' must be an integer", key);
-  *out = json_node_get_int(n);
+  J *n;
+  if (!get_member(p, key, required, json_type_int, "an integer", &n, f))
+    return FALSE;
+  if (n)
+    *out = json_object_get_int64(n);
   return TRUE;
 }
 
-static gboolean get_bool(JsonObject *p, const char *key, gboolean *out,
-                         Fail *f) {
-  JsonNode *n = p ? json_object_get_member(p, key) : NULL;
-  if (!n)
-    return TRUE;
-  if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_BOOLEAN)
-    return failf(f, E_PARAMS, "parameter '%s' must be true or false", key);
-  *out = json_node_get_boolean(n);
+static gboolean get_bool(J *p, const char *key, gboolean *out, Fail *f) {
+  J *n;
+  if (!get_member(p, key, FALSE, json_type_boolean, "true or false", &n, f))
+    return FALSE;
+  if (n)
+    *out = json_object_get_boolean(n);
   return TRUE;
 }
 
 /* An optional array parameter (NULL when absent). */
-static gboolean get_array(JsonObject *p, const char *key, JsonArray **out,
-                          Fail *f) {
-  JsonNode *n = p ? json_object_get_member(p, key) : NULL;
-  *out = NULL;
-  if (!n)
-    return TRUE;
-  if (!JSON_NODE_HOLDS_ARRAY(n))
-    return failf(f, E_PARAMS, "parameter '%s' must be an array", key);
-  *out = json_node_get_array(n);
-  return TRUE;
+static gboolean get_array(J *p, const char *key, J **out, Fail *f) {
+  return get_member(p, key, FALSE, json_type_array, "an array", out, f);
 }
 
-static Entry *get_state(Proto *pr, JsonObject *p, gint64 *id, Fail *f) {
+/* Reply members: keys are literals, so the object need not copy them. */
+static void put(J *o, const char *key, J *v) {
+  json_object_object_add_ex(o, key, v, JSON_C_OBJECT_KEY_IS_CONSTANT);
+}
+
+static Entry *get_state(Proto *pr, J *p, gint64 *id, Fail *f) {
   if (!get_int(p, "state", TRUE, id, f))
     return NULL;
   Entry *e = g_hash_table_lookup(pr->entries, id);
@@ -154,10 +191,9 @@ static Entry *get_state(Proto *pr, JsonObject *p, gint64 *id, Fail *f) {
 }
 
 static gint64 add_entry(Proto *pr, Entry *e) {
-  gint64 *key = g_new(gint64, 1);
-  *key = ++pr->next_id;
-  g_hash_table_insert(pr->entries, key, e);
-  return *key;
+  e->id = ++pr->next_id;
+  g_hash_table_insert(pr->entries, &e->id, e);
+  return e->id;
 }
 
 /* ------------------------------------------------------------ costing */
@@ -224,7 +260,15 @@ static Action *add_candidate(GPtrArray *out, char *text, const char *rule,
 /* Every candidate action, in a stable order: split each argument's
  * dimensions over each mesh axis that divides them, tile or split each
  * operator's result or reduction over each such axis, propagate. */
-static GPtrArray *candidates(Proto *pr, const Entry *e, gboolean args_only) {
+/* The width that splits dimension 'd' of argument 'i' over mesh axis
+ * 'k', or 0 when the axis does not divide it. */
+static int64_t arg_split_width(const Func *f, int i, int d, const Mesh *mesh,
+                               int k) {
+  int64_t n = f->arg_types[i]->dims[d], size = mesh->sizes[k];
+  return n % size == 0 ? n / size : 0;
+}
+
+static GPtrArray *candidates(Proto *pr, const Entry *e) {
   GPtrArray *out = g_ptr_array_new_with_free_func(action_free);
   const Mesh *mesh = &e->ep->mesh;
   const Func *f = &e->state->func;
@@ -232,7 +276,7 @@ static GPtrArray *candidates(Proto *pr, const Entry *e, gboolean args_only) {
     for (int d = 0; d < f->arg_types[i]->rank; d++)
       for (int k = 0; k < mesh->naxes; k++) {
         int64_t n = f->arg_types[i]->dims[d], size = mesh->sizes[k];
-        if (n % size != 0 || n / size < 1)
+        if (arg_split_width(f, i, d, mesh, k) < 1)
           continue;
         Action *a = add_candidate(
             out,
@@ -242,8 +286,6 @@ static GPtrArray *candidates(Proto *pr, const Entry *e, gboolean args_only) {
         a->placed = term_arg(i, f->arg_types[i]);
         a->dim = d;
       }
-  if (args_only)
-    return out;
   g_autoptr(GPtrArray) locs = state_locations(e->state);
   for (guint l = 0; l < locs->len; l++) {
     const Location *loc = g_ptr_array_index(locs, l);
@@ -296,14 +338,41 @@ static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
 /* The legal actions: the candidates that apply and change the program. */
 static GPtrArray *legal_actions(Proto *pr, const Entry *e, const char *filter,
                                 gint64 limit) {
-  /* the argument actions come first and need no walk of the program: when
-   * one of them is enough (terminated asks for one), stop there */
-  if (limit == 1 && !filter) {
-    g_autoptr(GPtrArray) first = legal_among(pr, e, candidates(pr, e, TRUE), NULL, 1);
-    if (first->len == 1)
-      return g_steal_pointer(&first);
-  }
-  return legal_among(pr, e, candidates(pr, e, FALSE), filter, limit);
+  return legal_among(pr, e, candidates(pr, e), filter, limit);
+}
+
+static gboolean arg_tile_applies(Proto *pr, const Func *f, int i, int d,
+                                 int64_t w, const char *axis) {
+  RuleArg args[3] = {{g_intern_string("w"), FALSE, w, NULL},
+                     {g_intern_string("a"), TRUE, 0, g_intern_string(axis)},
+                     {g_intern_string("d"), FALSE, d, NULL}};
+  const Rule *r = ruleset_find(pr->rs, "arg-tile");
+  g_autoptr(GString) why = g_string_new(NULL);
+  return r && rule_apply_here(pr->rs, r, term_arg(i, f->arg_types[i]), args, 3,
+                              why) != NULL;
+}
+
+/* Whether any action is legal ('terminated' is its negation), found
+ * without listing them: the argument actions come first and need no walk
+ * of the program, and usually one of them applies. */
+static gboolean any_legal_action(Proto *pr, const Entry *e) {
+  const Mesh *mesh = &e->ep->mesh;
+  const Func *f = &e->state->func;
+  for (int i = 0; i < f->nargs && e->ep->args_legal < 0; i++)
+    for (int d = 0; d < f->arg_types[i]->rank && e->ep->args_legal < 0; d++)
+      for (int k = 0; k < mesh->naxes; k++) {
+        int64_t w = arg_split_width(f, i, d, mesh, k);
+        if (w >= 1 && arg_tile_applies(pr, f, i, d, w, mesh->names[k])) {
+          e->ep->args_legal = 1;
+          break;
+        }
+      }
+  if (e->ep->args_legal < 0)
+    e->ep->args_legal = 0;
+  if (e->ep->args_legal)
+    return TRUE;
+  g_autoptr(GPtrArray) legal = legal_actions(pr, e, NULL, 1);
+  return legal->len > 0;
 }
 
 /* The actions of 'all' (taken) that apply and change the program. */
@@ -345,29 +414,19 @@ static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
   return out;
 }
 
-static void build_action(JsonBuilder *b, guint index, const Action *a) {
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "index");
-  json_builder_add_int_value(b, index);
-  json_builder_set_member_name(b, "action");
-  json_builder_add_string_value(b, a->text);
-  json_builder_set_member_name(b, "rule");
-  json_builder_add_string_value(b, a->rule);
-  json_builder_set_member_name(b, "location");
-  if (a->location)
-    json_builder_add_string_value(b, a->location);
-  else
-    json_builder_add_null_value(b);
-  json_builder_set_member_name(b, "args");
-  json_builder_begin_object(b);
+static J *action_json(guint index, const Action *a) {
+  J *o = json_object_new_object();
+  put(o, "index", json_object_new_int64(index));
+  put(o, "action", json_object_new_string(a->text));
+  put(o, "rule", json_object_new_string(a->rule));
+  put(o, "location", a->location ? json_object_new_string(a->location) : NULL);
+  J *args = json_object_new_object();
   if (a->axis) {
-    json_builder_set_member_name(b, "w");
-    json_builder_add_int_value(b, a->w);
-    json_builder_set_member_name(b, "axis");
-    json_builder_add_string_value(b, a->axis);
+    put(args, "w", json_object_new_int64(a->w));
+    put(args, "axis", json_object_new_string(a->axis));
   }
-  json_builder_end_object(b);
-  json_builder_end_object(b);
+  put(o, "args", args);
+  return o;
 }
 
 /* -------------------------------------------------------- observations */
@@ -382,8 +441,8 @@ static char *state_hash(const State *s) {
   return g_strdup_printf("%016" G_GINT64_MODIFIER "x", h);
 }
 
-static void build_cost(JsonBuilder *b, const CostReport *r) {
-  json_builder_begin_object(b);
+static J *cost_json(const CostReport *r) {
+  J *o = json_object_new_object();
   const struct {
     const char *name;
     double v;
@@ -392,22 +451,18 @@ static void build_cost(JsonBuilder *b, const CostReport *r) {
                 {"compute_time", r->compute_time},
                 {"comm_time", r->comm_time},
                 {"total_time", r->total_time}};
-  for (gsize i = 0; i < G_N_ELEMENTS(fields); i++) {
-    json_builder_set_member_name(b, fields[i].name);
-    json_builder_add_double_value(b, fields[i].v);
-  }
+  for (gsize i = 0; i < G_N_ELEMENTS(fields); i++)
+    put(o, fields[i].name, json_object_new_double(fields[i].v));
   double comm_bytes = 0;
   for (guint i = 0; r->comms && i < r->comms->len; i++)
     comm_bytes += (double)g_array_index(r->comms, CostComm, i).bytes;
-  json_builder_set_member_name(b, "comm_bytes");
-  json_builder_add_double_value(b, comm_bytes);
-  json_builder_set_member_name(b, "fits");
-  json_builder_add_boolean_value(b, r->fits);
-  json_builder_end_object(b);
+  put(o, "comm_bytes", json_object_new_double(comm_bytes));
+  put(o, "fits", json_object_new_boolean(r->fits));
+  return o;
 }
 
 typedef struct GraphCtx {
-  JsonBuilder *b;
+  J *nodes;
   GHashTable *ids; /* placed Term -> index+1 */
   GArray *edges;   /* pairs */
   int n;
@@ -416,28 +471,21 @@ typedef struct GraphCtx {
 static void graph_visit(void *ud, const char *name, const Term *t) {
   GraphCtx *g = ud;
   g_hash_table_insert(g->ids, (gpointer)t, GINT_TO_POINTER(++g->n));
-  JsonBuilder *b = g->b;
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "id");
-  json_builder_add_int_value(b, g->n - 1);
-  json_builder_set_member_name(b, "name");
-  json_builder_add_string_value(b, name);
-  json_builder_set_member_name(b, "kind");
-  json_builder_add_string_value(b, t->kind == TM_ARG     ? "arg"
-                                   : t->kind == TM_OP    ? op_name(t->op)
-                                   : t->kind == TM_SLICE ? "slice"
-                                   : t->kind == TM_TILE  ? "tile"
-                                                         : "sum");
-  json_builder_set_member_name(b, "shape");
-  json_builder_begin_array(b);
+  J *o = json_object_new_object();
+  put(o, "id", json_object_new_int64(g->n - 1));
+  put(o, "name", json_object_new_string(name));
+  put(o, "kind", json_object_new_string(t->kind == TM_ARG     ? "arg"
+                                        : t->kind == TM_OP    ? op_name(t->op)
+                                        : t->kind == TM_SLICE ? "slice"
+                                        : t->kind == TM_TILE  ? "tile"
+                                                              : "sum"));
+  J *shape = json_object_new_array_ext(t->type->rank);
   for (int i = 0; i < t->type->rank; i++)
-    json_builder_add_int_value(b, t->type->dims[i]);
-  json_builder_end_array(b);
-  if (t->axis) {
-    json_builder_set_member_name(b, "axis");
-    json_builder_add_string_value(b, t->axis);
-  }
-  json_builder_end_object(b);
+    json_object_array_add(shape, json_object_new_int64(t->type->dims[i]));
+  put(o, "shape", shape);
+  if (t->axis)
+    put(o, "axis", json_object_new_string(t->axis));
+  json_object_array_add(g->nodes, o);
   for (int i = 0; i < t->nargs; i++) {
     int from = GPOINTER_TO_INT(g_hash_table_lookup(g->ids, term_placed(t->args[i])));
     if (from) {
@@ -447,87 +495,98 @@ static void graph_visit(void *ud, const char *name, const Term *t) {
   }
 }
 
-static gboolean build_observation(Proto *pr, JsonBuilder *b, Entry *e,
-                                  JsonArray *what, Fail *f) {
-  json_builder_begin_object(b);
-  for (guint i = 0; what && i < json_array_get_length(what); i++) {
-    JsonNode *n = json_array_get_element(what, i);
-    const char *w = JSON_NODE_HOLDS_VALUE(n) &&
-                            json_node_get_value_type(n) == G_TYPE_STRING
-                        ? json_node_get_string(n)
-                        : "";
+/* features: documented in docs/protocol.md */
+static J *features_json(Entry *e, gboolean ok) {
+  g_autoptr(GPtrArray) locs = state_locations(e->state);
+  int tiles = 0, sums = 0;
+  for (guint k = 0; k < locs->len; k++) {
+    const Term *t = ((Location *)g_ptr_array_index(locs, k))->term;
+    tiles += t->kind == TM_TILE;
+    sums += t->kind == TM_SUM;
+  }
+  double comm_bytes = 0;
+  for (guint k = 0; ok && e->cost.comms && k < e->cost.comms->len; k++)
+    comm_bytes += (double)g_array_index(e->cost.comms, CostComm, k).bytes;
+  double v[] = {(double)locs->len, tiles, sums,
+                ok ? e->cost.flops : -1,
+                ok ? (double)e->cost.peak_bytes : -1,
+                ok ? comm_bytes : -1,
+                ok ? e->cost.total_time : -1,
+                ok ? (double)e->cost.fits : -1};
+  J *a = json_object_new_array_ext(G_N_ELEMENTS(v));
+  for (gsize k = 0; k < G_N_ELEMENTS(v); k++)
+    json_object_array_add(a, json_object_new_double(v[k]));
+  return a;
+}
+
+static J *graph_json(Entry *e) {
+  GraphCtx g = {json_object_new_array(), g_hash_table_new(NULL, NULL),
+                g_array_new(FALSE, FALSE, sizeof(int)), 0};
+  print_walk(e->state->module, &e->state->func, graph_visit, &g);
+  J *edges = json_object_new_array_ext((int)g.edges->len / 2);
+  for (guint k = 0; k + 1 < g.edges->len; k += 2) {
+    J *pair = json_object_new_array_ext(2);
+    json_object_array_add(pair, json_object_new_int64(g_array_index(g.edges, int, k)));
+    json_object_array_add(pair, json_object_new_int64(g_array_index(g.edges, int, k + 1)));
+    json_object_array_add(edges, pair);
+  }
+  J *o = json_object_new_object();
+  put(o, "nodes", g.nodes);
+  put(o, "edges", edges);
+  g_hash_table_unref(g.ids);
+  g_array_unref(g.edges);
+  return o;
+}
+
+/* The observation of 'e' named by the strings of 'what' (NULL: none);
+ * NULL after failf for an unknown name. */
+static J *observation_json(Proto *pr, Entry *e, const char *const *what,
+                           Fail *f) {
+  J *o = json_object_new_object();
+  for (; what && *what; what++) {
+    const char *w = *what;
     if (strcmp(w, "program") == 0) {
       g_autoptr(GString) text = g_string_new(NULL);
       state_print(text, e->state, FALSE);
-      json_builder_set_member_name(b, "program");
-      json_builder_add_string_value(b, text->str);
+      put(o, "program", json_object_new_string_len(text->str, (int)text->len));
     } else if (strcmp(w, "cost") == 0 || strcmp(w, "features") == 0) {
       Fail cf = {0, g_string_new(NULL)};
       gboolean ok = entry_cost(pr, e, &cf);
-      json_builder_set_member_name(b, w);
-      if (strcmp(w, "cost") == 0) {
-        if (ok)
-          build_cost(b, &e->cost);
-        else
-          json_builder_add_null_value(b);
-      } else {
-        /* features: documented in docs/protocol.md */
-        g_autoptr(GPtrArray) locs = state_locations(e->state);
-        int tiles = 0, sums = 0;
-        for (guint k = 0; k < locs->len; k++) {
-          const Term *t = ((Location *)g_ptr_array_index(locs, k))->term;
-          tiles += t->kind == TM_TILE;
-          sums += t->kind == TM_SUM;
-        }
-        double comm_bytes = 0;
-        for (guint k = 0; ok && e->cost.comms && k < e->cost.comms->len; k++)
-          comm_bytes += (double)g_array_index(e->cost.comms, CostComm, k).bytes;
-        double v[] = {(double)locs->len, tiles, sums,
-                      ok ? e->cost.flops : -1,
-                      ok ? (double)e->cost.peak_bytes : -1,
-                      ok ? comm_bytes : -1,
-                      ok ? e->cost.total_time : -1,
-                      ok ? (double)e->cost.fits : -1};
-        json_builder_begin_array(b);
-        for (gsize k = 0; k < G_N_ELEMENTS(v); k++)
-          json_builder_add_double_value(b, v[k]);
-        json_builder_end_array(b);
-      }
+      if (strcmp(w, "cost") == 0)
+        put(o, "cost", ok ? cost_json(&e->cost) : NULL);
+      else
+        put(o, "features", features_json(e, ok));
       g_string_free(cf.message, TRUE);
     } else if (strcmp(w, "graph") == 0) {
-      json_builder_set_member_name(b, "graph");
-      json_builder_begin_object(b);
-      json_builder_set_member_name(b, "nodes");
-      json_builder_begin_array(b);
-      GraphCtx g = {b, g_hash_table_new(NULL, NULL),
-                    g_array_new(FALSE, FALSE, sizeof(int)), 0};
-      print_walk(e->state->module, &e->state->func, graph_visit, &g);
-      json_builder_end_array(b);
-      json_builder_set_member_name(b, "edges");
-      json_builder_begin_array(b);
-      for (guint k = 0; k + 1 < g.edges->len; k += 2) {
-        json_builder_begin_array(b);
-        json_builder_add_int_value(b, g_array_index(g.edges, int, k));
-        json_builder_add_int_value(b, g_array_index(g.edges, int, k + 1));
-        json_builder_end_array(b);
-      }
-      json_builder_end_array(b);
-      json_builder_end_object(b);
-      g_hash_table_unref(g.ids);
-      g_array_unref(g.edges);
+      put(o, "graph", graph_json(e));
     } else if (strcmp(w, "legal") == 0) {
       g_autoptr(GPtrArray) legal = legal_actions(pr, e, NULL, -1);
-      json_builder_set_member_name(b, "legal");
-      json_builder_add_int_value(b, legal->len);
+      put(o, "legal", json_object_new_int64(legal->len));
     } else {
-      json_builder_end_object(b);
-      return failf(f, E_PARAMS, "cannot observe '%s' (program, cost, "
-                                "features, graph, legal)",
-                   w);
+      json_object_put(o);
+      failf(f, E_PARAMS, "cannot observe '%s' (program, cost, features, "
+                         "graph, legal)",
+            w);
+      return NULL;
     }
   }
-  json_builder_end_object(b);
-  return TRUE;
+  return o;
+}
+
+/* The 'observe' parameter as a NULL-terminated list of names (the
+ * strings stay the request's); non-strings read as "". */
+static const char **observe_names(J *what) {
+  if (!what)
+    return NULL;
+  gsize n = json_object_array_length(what);
+  const char **names = g_new0(const char *, n + 1);
+  for (gsize i = 0; i < n; i++) {
+    J *x = json_object_array_get_idx(what, i);
+    names[i] = json_object_is_type(x, json_type_string)
+                   ? json_object_get_string(x)
+                   : "";
+  }
+  return names;
 }
 
 /* ------------------------------------------------------------ methods */
@@ -554,7 +613,7 @@ static gboolean read_allowed(Proto *pr, const char *path, char **text,
 }
 
 /* Makes a root entry from reset/replay parameters. */
-static Entry *new_root(Proto *pr, JsonObject *p, Fail *f) {
+static Entry *new_root(Proto *pr, J *p, Fail *f) {
   const char *program, *path, *mesh_spec, *hw_name;
   if (!get_string(p, "program", FALSE, &program, f) ||
       !get_string(p, "path", FALSE, &path, f) ||
@@ -565,7 +624,7 @@ static Entry *new_root(Proto *pr, JsonObject *p, Fail *f) {
     failf(f, E_PARAMS, "give exactly one of 'program' and 'path'");
     return NULL;
   }
-  Episode ep = {0};
+  Episode ep = {.args_legal = -1};
   GError *error = NULL;
   if (!mesh_parse(mesh_spec, &ep.mesh, &error) ||
       !hw_load(hw_name ? hw_name : "cpu2", &ep.hw, &error)) {
@@ -595,36 +654,30 @@ static Entry *new_root(Proto *pr, JsonObject *p, Fail *f) {
   return e;
 }
 
-static void build_reward(JsonBuilder *b, Proto *pr, Entry *parent, Entry *child) {
+static J *reward_json(Proto *pr, Entry *parent, Entry *child) {
   Fail cf = {0, g_string_new(NULL)};
   gboolean ok = entry_cost(pr, parent, &cf) && entry_cost(pr, child, &cf);
-  json_builder_set_member_name(b, "reward");
-  if (!ok) {
-    json_builder_add_null_value(b);
-  } else {
-    double delta = parent->cost.total_time - child->cost.total_time;
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "delta");
-    json_builder_add_double_value(b, delta);
-    json_builder_set_member_name(b, "normalized");
-    json_builder_add_double_value(
-        b, isfinite(parent->ep->root_time) && parent->ep->root_time > 0
-               ? delta / parent->ep->root_time
-               : 0);
-    json_builder_end_object(b);
-  }
   g_string_free(cf.message, TRUE);
+  if (!ok)
+    return NULL;
+  double delta = parent->cost.total_time - child->cost.total_time;
+  double root = parent->ep->root_time;
+  J *o = json_object_new_object();
+  put(o, "delta", json_object_new_double(delta));
+  put(o, "normalized", json_object_new_double(
+                           isfinite(root) && root > 0 ? delta / root : 0));
+  return o;
 }
 
 /* An action given as a string, or as an index into the legal actions. */
-static char *action_text(Proto *pr, Entry *e, JsonNode *n, GPtrArray **legal,
+static char *action_text(Proto *pr, Entry *e, J *n, GPtrArray **legal,
                          Fail *f) {
-  if (JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING)
-    return g_strdup(json_node_get_string(n));
-  if (JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_INT64) {
+  if (json_object_is_type(n, json_type_string))
+    return g_strdup(json_object_get_string(n));
+  if (json_object_is_type(n, json_type_int)) {
     if (!*legal)
       *legal = legal_actions(pr, e, NULL, -1);
-    gint64 i = json_node_get_int(n);
+    gint64 i = json_object_get_int64(n);
     if (i < 0 || i >= (gint64)(*legal)->len) {
       failf(f, E_ACTION, "no legal action %" G_GINT64_FORMAT " (there are %u)",
             i, (*legal)->len);
@@ -636,18 +689,22 @@ static char *action_text(Proto *pr, Entry *e, JsonNode *n, GPtrArray **legal,
   return NULL;
 }
 
-/* Applies 'actions' to entry 'id'; the new entry, or NULL. */
-static Entry *do_step(Proto *pr, gint64 id, Entry *e, JsonArray *actions,
+/* Applies the actions (a JSON array, or the one string 'text') to entry
+ * 'e'; the new entry, or NULL. */
+static Entry *do_step(Proto *pr, Entry *e, J *actions, const char *text1,
                       gboolean *no_effect, Fail *f) {
   State *s = state_ref(e->state);
   g_autoptr(GString) trace = g_string_new(NULL);
   g_autoptr(GString) why = g_string_new(NULL);
-  for (guint i = 0; i < json_array_get_length(actions); i++) {
+  gsize n = actions ? json_object_array_length(actions) : 1;
+  for (gsize i = 0; i < n; i++) {
     GPtrArray *legal = NULL;
     Entry tmp = *e;
     tmp.state = s;
-    char *text = action_text(pr, &tmp, json_array_get_element(actions, i),
-                             &legal, f);
+    char *text = actions ? action_text(pr, &tmp,
+                                       json_object_array_get_idx(actions, i),
+                                       &legal, f)
+                         : g_strdup(text1);
     if (legal)
       g_ptr_array_unref(legal);
     State *next = text ? run_action(pr, s, text, why) : NULL;
@@ -666,43 +723,88 @@ static Entry *do_step(Proto *pr, gint64 id, Entry *e, JsonArray *actions,
   *no_effect = s->func.body == e->state->func.body;
   Entry *c = g_new0(Entry, 1);
   c->state = s;
-  c->parent = id;
-  c->action = g_string_free(g_steal_pointer(&trace), FALSE);
+  c->trace = g_malloc(sizeof(Trace) + trace->len + 1);
+  c->trace->refcount = 1;
+  c->trace->up = e->trace;
+  memcpy(c->trace->action, trace->str, trace->len + 1);
+  if (e->trace)
+    e->trace->refcount++;
   c->ep = e->ep;
   return c;
 }
 
-static gboolean reply_step(Proto *pr, JsonBuilder *b, Entry *parent, Entry *c,
-                           gint64 cid, JsonArray *observe, gboolean reward,
-                           gboolean no_effect, Fail *f) {
-  json_builder_set_member_name(b, "state");
-  json_builder_add_int_value(b, cid);
-  g_autofree char *hash = state_hash(c->state);
-  json_builder_set_member_name(b, "hash");
-  json_builder_add_string_value(b, hash);
-  json_builder_set_member_name(b, "observation");
-  if (!build_observation(pr, b, c, observe, f))
-    return FALSE;
-  if (reward)
-    build_reward(b, pr, parent, c);
-  g_autoptr(GPtrArray) legal = legal_actions(pr, c, NULL, 1);
-  json_builder_set_member_name(b, "terminated");
-  json_builder_add_boolean_value(b, legal->len == 0);
-  json_builder_set_member_name(b, "truncated");
-  json_builder_add_boolean_value(b, FALSE);
-  json_builder_set_member_name(b, "no_effect");
-  json_builder_add_boolean_value(b, no_effect);
-  return TRUE;
+static const int json_flags = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
+
+/* Appends 'v' as json-c writes it ('null' for NULL) and releases it. */
+static void append_json(GString *out, J *v) {
+  size_t len;
+  const char *text = json_object_to_json_string_length(v, json_flags, &len);
+  g_string_append_len(out, text, (gssize)len);
+  json_object_put(v);
 }
 
-static gboolean m_initialize(Proto *pr, JsonObject *p, JsonBuilder *b, Fail *f) {
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "protocol");
-  json_builder_add_string_value(b, PROTOCOL_VERSION);
-  json_builder_set_member_name(b, "engine");
-  json_builder_add_string_value(b, partir_version());
-  json_builder_set_member_name(b, "rules");
-  json_builder_begin_array(b);
+/* A value whose JSON text is 'text' as it stands (taken). */
+static J *raw_json(GString *text) {
+  J *v = json_object_new_boolean(FALSE);
+  json_object_set_serializer(v, json_object_userdata_to_json_string,
+                             g_string_free(text, FALSE),
+                             json_object_free_userdata);
+  return v;
+}
+
+/* A step's reply: {"state", "hash", "observation", "reward",
+ * "terminated", "truncated", "no_effect"}, after "index" and "action"
+ * for a child of expand (index >= 0).  This is the hot path of search
+ * agents, so it is written as text around what json-c writes (the
+ * observation, the reward, the action string): the other fields are
+ * integers, booleans and hex digits.  A json-c object per reply (a hash
+ * table each) cost as much as a small step. */
+static J *step_json(Proto *pr, Entry *parent, Entry *c, gint64 cid,
+                    gint64 index, const char *action,
+                    const char *const *observe, gboolean reward,
+                    gboolean no_effect, Fail *f) {
+  J *obs = observe ? observation_json(pr, c, observe, f) : NULL;
+  if (observe && !obs)
+    return NULL;
+  g_autofree char *hash = state_hash(c->state);
+  GString *t = g_string_sized_new(192);
+  g_string_append_c(t, '{');
+  if (index >= 0) {
+    g_string_append_printf(t, "\"index\":%" G_GINT64_FORMAT ",\"action\":",
+                           index);
+    append_json(t, json_object_new_string(action));
+    g_string_append_c(t, ',');
+  }
+  g_string_append_printf(t, "\"state\":%" G_GINT64_FORMAT ",\"hash\":\"%s\","
+                            "\"observation\":",
+                         cid, hash);
+  if (obs)
+    append_json(t, obs);
+  else
+    g_string_append(t, "{}");
+  if (reward) {
+    g_string_append(t, ",\"reward\":");
+    append_json(t, reward_json(pr, parent, c));
+  }
+  g_string_append_printf(t, ",\"terminated\":%s,\"truncated\":false,"
+                            "\"no_effect\":%s}",
+                         any_legal_action(pr, c) ? "false" : "true",
+                         no_effect ? "true" : "false");
+  return raw_json(t);
+}
+
+static J *string_array(const char *const *xs) {
+  J *a = json_object_new_array();
+  for (; *xs; xs++)
+    json_object_array_add(a, json_object_new_string(*xs));
+  return a;
+}
+
+static J *m_initialize(Proto *pr, J *p, Fail *f) {
+  J *o = json_object_new_object();
+  put(o, "protocol", json_object_new_string(PROTOCOL_VERSION));
+  put(o, "engine", json_object_new_string(partir_version()));
+  J *rules = json_object_new_array();
   for (guint i = 0; i < pr->rs->files->len; i++) {
     const char *path = g_ptr_array_index(pr->rs->files, i);
     g_autofree char *text = NULL;
@@ -710,244 +812,208 @@ static gboolean m_initialize(Proto *pr, JsonObject *p, JsonBuilder *b, Fail *f) 
     g_file_get_contents(path, &text, &len, NULL);
     g_autofree char *sum = g_compute_checksum_for_data(
         G_CHECKSUM_SHA256, (const guchar *)(text ? text : ""), len);
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "path");
-    json_builder_add_string_value(b, path);
-    json_builder_set_member_name(b, "sha256");
-    json_builder_add_string_value(b, sum);
-    json_builder_end_object(b);
+    J *r = json_object_new_object();
+    put(r, "path", json_object_new_string(path));
+    put(r, "sha256", json_object_new_string(sum));
+    json_object_array_add(rules, r);
   }
-  json_builder_end_array(b);
-  json_builder_set_member_name(b, "cost_model");
-  json_builder_add_string_value(b, "per-device FLOPs, peak bytes, ring "
-                                   "collectives; time = compute + "
-                                   "communication (docs/cost.md)");
-  json_builder_set_member_name(b, "observations");
-  json_builder_begin_array(b);
-  for (const char *const *o = (const char *const[]){"program", "cost", "features",
-                                                    "graph", "legal", NULL};
-       *o; o++)
-    json_builder_add_string_value(b, *o);
-  json_builder_end_array(b);
-  json_builder_set_member_name(b, "rewards");
-  json_builder_begin_array(b);
-  json_builder_add_string_value(b, "delta");
-  json_builder_add_string_value(b, "normalized");
-  json_builder_end_array(b);
-  json_builder_set_member_name(b, "capabilities");
-  json_builder_begin_object(b);
+  put(o, "rules", rules);
+  put(o, "cost_model",
+      json_object_new_string("per-device FLOPs, peak bytes, ring "
+                             "collectives; time = compute + communication "
+                             "(docs/cost.md)"));
+  put(o, "observations",
+      string_array((const char *const[]){"program", "cost", "features",
+                                         "graph", "legal", NULL}));
+  put(o, "rewards",
+      string_array((const char *const[]){"delta", "normalized", NULL}));
+  J *caps = json_object_new_object();
   for (const char *const *c = (const char *const[]){"step", "expand", "trace",
                                                     "replay", "drop", NULL};
-       *c; c++) {
-    json_builder_set_member_name(b, *c);
-    json_builder_add_boolean_value(b, TRUE);
-  }
-  json_builder_end_object(b);
-  json_builder_end_object(b);
-  return TRUE;
+       *c; c++)
+    put(caps, *c, json_object_new_boolean(TRUE));
+  put(o, "capabilities", caps);
+  return o;
 }
 
-static gboolean m_reset(Proto *pr, JsonObject *p, JsonBuilder *b, Fail *f) {
+static J *m_reset(Proto *pr, J *p, Fail *f) {
   Entry *e = new_root(pr, p, f);
   if (!e)
-    return FALSE;
+    return NULL;
   gint64 id = add_entry(pr, e);
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "state");
-  json_builder_add_int_value(b, id);
+  J *obs = observation_json(pr, e, (const char *const[]){"program", "cost", NULL}, f);
   g_autofree char *hash = state_hash(e->state);
-  json_builder_set_member_name(b, "hash");
-  json_builder_add_string_value(b, hash);
-  json_builder_set_member_name(b, "observation");
-  JsonArray *what = json_array_new();
-  json_array_add_string_element(what, "program");
-  json_array_add_string_element(what, "cost");
-  gboolean ok = build_observation(pr, b, e, what, f);
-  json_array_unref(what);
-  json_builder_end_object(b);
-  return ok;
+  J *o = json_object_new_object();
+  put(o, "state", json_object_new_int64(id));
+  put(o, "hash", json_object_new_string(hash));
+  put(o, "observation", obs);
+  return o;
 }
 
-static gboolean m_actions(Proto *pr, JsonObject *p, JsonBuilder *b, Fail *f) {
+static J *m_actions(Proto *pr, J *p, Fail *f) {
   gint64 id, limit = -1;
   const char *filter;
   Entry *e = get_state(pr, p, &id, f);
   if (!e || !get_int(p, "limit", FALSE, &limit, f) ||
       !get_string(p, "filter", FALSE, &filter, f))
-    return FALSE;
+    return NULL;
   g_autoptr(GPtrArray) legal = legal_actions(pr, e, filter, limit);
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "actions");
-  json_builder_begin_array(b);
+  J *list = json_object_new_array_ext((int)legal->len);
   for (guint i = 0; i < legal->len; i++)
-    build_action(b, i, g_ptr_array_index(legal, i));
-  json_builder_end_array(b);
-  json_builder_set_member_name(b, "count");
-  json_builder_add_int_value(b, legal->len);
-  json_builder_end_object(b);
-  return TRUE;
+    json_object_array_add(list, action_json(i, g_ptr_array_index(legal, i)));
+  J *o = json_object_new_object();
+  put(o, "actions", list);
+  put(o, "count", json_object_new_int64(legal->len));
+  return o;
 }
 
-static gboolean m_step(Proto *pr, JsonObject *p, JsonBuilder *b, Fail *f) {
+static J *m_step(Proto *pr, J *p, Fail *f) {
   gint64 id;
-  JsonArray *actions, *observe;
+  J *actions, *observe;
   gboolean reward = TRUE, no_effect = FALSE;
   Entry *e = get_state(pr, p, &id, f);
   if (!e || !get_array(p, "actions", &actions, f) ||
       !get_array(p, "observe", &observe, f) || !get_bool(p, "reward", &reward, f))
-    return FALSE;
-  if (!actions)
-    return failf(f, E_PARAMS, "missing parameter 'actions'");
-  Entry *c = do_step(pr, id, e, actions, &no_effect, f);
+    return NULL;
+  if (!actions) {
+    failf(f, E_PARAMS, "missing parameter 'actions'");
+    return NULL;
+  }
+  Entry *c = do_step(pr, e, actions, NULL, &no_effect, f);
   if (!c)
-    return FALSE;
-  gint64 cid = add_entry(pr, c);
-  json_builder_begin_object(b);
-  gboolean ok = reply_step(pr, b, e, c, cid, observe, reward, no_effect, f);
-  json_builder_end_object(b);
-  return ok;
+    return NULL;
+  g_autofree const char **names = observe_names(observe);
+  return step_json(pr, e, c, add_entry(pr, c), -1, NULL, names, reward,
+                   no_effect, f);
 }
 
-static gboolean m_expand(Proto *pr, JsonObject *p, JsonBuilder *b, Fail *f) {
+static J *m_expand(Proto *pr, J *p, Fail *f) {
   gint64 id;
-  JsonArray *observe;
+  J *observe;
   gboolean reward = TRUE;
   Entry *e = get_state(pr, p, &id, f);
   if (!e || !get_array(p, "observe", &observe, f) ||
       !get_bool(p, "reward", &reward, f))
-    return FALSE;
+    return NULL;
+  g_autofree const char **names = observe_names(observe);
   g_autoptr(GPtrArray) legal = legal_actions(pr, e, NULL, -1);
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "children");
-  json_builder_begin_array(b);
+  J *children = json_object_new_array_ext((int)legal->len);
   for (guint i = 0; i < legal->len; i++) {
     const Action *a = g_ptr_array_index(legal, i);
-    JsonArray *one = json_array_new();
-    json_array_add_string_element(one, a->text);
     Fail cf = {0, g_string_new(NULL)};
     gboolean no_effect = FALSE;
-    Entry *c = do_step(pr, id, e, one, &no_effect, &cf);
-    json_array_unref(one);
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "index");
-    json_builder_add_int_value(b, i);
-    json_builder_set_member_name(b, "action");
-    json_builder_add_string_value(b, a->text);
+    Entry *c = do_step(pr, e, NULL, a->text, &no_effect, &cf);
+    J *o = NULL;
     if (c) {
-      gint64 cid = add_entry(pr, c);
-      if (!reply_step(pr, b, e, c, cid, observe, reward, no_effect, &cf)) {
-        json_builder_end_object(b);
-        json_builder_end_array(b);
-        json_builder_end_object(b);
-        f->code = cf.code;
-        g_string_assign(f->message, cf.message->str);
-        g_string_free(cf.message, TRUE);
-        return FALSE;
-      }
+      o = step_json(pr, e, c, add_entry(pr, c), i, a->text, names, reward,
+                    no_effect, &cf);
     } else {
-      json_builder_set_member_name(b, "error");
-      json_builder_begin_object(b);
-      json_builder_set_member_name(b, "code");
-      json_builder_add_int_value(b, cf.code);
-      json_builder_set_member_name(b, "message");
-      json_builder_add_string_value(b, cf.message->str);
-      json_builder_end_object(b);
+      o = json_object_new_object();
+      put(o, "index", json_object_new_int64(i));
+      put(o, "action", json_object_new_string(a->text));
+      J *err = json_object_new_object();
+      put(err, "code", json_object_new_int64(cf.code));
+      put(err, "message", json_object_new_string(cf.message->str));
+      put(o, "error", err);
     }
-    json_builder_end_object(b);
+    if (!o) { /* a bad 'observe' fails the call, not one child */
+      f->code = cf.code;
+      g_string_assign(f->message, cf.message->str);
+      g_string_free(cf.message, TRUE);
+      json_object_put(children);
+      return NULL;
+    }
+    json_object_array_add(children, o);
     g_string_free(cf.message, TRUE);
   }
-  json_builder_end_array(b);
-  json_builder_end_object(b);
-  return TRUE;
+  J *o = json_object_new_object();
+  put(o, "children", children);
+  return o;
 }
 
-static gboolean m_observe(Proto *pr, JsonObject *p, JsonBuilder *b, Fail *f) {
+static J *m_observe(Proto *pr, J *p, Fail *f) {
   gint64 id;
-  JsonArray *what;
+  J *what;
   Entry *e = get_state(pr, p, &id, f);
   if (!e || !get_array(p, "what", &what, f))
-    return FALSE;
-  if (!what)
-    return failf(f, E_PARAMS, "missing parameter 'what'");
-  return build_observation(pr, b, e, what, f);
+    return NULL;
+  if (!what) {
+    failf(f, E_PARAMS, "missing parameter 'what'");
+    return NULL;
+  }
+  g_autofree const char **names = observe_names(what);
+  return observation_json(pr, e, names, f);
 }
 
-static gboolean m_trace(Proto *pr, JsonObject *p, JsonBuilder *b, Fail *f) {
+static J *m_trace(Proto *pr, J *p, Fail *f) {
   gint64 id;
   Entry *e = get_state(pr, p, &id, f);
   if (!e)
-    return FALSE;
+    return NULL;
   g_autoptr(GPtrArray) steps = g_ptr_array_new();
-  for (Entry *x = e; x && x->parent;) {
-    g_ptr_array_add(steps, x->action);
-    x = g_hash_table_lookup(pr->entries, &x->parent);
-    if (!x)
-      return failf(f, E_STATE, "an ancestor of state %" G_GINT64_FORMAT
-                               " was dropped: its trace is gone",
-                   id);
-  }
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "actions");
-  json_builder_begin_array(b);
+  for (const Trace *t = e->trace; t; t = t->up)
+    g_ptr_array_add(steps, (gpointer)t->action);
+  J *list = json_object_new_array_ext((int)steps->len);
   for (guint i = steps->len; i > 0; i--)
-    json_builder_add_string_value(b, g_ptr_array_index(steps, i - 1));
-  json_builder_end_array(b);
-  json_builder_end_object(b);
-  return TRUE;
+    json_object_array_add(list,
+                          json_object_new_string(g_ptr_array_index(steps, i - 1)));
+  J *o = json_object_new_object();
+  put(o, "actions", list);
+  return o;
 }
 
-static gboolean m_replay(Proto *pr, JsonObject *p, JsonBuilder *b, Fail *f) {
-  JsonArray *trace;
+static J *m_replay(Proto *pr, J *p, Fail *f) {
+  J *trace;
   if (!get_array(p, "trace", &trace, f))
-    return FALSE;
-  if (!trace)
-    return failf(f, E_PARAMS, "missing parameter 'trace'");
+    return NULL;
+  if (!trace) {
+    failf(f, E_PARAMS, "missing parameter 'trace'");
+    return NULL;
+  }
   Entry *root = new_root(pr, p, f);
   if (!root)
-    return FALSE;
-  gint64 rid = add_entry(pr, root);
+    return NULL;
+  add_entry(pr, root);
   gboolean no_effect;
-  Entry *c = do_step(pr, rid, root, trace, &no_effect, f);
+  Entry *c = do_step(pr, root, trace, NULL, &no_effect, f);
   if (!c)
-    return FALSE;
-  gint64 cid = add_entry(pr, c);
-  json_builder_begin_object(b);
-  gboolean ok = reply_step(pr, b, root, c, cid, NULL, TRUE, no_effect, f);
-  json_builder_end_object(b);
-  return ok;
+    return NULL;
+  return step_json(pr, root, c, add_entry(pr, c), -1, NULL, NULL, TRUE,
+                   no_effect, f);
 }
 
-static gboolean m_drop(Proto *pr, JsonObject *p, JsonBuilder *b, Fail *f) {
-  JsonArray *states;
+static J *m_drop(Proto *pr, J *p, Fail *f) {
+  J *states;
   if (!get_array(p, "states", &states, f))
-    return FALSE;
-  if (!states)
-    return failf(f, E_PARAMS, "missing parameter 'states'");
+    return NULL;
+  if (!states) {
+    failf(f, E_PARAMS, "missing parameter 'states'");
+    return NULL;
+  }
+  gsize n = json_object_array_length(states);
+  for (gsize i = 0; i < n; i++)
+    if (!json_object_is_type(json_object_array_get_idx(states, i), json_type_int)) {
+      failf(f, E_PARAMS, "'states' must be integers");
+      return NULL;
+    }
   int dropped = 0;
-  for (guint i = 0; i < json_array_get_length(states); i++) {
-    JsonNode *n = json_array_get_element(states, i);
-    if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64)
-      return failf(f, E_PARAMS, "'states' must be integers");
-    gint64 id = json_node_get_int(n);
+  for (gsize i = 0; i < n; i++) {
+    gint64 id = json_object_get_int64(json_object_array_get_idx(states, i));
     dropped += g_hash_table_remove(pr->entries, &id);
   }
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "dropped");
-  json_builder_add_int_value(b, dropped);
-  json_builder_end_object(b);
-  return TRUE;
+  J *o = json_object_new_object();
+  put(o, "dropped", json_object_new_int64(dropped));
+  return o;
 }
 
-static gboolean m_shutdown(Proto *pr, JsonObject *p, JsonBuilder *b, Fail *f) {
+static J *m_shutdown(Proto *pr, J *p, Fail *f) {
   pr->quit = TRUE;
-  json_builder_begin_object(b);
-  json_builder_end_object(b);
-  return TRUE;
+  return json_object_new_object();
 }
 
 static const struct {
   const char *name;
-  gboolean (*run)(Proto *, JsonObject *, JsonBuilder *, Fail *);
+  J *(*run)(Proto *, J *, Fail *);
 } methods[] = {
     {"initialize", m_initialize}, {"reset", m_reset},   {"actions", m_actions},
     {"step", m_step},             {"expand", m_expand}, {"observe", m_observe},
@@ -957,116 +1023,201 @@ static const struct {
 
 /* ------------------------------------------------------------- the loop */
 
-static void emit(JsonNode *reply) {
-  g_autoptr(JsonGenerator) gen = json_generator_new();
-  json_generator_set_root(gen, reply);
-  g_autofree char *text = json_generator_to_data(gen, NULL);
-  fputs(text, stdout);
-  fputc('\n', stdout);
+/* The tokenizer lives as long as the loop; replies collect in 'out' and
+ * go out when no further request is already waiting, so a client that
+ * pipelines requests is not answered one write at a time. */
+typedef struct Io {
+  json_tokener *tok;
+  GString *out;
+} Io;
+
+static void flush_out(Io *io) {
+  fwrite(io->out->str, 1, io->out->len, stdout);
   fflush(stdout);
+  g_string_truncate(io->out, 0);
 }
 
-/* {"jsonrpc": "2.0", "id": ID, — the start of every reply */
-static void begin_reply(JsonBuilder *b, JsonNode *id) {
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "jsonrpc");
-  json_builder_add_string_value(b, "2.0");
-  json_builder_set_member_name(b, "id");
-  if (id)
-    json_builder_add_value(b, json_node_copy(id));
-  else
-    json_builder_add_null_value(b);
+/* {"jsonrpc":"2.0","id":ID,KEY:VALUE} and a newline; takes 'value' */
+static void reply(Io *io, J *id, const char *key, J *value) {
+  g_string_append(io->out, "{\"jsonrpc\":\"2.0\",\"id\":");
+  append_json(io->out, json_object_get(id));
+  g_string_append_printf(io->out, ",\"%s\":", key);
+  append_json(io->out, value);
+  g_string_append(io->out, "}\n");
 }
 
-static void reply_error(JsonNode *id, int code, const char *message) {
-  g_autoptr(JsonBuilder) b = json_builder_new();
-  begin_reply(b, id);
-  json_builder_set_member_name(b, "error");
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "code");
-  json_builder_add_int_value(b, code);
-  json_builder_set_member_name(b, "message");
-  json_builder_add_string_value(b, message);
-  json_builder_end_object(b);
-  json_builder_end_object(b);
-  g_autoptr(JsonNode) root = json_builder_get_root(b);
-  emit(root);
+static void reply_error(Io *io, J *id, int code, const char *message) {
+  J *e = json_object_new_object();
+  put(e, "code", json_object_new_int64(code));
+  put(e, "message", json_object_new_string(message));
+  reply(io, id, "error", e);
 }
 
-static void handle(Proto *pr, const char *line, gsize len) {
-  g_autoptr(JsonParser) parser = json_parser_new();
-  GError *error = NULL;
-  if (!json_parser_load_from_data(parser, line, (gssize)len, &error)) {
-    reply_error(NULL, E_PARSE, error->message);
-    g_error_free(error);
-    return;
+/* The request on 'line', or NULL after replying with the parse error. */
+static J *parse_request(Io *io, const char *line, gsize len) {
+  if (len > INT_MAX) {
+    reply_error(io, NULL, E_PARSE, "request too long");
+    return NULL;
   }
-  JsonNode *root = json_parser_get_root(parser);
-  if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
-    reply_error(NULL, E_REQUEST, "a request is a JSON object");
-    return;
-  }
-  JsonObject *req = json_node_get_object(root);
-  JsonNode *id = json_object_get_member(req, "id");
-  if (id && !JSON_NODE_HOLDS_VALUE(id) && !JSON_NODE_HOLDS_NULL(id)) {
-    reply_error(NULL, E_REQUEST, "'id' must be a number or a string");
-    return;
-  }
-  JsonNode *m = json_object_get_member(req, "method");
-  if (!m || !JSON_NODE_HOLDS_VALUE(m) ||
-      json_node_get_value_type(m) != G_TYPE_STRING) {
-    reply_error(id, E_REQUEST, "a request needs a 'method' string");
-    return;
-  }
-  JsonNode *params = json_object_get_member(req, "params");
-  if (params && !JSON_NODE_HOLDS_OBJECT(params)) {
-    reply_error(id, E_PARAMS, "'params' must be an object");
-    return;
-  }
-  const char *name = json_node_get_string(m);
-  for (gsize i = 0; i < G_N_ELEMENTS(methods); i++) {
-    if (strcmp(name, methods[i].name) != 0)
-      continue;
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    begin_reply(b, id);
-    json_builder_set_member_name(b, "result");
-    Fail f = {0, g_string_new(NULL)};
-    partir_interrupt = 0;
-    gboolean ok = methods[i].run(pr, params_of(req), b, &f);
-    if (ok) {
-      json_builder_end_object(b);
-      g_autoptr(JsonNode) reply = json_builder_get_root(b);
-      emit(reply);
-    } else {
-      reply_error(id, f.code ? f.code : E_PARAMS, f.message->str);
+  json_tokener_reset(io->tok);
+  J *req = json_tokener_parse_ex(io->tok, line, (int)len);
+  enum json_tokener_error err = json_tokener_get_error(io->tok);
+  size_t end = json_tokener_get_parse_end(io->tok);
+  if (req && end < len) { /* only white space may follow the value */
+    gsize k = end;
+    while (k < len && g_ascii_isspace(line[k]))
+      k++;
+    if (k < len) {
+      json_object_put(req);
+      g_autofree char *msg = g_strdup_printf(
+          "column %" G_GSIZE_FORMAT ": more after the JSON value", k + 1);
+      reply_error(io, NULL, E_PARSE, msg);
+      return NULL;
     }
-    g_string_free(f.message, TRUE);
-    return;
   }
-  g_autofree char *msg = g_strdup_printf("unknown method '%s'", name);
-  reply_error(id, E_METHOD, msg);
+  if (!req && err == json_tokener_success) /* the literal null */
+    err = json_tokener_error_parse_unexpected;
+  if (err != json_tokener_success) {
+    g_autofree char *msg =
+        err == json_tokener_continue
+            ? g_strdup("the JSON value is incomplete")
+            : g_strdup_printf("column %" G_GSIZE_FORMAT ": %s", end + 1,
+                              json_tokener_error_desc(err));
+    reply_error(io, NULL, E_PARSE, msg);
+    json_object_put(req);
+    return NULL;
+  }
+  return req;
+}
+
+static void handle(Proto *pr, Io *io, const char *line, gsize len) {
+  J *req = parse_request(io, line, len);
+  if (!req)
+    return;
+  J *id = member(req, "id");
+  J *m = member(req, "method");
+  J *params = member(req, "params");
+  if (!json_object_is_type(req, json_type_object))
+    reply_error(io, NULL, E_REQUEST, "a request is a JSON object");
+  else if (id && !json_object_is_type(id, json_type_int) &&
+           !json_object_is_type(id, json_type_string) &&
+           !json_object_is_type(id, json_type_double))
+    reply_error(io, NULL, E_REQUEST, "'id' must be a number or a string");
+  else if (!json_object_is_type(m, json_type_string))
+    reply_error(io, id, E_REQUEST, "a request needs a 'method' string");
+  else if (params && !json_object_is_type(params, json_type_object))
+    reply_error(io, id, E_PARAMS, "'params' must be an object");
+  else {
+    const char *name = json_object_get_string(m);
+    gsize i = 0;
+    while (i < G_N_ELEMENTS(methods) && strcmp(name, methods[i].name) != 0)
+      i++;
+    if (i == G_N_ELEMENTS(methods)) {
+      g_autofree char *msg = g_strdup_printf("unknown method '%s'", name);
+      reply_error(io, id, E_METHOD, msg);
+    } else {
+      Fail f = {0, g_string_new(NULL)};
+      partir_interrupt = 0;
+      J *result = methods[i].run(pr, params_of(req), &f);
+      if (result)
+        reply(io, id, "result", result);
+      else
+        reply_error(io, id, f.code ? f.code : E_PARAMS, f.message->str);
+      g_string_free(f.message, TRUE);
+    }
+  }
+  json_object_put(req);
+}
+
+/* Lines of the input, read with read(2) so that the loop knows whether
+ * another whole request is already waiting.  A line longer than MAX_LINE
+ * is skipped (up to its newline) without being kept in memory. */
+typedef struct Reader {
+  int fd;
+  char *buf;
+  gsize start, len, cap; /* unread bytes are buf[start, len) */
+  gboolean eof;
+} Reader;
+
+static gboolean line_waiting(const Reader *r) {
+  return memchr(r->buf + r->start, '\n', r->len - r->start) != NULL;
+}
+
+/* The next line, without its end, NUL-terminated in place; NULL at the
+ * end of the input.  '*too_long' says the line was skipped. */
+static char *next_line(Reader *r, gsize *n, gboolean *too_long) {
+  *too_long = FALSE;
+  gsize scanned = r->start;
+  for (;;) {
+    char *nl = memchr(r->buf + scanned, '\n', r->len - scanned);
+    if (nl || (r->eof && r->len > r->start)) {
+      char *line = r->buf + r->start;
+      gsize end = nl ? (gsize)(nl - r->buf) : r->len;
+      r->start = nl ? end + 1 : r->len;
+      if (*too_long) {
+        *n = 0;
+        return line;
+      }
+      r->buf[end] = '\0'; /* the newline, or the spare byte kept below */
+      *n = end - (gsize)(line - r->buf);
+      return line;
+    }
+    if (r->eof && *too_long) {
+      *n = 0;
+      return r->buf;
+    }
+    if (r->eof)
+      return NULL;
+    if (r->len - r->start > MAX_LINE) { /* drop what is kept of it */
+      *too_long = TRUE;
+      r->start = r->len = 0;
+    }
+    if (r->start > 0) { /* move the partial line to the front */
+      memmove(r->buf, r->buf + r->start, r->len - r->start);
+      r->len -= r->start;
+      r->start = 0;
+    }
+    scanned = r->len;
+    if (r->cap - r->len < 65536 + 1) {
+      r->cap = MAX(r->cap * 2, r->len + 65536 + 1);
+      r->buf = g_realloc(r->buf, r->cap);
+    }
+    ssize_t got = read(r->fd, r->buf + r->len, r->cap - r->len - 1);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      r->eof = TRUE;
+    else
+      r->len += (gsize)got;
+  }
 }
 
 int protocol_run(RuleSet *rs, char **allowed, FILE *in) {
   Proto pr = {.rs = rs, .allowed = allowed};
-  pr.entries = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+  pr.entries = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL,
                                      (GDestroyNotify)entry_free);
   pr.episodes = g_ptr_array_new_with_free_func(g_free);
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
-  while (!pr.quit && (n = getline(&line, &cap, in)) >= 0) {
-    if ((gsize)n > MAX_LINE) {
-      reply_error(NULL, E_REQUEST, "request line longer than 16 MiB");
-      continue;
-    }
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+  Io io = {json_tokener_new(), g_string_new(NULL)};
+  /* strict RFC 8259 input (no comments, no trailing commas) */
+  json_tokener_set_flags(io.tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+  Reader r = {.fd = fileno(in)};
+  char *line;
+  gsize n;
+  gboolean too_long;
+  while (!pr.quit && (line = next_line(&r, &n, &too_long))) {
+    if (too_long)
+      reply_error(&io, NULL, E_REQUEST, "request line longer than 16 MiB");
+    while (n > 0 && line[n - 1] == '\r')
       line[--n] = '\0';
-    if (n == 0)
-      continue;
-    handle(&pr, line, (gsize)n);
+    if (n > 0)
+      handle(&pr, &io, line, n);
+    if (io.out->len > 0 && (!line_waiting(&r) || io.out->len > (1u << 20)))
+      flush_out(&io);
   }
-  free(line);
+  flush_out(&io);
+  g_free(r.buf);
+  json_tokener_free(io.tok);
+  g_string_free(io.out, TRUE);
   g_hash_table_unref(pr.entries);
   g_ptr_array_unref(pr.episodes);
   return 0;
