@@ -167,6 +167,7 @@ struct Term {
   guint16 nest;       /* tiles/sums nested where the term is computed
                          (closed operands are computed outside), at
                          most PARTIR_MAX_REGIONS */
+  guint8 marked;      /* term_store_collect's mark (clear between runs) */
   guint hash;
   guint64 serial;     /* creation order, for stable iteration */
   const Term *args[];
@@ -198,6 +199,15 @@ const Term *term_with_args(const Term *t, const Term *const *args,
 const Term *term_shift(const Term *t, int by, int cutoff);
 size_t term_store_size(void);  /* nodes in the store */
 size_t term_store_bytes(void); /* bytes of those nodes (not the index) */
+/* Frees every term that no root reaches, and removes from 'tables'
+ * (hash tables keyed by terms: the modules' name tables) the entries
+ * whose key is freed.  A term stays when a root reaches it or its placed
+ * form (term_placed), under which the name tables know values.  Returns
+ * the number of terms freed.
+ * requires: no other pointer to a term is held anywhere (the caller owns
+ * every live term through 'roots': no pass is running). */
+size_t term_store_collect(const Term *const *roots, gsize nroots,
+                          GHashTable *const *tables, gsize ntables);
 
 /* Checks an operator application, returns its result type or NULL with
  * the reason in 'err' (typerule.c). */

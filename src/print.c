@@ -230,8 +230,10 @@ static void emit_region(GString *out, const Region *r, int level) {
   }
 }
 
+/* Copies: the name tables may lose entries (term_store_collect), and
+ * the reserved names must not change with them. */
 static void collect_reserved(gpointer key, gpointer value, gpointer data) {
-  g_hash_table_add(data, value);
+  g_hash_table_add(data, g_strdup(value));
 }
 
 /* Passes 1 and 2 for 'f': schedules and names every statement. */
@@ -243,7 +245,7 @@ static Region *prepare(Printer *pr, const Module *m, const Func *f,
    * set is built once per module and kept. */
   Module *cache = (Module *)m;
   if (!cache->reserved) {
-    cache->reserved = g_hash_table_new(g_str_hash, g_str_equal);
+    cache->reserved = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_hash_table_foreach(m->names, collect_reserved, cache->reserved);
     g_hash_table_foreach(m->binder_names, collect_reserved, cache->reserved);
   }

@@ -13,8 +13,9 @@
  * uses.
  *
  * Constructors type-check: a node exists only if it is well typed (the
- * operator rules are in typerule.c).  Nodes are never freed today;
- * reclaiming by state is the engine's job.
+ * operator rules are in typerule.c).  Nodes live until a collection
+ * (term_store_collect) finds no root that reaches them; only an owner of
+ * every live term can call it (the agent protocol, between requests).
  */
 #include "partir-int.h"
 
@@ -142,6 +143,57 @@ static const Term *term_intern(Term *key) {
 }
 
 size_t term_store_size(void) { return store ? g_hash_table_size(store) : 0; }
+
+static void mark(GPtrArray *todo) {
+  while (todo->len > 0) {
+    Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
+    if (t->marked)
+      continue;
+    t->marked = 1;
+    for (int i = 0; i < t->nargs; i++)
+      if (!t->args[i]->marked)
+        g_ptr_array_add(todo, (gpointer)t->args[i]);
+    if (!term_is_closed(t) && term_lo(t) > 0) /* may make it: unmarked */
+      g_ptr_array_add(todo, (gpointer)term_placed(t));
+  }
+}
+
+static gboolean key_unmarked(gpointer key, gpointer value, gpointer data) {
+  return !((const Term *)key)->marked;
+}
+
+static gboolean sweep(gpointer key, gpointer value, gpointer data) {
+  Term *t = key;
+  if (t->marked) {
+    t->marked = 0;
+    return FALSE;
+  }
+  g_ptr_array_add(data, t);
+  return TRUE;
+}
+
+size_t term_store_collect(const Term *const *roots, gsize nroots,
+                          GHashTable *const *tables, gsize ntables) {
+  if (!store)
+    return 0;
+  GPtrArray *todo = g_ptr_array_new();
+  for (gsize i = 0; i < nroots; i++)
+    g_ptr_array_add(todo, (gpointer)roots[i]);
+  mark(todo);
+  g_ptr_array_unref(todo);
+  for (gsize i = 0; i < ntables; i++)
+    g_hash_table_foreach_remove(tables[i], key_unmarked, NULL);
+  GPtrArray *dead = g_ptr_array_new();
+  g_hash_table_foreach_remove(store, sweep, dead);
+  for (guint i = 0; i < dead->len; i++) {
+    Term *t = g_ptr_array_index(dead, i);
+    store_bytes -= sizeof(Term) + sizeof(Term *) * (gsize)t->nargs;
+    g_free(t);
+  }
+  size_t n = dead->len;
+  g_ptr_array_unref(dead);
+  return n;
+}
 size_t term_store_bytes(void) { return store_bytes; }
 
 /* A key on the stack with room for 'n' operands. */
