@@ -23,7 +23,7 @@
 #include "rule.h"
 
 #include <errno.h>
-#include <json-c/json.h>
+#include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -114,72 +114,80 @@ static void entry_free(Entry *e) {
 
 /* ------------------------------------------------------------ params */
 
-typedef struct json_object J;
-
-static J *params_of(J *req) {
-  J *p = NULL;
-  json_object_object_get_ex(req, "params", &p);
-  return json_object_is_type(p, json_type_object) ? p : NULL;
-}
+typedef cJSON J;
 
 static J *member(J *p, const char *key) {
-  J *n = NULL;
-  if (p)
-    json_object_object_get_ex(p, key, &n);
-  return n;
+  return cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, key) : NULL;
+}
+
+static J *params_of(J *req) {
+  J *p = member(req, "params");
+  return cJSON_IsObject(p) ? p : NULL;
+}
+
+/* JSON numbers are doubles here: an integer is one with no fraction
+ * that a double holds exactly (|x| <= 2^53). */
+static gboolean is_int(const J *n) {
+  return cJSON_IsNumber(n) && n->valuedouble == floor(n->valuedouble) &&
+         fabs(n->valuedouble) <= 9007199254740992.0;
 }
 
 /* A member that is present but null reads as absent: the field names of
  * JSON-RPC make no difference between the two. */
 static gboolean get_member(J *p, const char *key, gboolean required,
-                           json_type type, const char *what, J **out, Fail *f) {
+                           cJSON_bool (*is)(const J *), const char *what,
+                           J **out, Fail *f) {
   *out = member(p, key);
-  if (!*out || json_object_is_type(*out, json_type_null)) {
+  if (!*out || cJSON_IsNull(*out)) {
     *out = NULL;
     return !required || failf(f, E_PARAMS, "missing parameter '%s'", key);
   }
-  if (!json_object_is_type(*out, type))
+  if (!is(*out))
     return failf(f, E_PARAMS, "parameter '%s' must be %s", key, what);
   return TRUE;
 }
+
+static cJSON_bool is_int_item(const J *n) { return is_int(n); }
 
 static gboolean get_string(J *p, const char *key, gboolean required,
                            const char **out, Fail *f) {
   J *n;
   *out = NULL;
-  if (!get_member(p, key, required, json_type_string, "a string", &n, f))
+  if (!get_member(p, key, required, cJSON_IsString, "a string", &n, f))
     return FALSE;
-  *out = n ? json_object_get_string(n) : NULL;
+  *out = n ? n->valuestring : NULL;
   return TRUE;
 }
 
 static gboolean get_int(J *p, const char *key, gboolean required,
                         gint64 *out, Fail *f) {
   J *n;
-  if (!get_member(p, key, required, json_type_int, "an integer", &n, f))
+  if (!get_member(p, key, required, is_int_item, "an integer", &n, f))
     return FALSE;
   if (n)
-    *out = json_object_get_int64(n);
+    *out = (gint64)n->valuedouble;
   return TRUE;
 }
 
 static gboolean get_bool(J *p, const char *key, gboolean *out, Fail *f) {
   J *n;
-  if (!get_member(p, key, FALSE, json_type_boolean, "true or false", &n, f))
+  if (!get_member(p, key, FALSE, cJSON_IsBool, "true or false", &n, f))
     return FALSE;
   if (n)
-    *out = json_object_get_boolean(n);
+    *out = cJSON_IsTrue(n);
   return TRUE;
 }
 
 /* An optional array parameter (NULL when absent). */
 static gboolean get_array(J *p, const char *key, J **out, Fail *f) {
-  return get_member(p, key, FALSE, json_type_array, "an array", out, f);
+  return get_member(p, key, FALSE, cJSON_IsArray, "an array", out, f);
 }
 
-/* Reply members: keys are literals, so the object need not copy them. */
+/* Reply values.  Keys are literals, so objects need not copy them. */
+static J *jint(gint64 v) { return cJSON_CreateNumber((double)v); }
+
 static void put(J *o, const char *key, J *v) {
-  json_object_object_add_ex(o, key, v, JSON_C_OBJECT_KEY_IS_CONSTANT);
+  cJSON_AddItemToObjectCS(o, key, v ? v : cJSON_CreateNull());
 }
 
 static Entry *get_state(Proto *pr, J *p, gint64 *id, Fail *f) {
@@ -417,15 +425,15 @@ static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
 }
 
 static J *action_json(guint index, const Action *a) {
-  J *o = json_object_new_object();
-  put(o, "index", json_object_new_int64(index));
-  put(o, "action", json_object_new_string(a->text));
-  put(o, "rule", json_object_new_string(a->rule));
-  put(o, "location", a->location ? json_object_new_string(a->location) : NULL);
-  J *args = json_object_new_object();
+  J *o = cJSON_CreateObject();
+  put(o, "index", jint(index));
+  put(o, "action", cJSON_CreateString(a->text));
+  put(o, "rule", cJSON_CreateString(a->rule));
+  put(o, "location", a->location ? cJSON_CreateString(a->location) : NULL);
+  J *args = cJSON_CreateObject();
   if (a->axis) {
-    put(args, "w", json_object_new_int64(a->w));
-    put(args, "axis", json_object_new_string(a->axis));
+    put(args, "w", jint(a->w));
+    put(args, "axis", cJSON_CreateString(a->axis));
   }
   put(o, "args", args);
   return o;
@@ -435,16 +443,16 @@ static J *action_json(guint index, const Action *a) {
 
 /* The program's content hash: the body's and the signature's, without
  * printing (the same in every run; names are not part of it). */
-static char *state_hash(const State *s) {
+static void state_hash(const State *s, char out[17]) {
   guint64 h = s->func.body->content;
   for (int i = 0; i < s->func.nargs; i++)
     h = h * G_GUINT64_CONSTANT(1099511628211) ^
         g_str_hash(s->func.arg_names[i]);
-  return g_strdup_printf("%016" G_GINT64_MODIFIER "x", h);
+  g_snprintf(out, 17, "%016" G_GINT64_MODIFIER "x", h);
 }
 
 static J *cost_json(const CostReport *r) {
-  J *o = json_object_new_object();
+  J *o = cJSON_CreateObject();
   const struct {
     const char *name;
     double v;
@@ -454,12 +462,12 @@ static J *cost_json(const CostReport *r) {
                 {"comm_time", r->comm_time},
                 {"total_time", r->total_time}};
   for (gsize i = 0; i < G_N_ELEMENTS(fields); i++)
-    put(o, fields[i].name, json_object_new_double(fields[i].v));
+    put(o, fields[i].name, cJSON_CreateNumber(fields[i].v));
   double comm_bytes = 0;
   for (guint i = 0; r->comms && i < r->comms->len; i++)
     comm_bytes += (double)g_array_index(r->comms, CostComm, i).bytes;
-  put(o, "comm_bytes", json_object_new_double(comm_bytes));
-  put(o, "fits", json_object_new_boolean(r->fits));
+  put(o, "comm_bytes", cJSON_CreateNumber(comm_bytes));
+  put(o, "fits", cJSON_CreateBool(r->fits));
   return o;
 }
 
@@ -473,21 +481,21 @@ typedef struct GraphCtx {
 static void graph_visit(void *ud, const char *name, const Term *t) {
   GraphCtx *g = ud;
   g_hash_table_insert(g->ids, (gpointer)t, GINT_TO_POINTER(++g->n));
-  J *o = json_object_new_object();
-  put(o, "id", json_object_new_int64(g->n - 1));
-  put(o, "name", json_object_new_string(name));
-  put(o, "kind", json_object_new_string(t->kind == TM_ARG     ? "arg"
+  J *o = cJSON_CreateObject();
+  put(o, "id", jint(g->n - 1));
+  put(o, "name", cJSON_CreateString(name));
+  put(o, "kind", cJSON_CreateString(t->kind == TM_ARG     ? "arg"
                                         : t->kind == TM_OP    ? op_name(t->op)
                                         : t->kind == TM_SLICE ? "slice"
                                         : t->kind == TM_TILE  ? "tile"
                                                               : "sum"));
-  J *shape = json_object_new_array_ext(t->type->rank);
+  J *shape = cJSON_CreateArray();
   for (int i = 0; i < t->type->rank; i++)
-    json_object_array_add(shape, json_object_new_int64(t->type->dims[i]));
+    cJSON_AddItemToArray(shape, jint(t->type->dims[i]));
   put(o, "shape", shape);
   if (t->axis)
-    put(o, "axis", json_object_new_string(t->axis));
-  json_object_array_add(g->nodes, o);
+    put(o, "axis", cJSON_CreateString(t->axis));
+  cJSON_AddItemToArray(g->nodes, o);
   for (int i = 0; i < t->nargs; i++) {
     int from = GPOINTER_TO_INT(g_hash_table_lookup(g->ids, term_placed(t->args[i])));
     if (from) {
@@ -515,24 +523,24 @@ static J *features_json(Entry *e, gboolean ok) {
                 ok ? comm_bytes : -1,
                 ok ? e->cost.total_time : -1,
                 ok ? (double)e->cost.fits : -1};
-  J *a = json_object_new_array_ext(G_N_ELEMENTS(v));
+  J *a = cJSON_CreateArray();
   for (gsize k = 0; k < G_N_ELEMENTS(v); k++)
-    json_object_array_add(a, json_object_new_double(v[k]));
+    cJSON_AddItemToArray(a, cJSON_CreateNumber(v[k]));
   return a;
 }
 
 static J *graph_json(Entry *e) {
-  GraphCtx g = {json_object_new_array(), g_hash_table_new(NULL, NULL),
+  GraphCtx g = {cJSON_CreateArray(), g_hash_table_new(NULL, NULL),
                 g_array_new(FALSE, FALSE, sizeof(int)), 0};
   print_walk(e->state->module, &e->state->func, graph_visit, &g);
-  J *edges = json_object_new_array_ext((int)g.edges->len / 2);
+  J *edges = cJSON_CreateArray();
   for (guint k = 0; k + 1 < g.edges->len; k += 2) {
-    J *pair = json_object_new_array_ext(2);
-    json_object_array_add(pair, json_object_new_int64(g_array_index(g.edges, int, k)));
-    json_object_array_add(pair, json_object_new_int64(g_array_index(g.edges, int, k + 1)));
-    json_object_array_add(edges, pair);
+    J *pair = cJSON_CreateArray();
+    cJSON_AddItemToArray(pair, jint(g_array_index(g.edges, int, k)));
+    cJSON_AddItemToArray(pair, jint(g_array_index(g.edges, int, k + 1)));
+    cJSON_AddItemToArray(edges, pair);
   }
-  J *o = json_object_new_object();
+  J *o = cJSON_CreateObject();
   put(o, "nodes", g.nodes);
   put(o, "edges", edges);
   g_hash_table_unref(g.ids);
@@ -544,13 +552,15 @@ static J *graph_json(Entry *e) {
  * NULL after failf for an unknown name. */
 static J *observation_json(Proto *pr, Entry *e, const char *const *what,
                            Fail *f) {
-  J *o = json_object_new_object();
+  J *o = cJSON_CreateObject();
   for (; what && *what; what++) {
     const char *w = *what;
+    if (cJSON_HasObjectItem(o, w))
+      continue; /* named twice */
     if (strcmp(w, "program") == 0) {
       g_autoptr(GString) text = g_string_new(NULL);
       state_print(text, e->state, FALSE);
-      put(o, "program", json_object_new_string_len(text->str, (int)text->len));
+      put(o, "program", cJSON_CreateString(text->str));
     } else if (strcmp(w, "cost") == 0 || strcmp(w, "features") == 0) {
       Fail cf = {0, g_string_new(NULL)};
       gboolean ok = entry_cost(pr, e, &cf);
@@ -563,9 +573,9 @@ static J *observation_json(Proto *pr, Entry *e, const char *const *what,
       put(o, "graph", graph_json(e));
     } else if (strcmp(w, "legal") == 0) {
       g_autoptr(GPtrArray) legal = legal_actions(pr, e, NULL, -1);
-      put(o, "legal", json_object_new_int64(legal->len));
+      put(o, "legal", jint(legal->len));
     } else {
-      json_object_put(o);
+      cJSON_Delete(o);
       failf(f, E_PARAMS, "cannot observe '%s' (program, cost, features, "
                          "graph, legal)",
             w);
@@ -580,14 +590,10 @@ static J *observation_json(Proto *pr, Entry *e, const char *const *what,
 static const char **observe_names(J *what) {
   if (!what)
     return NULL;
-  gsize n = json_object_array_length(what);
-  const char **names = g_new0(const char *, n + 1);
-  for (gsize i = 0; i < n; i++) {
-    J *x = json_object_array_get_idx(what, i);
-    names[i] = json_object_is_type(x, json_type_string)
-                   ? json_object_get_string(x)
-                   : "";
-  }
+  const char **names = g_new0(const char *, (gsize)cJSON_GetArraySize(what) + 1);
+  int i = 0;
+  const J *x;
+  cJSON_ArrayForEach(x, what) names[i++] = cJSON_IsString(x) ? x->valuestring : "";
   return names;
 }
 
@@ -664,9 +670,9 @@ static J *reward_json(Proto *pr, Entry *parent, Entry *child) {
     return NULL;
   double delta = parent->cost.total_time - child->cost.total_time;
   double root = parent->ep->root_time;
-  J *o = json_object_new_object();
-  put(o, "delta", json_object_new_double(delta));
-  put(o, "normalized", json_object_new_double(
+  J *o = cJSON_CreateObject();
+  put(o, "delta", cJSON_CreateNumber(delta));
+  put(o, "normalized", cJSON_CreateNumber(
                            isfinite(root) && root > 0 ? delta / root : 0));
   return o;
 }
@@ -674,12 +680,12 @@ static J *reward_json(Proto *pr, Entry *parent, Entry *child) {
 /* An action given as a string, or as an index into the legal actions. */
 static char *action_text(Proto *pr, Entry *e, J *n, GPtrArray **legal,
                          Fail *f) {
-  if (json_object_is_type(n, json_type_string))
-    return g_strdup(json_object_get_string(n));
-  if (json_object_is_type(n, json_type_int)) {
+  if (cJSON_IsString(n))
+    return g_strdup(n->valuestring);
+  if (is_int(n)) {
     if (!*legal)
       *legal = legal_actions(pr, e, NULL, -1);
-    gint64 i = json_object_get_int64(n);
+    gint64 i = (gint64)n->valuedouble;
     if (i < 0 || i >= (gint64)(*legal)->len) {
       failf(f, E_ACTION, "no legal action %" G_GINT64_FORMAT " (there are %u)",
             i, (*legal)->len);
@@ -698,14 +704,13 @@ static Entry *do_step(Proto *pr, Entry *e, J *actions, const char *text1,
   State *s = state_ref(e->state);
   g_autoptr(GString) trace = g_string_new(NULL);
   g_autoptr(GString) why = g_string_new(NULL);
-  gsize n = actions ? json_object_array_length(actions) : 1;
-  for (gsize i = 0; i < n; i++) {
+  J *item = actions ? actions->child : NULL;
+  for (gboolean first = TRUE; actions ? item != NULL : first;
+       first = FALSE, item = item ? item->next : NULL) {
     GPtrArray *legal = NULL;
     Entry tmp = *e;
     tmp.state = s;
-    char *text = actions ? action_text(pr, &tmp,
-                                       json_object_array_get_idx(actions, i),
-                                       &legal, f)
+    char *text = actions ? action_text(pr, &tmp, item, &legal, f)
                          : g_strdup(text1);
     if (legal)
       g_ptr_array_unref(legal);
@@ -735,22 +740,32 @@ static Entry *do_step(Proto *pr, Entry *e, J *actions, const char *text1,
   return c;
 }
 
-static const int json_flags = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
+/* Appends 'v' as cJSON writes it ('null' for NULL). */
+static void write_json(GString *out, const J *v) {
+  if (cJSON_IsRaw(v)) { /* already JSON text */
+    g_string_append(out, v->valuestring);
+    return;
+  }
+  char small[256]; /* most values: no allocation */
+  if (v && cJSON_PrintPreallocated((J *)v, small, sizeof small, FALSE)) {
+    g_string_append(out, small);
+    return;
+  }
+  char *text = v ? cJSON_PrintUnformatted(v) : NULL;
+  g_string_append(out, text ? text : "null");
+  cJSON_free(text);
+}
 
-/* Appends 'v' as json-c writes it ('null' for NULL) and releases it. */
+/* The same, and releases 'v'. */
 static void append_json(GString *out, J *v) {
-  size_t len;
-  const char *text = json_object_to_json_string_length(v, json_flags, &len);
-  g_string_append_len(out, text, (gssize)len);
-  json_object_put(v);
+  write_json(out, v);
+  cJSON_Delete(v);
 }
 
 /* A value whose JSON text is 'text' as it stands (taken). */
 static J *raw_json(GString *text) {
-  J *v = json_object_new_boolean(FALSE);
-  json_object_set_serializer(v, json_object_userdata_to_json_string,
-                             g_string_free(text, FALSE),
-                             json_object_free_userdata);
+  J *v = cJSON_CreateRaw(text->str);
+  g_string_free(text, TRUE);
   return v;
 }
 
@@ -768,18 +783,22 @@ static J *step_json(Proto *pr, Entry *parent, Entry *c, gint64 cid,
   J *obs = observe ? observation_json(pr, c, observe, f) : NULL;
   if (observe && !obs)
     return NULL;
-  g_autofree char *hash = state_hash(c->state);
+  char hash[17];
+  state_hash(c->state, hash);
   GString *t = g_string_sized_new(192);
   g_string_append_c(t, '{');
   if (index >= 0) {
     g_string_append_printf(t, "\"index\":%" G_GINT64_FORMAT ",\"action\":",
                            index);
-    append_json(t, json_object_new_string(action));
+    append_json(t, cJSON_CreateString(action));
     g_string_append_c(t, ',');
   }
-  g_string_append_printf(t, "\"state\":%" G_GINT64_FORMAT ",\"hash\":\"%s\","
-                            "\"observation\":",
-                         cid, hash);
+  char head[96];
+  int n = g_snprintf(head, sizeof head,
+                     "\"state\":%" G_GINT64_FORMAT ",\"hash\":\"%s\","
+                     "\"observation\":",
+                     cid, hash);
+  g_string_append_len(t, head, n);
   if (obs)
     append_json(t, obs);
   else
@@ -788,25 +807,25 @@ static J *step_json(Proto *pr, Entry *parent, Entry *c, gint64 cid,
     g_string_append(t, ",\"reward\":");
     append_json(t, reward_json(pr, parent, c));
   }
-  g_string_append_printf(t, ",\"terminated\":%s,\"truncated\":false,"
-                            "\"no_effect\":%s}",
-                         any_legal_action(pr, c) ? "false" : "true",
-                         no_effect ? "true" : "false");
+  g_string_append(t, any_legal_action(pr, c) ? ",\"terminated\":false"
+                                             : ",\"terminated\":true");
+  g_string_append(t, no_effect ? ",\"truncated\":false,\"no_effect\":true}"
+                               : ",\"truncated\":false,\"no_effect\":false}");
   return raw_json(t);
 }
 
 static J *string_array(const char *const *xs) {
-  J *a = json_object_new_array();
+  J *a = cJSON_CreateArray();
   for (; *xs; xs++)
-    json_object_array_add(a, json_object_new_string(*xs));
+    cJSON_AddItemToArray(a, cJSON_CreateString(*xs));
   return a;
 }
 
 static J *m_initialize(Proto *pr, J *p, Fail *f) {
-  J *o = json_object_new_object();
-  put(o, "protocol", json_object_new_string(PROTOCOL_VERSION));
-  put(o, "engine", json_object_new_string(partir_version()));
-  J *rules = json_object_new_array();
+  J *o = cJSON_CreateObject();
+  put(o, "protocol", cJSON_CreateString(PROTOCOL_VERSION));
+  put(o, "engine", cJSON_CreateString(partir_version()));
+  J *rules = cJSON_CreateArray();
   for (guint i = 0; i < pr->rs->files->len; i++) {
     const char *path = g_ptr_array_index(pr->rs->files, i);
     g_autofree char *text = NULL;
@@ -814,14 +833,14 @@ static J *m_initialize(Proto *pr, J *p, Fail *f) {
     g_file_get_contents(path, &text, &len, NULL);
     g_autofree char *sum = g_compute_checksum_for_data(
         G_CHECKSUM_SHA256, (const guchar *)(text ? text : ""), len);
-    J *r = json_object_new_object();
-    put(r, "path", json_object_new_string(path));
-    put(r, "sha256", json_object_new_string(sum));
-    json_object_array_add(rules, r);
+    J *r = cJSON_CreateObject();
+    put(r, "path", cJSON_CreateString(path));
+    put(r, "sha256", cJSON_CreateString(sum));
+    cJSON_AddItemToArray(rules, r);
   }
   put(o, "rules", rules);
   put(o, "cost_model",
-      json_object_new_string("per-device FLOPs, peak bytes, ring "
+      cJSON_CreateString("per-device FLOPs, peak bytes, ring "
                              "collectives; time = compute + communication "
                              "(docs/cost.md)"));
   put(o, "observations",
@@ -829,12 +848,12 @@ static J *m_initialize(Proto *pr, J *p, Fail *f) {
                                          "graph", "legal", NULL}));
   put(o, "rewards",
       string_array((const char *const[]){"delta", "normalized", NULL}));
-  J *caps = json_object_new_object();
+  J *caps = cJSON_CreateObject();
   for (const char *const *c = (const char *const[]){"step", "expand", "trace",
                                                     "replay", "drop", "stats",
                                                     NULL};
        *c; c++)
-    put(caps, *c, json_object_new_boolean(TRUE));
+    put(caps, *c, cJSON_CreateBool(TRUE));
   put(o, "capabilities", caps);
   return o;
 }
@@ -845,10 +864,11 @@ static J *m_reset(Proto *pr, J *p, Fail *f) {
     return NULL;
   gint64 id = add_entry(pr, e);
   J *obs = observation_json(pr, e, (const char *const[]){"program", "cost", NULL}, f);
-  g_autofree char *hash = state_hash(e->state);
-  J *o = json_object_new_object();
-  put(o, "state", json_object_new_int64(id));
-  put(o, "hash", json_object_new_string(hash));
+  char hash[17];
+  state_hash(e->state, hash);
+  J *o = cJSON_CreateObject();
+  put(o, "state", jint(id));
+  put(o, "hash", cJSON_CreateString(hash));
   put(o, "observation", obs);
   return o;
 }
@@ -861,12 +881,12 @@ static J *m_actions(Proto *pr, J *p, Fail *f) {
       !get_string(p, "filter", FALSE, &filter, f))
     return NULL;
   g_autoptr(GPtrArray) legal = legal_actions(pr, e, filter, limit);
-  J *list = json_object_new_array_ext((int)legal->len);
+  J *list = cJSON_CreateArray();
   for (guint i = 0; i < legal->len; i++)
-    json_object_array_add(list, action_json(i, g_ptr_array_index(legal, i)));
-  J *o = json_object_new_object();
+    cJSON_AddItemToArray(list, action_json(i, g_ptr_array_index(legal, i)));
+  J *o = cJSON_CreateObject();
   put(o, "actions", list);
-  put(o, "count", json_object_new_int64(legal->len));
+  put(o, "count", jint(legal->len));
   return o;
 }
 
@@ -900,7 +920,7 @@ static J *m_expand(Proto *pr, J *p, Fail *f) {
     return NULL;
   g_autofree const char **names = observe_names(observe);
   g_autoptr(GPtrArray) legal = legal_actions(pr, e, NULL, -1);
-  J *children = json_object_new_array_ext((int)legal->len);
+  J *children = cJSON_CreateArray();
   for (guint i = 0; i < legal->len; i++) {
     const Action *a = g_ptr_array_index(legal, i);
     Fail cf = {0, g_string_new(NULL)};
@@ -911,25 +931,25 @@ static J *m_expand(Proto *pr, J *p, Fail *f) {
       o = step_json(pr, e, c, add_entry(pr, c), i, a->text, names, reward,
                     no_effect, &cf);
     } else {
-      o = json_object_new_object();
-      put(o, "index", json_object_new_int64(i));
-      put(o, "action", json_object_new_string(a->text));
-      J *err = json_object_new_object();
-      put(err, "code", json_object_new_int64(cf.code));
-      put(err, "message", json_object_new_string(cf.message->str));
+      o = cJSON_CreateObject();
+      put(o, "index", jint(i));
+      put(o, "action", cJSON_CreateString(a->text));
+      J *err = cJSON_CreateObject();
+      put(err, "code", jint(cf.code));
+      put(err, "message", cJSON_CreateString(cf.message->str));
       put(o, "error", err);
     }
     if (!o) { /* a bad 'observe' fails the call, not one child */
       f->code = cf.code;
       g_string_assign(f->message, cf.message->str);
       g_string_free(cf.message, TRUE);
-      json_object_put(children);
+      cJSON_Delete(children);
       return NULL;
     }
-    json_object_array_add(children, o);
+    cJSON_AddItemToArray(children, o);
     g_string_free(cf.message, TRUE);
   }
-  J *o = json_object_new_object();
+  J *o = cJSON_CreateObject();
   put(o, "children", children);
   return o;
 }
@@ -956,11 +976,11 @@ static J *m_trace(Proto *pr, J *p, Fail *f) {
   g_autoptr(GPtrArray) steps = g_ptr_array_new();
   for (const Trace *t = e->trace; t; t = t->up)
     g_ptr_array_add(steps, (gpointer)t->action);
-  J *list = json_object_new_array_ext((int)steps->len);
+  J *list = cJSON_CreateArray();
   for (guint i = steps->len; i > 0; i--)
-    json_object_array_add(list,
-                          json_object_new_string(g_ptr_array_index(steps, i - 1)));
-  J *o = json_object_new_object();
+    cJSON_AddItemToArray(list,
+                          cJSON_CreateString(g_ptr_array_index(steps, i - 1)));
+  J *o = cJSON_CreateObject();
   put(o, "actions", list);
   return o;
 }
@@ -993,19 +1013,18 @@ static J *m_drop(Proto *pr, J *p, Fail *f) {
     failf(f, E_PARAMS, "missing parameter 'states'");
     return NULL;
   }
-  gsize n = json_object_array_length(states);
-  for (gsize i = 0; i < n; i++)
-    if (!json_object_is_type(json_object_array_get_idx(states, i), json_type_int)) {
-      failf(f, E_PARAMS, "'states' must be integers");
-      return NULL;
-    }
+  const J *x;
+  cJSON_ArrayForEach(x, states) if (!is_int(x)) {
+    failf(f, E_PARAMS, "'states' must be integers");
+    return NULL;
+  }
   int dropped = 0;
-  for (gsize i = 0; i < n; i++) {
-    gint64 id = json_object_get_int64(json_object_array_get_idx(states, i));
+  cJSON_ArrayForEach(x, states) {
+    gint64 id = (gint64)x->valuedouble;
     dropped += g_hash_table_remove(pr->entries, &id);
   }
-  J *o = json_object_new_object();
-  put(o, "dropped", json_object_new_int64(dropped));
+  J *o = cJSON_CreateObject();
+  put(o, "dropped", jint(dropped));
   return o;
 }
 
@@ -1053,17 +1072,17 @@ static J *m_stats(Proto *pr, J *p, Fail *f) {
     return NULL;
   if (now)
     collect(pr);
-  J *o = json_object_new_object();
-  put(o, "states", json_object_new_int64(g_hash_table_size(pr->entries)));
-  put(o, "terms", json_object_new_int64((gint64)term_store_size()));
-  put(o, "term_bytes", json_object_new_int64((gint64)term_store_bytes()));
-  put(o, "collected", json_object_new_int64((gint64)pr->collected));
+  J *o = cJSON_CreateObject();
+  put(o, "states", jint(g_hash_table_size(pr->entries)));
+  put(o, "terms", jint((gint64)term_store_size()));
+  put(o, "term_bytes", jint((gint64)term_store_bytes()));
+  put(o, "collected", jint((gint64)pr->collected));
   return o;
 }
 
 static J *m_shutdown(Proto *pr, J *p, Fail *f) {
   pr->quit = TRUE;
-  return json_object_new_object();
+  return cJSON_CreateObject();
 }
 
 static const struct {
@@ -1082,7 +1101,6 @@ static const struct {
  * go out when no further request is already waiting, so a client that
  * pipelines requests is not answered one write at a time. */
 typedef struct Io {
-  json_tokener *tok;
   GString *out;
 } Io;
 
@@ -1095,54 +1113,50 @@ static void flush_out(Io *io) {
 /* {"jsonrpc":"2.0","id":ID,KEY:VALUE} and a newline; takes 'value' */
 static void reply(Io *io, J *id, const char *key, J *value) {
   g_string_append(io->out, "{\"jsonrpc\":\"2.0\",\"id\":");
-  append_json(io->out, json_object_get(id));
-  g_string_append_printf(io->out, ",\"%s\":", key);
+  write_json(io->out, id);
+  g_string_append(io->out, ",\"");
+  g_string_append(io->out, key);
+  g_string_append(io->out, "\":");
   append_json(io->out, value);
   g_string_append(io->out, "}\n");
 }
 
 static void reply_error(Io *io, J *id, int code, const char *message) {
-  J *e = json_object_new_object();
-  put(e, "code", json_object_new_int64(code));
-  put(e, "message", json_object_new_string(message));
+  J *e = cJSON_CreateObject();
+  put(e, "code", jint(code));
+  put(e, "message", cJSON_CreateString(message));
   reply(io, id, "error", e);
 }
 
 /* The request on 'line', or NULL after replying with the parse error. */
 static J *parse_request(Io *io, const char *line, gsize len) {
-  if (len > INT_MAX) {
-    reply_error(io, NULL, E_PARSE, "request too long");
+  const char *bad;
+  if (!g_utf8_validate(line, (gssize)len, &bad)) {
+    g_autofree char *msg = g_strdup_printf(
+        "column %" G_GSIZE_FORMAT ": not UTF-8", (gsize)(bad - line) + 1);
+    reply_error(io, NULL, E_PARSE, msg);
     return NULL;
   }
-  json_tokener_reset(io->tok);
-  J *req = json_tokener_parse_ex(io->tok, line, (int)len);
-  enum json_tokener_error err = json_tokener_get_error(io->tok);
-  size_t end = json_tokener_get_parse_end(io->tok);
-  if (req && end < len) { /* only white space may follow the value */
-    gsize k = end;
-    while (k < len && g_ascii_isspace(line[k]))
-      k++;
-    if (k < len) {
-      json_object_put(req);
+  const char *end = NULL;
+  J *req = cJSON_ParseWithLengthOpts(line, len, &end, FALSE);
+  gsize at = end ? (gsize)(end - line) : 0;
+  if (req) { /* only white space may follow the value */
+    while (at < len && g_ascii_isspace(line[at]))
+      at++;
+    if (at < len) {
+      cJSON_Delete(req);
       g_autofree char *msg = g_strdup_printf(
-          "column %" G_GSIZE_FORMAT ": more after the JSON value", k + 1);
+          "column %" G_GSIZE_FORMAT ": more after the JSON value", at + 1);
       reply_error(io, NULL, E_PARSE, msg);
       return NULL;
     }
+    return req;
   }
-  if (!req && err == json_tokener_success) /* the literal null */
-    err = json_tokener_error_parse_unexpected;
-  if (err != json_tokener_success) {
-    g_autofree char *msg =
-        err == json_tokener_continue
-            ? g_strdup("the JSON value is incomplete")
-            : g_strdup_printf("column %" G_GSIZE_FORMAT ": %s", end + 1,
-                              json_tokener_error_desc(err));
-    reply_error(io, NULL, E_PARSE, msg);
-    json_object_put(req);
-    return NULL;
-  }
-  return req;
+  g_autofree char *msg =
+      at >= len ? g_strdup("the JSON value is incomplete")
+                : g_strdup_printf("column %" G_GSIZE_FORMAT ": not JSON", at + 1);
+  reply_error(io, NULL, E_PARSE, msg);
+  return NULL;
 }
 
 static void handle(Proto *pr, Io *io, const char *line, gsize len) {
@@ -1152,18 +1166,16 @@ static void handle(Proto *pr, Io *io, const char *line, gsize len) {
   J *id = member(req, "id");
   J *m = member(req, "method");
   J *params = member(req, "params");
-  if (!json_object_is_type(req, json_type_object))
+  if (!cJSON_IsObject(req))
     reply_error(io, NULL, E_REQUEST, "a request is a JSON object");
-  else if (id && !json_object_is_type(id, json_type_int) &&
-           !json_object_is_type(id, json_type_string) &&
-           !json_object_is_type(id, json_type_double))
+  else if (id && !cJSON_IsNumber(id) && !cJSON_IsString(id) && !cJSON_IsNull(id))
     reply_error(io, NULL, E_REQUEST, "'id' must be a number or a string");
-  else if (!json_object_is_type(m, json_type_string))
+  else if (!cJSON_IsString(m))
     reply_error(io, id, E_REQUEST, "a request needs a 'method' string");
-  else if (params && !json_object_is_type(params, json_type_object))
+  else if (params && !cJSON_IsObject(params))
     reply_error(io, id, E_PARAMS, "'params' must be an object");
   else {
-    const char *name = json_object_get_string(m);
+    const char *name = m->valuestring;
     gsize i = 0;
     while (i < G_N_ELEMENTS(methods) && strcmp(name, methods[i].name) != 0)
       i++;
@@ -1181,7 +1193,7 @@ static void handle(Proto *pr, Io *io, const char *line, gsize len) {
       g_string_free(f.message, TRUE);
     }
   }
-  json_object_put(req);
+  cJSON_Delete(req);
 }
 
 /* Lines of the input, read with read(2) so that the loop knows whether
@@ -1252,9 +1264,7 @@ int protocol_run(RuleSet *rs, char **allowed, FILE *in) {
   pr.entries = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL,
                                      (GDestroyNotify)entry_free);
   pr.episodes = g_ptr_array_new_with_free_func(g_free);
-  Io io = {json_tokener_new(), g_string_new(NULL)};
-  /* strict RFC 8259 input (no comments, no trailing commas) */
-  json_tokener_set_flags(io.tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+  Io io = {g_string_new(NULL)};
   Reader r = {.fd = fileno(in)};
   char *line;
   gsize n;
@@ -1272,7 +1282,6 @@ int protocol_run(RuleSet *rs, char **allowed, FILE *in) {
   }
   flush_out(&io);
   g_free(r.buf);
-  json_tokener_free(io.tok);
   g_string_free(io.out, TRUE);
   g_hash_table_unref(pr.entries);
   g_ptr_array_unref(pr.episodes);
