@@ -6,10 +6,5 @@ if ! command -v python3 >/dev/null 2>&1; then
   echo "1..0 # SKIP no python3"
   exit 0
 fi
-# ASan builds: json-glib leaks inside its parser on some malformed input
-# (tests/lsan.supp); full malloc stacks let the suppression see it
-ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0
-LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top_srcdir/tests/lsan.supp
-export ASAN_OPTIONS LSAN_OPTIONS
 exec python3 "$top_srcdir/tests/protocol/check_protocol.py" "$PARTIR_REPL" \
   "$(cd "$top_srcdir/examples" && pwd)"
