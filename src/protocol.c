@@ -1128,12 +1128,36 @@ static void reply_error(Io *io, J *id, int code, const char *message) {
   reply(io, id, "error", e);
 }
 
+/* The column of the first escaped NUL ("\u0000", not "\\u0000") in
+ * 'line', or 0: cJSON's strings end at a NUL, so one would cut a string
+ * short without a word. */
+static gsize escaped_nul(const char *line, gsize len) {
+  for (const char *p = line; (p = memchr(p, 'u', len - (gsize)(p - line)));
+       p++) {
+    gsize slashes = 0;
+    while (p - slashes > line && p[-1 - (gssize)slashes] == '\\')
+      slashes++;
+    if (slashes % 2 == 1 && (gsize)(p - line) + 5 <= len &&
+        memcmp(p + 1, "0000", 4) == 0)
+      return (gsize)(p - line);
+  }
+  return 0;
+}
+
 /* The request on 'line', or NULL after replying with the parse error. */
 static J *parse_request(Io *io, const char *line, gsize len) {
   const char *bad;
   if (!g_utf8_validate(line, (gssize)len, &bad)) {
     g_autofree char *msg = g_strdup_printf(
         "column %" G_GSIZE_FORMAT ": not UTF-8", (gsize)(bad - line) + 1);
+    reply_error(io, NULL, E_PARSE, msg);
+    return NULL;
+  }
+  gsize nul = escaped_nul(line, len);
+  if (nul) {
+    g_autofree char *msg = g_strdup_printf(
+        "column %" G_GSIZE_FORMAT ": \\u0000 in a string is not supported",
+        nul);
     reply_error(io, NULL, E_PARSE, msg);
     return NULL;
   }
@@ -1168,7 +1192,8 @@ static void handle(Proto *pr, Io *io, const char *line, gsize len) {
   J *params = member(req, "params");
   if (!cJSON_IsObject(req))
     reply_error(io, NULL, E_REQUEST, "a request is a JSON object");
-  else if (id && !cJSON_IsNumber(id) && !cJSON_IsString(id) && !cJSON_IsNull(id))
+  else if (id && !(cJSON_IsNumber(id) && isfinite(id->valuedouble)) &&
+           !cJSON_IsString(id) && !cJSON_IsNull(id))
     reply_error(io, NULL, E_REQUEST, "'id' must be a number or a string");
   else if (!cJSON_IsString(m))
     reply_error(io, id, E_REQUEST, "a request needs a 'method' string");

@@ -67,6 +67,16 @@ def err(reply, code, what):
 
 err(json.loads(c.raw("{not json")), -32700, "malformed JSON: -32700")
 err(json.loads(c.raw("[1, 2]")), -32600, "not an object: -32600")
+err(json.loads(c.raw('{"id": 1, "method": "stats"} x')), -32700,
+    "more after the request: -32700")
+c.p.stdin.flush()
+c.p.stdin.buffer.write(b'{"id": "\xff", "method": "stats"}\n')
+c.p.stdin.buffer.flush()
+err(json.loads(c.p.stdout.readline()), -32700, "not UTF-8: -32700")
+err(json.loads(c.raw('{"id": "a\\u0000b", "method": "stats"}')), -32700,
+    "a NUL in a string: -32700 (it would cut the string short)")
+err(json.loads(c.raw('{"id": 1e400, "method": "stats"}')), -32600, "an infinite id: -32600")
+err(json.loads(c.raw("[" * 100000)), -32700, "nesting 100000 deep: -32700")
 err(json.loads(c.raw('{"jsonrpc":"2.0","id":7}')), -32600, "no method: -32600")
 err(c.call("frobnicate"), -32601, "unknown method: -32601")
 err(json.loads(c.raw('{"jsonrpc":"2.0","id":9,"method":"reset","params":[1]}')),
