@@ -1290,7 +1290,8 @@ int protocol_run(RuleSet *rs, char **allowed, FILE *in) {
                                      (GDestroyNotify)entry_free);
   pr.episodes = g_ptr_array_new_with_free_func(g_free);
   Io io = {g_string_new(NULL)};
-  Reader r = {.fd = fileno(in)};
+  Reader r = {.fd = fileno(in), .cap = 65536 + 1};
+  r.buf = g_malloc(r.cap); /* never NULL: memchr and memmove read it */
   char *line;
   gsize n;
   gboolean too_long;
