@@ -83,9 +83,9 @@ static const Attrs *inst_attrs(Inst *in, const Pat *pt, const Term *first) {
     else if (strcmp(key, "size") == 0)
       v = (AttrValue){.kind = AV_INT, .i = axes_size(in, &axes)};
     else
-      v = (AttrValue){.kind = AV_INT,
-                      .i = g_rand_int_range(in->rng, 0,
-                                            first ? first->type->rank : 1)};
+      v = (AttrValue){
+          .kind = AV_INT,
+          .i = g_rand_int_range(in->rng, 0, first ? first->type->rank : 1)};
     if (r->var && !bound)
       inst_bind(in, r->var, v);
     keys[i] = key;
@@ -212,8 +212,8 @@ static void print_instance(GString *out, const Inst *in, const Term *t) {
 }
 
 static gboolean new_instance(Inst *in, GRand *rng, GString *why) {
-  *in = (Inst){.rng = rng, .why = why,
-               .lists = g_ptr_array_new_with_free_func(g_free)};
+  *in = (Inst){
+      .rng = rng, .why = why, .lists = g_ptr_array_new_with_free_func(g_free)};
   GError *error = NULL;
   gboolean meshed = mesh_parse("x=2,y=3", &in->mesh, &error);
   g_assert(meshed);
@@ -252,7 +252,8 @@ int check_spmd_rule(const Rule *r, GRand *rng, int tries, GString *out) {
       g_autoptr(GString) fail = g_string_new(NULL);
       ok = same_on_devices(&in, lhs, rhs, g_rand_int(rng), fail);
       if (!ok) {
-        g_string_append_printf(out, "FAIL  %s: %s\nbefore:\n", r->name, fail->str);
+        g_string_append_printf(out, "FAIL  %s: %s\nbefore:\n", r->name,
+                               fail->str);
         print_instance(out, &in, lhs);
         g_string_append(out, "after:\n");
         print_instance(out, &in, rhs);

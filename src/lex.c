@@ -24,8 +24,6 @@ void lex_init(Lexer *lx, const Source *src, Diag *diag) {
   lx->rules = FALSE;
 }
 
-
-
 Loc lex_loc(const Lexer *lx) {
   return (Loc){.line = lx->line,
                .col = (int)(lx->pos - lx->line_start) + 1,
@@ -194,8 +192,8 @@ void lex_next(Lexer *lx, Token *tok) {
     tok->len = lx->pos - start;
     return;
   }
-  if (g_ascii_isdigit(c) ||
-      ((c == '-' || c == '+') && peek(lx, 1) >= 0 && g_ascii_isdigit(peek(lx, 1)))) {
+  if (g_ascii_isdigit(c) || ((c == '-' || c == '+') && peek(lx, 1) >= 0 &&
+                             g_ascii_isdigit(peek(lx, 1)))) {
     lex_number(lx, tok);
     return;
   }
@@ -306,7 +304,8 @@ gboolean lex_tensor_shape(Lexer *lx, int *rank, int64_t *dims, DType *dt) {
       return FALSE;
     }
     if (peek(lx, 0) != '>') {
-      diag_error(lx->diag, lex_loc(lx), "expected '>' to close the tensor type");
+      diag_error(lx->diag, lex_loc(lx),
+                 "expected '>' to close the tensor type");
       return FALSE;
     }
     advance(lx);
@@ -361,8 +360,70 @@ char *token_describe(const Token *tok) {
     for (char *p = raw; *p; p++)
       if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
         *p = '?';
-    const char *prefix = tok->kind == TK_VALUE ? "%" : tok->kind == TK_SYMBOL ? "@" : "";
+    const char *prefix = tok->kind == TK_VALUE    ? "%"
+                         : tok->kind == TK_SYMBOL ? "@"
+                                                  : "";
     return g_strdup_printf("'%s%s%s'", prefix, raw, tok->len > n ? "..." : "");
   }
   }
+}
+
+/* ------------------------------------------------------------- cursor */
+
+void cursor_init(Cursor *c, const Source *src, Diag *diag) {
+  memset(c, 0, sizeof *c);
+  c->diag = diag;
+  lex_init(&c->lx, src, diag);
+}
+
+void cursor_next(Cursor *c) {
+  if (c->tok.start)
+    c->prev_end = (gsize)(c->tok.start - c->lx.src->text) + c->tok.len;
+  lex_next(&c->lx, &c->tok);
+  if (c->tok.kind == TK_ERROR)
+    c->failed = TRUE;
+}
+
+gboolean cursor_vfail(Cursor *c, Loc loc, const char *fmt, va_list ap) {
+  if (!c->failed) {
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    diag_error(c->diag, loc, "%s", msg);
+  }
+  c->failed = TRUE;
+  return FALSE;
+}
+
+gboolean cursor_fail(Cursor *c, Loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  cursor_vfail(c, loc, fmt, ap);
+  va_end(ap);
+  return FALSE;
+}
+
+gboolean cursor_expected(Cursor *c, const char *what) {
+  g_autofree char *got = token_describe(&c->tok);
+  return cursor_fail(c, c->tok.loc, "expected %s, got %s", what, got);
+}
+
+gboolean cursor_punct(Cursor *c, char ch) {
+  if (c->failed)
+    return FALSE;
+  if (!token_punct(&c->tok, ch)) {
+    char what[4] = {'\'', ch, '\'', 0};
+    return cursor_expected(c, what);
+  }
+  cursor_next(c);
+  return !c->failed;
+}
+
+gboolean cursor_word(Cursor *c, const char *word) {
+  if (c->failed)
+    return FALSE;
+  if (!token_is(&c->tok, word)) {
+    g_autofree char *what = g_strdup_printf("'%s'", word);
+    return cursor_expected(c, what);
+  }
+  cursor_next(c);
+  return !c->failed;
 }

@@ -32,124 +32,75 @@ typedef struct ValueDef {
 } ValueDef;
 
 typedef struct Parser {
-  Lexer lx;
-  Token tok;
-  Diag *diag;
+  Cursor c;
   Module *m;
   GHashTable *defs; /* name -> ValueDef*, per function */
   GPtrArray *scope; /* names defined in open regions, NULL marks a region */
   int depth;
   int nest; /* attribute list nesting */
-  gboolean failed;
 } Parser;
 
-static void next(Parser *p) {
-  lex_next(&p->lx, &p->tok);
-  if (p->tok.kind == TK_ERROR)
-    p->failed = TRUE;
-}
-
-/* Reports an error at the current token, unless one was reported. */
-static gboolean fail_at(Parser *p, Loc loc, const char *fmt, ...)
-    G_GNUC_PRINTF(3, 4);
-static gboolean fail_at(Parser *p, Loc loc, const char *fmt, ...) {
-  if (!p->failed) {
-    va_list ap;
-    va_start(ap, fmt);
-    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    diag_error(p->diag, loc, "%s", msg);
-  }
-  p->failed = TRUE;
-  return FALSE;
-}
-
-static gboolean expected(Parser *p, const char *what) {
-  g_autofree char *got = token_describe(&p->tok);
-  return fail_at(p, p->tok.loc, "expected %s, got %s", what, got);
-}
-
-static gboolean expect_punct(Parser *p, char c) {
-  if (p->failed)
-    return FALSE;
-  if (!token_punct(&p->tok, c)) {
-    char what[4] = {'\'', c, '\'', 0};
-    return expected(p, what);
-  }
-  next(p);
-  return !p->failed;
-}
-
-static gboolean expect_ident(Parser *p, const char *ident) {
-  if (p->failed)
-    return FALSE;
-  if (!token_is(&p->tok, ident)) {
-    g_autofree char *what = g_strdup_printf("'%s'", ident);
-    return expected(p, what);
-  }
-  next(p);
-  return !p->failed;
-}
-
 static gboolean parse_int(Parser *p, const char *what, int64_t *out) {
-  if (p->failed)
+  if (p->c.failed)
     return FALSE;
-  if (p->tok.kind != TK_INT)
-    return expected(p, what);
-  *out = p->tok.i;
-  next(p);
-  return !p->failed;
+  if (p->c.tok.kind != TK_INT)
+    return cursor_expected(&p->c, what);
+  *out = p->c.tok.i;
+  cursor_next(&p->c);
+  return !p->c.failed;
 }
 
 /* ------------------------------------------------------------------ types */
 
 static gboolean parse_type(Parser *p, const Type **out) {
-  if (p->failed)
+  if (p->c.failed)
     return FALSE;
-  Loc at = p->tok.loc;
-  if (token_is(&p->tok, "tensor")) {
-    next(p);
-    if (!token_punct(&p->tok, '<'))
-      return expected(p, "'<' after 'tensor'");
+  Loc at = p->c.tok.loc;
+  if (token_is(&p->c.tok, "tensor")) {
+    cursor_next(&p->c);
+    if (!token_punct(&p->c.tok, '<'))
+      return cursor_expected(&p->c, "'<' after 'tensor'");
     int rank;
     int64_t dims[PARTIR_MAX_RANK];
     DType dt;
-    if (!lex_tensor_shape(&p->lx, &rank, dims, &dt)) {
-      p->failed = TRUE;
+    if (!lex_tensor_shape(&p->c.lx, &rank, dims, &dt)) {
+      p->c.failed = TRUE;
       return FALSE;
     }
     /* keep element counts far from overflow in every size computation */
     int64_t numel = 1;
     for (int i = 0; i < rank; i++) {
       if (dims[i] > PARTIR_MAX_ELEMS / numel)
-        return fail_at(p, at, "tensor type has more than 2^48 elements");
+        return cursor_fail(&p->c, at,
+                           "tensor type has more than 2^48 elements");
       numel *= dims[i];
     }
     *out = type_tensor(dt, rank, dims);
-    next(p);
-    return !p->failed;
+    cursor_next(&p->c);
+    return !p->c.failed;
   }
-  if (token_punct(&p->tok, '!')) {
-    next(p);
+  if (token_punct(&p->c.tok, '!')) {
+    cursor_next(&p->c);
     int64_t n = 0, w = 0;
-    if (!expect_ident(p, "partir.range") || !expect_punct(p, '<') ||
-        !parse_int(p, "the range size", &n) || !expect_punct(p, ',') ||
-        !parse_int(p, "the range width", &w) || !expect_punct(p, '>'))
+    if (!cursor_word(&p->c, "partir.range") || !cursor_punct(&p->c, '<') ||
+        !parse_int(p, "the range size", &n) || !cursor_punct(&p->c, ',') ||
+        !parse_int(p, "the range width", &w) || !cursor_punct(&p->c, '>'))
       return FALSE;
     if (n < 1 || w < 1 || n > ((int64_t)1 << 48))
-      return fail_at(p, at, "range size and width must be positive");
+      return cursor_fail(&p->c, at, "range size and width must be positive");
     *out = type_range(n, w);
     return TRUE;
   }
-  return expected(p, "a type ('tensor<...>' or '!partir.range<n,w>')");
+  return cursor_expected(&p->c,
+                         "a type ('tensor<...>' or '!partir.range<n,w>')");
 }
 
 static gboolean parse_tensor_type(Parser *p, const Type **out) {
-  Loc at = p->tok.loc;
+  Loc at = p->c.tok.loc;
   if (!parse_type(p, out))
     return FALSE;
   if ((*out)->kind != TY_TENSOR)
-    return fail_at(p, at, "expected a tensor type here, not a range");
+    return cursor_fail(&p->c, at, "expected a tensor type here, not a range");
   return TRUE;
 }
 
@@ -168,38 +119,38 @@ static void attr_value_clear(AttrValue *v) {
 
 static gboolean parse_attr_value(Parser *p, AttrValue *v) {
   memset(v, 0, sizeof *v);
-  if (p->failed)
+  if (p->c.failed)
     return FALSE;
-  switch (p->tok.kind) {
+  switch (p->c.tok.kind) {
   case TK_INT:
     v->kind = AV_INT;
-    v->i = p->tok.i;
-    next(p);
-    return !p->failed;
+    v->i = p->c.tok.i;
+    cursor_next(&p->c);
+    return !p->c.failed;
   case TK_FLOAT:
     v->kind = AV_FLOAT;
-    v->f = p->tok.f;
-    next(p);
-    return !p->failed;
+    v->f = p->c.tok.f;
+    cursor_next(&p->c);
+    return !p->c.failed;
   case TK_IDENT:
   case TK_STRING: {
-    g_autofree char *name = token_name(&p->tok);
+    g_autofree char *name = token_name(&p->c.tok);
     v->kind = AV_SYMBOL;
     v->sym = g_intern_string(name);
-    next(p);
-    return !p->failed;
+    cursor_next(&p->c);
+    return !p->c.failed;
   }
   case TK_PUNCT:
-    if (p->tok.punct == '[') {
-      Loc open = p->tok.loc;
+    if (p->c.tok.punct == '[') {
+      Loc open = p->c.tok.loc;
       if (++p->nest > PARTIR_MAX_DEPTH)
-        return fail_at(p, open, "attribute lists nest deeper than %d",
-                       PARTIR_MAX_DEPTH);
-      next(p);
+        return cursor_fail(&p->c, open, "attribute lists nest deeper than %d",
+                           PARTIR_MAX_DEPTH);
+      cursor_next(&p->c);
       GArray *items = g_array_new(FALSE, TRUE, sizeof(AttrValue));
       v->kind = AV_LIST;
-      while (!p->failed && !token_punct(&p->tok, ']')) {
-        if (items->len > 0 && !expect_punct(p, ','))
+      while (!p->c.failed && !token_punct(&p->c.tok, ']')) {
+        if (items->len > 0 && !cursor_punct(&p->c, ','))
           break;
         AttrValue item;
         gboolean ok = parse_attr_value(p, &item);
@@ -210,58 +161,59 @@ static gboolean parse_attr_value(Parser *p, AttrValue *v) {
       v->count = (int)items->len;
       v->items = (AttrValue *)g_array_free(items, FALSE);
       p->nest--;
-      if (p->failed) {
+      if (p->c.failed) {
         attr_value_clear(v);
         return FALSE;
       }
-      next(p); /* ']' */
-      return !p->failed;
+      cursor_next(&p->c); /* ']' */
+      return !p->c.failed;
     }
     break;
   default:
     break;
   }
-  return expected(p, "an attribute value (number, name, string or list)");
+  return cursor_expected(&p->c,
+                         "an attribute value (number, name, string or list)");
 }
 
 static gboolean parse_attrs(Parser *p, const Attrs **out) {
   *out = attrs_empty();
-  if (!token_punct(&p->tok, '{'))
+  if (!token_punct(&p->c.tok, '{'))
     return TRUE;
-  next(p);
+  cursor_next(&p->c);
   GPtrArray *keys = g_ptr_array_new();
   GArray *values = g_array_new(FALSE, TRUE, sizeof(AttrValue));
-  while (!p->failed && !token_punct(&p->tok, '}')) {
-    if (keys->len > 0 && !expect_punct(p, ','))
+  while (!p->c.failed && !token_punct(&p->c.tok, '}')) {
+    if (keys->len > 0 && !cursor_punct(&p->c, ','))
       break;
-    if (p->tok.kind != TK_IDENT) {
-      expected(p, "an attribute name");
+    if (p->c.tok.kind != TK_IDENT) {
+      cursor_expected(&p->c, "an attribute name");
       break;
     }
-    g_autofree char *key = token_name(&p->tok);
+    g_autofree char *key = token_name(&p->c.tok);
     const char *ikey = g_intern_string(key);
     for (guint i = 0; i < keys->len; i++)
       if (g_ptr_array_index(keys, i) == ikey)
-        fail_at(p, p->tok.loc, "attribute '%s' given twice", key);
-    next(p);
+        cursor_fail(&p->c, p->c.tok.loc, "attribute '%s' given twice", key);
+    cursor_next(&p->c);
     AttrValue v;
-    if (!expect_punct(p, '=') || !parse_attr_value(p, &v))
+    if (!cursor_punct(&p->c, '=') || !parse_attr_value(p, &v))
       break;
     g_ptr_array_add(keys, (gpointer)ikey);
     g_array_append_val(values, v);
   }
-  if (p->failed) {
+  if (p->c.failed) {
     for (guint i = 0; i < values->len; i++)
       attr_value_clear(&g_array_index(values, AttrValue, i));
     g_array_free(values, TRUE);
     g_ptr_array_free(keys, TRUE);
     return FALSE;
   }
-  next(p); /* '}' */
+  cursor_next(&p->c); /* '}' */
   int count = (int)keys->len;
   *out = attrs_intern(count, (const char **)g_ptr_array_free(keys, FALSE),
                       (AttrValue *)g_array_free(values, FALSE));
-  return !p->failed;
+  return !p->c.failed;
 }
 
 /* ----------------------------------------------------------------- values */
@@ -277,8 +229,8 @@ static gboolean name_is_anonymous(const char *name) {
 static ValueDef *define(Parser *p, const char *name, Loc loc) {
   ValueDef *old = g_hash_table_lookup(p->defs, name);
   if (old) {
-    fail_at(p, loc, "'%%%s' is already defined", name);
-    diag_note(p->diag, old->loc, "'%%%s' was defined here", name);
+    cursor_fail(&p->c, loc, "'%%%s' is already defined", name);
+    diag_note(p->c.diag, old->loc, "'%%%s' was defined here", name);
     return NULL;
   }
   ValueDef *d = g_new0(ValueDef, 1);
@@ -302,26 +254,27 @@ static void record_name(Parser *p, const char *name, const Term *t) {
 
 /* Reads a '%name' use and returns its Term as seen at the current depth. */
 static const Term *parse_use(Parser *p) {
-  if (p->failed)
+  if (p->c.failed)
     return NULL;
-  if (p->tok.kind != TK_VALUE) {
-    expected(p, "a value ('%name')");
+  if (p->c.tok.kind != TK_VALUE) {
+    cursor_expected(&p->c, "a value ('%name')");
     return NULL;
   }
-  g_autofree char *name = token_name(&p->tok);
-  Loc at = p->tok.loc;
+  g_autofree char *name = token_name(&p->c.tok);
+  Loc at = p->c.tok.loc;
   ValueDef *d = g_hash_table_lookup(p->defs, name);
   if (!d) {
-    fail_at(p, at, "use of undefined value '%%%s'", name);
+    cursor_fail(&p->c, at, "use of undefined value '%%%s'", name);
     return NULL;
   }
   if (!d->visible) {
-    fail_at(p, at, "'%%%s' is defined inside a region and is not visible here",
-            name);
-    diag_note(p->diag, d->loc, "'%%%s' was defined here", name);
+    cursor_fail(&p->c, at,
+                "'%%%s' is defined inside a region and is not visible here",
+                name);
+    diag_note(p->c.diag, d->loc, "'%%%s' was defined here", name);
     return NULL;
   }
-  next(p);
+  cursor_next(&p->c);
   if (d->binder)
     return term_bvar(p->depth - d->depth - 1, d->range);
   return term_shift(d->term, p->depth - d->depth, 0);
@@ -329,8 +282,9 @@ static const Term *parse_use(Parser *p) {
 
 static gboolean check_height(Parser *p, const Term *t, Loc at) {
   if (t->height > PARTIR_MAX_HEIGHT)
-    return fail_at(p, at, "program is too deep (more than %d nested values)",
-                   PARTIR_MAX_HEIGHT);
+    return cursor_fail(&p->c, at,
+                       "program is too deep (more than %d nested values)",
+                       PARTIR_MAX_HEIGHT);
   return TRUE;
 }
 
@@ -341,28 +295,30 @@ static const Term *parse_stmt_expr(Parser *p, Loc def_loc);
 /* Parses statements up to 'terminator' (an identifier: 'return' or
  * 'partir.yield'); 'open' is where the enclosing '{' was. */
 static gboolean parse_stmts(Parser *p, const char *terminator, Loc open) {
-  while (!p->failed && !token_is(&p->tok, terminator)) {
-    if (p->tok.kind == TK_EOF) {
-      fail_at(p, p->tok.loc, "unexpected end of input: '%s' and '}' expected "
-                             "(to close '{' at line %d)",
-              terminator, open.line);
-      diag_note(p->diag, open, "the region opened here");
+  while (!p->c.failed && !token_is(&p->c.tok, terminator)) {
+    if (p->c.tok.kind == TK_EOF) {
+      cursor_fail(&p->c, p->c.tok.loc,
+                  "unexpected end of input: '%s' and '}' expected "
+                  "(to close '{' at line %d)",
+                  terminator, open.line);
+      diag_note(p->c.diag, open, "the region opened here");
       return FALSE;
     }
-    if (token_punct(&p->tok, '}')) {
-      fail_at(p, p->tok.loc, "'%s' expected before '}' (to close '{' at line %d)",
-              terminator, open.line);
+    if (token_punct(&p->c.tok, '}')) {
+      cursor_fail(&p->c, p->c.tok.loc,
+                  "'%s' expected before '}' (to close '{' at line %d)",
+                  terminator, open.line);
       return FALSE;
     }
-    if (p->tok.kind != TK_VALUE) {
+    if (p->c.tok.kind != TK_VALUE) {
       g_autofree char *what =
           g_strdup_printf("a statement ('%%name = ...') or '%s'", terminator);
-      return expected(p, what);
+      return cursor_expected(&p->c, what);
     }
-    g_autofree char *name = token_name(&p->tok);
-    Loc at = p->tok.loc;
-    next(p);
-    if (!expect_punct(p, '='))
+    g_autofree char *name = token_name(&p->c.tok);
+    Loc at = p->c.tok.loc;
+    cursor_next(&p->c);
+    if (!cursor_punct(&p->c, '='))
       return FALSE;
     const Term *t = parse_stmt_expr(p, at);
     if (!t || !check_height(p, t, at))
@@ -373,7 +329,7 @@ static gboolean parse_stmts(Parser *p, const char *terminator, Loc open) {
     d->term = t;
     record_name(p, name, t);
   }
-  return !p->failed;
+  return !p->c.failed;
 }
 
 /* Hides the names defined since the last region marker. */
@@ -394,34 +350,35 @@ static const Term *parse_region(Parser *p, const Type **range,
                                 const char **axis, char **binder_name) {
   *axis = NULL;
   *binder_name = NULL;
-  if (!expect_punct(p, '('))
+  if (!cursor_punct(&p->c, '('))
     return NULL;
-  if (p->tok.kind != TK_VALUE) {
-    expected(p, "a range binder ('%r')");
+  if (p->c.tok.kind != TK_VALUE) {
+    cursor_expected(&p->c, "a range binder ('%r')");
     return NULL;
   }
-  g_autofree char *name = token_name(&p->tok);
-  Loc name_loc = p->tok.loc;
-  next(p);
-  Loc type_loc = p->tok.loc;
-  if (!expect_punct(p, ':') || !parse_type(p, range))
+  g_autofree char *name = token_name(&p->c.tok);
+  Loc name_loc = p->c.tok.loc;
+  cursor_next(&p->c);
+  Loc type_loc = p->c.tok.loc;
+  if (!cursor_punct(&p->c, ':') || !parse_type(p, range))
     return NULL;
   if ((*range)->kind != TY_RANGE) {
-    fail_at(p, type_loc, "a binder needs a range type ('!partir.range<n,w>')");
+    cursor_fail(&p->c, type_loc,
+                "a binder needs a range type ('!partir.range<n,w>')");
     return NULL;
   }
-  if (p->tok.kind == TK_SYMBOL) {
-    g_autofree char *a = token_name(&p->tok);
+  if (p->c.tok.kind == TK_SYMBOL) {
+    g_autofree char *a = token_name(&p->c.tok);
     *axis = g_intern_string(a);
-    next(p);
+    cursor_next(&p->c);
   }
-  if (!expect_punct(p, ')'))
+  if (!cursor_punct(&p->c, ')'))
     return NULL;
-  Loc open = p->tok.loc;
-  if (!expect_punct(p, '{'))
+  Loc open = p->c.tok.loc;
+  if (!cursor_punct(&p->c, '{'))
     return NULL;
   if (p->depth >= PARTIR_MAX_REGIONS) {
-    fail_at(p, open, "regions nest deeper than %d", PARTIR_MAX_REGIONS);
+    cursor_fail(&p->c, open, "regions nest deeper than %d", PARTIR_MAX_REGIONS);
     return NULL;
   }
   ValueDef *b = define(p, name, name_loc);
@@ -433,16 +390,17 @@ static const Term *parse_region(Parser *p, const Type **range,
   p->depth++;
   const Term *body = NULL;
   if (parse_stmts(p, "partir.yield", open)) {
-    next(p);
+    cursor_next(&p->c);
     body = parse_use(p);
-    if (body && !token_punct(&p->tok, '}')) {
-      fail_at(p, p->tok.loc, "'}' expected after 'partir.yield' (to close '{' "
-                             "at line %d)",
-              open.line);
+    if (body && !token_punct(&p->c.tok, '}')) {
+      cursor_fail(&p->c, p->c.tok.loc,
+                  "'}' expected after 'partir.yield' (to close '{' "
+                  "at line %d)",
+                  open.line);
       body = NULL;
     }
     if (body)
-      next(p);
+      cursor_next(&p->c);
   }
   p->depth--;
   close_scope(p);
@@ -451,12 +409,12 @@ static const Term *parse_region(Parser *p, const Type **range,
   b->visible = FALSE;
   if (body)
     *binder_name = g_steal_pointer(&name);
-  return p->failed ? NULL : body;
+  return p->c.failed ? NULL : body;
 }
 
 static const Term *built(Parser *p, const Term *t, GString *err, Loc at) {
   if (!t)
-    fail_at(p, at, "%s", err->str);
+    cursor_fail(&p->c, at, "%s", err->str);
   return t;
 }
 
@@ -470,31 +428,32 @@ static void record_binder(Parser *p, const Term *t, char *binder_name) {
 }
 
 static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
-  if (p->failed)
+  if (p->c.failed)
     return NULL;
   g_autoptr(GString) err = g_string_new(NULL);
-  if (p->tok.kind != TK_IDENT) {
-    expected(p, "an operator or a partir construct");
+  if (p->c.tok.kind != TK_IDENT) {
+    cursor_expected(&p->c, "an operator or a partir construct");
     return NULL;
   }
-  Loc at = p->tok.loc;
-  if (token_is(&p->tok, "partir.slice")) {
-    next(p);
+  Loc at = p->c.tok.loc;
+  if (token_is(&p->c.tok, "partir.slice")) {
+    cursor_next(&p->c);
     int64_t dim = 0;
     if (!parse_int(p, "the sliced dimension", &dim))
       return NULL;
     const Term *x = parse_use(p);
-    if (!x || !expect_punct(p, '['))
+    if (!x || !cursor_punct(&p->c, '['))
       return NULL;
     const Term *r = parse_use(p);
-    if (!r || !expect_punct(p, ']'))
+    if (!r || !cursor_punct(&p->c, ']'))
       return NULL;
-    if (dim < 0 || dim > PARTIR_MAX_RANK) dim = PARTIR_MAX_RANK;
+    if (dim < 0 || dim > PARTIR_MAX_RANK)
+      dim = PARTIR_MAX_RANK;
     return built(p, term_slice((int)dim, x, r, err), err, def_loc);
   }
-  if (token_is(&p->tok, "partir.tile") || token_is(&p->tok, "partir.sum")) {
-    gboolean tile = token_is(&p->tok, "partir.tile");
-    next(p);
+  if (token_is(&p->c.tok, "partir.tile") || token_is(&p->c.tok, "partir.sum")) {
+    gboolean tile = token_is(&p->c.tok, "partir.tile");
+    cursor_next(&p->c);
     int64_t dim = 0;
     if (tile && !parse_int(p, "the tiled dimension", &dim))
       return NULL;
@@ -504,7 +463,8 @@ static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
     const Term *body = parse_region(p, &range, &axis, &binder_name);
     if (!body)
       return NULL;
-    if (dim < 0 || dim > PARTIR_MAX_RANK) dim = PARTIR_MAX_RANK;
+    if (dim < 0 || dim > PARTIR_MAX_RANK)
+      dim = PARTIR_MAX_RANK;
     const Term *t = tile ? term_tile((int)dim, range, axis, body, err)
                          : term_sum(range, axis, body, err);
     if (!built(p, t, err, def_loc)) {
@@ -515,37 +475,37 @@ static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
     return t;
   }
   Op op;
-  if (!op_from_name(p->tok.start, p->tok.len, &op)) {
-    g_autofree char *name = token_name(&p->tok);
-    fail_at(p, at, "unknown operator '%s'", name);
+  if (!op_from_name(p->c.tok.start, p->c.tok.len, &op)) {
+    g_autofree char *name = token_name(&p->c.tok);
+    cursor_fail(&p->c, at, "unknown operator '%s'", name);
     return NULL;
   }
-  next(p);
-  if (!expect_punct(p, '('))
+  cursor_next(&p->c);
+  if (!cursor_punct(&p->c, '('))
     return NULL;
   g_autoptr(GPtrArray) operands = g_ptr_array_new();
-  while (!p->failed && !token_punct(&p->tok, ')')) {
-    if (operands->len > 0 && !expect_punct(p, ','))
+  while (!p->c.failed && !token_punct(&p->c.tok, ')')) {
+    if (operands->len > 0 && !cursor_punct(&p->c, ','))
       return NULL;
     const Term *x = parse_use(p);
     if (!x)
       return NULL;
     g_ptr_array_add(operands, (gpointer)x);
   }
-  if (!expect_punct(p, ')'))
+  if (!cursor_punct(&p->c, ')'))
     return NULL;
   const Attrs *attrs;
   if (!parse_attrs(p, &attrs))
     return NULL;
   const Type *written = NULL;
-  if (token_punct(&p->tok, ':')) {
-    next(p);
+  if (token_punct(&p->c.tok, ':')) {
+    cursor_next(&p->c);
     if (!parse_tensor_type(p, &written))
       return NULL;
   }
-  const Term *t = term_op(op, (int)operands->len,
-                          (const Term *const *)operands->pdata, attrs, written,
-                          err);
+  const Term *t =
+      term_op(op, (int)operands->len, (const Term *const *)operands->pdata,
+              attrs, written, err);
   return built(p, t, err, def_loc);
 }
 
@@ -558,9 +518,9 @@ static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
 static gboolean parse_dist(Parser *p, int rank, Dist *out, GArray *axes_used) {
   memset(out, 0, sizeof *out);
   out->rank = rank;
-  Loc at = p->tok.loc;
-  if (!token_punct(&p->tok, '{'))
-    return expected(p, "a layout ('{dist = [...]}')");
+  Loc at = p->c.tok.loc;
+  if (!token_punct(&p->c.tok, '{'))
+    return cursor_expected(&p->c, "a layout ('{dist = [...]}')");
   const Attrs *a;
   if (!parse_attrs(p, &a))
     return FALSE;
@@ -588,28 +548,29 @@ static gboolean parse_dist(Parser *p, int rank, Dist *out, GArray *axes_used) {
     out->npartial = ok ? partial->count : 0;
   }
   if (!ok)
-    return fail_at(p, at, "a layout is {dist = [axes of each of the %d "
-                          "dimensions], partial = [axes]}",
-                   rank);
+    return cursor_fail(&p->c, at,
+                       "a layout is {dist = [axes of each of the %d "
+                       "dimensions], partial = [axes]}",
+                       rank);
   return TRUE;
 }
 
 /* mesh {batch = 2, model = 4} */
 static gboolean parse_mesh(Parser *p, Mesh *mesh) {
-  Loc at = p->tok.loc;
+  Loc at = p->c.tok.loc;
   const Attrs *a;
-  if (!expect_ident(p, "mesh") || !token_punct(&p->tok, '{') ||
+  if (!cursor_word(&p->c, "mesh") || !token_punct(&p->c.tok, '{') ||
       !parse_attrs(p, &a)) {
-    if (!p->failed)
-      expected(p, "'mesh {axis = size, ...}'");
+    if (!p->c.failed)
+      cursor_expected(&p->c, "'mesh {axis = size, ...}'");
     return FALSE;
   }
   memset(mesh, 0, sizeof *mesh);
   for (int i = 0; i < a->count; i++) {
     if (a->values[i].kind != AV_INT || a->values[i].i < 1 ||
         mesh->naxes == MESH_MAX_AXES)
-      return fail_at(p, at, "mesh axis '%s' needs a positive size",
-                     a->keys[i]);
+      return cursor_fail(&p->c, at, "mesh axis '%s' needs a positive size",
+                         a->keys[i]);
     mesh->names[mesh->naxes] = a->keys[i];
     mesh->sizes[mesh->naxes++] = a->values[i].i;
   }
@@ -617,14 +578,14 @@ static gboolean parse_mesh(Parser *p, Mesh *mesh) {
 }
 
 static Func *parse_func(Parser *p) {
-  Loc at = p->tok.loc;
-  gboolean spmd = token_is(&p->tok, "spmd");
-  if (!spmd && !expect_ident(p, "func"))
+  Loc at = p->c.tok.loc;
+  gboolean spmd = token_is(&p->c.tok, "spmd");
+  if (!spmd && !cursor_word(&p->c, "func"))
     return NULL;
   if (spmd)
-    next(p);
-  if (p->tok.kind != TK_SYMBOL) {
-    expected(p, "a function name ('@name')");
+    cursor_next(&p->c);
+  if (p->c.tok.kind != TK_SYMBOL) {
+    cursor_expected(&p->c, "a function name ('@name')");
     return NULL;
   }
   g_autoptr(GHashTable) defs =
@@ -635,27 +596,27 @@ static Func *parse_func(Parser *p) {
   p->scope = scope;
   p->depth = 0;
   Func *f = g_new0(Func, 1);
-  f->name = token_name(&p->tok);
+  f->name = token_name(&p->c.tok);
   f->loc = at;
   g_autoptr(GArray) dists = g_array_new(FALSE, TRUE, sizeof(Dist));
   g_autoptr(GArray) axes_used = g_array_new(FALSE, FALSE, sizeof(char *));
-  next(p);
+  cursor_next(&p->c);
   GPtrArray *names = g_ptr_array_new();
   GPtrArray *types = g_ptr_array_new();
-  if (expect_punct(p, '(')) {
-    while (!p->failed && !token_punct(&p->tok, ')')) {
-      if (names->len > 0 && !expect_punct(p, ','))
+  if (cursor_punct(&p->c, '(')) {
+    while (!p->c.failed && !token_punct(&p->c.tok, ')')) {
+      if (names->len > 0 && !cursor_punct(&p->c, ','))
         break;
-      if (p->tok.kind != TK_VALUE) {
-        expected(p, "an argument ('%name: type')");
+      if (p->c.tok.kind != TK_VALUE) {
+        cursor_expected(&p->c, "an argument ('%name: type')");
         break;
       }
-      char *name = token_name(&p->tok);
-      Loc nloc = p->tok.loc;
+      char *name = token_name(&p->c.tok);
+      Loc nloc = p->c.tok.loc;
       g_ptr_array_add(names, name);
-      next(p);
+      cursor_next(&p->c);
       const Type *ty;
-      if (!expect_punct(p, ':') || !parse_tensor_type(p, &ty))
+      if (!cursor_punct(&p->c, ':') || !parse_tensor_type(p, &ty))
         break;
       g_ptr_array_add(types, (gpointer)ty);
       Dist dist;
@@ -669,35 +630,35 @@ static Func *parse_func(Parser *p) {
         break;
       d->term = term_arg((int)types->len - 1, ty);
     }
-    if (!p->failed)
-      next(p); /* ')' */
+    if (!p->c.failed)
+      cursor_next(&p->c); /* ')' */
   }
   f->nargs = (int)types->len;
   g_ptr_array_add(names, NULL);
   f->arg_names = (char **)g_ptr_array_free(names, FALSE);
   f->arg_types = (const Type **)g_ptr_array_free(types, FALSE);
-  if (p->failed)
+  if (p->c.failed)
     goto fail;
 
   GPtrArray *rtypes = g_ptr_array_new();
-  if (p->tok.kind != TK_ARROW) {
-    expected(p, "'->' and the result types");
+  if (p->c.tok.kind != TK_ARROW) {
+    cursor_expected(&p->c, "'->' and the result types");
   } else {
-    next(p);
-    if (token_punct(&p->tok, '(')) {
-      next(p);
-      while (!p->failed && !token_punct(&p->tok, ')')) {
-        if (rtypes->len > 0 && !expect_punct(p, ','))
+    cursor_next(&p->c);
+    if (token_punct(&p->c.tok, '(')) {
+      cursor_next(&p->c);
+      while (!p->c.failed && !token_punct(&p->c.tok, ')')) {
+        if (rtypes->len > 0 && !cursor_punct(&p->c, ','))
           break;
         const Type *ty;
         if (parse_tensor_type(p, &ty))
           g_ptr_array_add(rtypes, (gpointer)ty);
         Dist dist;
-        if (!p->failed && spmd && parse_dist(p, ty->rank, &dist, axes_used))
+        if (!p->c.failed && spmd && parse_dist(p, ty->rank, &dist, axes_used))
           g_array_append_val(dists, dist);
       }
-      if (!p->failed)
-        next(p);
+      if (!p->c.failed)
+        cursor_next(&p->c);
     } else {
       const Type *ty;
       if (parse_tensor_type(p, &ty))
@@ -706,59 +667,64 @@ static Func *parse_func(Parser *p) {
   }
   f->nresults = (int)rtypes->len;
   f->result_types = (const Type **)g_ptr_array_free(rtypes, FALSE);
-  if (spmd && !p->failed) {
+  if (spmd && !p->c.failed) {
     Mesh mesh;
     if (parse_mesh(p, &mesh)) {
       for (guint i = 0; i < axes_used->len; i++)
         if (!mesh_axis_size(&mesh, g_array_index(axes_used, char *, i))) {
-          fail_at(p, at, "a layout uses axis \"%s\", which the mesh does not "
-                         "have",
-                  g_array_index(axes_used, char *, i));
+          cursor_fail(&p->c, at,
+                      "a layout uses axis \"%s\", which the mesh does not "
+                      "have",
+                      g_array_index(axes_used, char *, i));
           break;
         }
       if ((int)dists->len != f->nargs + f->nresults) {
-        fail_at(p, at, "an SPMD program gives every argument and result a "
-                       "layout");
+        cursor_fail(&p->c, at,
+                    "an SPMD program gives every argument and result a "
+                    "layout");
         goto fail;
       }
       f->spmd = g_new0(SpmdInfo, 1);
       f->spmd->mesh = mesh;
       Dist *all = (Dist *)dists->data;
-      f->spmd->arg_dists = g_memdup2(all, sizeof(Dist) * (gsize)MAX(f->nargs, 1));
+      f->spmd->arg_dists =
+          g_memdup2(all, sizeof(Dist) * (gsize)MAX(f->nargs, 1));
       f->spmd->result_dists =
           g_memdup2(all + f->nargs, sizeof(Dist) * (gsize)MAX(f->nresults, 1));
     }
   }
-  if (!p->failed && f->nresults == 0)
-    fail_at(p, at, "function '@%s' returns nothing", f->name);
-  Loc open = p->tok.loc;
-  if (!expect_punct(p, '{') || !parse_stmts(p, "return", open))
+  if (!p->c.failed && f->nresults == 0)
+    cursor_fail(&p->c, at, "function '@%s' returns nothing", f->name);
+  Loc open = p->c.tok.loc;
+  if (!cursor_punct(&p->c, '{') || !parse_stmts(p, "return", open))
     goto fail;
-  Loc ret_loc = p->tok.loc;
-  next(p);
+  Loc ret_loc = p->c.tok.loc;
+  cursor_next(&p->c);
   results = g_ptr_array_new();
-  while (!p->failed) {
+  while (!p->c.failed) {
     if (results->len > 0) {
-      if (!token_punct(&p->tok, ','))
+      if (!token_punct(&p->c.tok, ','))
         break;
-      next(p);
+      cursor_next(&p->c);
     }
     const Term *r = parse_use(p);
     if (r)
       g_ptr_array_add(results, (gpointer)r);
   }
-  if (p->failed)
+  if (p->c.failed)
     goto fail;
-  if (!token_punct(&p->tok, '}')) {
-    fail_at(p, p->tok.loc, "'}' expected after 'return' (to close '{' at line "
-                           "%d)",
-            open.line);
+  if (!token_punct(&p->c.tok, '}')) {
+    cursor_fail(&p->c, p->c.tok.loc,
+                "'}' expected after 'return' (to close '{' at line "
+                "%d)",
+                open.line);
     goto fail;
   }
-  next(p);
+  cursor_next(&p->c);
   if ((int)results->len != f->nresults) {
-    fail_at(p, ret_loc, "'@%s' returns %u value%s but its signature has %d",
-            f->name, results->len, results->len == 1 ? "" : "s", f->nresults);
+    cursor_fail(&p->c, ret_loc,
+                "'@%s' returns %u value%s but its signature has %d", f->name,
+                results->len, results->len == 1 ? "" : "s", f->nresults);
     goto fail;
   }
   for (int i = 0; i < f->nresults; i++) {
@@ -766,9 +732,10 @@ static Func *parse_func(Parser *p) {
     if (r->type != f->result_types[i]) {
       g_autofree char *got = type_to_string(r->type);
       g_autofree char *want = type_to_string(f->result_types[i]);
-      fail_at(p, ret_loc, "result %d of '@%s' has type %s but the signature "
-                          "says %s",
-              i + 1, f->name, got, want);
+      cursor_fail(&p->c, ret_loc,
+                  "result %d of '@%s' has type %s but the signature "
+                  "says %s",
+                  i + 1, f->name, got, want);
       goto fail;
     }
   }
@@ -784,31 +751,32 @@ fail:
 }
 
 Module *parse_module(const Source *src, Diag *diag) {
-  Parser p = {.diag = diag};
-  lex_init(&p.lx, src, diag);
+  Parser p = {0};
+  cursor_init(&p.c, src, diag);
   g_autoptr(Module) m = module_new();
   p.m = m;
-  next(&p);
-  while (!p.failed && p.tok.kind != TK_EOF) {
+  cursor_next(&p.c);
+  while (!p.c.failed && p.c.tok.kind != TK_EOF) {
     Func *f = parse_func(&p);
     if (!f)
       break;
     for (guint i = 0; i < m->funcs->len; i++) {
       Func *g = g_ptr_array_index(m->funcs, i);
       if (strcmp(g->name, f->name) == 0) {
-        fail_at(&p, f->loc, "function '@%s' is defined twice", f->name);
+        cursor_fail(&p.c, f->loc, "function '@%s' is defined twice", f->name);
         diag_note(diag, g->loc, "first defined here");
       }
     }
     g_ptr_array_add(m->funcs, f);
   }
-  if (!p.failed && m->funcs->len == 0)
-    fail_at(&p, p.tok.loc, "expected 'func': the file defines no function");
-  if (!p.failed && !module_entry(m))
-    fail_at(&p, ((Func *)g_ptr_array_index(m->funcs, 0))->loc,
-            "several functions and none is '@main'");
-  token_clear(&p.tok);
-  if (p.failed)
+  if (!p.c.failed && m->funcs->len == 0)
+    cursor_fail(&p.c, p.c.tok.loc,
+                "expected 'func': the file defines no function");
+  if (!p.c.failed && !module_entry(m))
+    cursor_fail(&p.c, ((Func *)g_ptr_array_index(m->funcs, 0))->loc,
+                "several functions and none is '@main'");
+  token_clear(&p.c.tok);
+  if (p.c.failed)
     return NULL;
   return g_steal_pointer(&m);
 }

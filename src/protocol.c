@@ -22,8 +22,8 @@
 #include "cost.h"
 #include "rule.h"
 
-#include <errno.h>
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -74,8 +74,8 @@ typedef struct Proto {
   RuleSet *rs;
   GHashTable *entries; /* &Entry.id -> Entry* */
   gint64 next_id;
-  size_t collect_at;   /* collect the term store when it reaches this */
-  size_t collected;    /* terms freed so far */
+  size_t collect_at; /* collect the term store when it reaches this */
+  size_t collected;  /* terms freed so far */
   char **allowed;
   GPtrArray *episodes;
   gboolean quit;
@@ -159,8 +159,8 @@ static gboolean get_string(J *p, const char *key, gboolean required,
   return TRUE;
 }
 
-static gboolean get_int(J *p, const char *key, gboolean required,
-                        gint64 *out, Fail *f) {
+static gboolean get_int(J *p, const char *key, gboolean required, gint64 *out,
+                        Fail *f) {
   J *n;
   if (!get_member(p, key, required, is_int_item, "an integer", &n, f))
     return FALSE;
@@ -216,8 +216,8 @@ static gboolean entry_cost(Proto *pr, Entry *e, Fail *f) {
     Func *spmd = spmd_lower(pr->rs, &e->state->func, &e->ep->mesh, why);
     GError *error = NULL;
     g_autoptr(Module) empty = module_new();
-    e->cost_ok = spmd && cost_estimate_module(empty, spmd, &e->ep->hw,
-                                              &e->cost, &error);
+    e->cost_ok =
+        spmd && cost_estimate_module(empty, spmd, &e->ep->hw, &e->cost, &error);
     if (!spmd)
       g_string_prepend(why, "cannot lower: ");
     else if (!e->cost_ok) {
@@ -314,10 +314,10 @@ static GPtrArray *candidates(Proto *pr, const Entry *e) {
             n = loc->term->args[a]->type->dims[spec.red[d][a]];
         if (n < 0)
           continue;
-        g_autofree char *rule =
-            kind == 0 ? g_strdup_printf("%s-tile-%d", opn, d)
-            : d       ? g_strdup_printf("%s-sum-%d", opn, d)
-                      : g_strdup_printf("%s-sum", opn);
+        g_autofree char *rule = kind == 0
+                                    ? g_strdup_printf("%s-tile-%d", opn, d)
+                                : d ? g_strdup_printf("%s-sum-%d", opn, d)
+                                    : g_strdup_printf("%s-sum", opn);
         for (int k = 0; k < mesh->naxes; k++) {
           int64_t size = mesh->sizes[k];
           if (n % size != 0)
@@ -390,7 +390,8 @@ static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
                               const char *filter, gint64 limit) {
   GPtrArray *out = g_ptr_array_new_with_free_func(action_free);
   g_autoptr(GString) why = g_string_new(NULL);
-  for (guint i = 0; i < all->len && (limit < 0 || out->len < (guint)limit); i++) {
+  for (guint i = 0; i < all->len && (limit < 0 || out->len < (guint)limit);
+       i++) {
     Action *a = g_ptr_array_index(all, i);
     if (filter && !strstr(a->text, filter))
       continue;
@@ -398,9 +399,10 @@ static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
     if (a->placed) {
       /* a rule at one value: it changes the program exactly when it
        * applies there, so there is no need to rebuild the program */
-      RuleArg args[3] = {{g_intern_string("w"), FALSE, a->w, NULL},
-                         {g_intern_string("a"), TRUE, 0, g_intern_string(a->axis)},
-                         {g_intern_string("d"), FALSE, a->dim, NULL}};
+      RuleArg args[3] = {
+          {g_intern_string("w"), FALSE, a->w, NULL},
+          {g_intern_string("a"), TRUE, 0, g_intern_string(a->axis)},
+          {g_intern_string("d"), FALSE, a->dim, NULL}};
       const Rule *r = ruleset_find(pr->rs, a->rule);
       changes = r && rule_apply_here(pr->rs, r, a->placed, args,
                                      strcmp(a->rule, "arg-tile") == 0 ? 3 : 2,
@@ -484,11 +486,12 @@ static void graph_visit(void *ud, const char *name, const Term *t) {
   J *o = cJSON_CreateObject();
   put(o, "id", jint(g->n - 1));
   put(o, "name", cJSON_CreateString(name));
-  put(o, "kind", cJSON_CreateString(t->kind == TM_ARG     ? "arg"
-                                        : t->kind == TM_OP    ? op_name(t->op)
-                                        : t->kind == TM_SLICE ? "slice"
-                                        : t->kind == TM_TILE  ? "tile"
-                                                              : "sum"));
+  put(o, "kind",
+      cJSON_CreateString(t->kind == TM_ARG     ? "arg"
+                         : t->kind == TM_OP    ? op_name(t->op)
+                         : t->kind == TM_SLICE ? "slice"
+                         : t->kind == TM_TILE  ? "tile"
+                                               : "sum"));
   J *shape = cJSON_CreateArray();
   for (int i = 0; i < t->type->rank; i++)
     cJSON_AddItemToArray(shape, jint(t->type->dims[i]));
@@ -497,7 +500,8 @@ static void graph_visit(void *ud, const char *name, const Term *t) {
     put(o, "axis", cJSON_CreateString(t->axis));
   cJSON_AddItemToArray(g->nodes, o);
   for (int i = 0; i < t->nargs; i++) {
-    int from = GPOINTER_TO_INT(g_hash_table_lookup(g->ids, term_placed(t->args[i])));
+    int from =
+        GPOINTER_TO_INT(g_hash_table_lookup(g->ids, term_placed(t->args[i])));
     if (from) {
       int pair[2] = {from - 1, g->n - 1};
       g_array_append_vals(g->edges, pair, 2);
@@ -517,7 +521,9 @@ static J *features_json(Entry *e, gboolean ok) {
   double comm_bytes = 0;
   for (guint k = 0; ok && e->cost.comms && k < e->cost.comms->len; k++)
     comm_bytes += (double)g_array_index(e->cost.comms, CostComm, k).bytes;
-  double v[] = {(double)locs->len, tiles, sums,
+  double v[] = {(double)locs->len,
+                tiles,
+                sums,
                 ok ? e->cost.flops : -1,
                 ok ? (double)e->cost.peak_bytes : -1,
                 ok ? comm_bytes : -1,
@@ -576,8 +582,9 @@ static J *observation_json(Proto *pr, Entry *e, const char *const *what,
       put(o, "legal", jint(legal->len));
     } else {
       cJSON_Delete(o);
-      failf(f, E_PARAMS, "cannot observe '%s' (program, cost, features, "
-                         "graph, legal)",
+      failf(f, E_PARAMS,
+            "cannot observe '%s' (program, cost, features, "
+            "graph, legal)",
             w);
       return NULL;
     }
@@ -590,10 +597,12 @@ static J *observation_json(Proto *pr, Entry *e, const char *const *what,
 static const char **observe_names(J *what) {
   if (!what)
     return NULL;
-  const char **names = g_new0(const char *, (gsize)cJSON_GetArraySize(what) + 1);
+  const char **names =
+      g_new0(const char *, (gsize)cJSON_GetArraySize(what) + 1);
   int i = 0;
   const J *x;
-  cJSON_ArrayForEach(x, what) names[i++] = cJSON_IsString(x) ? x->valuestring : "";
+  cJSON_ArrayForEach(x, what) names[i++] =
+      cJSON_IsString(x) ? x->valuestring : "";
   return names;
 }
 
@@ -672,8 +681,8 @@ static J *reward_json(Proto *pr, Entry *parent, Entry *child) {
   double root = parent->ep->root_time;
   J *o = cJSON_CreateObject();
   put(o, "delta", cJSON_CreateNumber(delta));
-  put(o, "normalized", cJSON_CreateNumber(
-                           isfinite(root) && root > 0 ? delta / root : 0));
+  put(o, "normalized",
+      cJSON_CreateNumber(isfinite(root) && root > 0 ? delta / root : 0));
   return o;
 }
 
@@ -710,8 +719,8 @@ static Entry *do_step(Proto *pr, Entry *e, J *actions, const char *text1,
     GPtrArray *legal = NULL;
     Entry tmp = *e;
     tmp.state = s;
-    char *text = actions ? action_text(pr, &tmp, item, &legal, f)
-                         : g_strdup(text1);
+    char *text =
+        actions ? action_text(pr, &tmp, item, &legal, f) : g_strdup(text1);
     if (legal)
       g_ptr_array_unref(legal);
     State *next = text ? run_action(pr, s, text, why) : NULL;
@@ -788,8 +797,8 @@ static J *step_json(Proto *pr, Entry *parent, Entry *c, gint64 cid,
   GString *t = g_string_sized_new(192);
   g_string_append_c(t, '{');
   if (index >= 0) {
-    g_string_append_printf(t, "\"index\":%" G_GINT64_FORMAT ",\"action\":",
-                           index);
+    g_string_append_printf(t,
+                           "\"index\":%" G_GINT64_FORMAT ",\"action\":", index);
     append_json(t, cJSON_CreateString(action));
     g_string_append_c(t, ',');
   }
@@ -841,17 +850,17 @@ static J *m_initialize(Proto *pr, J *p, Fail *f) {
   put(o, "rules", rules);
   put(o, "cost_model",
       cJSON_CreateString("per-device FLOPs, peak bytes, ring "
-                             "collectives; time = compute + communication "
-                             "(docs/cost.md)"));
+                         "collectives; time = compute + communication "
+                         "(docs/cost.md)"));
   put(o, "observations",
-      string_array((const char *const[]){"program", "cost", "features",
-                                         "graph", "legal", NULL}));
+      string_array((const char *const[]){"program", "cost", "features", "graph",
+                                         "legal", NULL}));
   put(o, "rewards",
       string_array((const char *const[]){"delta", "normalized", NULL}));
   J *caps = cJSON_CreateObject();
-  for (const char *const *c = (const char *const[]){"step", "expand", "trace",
-                                                    "replay", "drop", "stats",
-                                                    NULL};
+  for (const char *const *c =
+           (const char *const[]){"step", "expand", "trace", "replay", "drop",
+                                 "stats", NULL};
        *c; c++)
     put(caps, *c, cJSON_CreateBool(TRUE));
   put(o, "capabilities", caps);
@@ -863,7 +872,8 @@ static J *m_reset(Proto *pr, J *p, Fail *f) {
   if (!e)
     return NULL;
   gint64 id = add_entry(pr, e);
-  J *obs = observation_json(pr, e, (const char *const[]){"program", "cost", NULL}, f);
+  J *obs = observation_json(pr, e,
+                            (const char *const[]){"program", "cost", NULL}, f);
   char hash[17];
   state_hash(e->state, hash);
   J *o = cJSON_CreateObject();
@@ -896,7 +906,8 @@ static J *m_step(Proto *pr, J *p, Fail *f) {
   gboolean reward = TRUE, no_effect = FALSE;
   Entry *e = get_state(pr, p, &id, f);
   if (!e || !get_array(p, "actions", &actions, f) ||
-      !get_array(p, "observe", &observe, f) || !get_bool(p, "reward", &reward, f))
+      !get_array(p, "observe", &observe, f) ||
+      !get_bool(p, "reward", &reward, f))
     return NULL;
   if (!actions) {
     failf(f, E_PARAMS, "missing parameter 'actions'");
@@ -979,7 +990,7 @@ static J *m_trace(Proto *pr, J *p, Fail *f) {
   J *list = cJSON_CreateArray();
   for (guint i = steps->len; i > 0; i--)
     cJSON_AddItemToArray(list,
-                          cJSON_CreateString(g_ptr_array_index(steps, i - 1)));
+                         cJSON_CreateString(g_ptr_array_index(steps, i - 1)));
   J *o = cJSON_CreateObject();
   put(o, "actions", list);
   return o;
@@ -1051,13 +1062,14 @@ static void collect(Proto *pr) {
     if (!g_hash_table_add(modules, m))
       continue;
     for (guint i = 0; i < m->funcs->len; i++)
-      g_ptr_array_add(roots, (gpointer)((Func *)g_ptr_array_index(m->funcs, i))->body);
+      g_ptr_array_add(roots,
+                      (gpointer)((Func *)g_ptr_array_index(m->funcs, i))->body);
     g_ptr_array_add(tables, m->names);
     g_ptr_array_add(tables, m->binder_names);
   }
-  pr->collected += term_store_collect((const Term *const *)roots->pdata, roots->len,
-                                      (GHashTable *const *)tables->pdata,
-                                      tables->len);
+  pr->collected +=
+      term_store_collect((const Term *const *)roots->pdata, roots->len,
+                         (GHashTable *const *)tables->pdata, tables->len);
   pr->collect_at = MAX(2 * term_store_size(), COLLECT_MIN_TERMS);
 }
 
@@ -1089,10 +1101,17 @@ static const struct {
   const char *name;
   J *(*run)(Proto *, J *, Fail *);
 } methods[] = {
-    {"initialize", m_initialize}, {"reset", m_reset},   {"actions", m_actions},
-    {"step", m_step},             {"expand", m_expand}, {"observe", m_observe},
-    {"trace", m_trace},           {"replay", m_replay}, {"drop", m_drop},
-    {"stats", m_stats},           {"shutdown", m_shutdown},
+    {"initialize", m_initialize},
+    {"reset", m_reset},
+    {"actions", m_actions},
+    {"step", m_step},
+    {"expand", m_expand},
+    {"observe", m_observe},
+    {"trace", m_trace},
+    {"replay", m_replay},
+    {"drop", m_drop},
+    {"stats", m_stats},
+    {"shutdown", m_shutdown},
 };
 
 /* ------------------------------------------------------------- the loop */
@@ -1177,8 +1196,9 @@ static J *parse_request(Io *io, const char *line, gsize len) {
     return req;
   }
   g_autofree char *msg =
-      at >= len ? g_strdup("the JSON value is incomplete")
-                : g_strdup_printf("column %" G_GSIZE_FORMAT ": not JSON", at + 1);
+      at >= len
+          ? g_strdup("the JSON value is incomplete")
+          : g_strdup_printf("column %" G_GSIZE_FORMAT ": not JSON", at + 1);
   reply_error(io, NULL, E_PARSE, msg);
   return NULL;
 }

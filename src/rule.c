@@ -30,78 +30,25 @@
 #include <string.h>
 
 typedef struct RuleParser {
-  Lexer lx;
-  Token tok;
-  Diag *diag;
+  Cursor c;
   RuleSet *rs;
   const Source *src;
-  gboolean failed;
   int depth;
   /* binders in scope while parsing one side */
   const char *scope[PARTIR_MAX_REGIONS];
   int nscope;
-  gsize prev_end;   /* where the last consumed token ended */
-  GString *errors;  /* messages without a source position of this file */
+  GString *errors; /* messages without a source position of this file */
 } RuleParser;
 
-static void rnext(RuleParser *p) {
-  if (p->tok.start)
-    p->prev_end = (gsize)(p->tok.start - p->src->text) + p->tok.len;
-  lex_next(&p->lx, &p->tok);
-  if (p->tok.kind == TK_ERROR)
-    p->failed = TRUE;
-}
-
-static gboolean rfail(RuleParser *p, Loc loc, const char *fmt, ...)
-    G_GNUC_PRINTF(3, 4);
-static gboolean rfail(RuleParser *p, Loc loc, const char *fmt, ...) {
-  if (!p->failed) {
-    va_list ap;
-    va_start(ap, fmt);
-    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    diag_error(p->diag, loc, "%s", msg);
-  }
-  p->failed = TRUE;
-  return FALSE;
-}
-
-static gboolean rexpected(RuleParser *p, const char *what) {
-  g_autofree char *got = token_describe(&p->tok);
-  return rfail(p, p->tok.loc, "expected %s, got %s", what, got);
-}
-
-static gboolean rpunct(RuleParser *p, char c) {
-  if (p->failed)
-    return FALSE;
-  if (!token_punct(&p->tok, c)) {
-    char what[4] = {'\'', c, '\'', 0};
-    return rexpected(p, what);
-  }
-  rnext(p);
-  return !p->failed;
-}
-
-static gboolean rkeyword(RuleParser *p, const char *kw) {
-  if (p->failed)
-    return FALSE;
-  if (!token_is(&p->tok, kw)) {
-    g_autofree char *what = g_strdup_printf("'%s'", kw);
-    return rexpected(p, what);
-  }
-  rnext(p);
-  return !p->failed;
-}
-
 static const char *rname(RuleParser *p, const char *what) {
-  if (p->failed)
+  if (p->c.failed)
     return NULL;
-  if (p->tok.kind != TK_IDENT) {
-    rexpected(p, what);
+  if (p->c.tok.kind != TK_IDENT) {
+    cursor_expected(&p->c, what);
     return NULL;
   }
-  g_autofree char *n = token_name(&p->tok);
-  rnext(p);
+  g_autofree char *n = token_name(&p->c.tok);
+  cursor_next(&p->c);
   return g_intern_string(n);
 }
 
@@ -133,11 +80,11 @@ static void pat_add(Pat *pt, Pat *arg) {
 /* INT or NAME: a literal or an integer variable. */
 static gboolean parse_intref(RuleParser *p, IntRef *r, const char *what) {
   r->present = TRUE;
-  if (p->tok.kind == TK_INT) {
-    r->value = p->tok.i;
+  if (p->c.tok.kind == TK_INT) {
+    r->value = p->c.tok.i;
     r->var = NULL;
-    rnext(p);
-    return !p->failed;
+    cursor_next(&p->c);
+    return !p->c.failed;
   }
   r->var = rname(p, what);
   return r->var != NULL;
@@ -145,12 +92,12 @@ static gboolean parse_intref(RuleParser *p, IntRef *r, const char *what) {
 
 /* [':' 'range' '<' n ',' w '>'] */
 static gboolean parse_range_annot(RuleParser *p, IntRef *n, IntRef *w) {
-  if (!token_punct(&p->tok, ':'))
+  if (!token_punct(&p->c.tok, ':'))
     return TRUE;
-  rnext(p);
-  return rkeyword(p, "range") && rpunct(p, '<') &&
-         parse_intref(p, n, "the range size") && rpunct(p, ',') &&
-         parse_intref(p, w, "the range width") && rpunct(p, '>');
+  cursor_next(&p->c);
+  return cursor_word(&p->c, "range") && cursor_punct(&p->c, '<') &&
+         parse_intref(p, n, "the range size") && cursor_punct(&p->c, ',') &&
+         parse_intref(p, w, "the range width") && cursor_punct(&p->c, '>');
 }
 
 static gboolean in_scope(RuleParser *p, const char *name) {
@@ -164,25 +111,25 @@ static Pat *parse_pat(RuleParser *p);
 
 /* NAME, a binder of the rule or a variable, with an optional {s/r}. */
 static Pat *parse_name_pat(RuleParser *p) {
-  Loc at = p->tok.loc;
+  Loc at = p->c.tok.loc;
   const char *name = rname(p, "a pattern");
   if (!name)
     return NULL;
   Pat *pt = pat_new(in_scope(p, name) ? PT_BIND : PT_VAR, at);
   pt->name = name;
-  if (!token_punct(&p->tok, '{'))
+  if (!token_punct(&p->c.tok, '{'))
     return pt;
   /* e{s/r} */
-  Loc sub_at = p->tok.loc;
-  rnext(p);
-  Loc s_at = p->tok.loc;
+  Loc sub_at = p->c.tok.loc;
+  cursor_next(&p->c);
+  Loc s_at = p->c.tok.loc;
   const char *s = rname(p, "the substituted value");
-  if (!s || !rpunct(p, '/')) {
+  if (!s || !cursor_punct(&p->c, '/')) {
     pat_free(pt);
     return NULL;
   }
   const char *r = rname(p, "the binder to replace");
-  if (!r || !rpunct(p, '}')) {
+  if (!r || !cursor_punct(&p->c, '}')) {
     pat_free(pt);
     return NULL;
   }
@@ -197,17 +144,17 @@ static Pat *parse_name_pat(RuleParser *p) {
 
 /* '{' key '=' (INT | NAME) (',' ...)* '}' after an operator pattern */
 static void parse_attr_pats(RuleParser *p, Pat *pt) {
-  rnext(p); /* '{' */
-  while (!p->failed && !token_punct(&p->tok, '}')) {
-    if (pt->nattrs > 0 && !rpunct(p, ','))
+  cursor_next(&p->c); /* '{' */
+  while (!p->c.failed && !token_punct(&p->c.tok, '}')) {
+    if (pt->nattrs > 0 && !cursor_punct(&p->c, ','))
       return;
-    Loc ka = p->tok.loc;
+    Loc ka = p->c.tok.loc;
     const char *key = rname(p, "an attribute name");
-    if (!key || !rpunct(p, '='))
+    if (!key || !cursor_punct(&p->c, '='))
       return;
     for (int i = 0; i < pt->nattrs; i++)
       if (pt->attr_keys[i] == key) {
-        rfail(p, ka, "attribute '%s' is written twice", key);
+        cursor_fail(&p->c, ka, "attribute '%s' is written twice", key);
         return;
       }
     int i = pt->nattrs++;
@@ -218,7 +165,7 @@ static void parse_attr_pats(RuleParser *p, Pat *pt) {
     if (!parse_intref(p, &pt->attr_vals[i], "an integer or a variable"))
       return;
   }
-  rpunct(p, '}');
+  cursor_punct(&p->c, '}');
   /* sorted by key, as interned attributes are */
   for (int i = 1; i < pt->nattrs; i++)
     for (int j = i; j > 0 && strcmp(pt->attr_keys[j - 1], pt->attr_keys[j]) > 0;
@@ -234,119 +181,121 @@ static void parse_attr_pats(RuleParser *p, Pat *pt) {
 
 /* (\r[:range<n,w>][@a] -> p) for tile and sum */
 static gboolean parse_binder_body(RuleParser *p, Pat *pt) {
-  if (!rpunct(p, '(') || !rpunct(p, '\\'))
+  if (!cursor_punct(&p->c, '(') || !cursor_punct(&p->c, '\\'))
     return FALSE;
   pt->name = rname(p, "a binder name");
   if (!pt->name || !parse_range_annot(p, &pt->n, &pt->w))
     return FALSE;
-  if (p->tok.kind == TK_SYMBOL) {
-    g_autofree char *a = token_name(&p->tok);
+  if (p->c.tok.kind == TK_SYMBOL) {
+    g_autofree char *a = token_name(&p->c.tok);
     pt->axis = g_intern_string(a);
-    rnext(p);
+    cursor_next(&p->c);
   }
-  if (p->tok.kind != TK_ARROW)
-    return rexpected(p, "'->'");
-  rnext(p);
+  if (p->c.tok.kind != TK_ARROW)
+    return cursor_expected(&p->c, "'->'");
+  cursor_next(&p->c);
   if (p->nscope == PARTIR_MAX_REGIONS)
-    return rfail(p, pt->loc, "binders nest too deeply");
+    return cursor_fail(&p->c, pt->loc, "binders nest too deeply");
   if (in_scope(p, pt->name))
-    return rfail(p, pt->loc, "binder '%s' shadows another of the same name",
-                 pt->name);
+    return cursor_fail(&p->c, pt->loc,
+                       "binder '%s' shadows another of the same name",
+                       pt->name);
   p->scope[p->nscope++] = pt->name;
   Pat *body = parse_pat(p);
   p->nscope--;
   if (!body)
     return FALSE;
   pat_add(pt, body);
-  return rpunct(p, ')');
+  return cursor_punct(&p->c, ')');
 }
 
 static Pat *parse_pat(RuleParser *p) {
-  if (p->failed)
+  if (p->c.failed)
     return NULL;
   if (++p->depth > PARTIR_MAX_DEPTH) {
-    rfail(p, p->tok.loc, "pattern nests deeper than %d", PARTIR_MAX_DEPTH);
+    cursor_fail(&p->c, p->c.tok.loc, "pattern nests deeper than %d",
+                PARTIR_MAX_DEPTH);
     return NULL;
   }
-  Loc at = p->tok.loc;
+  Loc at = p->c.tok.loc;
   Pat *pt = NULL;
-  if (token_punct(&p->tok, '(')) {
-    rnext(p);
+  if (token_punct(&p->c.tok, '(')) {
+    cursor_next(&p->c);
     pt = parse_pat(p);
-    if (pt && !rpunct(p, ')')) {
+    if (pt && !cursor_punct(&p->c, ')')) {
       pat_free(pt);
       pt = NULL;
     }
-  } else if (token_is(&p->tok, "slice")) {
-    rnext(p);
+  } else if (token_is(&p->c.tok, "slice")) {
+    cursor_next(&p->c);
     pt = pat_new(PT_SLICE, at);
     Pat *x = NULL;
     if (parse_intref(p, &pt->dim, "the sliced dimension"))
       x = parse_pat(p);
     if (x) {
       pat_add(pt, x);
-      Loc ia = p->tok.loc;
+      Loc ia = p->c.tok.loc;
       const char *idx = NULL;
-      if (rpunct(p, '['))
+      if (cursor_punct(&p->c, '['))
         idx = rname(p, "a range value");
       if (idx) {
         Pat *ip = pat_new(in_scope(p, idx) ? PT_BIND : PT_VAR, ia);
         ip->name = idx;
         pat_add(pt, ip);
-        if (!parse_range_annot(p, &pt->n, &pt->w) || !rpunct(p, ']'))
-          p->failed = TRUE;
+        if (!parse_range_annot(p, &pt->n, &pt->w) || !cursor_punct(&p->c, ']'))
+          p->c.failed = TRUE;
       }
     }
-  } else if (token_is(&p->tok, "tile") || token_is(&p->tok, "sum")) {
-    gboolean tile = token_is(&p->tok, "tile");
-    rnext(p);
+  } else if (token_is(&p->c.tok, "tile") || token_is(&p->c.tok, "sum")) {
+    gboolean tile = token_is(&p->c.tok, "tile");
+    cursor_next(&p->c);
     pt = pat_new(tile ? PT_TILE : PT_SUM, at);
     if (tile && !parse_intref(p, &pt->dim, "the tiled dimension"))
-      p->failed = TRUE;
+      p->c.failed = TRUE;
     else
       parse_binder_body(p, pt);
-  } else if (p->tok.kind == TK_IDENT) {
+  } else if (p->c.tok.kind == TK_IDENT) {
     Op op;
-    gsize save = p->lx.pos;
-    int line = p->lx.line;
-    gsize line_start = p->lx.line_start;
-    if (op_from_name(p->tok.start, p->tok.len, &op)) {
+    gsize save = p->c.lx.pos;
+    int line = p->c.lx.line;
+    gsize line_start = p->c.lx.line_start;
+    if (op_from_name(p->c.tok.start, p->c.tok.len, &op)) {
       /* an operator only when '(' follows */
       Token peeked = {0};
-      lex_next(&p->lx, &peeked);
+      lex_next(&p->c.lx, &peeked);
       gboolean call = token_punct(&peeked, '(');
       token_clear(&peeked);
-      p->lx.pos = save;
-      p->lx.line = line;
-      p->lx.line_start = line_start;
+      p->c.lx.pos = save;
+      p->c.lx.line = line;
+      p->c.lx.line_start = line_start;
       if (call) {
-        rnext(p); /* name */
-        rnext(p); /* '(' */
+        cursor_next(&p->c); /* name */
+        cursor_next(&p->c); /* '(' */
         pt = pat_new(PT_OP, at);
         pt->op = op;
-        while (!p->failed && !token_punct(&p->tok, ')')) {
-          if (pt->nargs > 0 && !rpunct(p, ','))
+        while (!p->c.failed && !token_punct(&p->c.tok, ')')) {
+          if (pt->nargs > 0 && !cursor_punct(&p->c, ','))
             break;
           Pat *a = parse_pat(p);
           if (a)
             pat_add(pt, a);
         }
-        if (!p->failed)
-          rnext(p);
-        if (!p->failed && token_punct(&p->tok, '{'))
+        if (!p->c.failed)
+          cursor_next(&p->c);
+        if (!p->c.failed && token_punct(&p->c.tok, '{'))
           parse_attr_pats(p, pt);
-        if (!p->failed && op_arity(op) >= 0 && pt->nargs != op_arity(op))
-          rfail(p, at, "'%s' takes %d operands, the pattern gives %d",
-                op_name(op), op_arity(op), pt->nargs);
+        if (!p->c.failed && op_arity(op) >= 0 && pt->nargs != op_arity(op))
+          cursor_fail(&p->c, at, "'%s' takes %d operands, the pattern gives %d",
+                      op_name(op), op_arity(op), pt->nargs);
       }
     }
     if (!pt)
       pt = parse_name_pat(p);
   } else {
-    rexpected(p, "a pattern");
+    cursor_expected(&p->c, "a pattern");
   }
   p->depth--;
-  if (p->failed) {
+  if (p->c.failed) {
     pat_free(pt);
     return NULL;
   }
@@ -356,49 +305,49 @@ static Pat *parse_pat(RuleParser *p) {
 /* ------------------------------------------------------------- op specs */
 
 static gboolean parse_op_spec(RuleParser *p, Loc at) {
-  Loc name_at = p->tok.loc;
-  if (p->tok.kind != TK_IDENT)
-    return rexpected(p, "an operator name");
+  Loc name_at = p->c.tok.loc;
+  if (p->c.tok.kind != TK_IDENT)
+    return cursor_expected(&p->c, "an operator name");
   Op op;
-  if (!op_from_name(p->tok.start, p->tok.len, &op)) {
-    g_autofree char *n = token_name(&p->tok);
-    return rfail(p, name_at, "unknown operator '%s'", n);
+  if (!op_from_name(p->c.tok.start, p->c.tok.len, &op)) {
+    g_autofree char *n = token_name(&p->c.tok);
+    return cursor_fail(&p->c, name_at, "unknown operator '%s'", n);
   }
-  rnext(p);
+  cursor_next(&p->c);
   OpSpec *os = g_new0(OpSpec, 1);
   os->op = op;
   os->origin = g_strdup_printf("%s:%d", p->src->name, at.line);
   const char *index_names[PARTIR_MAX_RANK * 2];
   gboolean star = FALSE, indexed = FALSE;
-  if (!rpunct(p, '('))
+  if (!cursor_punct(&p->c, '('))
     goto fail;
-  while (!p->failed && !token_punct(&p->tok, ')')) {
-    if (os->nargs > 0 && !rpunct(p, ','))
+  while (!p->c.failed && !token_punct(&p->c.tok, ')')) {
+    if (os->nargs > 0 && !cursor_punct(&p->c, ','))
       goto fail;
     if (os->nargs == SPEC_MAX_OPERANDS) {
-      rfail(p, p->tok.loc, "too many operands");
+      cursor_fail(&p->c, p->c.tok.loc, "too many operands");
       goto fail;
     }
     if (!rname(p, "an operand name"))
       goto fail;
     int i = os->nargs++;
-    if (!token_punct(&p->tok, '['))
+    if (!token_punct(&p->c.tok, '['))
       continue;
-    rnext(p);
-    if (token_punct(&p->tok, '*')) {
+    cursor_next(&p->c);
+    if (token_punct(&p->c.tok, '*')) {
       star = TRUE;
-      rnext(p);
+      cursor_next(&p->c);
     } else {
       indexed = TRUE;
-      while (!p->failed && !token_punct(&p->tok, ']')) {
-        if (os->arg_rank[i] > 0 && !rpunct(p, ','))
+      while (!p->c.failed && !token_punct(&p->c.tok, ']')) {
+        if (os->arg_rank[i] > 0 && !cursor_punct(&p->c, ','))
           goto fail;
-        Loc ia = p->tok.loc;
+        Loc ia = p->c.tok.loc;
         const char *ix = rname(p, "an index name");
         if (!ix)
           goto fail;
         if (os->arg_rank[i] == PARTIR_MAX_RANK) {
-          rfail(p, ia, "rank exceeds %d", PARTIR_MAX_RANK);
+          cursor_fail(&p->c, ia, "rank exceeds %d", PARTIR_MAX_RANK);
           goto fail;
         }
         int id = -1;
@@ -407,7 +356,7 @@ static gboolean parse_op_spec(RuleParser *p, Loc at) {
             id = k;
         if (id < 0) {
           if (os->nindices == (int)G_N_ELEMENTS(index_names)) {
-            rfail(p, ia, "too many index names");
+            cursor_fail(&p->c, ia, "too many index names");
             goto fail;
           }
           id = os->nindices;
@@ -416,49 +365,49 @@ static gboolean parse_op_spec(RuleParser *p, Loc at) {
         os->arg_index[i][os->arg_rank[i]++] = id;
       }
     }
-    if (!rpunct(p, ']'))
+    if (!cursor_punct(&p->c, ']'))
       goto fail;
   }
-  if (!rpunct(p, ')'))
+  if (!cursor_punct(&p->c, ')'))
     goto fail;
-  if (p->tok.kind != TK_ARROW) {
-    rexpected(p, "'->'");
+  if (p->c.tok.kind != TK_ARROW) {
+    cursor_expected(&p->c, "'->'");
     goto fail;
   }
-  rnext(p);
-  if (token_is(&p->tok, "builtin")) {
-    rnext(p);
-    Loc ka = p->tok.loc;
+  cursor_next(&p->c);
+  if (token_is(&p->c.tok, "builtin")) {
+    cursor_next(&p->c);
+    Loc ka = p->c.tok.loc;
     const char *kind = rname(p, "a builtin kind");
     if (!kind)
       goto fail;
     g_autoptr(GString) why = g_string_new(NULL);
     if (!spec_builtin_known(kind, op, why)) {
-      rfail(p, ka, "%s", why->str);
+      cursor_fail(&p->c, ka, "%s", why->str);
       goto fail;
     }
     os->kind = SPEC_BUILTIN;
     os->builtin = g_strdup(kind);
   } else {
-    if (!rpunct(p, '['))
+    if (!cursor_punct(&p->c, '['))
       goto fail;
-    if (token_punct(&p->tok, '*')) {
-      rnext(p);
+    if (token_punct(&p->c.tok, '*')) {
+      cursor_next(&p->c);
       if (!star || indexed) {
-        rfail(p, at, "'[*]' results need '[*]' operands");
+        cursor_fail(&p->c, at, "'[*]' results need '[*]' operands");
         goto fail;
       }
       os->kind = SPEC_ELEMENTWISE;
     } else {
       if (star) {
-        rfail(p, at, "'[*]' operands need a '[*]' result");
+        cursor_fail(&p->c, at, "'[*]' operands need a '[*]' result");
         goto fail;
       }
       os->kind = SPEC_INDEXED;
-      while (!p->failed && !token_punct(&p->tok, ']')) {
-        if (os->out_rank > 0 && !rpunct(p, ','))
+      while (!p->c.failed && !token_punct(&p->c.tok, ']')) {
+        if (os->out_rank > 0 && !cursor_punct(&p->c, ','))
           goto fail;
-        Loc ia = p->tok.loc;
+        Loc ia = p->c.tok.loc;
         const char *ix = rname(p, "an index name");
         if (!ix)
           goto fail;
@@ -467,26 +416,28 @@ static gboolean parse_op_spec(RuleParser *p, Loc at) {
           if (index_names[k] == ix)
             id = k;
         if (id < 0) {
-          rfail(p, ia, "result index '%s' appears in no operand", ix);
+          cursor_fail(&p->c, ia, "result index '%s' appears in no operand", ix);
           goto fail;
         }
         if (os->out_rank == PARTIR_MAX_RANK) {
-          rfail(p, ia, "rank exceeds %d", PARTIR_MAX_RANK);
+          cursor_fail(&p->c, ia, "rank exceeds %d", PARTIR_MAX_RANK);
           goto fail;
         }
         os->out_index[os->out_rank++] = id;
       }
     }
-    if (!rpunct(p, ']'))
+    if (!cursor_punct(&p->c, ']'))
       goto fail;
   }
-  if (os->kind == SPEC_INDEXED && os->nindices - os->out_rank > PARTIR_MAX_RANK) {
-    rfail(p, at, "more than %d reduction indices", PARTIR_MAX_RANK);
+  if (os->kind == SPEC_INDEXED &&
+      os->nindices - os->out_rank > PARTIR_MAX_RANK) {
+    cursor_fail(&p->c, at, "more than %d reduction indices", PARTIR_MAX_RANK);
     goto fail;
   }
   if (p->rs->specs[op]) {
-    rfail(p, name_at, "operator '%s' already has a tiling specification (%s)",
-          op_name(op), p->rs->specs[op]->origin);
+    cursor_fail(&p->c, name_at,
+                "operator '%s' already has a tiling specification (%s)",
+                op_name(op), p->rs->specs[op]->origin);
     goto fail;
   }
   p->rs->specs[op] = os;
@@ -526,13 +477,13 @@ static gboolean add_rule(RuleParser *p, Rule *r, Loc at) {
                            "%s: error: rule '%s' has the name of a rule "
                            "derived from op %s\n  %s\n",
                            old->where, r->name, op_name(r->op), old->srcline);
-    p->failed = TRUE;
+    p->c.failed = TRUE;
     rule_free(r);
     return FALSE;
   }
   if (old) {
-    rfail(p, at, "rule '%s' is defined twice (first at %s)", r->name,
-          old->origin);
+    cursor_fail(&p->c, at, "rule '%s' is defined twice (first at %s)", r->name,
+                old->origin);
     rule_free(r);
     return FALSE;
   }
@@ -594,33 +545,37 @@ static gboolean check_rhs(RuleParser *p, Rule *r, const Pat *pt,
   switch (pt->kind) {
   case PT_VAR:
     if (!has(lhs->terms, lhs->nterms, pt->name))
-      return rfail(p, pt->loc,
-                   "'%s' on the right side is not bound by the left side",
-                   pt->name);
+      return cursor_fail(&p->c, pt->loc,
+                         "'%s' on the right side is not bound by the left side",
+                         pt->name);
     break;
   case PT_SUBST:
     if (pt->args[0]->kind != PT_VAR)
-      return rfail(p, pt->loc, "only a variable can take a substitution");
+      return cursor_fail(&p->c, pt->loc,
+                         "only a variable can take a substitution");
     if (!has(lhs->binders, lhs->nbinders, pt->name))
-      return rfail(p, pt->loc,
-                   "'%s' in the substitution is not a binder of the left side",
-                   pt->name);
+      return cursor_fail(
+          &p->c, pt->loc,
+          "'%s' in the substitution is not a binder of the left side",
+          pt->name);
     break;
   case PT_OP:
     if (op_takes_written_type(pt->op) ||
         (op_needs_attrs(pt->op) && pt->nattrs == 0))
-      return rfail(p, pt->loc, "'%s' cannot be built by a rule without its "
-                               "%s",
-                   op_name(pt->op),
-                   op_takes_written_type(pt->op) ? "written result type"
-                                                 : "attributes");
+      return cursor_fail(&p->c, pt->loc,
+                         "'%s' cannot be built by a rule without its "
+                         "%s",
+                         op_name(pt->op),
+                         op_takes_written_type(pt->op) ? "written result type"
+                                                       : "attributes");
     for (int i = 0; i < pt->nattrs; i++) {
       const char *v = pt->attr_vals[i].var;
       if (v && !has(bound_ints->ints, bound_ints->nints, v))
-        return rfail(p, pt->loc,
-                     "attribute variable '%s' on the right side is not bound "
-                     "by the left side",
-                     v);
+        return cursor_fail(
+            &p->c, pt->loc,
+            "attribute variable '%s' on the right side is not bound "
+            "by the left side",
+            v);
     }
     break;
   default:
@@ -644,24 +599,25 @@ static gboolean check_rhs(RuleParser *p, Rule *r, const Pat *pt,
 
 static gboolean parse_int_expr(RuleParser *p, IntExpr *e) {
   memset(e, 0, sizeof *e);
-  if (p->tok.kind == TK_INT) {
+  if (p->c.tok.kind == TK_INT) {
     e->kind = IE_LIT;
-    e->value = p->tok.i;
-    rnext(p);
-    return !p->failed;
+    e->value = p->c.tok.i;
+    cursor_next(&p->c);
+    return !p->c.failed;
   }
-  if (token_is(&p->tok, "dim") || token_is(&p->tok, "rank")) {
-    gboolean dim = token_is(&p->tok, "dim");
+  if (token_is(&p->c.tok, "dim") || token_is(&p->c.tok, "rank")) {
+    gboolean dim = token_is(&p->c.tok, "dim");
     e->kind = dim ? IE_DIM : IE_RANK;
-    rnext(p);
-    if (!rpunct(p, '('))
+    cursor_next(&p->c);
+    if (!cursor_punct(&p->c, '('))
       return FALSE;
     e->var = rname(p, "a variable");
     if (!e->var)
       return FALSE;
-    if (dim && (!rpunct(p, ',') || !parse_intref(p, &e->dim, "a dimension")))
+    if (dim &&
+        (!cursor_punct(&p->c, ',') || !parse_intref(p, &e->dim, "a dimension")))
       return FALSE;
-    return rpunct(p, ')');
+    return cursor_punct(&p->c, ')');
   }
   e->kind = IE_VAR;
   e->var = rname(p, "an integer expression");
@@ -669,39 +625,39 @@ static gboolean parse_int_expr(RuleParser *p, IntExpr *e) {
 }
 
 static gboolean parse_conds(RuleParser *p, Rule *r) {
-  if (!token_is(&p->tok, "when"))
+  if (!token_is(&p->c.tok, "when"))
     return TRUE;
-  rnext(p);
+  cursor_next(&p->c);
   GArray *conds = g_array_new(FALSE, TRUE, sizeof(Cond));
   for (;;) {
-    Cond c = {.loc = p->tok.loc};
-    gsize start = (gsize)(p->tok.start - p->src->text);
+    Cond c = {.loc = p->c.tok.loc};
+    gsize start = (gsize)(p->c.tok.start - p->src->text);
     if (!parse_int_expr(p, &c.a))
       break;
-    if (p->tok.kind != TK_OP || token_op(&p->tok, "~~>") ||
-        token_op(&p->tok, "<~~>")) {
-      if (token_punct(&p->tok, '<') || token_punct(&p->tok, '>')) {
-        c.op[0] = p->tok.punct;
+    if (p->c.tok.kind != TK_OP || token_op(&p->c.tok, "~~>") ||
+        token_op(&p->c.tok, "<~~>")) {
+      if (token_punct(&p->c.tok, '<') || token_punct(&p->c.tok, '>')) {
+        c.op[0] = p->c.tok.punct;
       } else {
-        rexpected(p, "a comparison (== != < <= > >=)");
+        cursor_expected(&p->c, "a comparison (== != < <= > >=)");
         break;
       }
     } else {
-      memcpy(c.op, p->tok.start, 2);
+      memcpy(c.op, p->c.tok.start, 2);
     }
-    rnext(p);
+    cursor_next(&p->c);
     if (!parse_int_expr(p, &c.b))
       break;
     g_strlcpy(c.text, p->src->text + start,
-              MIN(sizeof c.text, p->prev_end - start + 1));
+              MIN(sizeof c.text, p->c.prev_end - start + 1));
     g_array_append_val(conds, c);
-    if (!token_is(&p->tok, "and"))
+    if (!token_is(&p->c.tok, "and"))
       break;
-    rnext(p);
+    cursor_next(&p->c);
   }
   r->nconds = (int)conds->len;
   r->conds = (Cond *)g_array_free(conds, FALSE);
-  return !p->failed;
+  return !p->c.failed;
 }
 
 static const char *const tag_names[] = {"propagate", "simplify", "fuse",
@@ -709,20 +665,21 @@ static const char *const tag_names[] = {"propagate", "simplify", "fuse",
 
 static gboolean parse_rule(RuleParser *p, Loc at) {
   Token name_tok = {0};
-  if (!lex_raw_name(&p->lx, &name_tok)) {
+  if (!lex_raw_name(&p->c.lx, &name_tok)) {
     token_clear(&name_tok);
-    p->failed = TRUE;
+    p->c.failed = TRUE;
     return FALSE;
   }
   g_autofree char *name = token_name(&name_tok);
   Loc name_at = name_tok.loc;
   token_clear(&name_tok);
-  rnext(p);
+  cursor_next(&p->c);
   Rule *r = g_new0(Rule, 1);
   r->kind = RULE_PATTERN;
   r->name = g_strdup(name);
   r->origin = g_strdup_printf("%s:%d", p->src->name, at.line);
-  r->where = g_strdup_printf("%s:%d:%d", p->src->name, name_at.line, name_at.col);
+  r->where =
+      g_strdup_printf("%s:%d:%d", p->src->name, name_at.line, name_at.col);
   {
     gsize b = name_at.offset, e = name_at.offset;
     while (b > 0 && p->src->text[b - 1] != '\n')
@@ -731,12 +688,12 @@ static gboolean parse_rule(RuleParser *p, Loc at) {
       e++;
     r->srcline = g_strndup(p->src->text + b, MIN(e - b, 200));
   }
-  if (token_punct(&p->tok, '[')) {
-    rnext(p);
-    while (!p->failed && !token_punct(&p->tok, ']')) {
-      if (r->tags && !rpunct(p, ','))
+  if (token_punct(&p->c.tok, '[')) {
+    cursor_next(&p->c);
+    while (!p->c.failed && !token_punct(&p->c.tok, ']')) {
+      if (r->tags && !cursor_punct(&p->c, ','))
         break;
-      Loc ta = p->tok.loc;
+      Loc ta = p->c.tok.loc;
       const char *tag = rname(p, "a tag");
       gboolean known = FALSE;
       for (gsize i = 0; tag && i < G_N_ELEMENTS(tag_names); i++)
@@ -745,34 +702,36 @@ static gboolean parse_rule(RuleParser *p, Loc at) {
           known = TRUE;
         }
       if (tag && !known)
-        rfail(p, ta, "unknown tag '%s' (propagate, simplify, fuse, spmd)", tag);
+        cursor_fail(&p->c, ta,
+                    "unknown tag '%s' (propagate, simplify, fuse, spmd)", tag);
     }
-    rpunct(p, ']');
+    cursor_punct(&p->c, ']');
   }
-  rpunct(p, ':');
-  gsize text_start = p->tok.start - p->src->text;
+  cursor_punct(&p->c, ':');
+  gsize text_start = p->c.tok.start - p->src->text;
   p->nscope = 0;
   r->lhs = parse_pat(p);
   gboolean twoway = FALSE;
-  if (!p->failed) {
-    if (token_op(&p->tok, "~~>") || token_op(&p->tok, "<~~>")) {
-      twoway = token_op(&p->tok, "<~~>");
-      rnext(p);
+  if (!p->c.failed) {
+    if (token_op(&p->c.tok, "~~>") || token_op(&p->c.tok, "<~~>")) {
+      twoway = token_op(&p->c.tok, "<~~>");
+      cursor_next(&p->c);
     } else {
-      rexpected(p, "'~~>' or '<~~>'");
+      cursor_expected(&p->c, "'~~>' or '<~~>'");
     }
   }
   p->nscope = 0;
-  if (!p->failed)
+  if (!p->c.failed)
     r->rhs = parse_pat(p);
-  if (!p->failed)
+  if (!p->c.failed)
     parse_conds(p, r);
-  gsize text_end = p->prev_end;
-  if (p->failed) {
+  gsize text_end = p->c.prev_end;
+  if (p->c.failed) {
     rule_free(r);
     return FALSE;
   }
-  r->text = g_strstrip(g_strndup(p->src->text + text_start, text_end - text_start));
+  r->text =
+      g_strstrip(g_strndup(p->src->text + text_start, text_end - text_start));
   for (char *c = r->text; *c; c++)
     if (*c == '\n' || *c == '\t')
       *c = ' ';
@@ -785,7 +744,8 @@ static gboolean parse_rule(RuleParser *p, Loc at) {
     if (r->conds[i].a.kind == IE_VAR && strcmp(r->conds[i].op, "==") == 0)
       add_name(bound.ints, &bound.nints, r->conds[i].a.var);
   if (r->lhs->kind == PT_SUBST) {
-    rfail(p, r->lhs->loc, "a substitution cannot appear on the left side");
+    cursor_fail(&p->c, r->lhs->loc,
+                "a substitution cannot appear on the left side");
     rule_free(r);
     return FALSE;
   }
@@ -811,7 +771,8 @@ static gboolean parse_rule(RuleParser *p, Loc at) {
     Names rb = rhs;
     if (!check_rhs(p, rev, rev->rhs, &rhs, &rb) || r->rhs->kind == PT_SUBST) {
       if (r->rhs->kind == PT_SUBST)
-        rfail(p, r->rhs->loc, "a two-way rule cannot have a substitution");
+        cursor_fail(&p->c, r->rhs->loc,
+                    "a two-way rule cannot have a substitution");
       rule_free(rev);
       return FALSE;
     }
@@ -832,9 +793,10 @@ static Rule *derived(RuleKind kind, Op op, int index, const OpSpec *os) {
   switch (kind) {
   case RULE_OP_TILE:
     r->name = g_strdup_printf("%s-tile-%d", opn, index);
-    r->text = g_strdup_printf("%s(..) ~~> tile %d (\\r:range<n,w> -> %s(operands "
-                              "sliced along result dim %d [r]))",
-                              opn, index, opn, index);
+    r->text =
+        g_strdup_printf("%s(..) ~~> tile %d (\\r:range<n,w> -> %s(operands "
+                        "sliced along result dim %d [r]))",
+                        opn, index, opn, index);
     r->params[r->nparams++] = g_intern_string("w");
     r->axis_params = 1u << r->nparams;
     r->params[r->nparams++] = g_intern_string("a");
@@ -906,44 +868,44 @@ static gboolean parse_file(RuleSet *rs, const Source *src, GString *errors,
                            int depth) {
   Diag diag;
   diag_init(&diag, src);
-  RuleParser p = {.diag = &diag, .rs = rs, .src = src};
-  lex_init(&p.lx, src, &diag);
-  p.lx.rules = TRUE;
-  rnext(&p);
-  while (!p.failed && p.tok.kind != TK_EOF) {
-    Loc at = p.tok.loc;
-    if (token_is(&p.tok, "include")) {
-      rnext(&p);
-      if (p.tok.kind != TK_STRING) {
-        rexpected(&p, "a file name in quotes");
+  RuleParser p = {.rs = rs, .src = src};
+  cursor_init(&p.c, src, &diag);
+  p.c.lx.rules = TRUE;
+  cursor_next(&p.c);
+  while (!p.c.failed && p.c.tok.kind != TK_EOF) {
+    Loc at = p.c.tok.loc;
+    if (token_is(&p.c.tok, "include")) {
+      cursor_next(&p.c);
+      if (p.c.tok.kind != TK_STRING) {
+        cursor_expected(&p.c, "a file name in quotes");
         break;
       }
       g_autofree char *dir = g_path_get_dirname(src->name);
-      g_autofree char *path = g_path_is_absolute(p.tok.text)
-                                  ? g_strdup(p.tok.text)
-                                  : g_build_filename(dir, p.tok.text, NULL);
+      g_autofree char *path = g_path_is_absolute(p.c.tok.text)
+                                  ? g_strdup(p.c.tok.text)
+                                  : g_build_filename(dir, p.c.tok.text, NULL);
       if (depth > 16) {
-        rfail(&p, at, "includes nest deeper than 16");
+        cursor_fail(&p.c, at, "includes nest deeper than 16");
         break;
       }
-      rnext(&p);
+      cursor_next(&p.c);
       if (!load_file(rs, path, errors, depth + 1)) {
-        rfail(&p, at, "in the file included here");
+        cursor_fail(&p.c, at, "in the file included here");
         break;
       }
-    } else if (token_is(&p.tok, "op")) {
-      rnext(&p);
+    } else if (token_is(&p.c.tok, "op")) {
+      cursor_next(&p.c);
       parse_op_spec(&p, at);
-    } else if (token_is(&p.tok, "rule")) {
+    } else if (token_is(&p.c.tok, "rule")) {
       parse_rule(&p, at);
     } else {
-      rexpected(&p, "'op', 'rule' or 'include'");
+      cursor_expected(&p.c, "'op', 'rule' or 'include'");
     }
   }
-  token_clear(&p.tok);
+  token_clear(&p.c.tok);
   g_string_append(errors, diag.text->str);
   diag_clear(&diag);
-  return !p.failed;
+  return !p.c.failed;
 }
 
 static gboolean load_file(RuleSet *rs, const char *path, GString *errors,
@@ -1020,8 +982,9 @@ RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
     if (found->len == 0) {
       g_auto(GStrv) dirs = rules_search_path();
       g_autofree char *path = g_strjoinv(":", dirs);
-      g_string_append_printf(errors, "no rule files found in %s (set "
-                                     "PARTIR_RULES or use --rules)\n",
+      g_string_append_printf(errors,
+                             "no rule files found in %s (set "
+                             "PARTIR_RULES or use --rules)\n",
                              path);
       ruleset_free(rs);
       return NULL;
@@ -1038,7 +1001,8 @@ RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
     Source none = {.name = (char *)"(derived)", .text = (char *)"", .len = 0};
     Diag diag;
     diag_init(&diag, &none);
-    RuleParser p = {.diag = &diag, .rs = rs, .src = &none, .errors = errors};
+    RuleParser p = {.rs = rs, .src = &none, .errors = errors};
+    cursor_init(&p.c, &none, &diag);
     ok = derive_rules(&p);
     g_string_append(errors, diag.text->str);
     diag_clear(&diag);
