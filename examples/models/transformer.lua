@@ -24,39 +24,10 @@ usage: lua5.4 transformer.lua [--layers N] [--batch N] [--seq N]
   --d_ff N      MLP hidden width (default 64)
 Prints the program to stdout.]]
 
-local function fail(msg)
-  io.stderr:write("transformer.lua: ", msg, "\n", USAGE, "\n")
-  os.exit(1)
-end
+package.path = (arg[0]:match("^(.*)/") or ".") .. "/?.lua;" .. package.path
+local cli = require "cli"
 
--- Parses '--key value' pairs into 'opts' (whose keys are the options
--- known, each a positive integer).
-local function parse_args(argv, opts)
-  local i = 1
-  while i <= #argv do
-    local key = argv[i]:match("^%-%-([%w_]+)$")
-    if argv[i] == "--help" or argv[i] == "-h" then
-      print(USAGE)
-      os.exit(0)
-    end
-    if not key or opts[key] == nil then
-      fail("unknown option '" .. argv[i] .. "'")
-    end
-    local value = argv[i + 1]
-    if value == nil then
-      fail("option --" .. key .. " needs a value")
-    end
-    local n = value:match("^%d+$") and math.tointeger(tonumber(value))
-    if not n or n < 1 then
-      fail("--" .. key .. " must be a positive integer, got '" .. value .. "'")
-    end
-    opts[key] = n
-    i = i + 2
-  end
-  return opts
-end
-
-local o = parse_args(arg, {
+local o, fail = cli.options("transformer.lua", USAGE, arg, {
   layers = 1, batch = 2, seq = 8, d_model = 32, heads = 4, d_ff = 64,
 })
 if o.d_model % o.heads ~= 0 then
