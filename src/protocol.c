@@ -755,6 +755,10 @@ static void write_json(GString *out, const J *v) {
     g_string_append(out, v->valuestring);
     return;
   }
+  if (is_int(v)) { /* ids and counts: no double formatting */
+    g_string_append_printf(out, "%" G_GINT64_FORMAT, (gint64)v->valuedouble);
+    return;
+  }
   char small[256]; /* most values: no allocation */
   if (v && cJSON_PrintPreallocated((J *)v, small, sizeof small, FALSE)) {
     g_string_append(out, small);
@@ -771,10 +775,12 @@ static void append_json(GString *out, J *v) {
   cJSON_Delete(v);
 }
 
-/* A value whose JSON text is 'text' as it stands (taken). */
+/* A value whose JSON text is 'text' as it stands (taken: GLib and cJSON
+ * both allocate with malloc, so cJSON_Delete frees the buffer). */
 static J *raw_json(GString *text) {
-  J *v = cJSON_CreateRaw(text->str);
-  g_string_free(text, TRUE);
+  J *v = cJSON_CreateRaw("");
+  cJSON_free(v->valuestring);
+  v->valuestring = g_string_free(text, FALSE);
   return v;
 }
 

@@ -88,7 +88,7 @@ cases = [("mlp", examples + "/mlp.pir", "model=2", "arg-tile %x 0 8 model", 2000
          ("transformer-12", tmp + "/t12.pir", "model=2", "arg-tile %x 0 1 model", 500)]
 print("agent protocol throughput (one client, one pipe; best of 5)")
 print("target: >= 20000 steps/s on the MLP; protocol overhead < 2x in-process")
-print("overhead: the server's CPU time per step (wait4) over the CPU time of the")
+print("overhead: the server's CPU time per step (getrusage) over the CPU time of the")
 print("same step in-process (Lua s:exec in a loop; os.clock), in a loop that keeps")
 print("every child as the pipe client does ('keep'), and one that drops them")
 print("%-16s %10s %10s %10s %10s %10s %10s %7s %7s" % (
