@@ -12,6 +12,7 @@ usage: bench-protocol.py PARTIR_REPL PARTIR EXAMPLES_DIR TMPDIR
 """
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -78,29 +79,35 @@ def lua_rate(path, mesh, action, n, keep):
     return n / float(r.stderr.strip().splitlines()[-1])
 
 
-def best(f, *a):
-    return max(f(*a) for _ in range(5))
-
-
 subprocess.run(["lua5.4", examples + "/models/transformer.lua", "--layers", "12"],
                stdout=open(tmp + "/t12.pir", "w"), check=True)
 cases = [("mlp", examples + "/mlp.pir", "model=2", "arg-tile %x 0 8 model", 20000),
          ("transformer-12", tmp + "/t12.pir", "model=2", "arg-tile %x 0 1 model", 500)]
-print("agent protocol throughput (one client, one pipe; best of 5)")
+print("agent protocol throughput (one client, one pipe)")
 print("target: >= 20000 steps/s on the MLP; protocol overhead < 2x in-process")
-print("overhead: the server's CPU time per step (getrusage) over the CPU time of the")
-print("same step in-process (Lua s:exec in a loop; os.clock), in a loop that keeps")
-print("every child as the pipe client does ('keep'), and one that drops them")
+print("overhead: the server's CPU time per step (getrusage) over the CPU time of")
+print("the same step in-process (Lua s:exec in a loop; os.clock), in a loop that")
+print("keeps every child as the pipe client does ('keep') and in one that drops")
+print("them ('disc'); each of 5 rounds measures all three back to back, and the")
+print("ratios are the medians of the rounds' ratios (a shared machine's load")
+print("moves all three together); steps/s is the best round's wall clock")
 print("%-16s %10s %10s %10s %10s %10s %10s %7s %7s" % (
     "program", "steps/s", "+reward/s", "expand/s", "pipe us", "keep us",
     "disc us", "ratio", "vs disc"))
 for name, path, mesh, action, n in cases:
-    runs = [pipe_rate(path, mesh, action, n, False) for _ in range(5)]
-    s = max(r[0] for r in runs)
-    cpu = min(r[1] for r in runs)
+    rounds = []
+    for _ in range(5):
+        rate, cpu = pipe_rate(path, mesh, action, n, False)
+        keep = lua_rate(path, mesh, action, n, True)
+        disc = lua_rate(path, mesh, action, n, False)
+        rounds.append((rate, cpu, keep, disc))
+    s = max(r[0] for r in rounds)
+    cpu = statistics.median(r[1] for r in rounds)
+    keep = statistics.median(r[2] for r in rounds)
+    disc = statistics.median(r[3] for r in rounds)
+    ratio = statistics.median(r[1] * r[2] for r in rounds)
+    ratio_disc = statistics.median(r[1] * r[3] for r in rounds)
     sr = pipe_rate(path, mesh, action, max(n // 10, 100), True)[0]
-    keep = best(lua_rate, path, mesh, action, n, True)
-    disc = best(lua_rate, path, mesh, action, n, False)
     ex = expand_rate(path, mesh, 20 if name == "mlp" else 1)
     print("%-16s %10.0f %10.0f %10.0f %10.2f %10.2f %10.2f %7.2f %7.2f" % (
-        name, s, sr, ex, cpu * 1e6, 1e6 / keep, 1e6 / disc, cpu * keep, cpu * disc))
+        name, s, sr, ex, cpu * 1e6, 1e6 / keep, 1e6 / disc, ratio, ratio_disc))
