@@ -259,6 +259,39 @@ else:
     tap(now <= before * 1.1 + 2048,
         "memory stays flat over a long search (%d KB after 100 episodes, %d KB after 280)"
         % (before, now))
+# collections never change what a live state prints: random steps,
+# expands and drops, each followed by a forced collection, then every
+# live state must print and hash as it did when it was made
+rng2 = random.Random(11)
+c.call("drop", states=[root])
+made = {}
+def remember(sid):
+    made[sid] = (c.call("observe", state=sid, what=["program"])["result"]["program"],
+                 c.call("trace", state=sid)["result"]["actions"])
+r2 = c.call("reset", path=transformer, mesh="batch=2,model=2")["result"]["state"]
+remember(r2)
+for _ in range(40):
+    sid = rng2.choice(sorted(made))
+    legal = c.call("observe", state=sid, what=["legal"])["result"]["legal"]
+    op = rng2.randrange(3)
+    if op == 0 and legal:
+        remember(c.call("step", state=sid, actions=[rng2.randrange(legal)],
+                        reward=False)["result"]["state"])
+    elif op == 1 and legal:
+        kids = c.call("expand", state=sid, reward=False)["result"]["children"]
+        keep = [k["state"] for k in kids if "state" in k]
+        for k in rng2.sample(keep, min(2, len(keep))):
+            remember(k)
+        c.call("drop", states=[k for k in keep if k not in made])
+    elif len(made) > 1:
+        gone = rng2.choice(sorted(made))
+        c.call("drop", states=[gone])
+        del made[gone]
+    c.call("stats", collect=True)
+same = all((c.call("observe", state=k, what=["program"])["result"]["program"],
+            c.call("trace", state=k)["result"]["actions"]) == v for k, v in made.items())
+tap(same and len(made) > 3,
+    "after collections every live state prints and traces as it did (%d states)" % len(made))
 c.call("shutdown")
 c.p.wait(timeout=30)
 
