@@ -360,6 +360,7 @@ static int l_matches(lua_State *L) {
 /* Runs engine commands on 's'; pushes the new state, or raises. */
 static int run_commands(lua_State *L, State *s, const char *script,
                         gboolean want_report) {
+  terms_maybe_collect(); /* a safe point: states hold every term in use */
   GString *why = g_string_new(NULL);
   GString *report = g_string_new(NULL);
   State *next = engine_script(rules_of(L), s, script, why, report);

@@ -1,5 +1,5 @@
 /* program.c — modules (parsed files) and their functions. */
-#include "partir-int.h"
+#include "rule.h"
 
 #include <string.h>
 
@@ -9,6 +9,7 @@ Module *module_new(void) {
   m->funcs = g_ptr_array_new_with_free_func((GDestroyNotify)func_free);
   m->names = g_hash_table_new_full(NULL, NULL, NULL, g_free);
   m->binder_names = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  collect_track_module(m, TRUE);
   return m;
 }
 
@@ -20,6 +21,7 @@ Module *module_ref(Module *m) {
 void module_free(Module *m) {
   if (!m || --m->refcount > 0)
     return;
+  collect_track_module(m, FALSE);
   g_ptr_array_unref(m->funcs);
   g_hash_table_unref(m->names);
   g_hash_table_unref(m->binder_names);

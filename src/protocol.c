@@ -74,8 +74,6 @@ typedef struct Proto {
   RuleSet *rs;
   GHashTable *entries; /* &Entry.id -> Entry* */
   gint64 next_id;
-  size_t collect_at; /* collect the term store when it reaches this */
-  size_t collected;  /* terms freed so far */
   char **allowed;
   GPtrArray *episodes;
   gboolean quit;
@@ -1045,56 +1043,17 @@ static J *m_drop(Proto *pr, J *p, Fail *f) {
   return o;
 }
 
-/* ------------------------------------------------------ reclaiming */
-
-/* Terms are shared by every state and kept by the term store; a
- * collection keeps what the live states reach.  It runs between
- * requests, when the store has doubled since the last one, so its cost
- * (linear in what is live) is spread over the steps that made the
- * garbage. */
-#define COLLECT_MIN_TERMS ((size_t)1 << 16)
-
-static void collect(Proto *pr) {
-  g_autoptr(GPtrArray) roots = g_ptr_array_new();
-  g_autoptr(GPtrArray) tables = g_ptr_array_new();
-  g_autoptr(GHashTable) modules = g_hash_table_new(NULL, NULL);
-  GHashTableIter it;
-  gpointer key, value;
-  g_hash_table_iter_init(&it, pr->entries);
-  while (g_hash_table_iter_next(&it, &key, &value)) {
-    const Entry *e = value;
-    g_ptr_array_add(roots, (gpointer)e->state->func.body);
-    Module *m = e->state->module;
-    if (!g_hash_table_add(modules, m))
-      continue;
-    for (guint i = 0; i < m->funcs->len; i++)
-      g_ptr_array_add(roots,
-                      (gpointer)((Func *)g_ptr_array_index(m->funcs, i))->body);
-    g_ptr_array_add(tables, m->names);
-    g_ptr_array_add(tables, m->binder_names);
-  }
-  pr->collected +=
-      term_store_collect((const Term *const *)roots->pdata, roots->len,
-                         (GHashTable *const *)tables->pdata, tables->len);
-  pr->collect_at = MAX(2 * term_store_size(), COLLECT_MIN_TERMS);
-}
-
-static void maybe_collect(Proto *pr) {
-  if (term_store_size() >= pr->collect_at)
-    collect(pr);
-}
-
 static J *m_stats(Proto *pr, J *p, Fail *f) {
   gboolean now = FALSE;
   if (!get_bool(p, "collect", &now, f))
     return NULL;
   if (now)
-    collect(pr);
+    terms_collect();
   J *o = cJSON_CreateObject();
   put(o, "states", jint(g_hash_table_size(pr->entries)));
   put(o, "terms", jint((gint64)term_store_size()));
   put(o, "term_bytes", jint((gint64)term_store_bytes()));
-  put(o, "collected", jint((gint64)pr->collected));
+  put(o, "collected", jint((gint64)terms_collected()));
   return o;
 }
 
@@ -1311,7 +1270,7 @@ static char *next_line(Reader *r, gsize *n, gboolean *too_long) {
 }
 
 int protocol_run(RuleSet *rs, char **allowed, FILE *in) {
-  Proto pr = {.rs = rs, .allowed = allowed, .collect_at = COLLECT_MIN_TERMS};
+  Proto pr = {.rs = rs, .allowed = allowed};
   pr.entries = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL,
                                      (GDestroyNotify)entry_free);
   pr.episodes = g_ptr_array_new_with_free_func(g_free);
@@ -1328,7 +1287,7 @@ int protocol_run(RuleSet *rs, char **allowed, FILE *in) {
       line[--n] = '\0';
     if (n > 0)
       handle(&pr, &io, line, n);
-    maybe_collect(&pr);
+    terms_maybe_collect(); /* a safe point: only entries hold terms */
     if (io.out->len > 0 && (!line_waiting(&r) || io.out->len > (1u << 20)))
       flush_out(&io);
   }

@@ -209,6 +209,18 @@ void state_unref(State *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(State, state_unref)
 void state_print(GString *out, const State *s, gboolean expr);
 
+/* collect.c: reclaiming terms.  Modules and states register themselves
+ * (program.c, state.c); terms_collect frees every term that no live
+ * module's function and no live state's body reaches, and returns how
+ * many.  Call it only where every term in use belongs to a module or a
+ * state (no rewrite or pass in progress).  terms_maybe_collect collects
+ * when the store has doubled since the last collection. */
+void collect_track_module(Module *m, gboolean alive);
+void collect_track_state(State *s, gboolean alive);
+size_t terms_collect(void);
+void terms_maybe_collect(void);
+size_t terms_collected(void); /* terms freed so far */
+
 /* A location: a value of the printed program. */
 typedef struct Location {
   char *name;          /* printed SSA name without '%' */

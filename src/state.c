@@ -13,6 +13,7 @@ State *state_new(Module *m) {
   s->refcount = 1;
   s->module = module_ref(m);
   s->func = *module_entry(m);
+  collect_track_state(s, TRUE);
   return s;
 }
 
@@ -30,6 +31,7 @@ State *state_ref(State *s) {
 void state_unref(State *s) {
   if (!s || --s->refcount > 0)
     return;
+  collect_track_state(s, FALSE);
   module_free(s->module);
   g_free(s);
 }
