@@ -18,7 +18,9 @@
  * order, so the result is deterministic: the first tiled operand's tile
  * ends up outermost.  What cannot be resolved — a tiled dimension the
  * operator cannot carry, two tilings of one dimension with different
- * widths, an axis used twice in one nest — is left in place and reported.
+ * widths, an axis used twice in one nest — is left in place and reported;
+ * so are operands split along one dimension over two axes, where the
+ * first operand's axis wins.
  *
  * requires: the rule set has 'fuse' (partir.rules) and the op specs.
  */
@@ -79,6 +81,35 @@ static const Term *apply_named(Norm *n, const char *name, const Term *t,
   return rule_apply_here(n->rs, r, t, args, axis ? 2 : 1, why);
 }
 
+/* Operand i's tile is pulled out of 't': another operand tiled along
+ * the dimension that carries the same result dimension (or reduction)
+ * over another axis has its tiling fused into operand i's, and its axis
+ * is dropped.  The program still computes the same, but the user asked
+ * for something else: say so. */
+static void note_axis_conflicts(Norm *n, const Term *t, const TileSpec *spec,
+                                int i) {
+  const Term *a = t->args[i];
+  if (!a->axis)
+    return;
+  for (int j = i + 1; j < t->nargs; j++) {
+    const Term *b = t->args[j];
+    if (b->kind != TM_TILE || !b->axis || b->axis == a->axis)
+      continue;
+    gboolean same = FALSE;
+    for (int d = 0; d < spec->nout; d++)
+      same |= spec->out[d][i] == a->index && spec->out[d][j] == b->index;
+    for (int k = 0; k < spec->nred; k++)
+      same |= spec->red[k][i] == a->index && spec->red[k][j] == b->index;
+    if (!same)
+      continue;
+    g_autofree char *msg = g_strdup_printf(
+        "operands %d and %d of '%s' are split along the same dimension over "
+        "different axes (\"%s\" and \"%s\"): kept \"%s\"",
+        i + 1, j + 1, op_name(t->op), a->axis, b->axis, a->axis);
+    note(n, msg);
+  }
+}
+
 /* Pulls the first tiled operand's tile out of operator 't'. */
 static const Term *pull_tile(Norm *n, const Term *t) {
   TileSpec spec;
@@ -98,8 +129,10 @@ static const Term *pull_tile(Norm *n, const Term *t) {
         name = k ? g_strdup_printf("%s-sum-%d", op_name(t->op), k)
                  : g_strdup_printf("%s-sum", op_name(t->op));
     const Term *out = name ? apply_named(n, name, t, a->range->w, a->axis) : NULL;
-    if (out)
+    if (out) {
+      note_axis_conflicts(n, t, &spec, i);
       return out;
+    }
     g_autofree char *msg = g_strdup_printf(
         "cannot propagate the tiling of operand %d of '%s' along dimension "
         "%d%s%s",
