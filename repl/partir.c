@@ -71,18 +71,14 @@ static void print_error(const char *what, GError *error) {
 /* Loads and parses FILE; diagnostics go to stderr. */
 static Module *load_module(const char *path) {
   GError *error = NULL;
-  g_autoptr(Source) src = NULL;
-  if (!source_load(path, &src, &error)) {
+  g_autoptr(GString) diags = g_string_new(NULL);
+  Module *m = parse_file(path, diags, &error);
+  if (error) {
     print_error(NULL, error);
     g_error_free(error);
-    return NULL;
+  } else if (!m) {
+    fputs(diags->str, stderr);
   }
-  Diag diag;
-  diag_init(&diag, src);
-  Module *m = parse_module(src, &diag);
-  if (!m)
-    fputs(diag.text->str, stderr);
-  diag_clear(&diag);
   return m;
 }
 

@@ -781,9 +781,7 @@ Module *parse_module(const Source *src, Diag *diag) {
   return g_steal_pointer(&m);
 }
 
-Module *parse_text(const char *name, const char *text, gsize len,
-                   GString *errors) {
-  g_autoptr(Source) src = source_new(name, text, len);
+static Module *parse_source(const Source *src, GString *errors) {
   Diag d;
   diag_init(&d, src);
   Module *m = parse_module(src, &d);
@@ -791,4 +789,17 @@ Module *parse_text(const char *name, const char *text, gsize len,
     g_string_assign(errors, d.text->str);
   diag_clear(&d);
   return m;
+}
+
+Module *parse_text(const char *name, const char *text, gsize len,
+                   GString *errors) {
+  g_autoptr(Source) src = source_new(name, text, len);
+  return parse_source(src, errors);
+}
+
+Module *parse_file(const char *path, GString *errors, GError **error) {
+  g_autoptr(Source) src = NULL;
+  if (!source_load(path, &src, error))
+    return NULL;
+  return parse_source(src, errors);
 }

@@ -347,6 +347,9 @@ Module *parse_module(const Source *src, Diag *diag);
  * with the diagnostics in 'errors' (when not NULL). */
 Module *parse_text(const char *name, const char *text, gsize len,
                    GString *errors);
+/* The same for a file: NULL with 'error' set when it cannot be read, or
+ * NULL with the diagnostics in 'errors'. */
+Module *parse_file(const char *path, GString *errors, GError **error);
 
 /* ---------------------------------------------------------------- print */
 

@@ -864,8 +864,8 @@ static gboolean derive_rules(RuleParser *p) {
 static gboolean load_file(RuleSet *rs, const char *path, GString *errors,
                           int depth);
 
-static gboolean parse_file(RuleSet *rs, const Source *src, GString *errors,
-                           int depth) {
+static gboolean parse_rule_file(RuleSet *rs, const Source *src, GString *errors,
+                                int depth) {
   Diag diag;
   diag_init(&diag, src);
   RuleParser p = {.rs = rs, .src = src};
@@ -921,7 +921,7 @@ static gboolean load_file(RuleSet *rs, const char *path, GString *errors,
     g_error_free(error);
     return FALSE;
   }
-  return parse_file(rs, src, errors, depth);
+  return parse_rule_file(rs, src, errors, depth);
 }
 
 char **rules_search_path(void) {
@@ -996,7 +996,7 @@ RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
   for (const char *const *p = paths; *p && ok; p++)
     ok = load_file(rs, *p, errors, 0);
   if (ok && extra)
-    ok = parse_file(rs, extra, errors, 0);
+    ok = parse_rule_file(rs, extra, errors, 0);
   if (ok) {
     Source none = {.name = (char *)"(derived)", .text = (char *)"", .len = 0};
     Diag diag;

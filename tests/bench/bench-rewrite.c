@@ -117,18 +117,15 @@ static char *label_of(const char *path) {
 /* Loads and parses a program; diagnostics go to stderr. */
 static Module *load_program(const char *path) {
   GError *error = NULL;
-  g_autoptr(Source) src = NULL;
-  if (!source_load(path, &src, &error)) {
+  g_autoptr(GString) diags = g_string_new(NULL);
+  Module *m = parse_file(path, diags, &error);
+  if (error) {
     g_printerr("bench-rewrite: %s\n", error->message);
     g_error_free(error);
     return NULL;
   }
-  Diag diag;
-  diag_init(&diag, src);
-  Module *m = parse_module(src, &diag);
   if (!m)
-    fputs(diag.text->str, stderr);
-  diag_clear(&diag);
+    fputs(diags->str, stderr);
   if (m && !module_entry(m)) {
     g_printerr("bench-rewrite: %s: no entry function (@main)\n", path);
     module_free(m);
