@@ -176,20 +176,17 @@ static void append_location_line(GString *out, GStrv lines, const Location *l) {
  * given on the command line. */
 gboolean repl_cmd_load_path(Session *s, const char *path) {
   GError *error = NULL;
-  g_autoptr(Source) src = NULL;
-  if (!source_load(path, &src, &error)) {
+  g_autoptr(GString) diags = g_string_new(NULL);
+  g_autoptr(Module) m = parse_file(path, diags, &error);
+  if (error) {
     repl_report_error(s, "load: %s", error->message);
     g_error_free(error);
     return FALSE;
   }
-  Diag diag;
-  diag_init(&diag, src);
-  g_autoptr(Module) m = parse_module(src, &diag);
-  if (!m)
-    report_text(diag.text->str);
-  diag_clear(&diag);
-  if (!m)
+  if (!m) {
+    report_text(diags->str);
     return FALSE;
+  }
   g_autofree char *quoted =
       strpbrk(path, " \t'\"\\;#") ? g_shell_quote(path) : g_strdup(path);
   g_autofree char *command = g_strdup_printf("load %s", quoted);
