@@ -194,6 +194,10 @@ const Term *term_tuple(int n, const Term *const *args);
  * new operands do not type-check. */
 const Term *term_with_args(const Term *t, const Term *const *args,
                            GString *err);
+/* 't' with each operand a replaced by fn(ud, a): 't' itself when none
+ * changes; NULL + err when the store refuses the rebuilt term. */
+typedef const Term *(*TermMapFn)(void *ud, const Term *arg);
+const Term *term_map_args(const Term *t, TermMapFn fn, void *ud, GString *err);
 /* Adds 'by' to every loose index >= 'cutoff' (by may be negative when the
  * caller knows no index below -by is loose). */
 const Term *term_shift(const Term *t, int by, int cutoff);

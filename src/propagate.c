@@ -48,6 +48,7 @@ struct Norm {
   GString *report;
   GHashTable *reported;
   GHashTable *names; /* the module's value names, or NULL */
+  GString *err;      /* why the store refused a rebuilt term */
 };
 
 static void note(Norm *n, const char *msg) {
@@ -128,7 +129,8 @@ static const Term *pull_tile(Norm *n, const Term *t) {
       if (spec.red[k][i] == c)
         name = k ? g_strdup_printf("%s-sum-%d", op_name(t->op), k)
                  : g_strdup_printf("%s-sum", op_name(t->op));
-    const Term *out = name ? apply_named(n, name, t, a->range->w, a->axis) : NULL;
+    const Term *out =
+        name ? apply_named(n, name, t, a->range->w, a->axis) : NULL;
     if (out) {
       note_axis_conflicts(n, t, &spec, i);
       return out;
@@ -136,8 +138,8 @@ static const Term *pull_tile(Norm *n, const Term *t) {
     g_autofree char *msg = g_strdup_printf(
         "cannot propagate the tiling of operand %d of '%s' along dimension "
         "%d%s%s",
-        i + 1, op_name(t->op), c, name ? ": " : " (the operator cannot carry it)",
-        name ? name : "");
+        i + 1, op_name(t->op), c,
+        name ? ": " : " (the operator cannot carry it)", name ? name : "");
     note(n, msg);
   }
   return NULL;
@@ -159,8 +161,8 @@ static const Term *propagate_step(Norm *n, const Term *t) {
   }
   if (x->kind == TM_TILE && x->index == t->index) {
     g_autofree char *msg = g_strdup_printf(
-        "conflicting tilings of dimension %d: a slice of width %" G_GINT64_FORMAT
-        " of a tile of width %" G_GINT64_FORMAT,
+        "conflicting tilings of dimension %d: a slice of width "
+        "%" G_GINT64_FORMAT " of a tile of width %" G_GINT64_FORMAT,
         t->index, t->args[1]->type->w, x->range->w);
     note(n, msg);
   }
@@ -171,31 +173,21 @@ static const Term *rules_step(Norm *n, const Term *t) {
   return try_rules(n, t);
 }
 
+static const Term *norm_arg(void *n, const Term *t) { return norm(n, t); }
+
 static const Term *norm(Norm *n, const Term *t) {
   if (t->nargs == 0)
     return t;
   const Term *done = g_hash_table_lookup(n->memo, t);
   if (done)
     return done;
-  const Term *stack[8];
-  const Term **args = t->nargs <= 8 ? stack : g_new(const Term *, (gsize)t->nargs);
-  gboolean changed = FALSE;
-  for (int i = 0; i < t->nargs; i++) {
-    args[i] = norm(n, t->args[i]);
-    changed |= args[i] != t->args[i];
+  const Term *t1 = term_map_args(t, norm_arg, n, n->err);
+  if (!t1) { /* only the store's limits (nesting) can refuse it */
+    note(n, n->err->str);
+    t1 = t;
   }
-  const Term *t1 = t;
-  if (changed) {
-    g_autoptr(GString) err = g_string_new(NULL);
-    t1 = term_with_args(t, args, err);
-    if (!t1) { /* only the store's limits (nesting) can refuse it */
-      note(n, err->str);
-      t1 = t;
-    }
-  }
-  if (args != stack)
-    g_free(args);
-  const Term *r = n->fuel > 0 && n->nest < NORM_MAX_NEST ? n->step(n, t1) : NULL;
+  const Term *r =
+      n->fuel > 0 && n->nest < NORM_MAX_NEST ? n->step(n, t1) : NULL;
   if (!r && (n->fuel <= 0 || n->nest >= NORM_MAX_NEST))
     note(n, "stopped without reaching a fixed point (the rules loop?)");
   const Term *result = t1;
@@ -219,8 +211,8 @@ static const Term *norm(Norm *n, const Term *t) {
  * once per region instance, as printed: linear in the printed program. */
 typedef struct AxisCheck {
   Norm *n;
-  const char *axes[PARTIR_MAX_REGIONS + 2];  /* region depth -> its axis */
-  GHashTable *seen[PARTIR_MAX_REGIONS + 2];  /* placed terms, per region */
+  const char *axes[PARTIR_MAX_REGIONS + 2]; /* region depth -> its axis */
+  GHashTable *seen[PARTIR_MAX_REGIONS + 2]; /* placed terms, per region */
 } AxisCheck;
 
 static void check_axes(AxisCheck *c, int depth, const Term *t) {
@@ -268,7 +260,11 @@ static size_t dag_size(const Term *root) {
 
 static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
                        guint tag, GHashTable *names, GString *report) {
-  Norm n = {.rs = rs, .step = step, .report = report, .names = names};
+  Norm n = {.rs = rs,
+            .step = step,
+            .report = report,
+            .names = names,
+            .err = g_string_new(NULL)};
   n.fuel = 1024 + NORM_FUEL_PER_NODE * (long)dag_size(body);
   n.memo = g_hash_table_new(NULL, NULL);
   n.reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -287,6 +283,7 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
   }
   g_hash_table_unref(n.memo);
   g_hash_table_unref(n.reported);
+  g_string_free(n.err, TRUE);
   g_ptr_array_unref(n.rules);
   return out;
 }

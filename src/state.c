@@ -66,7 +66,8 @@ static void add_location(void *ud, const char *name, const Term *placed) {
 }
 
 GPtrArray *state_locations(const State *s) {
-  GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)location_free);
+  GPtrArray *out =
+      g_ptr_array_new_with_free_func((GDestroyNotify)location_free);
   print_walk(s->module, &s->func, add_location, out);
   return out;
 }
@@ -90,6 +91,12 @@ typedef struct Replace {
   GString *err; /* set when an ancestor cannot be rebuilt */
 } Replace;
 
+static const Term *replace_rec(Replace *rp, const Term *t);
+
+static const Term *replace_arg(void *rp, const Term *t) {
+  return replace_rec(rp, t);
+}
+
 static const Term *replace_rec(Replace *rp, const Term *t) {
   const Term *from = rp->from;
   if (rp->args_to && t->kind == TM_ARG)
@@ -107,24 +114,12 @@ static const Term *replace_rec(Replace *rp, const Term *t) {
   const Term *done = g_hash_table_lookup(rp->memo, t);
   if (done)
     return done;
-  const Term *stack[8];
-  const Term **args = t->nargs <= 8 ? stack : g_new(const Term *, (gsize)t->nargs);
-  gboolean changed = FALSE;
-  for (int i = 0; i < t->nargs; i++) {
-    args[i] = replace_rec(rp, t->args[i]);
-    changed |= args[i] != t->args[i];
-  }
-  const Term *r = t;
-  if (changed) {
-    /* types are the same below, so only the limits on nesting can fail */
-    r = term_with_args(t, args, rp->err);
-    if (r)
-      inherit_name(rp->names, t, r);
-    else
-      r = t;
-  }
-  if (args != stack)
-    g_free(args);
+  /* types are the same below, so only the limits on nesting can fail */
+  const Term *r = term_map_args(t, replace_arg, rp, rp->err);
+  if (!r)
+    r = t;
+  else if (r != t)
+    inherit_name(rp->names, t, r);
   g_hash_table_insert(rp->memo, (gpointer)t, (gpointer)r);
   return r;
 }

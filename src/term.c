@@ -413,6 +413,21 @@ const Term *term_with_args(const Term *t, const Term *const *args,
   g_assert_not_reached();
 }
 
+const Term *term_map_args(const Term *t, TermMapFn fn, void *ud, GString *err) {
+  const Term *stack[8];
+  const Term **args =
+      t->nargs <= 8 ? stack : g_new(const Term *, (gsize)t->nargs);
+  gboolean changed = FALSE;
+  for (int i = 0; i < t->nargs; i++) {
+    args[i] = fn(ud, t->args[i]);
+    changed |= args[i] != t->args[i];
+  }
+  const Term *r = changed ? term_with_args(t, args, err) : t;
+  if (args != stack)
+    g_free(args);
+  return r;
+}
+
 static const Term *shift_rec(const Term *t, int by, int cutoff,
                              GHashTable *memo) {
   if ((t->loose >> cutoff) == 0)
