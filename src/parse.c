@@ -513,9 +513,19 @@ static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
 
 /* -------------------------------------------------------- SPMD programs */
 
-/* {dist = [["a"], []], partial = ["b"]} after an SPMD program's argument
- * or result type: the layout of a value of rank 'rank'. */
-static gboolean parse_dist(Parser *p, int rank, Dist *out, GArray *axes_used) {
+/* What a layout says it replicates, checked once the mesh is known. */
+typedef struct Replicated {
+  Loc at;
+  int n;
+  const char *axes[MESH_MAX_AXES];
+  Dist dist;
+} Replicated;
+
+/* {dist = [["a"], []], partial = ["b"], replicated = ["c"]} after an SPMD
+ * program's argument or result type: the layout of a value of rank
+ * 'rank'.  'replicated' is optional; when given it goes to 'reps'. */
+static gboolean parse_dist(Parser *p, int rank, Dist *out, GArray *axes_used,
+                           GArray *reps) {
   memset(out, 0, sizeof *out);
   out->rank = rank;
   Loc at = p->c.tok.loc;
@@ -526,8 +536,9 @@ static gboolean parse_dist(Parser *p, int rank, Dist *out, GArray *axes_used) {
     return FALSE;
   const AttrValue *dist = attrs_get(a, "dist");
   const AttrValue *partial = attrs_get(a, "partial");
+  const AttrValue *replicated = attrs_get(a, "replicated");
   gboolean ok = dist && dist->kind == AV_LIST && dist->count == rank &&
-                a->count == 1 + (partial != NULL);
+                a->count == 1 + (partial != NULL) + (replicated != NULL);
   for (int i = 0; ok && i < rank; i++) {
     const AttrValue *axes = &dist->items[i];
     ok = axes->kind == AV_LIST && axes->count <= MESH_MAX_AXES;
@@ -547,12 +558,51 @@ static gboolean parse_dist(Parser *p, int rank, Dist *out, GArray *axes_used) {
     }
     out->npartial = ok ? partial->count : 0;
   }
+  Replicated rep = {.at = at};
+  if (ok && replicated) {
+    ok = replicated->kind == AV_LIST && replicated->count <= MESH_MAX_AXES;
+    for (int k = 0; ok && k < replicated->count; k++) {
+      ok = replicated->items[k].kind == AV_SYMBOL;
+      rep.axes[rep.n++] = replicated->items[k].sym;
+    }
+  }
   if (!ok)
     return cursor_fail(&p->c, at,
                        "a layout is {dist = [axes of each of the %d "
-                       "dimensions], partial = [axes]}",
+                       "dimensions], partial = [axes], replicated = [axes]}",
                        rank);
+  if (replicated) {
+    rep.dist = *out;
+    g_array_append_val(reps, rep);
+  }
   return TRUE;
+}
+
+/* A written 'replicated' must name exactly the axes the layout leaves. */
+static gboolean check_replicated(Parser *p, const Replicated *r,
+                                 const Mesh *mesh) {
+  const char *want[MESH_MAX_AXES];
+  int n = dist_replicated(&r->dist, mesh, want);
+  gboolean same = n == r->n;
+  for (int i = 0; same && i < n; i++) {
+    gboolean found = FALSE;
+    for (int k = 0; k < r->n; k++)
+      found |= r->axes[k] == want[i];
+    same = found;
+  }
+  if (same)
+    return TRUE;
+  g_autoptr(GString) said = g_string_new(NULL);
+  g_autoptr(GString) axes = g_string_new(NULL);
+  for (int i = 0; i < r->n; i++)
+    g_string_append_printf(said, "%s\"%s\"", i ? ", " : "", r->axes[i]);
+  for (int i = 0; i < n; i++)
+    g_string_append_printf(axes, "%s\"%s\"", i ? ", " : "", want[i]);
+  return cursor_fail(&p->c, r->at,
+                     "replicated = [%s], but this layout replicates the "
+                     "value over [%s] (the mesh axes that neither split it "
+                     "nor hold partial sums)",
+                     said->str, axes->str);
 }
 
 /* mesh {batch = 2, model = 4} */
@@ -600,6 +650,7 @@ static Func *parse_func(Parser *p) {
   f->loc = at;
   g_autoptr(GArray) dists = g_array_new(FALSE, TRUE, sizeof(Dist));
   g_autoptr(GArray) axes_used = g_array_new(FALSE, FALSE, sizeof(char *));
+  g_autoptr(GArray) reps = g_array_new(FALSE, FALSE, sizeof(Replicated));
   cursor_next(&p->c);
   GPtrArray *names = g_ptr_array_new();
   GPtrArray *types = g_ptr_array_new();
@@ -621,7 +672,7 @@ static Func *parse_func(Parser *p) {
       g_ptr_array_add(types, (gpointer)ty);
       Dist dist;
       if (spmd) {
-        if (!parse_dist(p, ty->rank, &dist, axes_used))
+        if (!parse_dist(p, ty->rank, &dist, axes_used, reps))
           break;
         g_array_append_val(dists, dist);
       }
@@ -654,7 +705,8 @@ static Func *parse_func(Parser *p) {
         if (parse_tensor_type(p, &ty))
           g_ptr_array_add(rtypes, (gpointer)ty);
         Dist dist;
-        if (!p->c.failed && spmd && parse_dist(p, ty->rank, &dist, axes_used))
+        if (!p->c.failed && spmd &&
+            parse_dist(p, ty->rank, &dist, axes_used, reps))
           g_array_append_val(dists, dist);
       }
       if (!p->c.failed)
@@ -678,6 +730,10 @@ static Func *parse_func(Parser *p) {
                       g_array_index(axes_used, char *, i));
           break;
         }
+      for (guint i = 0; i < reps->len && !p->c.failed; i++)
+        check_replicated(p, &g_array_index(reps, Replicated, i), &mesh);
+      if (p->c.failed)
+        goto fail;
       if ((int)dists->len != f->nargs + f->nresults) {
         cursor_fail(&p->c, at,
                     "an SPMD program gives every argument and result a "

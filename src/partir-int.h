@@ -296,7 +296,11 @@ typedef struct SpmdInfo {
   Dist *result_dists;
 } SpmdInfo;
 
-void dist_print(GString *out, const Dist *d);
+/* {dist = [...], partial = [...], replicated = [...]}: the mesh's axes
+ * that neither split nor are partial are listed as replicated. */
+void dist_print(GString *out, const Dist *d, const Mesh *m);
+/* The axes of 'm' that 'd' replicates (mesh order) into 'out'; how many. */
+int dist_replicated(const Dist *d, const Mesh *m, const char **out);
 /* The number of parts a dist splits dimension 'dim' into. */
 int64_t dist_parts(const Dist *d, const Mesh *m, int dim);
 

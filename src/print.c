@@ -286,7 +286,7 @@ void print_func(GString *out, const Module *m, const Func *f) {
     type_print(out, f->arg_types[i]);
     if (sp) {
       g_string_append_c(out, ' ');
-      dist_print(out, &sp->arg_dists[i]);
+      dist_print(out, &sp->arg_dists[i], &sp->mesh);
     }
   }
   g_string_append(out, ") -> ");
@@ -298,7 +298,7 @@ void print_func(GString *out, const Module *m, const Func *f) {
     type_print(out, f->result_types[i]);
     if (sp) {
       g_string_append_c(out, ' ');
-      dist_print(out, &sp->result_dists[i]);
+      dist_print(out, &sp->result_dists[i], &sp->mesh);
     }
   }
   if (f->nresults > 1 || sp)

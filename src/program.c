@@ -68,20 +68,45 @@ Func *module_entry(Module *m) {
   return NULL;
 }
 
-void dist_print(GString *out, const Dist *d) {
+static void print_axes(GString *out, const char *const *axes, int n) {
+  g_string_append_c(out, '[');
+  for (int k = 0; k < n; k++)
+    g_string_append_printf(out, "%s\"%s\"", k ? ", " : "", axes[k]);
+  g_string_append_c(out, ']');
+}
+
+int dist_replicated(const Dist *d, const Mesh *m, const char **out) {
+  int n = 0;
+  for (int a = 0; a < m->naxes; a++) {
+    gboolean used = FALSE;
+    for (int i = 0; i < d->rank; i++)
+      for (int k = 0; k < d->naxes[i]; k++)
+        used |= d->axes[i][k] == m->names[a];
+    for (int k = 0; k < d->npartial; k++)
+      used |= d->partial[k] == m->names[a];
+    if (!used)
+      out[n++] = m->names[a];
+  }
+  return n;
+}
+
+void dist_print(GString *out, const Dist *d, const Mesh *m) {
   g_string_append(out, "{dist = [");
   for (int i = 0; i < d->rank; i++) {
-    g_string_append(out, i ? ", [" : "[");
-    for (int k = 0; k < d->naxes[i]; k++)
-      g_string_append_printf(out, "%s\"%s\"", k ? ", " : "", d->axes[i][k]);
-    g_string_append_c(out, ']');
+    if (i)
+      g_string_append(out, ", ");
+    print_axes(out, d->axes[i], d->naxes[i]);
   }
   g_string_append_c(out, ']');
   if (d->npartial) {
-    g_string_append(out, ", partial = [");
-    for (int k = 0; k < d->npartial; k++)
-      g_string_append_printf(out, "%s\"%s\"", k ? ", " : "", d->partial[k]);
-    g_string_append_c(out, ']');
+    g_string_append(out, ", partial = ");
+    print_axes(out, d->partial, d->npartial);
+  }
+  const char *rep[MESH_MAX_AXES];
+  int nrep = dist_replicated(d, m, rep);
+  if (nrep) {
+    g_string_append(out, ", replicated = ");
+    print_axes(out, rep, nrep);
   }
   g_string_append_c(out, '}');
 }

@@ -112,6 +112,21 @@ done
 check "the SPMD program gives per-device shapes and layouts" \
   grep -qF '%w: tensor<256x128xf32> {dist = [[], ["model"]]}' "$tmp/m.spmd"
 check "...and the mesh" grep -qF 'mesh {model = 2}' "$tmp/m.spmd"
+# a layout also lists the axes that replicate the value (here: batch)
+bm=$tmp/mlp.batch_megatron.batch=2,model=2.pir
+"$PARTIR" lower "$bm" --mesh batch=2,model=2 >"$tmp/bm.spmd"
+check "a layout names the axes a value is replicated over" \
+  grep -qF '%w: tensor<256x128xf32> {dist = [[], ["model"]], replicated = ["batch"]}' "$tmp/bm.spmd"
+check "...also beside a split" \
+  grep -qF '%x: tensor<8x256xf32> {dist = [["batch"], []], replicated = ["model"]}' "$tmp/bm.spmd"
+sed 's/{dist = \[\[\], \["model"\]\], replicated = \["batch"\]}/{dist = [[], ["model"]], replicated = ["model"]}/' \
+  "$tmp/bm.spmd" >"$tmp/badrep.spmd"
+"$PARTIR" check "$tmp/badrep.spmd" >/dev/null 2>"$tmp/err"
+check "a wrong 'replicated' list is refused, with what it should be" \
+  grep -q 'badrep.spmd:1:[0-9]*: error: replicated = \["model"\], but this layout replicates the value over \["batch"\]' "$tmp/err"
+sed 's/, replicated = \[[^]]*\]//g' "$tmp/bm.spmd" >"$tmp/norep.spmd"
+check "'replicated' may be left out: the text parses and prints it again" sh -c \
+  "'$PARTIR' fmt '$tmp/norep.spmd' | cmp -s - '$tmp/bm.spmd'"
 "$PARTIR" lower "$m" --mesh model=2 --emit dot >"$tmp/m.dot"
 check "--emit dot highlights the collective" grep -q 'all_reduce.*fillcolor' "$tmp/m.dot"
 check "...with per-device shapes on the edges" grep -q 'label="16x256 f32"' "$tmp/m.dot"
