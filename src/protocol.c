@@ -635,6 +635,11 @@ static Entry *new_root(Proto *pr, J *p, Fail *f) {
       !get_string(p, "mesh", FALSE, &mesh_spec, f) ||
       !get_string(p, "hw", FALSE, &hw_name, f))
     return NULL;
+  /* nothing in an episode is random; a seed is accepted (agents pass one
+   * to every environment) and must be an integer */
+  gint64 seed = 0;
+  if (!get_int(p, "seed", FALSE, &seed, f))
+    return NULL;
   if (!program == !path) {
     failf(f, E_PARAMS, "give exactly one of 'program' and 'path'");
     return NULL;

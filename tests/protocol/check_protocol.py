@@ -82,6 +82,7 @@ err(c.call("frobnicate"), -32601, "unknown method: -32601")
 err(json.loads(c.raw('{"jsonrpc":"2.0","id":9,"method":"reset","params":[1]}')),
     -32602, "params not an object: -32602")
 err(c.call("reset", path=42), -32602, "wrong-typed parameter: -32602")
+err(c.call("reset", path=mlp, mesh="model=2", seed="x"), -32602, "a seed that is not an integer: -32602")
 err(c.call("step", state=12345, actions=[]), 1, "unknown state id: 1")
 root = c.call("reset", path=mlp, mesh="model=2")["result"]
 s1 = root["state"]
