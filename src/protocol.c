@@ -48,6 +48,7 @@ typedef struct Episode {
   Mesh mesh;
   Hardware hw;
   double root_time; /* NAN when the root cannot be costed */
+  gint64 max_steps; /* 'truncated' from this many actions on; 0: never */
   int args_legal;   /* some arg-tile applies: -1 not known yet, 0, 1 (it
                        depends on the signature and the mesh alone) */
 } Episode;
@@ -62,6 +63,7 @@ typedef struct Trace {
 
 typedef struct Entry {
   gint64 id; /* the key of Proto.entries points here */
+  gint64 steps; /* actions from the root */
   State *state;
   Trace *trace; /* NULL: a root */
   Episode *ep;
@@ -637,14 +639,19 @@ static Entry *new_root(Proto *pr, J *p, Fail *f) {
     return NULL;
   /* nothing in an episode is random; a seed is accepted (agents pass one
    * to every environment) and must be an integer */
-  gint64 seed = 0;
-  if (!get_int(p, "seed", FALSE, &seed, f))
+  gint64 seed = 0, max_steps = 0;
+  if (!get_int(p, "seed", FALSE, &seed, f) ||
+      !get_int(p, "max_steps", FALSE, &max_steps, f))
     return NULL;
+  if (max_steps < 0) {
+    failf(f, E_PARAMS, "'max_steps' must be 0 (no budget) or more");
+    return NULL;
+  }
   if (!program == !path) {
     failf(f, E_PARAMS, "give exactly one of 'program' and 'path'");
     return NULL;
   }
-  Episode ep = {.args_legal = -1};
+  Episode ep = {.args_legal = -1, .max_steps = max_steps};
   GError *error = NULL;
   if (!mesh_parse(mesh_spec, &ep.mesh, &error) ||
       !hw_load(hw_name ? hw_name : "cpu2", &ep.hw, &error)) {
@@ -717,8 +724,9 @@ static Entry *do_step(Proto *pr, Entry *e, J *actions, const char *text1,
   g_autoptr(GString) trace = g_string_new(NULL);
   g_autoptr(GString) why = g_string_new(NULL);
   J *item = actions ? actions->child : NULL;
+  gint64 taken = 0;
   for (gboolean first = TRUE; actions ? item != NULL : first;
-       first = FALSE, item = item ? item->next : NULL) {
+       first = FALSE, item = item ? item->next : NULL, taken++) {
     GPtrArray *legal = NULL;
     Entry tmp = *e;
     tmp.state = s;
@@ -749,6 +757,7 @@ static Entry *do_step(Proto *pr, Entry *e, J *actions, const char *text1,
   if (e->trace)
     e->trace->refcount++;
   c->ep = e->ep;
+  c->steps = e->steps + taken;
   return c;
 }
 
@@ -827,8 +836,9 @@ static J *step_json(Proto *pr, Entry *parent, Entry *c, gint64 cid,
   }
   g_string_append(t, any_legal_action(pr, c) ? ",\"terminated\":false"
                                              : ",\"terminated\":true");
-  g_string_append(t, no_effect ? ",\"truncated\":false,\"no_effect\":true}"
-                               : ",\"truncated\":false,\"no_effect\":false}");
+  gboolean truncated = c->ep->max_steps > 0 && c->steps >= c->ep->max_steps;
+  g_string_append(t, truncated ? ",\"truncated\":true" : ",\"truncated\":false");
+  g_string_append(t, no_effect ? ",\"no_effect\":true}" : ",\"no_effect\":false}");
   return raw_json(t);
 }
 

@@ -134,7 +134,7 @@ class PartirEnv:
     starts may read its directory); or text=... for program text.
     An action is an index into legal_actions() or an action string.
     An episode is terminated when no legal action is left and truncated
-    after max_steps steps.  Each reset drops the last episode's states.
+    after max_steps steps (the engine counts them: reset's max_steps).  Each reset drops the last episode's states.
     """
 
     OBSERVE = ["features", "cost"]
@@ -173,6 +173,7 @@ class PartirEnv:
                 params = {key: opts.pop(key)}
         params["mesh"] = opts.pop("mesh", self.mesh)
         params["hw"] = opts.pop("hw", self.hw)
+        params["max_steps"] = opts.pop("max_steps", self.max_steps)
         if seed is not None:
             params["seed"] = seed
         params.update(opts)
@@ -205,7 +206,7 @@ class PartirEnv:
         # no reward when a state cannot be lowered or costed: count it as 0
         reward = float(r["reward"]["normalized"]) if r.get("reward") else 0.0
         terminated = bool(r.get("terminated", False))
-        truncated = bool(r.get("truncated", False)) or self.steps >= self.max_steps
+        truncated = bool(r.get("truncated", False))  # the engine counts max_steps
         info = {"state": self.state, "hash": r.get("hash"), "action": action,
                 "delta": (r.get("reward") or {}).get("delta"),
                 "no_effect": r.get("no_effect")}

@@ -121,6 +121,15 @@ ex = c.call("expand", state=s1, observe=["cost"])["result"]["children"]
 tap(len(ex) == acts["count"] and all("state" in ch or "error" in ch for ch in ex),
     "expand gives one child per legal action")
 
+# a budget: truncated from max_steps actions on
+rb = c.call("reset", path=mlp, mesh="model=2", max_steps=2)["result"]["state"]
+t1 = c.call("step", state=rb, actions=["arg-tile %x 0 8 model"], reward=False)["result"]
+t2 = c.call("step", state=t1["state"], actions=["propagate"], reward=False)["result"]
+t3 = c.call("step", state=rb, actions=["arg-tile %x 0 8 model", "propagate"], reward=False)["result"]
+tap(not t1["truncated"] and t2["truncated"] and t3["truncated"],
+    "max_steps truncates from that many actions on, whichever steps took them")
+err(c.call("reset", path=mlp, max_steps=-1), -32602, "a negative budget: -32602")
+
 # trace and replay
 tr = c.call("trace", state=b["state"])["result"]["actions"]
 rp = c.call("replay", path=mlp, mesh="model=2", trace=tr)["result"]
