@@ -17,32 +17,17 @@
  * Error codes: -32700 malformed JSON, -32600 not a request, -32601
  * unknown method, -32602 bad parameters, 1 unknown state, 2 illegal
  * action, 3 bad program, 4 file not allowed, 5 lowering or costing
- * failed.
+ * failed.  Parsing, parameters, JSON writing and input lines are in
+ * protocol_json.c; this file holds the states, the actions and the
+ * methods.
  */
+#include "protocol.h"
 #include "cost.h"
-#include "rule.h"
 
-#include <cjson/cJSON.h>
-#include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <string.h>
-#include <unistd.h>
 
 #define PROTOCOL_VERSION "partir-agent/1"
-#define MAX_LINE ((gsize)16 << 20)
-
-enum {
-  E_PARSE = -32700,
-  E_REQUEST = -32600,
-  E_METHOD = -32601,
-  E_PARAMS = -32602,
-  E_STATE = 1,
-  E_ACTION = 2,
-  E_PROGRAM = 3,
-  E_FILE = 4,
-  E_COST = 5,
-};
 
 typedef struct Episode {
   Mesh mesh;
@@ -62,7 +47,7 @@ typedef struct Trace {
 } Trace;
 
 typedef struct Entry {
-  gint64 id; /* the key of Proto.entries points here */
+  gint64 id;    /* the key of Proto.entries points here */
   gint64 steps; /* actions from the root */
   State *state;
   Trace *trace; /* NULL: a root */
@@ -81,22 +66,6 @@ typedef struct Proto {
   gboolean quit;
 } Proto;
 
-typedef struct Fail {
-  int code;
-  GString *message;
-} Fail;
-
-static gboolean failf(Fail *f, int code, const char *fmt, ...)
-    G_GNUC_PRINTF(3, 4);
-static gboolean failf(Fail *f, int code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  f->code = code;
-  g_string_vprintf(f->message, fmt, ap);
-  va_end(ap);
-  return FALSE;
-}
-
 static void trace_unref(Trace *t) {
   while (t && --t->refcount == 0) {
     Trace *up = t->up;
@@ -113,82 +82,6 @@ static void entry_free(Entry *e) {
 }
 
 /* ------------------------------------------------------------ params */
-
-typedef cJSON J;
-
-static J *member(J *p, const char *key) {
-  return cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, key) : NULL;
-}
-
-static J *params_of(J *req) {
-  J *p = member(req, "params");
-  return cJSON_IsObject(p) ? p : NULL;
-}
-
-/* JSON numbers are doubles here: an integer is one with no fraction
- * that a double holds exactly (|x| <= 2^53). */
-static gboolean is_int(const J *n) {
-  return cJSON_IsNumber(n) && n->valuedouble == floor(n->valuedouble) &&
-         fabs(n->valuedouble) <= 9007199254740992.0;
-}
-
-/* A member that is present but null reads as absent: the field names of
- * JSON-RPC make no difference between the two. */
-static gboolean get_member(J *p, const char *key, gboolean required,
-                           cJSON_bool (*is)(const J *), const char *what,
-                           J **out, Fail *f) {
-  *out = member(p, key);
-  if (!*out || cJSON_IsNull(*out)) {
-    *out = NULL;
-    return !required || failf(f, E_PARAMS, "missing parameter '%s'", key);
-  }
-  if (!is(*out))
-    return failf(f, E_PARAMS, "parameter '%s' must be %s", key, what);
-  return TRUE;
-}
-
-static cJSON_bool is_int_item(const J *n) { return is_int(n); }
-
-static gboolean get_string(J *p, const char *key, gboolean required,
-                           const char **out, Fail *f) {
-  J *n;
-  *out = NULL;
-  if (!get_member(p, key, required, cJSON_IsString, "a string", &n, f))
-    return FALSE;
-  *out = n ? n->valuestring : NULL;
-  return TRUE;
-}
-
-static gboolean get_int(J *p, const char *key, gboolean required, gint64 *out,
-                        Fail *f) {
-  J *n;
-  if (!get_member(p, key, required, is_int_item, "an integer", &n, f))
-    return FALSE;
-  if (n)
-    *out = (gint64)n->valuedouble;
-  return TRUE;
-}
-
-static gboolean get_bool(J *p, const char *key, gboolean *out, Fail *f) {
-  J *n;
-  if (!get_member(p, key, FALSE, cJSON_IsBool, "true or false", &n, f))
-    return FALSE;
-  if (n)
-    *out = cJSON_IsTrue(n);
-  return TRUE;
-}
-
-/* An optional array parameter (NULL when absent). */
-static gboolean get_array(J *p, const char *key, J **out, Fail *f) {
-  return get_member(p, key, FALSE, cJSON_IsArray, "an array", out, f);
-}
-
-/* Reply values.  Keys are literals, so objects need not copy them. */
-static J *jint(gint64 v) { return cJSON_CreateNumber((double)v); }
-
-static void put(J *o, const char *key, J *v) {
-  cJSON_AddItemToObjectCS(o, key, v ? v : cJSON_CreateNull());
-}
 
 static Entry *get_state(Proto *pr, J *p, gint64 *id, Fail *f) {
   if (!get_int(p, "state", TRUE, id, f))
@@ -761,41 +654,6 @@ static Entry *do_step(Proto *pr, Entry *e, J *actions, const char *text1,
   return c;
 }
 
-/* Appends 'v' as cJSON writes it ('null' for NULL). */
-static void write_json(GString *out, const J *v) {
-  if (cJSON_IsRaw(v)) { /* already JSON text */
-    g_string_append(out, v->valuestring);
-    return;
-  }
-  if (is_int(v)) { /* ids and counts: no double formatting */
-    g_string_append_printf(out, "%" G_GINT64_FORMAT, (gint64)v->valuedouble);
-    return;
-  }
-  char small[256]; /* most values: no allocation */
-  if (v && cJSON_PrintPreallocated((J *)v, small, sizeof small, FALSE)) {
-    g_string_append(out, small);
-    return;
-  }
-  char *text = v ? cJSON_PrintUnformatted(v) : NULL;
-  g_string_append(out, text ? text : "null");
-  cJSON_free(text);
-}
-
-/* The same, and releases 'v'. */
-static void append_json(GString *out, J *v) {
-  write_json(out, v);
-  cJSON_Delete(v);
-}
-
-/* A value whose JSON text is 'text' as it stands (taken: GLib and cJSON
- * both allocate with malloc, so cJSON_Delete frees the buffer). */
-static J *raw_json(GString *text) {
-  J *v = cJSON_CreateRaw("");
-  cJSON_free(v->valuestring);
-  v->valuestring = g_string_free(text, FALSE);
-  return v;
-}
-
 /* A step's reply: {"state", "hash", "observation", "reward",
  * "terminated", "truncated", "no_effect"}, after "index" and "action"
  * for a child of expand (index >= 0).  This is the hot path of search
@@ -837,8 +695,10 @@ static J *step_json(Proto *pr, Entry *parent, Entry *c, gint64 cid,
   g_string_append(t, any_legal_action(pr, c) ? ",\"terminated\":false"
                                              : ",\"terminated\":true");
   gboolean truncated = c->ep->max_steps > 0 && c->steps >= c->ep->max_steps;
-  g_string_append(t, truncated ? ",\"truncated\":true" : ",\"truncated\":false");
-  g_string_append(t, no_effect ? ",\"no_effect\":true}" : ",\"no_effect\":false}");
+  g_string_append(t,
+                  truncated ? ",\"truncated\":true" : ",\"truncated\":false");
+  g_string_append(t,
+                  no_effect ? ",\"no_effect\":true}" : ",\"no_effect\":false}");
   return raw_json(t);
 }
 
@@ -1127,66 +987,13 @@ static void reply_error(Io *io, J *id, int code, const char *message) {
   reply(io, id, "error", e);
 }
 
-/* The column of the first escaped NUL ("\u0000", not "\\u0000") in
- * 'line', or 0: cJSON's strings end at a NUL, so one would cut a string
- * short without a word. */
-static gsize escaped_nul(const char *line, gsize len) {
-  for (const char *p = line; (p = memchr(p, 'u', len - (gsize)(p - line)));
-       p++) {
-    gsize slashes = 0;
-    while (p - slashes > line && p[-1 - (gssize)slashes] == '\\')
-      slashes++;
-    if (slashes % 2 == 1 && (gsize)(p - line) + 5 <= len &&
-        memcmp(p + 1, "0000", 4) == 0)
-      return (gsize)(p - line);
-  }
-  return 0;
-}
-
-/* The request on 'line', or NULL after replying with the parse error. */
-static J *parse_request(Io *io, const char *line, gsize len) {
-  const char *bad;
-  if (!g_utf8_validate(line, (gssize)len, &bad)) {
-    g_autofree char *msg = g_strdup_printf(
-        "column %" G_GSIZE_FORMAT ": not UTF-8", (gsize)(bad - line) + 1);
-    reply_error(io, NULL, E_PARSE, msg);
-    return NULL;
-  }
-  gsize nul = escaped_nul(line, len);
-  if (nul) {
-    g_autofree char *msg = g_strdup_printf(
-        "column %" G_GSIZE_FORMAT ": \\u0000 in a string is not supported",
-        nul);
-    reply_error(io, NULL, E_PARSE, msg);
-    return NULL;
-  }
-  const char *end = NULL;
-  J *req = cJSON_ParseWithLengthOpts(line, len, &end, FALSE);
-  gsize at = end ? (gsize)(end - line) : 0;
-  if (req) { /* only white space may follow the value */
-    while (at < len && g_ascii_isspace(line[at]))
-      at++;
-    if (at < len) {
-      cJSON_Delete(req);
-      g_autofree char *msg = g_strdup_printf(
-          "column %" G_GSIZE_FORMAT ": more after the JSON value", at + 1);
-      reply_error(io, NULL, E_PARSE, msg);
-      return NULL;
-    }
-    return req;
-  }
-  g_autofree char *msg =
-      at >= len
-          ? g_strdup("the JSON value is incomplete")
-          : g_strdup_printf("column %" G_GSIZE_FORMAT ": not JSON", at + 1);
-  reply_error(io, NULL, E_PARSE, msg);
-  return NULL;
-}
-
 static void handle(Proto *pr, Io *io, const char *line, gsize len) {
-  J *req = parse_request(io, line, len);
-  if (!req)
+  g_autoptr(GString) why = g_string_new(NULL);
+  J *req = request_parse(line, len, why);
+  if (!req) {
+    reply_error(io, NULL, E_PARSE, why->str);
     return;
+  }
   J *id = member(req, "id");
   J *m = member(req, "method");
   J *params = member(req, "params");
@@ -1221,69 +1028,6 @@ static void handle(Proto *pr, Io *io, const char *line, gsize len) {
   cJSON_Delete(req);
 }
 
-/* Lines of the input, read with read(2) so that the loop knows whether
- * another whole request is already waiting.  A line longer than MAX_LINE
- * is skipped (up to its newline) without being kept in memory. */
-typedef struct Reader {
-  int fd;
-  char *buf;
-  gsize start, len, cap; /* unread bytes are buf[start, len) */
-  gboolean eof;
-} Reader;
-
-static gboolean line_waiting(const Reader *r) {
-  return memchr(r->buf + r->start, '\n', r->len - r->start) != NULL;
-}
-
-/* The next line, without its end, NUL-terminated in place; NULL at the
- * end of the input.  '*too_long' says the line was skipped. */
-static char *next_line(Reader *r, gsize *n, gboolean *too_long) {
-  *too_long = FALSE;
-  gsize scanned = r->start;
-  for (;;) {
-    char *nl = memchr(r->buf + scanned, '\n', r->len - scanned);
-    if (nl || (r->eof && r->len > r->start)) {
-      char *line = r->buf + r->start;
-      gsize end = nl ? (gsize)(nl - r->buf) : r->len;
-      r->start = nl ? end + 1 : r->len;
-      if (*too_long) {
-        *n = 0;
-        return line;
-      }
-      r->buf[end] = '\0'; /* the newline, or the spare byte kept below */
-      *n = end - (gsize)(line - r->buf);
-      return line;
-    }
-    if (r->eof && *too_long) {
-      *n = 0;
-      return r->buf;
-    }
-    if (r->eof)
-      return NULL;
-    if (r->len - r->start > MAX_LINE) { /* drop what is kept of it */
-      *too_long = TRUE;
-      r->start = r->len = 0;
-    }
-    if (r->start > 0) { /* move the partial line to the front */
-      memmove(r->buf, r->buf + r->start, r->len - r->start);
-      r->len -= r->start;
-      r->start = 0;
-    }
-    scanned = r->len;
-    if (r->cap - r->len < 65536 + 1) {
-      r->cap = MAX(r->cap * 2, r->len + 65536 + 1);
-      r->buf = g_realloc(r->buf, r->cap);
-    }
-    ssize_t got = read(r->fd, r->buf + r->len, r->cap - r->len - 1);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0)
-      r->eof = TRUE;
-    else
-      r->len += (gsize)got;
-  }
-}
-
 int protocol_run(RuleSet *rs, char **allowed, FILE *in) {
   Proto pr = {.rs = rs, .allowed = allowed};
   pr.entries = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL,
@@ -1295,7 +1039,7 @@ int protocol_run(RuleSet *rs, char **allowed, FILE *in) {
   char *line;
   gsize n;
   gboolean too_long;
-  while (!pr.quit && (line = next_line(&r, &n, &too_long))) {
+  while (!pr.quit && (line = reader_next_line(&r, &n, &too_long))) {
     if (too_long)
       reply_error(&io, NULL, E_REQUEST, "request line longer than 16 MiB");
     while (n > 0 && line[n - 1] == '\r')
@@ -1303,7 +1047,8 @@ int protocol_run(RuleSet *rs, char **allowed, FILE *in) {
     if (n > 0)
       handle(&pr, &io, line, n);
     terms_maybe_collect(); /* a safe point: only entries hold terms */
-    if (io.out->len > 0 && (!line_waiting(&r) || io.out->len > (1u << 20)))
+    if (io.out->len > 0 &&
+        (!reader_line_waiting(&r) || io.out->len > (1u << 20)))
       flush_out(&io);
   }
   flush_out(&io);
