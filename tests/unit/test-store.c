@@ -1,4 +1,5 @@
-/* test-store — the term store: hash-consing, binders, shifting. */
+/* test-store — the term store: hash-consing, binders, shifting,
+ * collection. */
 #include "partir-int.h"
 
 #include <string.h>
@@ -108,11 +109,56 @@ static void test_shift(void) {
   g_assert_true(term_shift(x, 3, 0) == x);
 }
 
+/* term_store_collect frees what no root reaches, keeps what one does
+ * (and the placed forms of what it reaches, which name tables use as
+ * keys), and drops the name entries of what it frees. */
+static void test_collect(void) {
+  g_autoptr(GString) err = g_string_new(NULL);
+  const Term *x = term_arg(0, f32(6, 10)); /* shapes no other test uses */
+  const Term *y = term_arg(1, f32(10, 6));
+  const Term *root = op2(OP_MATMUL, x, y);
+  const Term *garbage = op2(OP_MATMUL, y, x);
+  /* nested tiles: the inner body slices x by the outer binder (index 1),
+   * whose placed form (index 0) is a term of its own */
+  const Type *r6 = type_range(6, 3), *r10 = type_range(10, 5);
+  const Term *xs = term_slice(0, x, term_bvar(1, r6), err);
+  const Term *inner = term_tile(1, r10, NULL,
+                                term_slice(1, xs, term_bvar(0, r10), err), err);
+  const Term *nest = term_tile(0, r6, NULL, inner, err);
+  g_assert_nonnull(nest);
+  const Term *placed = term_placed(xs);
+  g_assert_true(placed != xs);
+  g_autoptr(GHashTable) names = g_hash_table_new(NULL, NULL);
+  g_hash_table_insert(names, (gpointer)root, "r");
+  g_hash_table_insert(names, (gpointer)garbage, "g");
+  g_hash_table_insert(names, (gpointer)placed, "xs");
+  const Term *roots[2] = {root, nest};
+  GHashTable *tables[1] = {names};
+  size_t freed = term_store_collect(roots, 2, tables, 1);
+  g_assert_cmpuint(freed, >=, 1);
+  g_assert_true(g_hash_table_contains(names, root));
+  g_assert_true(g_hash_table_contains(names, placed));
+  g_assert_false(g_hash_table_contains(names, garbage));
+  /* what stayed is still the one term of its content */
+  size_t live = term_store_size();
+  g_assert_true(op2(OP_MATMUL, term_arg(0, f32(6, 10)), term_arg(1, f32(10, 6))) == root);
+  g_assert_true(term_placed(xs) == placed);
+  g_assert_cmpuint(term_store_size(), ==, live);
+  /* what went is made anew */
+  op2(OP_MATMUL, y, x);
+  g_assert_cmpuint(term_store_size(), ==, live + 1);
+  /* marks are cleared: a second collection with every term a root of
+   * the first frees only the new garbage */
+  g_assert_cmpuint(term_store_collect(roots, 2, tables, 1), ==, 1);
+  g_assert_cmpuint(term_store_collect(roots, 2, tables, 1), ==, 0);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/store/hash-consing", test_hash_consing);
   g_test_add_func("/store/attrs", test_attrs_identity);
   g_test_add_func("/store/binders", test_binders);
   g_test_add_func("/store/shift", test_shift);
+  g_test_add_func("/store/collect", test_collect);
   return g_test_run();
 }
