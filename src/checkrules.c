@@ -513,9 +513,13 @@ static State *random_step(Walker *w, State *s, GString *step) {
   g_autoptr(GPtrArray) cands = g_ptr_array_new();
   for (guint i = 0; i < w->rs->rules->len; i++) {
     const Rule *r = g_ptr_array_index(w->rs->rules, i);
+    gboolean rev = r->kind == RULE_OP_TILE_REV || r->kind == RULE_OP_SUM_REV;
+    const Term *body =
+        t->kind == TM_TILE || t->kind == TM_SUM ? t->args[0] : NULL;
     if (r->kind == RULE_PATTERN ||
-        (opt->kind == TM_OP && r->op == opt->op &&
-         (r->kind == RULE_SLICE_OP) == (t->kind == TM_SLICE)))
+        (rev ? body && body->kind == TM_OP && r->op == body->op
+             : opt->kind == TM_OP && r->op == opt->op &&
+                   (r->kind == RULE_SLICE_OP) == (t->kind == TM_SLICE)))
       g_ptr_array_add(cands, (gpointer)r);
   }
   while (cands->len > 0) {
@@ -606,11 +610,11 @@ gboolean random_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
 static int check_derived(Walker *w, const Rule *r, int tries) {
   int checked = 0;
   for (int i = 0; i < tries * 4 && checked < tries; i++) {
+    gboolean rev = r->kind == RULE_OP_TILE_REV || r->kind == RULE_OP_SUM_REV;
+    gboolean sum = r->kind == RULE_OP_SUM || r->kind == RULE_OP_SUM_REV;
     Gen g = {w->rng, g_ptr_array_new()};
-    const Term *t = gen_op(&g, r->op,
-                           r->kind == RULE_OP_SUM ? -1 : r->index,
-                           r->kind == RULE_OP_SUM ? r->index : -1);
-    if (!t || (r->kind != RULE_OP_SUM && r->index >= t->type->rank)) {
+    const Term *t = gen_op(&g, r->op, sum ? -1 : r->index, sum ? r->index : -1);
+    if (!t || (!sum && r->index >= t->type->rank)) {
       g_ptr_array_unref(g.arg_types);
       continue;
     }
@@ -628,6 +632,16 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
       const Location *loc = g_ptr_array_index(locs, locs->len - 1);
       target = engine_apply(w->rs, s, ruleset_find(w->rs, "arg-tile"), loc, a,
                             2, why);
+    } else if (rev) {
+      /* split the application with the forward rule: that makes the
+       * region the reverse rule joins again */
+      g_autofree char *fwd_name = g_strndup(r->name, strlen(r->name) - 4);
+      const Rule *fwd = ruleset_find(w->rs, fwd_name);
+      g_autoptr(GPtrArray) locs = state_locations(s);
+      const Location *loc = g_ptr_array_index(locs, locs->len - 1);
+      RuleArg a[RULE_MAX_VARS];
+      int na = fwd ? random_params(w, fwd, loc->term, a) : 0;
+      target = fwd ? engine_apply(w->rs, s, fwd, loc, a, na, why) : NULL;
     } else {
       target = state_ref(s);
     }
@@ -645,6 +659,15 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
                                               loc->name);
       if (!check_step(w, target, target, next, step))
         return -1;
+      if (rev && next->func.body != s->func.body) {
+        w->failures++;
+        g_autoptr(GString) text = g_string_new(NULL);
+        state_print(text, next, FALSE);
+        g_string_append_printf(w->out, "FAIL after '%s': the forward rule and "
+                                       "'%s' do not give back the program:\n%s",
+                               step, r->name, text->str);
+        return -1;
+      }
       checked++;
       break;
     }

@@ -288,27 +288,6 @@ static LVal lower_region(Lower *lw, const Term *t) {
   return body;
 }
 
-/* A static slice's limits for local operands: whole dims that are split
- * shrink with them. */
-static const Attrs *local_slice_attrs(const Attrs *a, const Type *operand) {
-  const char **keys = g_new(const char *, (gsize)a->count);
-  AttrValue *vals = g_new0(AttrValue, (gsize)a->count);
-  const AttrValue *start = attrs_get(a, "start");
-  for (int i = 0; i < a->count; i++) {
-    keys[i] = a->keys[i];
-    vals[i] = a->values[i];
-    if (vals[i].kind == AV_LIST) {
-      vals[i].items = g_memdup2(a->values[i].items,
-                                sizeof(AttrValue) * (gsize)MAX(vals[i].count, 1));
-      if (strcmp(keys[i], "limit") == 0)
-        for (int d = 0; d < vals[i].count && d < operand->rank; d++)
-          if (start->items[d].i == 0 && vals[i].items[d].i > operand->dims[d])
-            vals[i].items[d].i = operand->dims[d];
-    }
-  }
-  return attrs_intern(a->count, keys, vals);
-}
-
 static LVal lower_op(Lower *lw, const Term *t) {
   LVal out = {.d = dist_whole(t->type->rank)};
   LVal args[SPEC_MAX_OPERANDS];
@@ -429,9 +408,10 @@ static LVal lower_op(Lower *lw, const Term *t) {
   const Type *written = op_takes_written_type(t->op)
                             ? local_type(lw, t->type, &out.d)
                             : NULL;
-  const Attrs *attrs = t->op == OP_SLICE
-                           ? local_slice_attrs(t->attrs, largs[0]->type)
-                           : t->attrs;
+  const Attrs *attrs =
+      t->op == OP_SLICE
+          ? slice_attrs_follow(t->attrs, t->args[0]->type, largs[0]->type)
+          : t->attrs;
   g_autoptr(GString) err = g_string_new(NULL);
   out.t = term_op(t->op, t->nargs, largs, attrs, written, err);
   if (!out.t)

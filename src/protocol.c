@@ -59,6 +59,7 @@ typedef struct Entry {
 
 typedef struct Proto {
   RuleSet *rs;
+  size_t collected0; /* terms collected before the first request */
   GHashTable *entries; /* &Entry.id -> Entry* */
   gint64 next_id;
   char **allowed;
@@ -928,7 +929,7 @@ static J *m_stats(Proto *pr, J *p, Fail *f) {
   put(o, "states", jint(g_hash_table_size(pr->entries)));
   put(o, "terms", jint((gint64)term_store_size()));
   put(o, "term_bytes", jint((gint64)term_store_bytes()));
-  put(o, "collected", jint((gint64)terms_collected()));
+  put(o, "collected", jint((gint64)(terms_collected() - pr->collected0)));
   return o;
 }
 
@@ -1029,7 +1030,9 @@ static void handle(Proto *pr, Io *io, const char *line, gsize len) {
 }
 
 int protocol_run(RuleSet *rs, char **allowed, FILE *in) {
-  Proto pr = {.rs = rs, .allowed = allowed};
+  /* what loading the rules left behind goes now: 'stats' counts from here */
+  terms_collect();
+  Proto pr = {.rs = rs, .allowed = allowed, .collected0 = terms_collected()};
   pr.entries = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL,
                                      (GDestroyNotify)entry_free);
   pr.episodes = g_ptr_array_new_with_free_func(g_free);

@@ -6,6 +6,7 @@
  *   OP-tile-D   op(a, b)  ~~>  tile D (\r:range<n,w> -> op(a', b'))
  *   OP-sum[-K]  op(a, b)  ~~>  sum (\r:range<n,w> -> op(a', b'))
  *   slice-OP-D  slice D (op(a, b))[s]  ~~>  op(a'', b'')
+ *   OP-tile-D-rev, OP-sum[-K]-rev   the first two backwards
  *
  * where a' slices each operand along the dimension that carries result
  * dimension D (or reduction K) by the new binder, and a'' by s.  Every
@@ -38,24 +39,21 @@ static const char *arg_axis(const RuleArg *args, int nargs) {
   return NULL;
 }
 
-/* A static slice's attributes for a smaller operand: the dimensions it
- * takes whole (the only ones its spec lets us tile) keep being whole. */
-static const Attrs *whole_limits(const Attrs *a, const Type *operand) {
+/* A static slice's attributes when its operand changes type from 'from'
+ * to 'to' along dimensions the slice takes whole (the only ones its spec
+ * lets a rule split or join): those limits follow the operand's size. */
+const Attrs *slice_attrs_follow(const Attrs *a, const Type *from,
+                                const Type *to) {
+  const AttrValue *start = attrs_get(a, "start");
   const char **keys = g_new(const char *, (gsize)a->count);
   AttrValue *vals = g_new0(AttrValue, (gsize)a->count);
   for (int i = 0; i < a->count; i++) {
     keys[i] = a->keys[i];
-    const AttrValue *v = &a->values[i];
-    vals[i] = *v;
-    if (v->kind == AV_LIST) {
-      vals[i].items = g_memdup2(v->items, sizeof(AttrValue) * (gsize)MAX(v->count, 1));
-      if (strcmp(keys[i], "limit") == 0)
-        for (int d = 0; d < v->count && d < operand->rank; d++) {
-          const AttrValue *start = &attrs_get(a, "start")->items[d];
-          if (start->i == 0 && v->items[d].i > operand->dims[d])
-            vals[i].items[d].i = operand->dims[d];
-        }
-    }
+    vals[i] = attr_value_copy(&a->values[i]);
+    if (strcmp(keys[i], "limit") == 0 && vals[i].kind == AV_LIST)
+      for (int d = 0; d < vals[i].count && d < from->rank; d++)
+        if (start->items[d].i == 0 && vals[i].items[d].i == from->dims[d])
+          vals[i].items[d].i = to->dims[d];
   }
   return attrs_intern(a->count, keys, vals);
 }
@@ -72,15 +70,74 @@ static const Term *sliced_op(const Term *t, const int *dims, const Term *r,
       return NULL;
     args[i] = a;
   }
-  const Attrs *attrs = t->op == OP_SLICE ? whole_limits(t->attrs, args[0]->type)
-                                          : t->attrs;
+  const Attrs *attrs =
+      t->op == OP_SLICE
+          ? slice_attrs_follow(t->attrs, t->args[0]->type, args[0]->type)
+          : t->attrs;
   return term_op(t->op, t->nargs, args, attrs,
                  op_takes_written_type(t->op) ? written : NULL, why);
+}
+
+/* OP-tile-D-rev and OP-sum[-K]-rev: a region whose body is the operator
+ * on operands sliced by the region's binder along the dimensions that
+ * carry D (or K), the other operands independent of the binder, is the
+ * operator on the whole operands. */
+static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
+                                  const Term *t, GString *why) {
+  gboolean tile = rule->kind == RULE_OP_TILE_REV;
+  int k = rule->index;
+  const Term *b = t->nargs == 1 ? t->args[0] : NULL;
+  if (t->kind != (tile ? TM_TILE : TM_SUM) || (tile && t->index != k) ||
+      b->kind != TM_OP || b->op != rule->op) {
+    if (tile)
+      g_string_printf(why, "'%s' applies to a partir.tile along dimension %d "
+                           "of a '%s'",
+                      rule->name, k, op_name(rule->op));
+    else
+      g_string_printf(why, "'%s' applies to a partir.sum of a '%s'",
+                      rule->name, op_name(rule->op));
+    return NULL;
+  }
+  TileSpec spec;
+  if (!spec_of(rs, b, &spec) || (tile ? k >= spec.nout || !spec.out_ok[k]
+                                      : k >= spec.nred)) {
+    g_string_printf(why, "'%s' does not split this '%s' that way", rule->name,
+                    op_name(b->op));
+    return NULL;
+  }
+  const Term *r = term_bvar(0, t->range);
+  const Term *args[SPEC_MAX_OPERANDS];
+  for (int i = 0; i < b->nargs; i++) {
+    int c = tile ? spec.out[k][i] : spec.red[k][i];
+    const Term *a = b->args[i];
+    if (c >= 0) {
+      if (a->kind != TM_SLICE || a->index != c || a->args[1] != r) {
+        g_string_printf(why, "operand %d is not sliced along dimension %d by "
+                             "the region's binder",
+                        i + 1, c);
+        return NULL;
+      }
+      a = a->args[0];
+    }
+    if (a->loose & 1) {
+      g_string_printf(why, "operand %d depends on the region's binder", i + 1);
+      return NULL;
+    }
+    args[i] = term_shift(a, -1, 0);
+  }
+  const Attrs *attrs =
+      b->op == OP_SLICE
+          ? slice_attrs_follow(b->attrs, b->args[0]->type, args[0]->type)
+          : b->attrs;
+  return term_op(b->op, b->nargs, args, attrs,
+                 op_takes_written_type(b->op) ? t->type : NULL, why);
 }
 
 static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
                                  const Term *t, const RuleArg *args, int nargs,
                                  GString *why) {
+  if (rule->kind == RULE_OP_TILE_REV || rule->kind == RULE_OP_SUM_REV)
+    return apply_unregion(rs, rule, t, why);
   TileSpec spec;
   const Term *opt = rule->kind == RULE_SLICE_OP && t->kind == TM_SLICE
                         ? t->args[0]

@@ -811,6 +811,19 @@ static Rule *derived(RuleKind kind, Op op, int index, const OpSpec *os) {
     r->axis_params = 1u << r->nparams;
     r->params[r->nparams++] = g_intern_string("a");
     break;
+  case RULE_OP_TILE_REV:
+    r->name = g_strdup_printf("%s-tile-%d-rev", opn, index);
+    r->text = g_strdup_printf("tile %d (\\r -> %s(operands sliced along "
+                              "result dim %d [r])) ~~> %s(..)",
+                              index, opn, index, opn);
+    break;
+  case RULE_OP_SUM_REV:
+    r->name = index ? g_strdup_printf("%s-sum-%d-rev", opn, index)
+                    : g_strdup_printf("%s-sum-rev", opn);
+    r->text = g_strdup_printf("sum (\\r -> %s(operands sliced along "
+                              "reduction %d [r])) ~~> %s(..)",
+                              opn, index, opn);
+    break;
   case RULE_SLICE_OP:
     r->name = g_strdup_printf("slice-%s-%d", opn, index);
     r->text = g_strdup_printf("slice %d (%s(..))[s] ~~> %s(operands sliced "
@@ -841,20 +854,16 @@ static gboolean derive_rules(RuleParser *p) {
              (strcmp(os->builtin, "dot") == 0 ||
               strcmp(os->builtin, "reduce_sum") == 0))
       nred = PARTIR_MAX_RANK;
-    for (int d = 0; d < nout; d++) {
-      Rule *r = derived(RULE_OP_TILE, (Op)op, d, os);
-      Loc nowhere = {0};
-      if (!add_rule(p, r, nowhere))
+    Loc nowhere = {0};
+    for (int d = 0; d < nout; d++)
+      if (!add_rule(p, derived(RULE_OP_TILE, (Op)op, d, os), nowhere) ||
+          !add_rule(p, derived(RULE_SLICE_OP, (Op)op, d, os), nowhere) ||
+          !add_rule(p, derived(RULE_OP_TILE_REV, (Op)op, d, os), nowhere))
         return FALSE;
-      r = derived(RULE_SLICE_OP, (Op)op, d, os);
-      if (!add_rule(p, r, nowhere))
+    for (int k = 0; k < nred; k++)
+      if (!add_rule(p, derived(RULE_OP_SUM, (Op)op, k, os), nowhere) ||
+          !add_rule(p, derived(RULE_OP_SUM_REV, (Op)op, k, os), nowhere))
         return FALSE;
-    }
-    for (int k = 0; k < nred; k++) {
-      Loc nowhere = {0};
-      if (!add_rule(p, derived(RULE_OP_SUM, (Op)op, k, os), nowhere))
-        return FALSE;
-    }
   }
   return TRUE;
 }

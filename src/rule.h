@@ -119,6 +119,8 @@ typedef enum {
   RULE_OP_TILE,  /* OP-tile-D: op(..) ~~> tile D (\r -> op(slices)) */
   RULE_OP_SUM,   /* OP-sum[-K]: op(..) ~~> sum (\r -> op(slices)) */
   RULE_SLICE_OP, /* slice-OP-D: slice D op(..)[s] ~~> op(slices) */
+  RULE_OP_TILE_REV, /* OP-tile-D-rev: tile D (\r -> op(slices)) ~~> op(..) */
+  RULE_OP_SUM_REV,  /* OP-sum[-K]-rev: sum (\r -> op(slices)) ~~> op(..) */
 } RuleKind;
 
 enum {
@@ -184,6 +186,11 @@ typedef struct RuleArg {
  * reason in 'why'. */
 const Term *rule_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
                             const RuleArg *args, int nargs, GString *why);
+/* rewrite.c: a static slice's attributes when its operand's type goes
+ * from 'from' to 'to' along dimensions the slice takes whole (limits
+ * equal to the size follow it). */
+const Attrs *slice_attrs_follow(const Attrs *a, const Type *from,
+                                const Type *to);
 /* match.c: the same for RULE_PATTERN rules. */
 const Term *pattern_apply(const Rule *rule, const Term *t, const RuleArg *args,
                           int nargs, GString *why);

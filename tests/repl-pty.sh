@@ -67,7 +67,7 @@ clear
 keys 'apply mat' Tab
 check "Tab completes a rule name to the common prefix" wait_for -x 'partir> apply matmul-'
 check "...and lists the candidates" \
-  grep -Eq 'matmul-sum +matmul-tile-0 +matmul-tile-1' "$tmp/pane"
+  grep -Eq 'matmul-sum +matmul-sum-rev +matmul-tile-0 +matmul-tile-0-rev +matmul-tile-1' "$tmp/pane"
 keys C-u 'show %' Tab
 check "Tab lists the value names of the current state" \
   wait_for -E '%0 +%1 +%2 +%3 +%u +%w +%x'
