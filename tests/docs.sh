@@ -23,7 +23,8 @@ for doc in "$top/README.md" "$top"/docs/*.md; do
     [ -f "$block" ] || continue
     sed -n 's/^\$ //p' "$block" >"$tmp/cmds"
     grep -v '^\$ ' "$block" >"$tmp/want"
-    (cd "$work" && PATH="$bin:$PATH" sh -e "$tmp/cmds") >"$tmp/got" 2>"$tmp/err"
+    (cd "$work" && PATH="$bin:$PATH" PARTIR_HW=hw PARTIR_RULES=rules \
+      sh -e "$tmp/cmds") >"$tmp/got" 2>"$tmp/err"
     name="$(basename "$doc"): $(head -1 "$tmp/cmds" | cut -c1-60)"
     if cmp -s "$tmp/got" "$tmp/want"; then
       ok "$name"
