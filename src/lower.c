@@ -202,6 +202,16 @@ static LVal lower_slice(Lower *lw, const Term *t) {
    * identity or an all_to_all), so the gather of a dimension split by
    * exactly this axis is made last, right under the shard. */
   const char *axis = b->axis;
+  /* partial over this axis and others: sum over this axis first, so the
+   * rules can make that sum the reduce_scatter and sum the others over
+   * the chunk alone */
+  for (int k = 0; k < x.d.npartial && x.d.npartial > 1; k++)
+    if (x.d.partial[k] == axis) {
+      x.t = collective(lw, OP_ALL_REDUCE, x.t, &axis, 1, 0, 0);
+      memmove(&x.d.partial[k], &x.d.partial[k + 1],
+              sizeof(char *) * (gsize)(x.d.npartial - k - 1));
+      x.d.npartial--;
+    }
   reduce_partial(lw, &x);
   gather_dim(lw, &x, d);
   int last = -1;
@@ -519,8 +529,8 @@ static void find_uses(Uses *u, const Term *t) {
 }
 
 /* An argument used only through one shard is received sharded. */
-static const Term *shard_inputs(Lower *lw, const Term *body, Func *f,
-                                Dist *dists) {
+static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
+                                     gboolean *changed) {
   Uses u = {g_hash_table_new(NULL, NULL), f->nargs,
             g_new0(const Term *, (gsize)f->nargs + 1),
             g_new0(gboolean, (gsize)f->nargs + 1)};
@@ -529,6 +539,7 @@ static const Term *shard_inputs(Lower *lw, const Term *body, Func *f,
     const Term *sh = u.only_shard[i];
     if (!sh || u.other_use[i])
       continue;
+    *changed = TRUE;
     const AttrValue *axes = attrs_get(sh->attrs, "axes");
     int d = (int)attrs_get(sh->attrs, "dim")->i;
     Dist *dd = &dists[i];
@@ -543,6 +554,16 @@ static const Term *shard_inputs(Lower *lw, const Term *body, Func *f,
   g_hash_table_unref(u.seen);
   g_free(u.only_shard);
   g_free(u.other_use);
+  return body;
+}
+
+/* Until no argument is used only through a shard: a chunk of a chunk
+ * (split over two axes) is received as such. */
+static const Term *shard_inputs(const Term *body, Func *f, Dist *dists) {
+  for (gboolean changed = TRUE; changed;) {
+    changed = FALSE;
+    body = shard_inputs_once(body, f, dists, &changed);
+  }
   return body;
 }
 
@@ -582,7 +603,7 @@ Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
   }
   const Term *body = term_tuple(f->nresults, results);
   body = rewrite_fixpoint(rs, body, RULE_TAG_SPMD, NULL, NULL);
-  f->body = shard_inputs(&lw, body, f, f->spmd->arg_dists);
+  f->body = shard_inputs(body, f, f->spmd->arg_dists);
   for (int i = 0; i < f->nresults; i++)
     f->result_types[i] = f->body->args[i]->type;
   return f;

@@ -293,9 +293,33 @@ static gboolean eval_int(Env *e, const IntExpr *x, int64_t *out) {
   return FALSE;
 }
 
+/* disjoint(a, b): two lists (or single values) sharing no element. */
+static gboolean disjoint(Env *e, const Cond *c) {
+  const AttrValue *a = attr_lookup(e, c->a.var), *b = attr_lookup(e, c->b.var);
+  if (!a || !b) {
+    g_string_printf(e->why, "disjoint() needs two list attributes");
+    return FALSE;
+  }
+  int na = a->kind == AV_LIST ? a->count : 1;
+  int nb = b->kind == AV_LIST ? b->count : 1;
+  for (int i = 0; i < na; i++)
+    for (int j = 0; j < nb; j++)
+      if (attr_value_equal(a->kind == AV_LIST ? &a->items[i] : a,
+                           b->kind == AV_LIST ? &b->items[j] : b)) {
+        g_string_printf(e->why, "side condition '%s' fails", c->text);
+        return FALSE;
+      }
+  return TRUE;
+}
+
 static gboolean check_conds(Env *e, const Rule *r) {
   for (int i = 0; i < r->nconds; i++) {
     const Cond *c = &r->conds[i];
+    if (strcmp(c->op, "dj") == 0) {
+      if (!disjoint(e, c))
+        return FALSE;
+      continue;
+    }
     int64_t a, b;
     if (!eval_int(e, &c->b, &b)) {
       if (!e->why->len)

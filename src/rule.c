@@ -632,6 +632,24 @@ static gboolean parse_conds(RuleParser *p, Rule *r) {
   for (;;) {
     Cond c = {.loc = p->c.tok.loc};
     gsize start = (gsize)(p->c.tok.start - p->src->text);
+    if (token_is(&p->c.tok, "disjoint")) { /* disjoint(a, b) */
+      cursor_next(&p->c);
+      c.a.kind = c.b.kind = IE_VAR;
+      memcpy(c.op, "dj", 2);
+      if (!cursor_punct(&p->c, '(') ||
+          !(c.a.var = rname(p, "an attribute variable")) ||
+          !cursor_punct(&p->c, ',') ||
+          !(c.b.var = rname(p, "an attribute variable")) ||
+          !cursor_punct(&p->c, ')'))
+        break;
+      g_strlcpy(c.text, p->src->text + start,
+                MIN(sizeof c.text, p->c.prev_end - start + 1));
+      g_array_append_val(conds, c);
+      if (!token_is(&p->c.tok, "and"))
+        break;
+      cursor_next(&p->c);
+      continue;
+    }
     if (!parse_int_expr(p, &c.a))
       break;
     if (p->c.tok.kind != TK_OP || token_op(&p->c.tok, "~~>") ||
@@ -743,6 +761,21 @@ static gboolean parse_rule(RuleParser *p, Loc at) {
   for (int i = 0; i < r->nconds; i++) /* 'when n == dim(x, d)' binds n */
     if (r->conds[i].a.kind == IE_VAR && strcmp(r->conds[i].op, "==") == 0)
       add_name(bound.ints, &bound.nints, r->conds[i].a.var);
+  for (int i = 0; i < r->nconds; i++) {
+    const Cond *c = &r->conds[i];
+    if (strcmp(c->op, "dj") != 0)
+      continue;
+    const char *v = !has(lhs.ints, lhs.nints, c->a.var)   ? c->a.var
+                    : !has(lhs.ints, lhs.nints, c->b.var) ? c->b.var
+                                                          : NULL;
+    if (v) {
+      cursor_fail(&p->c, c->loc,
+                  "'%s' in disjoint() is not an attribute of the left side",
+                  v);
+      rule_free(r);
+      return FALSE;
+    }
+  }
   if (r->lhs->kind == PT_SUBST) {
     cursor_fail(&p->c, r->lhs->loc,
                 "a substitution cannot appear on the left side");

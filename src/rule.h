@@ -107,7 +107,8 @@ typedef struct IntExpr {
 
 typedef struct Cond {
   IntExpr a, b;
-  char op[3]; /* == != < <= > >= */
+  char op[3]; /* == != < <= > >=, or "dj": disjoint(a, b), two attribute
+                 lists with no element in common (a.var, b.var) */
   Loc loc;
   char text[64]; /* as written, for messages */
 } Cond;

@@ -38,11 +38,23 @@ RULES
 check "check-rules runs [spmd] rules on simulated devices and catches a wrong one" \
   sh -c "test $? -eq 1 && grep -q 'FAIL  gather-of-shard: result 0' '$tmp/out' &&
          grep -q 'all_gather(%0)' '$tmp/out'"
+# ... and a chunk commutes with a sum only over other axes
+cat >"$tmp/bad-commute.rules" <<RULES
+include "$rules/ops.rules"
+include "$rules/partir.rules"
+rule commute-any [spmd]:
+  shard(all_reduce(x){axes = b, size = m}){axes = a, size = k, dim = d}
+    ~~>  all_reduce(shard(x){axes = a, size = k, dim = d}){axes = b, size = m}
+RULES
+"$PARTIR" check-rules "$tmp/bad-commute.rules" >"$tmp/out" 2>&1
+check "...and a commuting rule that needs disjoint axes" \
+  sh -c "test $? -eq 1 && grep -q 'FAIL  commute-any: result 0' '$tmp/out'"
 "$PARTIR" check-rules >"$tmp/out" 2>&1
 check "check-rules checks every shipped [spmd] rule" sh -c \
   "grep -Eq '^ok +all_reduce-shard +[0-9]+ instances' '$tmp/out' &&
    grep -Eq '^ok +all_gather-shard +[0-9]+ instances' '$tmp/out' &&
-   grep -Eq '^ok +all_gather-shard-other +[0-9]+ instances' '$tmp/out'"
+   grep -Eq '^ok +all_gather-shard-other +[0-9]+ instances' '$tmp/out' &&
+   grep -Eq '^ok +shard-all_reduce +[0-9]+ instances' '$tmp/out'"
 
 # a type-changing rule is refused when the file loads
 cat >"$tmp/retype.rules" <<RULES

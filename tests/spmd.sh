@@ -71,6 +71,16 @@ check "rows then the same rows: nothing is exchanged" \
   test "$(stats "$fx/keep_split.pir" | awk '{ print $1 }')" = "none"
 check "...an all_gather without the rules" \
   test "$(stats "$fx/keep_split.pir" "$base_rules" | awk '{ print $1, $3, $4 }')" = "all_gather model 1"
+check "two_axis_sum: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$fx/two_axis_sum.pir" --mesh a=2,b=2 --simulate
+check "two_axis_sum without rules/spmd.rules agrees too" \
+  quiet "$PARTIR" lower "$fx/two_axis_sum.pir" --mesh a=2,b=2 --simulate $base_rules
+"$PARTIR" lower "$fx/two_axis_sum.pir" --mesh a=2,b=2 --stats >"$tmp/two"
+check "partial over two axes, then a chunk over one: reduce_scatter over it, then the other sum on the chunk" \
+  test "$(sed -n '/^collectives/,$p' "$tmp/two" | tail -n +2 | awk '{ print $1, $3, $4, $5 }' | tr '\n' ';')" = \
+  "reduce_scatter a 1 256;all_reduce b 1 128;"
+check "...and an argument split twice is received as its chunk of chunks" \
+  grep -qF '%x: tensor<8x4xf32> {dist = [[], ["a", "b"]]}' "$tmp/two"
 
 # collective counts (forward programs)
 count() { # count FILE MESH KIND AXES -> the number in --stats
