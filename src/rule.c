@@ -624,6 +624,32 @@ static gboolean parse_int_expr(RuleParser *p, IntExpr *e) {
   return e->var != NULL;
 }
 
+/* iexpr OP iexpr, or disjoint(a, b) */
+static gboolean parse_cond(RuleParser *p, Cond *c) {
+  if (token_is(&p->c.tok, "disjoint")) {
+    cursor_next(&p->c);
+    c->a.kind = c->b.kind = IE_VAR;
+    memcpy(c->op, "dj", 2);
+    return cursor_punct(&p->c, '(') &&
+           (c->a.var = rname(p, "an attribute variable")) &&
+           cursor_punct(&p->c, ',') &&
+           (c->b.var = rname(p, "an attribute variable")) &&
+           cursor_punct(&p->c, ')');
+  }
+  if (!parse_int_expr(p, &c->a))
+    return FALSE;
+  if (p->c.tok.kind != TK_OP || token_op(&p->c.tok, "~~>") ||
+      token_op(&p->c.tok, "<~~>")) {
+    if (!token_punct(&p->c.tok, '<') && !token_punct(&p->c.tok, '>'))
+      return cursor_expected(&p->c, "a comparison (== != < <= > >=)");
+    c->op[0] = p->c.tok.punct;
+  } else {
+    memcpy(c->op, p->c.tok.start, 2);
+  }
+  cursor_next(&p->c);
+  return parse_int_expr(p, &c->b);
+}
+
 static gboolean parse_conds(RuleParser *p, Rule *r) {
   if (!token_is(&p->c.tok, "when"))
     return TRUE;
@@ -632,39 +658,7 @@ static gboolean parse_conds(RuleParser *p, Rule *r) {
   for (;;) {
     Cond c = {.loc = p->c.tok.loc};
     gsize start = (gsize)(p->c.tok.start - p->src->text);
-    if (token_is(&p->c.tok, "disjoint")) { /* disjoint(a, b) */
-      cursor_next(&p->c);
-      c.a.kind = c.b.kind = IE_VAR;
-      memcpy(c.op, "dj", 2);
-      if (!cursor_punct(&p->c, '(') ||
-          !(c.a.var = rname(p, "an attribute variable")) ||
-          !cursor_punct(&p->c, ',') ||
-          !(c.b.var = rname(p, "an attribute variable")) ||
-          !cursor_punct(&p->c, ')'))
-        break;
-      g_strlcpy(c.text, p->src->text + start,
-                MIN(sizeof c.text, p->c.prev_end - start + 1));
-      g_array_append_val(conds, c);
-      if (!token_is(&p->c.tok, "and"))
-        break;
-      cursor_next(&p->c);
-      continue;
-    }
-    if (!parse_int_expr(p, &c.a))
-      break;
-    if (p->c.tok.kind != TK_OP || token_op(&p->c.tok, "~~>") ||
-        token_op(&p->c.tok, "<~~>")) {
-      if (token_punct(&p->c.tok, '<') || token_punct(&p->c.tok, '>')) {
-        c.op[0] = p->c.tok.punct;
-      } else {
-        cursor_expected(&p->c, "a comparison (== != < <= > >=)");
-        break;
-      }
-    } else {
-      memcpy(c.op, p->c.tok.start, 2);
-    }
-    cursor_next(&p->c);
-    if (!parse_int_expr(p, &c.b))
+    if (!parse_cond(p, &c))
       break;
     g_strlcpy(c.text, p->src->text + start,
               MIN(sizeof c.text, p->c.prev_end - start + 1));
