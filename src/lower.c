@@ -529,12 +529,36 @@ static void find_uses(Uses *u, const Term *t) {
 }
 
 /* An argument used only through one shard is received sharded. */
+/* Replaces closed terms by map (one pass, shared subterms once). */
+typedef struct Swap {
+  GHashTable *map, *memo;
+  GString *err;
+} Swap;
+
+static const Term *swap(void *ud, const Term *t) {
+  Swap *sw = ud;
+  const Term *to = g_hash_table_lookup(sw->map, t);
+  if (to)
+    return to;
+  if (t->nargs == 0)
+    return t;
+  const Term *done = g_hash_table_lookup(sw->memo, t);
+  if (done)
+    return done;
+  const Term *r = term_map_args(t, swap, sw, sw->err);
+  g_assert(r); /* same types, no new nesting */
+  g_hash_table_insert(sw->memo, (gpointer)t, (gpointer)r);
+  return r;
+}
+
 static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
                                      gboolean *changed) {
   Uses u = {g_hash_table_new(NULL, NULL), f->nargs,
             g_new0(const Term *, (gsize)f->nargs + 1),
             g_new0(gboolean, (gsize)f->nargs + 1)};
   find_uses(&u, body);
+  Swap sw = {g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
+             g_string_new(NULL)};
   for (int i = 0; i < f->nargs; i++) {
     const Term *sh = u.only_shard[i];
     if (!sh || u.other_use[i])
@@ -545,12 +569,14 @@ static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
     Dist *dd = &dists[i];
     for (int k = 0; k < axes->count; k++)
       dd->axes[d][dd->naxes[d]++] = axes->items[k].sym;
-    const Term *local = term_arg(i, sh->type);
     f->arg_types[i] = sh->type;
-    g_autoptr(GString) err = g_string_new(NULL);
-    body = replace_everywhere(body, sh, local, NULL, err);
-    g_assert(body); /* same types, no new nesting */
+    g_hash_table_insert(sw.map, (gpointer)sh, (gpointer)term_arg(i, sh->type));
   }
+  if (*changed)
+    body = swap(&sw, body);
+  g_hash_table_unref(sw.map);
+  g_hash_table_unref(sw.memo);
+  g_string_free(sw.err, TRUE);
   g_hash_table_unref(u.seen);
   g_free(u.only_shard);
   g_free(u.other_use);
