@@ -155,7 +155,7 @@ static gboolean append_definition(GString *out, GStrv lines, const char *name) {
 /* One line describing a location: "%x: TYPE" for an argument, else its
  * statement ("%0 = matmul(%x, %w)"; a region's header ends in "{ ... }"). */
 static void append_location_line(GString *out, GStrv lines, const Location *l) {
-  if (l->is_arg) {
+  if (l->term->kind == TM_ARG) {
     g_autofree char *type = type_to_string(l->term->type);
     g_string_append_printf(out, "%%%s: %s\n", l->name, type);
     return;
@@ -256,7 +256,7 @@ static gboolean cmd_show(Session *s, const char *text, int argc, char **argv) {
       return FALSE;
     }
     append_value_expr(out, cur, l->term);
-  } else if (l->is_arg) {
+  } else if (l->term->kind == TM_ARG) {
     g_autofree char *type = type_to_string(l->term->type);
     g_string_append_printf(out, "%%%s: %s (argument %d)\n", l->name, type,
                            l->term->index);

@@ -62,7 +62,7 @@ static void add_values(Session *s, gboolean args_only) {
   g_autoptr(GPtrArray) locs = state_locations(cur);
   for (guint i = 0; i < locs->len; i++) {
     const Location *l = g_ptr_array_index(locs, i);
-    if (!args_only || l->is_arg)
+    if (!args_only || l->term->kind == TM_ARG)
       g_ptr_array_add(candidates, g_strdup_printf("%%%s", l->name));
   }
 }

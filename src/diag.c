@@ -43,7 +43,6 @@ void source_free(Source *s) {
 void diag_init(Diag *d, const Source *src) {
   d->src = src;
   d->text = g_string_new(NULL);
-  d->count = 0;
 }
 
 void diag_clear(Diag *d) {
@@ -110,7 +109,6 @@ void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
   va_start(ap, fmt);
   diag_add(d, loc, "error: ", fmt, ap);
   va_end(ap);
-  d->count++;
 }
 
 void diag_note(Diag *d, Loc loc, const char *fmt, ...) {

@@ -400,15 +400,6 @@ static const Term *reindex(Reindex *ri, const Term *t, int cutoff) {
   return r;
 }
 
-const Term *term_instantiate(const Term *body, const Term *s) {
-  Reindex ri = {.k = 1, .m = 0, .ok = TRUE};
-  ri.map[0] = s;
-  ri.memo = g_hash_table_new(NULL, NULL);
-  const Term *r = reindex(&ri, body, 0);
-  g_hash_table_unref(ri.memo);
-  return ri.ok ? r : NULL;
-}
-
 static const Binder *lhs_binder(Env *e, const char *name);
 
 typedef struct Builder {

@@ -169,7 +169,6 @@ struct Term {
                          most PARTIR_MAX_REGIONS */
   guint8 marked;      /* term_store_collect's mark (clear between runs) */
   guint hash;
-  guint64 serial;     /* creation order, for stable iteration */
   const Term *args[];
 };
 
@@ -253,7 +252,6 @@ typedef struct Loc {
 typedef struct Diag {
   const Source *src;
   GString *text;
-  int count;
 } Diag;
 
 void diag_init(Diag *d, const Source *src);
@@ -372,9 +370,6 @@ void print_module_expr(GString *out, const Module *m);
  * and local bytes), and the program as a Graphviz graph. */
 void spmd_print_stats(GString *out, const Func *f);
 void spmd_print_dot(GString *out, const Func *f);
-/* Collectives 'op' in the program over exactly 'axes' ("model",
- * "batch,model"), or over any axes when 'axes' is NULL. */
-int spmd_count_collectives(const Func *f, Op op, const char *axes);
 
 /* --------------------------------------------------------------- tensor */
 

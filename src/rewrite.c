@@ -277,8 +277,8 @@ State *engine_apply(const RuleSet *rs, State *in, const Rule *rule,
   return state_with_body(in, body);
 }
 
-static gboolean need_args(char **words, int have, int min, int max,
-                          const char *usage, GString *why) {
+static gboolean need_args(int have, int min, int max, const char *usage,
+                          GString *why) {
   if (have < min || have > max) {
     g_string_printf(why, "usage: %s", usage);
     return FALSE;
@@ -358,8 +358,7 @@ static int resolve_arg(const State *in, const char *word, GString *why) {
 
 static Location arg_location(const State *in, int index) {
   return (Location){.name = in->func.arg_names[index],
-                    .term = term_arg(index, in->func.arg_types[index]),
-                    .is_arg = TRUE};
+                    .term = term_arg(index, in->func.arg_types[index])};
 }
 
 static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
@@ -367,7 +366,7 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
   const char *cmd = w[0];
   if (strcmp(cmd, "arg-tile") == 0) {
     /* arguments are found by name or index: no need to name every value */
-    if (!need_args(w, nw, 4, 5, "arg-tile ARG DIM WIDTH [AXIS]", why))
+    if (!need_args(nw, 4, 5, "arg-tile ARG DIM WIDTH [AXIS]", why))
       return NULL;
     int index = resolve_arg(in, w[1], why);
     if (index < 0)
@@ -377,7 +376,7 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
   }
   g_autoptr(GPtrArray) locs = state_locations(in);
   if (strcmp(cmd, "tile") == 0) {
-    if (!need_args(w, nw, 4, 5, "tile VALUE DIM WIDTH [AXIS]", why))
+    if (!need_args(nw, 4, 5, "tile VALUE DIM WIDTH [AXIS]", why))
       return NULL;
     const Location *loc = state_find_location(locs, w[1]);
     if (!loc) {
@@ -387,7 +386,7 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
     return cmd_tile(rs, in, loc, w + 2, nw - 2, why);
   }
   if (strcmp(cmd, "sum") == 0) {
-    if (!need_args(w, nw, 3, 5, "sum VALUE WIDTH [AXIS] [REDUCTION]", why))
+    if (!need_args(nw, 3, 5, "sum VALUE WIDTH [AXIS] [REDUCTION]", why))
       return NULL;
     const Location *loc = state_find_location(locs, w[1]);
     if (!loc || loc->term->kind != TM_OP) {
@@ -434,7 +433,7 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
     }
     int i = 2;
     const Location *loc = NULL;
-    if (i + 1 < nw + 1 && i < nw && strcmp(w[i], "at") == 0) {
+    if (i < nw && strcmp(w[i], "at") == 0) {
       if (i + 1 >= nw) {
         g_string_printf(why, "apply: 'at' needs a value");
         return NULL;
@@ -475,7 +474,7 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
   }
   if (strcmp(cmd, "propagate") == 0 || strcmp(cmd, "fuse") == 0 ||
       strcmp(cmd, "simplify") == 0) {
-    if (!need_args(w, nw, 1, 1, cmd, why))
+    if (!need_args(nw, 1, 1, cmd, why))
       return NULL;
     const Term *body =
         strcmp(cmd, "propagate") == 0

@@ -315,7 +315,6 @@ static gboolean parse_op_spec(RuleParser *p, Loc at) {
   }
   cursor_next(&p->c);
   OpSpec *os = g_new0(OpSpec, 1);
-  os->op = op;
   os->origin = g_strdup_printf("%s:%d", p->src->name, at.line);
   const char *index_names[PARTIR_MAX_RANK * 2];
   gboolean star = FALSE, indexed = FALSE;

@@ -21,7 +21,6 @@
  * operand dimension that carries it (-1: that operand is not sliced); for
  * every reduction index, the operand dimensions it runs over. */
 typedef struct TileSpec {
-  int nargs;
   int nout;
   gboolean out_ok[PARTIR_MAX_RANK]; /* result dim d can be tiled */
   int out[PARTIR_MAX_RANK][SPEC_MAX_OPERANDS];
@@ -37,7 +36,6 @@ typedef enum {
 
 /* An 'op' declaration of a rule file. */
 typedef struct OpSpec {
-  Op op;
   SpecKind kind;
   int nargs;
   int arg_rank[SPEC_MAX_OPERANDS];
@@ -195,9 +193,6 @@ const Attrs *slice_attrs_follow(const Attrs *a, const Type *from,
 /* match.c: the same for RULE_PATTERN rules. */
 const Term *pattern_apply(const Rule *rule, const Term *t, const RuleArg *args,
                           int nargs, GString *why);
-/* Substitutes for binder index 0 of 'body' the range term 's' (given in
- * the context outside the binder): e{s/r}. */
-const Term *term_instantiate(const Term *body, const Term *s);
 
 /* --------------------------------------------------------------- state */
 
@@ -233,7 +228,6 @@ size_t terms_collected(void); /* terms freed so far */
 typedef struct Location {
   char *name;          /* printed SSA name without '%' */
   const Term *term;    /* placed form */
-  gboolean is_arg;
 } Location;
 
 /* Every value (arguments first, then statements in print order). */

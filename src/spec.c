@@ -47,22 +47,17 @@ gboolean spec_builtin_known(const char *kind, Op op, GString *why) {
 
 static void spec_clear(TileSpec *s, const Term *t) {
   memset(s, 0, sizeof *s);
-  s->nargs = t->nargs;
   s->nout = t->type->rank;
   for (int d = 0; d < PARTIR_MAX_RANK; d++)
     for (int i = 0; i < SPEC_MAX_OPERANDS; i++)
       s->out[d][i] = s->red[d][i] = -1;
 }
 
-static gboolean list_attr(const Term *t, const char *key, int64_t *out,
-                          int *n) {
+static void list_attr(const Term *t, const char *key, int64_t *out, int *n) {
   const AttrValue *v = attrs_get(t->attrs, key);
   *n = 0;
-  if (!v)
-    return TRUE;
-  for (int i = 0; i < v->count && i < PARTIR_MAX_RANK; i++)
+  for (int i = 0; v && i < v->count && i < PARTIR_MAX_RANK; i++)
     out[(*n)++] = v->items[i].i;
-  return TRUE;
 }
 
 static int find(const int64_t *xs, int n, int64_t x) {
@@ -169,8 +164,6 @@ static void spec_reshape(const Term *t, TileSpec *s) {
 
 static void spec_concatenate(const Term *t, TileSpec *s) {
   int64_t dim = attrs_get(t->attrs, "dim")->i;
-  if (t->nargs > SPEC_MAX_OPERANDS)
-    return;
   for (int d = 0; d < s->nout; d++) {
     if (d == dim)
       continue;

@@ -58,24 +58,6 @@ static void stat_row_free(gpointer p) {
   g_free(r);
 }
 
-int spmd_count_collectives(const Func *f, Op op, const char *axes) {
-  Stats st = {g_hash_table_new_full(g_str_hash, g_str_equal, NULL, stat_row_free),
-              g_ptr_array_new()};
-  g_autoptr(Module) m = module_new();
-  print_walk(m, f, stat_visit, &st);
-  int n = 0;
-  for (guint i = 0; i < st.order->len; i++) {
-    StatRow *r = g_hash_table_lookup(st.rows, g_ptr_array_index(st.order, i));
-    g_autofree char *prefix = g_strdup_printf("%s over ", op_name(op));
-    if (g_str_has_prefix(r->kind_axes, prefix) &&
-        (!axes || strcmp(r->kind_axes + strlen(prefix), axes) == 0))
-      n += r->count;
-  }
-  g_hash_table_unref(st.rows);
-  g_ptr_array_unref(st.order);
-  return n;
-}
-
 void spmd_print_stats(GString *out, const Func *f) {
   Stats st = {g_hash_table_new_full(g_str_hash, g_str_equal, NULL, stat_row_free),
               g_ptr_array_new()};
@@ -103,7 +85,6 @@ void spmd_print_stats(GString *out, const Func *f) {
 typedef struct Dot {
   GString *out;
   GHashTable *names; /* placed Term -> node name */
-  const Func *f;
 } Dot;
 
 static void dot_shape(GString *out, const Type *t) {
@@ -146,7 +127,7 @@ static void dot_visit(void *ud, const char *name, const Term *t) {
 }
 
 void spmd_print_dot(GString *out, const Func *f) {
-  Dot d = {out, g_hash_table_new_full(NULL, NULL, NULL, g_free), f};
+  Dot d = {out, g_hash_table_new_full(NULL, NULL, NULL, g_free)};
   g_string_append_printf(out, "digraph \"%s\" {\n  rankdir=TB;\n  node "
                               "[shape=ellipse, fontname=\"monospace\"];\n",
                          f->name);

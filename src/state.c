@@ -61,7 +61,6 @@ static void add_location(void *ud, const char *name, const Term *placed) {
   Location *l = g_new0(Location, 1);
   l->name = g_strdup(name);
   l->term = placed;
-  l->is_arg = placed->kind == TM_ARG;
   g_ptr_array_add(ud, l);
 }
 

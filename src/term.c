@@ -25,7 +25,6 @@
 volatile sig_atomic_t partir_interrupt;
 
 static GHashTable *store;
-static guint64 next_serial;
 static size_t store_bytes; /* bytes of Term nodes allocated */
 
 static guint term_hash(gconstpointer p) { return ((const Term *)p)->hash; }
@@ -132,7 +131,6 @@ static const Term *term_intern(Term *key) {
   key->loose = loose;
   key->height = height;
   key->content = content_hash(key);
-  key->serial = next_serial++;
 
   gsize size = sizeof(Term) + sizeof(Term *) * (gsize)key->nargs;
   Term *t = g_malloc(size);
