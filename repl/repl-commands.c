@@ -506,9 +506,8 @@ gboolean repl_print_cost(Session *s) {
   Hardware hw;
   GError *error = NULL;
   g_auto(CostReport) r = {0};
-  g_autoptr(Module) empty = module_new();
   gboolean ok = hw_load(s->hw ? s->hw : "cpu2", &hw, &error) &&
-                cost_estimate_module(empty, f, &hw, &r, &error);
+                cost_estimate(f, &hw, &r, &error);
   if (ok) {
     g_autoptr(GString) out = g_string_new(NULL);
     cost_print(out, &r, &hw, &s->mesh);

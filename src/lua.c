@@ -362,18 +362,18 @@ static int run_commands(lua_State *L, State *s, const char *script,
                         gboolean want_report) {
   terms_maybe_collect(); /* a safe point: states hold every term in use */
   GString *why = g_string_new(NULL);
-  GString *report = g_string_new(NULL);
+  /* no report asked for: propagate skips the walk that makes it */
+  GString *report = want_report ? g_string_new(NULL) : NULL;
   State *next = engine_script(rules_of(L), s, script, why, report);
   if (!next) {
-    g_string_free(report, TRUE);
+    if (report)
+      g_string_free(report, TRUE);
     return raise_error(L, why);
   }
   g_string_free(why, TRUE);
   push_state(L, next);
-  if (!want_report) {
-    g_string_free(report, TRUE);
+  if (!report)
     return 1;
-  }
   lua_newtable(L);
   g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
   g_string_free(report, TRUE);

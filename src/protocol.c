@@ -16,8 +16,8 @@
  *
  * Error codes: -32700 malformed JSON, -32600 not a request, -32601
  * unknown method, -32602 bad parameters, 1 unknown state, 2 illegal
- * action, 3 bad program, 4 file not allowed, 5 lowering or costing
- * failed.  Parsing, parameters, JSON writing and input lines are in
+ * action, 3 bad program, 4 file not allowed (a state that cannot be
+ * lowered or costed has a null cost, not an error).  Parsing, parameters, JSON writing and input lines are in
  * protocol_json.c; this file holds the states, the actions and the
  * methods.
  */
@@ -84,13 +84,14 @@ static void entry_free(Entry *e) {
 
 /* ------------------------------------------------------------ params */
 
-static Entry *get_state(Proto *pr, J *p, gint64 *id, Fail *f) {
-  if (!get_int(p, "state", TRUE, id, f))
+static Entry *get_state(Proto *pr, J *p, Fail *f) {
+  gint64 id;
+  if (!get_int(p, "state", TRUE, &id, f))
     return NULL;
-  Entry *e = g_hash_table_lookup(pr->entries, id);
+  Entry *e = g_hash_table_lookup(pr->entries, &id);
   if (!e)
     failf(f, E_STATE, "no state %" G_GINT64_FORMAT " (never made, or dropped)",
-          *id);
+          id);
   return e;
 }
 
@@ -102,30 +103,19 @@ static gint64 add_entry(Proto *pr, Entry *e) {
 
 /* ------------------------------------------------------------ costing */
 
-/* The entry's cost on its episode's mesh and hardware (cached). */
-static gboolean entry_cost(Proto *pr, Entry *e, Fail *f) {
+/* Whether the entry can be lowered on its episode's mesh and costed on
+ * its hardware; the cost is computed once.  A state that cannot (an axis
+ * bound twice in a nest) observes a null cost and gives a null reward. */
+static gboolean entry_cost(Proto *pr, Entry *e) {
   if (!e->costed) {
     e->costed = TRUE;
     g_autoptr(GString) why = g_string_new(NULL);
     Func *spmd = spmd_lower(pr->rs, &e->state->func, &e->ep->mesh, why);
     GError *error = NULL;
-    g_autoptr(Module) empty = module_new();
-    e->cost_ok =
-        spmd && cost_estimate_module(empty, spmd, &e->ep->hw, &e->cost, &error);
-    if (!spmd)
-      g_string_prepend(why, "cannot lower: ");
-    else if (!e->cost_ok) {
-      g_string_assign(why, error->message);
-      g_error_free(error);
-    }
+    e->cost_ok = spmd && cost_estimate(spmd, &e->ep->hw, &e->cost, &error);
+    g_clear_error(&error);
     func_free(spmd);
-    if (!e->cost_ok)
-      g_string_assign(f->message, why->str);
   }
-  if (!e->cost_ok && f->message->len == 0)
-    g_string_assign(f->message, "this state cannot be lowered or costed");
-  if (!e->cost_ok)
-    f->code = E_COST;
   return e->cost_ok;
 }
 
@@ -161,9 +151,6 @@ static Action *add_candidate(GPtrArray *out, char *text, const char *rule,
   return a;
 }
 
-/* Every candidate action, in a stable order: split each argument's
- * dimensions over each mesh axis that divides them, tile or split each
- * operator's result or reduction over each such axis, propagate. */
 /* The width that splits dimension 'd' of argument 'i' over mesh axis
  * 'k', or 0 when the axis does not divide it. */
 static int64_t arg_split_width(const Func *f, int i, int d, const Mesh *mesh,
@@ -172,6 +159,9 @@ static int64_t arg_split_width(const Func *f, int i, int d, const Mesh *mesh,
   return n % size == 0 ? n / size : 0;
 }
 
+/* Every candidate action, in a stable order: split each argument's
+ * dimensions over each mesh axis that divides them, tile or split each
+ * operator's result or reduction over each such axis, propagate. */
 static GPtrArray *candidates(Proto *pr, const Entry *e) {
   GPtrArray *out = g_ptr_array_new_with_free_func(action_free);
   const Mesh *mesh = &e->ep->mesh;
@@ -179,14 +169,14 @@ static GPtrArray *candidates(Proto *pr, const Entry *e) {
   for (int i = 0; i < f->nargs; i++)
     for (int d = 0; d < f->arg_types[i]->rank; d++)
       for (int k = 0; k < mesh->naxes; k++) {
-        int64_t n = f->arg_types[i]->dims[d], size = mesh->sizes[k];
-        if (arg_split_width(f, i, d, mesh, k) < 1)
+        int64_t w = arg_split_width(f, i, d, mesh, k);
+        if (w < 1)
           continue;
         Action *a = add_candidate(
             out,
             g_strdup_printf("arg-tile %%%s %d %" G_GINT64_FORMAT " %s",
-                            f->arg_names[i], d, n / size, mesh->names[k]),
-            "arg-tile", f->arg_names[i], n / size, mesh->names[k]);
+                            f->arg_names[i], d, w, mesh->names[k]),
+            "arg-tile", f->arg_names[i], w, mesh->names[k]);
         a->placed = term_arg(i, f->arg_types[i]);
         a->dim = d;
       }
@@ -230,10 +220,11 @@ static GPtrArray *candidates(Proto *pr, const Entry *e) {
   return out;
 }
 
-/* Runs one action; NULL with the reason when it does not apply. */
+/* Runs one action; NULL with the reason when it does not apply.  No
+ * report: what propagate could not resolve is not part of a reply, and
+ * asking for it costs a walk of the program. */
 static State *run_action(Proto *pr, State *s, const char *text, GString *why) {
-  g_autoptr(GString) report = g_string_new(NULL);
-  return engine_script(pr->rs, s, text, why, report);
+  return engine_script(pr->rs, s, text, why, NULL);
 }
 
 static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
@@ -462,13 +453,11 @@ static J *observation_json(Proto *pr, Entry *e, const char *const *what,
       state_print(text, e->state, FALSE);
       put(o, "program", cJSON_CreateString(text->str));
     } else if (strcmp(w, "cost") == 0 || strcmp(w, "features") == 0) {
-      Fail cf = {0, g_string_new(NULL)};
-      gboolean ok = entry_cost(pr, e, &cf);
+      gboolean ok = entry_cost(pr, e);
       if (strcmp(w, "cost") == 0)
         put(o, "cost", ok ? cost_json(&e->cost) : NULL);
       else
         put(o, "features", features_json(e, ok));
-      g_string_free(cf.message, TRUE);
     } else if (strcmp(w, "graph") == 0) {
       put(o, "graph", graph_json(e));
     } else if (strcmp(w, "legal") == 0) {
@@ -569,17 +558,12 @@ static Entry *new_root(Proto *pr, J *p, Fail *f) {
   module_free(m);
   e->ep = g_memdup2(&ep, sizeof ep);
   g_ptr_array_add(pr->episodes, e->ep);
-  Fail cf = {0, g_string_new(NULL)};
-  e->ep->root_time = entry_cost(pr, e, &cf) ? e->cost.total_time : NAN;
-  g_string_free(cf.message, TRUE);
+  e->ep->root_time = entry_cost(pr, e) ? e->cost.total_time : NAN;
   return e;
 }
 
 static J *reward_json(Proto *pr, Entry *parent, Entry *child) {
-  Fail cf = {0, g_string_new(NULL)};
-  gboolean ok = entry_cost(pr, parent, &cf) && entry_cost(pr, child, &cf);
-  g_string_free(cf.message, TRUE);
-  if (!ok)
+  if (!entry_cost(pr, parent) || !entry_cost(pr, child))
     return NULL;
   double delta = parent->cost.total_time - child->cost.total_time;
   double root = parent->ep->root_time;
@@ -658,10 +642,10 @@ static Entry *do_step(Proto *pr, Entry *e, J *actions, const char *text1,
 /* A step's reply: {"state", "hash", "observation", "reward",
  * "terminated", "truncated", "no_effect"}, after "index" and "action"
  * for a child of expand (index >= 0).  This is the hot path of search
- * agents, so it is written as text around what json-c writes (the
+ * agents, so it is written as text around what cJSON writes (the
  * observation, the reward, the action string): the other fields are
- * integers, booleans and hex digits.  A json-c object per reply (a hash
- * table each) cost as much as a small step. */
+ * integers, booleans and hex digits.  A JSON object per reply cost as
+ * much as a small step. */
 static J *step_json(Proto *pr, Entry *parent, Entry *c, gint64 cid,
                     gint64 index, const char *action,
                     const char *const *observe, gboolean reward,
@@ -764,9 +748,9 @@ static J *m_reset(Proto *pr, J *p, Fail *f) {
 }
 
 static J *m_actions(Proto *pr, J *p, Fail *f) {
-  gint64 id, limit = -1;
+  gint64 limit = -1;
   const char *filter;
-  Entry *e = get_state(pr, p, &id, f);
+  Entry *e = get_state(pr, p, f);
   if (!e || !get_int(p, "limit", FALSE, &limit, f) ||
       !get_string(p, "filter", FALSE, &filter, f))
     return NULL;
@@ -781,10 +765,9 @@ static J *m_actions(Proto *pr, J *p, Fail *f) {
 }
 
 static J *m_step(Proto *pr, J *p, Fail *f) {
-  gint64 id;
   J *actions, *observe;
   gboolean reward = TRUE, no_effect = FALSE;
-  Entry *e = get_state(pr, p, &id, f);
+  Entry *e = get_state(pr, p, f);
   if (!e || !get_array(p, "actions", &actions, f) ||
       !get_array(p, "observe", &observe, f) ||
       !get_bool(p, "reward", &reward, f))
@@ -802,10 +785,9 @@ static J *m_step(Proto *pr, J *p, Fail *f) {
 }
 
 static J *m_expand(Proto *pr, J *p, Fail *f) {
-  gint64 id;
   J *observe;
   gboolean reward = TRUE;
-  Entry *e = get_state(pr, p, &id, f);
+  Entry *e = get_state(pr, p, f);
   if (!e || !get_array(p, "observe", &observe, f) ||
       !get_bool(p, "reward", &reward, f))
     return NULL;
@@ -846,9 +828,8 @@ static J *m_expand(Proto *pr, J *p, Fail *f) {
 }
 
 static J *m_observe(Proto *pr, J *p, Fail *f) {
-  gint64 id;
   J *what;
-  Entry *e = get_state(pr, p, &id, f);
+  Entry *e = get_state(pr, p, f);
   if (!e || !get_array(p, "what", &what, f))
     return NULL;
   if (!what) {
@@ -860,8 +841,7 @@ static J *m_observe(Proto *pr, J *p, Fail *f) {
 }
 
 static J *m_trace(Proto *pr, J *p, Fail *f) {
-  gint64 id;
-  Entry *e = get_state(pr, p, &id, f);
+  Entry *e = get_state(pr, p, f);
   if (!e)
     return NULL;
   g_autoptr(GPtrArray) steps = g_ptr_array_new();
@@ -957,9 +937,9 @@ static const struct {
 
 /* ------------------------------------------------------------- the loop */
 
-/* The tokenizer lives as long as the loop; replies collect in 'out' and
- * go out when no further request is already waiting, so a client that
- * pipelines requests is not answered one write at a time. */
+/* Replies collect in 'out' and go out when no further request is
+ * already waiting, so a client that pipelines requests is not answered
+ * one write at a time. */
 typedef struct Io {
   GString *out;
 } Io;
@@ -1018,7 +998,7 @@ static void handle(Proto *pr, Io *io, const char *line, gsize len) {
     } else {
       Fail f = {0, g_string_new(NULL)};
       partir_interrupt = 0;
-      J *result = methods[i].run(pr, params_of(req), &f);
+      J *result = methods[i].run(pr, params, &f);
       if (result)
         reply(io, id, "result", result);
       else

@@ -20,7 +20,6 @@ enum {
   E_ACTION = 2,
   E_PROGRAM = 3,
   E_FILE = 4,
-  E_COST = 5,
 };
 
 /* Why a method failed: its error code and message. */
@@ -37,7 +36,6 @@ gboolean failf(Fail *f, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
  * one of the wrong type; optional absent members leave '*out' as it was
  * (strings and arrays: NULL). */
 J *member(J *p, const char *key);
-J *params_of(J *req);
 /* An integer: a number without a fraction that a double holds exactly. */
 gboolean is_int(const J *n);
 gboolean get_string(J *p, const char *key, gboolean required, const char **out,

@@ -29,11 +29,6 @@ J *member(J *p, const char *key) {
   return cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, key) : NULL;
 }
 
-J *params_of(J *req) {
-  J *p = member(req, "params");
-  return cJSON_IsObject(p) ? p : NULL;
-}
-
 /* JSON numbers are doubles here: an integer is one with no fraction
  * that a double holds exactly (|x| <= 2^53). */
 gboolean is_int(const J *n) {
