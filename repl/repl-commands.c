@@ -615,30 +615,13 @@ static gboolean cmd_source(Session *s, const char *text, int argc,
   return ok;
 }
 
-/* The directories holding tactics: $PARTIR_TACTICS, then the installed. */
-GStrv repl_tactic_dirs(void) {
-  GPtrArray *dirs = g_ptr_array_new();
-  const char *env = g_getenv("PARTIR_TACTICS");
-  if (env && *env) {
-    g_auto(GStrv) parts = g_strsplit(env, ":", -1);
-    for (char **p = parts; *p; p++)
-      if (**p)
-        g_ptr_array_add(dirs, g_strdup(*p));
-  }
-#ifdef PARTIR_TACTICS_DIR
-  g_ptr_array_add(dirs, g_strdup(PARTIR_TACTICS_DIR));
-#endif
-  g_ptr_array_add(dirs, NULL);
-  return (GStrv)g_ptr_array_free(dirs, FALSE);
-}
-
 /* A tactic by path, or by name in the tactic directories (NAME.lua). */
 static char *find_tactic(const char *name) {
   if (g_file_test(name, G_FILE_TEST_IS_REGULAR))
     return g_strdup(name);
   if (strchr(name, '/'))
     return NULL;
-  g_auto(GStrv) dirs = repl_tactic_dirs();
+  g_auto(GStrv) dirs = plua_tactic_dirs();
   for (char **d = dirs; *d; d++) {
     g_autofree char *file = g_strconcat(name, ".lua", NULL);
     char *path = g_build_filename(*d, file, NULL);

@@ -73,7 +73,7 @@ static void add_rules(Session *s) {
 }
 
 static void add_tactics(void) {
-  g_auto(GStrv) dirs = repl_tactic_dirs();
+  g_auto(GStrv) dirs = plua_tactic_dirs();
   for (char **d = dirs; *d; d++) {
     g_autoptr(GDir) dir = g_dir_open(*d, 0, NULL);
     const char *name;

@@ -107,7 +107,6 @@ void repl_put_string(const GString *text);
 void repl_report_error(Session *s, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 gboolean repl_cmd_load_path(Session *s, const char *path);
 gboolean repl_cmd_lua(Session *s, const char *text, const char *code);
-GStrv repl_tactic_dirs(void);
 
 /* repl-input.c */
 gboolean repl_is_lua_command(const char *p);

@@ -247,19 +247,7 @@ static gboolean load_file(const char *path, Hardware *out, GError **error) {
 }
 
 char **hw_search_path(void) {
-  GPtrArray *dirs = g_ptr_array_new();
-  const char *env = g_getenv("PARTIR_HW");
-  if (env && *env) {
-    g_auto(GStrv) parts = g_strsplit(env, ":", -1);
-    for (char **d = parts; *d; d++)
-      if (**d)
-        g_ptr_array_add(dirs, g_strdup(*d));
-  }
-#ifdef PARTIR_DATADIR
-  g_ptr_array_add(dirs, g_strdup(PARTIR_DATADIR "/hw"));
-#endif
-  g_ptr_array_add(dirs, NULL);
-  return (char **)g_ptr_array_free(dirs, FALSE);
+  return partir_search_path("PARTIR_HW", PARTIR_DATADIR "/hw");
 }
 
 /* "a, b, c": the NAME of every NAME.hw in 'dirs', sorted, once each. */

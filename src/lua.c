@@ -641,18 +641,15 @@ static int luaopen_partir(lua_State *L) {
 
 /* ------------------------------------------------------- front ends */
 
+char **plua_tactic_dirs(void) {
+  return partir_search_path("PARTIR_TACTICS", PARTIR_TACTICS_DIR);
+}
+
 static void add_tactics_path(lua_State *L) {
   GString *path = g_string_new(NULL);
-  const char *env = g_getenv("PARTIR_TACTICS");
-  if (env && *env) {
-    g_auto(GStrv) dirs = g_strsplit(env, ":", -1);
-    for (char **d = dirs; *d; d++)
-      if (**d)
-        g_string_append_printf(path, "%s/?.lua;", *d);
-  }
-#ifdef PARTIR_TACTICS_DIR
-  g_string_append(path, PARTIR_TACTICS_DIR "/?.lua;");
-#endif
+  g_auto(GStrv) dirs = plua_tactic_dirs();
+  for (char **d = dirs; *d; d++)
+    g_string_append_printf(path, "%s/?.lua;", *d);
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "path");
   g_string_append(path, lua_tostring(L, -1));

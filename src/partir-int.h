@@ -357,6 +357,10 @@ Module *parse_text(const char *name, const char *text, gsize len,
  * NULL with the diagnostics in 'errors'. */
 Module *parse_file(const char *path, GString *errors, GError **error);
 
+/* paths.c: the directories of $ENV (':'-separated, empty entries
+ * skipped), then 'installed' (may be NULL); NULL-terminated. */
+char **partir_search_path(const char *env, const char *installed);
+
 /* ---------------------------------------------------------------- print */
 
 void print_module(GString *out, const Module *m);

@@ -23,6 +23,9 @@ void plua_close(lua_State *L);
  * mesh, options) -> state.  'options' maps option names to strings
  * (--set KEY=VALUE).  Returns the new state, or NULL with the Lua error
  * and its traceback in 'why'. */
+/* The tactic directories: $PARTIR_TACTICS (':'-separated), then the
+ * installed ones. */
+char **plua_tactic_dirs(void);
 State *plua_run_tactic(lua_State *L, const char *path, State *in,
                        const Mesh *mesh, GHashTable *options, GString *why);
 

@@ -959,25 +959,10 @@ static gboolean load_file(RuleSet *rs, const char *path, GString *errors,
   return parse_rule_file(rs, src, errors, depth);
 }
 
-char **rules_search_path(void) {
-  GPtrArray *dirs = g_ptr_array_new();
-  const char *env = g_getenv("PARTIR_RULES");
-  if (env && *env) {
-    g_auto(GStrv) parts = g_strsplit(env, ":", -1);
-    for (char **d = parts; *d; d++)
-      if (**d)
-        g_ptr_array_add(dirs, g_strdup(*d));
-  }
-#ifdef PARTIR_RULES_DIR
-  g_ptr_array_add(dirs, g_strdup(PARTIR_RULES_DIR));
-#endif
-  g_ptr_array_add(dirs, NULL);
-  return (char **)g_ptr_array_free(dirs, FALSE);
-}
 
 /* The *.rules files of the first search directory that has any. */
 static GPtrArray *default_rule_files(void) {
-  g_auto(GStrv) dirs = rules_search_path();
+  g_auto(GStrv) dirs = partir_search_path("PARTIR_RULES", PARTIR_RULES_DIR);
   GPtrArray *files = g_ptr_array_new_with_free_func(g_free);
   for (char **d = dirs; *d && files->len == 0; d++) {
     GDir *dir = g_dir_open(*d, 0, NULL);
@@ -1015,7 +1000,7 @@ RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
   if (!paths) {
     found = default_rule_files();
     if (found->len == 0) {
-      g_auto(GStrv) dirs = rules_search_path();
+      g_auto(GStrv) dirs = partir_search_path("PARTIR_RULES", PARTIR_RULES_DIR);
       g_autofree char *path = g_strjoinv(":", dirs);
       g_string_append_printf(errors,
                              "no rule files found in %s (set "

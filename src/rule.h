@@ -168,9 +168,6 @@ RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
 void ruleset_free(RuleSet *rs);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RuleSet, ruleset_free)
 const Rule *ruleset_find(const RuleSet *rs, const char *name);
-/* The directories searched for rule files: $PARTIR_RULES (':'-separated),
- * then the installed data directory. */
-char **rules_search_path(void);
 
 /* A parameter value given to a rule: an integer or an axis name. */
 typedef struct RuleArg {
