@@ -162,10 +162,7 @@ static Func *spmd_func(const Inst *in, const Term *result) {
 }
 
 static const Type *global_of(const Mesh *m, const Type *local) {
-  int64_t parts = 1;
-  for (int k = 0; k < m->naxes; k++)
-    parts *= m->sizes[k];
-  return type_with_dim(local, 0, local->dims[0] * parts);
+  return type_with_dim(local, 0, local->dims[0] * mesh_devices(m));
 }
 
 /* Runs both sides on the same inputs; FALSE with the reason in 'why'. */

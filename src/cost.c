@@ -90,15 +90,6 @@ static gboolean parse_number(const char *text, gboolean zero_ok, double *out) {
   return TRUE;
 }
 
-static gboolean axis_name_ok(const char *s) {
-  if (!*s)
-    return FALSE;
-  for (const char *c = s; *c; c++)
-    if (!g_ascii_isalnum(*c) && *c != '_')
-      return FALSE;
-  return TRUE;
-}
-
 /* The per-axis entry for 'axis', made from the defaults when 'create'. */
 static HwAxis *axis_entry(Hardware *hw, const char *axis, gboolean create) {
   const char *name = g_intern_string(axis);
@@ -226,7 +217,7 @@ static gboolean load_file(const char *path, Hardware *out, GError **error) {
       return FALSE;
     }
     g_autofree char *axis = g_strstrip(g_strdup(*g + 5));
-    if (!axis_name_ok(axis)) {
+    if (!mesh_axis_name_ok(axis)) {
       g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
                   "%s: [%s]: an axis name is letters, digits or '_'", path, *g);
       return FALSE;
@@ -315,7 +306,7 @@ gboolean hw_set(Hardware *hw, const char *assignment, GError **error) {
     if (dot > key + 5) {
       axis = g_strndup(key + 5, (gsize)(dot - key - 5));
       ak = find_key(axis_keys, G_N_ELEMENTS(axis_keys), dot + 1);
-      if (!axis_name_ok(axis))
+      if (!mesh_axis_name_ok(axis))
         ak = NULL;
     }
   }
@@ -710,9 +701,7 @@ gboolean cost_estimate_module(const Module *m, const Func *f,
   if (!check_program(f, error))
     return FALSE;
   out->comms = g_array_new(FALSE, TRUE, sizeof(CostComm));
-  out->ndevices = 1;
-  for (int i = 0; f->spmd && i < f->spmd->mesh.naxes; i++)
-    out->ndevices *= f->spmd->mesh.sizes[i];
+  out->ndevices = mesh_devices(f->spmd ? &f->spmd->mesh : NULL);
 
   Walk w = {.hw = hw, .out = out};
   w.values = g_array_new(FALSE, TRUE, sizeof(Value));

@@ -27,13 +27,12 @@ gboolean mesh_parse(const char *spec, Mesh *out, GError **error) {
       return FALSE;
     }
     *eq = '\0';
-    for (const char *c = item; *c; c++)
-      if (!g_ascii_isalnum(*c) && *c != '_') {
-        g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                    "mesh '%s': axis name '%s' must be letters, digits or '_'",
-                    spec, item);
-        return FALSE;
-      }
+    if (!mesh_axis_name_ok(item)) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                  "mesh '%s': axis name '%s' must be letters, digits or '_'",
+                  spec, item);
+      return FALSE;
+    }
     const char *name = g_intern_string(item);
     for (int i = 0; i < out->naxes; i++)
       if (out->names[i] == name) {
@@ -52,12 +51,36 @@ gboolean mesh_parse(const char *spec, Mesh *out, GError **error) {
   return TRUE;
 }
 
-int64_t mesh_axis_size(const Mesh *m, const char *axis) {
+gboolean mesh_axis_name_ok(const char *name) {
+  if (!*name)
+    return FALSE;
+  for (const char *c = name; *c; c++)
+    if (!g_ascii_isalnum(*c) && *c != '_')
+      return FALSE;
+  return TRUE;
+}
+
+int mesh_axis_index(const Mesh *m, const char *axis) {
   const char *name = g_intern_string(axis);
   for (int i = 0; i < m->naxes; i++)
     if (m->names[i] == name)
-      return m->sizes[i];
-  return 0;
+      return i;
+  return -1;
+}
+
+int64_t mesh_axis_size(const Mesh *m, const char *axis) {
+  int i = mesh_axis_index(m, axis);
+  return i < 0 ? 0 : m->sizes[i];
+}
+
+int64_t mesh_devices(const Mesh *m) {
+  int64_t n = 1;
+  for (int i = 0; m && i < m->naxes; i++) {
+    if (n > G_MAXINT64 / m->sizes[i])
+      return G_MAXINT64;
+    n *= m->sizes[i];
+  }
+  return n;
 }
 
 char *mesh_to_string(const Mesh *m) {

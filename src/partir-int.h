@@ -273,6 +273,12 @@ typedef struct Mesh {
 /* Parses "batch=2,model=4" (an empty string is the empty mesh). */
 gboolean mesh_parse(const char *spec, Mesh *out, GError **error);
 int64_t mesh_axis_size(const Mesh *m, const char *axis); /* 0 if absent */
+int mesh_axis_index(const Mesh *m, const char *axis);    /* -1 if absent */
+/* The number of devices (the product of the sizes; G_MAXINT64 when that
+ * overflows; 1 for NULL or no axes). */
+int64_t mesh_devices(const Mesh *m);
+/* Axis names are letters, digits and '_', at least one. */
+gboolean mesh_axis_name_ok(const char *name);
 char *mesh_to_string(const Mesh *m);
 
 /* How a value of an SPMD program lies on the mesh: for each dimension

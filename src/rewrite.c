@@ -286,18 +286,16 @@ static gboolean need_args(int have, int min, int max, const char *usage,
   return TRUE;
 }
 
-/* Axis names are letters, digits and '_' (as in --mesh). */
+
+/* An axis name given in a command, with the reason when it is not one. */
 static gboolean axis_name_ok(const char *axis, GString *why) {
-  gboolean ok = *axis != '\0';
-  for (const char *c = axis; *c && ok; c++)
-    ok = g_ascii_isalnum(*c) || *c == '_';
+  gboolean ok = mesh_axis_name_ok(axis);
   if (!ok)
     g_string_printf(why, "'%s' is not an axis name (letters, digits, '_')",
                     axis);
   return ok;
 }
 
-/* tile/arg-tile: the 'arg-tile' rule at a value with d, w and an axis. */
 /* The 'arg-tile' rule's replacement for the value at 'loc', with d, w
  * and an optional axis from the words 'w'. */
 static const Term *tile_replacement(const RuleSet *rs, const Location *loc,

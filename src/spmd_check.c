@@ -33,9 +33,7 @@ gboolean spmd_check_against_interpreter(const Func *g, const Func *spmd,
                   why->str);
   }
   if (ok) {
-    int64_t ndev = 1;
-    for (int i = 0; i < spmd->spmd->mesh.naxes; i++)
-      ndev *= spmd->spmd->mesh.sizes[i];
+    int64_t ndev = mesh_devices(&spmd->spmd->mesh);
     g_string_append_printf(out, "simulated on %" G_GINT64_FORMAT
                                 " devices: the results agree with the "
                                 "interpreter (seed %" G_GINT64_FORMAT ")\n",

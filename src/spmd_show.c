@@ -63,9 +63,7 @@ void spmd_print_stats(GString *out, const Func *f) {
               g_ptr_array_new()};
   g_autoptr(Module) m = module_new();
   print_walk(m, f, stat_visit, &st);
-  int64_t ndev = 1;
-  for (int i = 0; f->spmd && i < f->spmd->mesh.naxes; i++)
-    ndev *= f->spmd->mesh.sizes[i];
+  int64_t ndev = mesh_devices(f->spmd ? &f->spmd->mesh : NULL);
   g_string_append_printf(out, "collectives per device (%" G_GINT64_FORMAT
                               " devices):\n",
                          ndev);

@@ -102,12 +102,6 @@ static const int64_t zero_offsets[PARTIR_MAX_RANK];
 
 /* ------------------------------------------------------------ the mesh */
 
-static int mesh_axis_index(const Mesh *m, const char *name) {
-  for (int a = 0; a < m->naxes; a++)
-    if (strcmp(m->names[a], name) == 0)
-      return a;
-  return -1;
-}
 
 static int device_index(const Mesh *m, const int64_t *coords) {
   int64_t d = 0;
@@ -715,9 +709,7 @@ GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
     return NULL;
   }
   const Mesh *m = &f->spmd->mesh;
-  int64_t ndevices = 1;
-  for (int a = 0; a < m->naxes && ndevices <= SIM_MAX_DEVICES; a++)
-    ndevices *= m->sizes[a];
+  int64_t ndevices = mesh_devices(m);
   if (ndevices > SIM_MAX_DEVICES) {
     g_autofree char *mesh = mesh_to_string(m);
     g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
