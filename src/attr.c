@@ -53,12 +53,15 @@ gboolean attr_value_equal(const AttrValue *a, const AttrValue *b) {
   g_assert_not_reached();
 }
 
-static void value_clear(AttrValue *v) {
+void attr_value_clear(AttrValue *v) {
   if (v->kind == AV_LIST) {
     for (int i = 0; i < v->count; i++)
-      value_clear(&v->items[i]);
+      attr_value_clear(&v->items[i]);
     g_free(v->items);
   }
+  v->kind = AV_INT;
+  v->count = 0;
+  v->items = NULL;
 }
 
 AttrValue attr_value_copy(const AttrValue *v) {
@@ -121,7 +124,7 @@ const Attrs *attrs_intern(int count, const char **keys, AttrValue *values) {
   const Attrs *found = g_hash_table_lookup(table, &key);
   if (found) {
     for (int i = 0; i < count; i++)
-      value_clear(&values[i]);
+      attr_value_clear(&values[i]);
     g_free(values);
     g_free(keys);
     return found;
@@ -139,6 +142,24 @@ const AttrValue *attrs_get(const Attrs *a, const char *key) {
   return NULL;
 }
 
+int64_t attrs_get_int(const Attrs *a, const char *key) {
+  const AttrValue *v = attrs_get(a, key);
+  g_assert(v && v->kind == AV_INT); /* the type rules checked it */
+  return v->i;
+}
+
+void append_shortest_double(GString *out, double f) {
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  for (int digits = 6; digits <= 17; digits++) {
+    char fmt[8];
+    g_snprintf(fmt, sizeof fmt, "%%.%dg", digits);
+    g_ascii_formatd(buf, sizeof buf, fmt, f);
+    if (g_ascii_strtod(buf, NULL) == f)
+      break;
+  }
+  g_string_append(out, buf);
+}
+
 /* Prints a float so that it reads back to the same double. */
 static void print_double(GString *out, double f) {
   if (isnan(f)) {
@@ -149,18 +170,10 @@ static void print_double(GString *out, double f) {
     g_string_append(out, f < 0 ? "-inf" : "inf");
     return;
   }
-  /* the shortest %.Ng that reads back to the same double */
-  char buf[G_ASCII_DTOSTR_BUF_SIZE];
-  for (int digits = 6; digits <= 17; digits++) {
-    char fmt[8];
-    g_snprintf(fmt, sizeof fmt, "%%.%dg", digits);
-    g_ascii_formatd(buf, sizeof buf, fmt, f);
-    if (g_ascii_strtod(buf, NULL) == f)
-      break;
-  }
-  g_string_append(out, buf);
+  gsize from = out->len;
+  append_shortest_double(out, f);
   /* keep it a float literal: 2 -> 2.0 */
-  if (!strpbrk(buf, ".eE"))
+  if (!strpbrk(out->str + from, ".eE"))
     g_string_append(out, ".0");
 }
 

@@ -360,32 +360,19 @@ gboolean hw_set(Hardware *hw, const char *assignment, GError **error) {
   return TRUE;
 }
 
-/* Appends the shortest text that reads back to 'v'. */
-static void append_number(GString *out, double v) {
-  char buf[G_ASCII_DTOSTR_BUF_SIZE];
-  for (int digits = 6; digits <= 17; digits++) {
-    char fmt[8];
-    g_snprintf(fmt, sizeof fmt, "%%.%dg", digits);
-    g_ascii_formatd(buf, sizeof buf, fmt, v);
-    if (g_ascii_strtod(buf, NULL) == v)
-      break;
-  }
-  g_string_append(out, buf);
-}
-
 void hw_print(GString *out, const Hardware *hw) {
   g_autofree char *name = g_strescape(hw->name ? hw->name : "", NULL);
   g_string_append_printf(out, "[hardware]\nname=%s\n", name);
   for (gsize i = 0; i < G_N_ELEMENTS(hw_keys); i++) {
     g_string_append_printf(out, "%s=", hw_keys[i].key);
-    append_number(out, *field((void *)hw, &hw_keys[i]));
+    append_shortest_double(out, *field((void *)hw, &hw_keys[i]));
     g_string_append_c(out, '\n');
   }
   for (int i = 0; i < hw->naxes; i++) {
     g_string_append_printf(out, "\n[axis %s]\n", hw->axes[i].name);
     for (gsize k = 0; k < G_N_ELEMENTS(axis_keys); k++) {
       g_string_append_printf(out, "%s=", axis_keys[k].key);
-      append_number(out, *field((void *)&hw->axes[i], &axis_keys[k]));
+      append_shortest_double(out, *field((void *)&hw->axes[i], &axis_keys[k]));
       g_string_append_c(out, '\n');
     }
   }

@@ -105,12 +105,6 @@ static int attr_ints(const Term *t, const char *key, int64_t *out) {
 }
 
 /* Reads a required integer attribute. */
-static int64_t attr_int(const Term *t, const char *key) {
-  const AttrValue *v = attrs_get(t->attrs, key);
-  g_assert(v && v->kind == AV_INT);
-  return v->i;
-}
-
 /* Element storage of a tensor: both representations are 8 bytes wide, so
  * data movement can copy raw elements without looking at the dtype. */
 static char *tensor_bytes(const Tensor *x) {
@@ -400,7 +394,7 @@ static Tensor *k_constant(const Term *t, Tensor *const *args) {
 static Tensor *k_iota(const Term *t, Tensor *const *args) {
   Tensor *out = tensor_new(t->type);
   const Type *ty = t->type;
-  int64_t dim = attr_int(t, "dim");
+  int64_t dim = attrs_get_int(t->attrs, "dim");
   g_assert(dim >= 0 && dim < ty->rank);
   int64_t strides[PARTIR_MAX_RANK];
   shape_strides(ty, strides);
@@ -685,7 +679,7 @@ static Tensor *k_reshape(const Term *t, Tensor *const *args) {
  * [outer, size_k(dim) * inner] block into its column range. */
 static Tensor *k_concatenate(const Term *t, Tensor *const *args) {
   const Type *ty = t->type;
-  int64_t dim = attr_int(t, "dim");
+  int64_t dim = attrs_get_int(t->attrs, "dim");
   g_assert(dim >= 0 && dim < ty->rank);
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < dim; d++)

@@ -106,17 +106,6 @@ static gboolean parse_tensor_type(Parser *p, const Type **out) {
 
 /* ------------------------------------------------------------- attributes */
 
-static void attr_value_clear(AttrValue *v) {
-  if (v->kind == AV_LIST) {
-    for (int i = 0; i < v->count; i++)
-      attr_value_clear(&v->items[i]);
-    g_free(v->items);
-  }
-  v->kind = AV_INT;
-  v->count = 0;
-  v->items = NULL;
-}
-
 static gboolean parse_attr_value(Parser *p, AttrValue *v) {
   memset(v, 0, sizeof *v);
   if (p->c.failed)

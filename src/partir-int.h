@@ -123,6 +123,12 @@ const Attrs *attrs_empty(void);
 /* Interns a dictionary built by the parser; takes ownership of 'values'. */
 const Attrs *attrs_intern(int count, const char **keys, AttrValue *values);
 const AttrValue *attrs_get(const Attrs *a, const char *key);
+/* An integer attribute the operator's type rule requires. */
+int64_t attrs_get_int(const Attrs *a, const char *key);
+/* Frees what a value owns and leaves it an empty integer. */
+void attr_value_clear(AttrValue *v);
+/* The shortest %.Ng text that reads back to 'f' (finite). */
+void append_shortest_double(GString *out, double f);
 gboolean attr_value_equal(const AttrValue *a, const AttrValue *b);
 /* A deep copy (attrs_intern takes ownership of the values it is given). */
 AttrValue attr_value_copy(const AttrValue *v);

@@ -290,12 +290,6 @@ static void world_break(World *w) {
   pthread_mutex_unlock(&w->lock);
 }
 
-static int64_t attr_int(const Term *t, const char *key) {
-  const AttrValue *v = attrs_get(t->attrs, key);
-  g_assert(v && v->kind == AV_INT); /* tr_collective */
-  return v->i;
-}
-
 /* Evaluates collective 't' on this device's operand 'x' (borrowed);
  * returns its result (a new reference).  In a broken world the result
  * is zeros: the run is failing and its values are discarded. */
@@ -314,7 +308,7 @@ Tensor *comm_collective(Comm *c, const Term *t, Tensor *x) {
                                 dst_off[PARTIR_MAX_RANK] = {0};
   memcpy(box, t->type->dims, sizeof box);
   if (t->op == OP_SHARD) { /* no exchange: this device's chunk */
-    int d = (int)attr_int(t, "dim");
+    int d = (int)attrs_get_int(t->attrs, "dim");
     src_off[d] = g * box[d];
     box_transfer(out, zero_offsets, x, src_off, box, FALSE);
     return out;
@@ -329,21 +323,21 @@ Tensor *comm_collective(Comm *c, const Term *t, Tensor *x) {
       box_transfer(out, zero_offsets, from, zero_offsets, box, TRUE);
       break;
     case OP_REDUCE_SCATTER: {
-      int d = (int)attr_int(t, "dim");
+      int d = (int)attrs_get_int(t->attrs, "dim");
       src_off[d] = g * box[d];
       box_transfer(out, zero_offsets, from, src_off, box, TRUE);
       break;
     }
     case OP_ALL_GATHER: {
-      int d = (int)attr_int(t, "dim");
+      int d = (int)attrs_get_int(t->attrs, "dim");
       dst_off[d] = j * x->type->dims[d];
       box_transfer(out, dst_off, from, zero_offsets, x->type->dims, FALSE);
       break;
     }
     case OP_ALL_TO_ALL: {
       /* member j sent us chunk g of its operand along split_dim */
-      int s = (int)attr_int(t, "split_dim"),
-          cd = (int)attr_int(t, "concat_dim");
+      int s = (int)attrs_get_int(t->attrs, "split_dim"),
+          cd = (int)attrs_get_int(t->attrs, "concat_dim");
       int64_t chunk[PARTIR_MAX_RANK];
       memcpy(chunk, x->type->dims, sizeof chunk);
       chunk[s] /= size;
