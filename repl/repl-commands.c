@@ -210,12 +210,7 @@ static void append_value_expr(GString *out, const State *st, const Term *t) {
   f.body = term_tuple(1, &t);
   f.nresults = 1;
   f.result_types = &type;
-  Module m = *st->module;
-  GPtrArray *one = g_ptr_array_new();
-  g_ptr_array_add(one, &f);
-  m.funcs = one;
-  print_module_expr(out, &m);
-  g_ptr_array_unref(one);
+  print_func_expr(out, st->module, &f);
 }
 
 static gboolean cmd_show(Session *s, const char *text, int argc, char **argv) {

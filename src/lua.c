@@ -81,17 +81,12 @@ static int l_parse(lua_State *L) {
 static int l_load(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   GString *why = g_string_new(NULL);
-  char *text = NULL; /* freed before anything can raise */
-  gsize len = 0;
   GError *error = NULL;
-  Module *m = NULL;
-  if (!g_file_get_contents(path, &text, &len, &error)) {
+  Module *m = parse_file(path, why, &error);
+  if (error) {
     g_string_assign(why, error->message);
     g_error_free(error);
-  } else {
-    m = parse_text(path, text, len, why);
   }
-  g_free(text);
   return push_parsed(L, m, why);
 }
 

@@ -382,6 +382,8 @@ void print_func(GString *out, const Module *m, const Func *f);
 typedef void (*PrintVisit)(void *ud, const char *name, const Term *placed);
 void print_walk(const Module *m, const Func *f, PrintVisit visit, void *ud);
 void print_module_expr(GString *out, const Module *m);
+/* The expression form of one function (names from 'm'). */
+void print_func_expr(GString *out, const Module *m, const Func *f);
 /* spmd_show.c: collectives of an SPMD program per kind and axes (counts
  * and local bytes), and the program as a Graphviz graph. */
 void spmd_print_stats(GString *out, const Func *f);

@@ -1,6 +1,7 @@
 /* print_expr.c — the compact expression form of the talk.
  *
- *   mlp(x, w, u) = tile 0 (\r:range<16,8> -> matmul(matmul(slice 0 x[r], w), u))
+ *   mlp(x, w, u) = tile 0 (\r:range<16,8> -> matmul(matmul(slice 0 x[r], w),
+ * u))
  *
  * Every value is written inline where it is used, except that a closed
  * value used more than once is bound once with 'let' so the text stays
@@ -35,13 +36,13 @@ static void expr(ExprPrinter *ep, GString *out, int depth, const Term *t);
 static void expr_binder(ExprPrinter *ep, GString *out, int depth,
                         const Term *t) {
   const char *user = g_hash_table_lookup(ep->m->binder_names, term_placed(t));
-  char *name = user ? g_strdup(user)
+  char *name = user    ? g_strdup(user)
                : depth ? g_strdup_printf("r%d", depth)
                        : g_strdup("r");
   ep->binders[depth + 1] = name;
-  g_string_append_printf(out, "(\\%s:range<%" G_GINT64_FORMAT
-                              ",%" G_GINT64_FORMAT ">",
-                         name, t->range->n, t->range->w);
+  g_string_append_printf(
+      out, "(\\%s:range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ">", name,
+      t->range->n, t->range->w);
   if (t->axis)
     g_string_append_printf(out, " @%s", t->axis);
   g_string_append(out, " -> ");
@@ -116,32 +117,34 @@ static void emit_lets(ExprPrinter *ep, GString *out, const Term *t) {
   g_hash_table_insert(ep->bound, (gpointer)t, name);
 }
 
-void print_module_expr(GString *out, const Module *m) {
-  for (guint fi = 0; fi < m->funcs->len; fi++) {
-    const Func *f = g_ptr_array_index(m->funcs, fi);
-    ExprPrinter ep = {.m = m, .f = f};
-    ep.uses = g_hash_table_new(NULL, NULL);
-    ep.bound = g_hash_table_new_full(NULL, NULL, NULL, g_free);
-    for (int i = 0; i < f->nresults; i++)
-      count_uses(&ep, f->body->args[i]);
-    g_string_append_printf(out, "%s(", f->name);
-    for (int i = 0; i < f->nargs; i++)
-      g_string_append_printf(out, "%s%s", i ? ", " : "", f->arg_names[i]);
-    g_string_append(out, ") =\n");
-    for (int i = 0; i < f->nresults; i++)
-      emit_lets(&ep, out, f->body->args[i]);
-    g_string_append(out, "  ");
-    if (f->nresults > 1)
-      g_string_append_c(out, '(');
-    for (int i = 0; i < f->nresults; i++) {
-      if (i)
-        g_string_append(out, ", ");
-      expr(&ep, out, 0, f->body->args[i]);
-    }
-    if (f->nresults > 1)
-      g_string_append_c(out, ')');
-    g_string_append_c(out, '\n');
-    g_hash_table_unref(ep.uses);
-    g_hash_table_unref(ep.bound);
+void print_func_expr(GString *out, const Module *m, const Func *f) {
+  ExprPrinter ep = {.m = m, .f = f};
+  ep.uses = g_hash_table_new(NULL, NULL);
+  ep.bound = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  for (int i = 0; i < f->nresults; i++)
+    count_uses(&ep, f->body->args[i]);
+  g_string_append_printf(out, "%s(", f->name);
+  for (int i = 0; i < f->nargs; i++)
+    g_string_append_printf(out, "%s%s", i ? ", " : "", f->arg_names[i]);
+  g_string_append(out, ") =\n");
+  for (int i = 0; i < f->nresults; i++)
+    emit_lets(&ep, out, f->body->args[i]);
+  g_string_append(out, "  ");
+  if (f->nresults > 1)
+    g_string_append_c(out, '(');
+  for (int i = 0; i < f->nresults; i++) {
+    if (i)
+      g_string_append(out, ", ");
+    expr(&ep, out, 0, f->body->args[i]);
   }
+  if (f->nresults > 1)
+    g_string_append_c(out, ')');
+  g_string_append_c(out, '\n');
+  g_hash_table_unref(ep.uses);
+  g_hash_table_unref(ep.bound);
+}
+
+void print_module_expr(GString *out, const Module *m) {
+  for (guint fi = 0; fi < m->funcs->len; fi++)
+    print_func_expr(out, m, g_ptr_array_index(m->funcs, fi));
 }

@@ -37,17 +37,10 @@ void state_unref(State *s) {
 }
 
 void state_print(GString *out, const State *s, gboolean expr) {
-  if (expr) {
-    /* the expression printer works on modules: print this body alone */
-    Module tmp = *s->module;
-    GPtrArray *one = g_ptr_array_new();
-    g_ptr_array_add(one, (gpointer)&s->func);
-    tmp.funcs = one;
-    print_module_expr(out, &tmp);
-    g_ptr_array_unref(one);
-  } else {
+  if (expr)
+    print_func_expr(out, s->module, &s->func);
+  else
     print_func(out, s->module, &s->func);
-  }
 }
 
 void location_free(Location *l) {
