@@ -479,7 +479,7 @@ static void open_region(Walk *w, int stmt, const Term *yield, double mult) {
 static void use(Walk *w, const Term *u, int depth, int pos) {
   if (u->kind == TM_BVAR || u->kind == TM_ARG) /* ranges; args live always */
     return;
-  int target = term_is_closed(u) ? 0 : depth - term_lo(u);
+  int target = term_home_depth(u, depth);
   g_assert(target >= 0 && target <= depth);
   gpointer found = g_hash_table_lookup(w->open[target].defs, term_placed(u));
   g_assert(found);
@@ -718,6 +718,13 @@ gboolean cost_estimate(const Func *f, const Hardware *hw, CostReport *out,
   return cost_estimate_module(names, f, hw, out, error);
 }
 
+double cost_comm_bytes(const CostReport *r) {
+  double bytes = 0;
+  for (guint i = 0; r->comms && i < r->comms->len; i++)
+    bytes += g_array_index(r->comms, CostComm, i).bytes;
+  return bytes;
+}
+
 /* --------------------------------------------------------------- print */
 
 /* "4.19 M" style: three significant digits and an SI prefix. */
@@ -816,9 +823,7 @@ void cost_print(GString *out, const CostReport *r, const Hardware *hw,
   if (r->peak_at)
     g_string_append_printf(out, "  %-16s %%%s\n", "peak at", r->peak_at);
 
-  double bytes = 0;
-  for (guint i = 0; i < r->comms->len; i++)
-    bytes += g_array_index(r->comms, CostComm, i).bytes;
+  double bytes = cost_comm_bytes(r);
   g_string_truncate(a, 0);
   g_string_truncate(b, 0);
   append_bytes(a, bytes);

@@ -78,6 +78,8 @@ typedef struct CostReport {
 } CostReport;
 
 void cost_report_clear(CostReport *r);
+/* Bytes each device sends in one step, all collectives together. */
+double cost_comm_bytes(const CostReport *r);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CostReport, cost_report_clear)
 
 /* Estimates 'f' (an SPMD program when f->spmd is set, else a program run

@@ -143,7 +143,7 @@ static Tensor *eval_uncached(Interp *in, int depth, const Term *t) {
 static Tensor *eval(Interp *in, int depth, const Term *t) {
   if (t->kind == TM_ARG)
     return tensor_ref(in->inputs[t->index]);
-  int level = term_is_closed(t) ? 0 : depth - term_lo(t);
+  int level = term_home_depth(t, depth);
   GHashTable *memo = memo_at(in, level);
   Tensor *v = g_hash_table_lookup(memo, t);
   if (v)

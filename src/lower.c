@@ -443,7 +443,7 @@ static int local_depth_at(const Lower *lw, int depth) {
  * region of the innermost binder it uses (closed terms at the top), as
  * the printer places it.  Regions it does not use do not enclose it. */
 static LVal lower(Lower *lw, const Term *t) {
-  int target = term_is_closed(t) ? 0 : lw->depth - term_lo(t);
+  int target = term_home_depth(t, lw->depth);
   const Term *placed = term_placed(t);
   LVal *done = g_hash_table_lookup(lw->memo[target], placed);
   LVal v;

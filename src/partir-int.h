@@ -181,6 +181,11 @@ struct Term {
 static inline gboolean term_is_closed(const Term *t) { return t->loose == 0; }
 /* The innermost binder the term refers to (its smallest loose index). */
 static inline int term_lo(const Term *t) { return __builtin_ctzll(t->loose); }
+/* The region depth where 't', seen at 'depth', is computed: the region
+ * of the innermost binder it uses (0, the top, for closed terms). */
+static inline int term_home_depth(const Term *t, int depth) {
+  return term_is_closed(t) ? 0 : depth - term_lo(t);
+}
 
 const Term *term_arg(int index, const Type *type);
 const Term *term_bvar(int index, const Type *range);

@@ -86,7 +86,7 @@ static Named *schedule(Printer *pr, int depth, const Term *t) {
     return &pr->args[t->index];
   if (t->kind == TM_BVAR)
     return &pr->open[depth - t->index]->binder;
-  int target = term_is_closed(t) ? 0 : depth - term_lo(t);
+  int target = term_home_depth(t, depth);
   const Term *placed = term_placed(t);
   Region *r = pr->open[target];
   Stmt *s = g_hash_table_lookup(r->memo, placed);

@@ -218,7 +218,7 @@ typedef struct AxisCheck {
 static void check_axes(AxisCheck *c, int depth, const Term *t) {
   if (t->kind == TM_ARG || t->kind == TM_BVAR)
     return;
-  int target = term_is_closed(t) ? 0 : depth - term_lo(t);
+  int target = term_home_depth(t, depth);
   const Term *placed = term_placed(t);
   if (!g_hash_table_add(c->seen[target], (gpointer)placed))
     return;

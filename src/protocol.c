@@ -350,10 +350,7 @@ static J *cost_json(const CostReport *r) {
                 {"total_time", r->total_time}};
   for (gsize i = 0; i < G_N_ELEMENTS(fields); i++)
     put(o, fields[i].name, cJSON_CreateNumber(fields[i].v));
-  double comm_bytes = 0;
-  for (guint i = 0; r->comms && i < r->comms->len; i++)
-    comm_bytes += (double)g_array_index(r->comms, CostComm, i).bytes;
-  put(o, "comm_bytes", cJSON_CreateNumber(comm_bytes));
+  put(o, "comm_bytes", cJSON_CreateNumber(cost_comm_bytes(r)));
   put(o, "fits", cJSON_CreateBool(r->fits));
   return o;
 }
@@ -403,15 +400,12 @@ static J *features_json(Entry *e, gboolean ok) {
     tiles += t->kind == TM_TILE;
     sums += t->kind == TM_SUM;
   }
-  double comm_bytes = 0;
-  for (guint k = 0; ok && e->cost.comms && k < e->cost.comms->len; k++)
-    comm_bytes += (double)g_array_index(e->cost.comms, CostComm, k).bytes;
   double v[] = {(double)locs->len,
                 tiles,
                 sums,
                 ok ? e->cost.flops : -1,
                 ok ? (double)e->cost.peak_bytes : -1,
-                ok ? comm_bytes : -1,
+                ok ? cost_comm_bytes(&e->cost) : -1,
                 ok ? e->cost.total_time : -1,
                 ok ? (double)e->cost.fits : -1};
   J *a = cJSON_CreateArray();
