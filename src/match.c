@@ -160,10 +160,14 @@ static gboolean match_var(Env *e, const Pat *pt, const Term *t) {
     TermVar *v = &e->terms[i];
     if (v->name != pt->name)
       continue;
-    gboolean same = v->k == e->nscope &&
-                    memcmp(v->scope, e->scope, sizeof(char *) * (gsize)v->k) == 0
-                        ? v->t == t
-                        : lower(v->t, v->k) && lower(v->t, v->k) == lower(t, e->nscope);
+    gboolean same;
+    if (v->k == e->nscope &&
+        memcmp(v->scope, e->scope, sizeof(char *) * (gsize)v->k) == 0) {
+      same = v->t == t;
+    } else {
+      const Term *outside = lower(v->t, v->k);
+      same = outside && outside == lower(t, e->nscope);
+    }
     if (!same)
       g_string_printf(e->why, "the two occurrences of '%s' differ", pt->name);
     return same;
@@ -595,6 +599,22 @@ static const Term *build(Builder *b, const Pat *pt) {
     return build_region(b, pt);
   }
   return NULL;
+}
+
+gboolean pattern_head_may_match(const Rule *rule, const Term *t) {
+  const Pat *p = rule->lhs;
+  switch (p->kind) {
+  case PT_OP:
+    return t->kind == TM_OP && t->op == p->op;
+  case PT_SLICE:
+    return t->kind == TM_SLICE;
+  case PT_TILE:
+    return t->kind == TM_TILE;
+  case PT_SUM:
+    return t->kind == TM_SUM;
+  default:
+    return TRUE;
+  }
 }
 
 const Term *pattern_apply(const Rule *rule, const Term *t, const RuleArg *args,

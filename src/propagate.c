@@ -61,10 +61,11 @@ static const Term *norm(Norm *n, const Term *t);
 
 /* Tries the pattern rules at 't'. */
 static const Term *try_rules(Norm *n, const Term *t) {
-  g_autoptr(GString) why = g_string_new(NULL);
   for (guint i = 0; i < n->rules->len; i++) {
     const Rule *r = g_ptr_array_index(n->rules, i);
-    const Term *out = rule_apply_here(n->rs, r, t, NULL, 0, why);
+    if (!pattern_head_may_match(r, t))
+      continue;
+    const Term *out = rule_apply_here(n->rs, r, t, NULL, 0, n->err);
     if (out)
       return out;
   }

@@ -187,6 +187,9 @@ const Term *rule_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
  * equal to the size follow it). */
 const Attrs *slice_attrs_follow(const Attrs *a, const Type *from,
                                 const Type *to);
+/* match.c: FALSE when the left side of RULE_PATTERN 'rule' cannot match
+ * 't' by its head alone (a cheap filter before pattern_apply). */
+gboolean pattern_head_may_match(const Rule *rule, const Term *t);
 /* match.c: the same for RULE_PATTERN rules. */
 const Term *pattern_apply(const Rule *rule, const Term *t, const RuleArg *args,
                           int nargs, GString *why);

@@ -219,17 +219,20 @@ const Term *term_bvar(int index, const Type *range) {
   return term_intern(k);
 }
 
-/* Operators with many operands (concatenate) need a heap key. */
+/* The key sits on the stack; only operators with many operands
+ * (concatenate) need a heap one. */
 static const Term *intern_with_args(Term *proto, int nargs,
                                     const Term *const *args) {
+  KEY(small, 8);
   gsize size = sizeof(Term) + sizeof(Term *) * (gsize)nargs;
-  Term *k = g_malloc0(size);
+  Term *k = nargs <= 8 ? small : g_malloc0(size);
   *k = *proto;
   k->nargs = nargs;
   if (nargs > 0)
     memcpy(k->args, args, sizeof(Term *) * (gsize)nargs);
   const Term *t = term_intern(k);
-  g_free(k);
+  if (k != small)
+    g_free(k);
   return t;
 }
 
