@@ -261,20 +261,25 @@ static const Term *apply_here_at(const RuleSet *rs, const Rule *rule,
   return to;
 }
 
+/* The state where the value at 'loc' is 'to' everywhere; NULL with the
+ * reason (after "RULE at %v: " when 'rule' is given) when the store
+ * refuses the rebuilt program. */
+static State *with_replacement(State *in, const Location *loc, const Term *to,
+                               const Rule *rule, GString *why) {
+  const Term *body =
+      replace_everywhere(in->func.body, loc->term, to, in->module->names, why);
+  if (!body && rule) {
+    g_autofree char *reason = g_strdup(why->str);
+    g_string_printf(why, "%s at %%%s: %s", rule->name, loc->name, reason);
+  }
+  return body ? state_with_body(in, body) : NULL;
+}
+
 State *engine_apply(const RuleSet *rs, State *in, const Rule *rule,
                     const Location *loc, const RuleArg *args, int nargs,
                     GString *why) {
   const Term *to = apply_here_at(rs, rule, loc, args, nargs, why);
-  if (!to)
-    return NULL;
-  const Term *body =
-      replace_everywhere(in->func.body, loc->term, to, in->module->names, why);
-  if (!body) {
-    g_autofree char *reason = g_strdup(why->str);
-    g_string_printf(why, "%s at %%%s: %s", rule->name, loc->name, reason);
-    return NULL;
-  }
-  return state_with_body(in, body);
+  return to ? with_replacement(in, loc, to, rule, why) : NULL;
 }
 
 static gboolean need_args(int have, int min, int max, const char *usage,
@@ -326,11 +331,7 @@ static const Term *tile_replacement(const RuleSet *rs, const Location *loc,
 static State *cmd_tile(const RuleSet *rs, State *in, const Location *loc,
                        char **w, int nw, GString *why) {
   const Term *to = tile_replacement(rs, loc, w, nw, why);
-  if (!to)
-    return NULL;
-  const Term *body =
-      replace_everywhere(in->func.body, loc->term, to, in->module->names, why);
-  return body ? state_with_body(in, body) : NULL;
+  return to ? with_replacement(in, loc, to, NULL, why) : NULL;
 }
 
 /* The argument named by 'word' (an index, "x" or "%x"), or -1 with the
@@ -464,8 +465,9 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
     for (guint k = 0; k < locs->len; k++) { /* the first place it applies */
       const Location *l = g_ptr_array_index(locs, k);
       g_autoptr(GString) ignore = g_string_new(NULL);
-      if (rule_apply_here(rs, rule, l->term, args, nargs, ignore))
-        return engine_apply(rs, in, rule, l, args, nargs, why);
+      const Term *to = rule_apply_here(rs, rule, l->term, args, nargs, ignore);
+      if (to)
+        return with_replacement(in, l, to, rule, why);
     }
     g_string_printf(why, "apply: '%s' applies nowhere", rule->name);
     return NULL;
