@@ -236,15 +236,23 @@ static GPtrArray *legal_actions(Proto *pr, const Entry *e, const char *filter,
   return legal_among(pr, e, candidates(pr, e), filter, limit);
 }
 
-static gboolean arg_tile_applies(Proto *pr, const Func *f, int i, int d,
-                                 int64_t w, const char *axis) {
-  RuleArg args[3] = {{g_intern_string("w"), FALSE, w, NULL},
-                     {g_intern_string("a"), TRUE, 0, g_intern_string(axis)},
-                     {g_intern_string("d"), FALSE, d, NULL}};
-  const Rule *r = ruleset_find(pr->rs, "arg-tile");
-  g_autoptr(GString) why = g_string_new(NULL);
-  return r && rule_apply_here(pr->rs, r, term_arg(i, f->arg_types[i]), args, 3,
-                              why) != NULL;
+/* Whether rule 'r' applies at value 'at' with width 'w' over 'axis'
+ * (interned) and, for arg-tile, dimension 'd'.  A rule at one value
+ * changes the program exactly when it applies there, so there is no need
+ * to rebuild the program. */
+static gboolean applies_at(Proto *pr, const Rule *r, const Term *at, int64_t w,
+                           const char *axis, int d, GString *why) {
+  static const char *w_key, *a_key, *d_key;
+  if (!w_key) {
+    w_key = g_intern_static_string("w");
+    a_key = g_intern_static_string("a");
+    d_key = g_intern_static_string("d");
+  }
+  RuleArg args[3] = {{w_key, FALSE, w, NULL},
+                     {a_key, TRUE, 0, axis},
+                     {d_key, FALSE, d, NULL}};
+  int nargs = r && strcmp(r->name, "arg-tile") == 0 ? 3 : 2;
+  return r && rule_apply_here(pr->rs, r, at, args, nargs, why) != NULL;
 }
 
 /* Whether any action is legal ('terminated' is its negation), found
@@ -257,7 +265,11 @@ static gboolean any_legal_action(Proto *pr, const Entry *e) {
     for (int d = 0; d < f->arg_types[i]->rank && e->ep->args_legal < 0; d++)
       for (int k = 0; k < mesh->naxes; k++) {
         int64_t w = arg_split_width(f, i, d, mesh, k);
-        if (w >= 1 && arg_tile_applies(pr, f, i, d, w, mesh->names[k])) {
+        g_autoptr(GString) why = g_string_new(NULL);
+        if (w >= 1 &&
+            applies_at(pr, ruleset_find(pr->rs, "arg-tile"),
+                       term_arg(i, f->arg_types[i]), w, mesh->names[k], d,
+                       why)) {
           e->ep->args_legal = 1;
           break;
         }
@@ -282,16 +294,8 @@ static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
       continue;
     gboolean changes;
     if (a->placed) {
-      /* a rule at one value: it changes the program exactly when it
-       * applies there, so there is no need to rebuild the program */
-      RuleArg args[3] = {
-          {g_intern_string("w"), FALSE, a->w, NULL},
-          {g_intern_string("a"), TRUE, 0, g_intern_string(a->axis)},
-          {g_intern_string("d"), FALSE, a->dim, NULL}};
-      const Rule *r = ruleset_find(pr->rs, a->rule);
-      changes = r && rule_apply_here(pr->rs, r, a->placed, args,
-                                     strcmp(a->rule, "arg-tile") == 0 ? 3 : 2,
-                                     why) != NULL;
+      changes = applies_at(pr, ruleset_find(pr->rs, a->rule), a->placed, a->w,
+                           a->axis, a->dim, why);
     } else {
       State *next = run_action(pr, e->state, a->text, why);
       changes = next && next->func.body != e->state->func.body;
