@@ -88,23 +88,15 @@ static Tensor *eval_region(Interp *in, int depth, const Term *t) {
       for (int64_t j = 0; j < n; j++) {
         if (out->f)
           out->f[j] += v->f[j]; /* accumulate in double, round once */
-        else
-          out->i[j] += v->i[j];
+        else /* wrapping, as the integer types do */
+          out->i[j] = (int64_t)((uint64_t)out->i[j] + (uint64_t)v->i[j]);
       }
     }
     tensor_unref(v);
   }
   clear_from(in, inner);
-  if (t->kind == TM_SUM) {
-    int64_t n = type_numel(t->type);
-    DType dt = t->type->dtype;
-    for (int64_t j = 0; j < n; j++) {
-      if (out->f)
-        out->f[j] = round_to_dtype(dt, out->f[j]);
-      else
-        out->i[j] = wrap_to_dtype(dt, out->i[j]);
-    }
-  }
+  if (t->kind == TM_SUM)
+    tensor_round(out);
   return out;
 }
 

@@ -534,9 +534,6 @@ static Tensor *k_dot(const Term *t, Tensor *const *args) {
               acc[n] += a * rrow[rno[n]];
         }
       }
-    int64_t total = B * M * N;
-    for (int64_t k = 0; k < total; k++)
-      out->f[k] = round_to_dtype(dt, out->f[k]);
   } else {
     const int64_t *lhs = args[0]->i, *rhs = args[1]->i;
     for (int64_t b = 0; b < B; b++)
@@ -551,10 +548,8 @@ static Tensor *k_dot(const Term *t, Tensor *const *args) {
                                a * (uint64_t)rrow[contiguous ? n : rno[n]]);
         }
       }
-    int64_t total = B * M * N;
-    for (int64_t k = 0; k < total; k++)
-      out->i[k] = wrap_to_dtype(dt, out->i[k]);
   }
+  tensor_round(out);
   g_free(lbo);
   g_free(rbo);
   g_free(lmo);
@@ -623,12 +618,7 @@ static Tensor *k_reduce(const Term *t, Tensor *const *args) {
       idx[d] = 0;
     }
   }
-  for (int64_t k = 0; k < nout; k++) {
-    if (is_float)
-      out->f[k] = round_to_dtype(dt, out->f[k]);
-    else
-      out->i[k] = wrap_to_dtype(dt, out->i[k]);
-  }
+  tensor_round(out);
   return out;
 }
 

@@ -413,6 +413,9 @@ void tensor_unref(Tensor *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Tensor, tensor_unref)
 double round_to_dtype(DType dt, double v);
 int64_t wrap_to_dtype(DType dt, int64_t v);
+/* Rounds (or wraps) every element to the tensor's dtype: the one rounding
+ * after accumulating a sum in double (or in wrapping int64). */
+void tensor_round(Tensor *t);
 /* Row-major strides of a shape. */
 void shape_strides(const Type *t, int64_t *strides);
 /* Readable text: shape, dtype, the values, or a summary when large. */

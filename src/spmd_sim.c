@@ -173,18 +173,6 @@ static void box_transfer(Tensor *dst, const int64_t *dst_off, const Tensor *src,
   }
 }
 
-/* Rounds an accumulated sum to its dtype, once. */
-static void round_sum(Tensor *t) {
-  int64_t n = type_numel(t->type);
-  DType dt = t->type->dtype;
-  for (int64_t j = 0; j < n; j++) {
-    if (t->f)
-      t->f[j] = round_to_dtype(dt, t->f[j]);
-    else
-      t->i[j] = wrap_to_dtype(dt, t->i[j]);
-  }
-}
-
 /* ---------------------------------------------------------- collectives */
 
 /* The mesh axes of collective 't' (major first) and the group size they
@@ -351,7 +339,7 @@ Tensor *comm_collective(Comm *c, const Term *t, Tensor *x) {
     }
   }
   if (t->op == OP_ALL_REDUCE || t->op == OP_REDUCE_SCATTER)
-    round_sum(out);
+    tensor_round(out);
   world_release(w, c->device);
   return out;
 }
@@ -601,7 +589,7 @@ static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
                      g_ptr_array_index(devs[other].results, i), zero_offsets,
                      local->dims, TRUE);
     }
-    round_sum(sum);
+    tensor_round(sum);
     int64_t off[PARTIR_MAX_RANK];
     chunk_offsets(m, d, local, coords, off);
     box_transfer(out, off, sum, zero_offsets, local->dims, FALSE);

@@ -92,6 +92,17 @@ int64_t wrap_to_dtype(DType dt, int64_t v) {
   }
 }
 
+void tensor_round(Tensor *t) {
+  int64_t n = type_numel(t->type);
+  DType dt = t->type->dtype;
+  for (int64_t j = 0; j < n; j++) {
+    if (t->f)
+      t->f[j] = round_to_dtype(dt, t->f[j]);
+    else
+      t->i[j] = wrap_to_dtype(dt, t->i[j]);
+  }
+}
+
 void shape_strides(const Type *t, int64_t *strides) {
   int64_t s = 1;
   for (int d = t->rank - 1; d >= 0; d--) {
