@@ -298,6 +298,33 @@ static LVal lower_region(Lower *lw, const Term *t) {
   return body;
 }
 
+/* A column of a tiling spec: for each operand, the dimension that
+ * carries one result dimension or reduction (-1: none).  Marks those
+ * dims mapped; returns the first operand in the column (-1: none) and
+ * whether every operand in it is split the same way. */
+static int column_first(const LVal *args, int nargs, const int *col,
+                        gboolean mapped[][PARTIR_MAX_RANK], gboolean *agree) {
+  int first = -1;
+  *agree = TRUE;
+  for (int i = 0; i < nargs; i++) {
+    if (col[i] < 0)
+      continue;
+    mapped[i][col[i]] = TRUE;
+    if (first < 0)
+      first = i;
+    else if (!same_axes(&args[first].d, col[first], &args[i].d, col[i]))
+      *agree = FALSE;
+  }
+  return first;
+}
+
+/* Makes the dimensions of a column whole in every operand. */
+static void gather_column(Lower *lw, LVal *args, int nargs, const int *col) {
+  for (int i = 0; i < nargs; i++)
+    if (col[i] >= 0)
+      gather_dim(lw, &args[i], col[i]);
+}
+
 static LVal lower_op(Lower *lw, const Term *t) {
   LVal out = {.d = dist_whole(t->type->rank)};
   LVal args[SPEC_MAX_OPERANDS];
@@ -318,50 +345,25 @@ static LVal lower_op(Lower *lw, const Term *t) {
   gboolean mapped[SPEC_MAX_OPERANDS][PARTIR_MAX_RANK] = {{FALSE}};
   if (has_spec) {
     for (int D = 0; D < spec.nout; D++) {
-      int first = -1;
-      gboolean agree = spec.out_ok[D];
-      for (int i = 0; i < t->nargs; i++) {
-        int od = spec.out[D][i];
-        if (od < 0)
-          continue;
-        mapped[i][od] = TRUE;
-        if (first < 0)
-          first = i;
-        else if (!same_axes(&args[first].d, spec.out[D][first], &args[i].d, od))
-          agree = FALSE;
-      }
+      gboolean agree;
+      int first = column_first(args, t->nargs, spec.out[D], mapped, &agree);
       if (first < 0)
         continue;
-      if (!agree)
-        for (int i = 0; i < t->nargs; i++)
-          if (spec.out[D][i] >= 0)
-            gather_dim(lw, &args[i], spec.out[D][i]);
+      if (!agree || !spec.out_ok[D])
+        gather_column(lw, args, t->nargs, spec.out[D]);
       const Dist *src = &args[first].d;
       int sd = spec.out[D][first];
       out.d.naxes[D] = src->naxes[sd];
-      memcpy(out.d.axes[D], src->axes[sd], sizeof(char *) * (gsize)src->naxes[sd]);
+      memcpy(out.d.axes[D], src->axes[sd],
+             sizeof(char *) * (gsize)src->naxes[sd]);
     }
     for (int k = 0; k < spec.nred; k++) {
-      int first = -1;
-      gboolean agree = TRUE;
-      for (int i = 0; i < t->nargs; i++) {
-        int od = spec.red[k][i];
-        if (od < 0)
-          continue;
-        mapped[i][od] = TRUE;
-        if (first < 0)
-          first = i;
-        else if (!same_axes(&args[first].d, spec.red[k][first], &args[i].d, od))
-          agree = FALSE;
-      }
-      if (first < 0)
+      gboolean agree;
+      int first = column_first(args, t->nargs, spec.red[k], mapped, &agree);
+      if (first >= 0 && !agree)
+        gather_column(lw, args, t->nargs, spec.red[k]);
+      if (first < 0 || !agree)
         continue;
-      if (!agree) {
-        for (int i = 0; i < t->nargs; i++)
-          if (spec.red[k][i] >= 0)
-            gather_dim(lw, &args[i], spec.red[k][i]);
-        continue;
-      }
       /* each device reduced its part: the result is partial over them */
       const Dist *src = &args[first].d;
       int sd = spec.red[k][first];
@@ -369,11 +371,9 @@ static LVal lower_op(Lower *lw, const Term *t) {
         if (out.d.npartial < MESH_MAX_AXES)
           out.d.partial[out.d.npartial++] = src->axes[sd][a];
     }
-  }
-  /* A layout uses each axis once: a result dim whose split repeats an
-   * axis of an earlier dim (x's rows and w's columns both over 'model')
-   * is gathered; so are reductions whose partial axes repeat one. */
-  if (has_spec) {
+    /* A layout uses each axis once: a result dim whose split repeats an
+     * axis of an earlier dim (x's rows and w's columns both over 'model')
+     * is gathered; so are reductions whose partial axes repeat one. */
     const char *used[PARTIR_MAX_RANK * MESH_MAX_AXES];
     int nused = 0;
     for (int D = 0; D < spec.nout; D++) {
@@ -382,9 +382,7 @@ static LVal lower_op(Lower *lw, const Term *t) {
         for (int u = 0; u < nused; u++)
           clash |= used[u] == out.d.axes[D][a];
       if (clash) {
-        for (int i = 0; i < t->nargs; i++)
-          if (spec.out[D][i] >= 0)
-            gather_dim(lw, &args[i], spec.out[D][i]);
+        gather_column(lw, args, t->nargs, spec.out[D]);
         out.d.naxes[D] = 0;
         continue;
       }
@@ -400,9 +398,7 @@ static LVal lower_op(Lower *lw, const Term *t) {
         clash |= out.d.partial[j] == out.d.partial[k];
     if (clash) {
       for (int k = 0; k < spec.nred; k++)
-        for (int i = 0; i < t->nargs; i++)
-          if (spec.red[k][i] >= 0)
-            gather_dim(lw, &args[i], spec.red[k][i]);
+        gather_column(lw, args, t->nargs, spec.red[k]);
       out.d.npartial = 0;
     }
   }
