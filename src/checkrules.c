@@ -635,8 +635,9 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
     } else if (rev) {
       /* split the application with the forward rule: that makes the
        * region the reverse rule joins again */
-      g_autofree char *fwd_name = g_strndup(r->name, strlen(r->name) - 4);
-      const Rule *fwd = ruleset_find(w->rs, fwd_name);
+      const Rule *fwd = ruleset_derived(
+          w->rs, r->kind == RULE_OP_TILE_REV ? RULE_OP_TILE : RULE_OP_SUM,
+          r->op, r->index);
       g_autoptr(GPtrArray) locs = state_locations(s);
       const Location *loc = g_ptr_array_index(locs, locs->len - 1);
       RuleArg a[RULE_MAX_VARS];

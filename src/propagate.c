@@ -72,15 +72,18 @@ static const Term *try_rules(Norm *n, const Term *t) {
   return NULL;
 }
 
-static const Term *apply_named(Norm *n, const char *name, const Term *t,
-                               int64_t w, const char *axis) {
-  const Rule *r = ruleset_find(n->rs, name);
+/* Derived rule 'r' at 't' with width 'w' and 'axis' (may be NULL). */
+static const Term *apply_derived_rule(Norm *n, const Rule *r, const Term *t,
+                                      int64_t w, const char *axis) {
+  static const char *w_key, *a_key;
+  if (!w_key) {
+    w_key = g_intern_static_string("w");
+    a_key = g_intern_static_string("a");
+  }
   if (!r)
     return NULL;
-  RuleArg args[2] = {{g_intern_string("w"), FALSE, w, NULL},
-                     {g_intern_string("a"), TRUE, 0, axis}};
-  g_autoptr(GString) why = g_string_new(NULL);
-  return rule_apply_here(n->rs, r, t, args, axis ? 2 : 1, why);
+  RuleArg args[2] = {{w_key, FALSE, w, NULL}, {a_key, TRUE, 0, axis}};
+  return rule_apply_here(n->rs, r, t, args, axis ? 2 : 1, n->err);
 }
 
 /* Operand i's tile is pulled out of 't': another operand tiled along
@@ -122,16 +125,15 @@ static const Term *pull_tile(Norm *n, const Term *t) {
     if (a->kind != TM_TILE)
       continue;
     int c = a->index;
-    g_autofree char *name = NULL;
-    for (int d = 0; d < spec.nout && !name; d++)
+    const Rule *rule = NULL;
+    for (int d = 0; d < spec.nout && !rule; d++)
       if (spec.out_ok[d] && spec.out[d][i] == c)
-        name = g_strdup_printf("%s-tile-%d", op_name(t->op), d);
-    for (int k = 0; k < spec.nred && !name; k++)
+        rule = ruleset_derived(n->rs, RULE_OP_TILE, t->op, d);
+    for (int k = 0; k < spec.nred && !rule; k++)
       if (spec.red[k][i] == c)
-        name = k ? g_strdup_printf("%s-sum-%d", op_name(t->op), k)
-                 : g_strdup_printf("%s-sum", op_name(t->op));
-    const Term *out =
-        name ? apply_named(n, name, t, a->range->w, a->axis) : NULL;
+        rule = ruleset_derived(n->rs, RULE_OP_SUM, t->op, k);
+    const char *name = rule ? rule->name : NULL;
+    const Term *out = apply_derived_rule(n, rule, t, a->range->w, a->axis);
     if (out) {
       note_axis_conflicts(n, t, &spec, i);
       return out;
@@ -155,11 +157,9 @@ static const Term *propagate_step(Norm *n, const Term *t) {
   if (out)
     return out;
   const Term *x = t->args[0];
-  if (x->kind == TM_OP) {
-    g_autofree char *name =
-        g_strdup_printf("slice-%s-%d", op_name(x->op), t->index);
-    return apply_named(n, name, t, 0, NULL);
-  }
+  if (x->kind == TM_OP)
+    return apply_derived_rule(
+        n, ruleset_derived(n->rs, RULE_SLICE_OP, x->op, t->index), t, 0, NULL);
   if (x->kind == TM_TILE && x->index == t->index) {
     g_autofree char *msg = g_strdup_printf(
         "conflicting tilings of dimension %d: a slice of width "

@@ -864,6 +864,22 @@ static Rule *derived(RuleKind kind, Op op, int index, const OpSpec *os) {
   return r;
 }
 
+static gboolean add_derived(RuleParser *p, RuleKind kind, Op op, int index,
+                            const OpSpec *os) {
+  Rule *r = derived(kind, op, index, os);
+  Loc nowhere = {0};
+  if (!add_rule(p, r, nowhere))
+    return FALSE;
+  p->rs->derived[kind][op][index] = r;
+  return TRUE;
+}
+
+const Rule *ruleset_derived(const RuleSet *rs, RuleKind kind, Op op,
+                            int index) {
+  return index >= 0 && index < PARTIR_MAX_RANK ? rs->derived[kind][op][index]
+                                               : NULL;
+}
+
 static gboolean derive_rules(RuleParser *p) {
   for (int op = 0; op < OP_COUNT_; op++) {
     const OpSpec *os = p->rs->specs[op];
@@ -880,15 +896,14 @@ static gboolean derive_rules(RuleParser *p) {
              (strcmp(os->builtin, "dot") == 0 ||
               strcmp(os->builtin, "reduce_sum") == 0))
       nred = PARTIR_MAX_RANK;
-    Loc nowhere = {0};
     for (int d = 0; d < nout; d++)
-      if (!add_rule(p, derived(RULE_OP_TILE, (Op)op, d, os), nowhere) ||
-          !add_rule(p, derived(RULE_SLICE_OP, (Op)op, d, os), nowhere) ||
-          !add_rule(p, derived(RULE_OP_TILE_REV, (Op)op, d, os), nowhere))
+      if (!add_derived(p, RULE_OP_TILE, (Op)op, d, os) ||
+          !add_derived(p, RULE_SLICE_OP, (Op)op, d, os) ||
+          !add_derived(p, RULE_OP_TILE_REV, (Op)op, d, os))
         return FALSE;
     for (int k = 0; k < nred; k++)
-      if (!add_rule(p, derived(RULE_OP_SUM, (Op)op, k, os), nowhere) ||
-          !add_rule(p, derived(RULE_OP_SUM_REV, (Op)op, k, os), nowhere))
+      if (!add_derived(p, RULE_OP_SUM, (Op)op, k, os) ||
+          !add_derived(p, RULE_OP_SUM_REV, (Op)op, k, os))
         return FALSE;
   }
   return TRUE;

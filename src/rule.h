@@ -154,6 +154,8 @@ typedef struct Rule {
 struct RuleSet {
   GPtrArray *rules;     /* Rule*, in load order, derived after written */
   GHashTable *by_name;  /* name -> Rule* */
+  /* the derived rules by kind, operator and index (NULL: none) */
+  const Rule *derived[RULE_OP_SUM_REV + 1][OP_COUNT_][PARTIR_MAX_RANK];
   OpSpec *specs[OP_COUNT_];
   GPtrArray *files;     /* loaded paths */
 };
@@ -168,6 +170,10 @@ RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
 void ruleset_free(RuleSet *rs);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RuleSet, ruleset_free)
 const Rule *ruleset_find(const RuleSet *rs, const char *name);
+/* The derived rule of 'kind' for 'op' and result dim or reduction
+ * 'index' (OP-tile-D, OP-sum[-K], slice-OP-D, their -rev), or NULL. */
+const Rule *ruleset_derived(const RuleSet *rs, RuleKind kind, Op op,
+                            int index);
 
 /* A parameter value given to a rule: an integer or an axis name. */
 typedef struct RuleArg {
