@@ -68,6 +68,21 @@ static void print_error(const char *what, GError *error) {
              error->message);
 }
 
+/* Writes 'out' to the -o file (whole or not at all), or to stdout
+ * without -o; the exit status. */
+static int write_result(const char *output, const GString *out) {
+  if (!output) {
+    fwrite(out->str, 1, out->len, stdout);
+    return 0;
+  }
+  GError *error = NULL;
+  if (partir_write_file(output, out->str, out->len, &error))
+    return 0;
+  print_error(NULL, error);
+  g_error_free(error);
+  return 1;
+}
+
 /* Loads and parses FILE; diagnostics go to stderr. */
 static Module *load_module(const char *path) {
   GError *error = NULL;
@@ -345,17 +360,7 @@ static int cmd_rewrite(int argc, char **argv) {
   } else {
     state_print(out, s, expr);
   }
-  if (output) {
-    GError *error = NULL;
-    if (!partir_write_file(output, out->str, out->len, &error)) {
-      print_error(NULL, error);
-      g_error_free(error);
-      return 1;
-    }
-  } else {
-    fwrite(out->str, 1, out->len, stdout);
-  }
-  return 0;
+  return write_result(output, out);
 }
 
 static int cmd_rules(int argc, char **argv) {
@@ -510,16 +515,7 @@ static int cmd_tactic(int argc, char **argv) {
   state_print(out, s, expr);
   state_unref(s);
   plua_close(L);
-  if (output) {
-    if (!partir_write_file(output, out->str, out->len, &error)) {
-      print_error(NULL, error);
-      g_error_free(error);
-      return 1;
-    }
-  } else {
-    fwrite(out->str, 1, out->len, stdout);
-  }
-  return 0;
+  return write_result(output, out);
 }
 
 /* A program and the SPMD program it runs as on a mesh: the file's own
@@ -617,15 +613,8 @@ static int cmd_lower(int argc, char **argv) {
     g_error_free(error);
     status = 1;
   }
-  if (status == 0 && output) {
-    if (!partir_write_file(output, out->str, out->len, &error)) {
-      print_error(NULL, error);
-      g_error_free(error);
-      status = 1;
-    }
-  } else if (status == 0) {
-    fwrite(out->str, 1, out->len, stdout);
-  }
+  if (status == 0)
+    status = write_result(output, out);
   lowered_clear(&l);
   return status;
 }
