@@ -372,7 +372,6 @@ char *token_describe(const Token *tok) {
 
 void cursor_init(Cursor *c, const Source *src, Diag *diag) {
   memset(c, 0, sizeof *c);
-  c->diag = diag;
   lex_init(&c->lx, src, diag);
 }
 
@@ -387,7 +386,7 @@ void cursor_next(Cursor *c) {
 gboolean cursor_vfail(Cursor *c, Loc loc, const char *fmt, va_list ap) {
   if (!c->failed) {
     g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-    diag_error(c->diag, loc, "%s", msg);
+    diag_error(c->lx.diag, loc, "%s", msg);
   }
   c->failed = TRUE;
   return FALSE;

@@ -64,7 +64,6 @@ char *token_describe(const Token *tok);
 typedef struct Cursor {
   Lexer lx;
   Token tok;
-  Diag *diag;
   gsize prev_end; /* offset just past the last consumed token */
   gboolean failed;
 } Cursor;

@@ -219,7 +219,7 @@ static ValueDef *define(Parser *p, const char *name, Loc loc) {
   ValueDef *old = g_hash_table_lookup(p->defs, name);
   if (old) {
     cursor_fail(&p->c, loc, "'%%%s' is already defined", name);
-    diag_note(p->c.diag, old->loc, "'%%%s' was defined here", name);
+    diag_note(p->c.lx.diag, old->loc, "'%%%s' was defined here", name);
     return NULL;
   }
   ValueDef *d = g_new0(ValueDef, 1);
@@ -260,7 +260,7 @@ static const Term *parse_use(Parser *p) {
     cursor_fail(&p->c, at,
                 "'%%%s' is defined inside a region and is not visible here",
                 name);
-    diag_note(p->c.diag, d->loc, "'%%%s' was defined here", name);
+    diag_note(p->c.lx.diag, d->loc, "'%%%s' was defined here", name);
     return NULL;
   }
   cursor_next(&p->c);
@@ -290,7 +290,7 @@ static gboolean parse_stmts(Parser *p, const char *terminator, Loc open) {
                   "unexpected end of input: '%s' and '}' expected "
                   "(to close '{' at line %d)",
                   terminator, open.line);
-      diag_note(p->c.diag, open, "the region opened here");
+      diag_note(p->c.lx.diag, open, "the region opened here");
       return FALSE;
     }
     if (token_punct(&p->c.tok, '}')) {
