@@ -584,11 +584,24 @@ static void walk(Walker *w, State *start, int steps) {
   state_unref(s);
 }
 
-gboolean random_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
-                      int steps, GString *out) {
+static Walker walker_new(const RuleSet *rs, GString *out, guint32 seed) {
   Walker w = {.rs = rs, .out = out, .seed = seed};
   w.rng = g_rand_new_with_seed(seed);
   w.applied = g_hash_table_new(g_str_hash, g_str_equal);
+  return w;
+}
+
+static void walker_clear(Walker *w) {
+  g_rand_free(w->rng);
+  g_hash_table_unref(w->applied);
+  reference_clear(&w->ref);
+  if (w->type_changes)
+    g_hash_table_unref(w->type_changes);
+}
+
+gboolean random_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
+                      int steps, GString *out) {
+  Walker w = walker_new(rs, out, seed);
   g_autoptr(State) start = state_new(m);
   GError *error = NULL;
   if (!interp_check(&start->func, &error)) {
@@ -598,9 +611,7 @@ gboolean random_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
   }
   for (int i = 0; i < walks && w.failures == 0; i++)
     walk(&w, start, steps);
-  g_rand_free(w.rng);
-  g_hash_table_unref(w.applied);
-  reference_clear(&w.ref);
+  walker_clear(&w);
   return w.failures == 0;
 }
 
@@ -677,9 +688,7 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
 }
 
 gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
-  Walker w = {.rs = rs, .out = out, .seed = seed};
-  w.rng = g_rand_new_with_seed(seed);
-  w.applied = g_hash_table_new(g_str_hash, g_str_equal);
+  Walker w = walker_new(rs, out, seed);
   /* written rules: random walks from random applications of every op */
   for (int round = 0; round < tries; round++)
     for (int op = 0; op < OP_COUNT_ && w.failures == 0; op++) {
@@ -742,17 +751,13 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
   }
   g_string_append_printf(out, "%u rules, %d failed, %d without an instance\n",
                          rs->rules->len, w.failures, unexercised);
-  g_rand_free(w.rng);
-  g_hash_table_unref(w.applied);
-  reference_clear(&w.ref);
+  walker_clear(&w);
   return w.failures == 0 && unexercised == 0;
 }
 
 gboolean rules_check_types(const RuleSet *rs, GString *errors) {
   g_autoptr(GString) ignored = g_string_new(NULL);
-  Walker w = {.rs = rs, .out = ignored, .seed = 1};
-  w.rng = g_rand_new_with_seed(1);
-  w.applied = g_hash_table_new(g_str_hash, g_str_equal);
+  Walker w = walker_new(rs, ignored, 1);
   w.type_changes = g_hash_table_new_full(NULL, NULL, NULL, g_free);
   for (int op = 0; op < OP_COUNT_; op++) {
     Gen g = {w.rng, g_ptr_array_new()};
@@ -791,9 +796,6 @@ gboolean rules_check_types(const RuleSet *rs, GString *errors) {
                            "rewrites: %s\n  %s\n  %s^\n",
                            r->where, r->name, msg, r->srcline, pad);
   }
-  g_rand_free(w.rng);
-  g_hash_table_unref(w.applied);
-  reference_clear(&w.ref);
-  g_hash_table_unref(w.type_changes);
+  walker_clear(&w);
   return ok;
 }
