@@ -393,10 +393,12 @@ static gboolean plain_word(const char *s, size_t len) {
 }
 
 /* A value reference, pushed as "%name": a name ("%3", "x") or an integer
- * (for arg_tile, the argument's index; elsewhere, the value %N). */
-static const char *check_ref(lua_State *L, int i) {
+ * N, which is the value %N, or for arg_tile ('index_bare') the argument
+ * of index N, kept bare. */
+static const char *check_ref(lua_State *L, int i, gboolean index_bare) {
   if (lua_isinteger(L, i))
-    return lua_pushfstring(L, "%I", (LUAI_UACINT)lua_tointeger(L, i));
+    return lua_pushfstring(L, index_bare ? "%I" : "%%%I",
+                           (LUAI_UACINT)lua_tointeger(L, i));
   size_t len;
   const char *name = luaL_checklstring(L, i, &len);
   if (!plain_word(name, len))
@@ -426,7 +428,7 @@ static int l_arg_tile(lua_State *L) {
   check_int(L, 4);
   lua_settop(L, 5); /* pushed strings go above the arguments */
   State *s = check_state(L, 1);
-  const char *arg = check_ref(L, 2);
+  const char *arg = check_ref(L, 2, TRUE);
   lua_Integer dim = check_int(L, 3), width = check_int(L, 4);
   const char *axis = opt_axis(L, 5);
   /* an integer stays bare: arg-tile reads it as the argument's index */
@@ -440,11 +442,9 @@ static int l_tile(lua_State *L) {
   check_int(L, 4);
   lua_settop(L, 5);
   State *s = check_state(L, 1);
-  const char *v = check_ref(L, 2);
+  const char *v = check_ref(L, 2, FALSE);
   lua_Integer dim = check_int(L, 3), width = check_int(L, 4);
   const char *axis = opt_axis(L, 5);
-  if (lua_isinteger(L, 2))
-    v = lua_pushfstring(L, "%%%s", v);
   const char *cmd =
       lua_pushfstring(L, "tile %s %I %I %s", v, (LUAI_UACINT)dim,
                       (LUAI_UACINT)width, axis ? axis : "");
@@ -455,12 +455,10 @@ static int l_sum(lua_State *L) {
   check_int(L, 3);
   lua_settop(L, 5);
   State *s = check_state(L, 1);
-  const char *v = check_ref(L, 2);
+  const char *v = check_ref(L, 2, FALSE);
   lua_Integer width = check_int(L, 3);
   const char *axis = opt_axis(L, 4);
   lua_Integer k = luaL_optinteger(L, 5, 0);
-  if (lua_isinteger(L, 2))
-    v = lua_pushfstring(L, "%%%s", v);
   const char *cmd = lua_pushfstring(L, "sum %s %I %s %I", v, (LUAI_UACINT)width,
                                     axis ? axis : "-", (LUAI_UACINT)k);
   return run_commands(L, s, cmd, FALSE);
@@ -473,9 +471,7 @@ static int l_apply(lua_State *L) {
   lua_settop(L, 4); /* pushed strings go above the arguments */
   if (!plain_word(rule, len))
     luaL_argerror(L, 2, "not a rule name");
-  const char *at = lua_isnil(L, 3) ? NULL : check_ref(L, 3);
-  if (at && lua_isinteger(L, 3))
-    at = lua_pushfstring(L, "%%%s", at);
+  const char *at = lua_isnil(L, 3) ? NULL : check_ref(L, 3, FALSE);
   if (!lua_isnil(L, 4))
     luaL_checktype(L, 4, LUA_TTABLE);
   /* nothing below raises until the GString is handed over */

@@ -304,6 +304,14 @@ static Pat *parse_pat(RuleParser *p) {
 
 /* ------------------------------------------------------------- op specs */
 
+/* The position of interned 'name' among 'names', or -1. */
+static int index_of(const char *const *names, int n, const char *name) {
+  for (int k = 0; k < n; k++)
+    if (names[k] == name)
+      return k;
+  return -1;
+}
+
 static gboolean parse_op_spec(RuleParser *p, Loc at) {
   Loc name_at = p->c.tok.loc;
   if (p->c.tok.kind != TK_IDENT)
@@ -349,10 +357,7 @@ static gboolean parse_op_spec(RuleParser *p, Loc at) {
           cursor_fail(&p->c, ia, "rank exceeds %d", PARTIR_MAX_RANK);
           goto fail;
         }
-        int id = -1;
-        for (int k = 0; k < os->nindices; k++)
-          if (index_names[k] == ix)
-            id = k;
+        int id = index_of(index_names, os->nindices, ix);
         if (id < 0) {
           if (os->nindices == (int)G_N_ELEMENTS(index_names)) {
             cursor_fail(&p->c, ia, "too many index names");
@@ -410,10 +415,7 @@ static gboolean parse_op_spec(RuleParser *p, Loc at) {
         const char *ix = rname(p, "an index name");
         if (!ix)
           goto fail;
-        int id = -1;
-        for (int k = 0; k < os->nindices; k++)
-          if (index_names[k] == ix)
-            id = k;
+        int id = index_of(index_names, os->nindices, ix);
         if (id < 0) {
           cursor_fail(&p->c, ia, "result index '%s' appears in no operand", ix);
           goto fail;
