@@ -177,13 +177,13 @@ static int run_session(void *data) {
     return 2;
   }
   g_autoptr(GString) errors = g_string_new(NULL);
-  s->rs = ruleset_load((const char *const *)o->rules, errors);
+  s->rs = pipeline_load_rules((const char *const *)o->rules, NULL, errors);
   if (!s->rs) {
     fputs(errors->str, stderr);
     return 1;
   }
   if (o->json) { /* no Lua, no readline: the protocol only */
-    int status = protocol_run(s->rs, o->allow, stdin);
+    int status = proto_run(s->rs, o->allow, stdin);
     ruleset_free(s->rs);
     return status;
   }

@@ -13,10 +13,7 @@
  * files written before a failure are removed: nothing is half-written.
  * Jobs run on a thread with a deep stack (term traversals recurse).
  */
-#include "partir-int.h"
-#include "cost.h"
-#include "plua.h"
-#include "rule.h"
+#include "bind/bind.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -87,7 +84,7 @@ static int write_result(const char *output, const GString *out) {
 static Module *load_module(const char *path) {
   GError *error = NULL;
   g_autoptr(GString) diags = g_string_new(NULL);
-  Module *m = parse_file(path, diags, &error);
+  Module *m = pipeline_load_program(path, diags, &error);
   if (error) {
     print_error(NULL, error);
     g_error_free(error);
@@ -184,7 +181,7 @@ static gboolean load_input(const Func *f, const char *spec, Tensor **inputs,
       type_with_dtype(t->type, DT_BF16) == want) {
     Tensor *b = tensor_new(want);
     for (int64_t i = 0; i < type_numel(want); i++)
-      b->f[i] = round_to_dtype(DT_BF16, t->f[i]);
+      b->f[i] = tensor_round_value(DT_BF16, t->f[i]);
     tensor_unref(t);
     t = b;
   }
@@ -296,7 +293,7 @@ static int cmd_run(int argc, char **argv) {
 /* Loads the rule files named by --rules, or the default ones. */
 static RuleSet *load_rules(char **files) {
   g_autoptr(GString) errors = g_string_new(NULL);
-  RuleSet *rs = ruleset_load((const char *const *)files, errors);
+  RuleSet *rs = pipeline_load_rules((const char *const *)files, NULL, errors);
   if (!rs)
     fputs(errors->str, stderr);
   return rs;
@@ -335,7 +332,8 @@ static int cmd_rewrite(int argc, char **argv) {
   g_autoptr(State) s0 = state_new(m);
   g_autoptr(GString) why = g_string_new(NULL);
   g_autoptr(GString) report = g_string_new(NULL);
-  g_autoptr(State) s = engine_script(rs, s0, script ? script : "", why, report);
+  g_autoptr(State) s =
+      pipeline_rewrite(rs, s0, script ? script : "", why, report);
   if (report->len) {
     g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
     for (char **l = lines; *l; l++)
@@ -353,7 +351,7 @@ static int cmd_rewrite(int argc, char **argv) {
       g_printerr("partir: no rule '%s'\n", matches);
       return 1;
     }
-    g_autoptr(GPtrArray) locs = engine_matches(rs, s, rule);
+    g_autoptr(GPtrArray) locs = rw_matches(rs, s, rule);
     for (guint i = 0; i < locs->len; i++)
       g_string_append_printf(out, "%%%s\n",
                              ((Location *)g_ptr_array_index(locs, i))->name);
@@ -437,7 +435,7 @@ static int cmd_walk(int argc, char **argv) {
   if (!m)
     return 1;
   g_autoptr(GString) out = g_string_new(NULL);
-  gboolean ok = random_walks(rs, m, (guint32)seed, (int)CLAMP(walks, 1, 1000000),
+  gboolean ok = check_walks(rs, m, (guint32)seed, (int)CLAMP(walks, 1, 1000000),
                              (int)CLAMP(steps, 1, 10000), out);
   fwrite(out->str, 1, out->len, stdout);
   if (ok)
@@ -503,7 +501,10 @@ static int cmd_tactic(int argc, char **argv) {
   g_autoptr(State) s0 = state_new(m);
   g_autoptr(GString) why = g_string_new(NULL);
   lua_State *L = plua_new(rs);
-  State *s = L ? plua_run_tactic(L, argv[1], s0, &mesh, options, why) : NULL;
+  LuaTactic tactic;
+  if (L)
+    plua_tactic_init(&tactic, L, argv[1], options);
+  State *s = L ? pipeline_tactic(&tactic.base, s0, &mesh, why) : NULL;
   if (!L)
     g_string_assign(why, "cannot create a Lua state");
   if (!s) {
@@ -518,27 +519,24 @@ static int cmd_tactic(int argc, char **argv) {
   return write_result(output, out);
 }
 
-/* A program and the SPMD program it runs as on a mesh: the file's own
- * when it is SPMD text, else its lowering. */
-typedef struct Lowered {
+/* A program file and the SPMD program it runs as on a mesh. */
+typedef struct Loaded {
   RuleSet *rs;
   Module *m;
-  const Func *g;    /* the program in the file */
-  Func *owned;      /* the lowering, when made here */
-  const Func *spmd; /* g or owned */
-} Lowered;
+  Lowered l; /* the file's own when it is SPMD text, else its lowering */
+} Loaded;
 
-static void lowered_clear(Lowered *l) {
-  func_free(l->owned);
-  module_free(l->m);
-  ruleset_free(l->rs);
+static void loaded_clear(Loaded *ld) {
+  pipeline_lowered_clear(&ld->l);
+  module_free(ld->m);
+  ruleset_free(ld->rs);
 }
 
 /* FALSE (after saying why) when the mesh, the rules, the file or the
  * lowering fail; the status to return is in *status. */
 static gboolean load_lowered(const char *path, const char *mesh_spec,
-                             char **rule_files, Lowered *l, int *status) {
-  memset(l, 0, sizeof *l);
+                             char **rule_files, Loaded *ld, int *status) {
+  memset(ld, 0, sizeof *ld);
   Mesh mesh;
   GError *error = NULL;
   if (!mesh_parse(mesh_spec, &mesh, &error)) {
@@ -548,17 +546,14 @@ static gboolean load_lowered(const char *path, const char *mesh_spec,
     return FALSE;
   }
   *status = 1;
-  if (!(l->rs = load_rules(rule_files)) || !(l->m = load_module(path)))
+  if (!(ld->rs = load_rules(rule_files)) || !(ld->m = load_module(path)))
     return FALSE;
-  l->g = module_entry(l->m);
   g_autoptr(GString) why = g_string_new(NULL);
-  l->owned = l->g->spmd ? NULL : spmd_lower(l->rs, l->g, &mesh, why);
-  if (!l->g->spmd && !l->owned) {
+  if (!pipeline_lower(ld->rs, module_entry(ld->m), &mesh, &ld->l, why)) {
     g_printerr("partir: %s: cannot lower on mesh %s: %s\n", path,
                mesh_spec ? mesh_spec : "(none)", why->str);
     return FALSE;
   }
-  l->spmd = l->owned ? l->owned : l->g;
   return TRUE;
 }
 
@@ -591,31 +586,30 @@ static int cmd_lower(int argc, char **argv) {
     g_printerr("partir: lower --emit takes spmd or dot, not '%s'\n", emit);
     return 2;
   }
-  Lowered l;
+  Loaded ld;
   int status;
-  if (!load_lowered(argv[1], mesh_spec, rule_files, &l, &status)) {
-    lowered_clear(&l);
+  if (!load_lowered(argv[1], mesh_spec, rule_files, &ld, &status)) {
+    loaded_clear(&ld);
     return status;
   }
+  const Lowered *l = &ld.l;
   GError *error = NULL;
   g_autoptr(GString) out = g_string_new(NULL);
-  g_autoptr(Module) empty = module_new();
   if (emit && strcmp(emit, "dot") == 0)
-    spmd_print_dot(out, l.spmd);
+    spmd_print_dot(out, l->spmd);
   else
-    print_func(out, l.owned ? empty : l.m, l.spmd);
+    print_func(out, l->owned ? NULL : ld.m, l->spmd);
   if (stats)
-    spmd_print_stats(out, l.spmd);
+    spmd_print_stats(out, l->spmd);
   status = 0;
-  if (simulate &&
-      !spmd_check_against_interpreter(l.g, l.spmd, seed, out, &error)) {
+  if (simulate && !check_lowering(l->global, l->spmd, seed, out, &error)) {
     print_error(argv[1], error);
     g_error_free(error);
     status = 1;
   }
   if (status == 0)
     status = write_result(output, out);
-  lowered_clear(&l);
+  loaded_clear(&ld);
   return status;
 }
 
@@ -652,24 +646,23 @@ static int cmd_cost(int argc, char **argv) {
       g_error_free(error);
       return 2;
     }
-  Lowered l;
+  Loaded ld;
   int status;
-  if (!load_lowered(argv[1], mesh_spec, rule_files, &l, &status)) {
-    lowered_clear(&l);
+  if (!load_lowered(argv[1], mesh_spec, rule_files, &ld, &status)) {
+    loaded_clear(&ld);
     return status;
   }
   g_auto(CostReport) r = {0};
-  g_autoptr(Module) empty = module_new();
-  if (!cost_estimate_module(l.owned ? empty : l.m, l.spmd, &hw, &r, &error)) {
+  if (!pipeline_cost(ld.m, &ld.l, &hw, &r, &error)) {
     print_error(argv[1], error);
     g_error_free(error);
-    lowered_clear(&l);
+    loaded_clear(&ld);
     return 1;
   }
   g_autoptr(GString) out = g_string_new(NULL);
-  cost_print(out, &r, &hw, &l.spmd->spmd->mesh);
+  cost_print(out, &r, &hw, &ld.l.spmd->spmd->mesh);
   fwrite(out->str, 1, out->len, stdout);
-  lowered_clear(&l);
+  loaded_clear(&ld);
   return 0;
 }
 

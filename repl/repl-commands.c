@@ -14,7 +14,6 @@
  */
 #include "repl.h"
 
-#include "cost.h"
 
 #include <string.h>
 
@@ -177,7 +176,7 @@ static void append_location_line(GString *out, GStrv lines, const Location *l) {
 gboolean repl_cmd_load_path(Session *s, const char *path) {
   GError *error = NULL;
   g_autoptr(GString) diags = g_string_new(NULL);
-  g_autoptr(Module) m = parse_file(path, diags, &error);
+  g_autoptr(Module) m = pipeline_load_program(path, diags, &error);
   if (error) {
     repl_report_error(s, "load: %s", error->message);
     g_error_free(error);
@@ -318,7 +317,7 @@ static gboolean cmd_matches(Session *s, const char *text, int argc,
     repl_report_error(s, "matches: no rule '%s' (see 'rules')", argv[1]);
     return FALSE;
   }
-  g_autoptr(GPtrArray) locs = engine_matches(s->rs, cur, rule);
+  g_autoptr(GPtrArray) locs = rw_matches(s->rs, cur, rule);
   g_auto(GStrv) lines = program_lines(cur);
   g_autoptr(GString) out = g_string_new(NULL);
   for (guint i = 0; i < locs->len; i++)
@@ -338,7 +337,7 @@ static gboolean cmd_engine(Session *s, const char *text, int argc,
     return FALSE;
   g_autoptr(GString) why = g_string_new(NULL);
   g_autoptr(GString) report = g_string_new(NULL);
-  State *next = engine_command(s->rs, cur, text, why, report);
+  State *next = rw_command(s->rs, cur, text, why, report);
   if (report->len) {
     g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
     for (char **l = lines; *l; l++)
@@ -446,15 +445,15 @@ static gboolean cmd_run(Session *s, const char *text, int argc, char **argv) {
 }
 
 /* The current program lowered on the session's mesh (set mesh ...). */
-static Func *lower_current(Session *s, const char *cmd) {
+static gboolean lower_current(Session *s, const char *cmd, Lowered *out) {
   State *cur = need_program(s, cmd);
   if (!cur)
-    return NULL;
+    return FALSE;
   g_autoptr(GString) why = g_string_new(NULL);
-  Func *f = spmd_lower(s->rs, &cur->func, &s->mesh, why);
-  if (!f)
-    repl_report_error(s, "%s: %s", cmd, why->str);
-  return f;
+  if (pipeline_lower(s->rs, &cur->func, &s->mesh, out, why))
+    return TRUE;
+  repl_report_error(s, "%s: %s", cmd, why->str);
+  return FALSE;
 }
 
 static gboolean cmd_lower(Session *s, const char *text, int argc,
@@ -464,16 +463,14 @@ static gboolean cmd_lower(Session *s, const char *text, int argc,
     repl_report_error(s, "usage: lower [--dot]");
     return FALSE;
   }
-  Func *f = lower_current(s, "lower");
-  if (!f)
+  g_auto(Lowered) l = {0};
+  if (!lower_current(s, "lower", &l))
     return FALSE;
   g_autoptr(GString) out = g_string_new(NULL);
-  g_autoptr(Module) empty = module_new();
   if (dot)
-    spmd_print_dot(out, f);
+    spmd_print_dot(out, l.spmd);
   else
-    print_func(out, empty, f);
-  func_free(f);
+    print_func(out, NULL, l.spmd);
   repl_put_string(out);
   return TRUE;
 }
@@ -484,25 +481,24 @@ static gboolean cmd_stats(Session *s, const char *text, int argc,
     repl_report_error(s, "usage: stats");
     return FALSE;
   }
-  Func *f = lower_current(s, "stats");
-  if (!f)
+  g_auto(Lowered) l = {0};
+  if (!lower_current(s, "stats", &l))
     return FALSE;
   g_autoptr(GString) out = g_string_new(NULL);
-  spmd_print_stats(out, f);
-  func_free(f);
+  spmd_print_stats(out, l.spmd);
   repl_put_string(out);
   return TRUE;
 }
 
 gboolean repl_print_cost(Session *s) {
-  Func *f = lower_current(s, "cost");
-  if (!f)
+  g_auto(Lowered) l = {0};
+  if (!lower_current(s, "cost", &l))
     return FALSE;
   Hardware hw;
   GError *error = NULL;
   g_auto(CostReport) r = {0};
   gboolean ok = hw_load(s->hw ? s->hw : "cpu2", &hw, &error) &&
-                cost_estimate(f, &hw, &r, &error);
+                pipeline_cost(NULL, &l, &hw, &r, &error);
   if (ok) {
     g_autoptr(GString) out = g_string_new(NULL);
     cost_print(out, &r, &hw, &s->mesh);
@@ -511,7 +507,6 @@ gboolean repl_print_cost(Session *s) {
     repl_report_error(s, "cost: %s", error->message);
     g_error_free(error);
   }
-  func_free(f);
   return ok;
 }
 

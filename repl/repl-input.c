@@ -204,7 +204,7 @@ gboolean repl_run_line(Session *s, const char *line) {
   fflush(stdout);
   if (!ok)
     s->failed = TRUE;
-  terms_maybe_collect(); /* a safe point: states hold every term in use */
+  collect_maybe(); /* a safe point: states hold every term in use */
   return ok;
 }
 

@@ -19,9 +19,7 @@
 #ifndef PARTIR_REPL_H
 #define PARTIR_REPL_H
 
-#include "partir-int.h"
-#include "plua.h"
-#include "rule.h"
+#include "bind/bind.h"
 
 #include <signal.h>
 

@@ -31,8 +31,7 @@
  * parsing the print and printing again gives the same text and the very
  * same term (hash-consing makes that a pointer comparison).
  */
-#include "partir-int.h"
-#include "rule.h"
+#include "pipeline.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -251,7 +250,7 @@ static void run_run_stanza(const Stanza *s) {
 static RuleSet *shipped_rules;
 
 /* Runs 'f' and 'g' on the same seeded inputs; TRUE when the results
- * agree (results_agree). */
+ * agree (tensor_results_agree). */
 static gboolean same_meaning(const Func *f, const Func *g, GString *why) {
   GError *error = NULL;
   g_autoptr(GPtrArray) a = interp_run_seeded(f, 7, &error);
@@ -261,7 +260,7 @@ static gboolean same_meaning(const Func *f, const Func *g, GString *why) {
     g_error_free(error);
     return FALSE;
   }
-  return results_agree(a, b, why);
+  return tensor_results_agree(a, b, why);
 }
 
 static void run_rewrite_stanza(const Stanza *s) {
@@ -275,7 +274,7 @@ static void run_rewrite_stanza(const Stanza *s) {
   g_autoptr(State) s0 = state_new(m);
   g_autoptr(GString) why = g_string_new(NULL);
   g_autoptr(GString) report = g_string_new(NULL);
-  g_autoptr(State) s1 = engine_script(shipped_rules, s0, s->script, why, report);
+  g_autoptr(State) s1 = rw_script(shipped_rules, s0, s->script, why, report);
   if (s->fail) {
     g_string_append_c(why, '\n');
     gboolean ok = !s1 && strcmp(why->str, s->expect->str) == 0;
@@ -324,7 +323,7 @@ static void run_rules_stanza(const Stanza *s) {
   g_autoptr(Source) src =
       source_new("input.rules", s->program->str, s->program->len);
   g_autoptr(GString) errors = g_string_new(NULL);
-  g_autoptr(RuleSet) rs = ruleset_load_with(NULL, src, errors);
+  g_autoptr(RuleSet) rs = pipeline_load_rules(NULL, src, errors);
   if (s->fail) {
     gboolean ok = !rs && strcmp(errors->str, s->expect->str) == 0;
     tap(ok, "%s: refused with the expected diagnostic", s->name);
@@ -510,7 +509,7 @@ static int run_all(void *data) {
 int main(int argc, char **argv) {
   Args a = {argc, argv};
   g_autoptr(GString) errors = g_string_new(NULL);
-  shipped_rules = ruleset_load(NULL, errors);
+  shipped_rules = pipeline_load_rules(NULL, NULL, errors);
   int status = partir_call_with_stack(run_all, &a);
   ruleset_free(shipped_rules);
   return status;

@@ -6,7 +6,7 @@
  * For every PROGRAM (tests/bench/run.sh generates them with
  * examples/models/mlp.lua and transformer.lua) it parses the file, then
  * times the script (default 'arg-tile 0 0 8; propagate') through
- * engine_script:
+ * rw_script:
  *
  *   - 'ms' is the median of N runs, each in a forked copy of this process
  *     made before any run, so every run starts from the same store and
@@ -31,11 +31,10 @@
  * Targets (the issue): linear growth, and under 100 ms for the
  * 1000-layer MLP on one core.  They are printed next to the figures;
  * nothing here fails on timing.  Rule files come from $PARTIR_RULES
- * (ruleset_load with no paths).  Everything runs on a deep stack
+ * (pipeline_load_rules with no paths).  Everything runs on a deep stack
  * (partir_call_with_stack), as repl/partir does.
  */
-#include "partir-int.h"
-#include "rule.h"
+#include "pipeline.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -152,7 +151,7 @@ static State *run_script(const RuleSet *rs, Module *m, const char *script,
   g_string_truncate(report, 0);
   double c0 = thread_cpu_ms();
   gint64 t0 = g_get_monotonic_time();
-  State *s = engine_script(rs, s0, script, why, report);
+  State *s = rw_script(rs, s0, script, why, report);
   *ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
   if (cpu_ms)
     *cpu_ms = thread_cpu_ms() - c0;
@@ -321,7 +320,7 @@ static gboolean measure_one(const RuleSet *rs, const Options *o) {
   for (char **c = o->one_cmds; c && *c; c++) {
     g_autoptr(GString) why = g_string_new(NULL);
     gsize nodes0 = term_store_size(), bytes0 = term_store_bytes();
-    g_autoptr(State) s1 = engine_script(rs, s0, *c, why, NULL);
+    g_autoptr(State) s1 = rw_script(rs, s0, *c, why, NULL);
     gsize added = term_store_size() - nodes0;
     gsize bytes = term_store_bytes() - bytes0;
     if (!s1) {
@@ -344,7 +343,7 @@ static gboolean measure_one(const RuleSet *rs, const Options *o) {
 static int bench_main(void *data) {
   const Options *o = data;
   g_autoptr(GString) errors = g_string_new(NULL);
-  g_autoptr(RuleSet) rs = ruleset_load(NULL, errors);
+  g_autoptr(RuleSet) rs = pipeline_load_rules(NULL, NULL, errors);
   if (!rs) {
     g_printerr("bench-rewrite: loading the rules ($PARTIR_RULES=%s):\n%s",
                g_getenv("PARTIR_RULES") ? g_getenv("PARTIR_RULES") : "",

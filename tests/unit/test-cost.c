@@ -2,7 +2,7 @@
  * matmuls, the 2-layer MLP whole and split over model=2, loops, peak live
  * bytes, ring formulas of the collectives; hardware files and "what if"
  * settings. */
-#include "cost.h"
+#include "spmd/spmd.h"
 
 #include <glib/gstdio.h>
 #include <math.h>
@@ -133,7 +133,7 @@ static gboolean hw_equal(const Hardware *a, const Hardware *b) {
 
 static void estimate(const Func *f, const Hardware *hw, CostReport *r) {
   g_autoptr(GError) error = NULL;
-  g_assert_true(cost_estimate(f, hw, r, &error));
+  g_assert_true(cost_estimate(NULL, f, hw, r, &error));
   g_assert_no_error(error);
 }
 
@@ -477,7 +477,7 @@ static void test_refused(void) {
     Func *f = func(cases[i].mesh, 1, types, cases[i].result);
     g_auto(CostReport) r = {0};
     g_autoptr(GError) error = NULL;
-    g_assert_false(cost_estimate(f, &hw, &r, &error));
+    g_assert_false(cost_estimate(NULL, f, &hw, &r, &error));
     g_assert_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT);
     g_assert_nonnull(strstr(error->message, cases[i].message));
     func_free(f);
@@ -490,7 +490,7 @@ static void test_refused(void) {
   Func *f = func("batch=2", 1, types, t);
   g_auto(CostReport) r = {0};
   g_autoptr(GError) error = NULL;
-  g_assert_false(cost_estimate(f, &hw, &r, &error));
+  g_assert_false(cost_estimate(NULL, f, &hw, &r, &error));
   g_assert_nonnull(strstr(error->message, "bound to axis 'batch'"));
   func_free(f);
   /* ... but in a program that is not SPMD it runs as a loop */

@@ -8,7 +8,7 @@
  * over the mesh axes as listed; a group's order row-major over the
  * collective's axes as it lists them), not from the simulator.
  */
-#include "partir-int.h"
+#include "spmd/spmd.h"
 
 #include <math.h>
 #include <string.h>

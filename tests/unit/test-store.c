@@ -1,6 +1,6 @@
 /* test-store — the term store: hash-consing, binders, shifting,
  * collection. */
-#include "partir-int.h"
+#include "core/core.h"
 
 #include <string.h>
 

@@ -7,7 +7,7 @@
  * the tables below repeat).  Malformed files are built here, one table
  * row each, with the substring their error message must contain.
  */
-#include "partir-int.h"
+#include "eval/eval.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -101,13 +101,13 @@ static void test_round_bf16(void) {
       {INFINITY, INFINITY},
   };
   for (gsize k = 0; k < G_N_ELEMENTS(cases); k++) {
-    double got = round_to_dtype(DT_BF16, cases[k].in);
+    double got = tensor_round_value(DT_BF16, cases[k].in);
     if (!same_double(got, cases[k].out))
       g_error("bf16(%.17g) = %.17g, want %.17g", cases[k].in, got,
               cases[k].out);
   }
-  g_assert_true(isnan(round_to_dtype(DT_BF16, NAN)));
-  g_assert_true(isnan(round_to_dtype(DT_BF16, -NAN)));
+  g_assert_true(isnan(tensor_round_value(DT_BF16, NAN)));
+  g_assert_true(isnan(tensor_round_value(DT_BF16, -NAN)));
 }
 
 static void test_round_f32(void) {
@@ -123,23 +123,23 @@ static void test_round_f32(void) {
       {3.4028234663852886e38, 3.4028234663852886e38}, /* FLT_MAX */
   };
   for (gsize k = 0; k < G_N_ELEMENTS(cases); k++)
-    g_assert_cmpfloat(round_to_dtype(DT_F32, cases[k].in), ==, cases[k].out);
-  g_assert_true(isnan(round_to_dtype(DT_F32, NAN)));
-  g_assert_cmpfloat(round_to_dtype(DT_F64, 0.1), ==, 0.1);
-  g_assert_cmpfloat(round_to_dtype(DT_F64, 1e300), ==, 1e300);
+    g_assert_cmpfloat(tensor_round_value(DT_F32, cases[k].in), ==, cases[k].out);
+  g_assert_true(isnan(tensor_round_value(DT_F32, NAN)));
+  g_assert_cmpfloat(tensor_round_value(DT_F64, 0.1), ==, 0.1);
+  g_assert_cmpfloat(tensor_round_value(DT_F64, 1e300), ==, 1e300);
 }
 
 static void test_wrap(void) {
-  g_assert_cmpint(wrap_to_dtype(DT_I32, 2147483648LL), ==, -2147483648LL);
-  g_assert_cmpint(wrap_to_dtype(DT_I32, -2147483649LL), ==, 2147483647);
-  g_assert_cmpint(wrap_to_dtype(DT_I32, 4294967301LL), ==, 5);
-  g_assert_cmpint(wrap_to_dtype(DT_I32, -7), ==, -7);
-  g_assert_cmpint(wrap_to_dtype(DT_I32, INT64_MIN), ==, 0);
-  g_assert_cmpint(wrap_to_dtype(DT_I64, INT64_MIN), ==, INT64_MIN);
-  g_assert_cmpint(wrap_to_dtype(DT_I64, INT64_MAX), ==, INT64_MAX);
-  g_assert_cmpint(wrap_to_dtype(DT_I1, 2), ==, 1);
-  g_assert_cmpint(wrap_to_dtype(DT_I1, -1), ==, 1);
-  g_assert_cmpint(wrap_to_dtype(DT_I1, 0), ==, 0);
+  g_assert_cmpint(tensor_wrap_value(DT_I32, 2147483648LL), ==, -2147483648LL);
+  g_assert_cmpint(tensor_wrap_value(DT_I32, -2147483649LL), ==, 2147483647);
+  g_assert_cmpint(tensor_wrap_value(DT_I32, 4294967301LL), ==, 5);
+  g_assert_cmpint(tensor_wrap_value(DT_I32, -7), ==, -7);
+  g_assert_cmpint(tensor_wrap_value(DT_I32, INT64_MIN), ==, 0);
+  g_assert_cmpint(tensor_wrap_value(DT_I64, INT64_MIN), ==, INT64_MIN);
+  g_assert_cmpint(tensor_wrap_value(DT_I64, INT64_MAX), ==, INT64_MAX);
+  g_assert_cmpint(tensor_wrap_value(DT_I1, 2), ==, 1);
+  g_assert_cmpint(tensor_wrap_value(DT_I1, -1), ==, 1);
+  g_assert_cmpint(tensor_wrap_value(DT_I1, 0), ==, 0);
 }
 
 /* ------------------------------------------------------------- tensors */
@@ -152,7 +152,7 @@ static void test_new_and_strides(void) {
   for (int k = 0; k < 24; k++)
     g_assert_cmpfloat(t->f[k], ==, 0.0);
   int64_t strides[3];
-  shape_strides(t->type, strides);
+  tensor_strides(t->type, strides);
   g_assert_cmpint(strides[0], ==, 12);
   g_assert_cmpint(strides[1], ==, 4);
   g_assert_cmpint(strides[2], ==, 1);
@@ -180,9 +180,9 @@ static Tensor *tensor_from(DType dt, int rank, const int64_t *dims,
   int64_t n = type_numel(t->type);
   for (int64_t k = 0; k < n; k++) {
     if (dtype_is_float(dt))
-      t->f[k] = round_to_dtype(dt, vals[k]);
+      t->f[k] = tensor_round_value(dt, vals[k]);
     else
-      t->i[k] = wrap_to_dtype(dt, (int64_t)vals[k]);
+      t->i[k] = tensor_wrap_value(dt, (int64_t)vals[k]);
   }
   return t;
 }
@@ -279,7 +279,7 @@ static void test_fill_random(void) {
         g_assert_cmpfloat(v, ==, b->f[k]);
         g_assert_cmpfloat(v, >=, -1.0);
         g_assert_cmpfloat(v, <=, 1.0);
-        g_assert_cmpfloat(round_to_dtype((DType)dt, v), ==, v);
+        g_assert_cmpfloat(tensor_round_value((DType)dt, v), ==, v);
         seen_lo |= v < -0.9;
         seen_hi |= v > 0.9;
       } else {
@@ -399,10 +399,10 @@ static void test_round_trip(void) {
         t->f[0] = NAN;
         t->f[1] = -INFINITY;
         t->f[2] = -0.0;
-        t->f[3] = round_to_dtype((DType)dt, 1e30);
+        t->f[3] = tensor_round_value((DType)dt, 1e30);
       } else if ((dt == DT_I32 || dt == DT_I64) && rank == 2) {
-        t->i[0] = wrap_to_dtype((DType)dt, INT64_MIN);
-        t->i[1] = wrap_to_dtype((DType)dt, INT64_MAX);
+        t->i[0] = tensor_wrap_value((DType)dt, INT64_MIN);
+        t->i[1] = tensor_wrap_value((DType)dt, INT64_MAX);
         t->i[2] = dt == DT_I32 ? INT32_MIN : INT64_MIN;
       }
       g_autoptr(GBytes) enc = npy_encode(t);

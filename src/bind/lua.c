@@ -1,0 +1,837 @@
+/* lua.c — the Lua 5.4 module 'partir'.
+ *
+ * Program states are userdata of metatable "partir.State" holding a
+ * State reference; like the engine's states they are immutable, and every
+ * verb returns a new state (a failed verb raises an error and leaves its
+ * input as it was).  The verbs are the engine's commands (rewrite.c), so
+ * Lua, the REPL and the CLI mean the same thing by "arg-tile 0 0 8".
+ *
+ *   partir.parse(text [, name]) / partir.load(path)   -> state
+ *   partir.rules([substring])                         -> {{name, origin, text}}
+ *   s:print([expr]) s:check() s:args() s:values() s:regions()
+ *   s:matches(rule) s:apply(rule [, at [, params]])
+ *   s:arg_tile(arg, dim, width [, axis]) s:tile(value, dim, width [, axis])
+ *   s:sum(value, width [, axis [, reduction]])
+ *   s:propagate() -> state, {report lines}   s:fuse() s:simplify()
+ *   s:exec("cmd; cmd")  s:run([seed]) -> {{type, shape, values}}
+ *
+ * Error discipline (STYLE.md): arguments are checked first with
+ * luaL_check*, the work runs in helpers that return a result or fill a
+ * GString, and the Lua error is raised last, after C resources are freed,
+ * because lua_error longjmps past any cleanup.
+ */
+#include "bind/bind.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <string.h>
+
+#define STATE_MT "partir.State"
+#define RULES_KEY "partir.rules"
+
+static const RuleSet *rules_of(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, RULES_KEY);
+  const RuleSet *rs = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return rs;
+}
+
+/* Pushes a new userdata owning one reference to 's'. */
+static void push_state(lua_State *L, State *s) {
+  State **box = lua_newuserdatauv(L, sizeof(State *), 0);
+  *box = s;
+  luaL_setmetatable(L, STATE_MT);
+}
+
+static State *check_state(lua_State *L, int i) {
+  State **box = luaL_checkudata(L, i, STATE_MT);
+  if (!*box) /* revived by a finalizer after its __gc ran */
+    luaL_argerror(L, i, "the state has been collected");
+  return *box;
+}
+
+/* Raises 'msg' as a Lua error after freeing it. */
+static int raise_error(lua_State *L, GString *msg) {
+  lua_pushlstring(L, msg->str, msg->len);
+  g_string_free(msg, TRUE);
+  return lua_error(L);
+}
+
+/* ------------------------------------------------------ making states */
+
+/* Pushes a state of 'm' (taking it), or raises 'why' when 'm' is NULL. */
+static int push_parsed(lua_State *L, Module *m, GString *why) {
+  if (!m)
+    return raise_error(L, why);
+  g_string_free(why, TRUE);
+  State *s = state_new(m);
+  module_free(m);
+  push_state(L, s);
+  return 1;
+}
+
+static int l_parse(lua_State *L) {
+  size_t len;
+  const char *text = luaL_checklstring(L, 1, &len);
+  const char *name = luaL_optstring(L, 2, "(lua)");
+  GString *why = g_string_new(NULL);
+  return push_parsed(L, pipeline_read_program(name, text, len, why), why);
+}
+
+static int l_load(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  GString *why = g_string_new(NULL);
+  GError *error = NULL;
+  Module *m = pipeline_load_program(path, why, &error);
+  if (error) {
+    g_string_assign(why, error->message);
+    g_error_free(error);
+  }
+  return push_parsed(L, m, why);
+}
+
+static int l_rules(lua_State *L) {
+  const char *filter = luaL_optstring(L, 1, "");
+  const RuleSet *rs = rules_of(L);
+  lua_newtable(L);
+  int n = 0;
+  for (guint i = 0; i < rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(rs->rules, i);
+    if (!strstr(r->name, filter))
+      continue;
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, r->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, r->origin);
+    lua_setfield(L, -2, "origin");
+    lua_pushstring(L, r->text);
+    lua_setfield(L, -2, "text");
+    lua_rawseti(L, -2, ++n);
+  }
+  return 1;
+}
+
+/* ----------------------------------------------------------- reading */
+
+static int l_print(lua_State *L) {
+  State *s = check_state(L, 1);
+  gboolean expr = lua_toboolean(L, 2);
+  GString *out = g_string_new(NULL);
+  state_print(out, s, expr);
+  lua_pushlstring(L, out->str, out->len);
+  g_string_free(out, TRUE);
+  return 1;
+}
+
+static int l_tostring(lua_State *L) {
+  lua_settop(L, 1);
+  return l_print(L);
+}
+
+/* The same program: the same body under the same signature. */
+static gboolean same_program(const State *a, const State *b) {
+  const Func *f = &a->func, *g = &b->func;
+  if (f->body != g->body || f->nargs != g->nargs ||
+      strcmp(f->name, g->name) != 0)
+    return FALSE;
+  for (int i = 0; i < f->nargs; i++)
+    if (f->arg_types[i] != g->arg_types[i] ||
+        strcmp(f->arg_names[i], g->arg_names[i]) != 0)
+      return FALSE;
+  return TRUE;
+}
+
+static int l_eq(lua_State *L) {
+  State **a = luaL_testudata(L, 1, STATE_MT), **b = luaL_testudata(L, 2, STATE_MT);
+  lua_pushboolean(L, a && b && *a && *b && same_program(*a, *b));
+  return 1;
+}
+
+static int l_gc(lua_State *L) {
+  State **box = luaL_checkudata(L, 1, STATE_MT);
+  if (*box)
+    state_unref(*box);
+  *box = NULL;
+  return 0;
+}
+
+/* Re-parses the canonical print: the state type-checks and round-trips. */
+static int l_check(lua_State *L) {
+  State *s = check_state(L, 1);
+  GString *text = g_string_new(NULL);
+  state_print(text, s, FALSE);
+  GString *why = g_string_new(NULL);
+  Module *m = pipeline_read_program("(state)", text->str, text->len, why);
+  gboolean same = m && module_entry(m)->body == s->func.body;
+  if (m)
+    module_free(m);
+  g_string_free(text, TRUE);
+  if (!same) {
+    if (why->len == 0)
+      g_string_assign(why, "the state does not parse back to itself");
+    return raise_error(L, why);
+  }
+  g_string_free(why, TRUE);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static void push_type(lua_State *L, const Type *t) {
+  g_autofree char *ty = type_to_string(t);
+  lua_pushstring(L, ty);
+}
+
+static void push_shape(lua_State *L, const Type *t) {
+  lua_createtable(L, t->rank, 0);
+  for (int i = 0; i < t->rank; i++) {
+    lua_pushinteger(L, t->dims[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+static int l_args(lua_State *L) {
+  State *s = check_state(L, 1);
+  lua_createtable(L, s->func.nargs, 0);
+  for (int i = 0; i < s->func.nargs; i++) {
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, s->func.arg_names[i]);
+    lua_setfield(L, -2, "name");
+    lua_pushinteger(L, i);
+    lua_setfield(L, -2, "index");
+    push_type(L, s->func.arg_types[i]);
+    lua_setfield(L, -2, "type");
+    push_shape(L, s->func.arg_types[i]);
+    lua_setfield(L, -2, "shape");
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+typedef struct ValuesCtx {
+  lua_State *L;
+  int n;
+  GHashTable *names; /* placed Term -> printed name (this region's view) */
+  gboolean regions_only;
+} ValuesCtx;
+
+static const char *kind_name(TermKind k) {
+  switch (k) {
+  case TM_ARG:
+    return "arg";
+  case TM_OP:
+    return "op";
+  case TM_SLICE:
+    return "slice";
+  case TM_TILE:
+    return "tile";
+  case TM_SUM:
+    return "sum";
+  default:
+    return "other";
+  }
+}
+
+static void push_attr_value(lua_State *L, const AttrValue *v) {
+  switch (v->kind) {
+  case AV_INT:
+    lua_pushinteger(L, v->i);
+    return;
+  case AV_FLOAT:
+    lua_pushnumber(L, v->f);
+    return;
+  case AV_SYMBOL:
+    lua_pushstring(L, v->sym);
+    return;
+  case AV_LIST:
+    lua_createtable(L, v->count, 0);
+    for (int i = 0; i < v->count; i++) {
+      push_attr_value(L, &v->items[i]);
+      lua_rawseti(L, -2, i + 1);
+    }
+    return;
+  }
+}
+
+/* An operator's attributes as a table (a constant's values are left out:
+ * they can be large and tactics do not need them). */
+static void push_attrs(lua_State *L, const Term *t) {
+  lua_createtable(L, 0, t->attrs->count);
+  for (int i = 0; i < t->attrs->count; i++) {
+    if (t->op == OP_CONSTANT)
+      continue;
+    push_attr_value(L, &t->attrs->values[i]);
+    lua_setfield(L, -2, t->attrs->keys[i]);
+  }
+}
+
+/* One table per value, in print order: name, kind, op, type, shape,
+ * attrs, operands (names of operand values; binders are not values), dim,
+ * range {n, w} and axis for tiles and sums. */
+static void visit_value(void *ud, const char *name, const Term *t) {
+  ValuesCtx *c = ud;
+  lua_State *L = c->L;
+  g_hash_table_insert(c->names, (gpointer)t, g_strdup(name));
+  if (c->regions_only && t->kind != TM_TILE && t->kind != TM_SUM)
+    return;
+  lua_createtable(L, 0, 8);
+  lua_pushstring(L, name);
+  lua_setfield(L, -2, "name");
+  lua_pushstring(L, kind_name(t->kind));
+  lua_setfield(L, -2, "kind");
+  if (t->kind == TM_OP) {
+    lua_pushstring(L, op_name(t->op));
+    lua_setfield(L, -2, "op");
+    push_attrs(L, t);
+    lua_setfield(L, -2, "attrs");
+  }
+  push_type(L, t->type);
+  lua_setfield(L, -2, "type");
+  push_shape(L, t->type);
+  lua_setfield(L, -2, "shape");
+  if (t->kind == TM_SLICE || t->kind == TM_TILE) {
+    lua_pushinteger(L, t->index);
+    lua_setfield(L, -2, "dim");
+  }
+  if (t->kind == TM_TILE || t->kind == TM_SUM) {
+    lua_createtable(L, 0, 2);
+    lua_pushinteger(L, t->range->n);
+    lua_setfield(L, -2, "n");
+    lua_pushinteger(L, t->range->w);
+    lua_setfield(L, -2, "w");
+    lua_setfield(L, -2, "range");
+    if (t->axis) {
+      lua_pushstring(L, t->axis);
+      lua_setfield(L, -2, "axis");
+    }
+  }
+  if (t->kind == TM_OP || t->kind == TM_SLICE) {
+    lua_newtable(L);
+    int k = 0;
+    for (int i = 0; i < t->nargs; i++) {
+      const Term *a = t->args[i];
+      if (a->kind == TM_BVAR)
+        continue;
+      const char *an = g_hash_table_lookup(c->names, term_placed(a));
+      lua_pushstring(L, an ? an : "?");
+      lua_rawseti(L, -2, ++k);
+    }
+    lua_setfield(L, -2, "operands");
+  }
+  lua_rawseti(L, -2, ++c->n);
+}
+
+static int values_common(lua_State *L, gboolean regions_only) {
+  State *s = check_state(L, 1);
+  lua_newtable(L);
+  ValuesCtx c = {L, 0, g_hash_table_new_full(NULL, NULL, NULL, g_free),
+                 regions_only};
+  /* schedule_walk does not call Lua functions that can raise */
+  schedule_walk(s->module, &s->func, visit_value, &c);
+  g_hash_table_unref(c.names);
+  return 1;
+}
+
+static int l_values(lua_State *L) { return values_common(L, FALSE); }
+static int l_regions(lua_State *L) { return values_common(L, TRUE); }
+
+static int l_matches(lua_State *L) {
+  State *s = check_state(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  const Rule *rule = ruleset_find(rules_of(L), name);
+  if (!rule)
+    return luaL_error(L, "no rule '%s'", name);
+  GPtrArray *locs = rw_matches(rules_of(L), s, rule);
+  lua_createtable(L, (int)locs->len, 0);
+  for (guint i = 0; i < locs->len; i++) {
+    lua_pushstring(L, ((Location *)g_ptr_array_index(locs, i))->name);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  g_ptr_array_unref(locs);
+  return 1;
+}
+
+/* ---------------------------------------------------------- rewriting */
+
+/* Runs engine commands on 's'; pushes the new state, or raises. */
+static int run_commands(lua_State *L, State *s, const char *script,
+                        gboolean want_report) {
+  collect_maybe(); /* a safe point: states hold every term in use */
+  GString *why = g_string_new(NULL);
+  /* no report asked for: propagate skips the walk that makes it */
+  GString *report = want_report ? g_string_new(NULL) : NULL;
+  State *next = rw_script(rules_of(L), s, script, why, report);
+  if (!next) {
+    if (report)
+      g_string_free(report, TRUE);
+    return raise_error(L, why);
+  }
+  g_string_free(why, TRUE);
+  push_state(L, next);
+  if (!report)
+    return 1;
+  lua_newtable(L);
+  g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
+  g_string_free(report, TRUE);
+  int n = 0;
+  for (char **l = lines; *l; l++)
+    if (**l) {
+      lua_pushstring(L, *l);
+      lua_rawseti(L, -2, ++n);
+    }
+  return 2;
+}
+
+/* TRUE for a word the command language takes as one token: letters,
+ * digits and _ . % - (value, rule and axis names, numbers). */
+static gboolean plain_word(const char *s, size_t len) {
+  if (len == 0 || len > 4096)
+    return FALSE;
+  for (size_t i = 0; i < len; i++)
+    if (!g_ascii_isalnum(s[i]) && !strchr("_.%-", s[i]))
+      return FALSE;
+  return TRUE;
+}
+
+/* A value reference, pushed as "%name": a name ("%3", "x") or an integer
+ * N, which is the value %N, or for arg_tile ('index_bare') the argument
+ * of index N, kept bare. */
+static const char *check_ref(lua_State *L, int i, gboolean index_bare) {
+  if (lua_isinteger(L, i))
+    return lua_pushfstring(L, index_bare ? "%I" : "%%%I",
+                           (LUAI_UACINT)lua_tointeger(L, i));
+  size_t len;
+  const char *name = luaL_checklstring(L, i, &len);
+  if (!plain_word(name, len))
+    luaL_argerror(L, i, "not a value name");
+  return name[0] == '%' ? name : lua_pushfstring(L, "%%%s", name);
+}
+
+/* An axis name (letters, digits, '_'), or NULL when absent. */
+static const char *opt_axis(lua_State *L, int i) {
+  if (lua_isnoneornil(L, i))
+    return NULL;
+  size_t len;
+  const char *axis = luaL_checklstring(L, i, &len);
+  gboolean ok = len > 0 && len <= 4096;
+  for (size_t k = 0; k < len && ok; k++)
+    ok = g_ascii_isalnum(axis[k]) || axis[k] == '_';
+  if (!ok)
+    luaL_argerror(L, i, "not an axis name (letters, digits, '_')");
+  return axis;
+}
+
+static lua_Integer check_int(lua_State *L, int i) {
+  return luaL_checkinteger(L, i); /* 8.0 is accepted, 8.5 is not */
+}
+
+static int l_arg_tile(lua_State *L) {
+  check_int(L, 4);
+  lua_settop(L, 5); /* pushed strings go above the arguments */
+  State *s = check_state(L, 1);
+  const char *arg = check_ref(L, 2, TRUE);
+  lua_Integer dim = check_int(L, 3), width = check_int(L, 4);
+  const char *axis = opt_axis(L, 5);
+  /* an integer stays bare: arg-tile reads it as the argument's index */
+  const char *cmd = lua_pushfstring(L, "arg-tile %s %I %I %s", arg,
+                                    (LUAI_UACINT)dim, (LUAI_UACINT)width,
+                                    axis ? axis : "");
+  return run_commands(L, s, cmd, FALSE);
+}
+
+static int l_tile(lua_State *L) {
+  check_int(L, 4);
+  lua_settop(L, 5);
+  State *s = check_state(L, 1);
+  const char *v = check_ref(L, 2, FALSE);
+  lua_Integer dim = check_int(L, 3), width = check_int(L, 4);
+  const char *axis = opt_axis(L, 5);
+  const char *cmd =
+      lua_pushfstring(L, "tile %s %I %I %s", v, (LUAI_UACINT)dim,
+                      (LUAI_UACINT)width, axis ? axis : "");
+  return run_commands(L, s, cmd, FALSE);
+}
+
+static int l_sum(lua_State *L) {
+  check_int(L, 3);
+  lua_settop(L, 5);
+  State *s = check_state(L, 1);
+  const char *v = check_ref(L, 2, FALSE);
+  lua_Integer width = check_int(L, 3);
+  const char *axis = opt_axis(L, 4);
+  lua_Integer k = luaL_optinteger(L, 5, 0);
+  const char *cmd = lua_pushfstring(L, "sum %s %I %s %I", v, (LUAI_UACINT)width,
+                                    axis ? axis : "-", (LUAI_UACINT)k);
+  return run_commands(L, s, cmd, FALSE);
+}
+
+static int l_apply(lua_State *L) {
+  State *s = check_state(L, 1);
+  size_t len;
+  const char *rule = luaL_checklstring(L, 2, &len);
+  lua_settop(L, 4); /* pushed strings go above the arguments */
+  if (!plain_word(rule, len))
+    luaL_argerror(L, 2, "not a rule name");
+  const char *at = lua_isnil(L, 3) ? NULL : check_ref(L, 3, FALSE);
+  if (!lua_isnil(L, 4))
+    luaL_checktype(L, 4, LUA_TTABLE);
+  /* nothing below raises until the GString is handed over */
+  GString *cmd = g_string_new(NULL);
+  g_string_printf(cmd, "apply %s%s%s", rule, at ? " at " : "", at ? at : "");
+  const char *bad = NULL;
+  if (lua_istable(L, 4)) {
+    lua_pushnil(L);
+    while (lua_next(L, 4)) {
+      size_t klen = 0, vlen = 0;
+      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &klen)
+                                                     : NULL;
+      lua_Integer iv = 0;
+      int is_int = 0;
+      if (lua_type(L, -1) == LUA_TNUMBER)
+        iv = lua_tointegerx(L, -1, &is_int);
+      const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &vlen)
+                                                     : NULL;
+      if (!k || !plain_word(k, klen) || (!is_int && (!v || !plain_word(v, vlen)))) {
+        bad = "apply: parameters are NAME = number or axis name";
+        lua_pop(L, 2);
+        break;
+      }
+      if (is_int)
+        g_string_append_printf(cmd, " %s=%lld", k, (long long)iv);
+      else
+        g_string_append_printf(cmd, " %s=%s", k, v);
+      lua_pop(L, 1);
+    }
+  }
+  if (bad) {
+    g_string_assign(cmd, bad);
+    return raise_error(L, cmd);
+  }
+  lua_pushlstring(L, cmd->str, cmd->len);
+  g_string_free(cmd, TRUE);
+  return run_commands(L, s, lua_tostring(L, -1), FALSE);
+}
+
+static int l_propagate(lua_State *L) {
+  return run_commands(L, check_state(L, 1), "propagate", TRUE);
+}
+
+static int l_fuse(lua_State *L) {
+  return run_commands(L, check_state(L, 1), "fuse", FALSE);
+}
+
+static int l_simplify(lua_State *L) {
+  return run_commands(L, check_state(L, 1), "simplify", FALSE);
+}
+
+static int l_exec(lua_State *L) {
+  State *s = check_state(L, 1);
+  return run_commands(L, s, luaL_checkstring(L, 2), TRUE);
+}
+
+/* Runs the interpreter on seeded random inputs. */
+static int l_run(lua_State *L) {
+  State *s = check_state(L, 1);
+  lua_Integer seed = luaL_optinteger(L, 2, 0);
+  GError *error = NULL;
+  GPtrArray *results = interp_run_seeded(&s->func, seed, &error);
+  if (!results) {
+    GString *why = g_string_new(error->message);
+    g_error_free(error);
+    return raise_error(L, why);
+  }
+  lua_createtable(L, (int)results->len, 0);
+  for (guint r = 0; r < results->len; r++) {
+    const Tensor *t = g_ptr_array_index(results, r);
+    lua_createtable(L, 0, 3);
+    push_type(L, t->type);
+    lua_setfield(L, -2, "type");
+    push_shape(L, t->type);
+    lua_setfield(L, -2, "shape");
+    int64_t n = type_numel(t->type);
+    lua_createtable(L, (int)MIN(n, G_MAXINT), 0);
+    for (int64_t i = 0; i < n; i++) {
+      if (t->f)
+        lua_pushnumber(L, t->f[i]);
+      else
+        lua_pushinteger(L, t->i[i]);
+      lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "values");
+    lua_rawseti(L, -2, (int)r + 1);
+  }
+  g_ptr_array_unref(results);
+  return 1;
+}
+
+/* s:lower("batch=2,model=4" [, "dot"]) -> text; s:stats(mesh) -> text */
+static int lower_common(lua_State *L, gboolean stats) {
+  State *s = check_state(L, 1);
+  const char *spec = luaL_checkstring(L, 2);
+  const char *emit = luaL_optstring(L, 3, "spmd");
+  GString *why = g_string_new(NULL);
+  Mesh mesh;
+  GError *error = NULL;
+  if (!mesh_parse(spec, &mesh, &error)) {
+    g_string_assign(why, error->message);
+    g_error_free(error);
+    return raise_error(L, why);
+  }
+  Lowered low;
+  if (!pipeline_lower(rules_of(L), &s->func, &mesh, &low, why))
+    return raise_error(L, why);
+  g_string_truncate(why, 0);
+  if (stats)
+    spmd_print_stats(why, low.spmd);
+  else if (strcmp(emit, "dot") == 0)
+    spmd_print_dot(why, low.spmd);
+  else
+    print_func(why, NULL, low.spmd);
+  pipeline_lowered_clear(&low);
+  lua_pushlstring(L, why->str, why->len);
+  g_string_free(why, TRUE);
+  return 1;
+}
+
+static int l_lower(lua_State *L) { return lower_common(L, FALSE); }
+static int l_stats(lua_State *L) { return lower_common(L, TRUE); }
+
+static const luaL_Reg state_methods[] = {
+    {"print", l_print},         {"text", l_print},
+    {"check", l_check},         {"args", l_args},
+    {"values", l_values},       {"regions", l_regions},
+    {"matches", l_matches},     {"apply", l_apply},
+    {"arg_tile", l_arg_tile},   {"tile", l_tile},
+    {"sum", l_sum},             {"propagate", l_propagate},
+    {"fuse", l_fuse},           {"simplify", l_simplify},
+    {"exec", l_exec},           {"run", l_run},
+    {"lower", l_lower},         {"stats", l_stats},
+    {NULL, NULL}};
+
+static const luaL_Reg state_meta[] = {{"__gc", l_gc},
+                                      {"__tostring", l_tostring},
+                                      {"__eq", l_eq},
+                                      {NULL, NULL}};
+
+static const luaL_Reg module_funcs[] = {
+    {"parse", l_parse}, {"load", l_load}, {"rules", l_rules}, {NULL, NULL}};
+
+static int luaopen_partir(lua_State *L) {
+  luaL_newmetatable(L, STATE_MT);
+  luaL_setfuncs(L, state_meta, 0);
+  luaL_newlib(L, state_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  luaL_newlib(L, module_funcs);
+  lua_pushstring(L, partir_version());
+  lua_setfield(L, -2, "version");
+  return 1;
+}
+
+/* ------------------------------------------------------- front ends */
+
+char **plua_tactic_dirs(void) {
+  return partir_search_path("PARTIR_TACTICS", PARTIR_TACTICS_DIR);
+}
+
+static void add_tactics_path(lua_State *L) {
+  GString *path = g_string_new(NULL);
+  g_auto(GStrv) dirs = plua_tactic_dirs();
+  for (char **d = dirs; *d; d++)
+    g_string_append_printf(path, "%s/?.lua;", *d);
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  g_string_append(path, lua_tostring(L, -1));
+  lua_pop(L, 1);
+  lua_pushstring(L, path->str);
+  lua_setfield(L, -2, "path");
+  lua_pop(L, 1);
+  g_string_free(path, TRUE);
+}
+
+lua_State *plua_new(const RuleSet *rs) {
+  lua_State *L = luaL_newstate();
+  if (!L)
+    return NULL;
+  luaL_openlibs(L);
+  lua_pushlightuserdata(L, (void *)rs);
+  lua_setfield(L, LUA_REGISTRYINDEX, RULES_KEY);
+  luaL_requiref(L, "partir", luaopen_partir, 1);
+  lua_pop(L, 1);
+  add_tactics_path(L);
+  return L;
+}
+
+void plua_close(lua_State *L) {
+  if (L)
+    lua_close(L);
+}
+
+static void interrupt_hook(lua_State *L, lua_Debug *ar) {
+  lua_sethook(L, NULL, 0, 0);
+  luaL_error(L, "interrupted");
+}
+
+void plua_interrupt(lua_State *L) {
+  lua_sethook(L, interrupt_hook,
+              LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (!msg)
+    msg = lua_pushfstring(L, "(error object is a %s value)",
+                          luaL_typename(L, 1));
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+static void push_mesh(lua_State *L, const Mesh *mesh) {
+  lua_createtable(L, mesh ? mesh->naxes : 0, mesh ? mesh->naxes : 0);
+  for (int i = 0; mesh && i < mesh->naxes; i++) {
+    lua_pushinteger(L, mesh->sizes[i]);
+    lua_setfield(L, -2, mesh->names[i]);
+    lua_pushstring(L, mesh->names[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+/* Takes the state at the top of the stack (if it is one). */
+static State *take_state(lua_State *L, int i) {
+  State **box = luaL_testudata(L, i, STATE_MT);
+  return box && *box ? state_ref(*box) : NULL;
+}
+
+/* Calls the function below 'nargs' arguments with a traceback handler. */
+static gboolean pcall_traced(lua_State *L, int nargs, int nresults,
+                             GString *why) {
+  int base = lua_gettop(L) - nargs;
+  lua_pushcfunction(L, traceback);
+  lua_insert(L, base);
+  int status = lua_pcall(L, nargs, nresults, base);
+  lua_remove(L, base);
+  lua_sethook(L, NULL, 0, 0);
+  if (status != LUA_OK) {
+    g_string_assign(why, lua_tostring(L, -1) ? lua_tostring(L, -1) : "error");
+    lua_pop(L, 1);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+State *plua_run_tactic(lua_State *L, const char *path, State *in,
+                       const Mesh *mesh, GHashTable *options, GString *why) {
+  int top = lua_gettop(L);
+  lua_sethook(L, NULL, 0, 0);
+  if (luaL_loadfile(L, path) != LUA_OK) {
+    g_string_assign(why, lua_tostring(L, -1));
+    lua_settop(L, top);
+    return NULL;
+  }
+  if (!pcall_traced(L, 0, 1, why)) {
+    lua_settop(L, top);
+    return NULL;
+  }
+  if (!lua_isfunction(L, -1)) {
+    g_string_printf(why, "%s: the tactic must return a function(state, mesh, "
+                         "options), not a %s",
+                    path, luaL_typename(L, -1));
+    lua_settop(L, top);
+    return NULL;
+  }
+  push_state(L, state_ref(in));
+  push_mesh(L, mesh);
+  lua_newtable(L);
+  if (options) {
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, options);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+      lua_pushstring(L, v);
+      lua_setfield(L, -2, k);
+    }
+  }
+  if (!pcall_traced(L, 3, 1, why)) {
+    lua_settop(L, top);
+    return NULL;
+  }
+  State *out = take_state(L, -1);
+  if (!out)
+    g_string_printf(why, "%s: the tactic returned a %s, not a state", path,
+                    luaL_typename(L, -1));
+  lua_settop(L, top);
+  return out;
+}
+
+/* tostring(v) for the values a chunk returns; run protected, since a
+ * __tostring metamethod may raise. */
+static int tostring_all(lua_State *L) {
+  int n = lua_gettop(L);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int i = 1; i <= n; i++) {
+    if (i > 1)
+      luaL_addchar(&b, '\t');
+    luaL_tolstring(L, i, NULL);
+    luaL_addvalue(&b);
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static State *lua_tactic_run(Tactic *self, State *in, const Mesh *mesh,
+                             GString *why) {
+  LuaTactic *t = (LuaTactic *)self;
+  return plua_run_tactic(t->L, t->path, in, mesh, t->options, why);
+}
+
+void plua_tactic_init(LuaTactic *t, lua_State *L, const char *path,
+                      GHashTable *options) {
+  *t = (LuaTactic){{lua_tactic_run}, L, path, options};
+}
+
+State *plua_run_chunk(lua_State *L, const char *code, const char *chunkname,
+                      State *in, const Mesh *mesh, GString *out, GString *why) {
+  int top = lua_gettop(L);
+  lua_sethook(L, NULL, 0, 0); /* an interrupt that came between chunks */
+  if (in)
+    push_state(L, state_ref(in));
+  else
+    lua_pushnil(L);
+  lua_setglobal(L, "s");
+  push_mesh(L, mesh);
+  lua_setglobal(L, "mesh");
+  /* an expression first ("s:args()"), then a statement list */
+  char *expr = g_strconcat("return ", code, NULL);
+  int loaded = luaL_loadbuffer(L, expr, strlen(expr), chunkname);
+  g_free(expr);
+  if (loaded != LUA_OK) {
+    lua_pop(L, 1);
+    if (luaL_loadbuffer(L, code, strlen(code), chunkname) != LUA_OK) {
+      g_string_assign(why, lua_tostring(L, -1));
+      lua_settop(L, top);
+      return NULL;
+    }
+  }
+  if (!pcall_traced(L, 0, LUA_MULTRET, why)) {
+    lua_settop(L, top);
+    return NULL;
+  }
+  State *result = lua_gettop(L) > top ? take_state(L, top + 1) : NULL;
+  if (!result) {
+    int nresults = lua_gettop(L) - top;
+    if (nresults > 0) {
+      lua_pushcfunction(L, tostring_all);
+      lua_insert(L, top + 1);
+      if (!pcall_traced(L, nresults, 1, why)) {
+        lua_settop(L, top);
+        return NULL;
+      }
+      g_string_append_printf(out, "%s\n", lua_tostring(L, -1));
+    }
+    result = in ? state_ref(in) : NULL;
+    if (!result)
+      g_string_assign(why, "");
+  }
+  lua_settop(L, top);
+  return result;
+}

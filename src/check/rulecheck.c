@@ -1,0 +1,765 @@
+/* checkrules.c — every rule checked for meaning, and random rewriting.
+ *
+ * check_rules() gives each rule concrete instances and runs both sides
+ * through the interpreter on the same random data:
+ *
+ *   - a derived operator rule (OP-tile-D, OP-sum-K, slice-OP-D) is applied
+ *     to a random application of OP built so that D (or K) exists: random
+ *     shapes, ranks up to 8, random attributes, a random width that
+ *     divides the size; a slice rule is applied to the slice that tiling
+ *     the application along D creates;
+ *   - a written rule is looked for along random walks (below) from random
+ *     operator applications, and applied wherever it matches.
+ *
+ * check_walks() takes random legal steps — arg-tile with random
+ * parameters, any rule at any location where it applies, propagate, fuse,
+ * simplify — and after every step checks that the printed state parses
+ * (and so type-checks) back to the same term and computes what the start
+ * computes.  This is the property test of the engine.
+ *
+ * Agreement: |a - b| <= 1e-6 + 1e-5 |a| + 1e-4 max|A| elementwise (sums
+ * reorder floating-point additions, and the rounding of each part is
+ * relative to the part, not the result); NaN agrees with NaN, and
+ * infinities must be equal.
+ */
+#include "check/check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------- comparisons */
+
+static Tensor **random_inputs(const Func *f, guint32 seed) {
+  Tensor **in = g_new0(Tensor *, (gsize)f->nargs + 1);
+  GRand *rng = g_rand_new_with_seed(seed);
+  for (int i = 0; i < f->nargs; i++) {
+    in[i] = tensor_new(f->arg_types[i]);
+    tensor_fill_random(in[i], rng);
+  }
+  g_rand_free(rng);
+  return in;
+}
+
+static void free_inputs(const Func *f, Tensor **in) {
+  for (int i = 0; i < f->nargs; i++)
+    tensor_unref(in[i]);
+  g_free(in);
+}
+
+/* The reference outputs of one body, kept while a walk runs from it. */
+typedef struct Reference {
+  const Term *body;
+  GPtrArray *out;
+} Reference;
+
+static void reference_clear(Reference *ref) {
+  if (ref->out)
+    g_ptr_array_unref(ref->out);
+  ref->out = NULL;
+  ref->body = NULL;
+}
+
+/* Runs 'after' and compares with what 'before' computes (cached in 'ref')
+ * on the same seeded inputs. */
+static gboolean same_meaning(const Func *f, const Term *before,
+                             const Term *after, guint32 seed, Reference *ref,
+                             GString *why) {
+  Tensor **in = random_inputs(f, seed);
+  Func g = *f, h = *f;
+  g.body = before;
+  h.body = after;
+  GError *error = NULL;
+  if (ref->body != before) {
+    reference_clear(ref);
+    ref->out = interp_run(&g, in, &error);
+    ref->body = ref->out ? before : NULL;
+  }
+  GPtrArray *b = ref->out ? interp_run(&h, in, &error) : NULL;
+  gboolean ok = FALSE;
+  if (!b) {
+    g_string_printf(why, "%s", error->message);
+    g_error_free(error);
+  } else {
+    ok = tensor_results_agree(ref->out, b, why);
+    g_ptr_array_unref(b);
+  }
+  free_inputs(f, in);
+  return ok;
+}
+
+/* ------------------------------------------------ random op applications */
+
+typedef struct Gen {
+  GRand *rng;
+  GPtrArray *arg_types; /* const Type* */
+} Gen;
+
+static int rnd(Gen *g, int lo, int hi) { /* inclusive */
+  return g_rand_int_range(g->rng, lo, hi + 1);
+}
+
+/* MAX(floor, a random value in [lo, hi]), drawing once (MAX evaluates its
+ * arguments twice). */
+static int rnd_at_least(Gen *g, int floor, int lo, int hi) {
+  int v = rnd(g, lo, hi);
+  return v > floor ? v : floor;
+}
+
+static const Term *new_arg(Gen *g, const Type *t) {
+  g_ptr_array_add(g->arg_types, (gpointer)t);
+  return term_arg((int)g->arg_types->len - 1, t);
+}
+
+/* A shape of 'rank' dims: small sizes so that rank 8 stays small, with
+ * dimension 'big' (if >= 0) divisible by several widths. */
+static const Type *rshape(Gen *g, DType dt, int rank, int big) {
+  int64_t dims[PARTIR_MAX_RANK];
+  for (int i = 0; i < rank; i++)
+    dims[i] = i == big ? (rnd(g, 0, 1) ? 4 : 6) : rnd(g, 1, rank > 4 ? 2 : 3);
+  return type_tensor(dt, rank, dims);
+}
+
+static AttrValue av_int(int64_t v) {
+  return (AttrValue){.kind = AV_INT, .i = v};
+}
+
+static AttrValue av_list(const int64_t *xs, int n) {
+  AttrValue v = {.kind = AV_LIST, .count = n};
+  v.items = g_new0(AttrValue, (gsize)MAX(n, 1));
+  for (int i = 0; i < n; i++)
+    v.items[i] = av_int(xs[i]);
+  return v;
+}
+
+static const Attrs *attrs1(const char *k, AttrValue v) {
+  const char **keys = g_new(const char *, 1);
+  AttrValue *vals = g_new(AttrValue, 1);
+  keys[0] = g_intern_string(k);
+  vals[0] = v;
+  return attrs_intern(1, keys, vals);
+}
+
+static void shuffle(Gen *g, int64_t *xs, int n) {
+  for (int i = n - 1; i > 0; i--) {
+    int j = rnd(g, 0, i);
+    int64_t t = xs[i];
+    xs[i] = xs[j];
+    xs[j] = t;
+  }
+}
+
+/* An application of 'op' whose result has rank > 'dim' (when dim >= 0)
+ * and more than 'red' reductions (when red >= 0); NULL if impossible. */
+static const Term *gen_op(Gen *g, Op op, int dim, int red) {
+  g_autoptr(GString) err = g_string_new(NULL);
+  int minr = dim >= 0 ? dim + 1 : (red >= 0 ? 0 : 1);
+  const Term *a, *b;
+  switch (op) {
+  case OP_MATMUL: {
+    if (dim > 1 || red > 0)
+      return NULL;
+    int64_t m = rnd(g, 0, 1) ? 4 : 6, k = rnd(g, 0, 1) ? 4 : 6, n = 4;
+    a = new_arg(g, type_tensor(DT_F32, 2, (int64_t[]){m, k}));
+    b = new_arg(g, type_tensor(DT_F32, 2, (int64_t[]){k, n}));
+    return term_op(op, 2, (const Term *[]){a, b}, attrs_empty(), NULL, err);
+  }
+  case OP_DOT_GENERAL: {
+    /* nb batch, nc contracting, fl/fr free dims; lhs rank nb+nc+fl <= 8 */
+    int nc = rnd_at_least(g, red + 1, 0, 1), nb = rnd(g, 0, 1);
+    int out = rnd(g, minr, MAX(minr, 3));
+    if (nc + out > 8)
+      out = MAX(minr, 8 - nc);
+    if (nb > out)
+      nb = out;
+    int fl = (out - nb) / 2, fr = out - nb - fl;
+    if (nb + nc + fl > 8 || nb + nc + fr > 8)
+      return NULL;
+    int la = nb + nc + fl, ra = nb + nc + fr;
+    int64_t lp[8], rp[8];
+    for (int i = 0; i < la; i++)
+      lp[i] = i;
+    for (int i = 0; i < ra; i++)
+      rp[i] = i;
+    shuffle(g, lp, la);
+    shuffle(g, rp, ra);
+    int64_t ld[8], rd[8];
+    for (int i = 0; i < nb + nc; i++) { /* paired dims share a size */
+      ld[lp[i]] = rd[rp[i]] = (la + ra > 10) ? rnd(g, 1, 2) : (rnd(g, 0, 1) ? 4 : 2);
+    }
+    for (int i = nb + nc; i < la; i++)
+      ld[lp[i]] = la > 5 ? 2 : 4;
+    for (int i = nb + nc; i < ra; i++)
+      rd[rp[i]] = ra > 5 ? 2 : 4;
+    a = new_arg(g, type_tensor(DT_F32, la, ld));
+    b = new_arg(g, type_tensor(DT_F32, ra, rd));
+    const char **keys = g_new(const char *, 4);
+    AttrValue *vals = g_new(AttrValue, 4);
+    keys[0] = g_intern_string("lhs_batch");
+    keys[1] = g_intern_string("rhs_batch");
+    keys[2] = g_intern_string("lhs_contract");
+    keys[3] = g_intern_string("rhs_contract");
+    vals[0] = av_list(lp, nb);
+    vals[1] = av_list(rp, nb);
+    vals[2] = av_list(lp + nb, nc);
+    vals[3] = av_list(rp + nb, nc);
+    return term_op(op, 2, (const Term *[]){a, b}, attrs_intern(4, keys, vals),
+                   NULL, err);
+  }
+  case OP_REDUCE_SUM:
+  case OP_REDUCE_MAX: {
+    int nred = rnd_at_least(g, red + 1, 1, 2);
+    int kept = rnd_at_least(g, minr, 0, 2);
+    kept = MIN(kept, 8 - nred);
+    int rank = kept + nred;
+    if (kept < minr || (red >= 0 && op == OP_REDUCE_MAX))
+      return NULL;
+    int64_t dims[8];
+    for (int i = 0; i < rank; i++)
+      dims[i] = i;
+    shuffle(g, dims, rank);
+    a = new_arg(g, rshape(g, DT_F32, rank, -1));
+    return term_op(op, 1, (const Term *[]){a}, attrs1("dims", av_list(dims, nred)),
+                   NULL, err);
+  }
+  case OP_BROADCAST_IN_DIM: {
+    int rank = rnd_at_least(g, minr, 1, 3);
+    const Type *rt = rshape(g, DT_F32, rank, dim);
+    int64_t map[8], od[8];
+    int n = 0;
+    for (int i = 0; i < rank; i++)
+      if (rnd(g, 0, 1))
+        map[n++] = i;
+    for (int i = 0; i < n; i++)
+      od[i] = rnd(g, 0, 2) ? rt->dims[map[i]] : 1;
+    a = new_arg(g, type_tensor(DT_F32, n, od));
+    return term_op(op, 1, (const Term *[]){a}, attrs1("dims", av_list(map, n)),
+                   rt, err);
+  }
+  case OP_TRANSPOSE: {
+    int rank = rnd_at_least(g, minr, 2, 3);
+    int64_t perm[8];
+    for (int i = 0; i < rank; i++)
+      perm[i] = i;
+    shuffle(g, perm, rank);
+    a = new_arg(g, rshape(g, DT_F32, rank, dim >= 0 ? (int)perm[dim] : -1));
+    return term_op(op, 1, (const Term *[]){a},
+                   attrs1("permutation", av_list(perm, rank)), NULL, err);
+  }
+  case OP_RESHAPE: {
+    /* split one dimension of size 4 into 2x2, away from 'dim' */
+    int rank = rnd_at_least(g, minr, 2, 3); /* result rank */
+    if (dim >= 0 && dim < 2)
+      rank = MAX(rank, dim + 3); /* room for the split after 'dim' */
+    if (rank > 8)
+      return NULL;
+    int j; /* the split puts result dims j, j+1 together */
+    for (j = 0; j + 1 < rank; j++)
+      if (dim < 0 || (dim != j && dim != j + 1))
+        break;
+    if (j + 1 >= rank)
+      return NULL;
+    const Type *rt = rshape(g, DT_F32, rank, dim);
+    int64_t rd[8], od[8];
+    memcpy(rd, rt->dims, sizeof(int64_t) * (gsize)rank);
+    rd[j] = rd[j + 1] = 2;
+    int o = 0;
+    for (int i = 0; i < rank; i++) {
+      if (i == j + 1)
+        continue;
+      od[o++] = i == j ? 4 : rd[i];
+    }
+    a = new_arg(g, type_tensor(DT_F32, o, od));
+    return term_op(op, 1, (const Term *[]){a}, attrs_empty(),
+                   type_tensor(DT_F32, rank, rd), err);
+  }
+  case OP_CONCATENATE: {
+    int rank = rnd_at_least(g, minr, 1, 3);
+    int cd;
+    do
+      cd = rnd(g, 0, rank - 1);
+    while (cd == dim && rank > 1);
+    if (cd == dim)
+      return NULL;
+    const Type *base = rshape(g, DT_F32, rank, dim);
+    int n = rnd(g, 2, 3);
+    const Term *ops[3];
+    for (int i = 0; i < n; i++)
+      ops[i] = new_arg(g, type_with_dim(base, cd, rnd(g, 1, 3)));
+    return term_op(op, n, ops, attrs1("dim", av_int(cd)), NULL, err);
+  }
+  case OP_SLICE: {
+    int rank = rnd_at_least(g, minr, 1, 3);
+    const Type *t = rshape(g, DT_F32, rank, dim);
+    int64_t start[8], limit[8];
+    for (int i = 0; i < rank; i++) {
+      gboolean whole = i == dim || rnd(g, 0, 1) || t->dims[i] == 1;
+      start[i] = whole ? 0 : 1;
+      limit[i] = t->dims[i];
+    }
+    a = new_arg(g, t);
+    const char **keys = g_new(const char *, 2);
+    AttrValue *vals = g_new(AttrValue, 2);
+    keys[0] = g_intern_string("start");
+    keys[1] = g_intern_string("limit");
+    vals[0] = av_list(start, rank);
+    vals[1] = av_list(limit, rank);
+    return term_op(op, 1, (const Term *[]){a}, attrs_intern(2, keys, vals),
+                   NULL, err);
+  }
+  case OP_CONSTANT:
+  case OP_IOTA:
+    return NULL;
+  default:
+    break;
+  }
+  /* elementwise */
+  if (red >= 0)
+    return NULL;
+  int rank = rnd_at_least(g, minr, 1, 3);
+  const Type *t = rshape(g, DT_F32, rank, dim);
+  const Term *args[3];
+  int n = op_arity(op);
+  if (op == OP_SELECT) {
+    args[0] = new_arg(g, type_with_dtype(t, DT_I1));
+    args[1] = new_arg(g, t);
+    args[2] = new_arg(g, t);
+  } else {
+    for (int i = 0; i < n; i++)
+      args[i] = new_arg(g, t);
+  }
+  const Attrs *at = attrs_empty();
+  if (op == OP_COMPARE) {
+    static const char *const dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+    AttrValue v = {.kind = AV_SYMBOL, .sym = g_intern_string(dirs[rnd(g, 0, 5)])};
+    at = attrs1("direction", v);
+  }
+  return term_op(op, n, args, at, op == OP_CONVERT ? type_with_dtype(t, DT_F64) : NULL,
+                 err);
+}
+
+/* Wraps a body into a module with one function over the generated args. */
+static Module *instance_module(Gen *g, const Term *result) {
+  Module *m = module_new();
+  Func *f = g_new0(Func, 1);
+  f->name = g_strdup("main");
+  f->nargs = (int)g->arg_types->len;
+  f->arg_names = g_new0(char *, (gsize)f->nargs + 1);
+  f->arg_types = g_new(const Type *, (gsize)MAX(f->nargs, 1));
+  for (int i = 0; i < f->nargs; i++) {
+    f->arg_names[i] = g_strdup_printf("a%d", i);
+    f->arg_types[i] = g_ptr_array_index(g->arg_types, i);
+  }
+  f->nresults = 1;
+  f->result_types = g_new(const Type *, 1);
+  f->result_types[0] = result->type;
+  f->body = term_tuple(1, &result);
+  g_ptr_array_add(m->funcs, f);
+  return m;
+}
+
+/* ------------------------------------------------------------ the walker */
+
+typedef struct Walker {
+  const RuleSet *rs;
+  GRand *rng;
+  GHashTable *applied; /* rule name -> count of checked applications */
+  GString *out;
+  int failures;
+  guint32 seed;
+  GHashTable *type_changes; /* probe mode: Rule* -> message; no checks */
+  Reference ref;            /* outputs of the current walk's start */
+} Walker;
+
+/* A random width for size n with at most 8 parts, so that nests of
+ * regions stay cheap to interpret. */
+static int64_t random_divisor(GRand *rng, int64_t n) {
+  int64_t ds[64];
+  int k = 0;
+  for (int64_t d = 1; d <= n && k < 64; d++)
+    if (n % d == 0 && n / d <= 8)
+      ds[k++] = d;
+  return ds[g_rand_int_range(rng, 0, k)];
+}
+
+/* Fills parameters for 'rule' at 't': widths and dims chosen at random
+ * among the values that can fit. */
+static int random_params(Walker *w, const Rule *rule, const Term *t,
+                         RuleArg *args) {
+  int n = 0;
+  for (int i = 0; i < rule->nparams; i++) {
+    RuleArg *a = &args[n];
+    a->name = rule->params[i];
+    if (rule->axis_params & (1u << i))
+      continue; /* axes are optional: leave unbound */
+    a->is_axis = FALSE;
+    if (strcmp(a->name, "d") == 0 && t->type->kind == TY_TENSOR &&
+        t->type->rank > 0)
+      a->value = g_rand_int_range(w->rng, 0, t->type->rank);
+    else
+      a->value = 0;
+    n++;
+  }
+  /* widths: a divisor of the dimension the rule splits */
+  for (int i = 0; i < n; i++) {
+    if (strcmp(args[i].name, "w") != 0)
+      continue;
+    int64_t size = 1;
+    if (rule->kind == RULE_OP_TILE && rule->index < t->type->rank)
+      size = t->type->dims[rule->index];
+    else if (rule->kind == RULE_OP_SUM) {
+      TileSpec spec;
+      if (spec_of(w->rs, t, &spec) && rule->index < spec.nred)
+        for (int k = 0; k < t->nargs; k++)
+          if (spec.red[rule->index][k] >= 0)
+            size = t->args[k]->type->dims[spec.red[rule->index][k]];
+    } else {
+      int64_t d = 0;
+      for (int k = 0; k < n; k++)
+        if (strcmp(args[k].name, "d") == 0)
+          d = args[k].value;
+      if (t->type->kind == TY_TENSOR && d < t->type->rank)
+        size = t->type->dims[d];
+    }
+    args[i].value = random_divisor(w->rng, size);
+  }
+  return n;
+}
+
+static void count(Walker *w, const Rule *r) {
+  int c = GPOINTER_TO_INT(g_hash_table_lookup(w->applied, r->name));
+  g_hash_table_insert(w->applied, r->name, GINT_TO_POINTER(c + 1));
+}
+
+/* Checks 'next' against 'start'; reports with the step that led there. */
+static gboolean check_step(Walker *w, const State *start, const State *prev,
+                           const State *next, const char *step) {
+  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(GString) text = g_string_new(NULL);
+  state_print(text, next, FALSE);
+  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Module) again = parse_text("(state)", text->str, text->len, errors);
+  gboolean ok = again && module_entry(again)->body == next->func.body;
+  if (!ok)
+    g_string_printf(why, "the state does not parse back to itself:\n%s",
+                    errors->str);
+  if (ok)
+    ok = same_meaning(&start->func, start->func.body, next->func.body, w->seed,
+                      &w->ref, why);
+  if (!ok) {
+    w->failures++;
+    g_autoptr(GString) before = g_string_new(NULL);
+    state_print(before, prev, FALSE);
+    g_string_append_printf(w->out, "FAIL after '%s': %s\nbefore:\n%safter:\n%s",
+                           step, why->str, before->str, text->str);
+  }
+  return ok;
+}
+
+/* One random legal step from 's'; NULL when the chosen step did not apply. */
+static State *random_step(Walker *w, State *s, GString *step) {
+  g_autoptr(GString) why = g_string_new(NULL);
+  int choice = g_rand_int_range(w->rng, 0, 10);
+  if (choice == 0) {
+    g_string_assign(step, "propagate");
+    return state_with_body(s, rw_propagate(w->rs, s->func.body, NULL, NULL));
+  }
+  if (choice == 1) {
+    g_string_assign(step, g_rand_boolean(w->rng) ? "fuse" : "simplify");
+    return state_with_body(s, rw_fixpoint(w->rs, s->func.body,
+                                               step->str[0] == 'f'
+                                                   ? RULE_TAG_FUSE
+                                                   : RULE_TAG_SIMPLIFY,
+                                               NULL, NULL));
+  }
+  /* a rule at a location where it applies */
+  g_autoptr(GPtrArray) locs = state_locations(s);
+  if (locs->len == 0)
+    return NULL;
+  const Location *loc =
+      g_ptr_array_index(locs, g_rand_int_range(w->rng, 0, (gint32)locs->len));
+  const Term *t = loc->term;
+  const Term *opt = t->kind == TM_SLICE ? t->args[0] : t;
+  g_autoptr(GPtrArray) cands = g_ptr_array_new();
+  for (guint i = 0; i < w->rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(w->rs->rules, i);
+    gboolean rev = r->kind == RULE_OP_TILE_REV || r->kind == RULE_OP_SUM_REV;
+    const Term *body =
+        t->kind == TM_TILE || t->kind == TM_SUM ? t->args[0] : NULL;
+    if (r->kind == RULE_PATTERN ||
+        (rev ? body && body->kind == TM_OP && r->op == body->op
+             : opt->kind == TM_OP && r->op == opt->op &&
+                   (r->kind == RULE_SLICE_OP) == (t->kind == TM_SLICE)))
+      g_ptr_array_add(cands, (gpointer)r);
+  }
+  while (cands->len > 0) {
+    guint k = (guint)g_rand_int_range(w->rng, 0, (gint32)cands->len);
+    const Rule *r = g_ptr_array_index(cands, k);
+    g_ptr_array_remove_index_fast(cands, k);
+    RuleArg args[RULE_MAX_VARS];
+    int nargs = random_params(w, r, t, args);
+    State *next = rw_apply(w->rs, s, r, loc, args, nargs, why);
+    if (next) {
+      g_string_printf(step, "apply %s at %%%s", r->name, loc->name);
+      for (int i = 0; i < nargs; i++)
+        g_string_append_printf(step, " %s=%" G_GINT64_FORMAT, args[i].name,
+                               args[i].value);
+      count(w, r);
+      return next;
+    }
+  }
+  return NULL;
+}
+
+/* Probe mode: tries every written rule everywhere in 's' and records
+ * those whose right side has another type than what it matched. */
+static void probe_types(Walker *w, const State *s) {
+  g_autoptr(GPtrArray) locs = state_locations(s);
+  g_autoptr(GString) why = g_string_new(NULL);
+  for (guint i = 0; i < w->rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(w->rs->rules, i);
+    if (r->kind != RULE_PATTERN || g_hash_table_contains(w->type_changes, r))
+      continue;
+    for (guint k = 0; k < locs->len; k++) {
+      const Location *l = g_ptr_array_index(locs, k);
+      RuleArg args[RULE_MAX_VARS];
+      int nargs = random_params(w, r, l->term, args);
+      const Term *out = match_apply(r, l->term, args, nargs, why);
+      if (out && out->type != l->term->type) {
+        g_autofree char *a = type_to_string(l->term->type);
+        g_autofree char *b = type_to_string(out->type);
+        g_hash_table_insert(w->type_changes, (gpointer)r,
+                            g_strdup_printf("%s becomes %s", a, b));
+        break;
+      }
+    }
+  }
+}
+
+static void walk(Walker *w, State *start, int steps) {
+  State *s = state_ref(start);
+  g_autoptr(GString) step = g_string_new(NULL);
+  for (int i = 0; i < steps; i++) {
+    if (w->type_changes)
+      probe_types(w, s);
+    State *next = random_step(w, s, step);
+    if (!next)
+      continue;
+    gboolean ok = w->type_changes || check_step(w, start, s, next, step->str);
+    state_unref(s);
+    s = next;
+    if (!ok)
+      break;
+  }
+  state_unref(s);
+}
+
+static Walker walker_new(const RuleSet *rs, GString *out, guint32 seed) {
+  Walker w = {.rs = rs, .out = out, .seed = seed};
+  w.rng = g_rand_new_with_seed(seed);
+  w.applied = g_hash_table_new(g_str_hash, g_str_equal);
+  return w;
+}
+
+static void walker_clear(Walker *w) {
+  g_rand_free(w->rng);
+  g_hash_table_unref(w->applied);
+  reference_clear(&w->ref);
+  if (w->type_changes)
+    g_hash_table_unref(w->type_changes);
+}
+
+gboolean check_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
+                      int steps, GString *out) {
+  Walker w = walker_new(rs, out, seed);
+  g_autoptr(State) start = state_new(m);
+  GError *error = NULL;
+  if (!interp_check(&start->func, &error)) {
+    g_string_append_printf(out, "%s\n", error->message);
+    g_error_free(error);
+    w.failures++;
+  }
+  for (int i = 0; i < walks && w.failures == 0; i++)
+    walk(&w, start, steps);
+  walker_clear(&w);
+  return w.failures == 0;
+}
+
+/* --------------------------------------------------------- check-rules */
+
+/* Checks a derived rule on up to 'tries' random instances. */
+static int check_derived(Walker *w, const Rule *r, int tries) {
+  int checked = 0;
+  for (int i = 0; i < tries * 4 && checked < tries; i++) {
+    gboolean rev = r->kind == RULE_OP_TILE_REV || r->kind == RULE_OP_SUM_REV;
+    gboolean sum = r->kind == RULE_OP_SUM || r->kind == RULE_OP_SUM_REV;
+    Gen g = {w->rng, g_ptr_array_new()};
+    const Term *t = gen_op(&g, r->op, sum ? -1 : r->index, sum ? r->index : -1);
+    if (!t || (!sum && r->index >= t->type->rank)) {
+      g_ptr_array_unref(g.arg_types);
+      continue;
+    }
+    g_autoptr(Module) m = instance_module(&g, t);
+    g_ptr_array_unref(g.arg_types);
+    g_autoptr(State) s = state_new(m);
+    g_autoptr(GString) why = g_string_new(NULL);
+    g_autoptr(State) target = NULL;
+    if (r->kind == RULE_SLICE_OP) {
+      /* tile the application along the rule's dim: that makes the slice */
+      RuleArg a[2] = {{g_intern_string("d"), FALSE, r->index, NULL},
+                      {g_intern_string("w"), FALSE,
+                       random_divisor(w->rng, t->type->dims[r->index]), NULL}};
+      g_autoptr(GPtrArray) locs = state_locations(s);
+      const Location *loc = g_ptr_array_index(locs, locs->len - 1);
+      target = rw_apply(w->rs, s, ruleset_find(w->rs, "arg-tile"), loc, a,
+                            2, why);
+    } else if (rev) {
+      /* split the application with the forward rule: that makes the
+       * region the reverse rule joins again */
+      const Rule *fwd = ruleset_derived(
+          w->rs, r->kind == RULE_OP_TILE_REV ? RULE_OP_TILE : RULE_OP_SUM,
+          r->op, r->index);
+      g_autoptr(GPtrArray) locs = state_locations(s);
+      const Location *loc = g_ptr_array_index(locs, locs->len - 1);
+      RuleArg a[RULE_MAX_VARS];
+      int na = fwd ? random_params(w, fwd, loc->term, a) : 0;
+      target = fwd ? rw_apply(w->rs, s, fwd, loc, a, na, why) : NULL;
+    } else {
+      target = state_ref(s);
+    }
+    if (!target)
+      continue;
+    g_autoptr(GPtrArray) locs = state_locations(target);
+    for (guint k = 0; k < locs->len; k++) {
+      const Location *loc = g_ptr_array_index(locs, k);
+      RuleArg args[RULE_MAX_VARS];
+      int nargs = random_params(w, r, loc->term, args);
+      g_autoptr(State) next = rw_apply(w->rs, target, r, loc, args, nargs, why);
+      if (!next)
+        continue;
+      g_autofree char *step = g_strdup_printf("apply %s at %%%s", r->name,
+                                              loc->name);
+      if (!check_step(w, target, target, next, step))
+        return -1;
+      if (rev && next->func.body != s->func.body) {
+        w->failures++;
+        g_autoptr(GString) text = g_string_new(NULL);
+        state_print(text, next, FALSE);
+        g_string_append_printf(w->out, "FAIL after '%s': the forward rule and "
+                                       "'%s' do not give back the program:\n%s",
+                               step, r->name, text->str);
+        return -1;
+      }
+      checked++;
+      break;
+    }
+  }
+  return checked;
+}
+
+gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
+  Walker w = walker_new(rs, out, seed);
+  /* written rules: random walks from random applications of every op */
+  for (int round = 0; round < tries; round++)
+    for (int op = 0; op < OP_COUNT_ && w.failures == 0; op++) {
+      Gen g = {w.rng, g_ptr_array_new()};
+      const Term *t = gen_op(&g, (Op)op, -1, -1);
+      if (t) {
+        g_autoptr(Module) m = instance_module(&g, t);
+        g_autoptr(State) s = state_new(m);
+        walk(&w, s, 8);
+      }
+      if (op == OP_MATMUL) { /* a chain, tiled two ways: nested regions */
+        Gen c = {w.rng, g_ptr_array_new()};
+        int64_t d[4] = {4, 6, 4, 6}; /* x 4x6, y 6x4, z 4x6 */
+        const Term *x = new_arg(&c, type_tensor(DT_F32, 2, d));
+        const Term *y = new_arg(&c, type_tensor(DT_F32, 2, d + 1));
+        const Term *z = new_arg(&c, type_tensor(DT_F32, 2, d + 2));
+        g_autoptr(GString) err = g_string_new(NULL);
+        const Term *xy = term_op(OP_MATMUL, 2, (const Term *[]){x, y},
+                                 attrs_empty(), NULL, err);
+        const Term *xyz = term_op(OP_MATMUL, 2, (const Term *[]){xy, z},
+                                  attrs_empty(), NULL, err);
+        g_autoptr(Module) m = instance_module(&c, xyz);
+        g_ptr_array_unref(c.arg_types);
+        g_autoptr(State) s0 = state_new(m);
+        g_autoptr(GString) why = g_string_new(NULL);
+        g_autoptr(State) s = rw_script(
+            rs, s0, "arg-tile 0 0 2; arg-tile 1 1 2; arg-tile 2 0 2; propagate",
+            why, NULL);
+        g_assert(s); /* shapes above are chosen for these widths */
+        for (int k = 0; k < 8; k++)
+          walk(&w, s, 12);
+      }
+      g_ptr_array_unref(g.arg_types);
+    }
+  int unexercised = 0;
+  for (guint i = 0; i < rs->rules->len && w.failures == 0; i++) {
+    const Rule *r = g_ptr_array_index(rs->rules, i);
+    int n;
+    if (r->kind == RULE_PATTERN && (r->tags & RULE_TAG_SPMD)) {
+      n = check_spmd_rule(r, w.rng, tries, out);
+      if (n < 0) {
+        w.failures++;
+        break;
+      }
+    } else if (r->kind == RULE_PATTERN) {
+      n = GPOINTER_TO_INT(g_hash_table_lookup(w.applied, r->name));
+    } else {
+      n = check_derived(&w, r, MAX(tries / 4, 2));
+      if (n < 0)
+        break;
+    }
+    if (n == 0) {
+      unexercised++;
+      g_string_append_printf(out, "NONE  %-24s no instance found (%s)\n",
+                             r->name, r->origin);
+    } else {
+      g_string_append_printf(out, "ok    %-24s %d instance%s\n", r->name, n,
+                             n == 1 ? "" : "s");
+    }
+  }
+  g_string_append_printf(out, "%u rules, %d failed, %d without an instance\n",
+                         rs->rules->len, w.failures, unexercised);
+  walker_clear(&w);
+  return w.failures == 0 && unexercised == 0;
+}
+
+gboolean check_rule_types(const RuleSet *rs, GString *errors) {
+  g_autoptr(GString) ignored = g_string_new(NULL);
+  Walker w = walker_new(rs, ignored, 1);
+  w.type_changes = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  for (int op = 0; op < OP_COUNT_; op++) {
+    Gen g = {w.rng, g_ptr_array_new()};
+    const Term *t = gen_op(&g, (Op)op, -1, -1);
+    if (t) {
+      g_autoptr(Module) m = instance_module(&g, t);
+      g_autoptr(State) s = state_new(m);
+      walk(&w, s, 4);
+    }
+    g_ptr_array_unref(g.arg_types);
+  }
+  for (guint i = 0; i < rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(rs->rules, i);
+    g_autoptr(GString) msg = g_string_new(NULL);
+    if (r->kind == RULE_PATTERN && (r->tags & RULE_TAG_SPMD) &&
+        check_spmd_rule_type(r, w.rng, msg))
+      g_hash_table_insert(w.type_changes, (gpointer)r, g_strdup(msg->str));
+  }
+  gboolean ok = TRUE;
+  for (guint i = 0; i < rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(rs->rules, i);
+    const char *msg = g_hash_table_lookup(w.type_changes, r);
+    if (!msg)
+      continue;
+    ok = FALSE;
+    Diag d;
+    diag_init(&d, r->src);
+    diag_error(&d, r->loc, "rule '%s' changes the type of what it rewrites: %s",
+               r->name, msg);
+    g_string_append(errors, d.text->str);
+    diag_clear(&d);
+  }
+  walker_clear(&w);
+  return ok;
+}

@@ -1,0 +1,595 @@
+/* core.h — the core layer: text, types, terms, checking, meshes.
+ *
+ * The bottom of libpartir (docs/architecture.md): everything that gives a
+ * program its meaning as text and as hash-consed terms, and nothing that
+ * evaluates, rewrites or distributes it.  One section per file, in the
+ * order a program goes through them:
+ *
+ *   type.c       element and tensor/range types (interned)
+ *   ops.c        the operator list (ops.def) and its name table
+ *   flops.c      FLOPs of one operator application
+ *   attr.c       attribute dictionaries (interned)
+ *   term.c       the hash-consed term store
+ *   typerule.c   the type rule of every operator
+ *   collect.c    reclaiming terms no module or state holds
+ *   process.c    interrupts and the deep-stack thread
+ *   diag.c       sources and user-input diagnostics
+ *   lex.c        tokens and the parsers' read position
+ *   mesh.c       device meshes and value layouts
+ *   program.c    modules and functions
+ *   parse.c      text -> Module (types checked as terms are built)
+ *   schedule.c   the statement order and names of a function's values
+ *   print.c      canonical text
+ *   print_expr.c the compact expression form
+ *   paths.c      search paths of data files
+ *   output.c     output files written whole or not at all
+ *   error.c      the GError domain (environment errors)
+ */
+#ifndef PARTIR_CORE_H
+#define PARTIR_CORE_H
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <glib.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "partir.h"
+
+#define PARTIR_MAX_RANK 8     /* tensor rank limit; checked by the parser */
+#define PARTIR_MAX_DEPTH 200  /* list / expression nesting limit in parsers */
+#define PARTIR_MAX_REGIONS 60 /* tile/sum nesting limit (loose-index masks) */
+/* Term height limit: traversals recurse on term structure, and front ends
+ * run them on a thread with a large stack (partir_call_with_stack). */
+#define PARTIR_MAX_HEIGHT 1000000
+/* Element-count limit of every type in the store, far from int64
+ * overflow in any size computation (type_numel, byte counts). */
+#define PARTIR_MAX_ELEMS ((int64_t)1 << 48)
+
+
+/* ---------------------------------------------------------------- type.c */
+
+typedef enum {
+  DT_F32,
+  DT_F64,
+  DT_BF16,
+  DT_I32,
+  DT_I64,
+  DT_I1,
+  DT_COUNT_
+} DType;
+
+typedef enum {
+  TY_TENSOR,
+  TY_RANGE,
+} TypeKind;
+
+/* Types are interned: equal types are the same pointer. */
+typedef struct Type {
+  TypeKind kind;
+  DType dtype;                   /* TY_TENSOR */
+  int rank;                      /* TY_TENSOR */
+  int64_t dims[PARTIR_MAX_RANK]; /* TY_TENSOR */
+  int64_t n, w;                  /* TY_RANGE: intervals of width w over [0,n) */
+} Type;
+
+const Type *type_tensor(DType dt, int rank, const int64_t *dims);
+const Type *type_range(int64_t n, int64_t w);
+const Type *type_with_dim(const Type *t, int d, int64_t size);
+const Type *type_with_dtype(const Type *t, DType dt);
+int64_t type_numel(const Type *t); /* saturates at INT64_MAX */
+/* FALSE when the type has more than PARTIR_MAX_ELEMS elements. */
+gboolean type_size_ok(const Type *t);
+void type_print(GString *out, const Type *t);
+char *type_to_string(const Type *t);
+const char *dtype_name(DType dt);
+gboolean dtype_from_name(const char *s, gsize len, DType *out);
+gboolean dtype_is_float(DType dt);
+gsize dtype_storage_bytes(DType dt); /* bytes per element in memory / .npy */
+
+/* ----------------------------------------------------------------- ops.c */
+
+typedef enum {
+#define X(e, name, arity, tr, k, fl) e,
+#include "core/ops.def"
+#undef X
+  OP_COUNT_
+} Op;
+
+const char *op_name(Op op);
+int op_arity(Op op);
+gboolean op_from_name(const char *s, gsize len, Op *out);
+
+
+
+/* ----------------------------------------------------------------- attr.c */
+
+typedef enum {
+  AV_INT,    /* 3 */
+  AV_FLOAT,  /* 1.5 */
+  AV_SYMBOL, /* GT, "text" */
+  AV_LIST,   /* [a, b, ...] (may nest) */
+} AttrValueKind;
+
+typedef struct AttrValue AttrValue;
+struct AttrValue {
+  AttrValueKind kind;
+  int64_t i;
+  double f;
+  const char *sym; /* interned */
+  int count;       /* AV_LIST */
+  AttrValue *items;
+};
+
+/* An attribute dictionary, sorted by key; interned so equal dictionaries
+ * are the same pointer and Terms can compare them with ==. */
+typedef struct Attrs {
+  int count;
+  const char **keys; /* interned strings */
+  AttrValue *values;
+  guint hash;
+} Attrs;
+
+const Attrs *attrs_empty(void);
+/* Interns a dictionary built by the parser; takes ownership of 'values'. */
+const Attrs *attrs_intern(int count, const char **keys, AttrValue *values);
+const AttrValue *attrs_get(const Attrs *a, const char *key);
+/* An integer attribute the operator's type rule requires. */
+int64_t attrs_get_int(const Attrs *a, const char *key);
+/* Frees what a value owns and leaves it an empty integer. */
+void attr_value_clear(AttrValue *v);
+/* The shortest %.Ng text that reads back to 'f' (finite). */
+void attr_append_shortest_double(GString *out, double f);
+gboolean attr_value_equal(const AttrValue *a, const AttrValue *b);
+/* A deep copy (attrs_intern takes ownership of the values it is given). */
+AttrValue attr_value_copy(const AttrValue *v);
+void attrs_print(GString *out, const Attrs *a);
+void attr_value_print(GString *out, const AttrValue *v);
+/* Flattens a (possibly nested) numeric list into 'out'; FALSE if a
+ * non-number is found. */
+gboolean attr_value_numbers(const AttrValue *v, GArray *out_doubles);
+
+/* ----------------------------------------------------------------- term.c */
+
+typedef enum {
+  TM_ARG,   /* function argument 'index' */
+  TM_OP,    /* base operator 'op' applied to args[] with 'attrs' */
+  TM_BVAR,  /* a range binder, de Bruijn index 'index' */
+  TM_SLICE, /* partir.slice index(dim) args[0][args[1]] */
+  TM_TILE,  /* partir.tile index(dim) over 'range' binding args[0] */
+  TM_SUM,   /* partir.sum over 'range' binding args[0] */
+  TM_TUPLE, /* the results of a function */
+} TermKind;
+
+/* A node of the term store.  Terms are immutable and hash-consed: two
+ * structurally equal terms are the same pointer.  Binders are locally
+ * nameless: a range variable is a de Bruijn index counting the tile/sum
+ * binders between the occurrence and its binder, so alpha-equivalent
+ * terms are also the same pointer. 'loose' has bit i set when index i
+ * occurs loose (not under its binder) in the term. */
+typedef struct Term Term;
+struct Term {
+  TermKind kind;
+  Op op;              /* TM_OP */
+  int index;          /* TM_ARG: arg no; TM_BVAR: de Bruijn; SLICE/TILE: dim */
+  int nargs;
+  const Type *type;   /* result type (TY_RANGE for TM_BVAR) */
+  const Type *range;  /* TM_TILE, TM_SUM: the binder's range type */
+  const char *axis;   /* TM_TILE, TM_SUM: interned mesh axis or NULL */
+  const Attrs *attrs; /* TM_OP */
+  guint64 loose;      /* bit i: de Bruijn index i occurs loose */
+  guint32 height;     /* longest path to a leaf; bounds recursion depth */
+  guint64 content;    /* a hash of the term's content alone (no addresses):
+                         the same in every run, for agents' state hashes */
+  guint16 nest;       /* tiles/sums nested where the term is computed
+                         (closed operands are computed outside), at
+                         most PARTIR_MAX_REGIONS */
+  guint8 marked;      /* term_store_collect's mark (clear between runs) */
+  guint hash;
+  const Term *args[];
+};
+
+static inline gboolean term_is_closed(const Term *t) { return t->loose == 0; }
+/* The innermost binder the term refers to (its smallest loose index). */
+static inline int term_lo(const Term *t) { return __builtin_ctzll(t->loose); }
+/* The region depth where 't', seen at 'depth', is computed: the region
+ * of the innermost binder it uses (0, the top, for closed terms). */
+static inline int term_home_depth(const Term *t, int depth) {
+  return term_is_closed(t) ? 0 : depth - term_lo(t);
+}
+
+const Term *term_arg(int index, const Type *type);
+const Term *term_bvar(int index, const Type *range);
+/* Builds an operator node, type-checking it.  'written' is the result
+ * type written in the source, or NULL.  On a type error returns NULL and
+ * sets 'err' to the message (no location; the caller adds it). */
+const Term *term_op(Op op, int nargs, const Term *const *args,
+                    const Attrs *attrs, const Type *written, GString *err);
+const Term *term_slice(int dim, const Term *x, const Term *r, GString *err);
+const Term *term_tile(int dim, const Type *range, const char *axis,
+                      const Term *body, GString *err);
+const Term *term_sum(const Type *range, const char *axis, const Term *body,
+                     GString *err);
+const Term *term_tuple(int n, const Term *const *args);
+/* Rebuilds 't' with new operands (same kind/op/attrs); NULL + err when the
+ * new operands do not type-check. */
+const Term *term_with_args(const Term *t, const Term *const *args,
+                           GString *err);
+/* 't' with each operand a replaced by fn(ud, a): 't' itself when none
+ * changes; NULL + err when the store refuses the rebuilt term. */
+typedef const Term *(*TermMapFn)(void *ud, const Term *arg);
+const Term *term_map_args(const Term *t, TermMapFn fn, void *ud, GString *err);
+/* Adds 'by' to every loose index >= 'cutoff' (by may be negative when the
+ * caller knows no index below -by is loose). */
+const Term *term_shift(const Term *t, int by, int cutoff);
+size_t term_store_size(void);  /* nodes in the store */
+size_t term_store_bytes(void); /* bytes of those nodes (not the index) */
+/* Frees every term that no root reaches, and removes from 'tables'
+ * (hash tables keyed by terms: the modules' name tables) the entries
+ * whose key is freed.  A term stays when a root reaches it or its placed
+ * form (term_placed), under which the name tables know values.  Returns
+ * the number of terms freed.
+ * requires: no other pointer to a term is held anywhere (the caller owns
+ * every live term through 'roots': no pass is running). */
+size_t term_store_collect(const Term *const *roots, gsize nroots,
+                          GHashTable *const *tables, gsize ntables);
+
+/* Checks an operator application, returns its result type or NULL with
+ * the reason in 'err' (typerule.c). */
+const Type *typerule_infer(Op op, int nargs, const Term *const *args,
+                           const Attrs *attrs, const Type *written,
+                           GString *err);
+
+
+/* ------------------------------------------------------------- typerule.c */
+
+/* Checks an operator application, returns its result type or NULL with
+ * the reason in 'err'. */
+const Type *typerule_infer(Op op, int nargs, const Term *const *args,
+                           const Attrs *attrs, const Type *written,
+                           GString *err);
+/* TRUE for operators whose result type is the written one. */
+gboolean op_takes_written_type(Op op);
+/* TRUE for operators that cannot be built without attributes. */
+gboolean op_needs_attrs(Op op);
+/* TRUE for the collectives of SPMD programs (all_reduce, ...). */
+gboolean op_is_collective(Op op);
+
+/* ---------------------------------------------------------------- flops.c */
+
+/* Floating-point operations for one evaluation of base operator 't'. */
+double op_flops(const Term *t);
+
+/* -------------------------------------------------------------- collect.c */
+
+/* Reclaiming terms.  Modules and the functions of program states register
+ * themselves (program.c, and the rewrite layer's states);
+ * collect_now frees every term that no live module's function and no
+ * live registered function reaches, and returns how many.  Call it only
+ * where every term in use belongs to a module or a registered function
+ * (no rewrite or pass in progress).  collect_maybe collects when the
+ * store has doubled since the last collection. */
+typedef struct Module Module;
+typedef struct Func Func;
+void collect_track_module(Module *m, gboolean alive);
+void collect_track_func(const Func *f, gboolean alive);
+size_t collect_now(void);
+void collect_maybe(void);
+size_t collect_freed(void); /* terms freed so far */
+
+/* -------------------------------------------------------------- process.c */
+
+/* Set (e.g. by a SIGINT handler) to ask long operations to stop: the
+ * interpreter fails with "interrupted", engine scripts stop between
+ * commands.  Front ends clear it before each command. */
+extern volatile sig_atomic_t partir_interrupt;
+
+/* Runs 'fn(data)' on a thread whose stack is deep enough for terms of
+ * PARTIR_MAX_HEIGHT; returns fn's result. */
+int partir_call_with_stack(int (*fn)(void *), void *data);
+
+/* ----------------------------------------------------------------- diag.c */
+
+/* A source buffer with its name, for diagnostics. */
+typedef struct Source {
+  char *name;
+  char *text;
+  gsize len;
+} Source;
+
+Source *source_new(const char *name, const char *text, gsize len);
+gboolean source_load(const char *path, Source **out, GError **error);
+void source_free(Source *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Source, source_free)
+
+/* A position in a Source. */
+typedef struct Loc {
+  int line, col; /* 1-based */
+  gsize offset;
+} Loc;
+
+/* Collected diagnostics: each is "file:line:col: message\n line\n caret". */
+typedef struct Diag {
+  const Source *src;
+  GString *text;
+} Diag;
+
+void diag_init(Diag *d, const Source *src);
+void diag_clear(Diag *d);
+void diag_error(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+void diag_note(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+/* ------------------------------------------------------------------ lex.c */
+
+typedef enum {
+  TK_EOF,
+  TK_ERROR,  /* the lexer has reported a diagnostic */
+  TK_IDENT,  /* func, matmul, partir.tile, GT */
+  TK_VALUE,  /* %name (text excludes '%') */
+  TK_SYMBOL, /* @name or @"name" (name excludes '@'; see token_name) */
+  TK_INT,
+  TK_FLOAT,
+  TK_STRING, /* "..." (text is the unescaped contents) */
+  TK_ARROW,  /* -> */
+  TK_PUNCT,  /* one of ( ) { } [ ] , : = < > ! (rules: also \ / * . ; ) */
+  TK_OP,     /* rules only: ~~> <~~> == != <= >= (text in start/len) */
+} TokenKind;
+
+typedef struct Token {
+  TokenKind kind;
+  Loc loc;
+  const char *start; /* raw text in the source */
+  gsize len;
+  char *text; /* TK_STRING: unescaped; else NULL */
+  int64_t i;  /* TK_INT */
+  double f;   /* TK_FLOAT */
+  char punct; /* TK_PUNCT */
+} Token;
+
+typedef struct Lexer {
+  const Source *src;
+  Diag *diag;
+  gsize pos;
+  int line;
+  gsize line_start;
+  gboolean rules; /* rule-file syntax: '#' comments, rule operators */
+} Lexer;
+
+void lex_init(Lexer *lx, const Source *src, Diag *diag);
+/* Reads the next token into 'tok' (freeing what it held). */
+void lex_next(Lexer *lx, Token *tok);
+void token_clear(Token *tok);
+/* Reads the inside of 'tensor<...>' after '<' up to and including '>':
+ * dims 'x'-separated, then the element type. */
+gboolean lex_tensor_shape(Lexer *lx, int *rank, int64_t *dims, DType *dt);
+Loc lex_loc(const Lexer *lx);
+/* Reads a name that may contain '-' (rule names: matmul-tile-0) as a
+ * TK_IDENT token. */
+gboolean lex_raw_name(Lexer *lx, Token *tok);
+gboolean token_is(const Token *tok, const char *ident);
+/* The name a TK_VALUE, TK_SYMBOL or TK_IDENT token spells (newly allocated). */
+char *token_name(const Token *tok);
+gboolean token_punct(const Token *tok, char c);
+gboolean token_op(const Token *tok, const char *op);
+/* A short printable description of a token for "expected X, got Y". */
+char *token_describe(const Token *tok);
+
+/* A parser's read position: the current token, where the last consumed
+ * token ended, and whether a diagnostic has been reported (the parser
+ * then unwinds without reporting more). */
+typedef struct Cursor {
+  Lexer lx;
+  Token tok;
+  gsize prev_end; /* offset just past the last consumed token */
+  gboolean failed;
+} Cursor;
+
+/* Before the first token: set lexer options, then cursor_next. */
+void cursor_init(Cursor *c, const Source *src, Diag *diag);
+/* Consumes the current token. */
+void cursor_next(Cursor *c);
+/* Reports an error at 'loc' unless one was reported; FALSE. */
+gboolean cursor_fail(Cursor *c, Loc loc, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+gboolean cursor_vfail(Cursor *c, Loc loc, const char *fmt, va_list ap)
+    G_GNUC_PRINTF(3, 0);
+/* "expected WHAT, got ..." at the current token; FALSE. */
+gboolean cursor_expected(Cursor *c, const char *what);
+/* Consumes punctuation 'ch' or the identifier 'word', or fails. */
+gboolean cursor_punct(Cursor *c, char ch);
+gboolean cursor_word(Cursor *c, const char *word);
+
+/* ----------------------------------------------------------------- mesh.c */
+
+#define MESH_MAX_AXES 8
+
+/* A device mesh: axis names (interned) and sizes, in the order given. */
+typedef struct Mesh {
+  int naxes;
+  const char *names[MESH_MAX_AXES];
+  int64_t sizes[MESH_MAX_AXES];
+} Mesh;
+
+/* Parses "batch=2,model=4" (an empty string is the empty mesh). */
+gboolean mesh_parse(const char *spec, Mesh *out, GError **error);
+int64_t mesh_axis_size(const Mesh *m, const char *axis); /* 0 if absent */
+int mesh_axis_index(const Mesh *m, const char *axis);    /* -1 if absent */
+/* The number of devices (the product of the sizes; G_MAXINT64 when that
+ * overflows; 1 for NULL or no axes). */
+int64_t mesh_devices(const Mesh *m);
+/* Axis names are letters, digits and '_', at least one. */
+gboolean mesh_axis_name_ok(const char *name);
+char *mesh_to_string(const Mesh *m);
+
+/* How a value of an SPMD program lies on the mesh: for each dimension
+ * the axes that split it (major first); the axes over which each device
+ * holds a partial sum; every other axis replicates it. */
+typedef struct Dist {
+  int rank;
+  int naxes[PARTIR_MAX_RANK];
+  const char *axes[PARTIR_MAX_RANK][MESH_MAX_AXES]; /* interned */
+  int npartial;
+  const char *partial[MESH_MAX_AXES];
+} Dist;
+
+/* What makes a function an SPMD program: its mesh and the layouts of its
+ * arguments and results (lower.c makes them; the parser reads them). */
+typedef struct SpmdInfo {
+  Mesh mesh;
+  Dist *arg_dists;
+  Dist *result_dists;
+} SpmdInfo;
+
+/* {dist = [...], partial = [...], replicated = [...]}: the mesh's axes
+ * that neither split nor are partial are listed as replicated. */
+void dist_print(GString *out, const Dist *d, const Mesh *m);
+/* The axes of 'm' that 'd' replicates (mesh order) into 'out'; how many. */
+int dist_replicated(const Dist *d, const Mesh *m, const char **out);
+/* The number of parts a dist splits dimension 'dim' into. */
+int64_t dist_parts(const Dist *d, const Mesh *m, int dim);
+
+/* -------------------------------------------------------------- program.c */
+
+/* One function: named arguments, a tuple of results. */
+typedef struct Func {
+  char *name;
+  int nargs;
+  char **arg_names;
+  const Type **arg_types;
+  int nresults;
+  const Type **result_types;
+  const Term *body; /* TM_TUPLE of the results */
+  Loc loc;
+  SpmdInfo *spmd;   /* SPMD programs only, else NULL */
+} Func;
+
+/* A parsed file: its functions and the names the user gave values.  The
+ * name tables are keyed by a Term as seen from the region that places it
+ * (print.c: a term is placed in the region of the innermost binder it
+ * uses, with that binder as index 0). */
+typedef struct Module {
+  int refcount;             /* module_free drops one reference */
+  GPtrArray *funcs;         /* Func* */
+  GHashTable *names;        /* const Term* -> char*: value names */
+  GHashTable *binder_names; /* tile/sum Term -> char*: its binder's name */
+  GHashTable *reserved;     /* the distinct names above (print.c's cache) */
+} Module;
+
+Module *module_new(void);
+void module_free(Module *m);
+Module *module_ref(Module *m);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Module, module_free)
+Func *module_entry(Module *m);
+/* The name of result 'i' (for files and printing): the returned value's
+ * user name when it has one, else "resultI". */
+char *func_result_name(const Module *m, const Func *f, int i);
+void func_free(Func *f);
+
+/* ---------------------------------------------------------------- parse.c */
+
+/* The form under which the printer and the name tables know 't': closed
+ * terms as they are; others shifted so that the innermost binder they
+ * use is index 0 (the binder of the region where 't' is printed). */
+const Term *term_placed(const Term *t);
+
+/* Parses and type-checks a whole file.  On error returns NULL and leaves
+ * the diagnostics in 'diag'. */
+Module *parse_module(const Source *src, Diag *diag);
+/* The same for text named 'name' in diagnostics; on error returns NULL
+ * with the diagnostics in 'errors' (when not NULL). */
+Module *parse_text(const char *name, const char *text, gsize len,
+                   GString *errors);
+/* The same for a file: NULL with 'error' set when it cannot be read, or
+ * NULL with the diagnostics in 'errors'. */
+Module *parse_file(const char *path, GString *errors, GError **error);
+
+/* paths.c: the directories of $ENV (':'-separated, empty entries
+ * skipped), then 'installed' (may be NULL); NULL-terminated. */
+char **partir_search_path(const char *env, const char *installed);
+
+/* ------------------------------------------------------------- schedule.c */
+
+/* A function as SSA statements: operands before users, each value in the
+ * region (tile or sum body) of the innermost binder it uses, each with
+ * its printed name. */
+typedef struct SchedName {
+  const char *user; /* the name from the module's tables, or NULL */
+  char *name;       /* the name it prints as */
+} SchedName;
+
+typedef struct SchedRegion SchedRegion;
+
+typedef struct SchedStmt {
+  SchedName n;
+  const Term *t; /* placed form */
+  int nops;
+  SchedName **ops;    /* operands (TM_OP, TM_SLICE) */
+  SchedRegion *child; /* TM_TILE, TM_SUM */
+} SchedStmt;
+
+struct SchedRegion {
+  SchedName binder;
+  GPtrArray *stmts; /* SchedStmt*, in order */
+  GHashTable *memo; /* placed Term -> SchedStmt* (while scheduling) */
+  SchedName *yield;
+};
+
+typedef struct Schedule {
+  SchedRegion *top;
+  int nargs;
+  SchedName *args;     /* per argument */
+  SchedName **results; /* per result */
+} Schedule;
+
+/* The schedule of 'f'; 'm' gives the user's names (NULL: none). */
+Schedule *schedule_new(const Module *m, const Func *f);
+void schedule_free(Schedule *sc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Schedule, schedule_free)
+/* Visits every value as the printer names it, in text order: arguments
+ * first, then each statement's name and placed term. */
+typedef void (*ScheduleVisit)(void *ud, const char *name, const Term *placed);
+void schedule_walk(const Module *m, const Func *f, ScheduleVisit visit,
+                   void *ud);
+
+/* ---------------------------------------------------------------- print.c */
+
+/* The canonical text; 'm' gives the user's names (NULL: none). */
+void print_module(GString *out, const Module *m);
+void print_func(GString *out, const Module *m, const Func *f);
+
+/* ----------------------------------------------------------- print_expr.c */
+
+void print_module_expr(GString *out, const Module *m);
+/* The expression form of one function ('m' gives names; NULL: none). */
+void print_func_expr(GString *out, const Module *m, const Func *f);
+
+/* ---------------------------------------------------------------- paths.c */
+
+/* The directories of $ENV (':'-separated, empty entries skipped), then
+ * 'installed' (may be NULL); NULL-terminated. */
+char **partir_search_path(const char *env, const char *installed);
+
+/* --------------------------------------------------------------- output.c */
+
+/* Writes an output file whole or not at all; devices and pipes
+ * (/dev/null, /dev/stdout) are written in place. */
+gboolean partir_write_file(const char *path, const char *data, gsize len,
+                           GError **error);
+
+/* ---------------------------------------------------------------- error.c */
+
+/* The GError domain of environment errors (STYLE.md's second kind). */
+#define PARTIR_ERROR (partir_error_quark())
+GQuark partir_error_quark(void);
+typedef enum {
+  PARTIR_ERROR_IO,          /* a file could not be read or written */
+  PARTIR_ERROR_FORMAT,      /* a data file (.npy, .hw) is malformed */
+  PARTIR_ERROR_INPUT,       /* a request the caller should not have made */
+  PARTIR_ERROR_INTERRUPTED, /* stopped by partir_interrupt (Ctrl-C) */
+} PartirErrorCode;
+
+#endif

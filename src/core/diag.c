@@ -1,0 +1,119 @@
+/* diag.c — source buffers and diagnostics.
+ *
+ * A diagnostic reads "file:line:col: error: message", then the source line
+ * and a caret under the column.  Very long lines are shown as a window
+ * around the column; control and non-ASCII bytes are shown as '?', so junk
+ * input cannot garble a terminal.  Diagnostics are collected in a Diag and printed by
+ * the front end.
+ */
+#include "core/core.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+#define DIAG_WINDOW 100 /* characters of a long line shown each side */
+
+Source *source_new(const char *name, const char *text, gsize len) {
+  Source *s = g_new0(Source, 1);
+  s->name = g_strdup(name);
+  s->text = g_malloc(len + 1);
+  memcpy(s->text, text, len);
+  s->text[len] = '\0';
+  s->len = len;
+  return s;
+}
+
+gboolean source_load(const char *path, Source **out, GError **error) {
+  g_autofree char *text = NULL;
+  gsize len;
+  if (!g_file_get_contents(path, &text, &len, error))
+    return FALSE;
+  *out = source_new(path, text, len);
+  return TRUE;
+}
+
+void source_free(Source *s) {
+  if (!s)
+    return;
+  g_free(s->name);
+  g_free(s->text);
+  g_free(s);
+}
+
+void diag_init(Diag *d, const Source *src) {
+  d->src = src;
+  d->text = g_string_new(NULL);
+}
+
+void diag_clear(Diag *d) {
+  if (d->text)
+    g_string_free(d->text, TRUE);
+  d->text = NULL;
+}
+
+/* Appends the line holding 'loc' and a caret under its column. */
+static void show_line(Diag *d, Loc loc) {
+  const Source *s = d->src;
+  if (!s || loc.offset > s->len)
+    return;
+  gsize start = loc.offset, end = loc.offset;
+  while (start > 0 && s->text[start - 1] != '\n')
+    start--;
+  while (end < s->len && s->text[end] != '\n')
+    end++;
+  if (start == end)
+    return; /* an empty line (or the end of input) shows nothing */
+  gsize from = start, to = end;
+  gboolean cut_left = FALSE, cut_right = FALSE;
+  if (loc.offset - from > DIAG_WINDOW) {
+    from = loc.offset - DIAG_WINDOW;
+    cut_left = TRUE;
+  }
+  if (to - loc.offset > DIAG_WINDOW) {
+    to = loc.offset + DIAG_WINDOW;
+    cut_right = TRUE;
+  }
+  GString *line = d->text, *caret = g_string_new(NULL);
+  g_string_append(line, "  ");
+  g_string_append(caret, "  ");
+  if (cut_left) {
+    g_string_append(line, "...");
+    g_string_append(caret, "   ");
+  }
+  for (gsize i = from; i < to; i++) {
+    unsigned char c = (unsigned char)s->text[i];
+    gboolean tab = c == '\t';
+    /* control bytes and non-ASCII bytes (possibly junk, possibly half a
+     * UTF-8 sequence cut by the window) print as '?' */
+    g_string_append_c(line, tab || (c >= 0x20 && c < 0x7f) ? (char)c : '?');
+    if (i < loc.offset)
+      g_string_append_c(caret, tab ? '\t' : ' ');
+  }
+  if (cut_right)
+    g_string_append(line, "...");
+  g_string_append_printf(line, "\n%s^\n", caret->str);
+  g_string_free(caret, TRUE);
+}
+
+static void diag_add(Diag *d, Loc loc, const char *kind, const char *fmt,
+                     va_list ap) {
+  g_string_append_printf(d->text, "%s:%d:%d: %s", d->src ? d->src->name : "?",
+                         loc.line, loc.col, kind);
+  g_string_append_vprintf(d->text, fmt, ap);
+  g_string_append_c(d->text, '\n');
+  show_line(d, loc);
+}
+
+void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_add(d, loc, "error: ", fmt, ap);
+  va_end(ap);
+}
+
+void diag_note(Diag *d, Loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_add(d, loc, "note: ", fmt, ap);
+  va_end(ap);
+}

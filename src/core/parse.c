@@ -1,0 +1,850 @@
+/* parse.c — text to a Module of type-checked, hash-consed terms.
+ *
+ * A recursive-descent parser over lex.c's tokens (grammar in
+ * docs/language.md).  SSA statements are not kept: each '%v = ...' builds
+ * a Term at once (term_op & co. type-check it) and binds the name to it,
+ * so the function body is just the tuple of returned Terms.  Names the
+ * user gave are recorded in the Module's name tables for the printer.
+ *
+ * Regions (tile, sum) nest; 'depth' counts the enclosing binders.  A
+ * binder opened at depth k (its region has depth k+1) is referenced at
+ * depth D as de Bruijn index D-k-1; a value defined at depth p and used at
+ * depth D is shifted by D-p.  Names defined in a region go out of sight
+ * when it closes but stay reserved: a name is defined once per function.
+ *
+ * Errors stop the parse at the first problem: one diagnostic with the
+ * source line and a caret, plus a note where an unclosed '{' opened.
+ * Nesting of regions and lists, and the height of terms, are bounded so
+ * that no input can exhaust the stack.
+ */
+#include "core/core.h"
+
+#include <string.h>
+
+typedef struct ValueDef {
+  const Term *term;  /* as built at 'depth'; NULL for binders */
+  const Type *range; /* binders: the range type */
+  int depth;         /* values: region depth of the definition; binders: the
+                        depth outside the region they open */
+  gboolean binder;
+  gboolean visible;
+  Loc loc;
+} ValueDef;
+
+typedef struct Parser {
+  Cursor c;
+  Module *m;
+  GHashTable *defs; /* name -> ValueDef*, per function */
+  GPtrArray *scope; /* names defined in open regions, NULL marks a region */
+  int depth;
+  int nest; /* attribute list nesting */
+} Parser;
+
+static gboolean parse_int(Parser *p, const char *what, int64_t *out) {
+  if (p->c.failed)
+    return FALSE;
+  if (p->c.tok.kind != TK_INT)
+    return cursor_expected(&p->c, what);
+  *out = p->c.tok.i;
+  cursor_next(&p->c);
+  return !p->c.failed;
+}
+
+/* ------------------------------------------------------------------ types */
+
+static gboolean parse_type(Parser *p, const Type **out) {
+  if (p->c.failed)
+    return FALSE;
+  Loc at = p->c.tok.loc;
+  if (token_is(&p->c.tok, "tensor")) {
+    cursor_next(&p->c);
+    if (!token_punct(&p->c.tok, '<'))
+      return cursor_expected(&p->c, "'<' after 'tensor'");
+    int rank;
+    int64_t dims[PARTIR_MAX_RANK];
+    DType dt;
+    if (!lex_tensor_shape(&p->c.lx, &rank, dims, &dt)) {
+      p->c.failed = TRUE;
+      return FALSE;
+    }
+    /* keep element counts far from overflow in every size computation */
+    int64_t numel = 1;
+    for (int i = 0; i < rank; i++) {
+      if (dims[i] > PARTIR_MAX_ELEMS / numel)
+        return cursor_fail(&p->c, at,
+                           "tensor type has more than 2^48 elements");
+      numel *= dims[i];
+    }
+    *out = type_tensor(dt, rank, dims);
+    cursor_next(&p->c);
+    return !p->c.failed;
+  }
+  if (token_punct(&p->c.tok, '!')) {
+    cursor_next(&p->c);
+    int64_t n = 0, w = 0;
+    if (!cursor_word(&p->c, "partir.range") || !cursor_punct(&p->c, '<') ||
+        !parse_int(p, "the range size", &n) || !cursor_punct(&p->c, ',') ||
+        !parse_int(p, "the range width", &w) || !cursor_punct(&p->c, '>'))
+      return FALSE;
+    if (n < 1 || w < 1 || n > ((int64_t)1 << 48))
+      return cursor_fail(&p->c, at, "range size and width must be positive");
+    *out = type_range(n, w);
+    return TRUE;
+  }
+  return cursor_expected(&p->c,
+                         "a type ('tensor<...>' or '!partir.range<n,w>')");
+}
+
+static gboolean parse_tensor_type(Parser *p, const Type **out) {
+  Loc at = p->c.tok.loc;
+  if (!parse_type(p, out))
+    return FALSE;
+  if ((*out)->kind != TY_TENSOR)
+    return cursor_fail(&p->c, at, "expected a tensor type here, not a range");
+  return TRUE;
+}
+
+/* ------------------------------------------------------------- attributes */
+
+static gboolean parse_attr_value(Parser *p, AttrValue *v) {
+  memset(v, 0, sizeof *v);
+  if (p->c.failed)
+    return FALSE;
+  switch (p->c.tok.kind) {
+  case TK_INT:
+    v->kind = AV_INT;
+    v->i = p->c.tok.i;
+    cursor_next(&p->c);
+    return !p->c.failed;
+  case TK_FLOAT:
+    v->kind = AV_FLOAT;
+    v->f = p->c.tok.f;
+    cursor_next(&p->c);
+    return !p->c.failed;
+  case TK_IDENT:
+  case TK_STRING: {
+    g_autofree char *name = token_name(&p->c.tok);
+    v->kind = AV_SYMBOL;
+    v->sym = g_intern_string(name);
+    cursor_next(&p->c);
+    return !p->c.failed;
+  }
+  case TK_PUNCT:
+    if (p->c.tok.punct == '[') {
+      Loc open = p->c.tok.loc;
+      if (++p->nest > PARTIR_MAX_DEPTH)
+        return cursor_fail(&p->c, open, "attribute lists nest deeper than %d",
+                           PARTIR_MAX_DEPTH);
+      cursor_next(&p->c);
+      GArray *items = g_array_new(FALSE, TRUE, sizeof(AttrValue));
+      v->kind = AV_LIST;
+      while (!p->c.failed && !token_punct(&p->c.tok, ']')) {
+        if (items->len > 0 && !cursor_punct(&p->c, ','))
+          break;
+        AttrValue item;
+        gboolean ok = parse_attr_value(p, &item);
+        g_array_append_val(items, item);
+        if (!ok)
+          break;
+      }
+      v->count = (int)items->len;
+      v->items = (AttrValue *)g_array_free(items, FALSE);
+      p->nest--;
+      if (p->c.failed) {
+        attr_value_clear(v);
+        return FALSE;
+      }
+      cursor_next(&p->c); /* ']' */
+      return !p->c.failed;
+    }
+    break;
+  default:
+    break;
+  }
+  return cursor_expected(&p->c,
+                         "an attribute value (number, name, string or list)");
+}
+
+static gboolean parse_attrs(Parser *p, const Attrs **out) {
+  *out = attrs_empty();
+  if (!token_punct(&p->c.tok, '{'))
+    return TRUE;
+  cursor_next(&p->c);
+  GPtrArray *keys = g_ptr_array_new();
+  GArray *values = g_array_new(FALSE, TRUE, sizeof(AttrValue));
+  while (!p->c.failed && !token_punct(&p->c.tok, '}')) {
+    if (keys->len > 0 && !cursor_punct(&p->c, ','))
+      break;
+    if (p->c.tok.kind != TK_IDENT) {
+      cursor_expected(&p->c, "an attribute name");
+      break;
+    }
+    g_autofree char *key = token_name(&p->c.tok);
+    const char *ikey = g_intern_string(key);
+    for (guint i = 0; i < keys->len; i++)
+      if (g_ptr_array_index(keys, i) == ikey)
+        cursor_fail(&p->c, p->c.tok.loc, "attribute '%s' given twice", key);
+    cursor_next(&p->c);
+    AttrValue v;
+    if (!cursor_punct(&p->c, '=') || !parse_attr_value(p, &v))
+      break;
+    g_ptr_array_add(keys, (gpointer)ikey);
+    g_array_append_val(values, v);
+  }
+  if (p->c.failed) {
+    for (guint i = 0; i < values->len; i++)
+      attr_value_clear(&g_array_index(values, AttrValue, i));
+    g_array_free(values, TRUE);
+    g_ptr_array_free(keys, TRUE);
+    return FALSE;
+  }
+  cursor_next(&p->c); /* '}' */
+  int count = (int)keys->len;
+  *out = attrs_intern(count, (const char **)g_ptr_array_free(keys, FALSE),
+                      (AttrValue *)g_array_free(values, FALSE));
+  return !p->c.failed;
+}
+
+/* ----------------------------------------------------------------- values */
+
+static gboolean name_is_anonymous(const char *name) {
+  for (const char *c = name; *c; c++)
+    if (!g_ascii_isdigit(*c))
+      return FALSE;
+  return TRUE;
+}
+
+/* Binds a name in the current scope; refuses a second definition. */
+static ValueDef *define(Parser *p, const char *name, Loc loc) {
+  ValueDef *old = g_hash_table_lookup(p->defs, name);
+  if (old) {
+    cursor_fail(&p->c, loc, "'%%%s' is already defined", name);
+    diag_note(p->c.lx.diag, old->loc, "'%%%s' was defined here", name);
+    return NULL;
+  }
+  ValueDef *d = g_new0(ValueDef, 1);
+  d->loc = loc;
+  d->visible = TRUE;
+  d->depth = p->depth;
+  char *key = g_strdup(name);
+  g_hash_table_insert(p->defs, key, d);
+  g_ptr_array_add(p->scope, key);
+  return d;
+}
+
+/* Records a user name for a value for the printer (first name wins). */
+static void record_name(Parser *p, const char *name, const Term *t) {
+  if (name_is_anonymous(name))
+    return;
+  const Term *key = term_placed(t);
+  if (!g_hash_table_contains(p->m->names, key))
+    g_hash_table_insert(p->m->names, (gpointer)key, g_strdup(name));
+}
+
+/* Reads a '%name' use and returns its Term as seen at the current depth. */
+static const Term *parse_use(Parser *p) {
+  if (p->c.failed)
+    return NULL;
+  if (p->c.tok.kind != TK_VALUE) {
+    cursor_expected(&p->c, "a value ('%name')");
+    return NULL;
+  }
+  g_autofree char *name = token_name(&p->c.tok);
+  Loc at = p->c.tok.loc;
+  ValueDef *d = g_hash_table_lookup(p->defs, name);
+  if (!d) {
+    cursor_fail(&p->c, at, "use of undefined value '%%%s'", name);
+    return NULL;
+  }
+  if (!d->visible) {
+    cursor_fail(&p->c, at,
+                "'%%%s' is defined inside a region and is not visible here",
+                name);
+    diag_note(p->c.lx.diag, d->loc, "'%%%s' was defined here", name);
+    return NULL;
+  }
+  cursor_next(&p->c);
+  if (d->binder)
+    return term_bvar(p->depth - d->depth - 1, d->range);
+  return term_shift(d->term, p->depth - d->depth, 0);
+}
+
+static gboolean check_height(Parser *p, const Term *t, Loc at) {
+  if (t->height > PARTIR_MAX_HEIGHT)
+    return cursor_fail(&p->c, at,
+                       "program is too deep (more than %d nested values)",
+                       PARTIR_MAX_HEIGHT);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------- statements */
+
+static const Term *parse_stmt_expr(Parser *p, Loc def_loc);
+
+/* Parses statements up to 'terminator' (an identifier: 'return' or
+ * 'partir.yield'); 'open' is where the enclosing '{' was. */
+static gboolean parse_stmts(Parser *p, const char *terminator, Loc open) {
+  while (!p->c.failed && !token_is(&p->c.tok, terminator)) {
+    if (p->c.tok.kind == TK_EOF) {
+      cursor_fail(&p->c, p->c.tok.loc,
+                  "unexpected end of input: '%s' and '}' expected "
+                  "(to close '{' at line %d)",
+                  terminator, open.line);
+      diag_note(p->c.lx.diag, open, "the region opened here");
+      return FALSE;
+    }
+    if (token_punct(&p->c.tok, '}')) {
+      cursor_fail(&p->c, p->c.tok.loc,
+                  "'%s' expected before '}' (to close '{' at line %d)",
+                  terminator, open.line);
+      return FALSE;
+    }
+    if (p->c.tok.kind != TK_VALUE) {
+      g_autofree char *what =
+          g_strdup_printf("a statement ('%%name = ...') or '%s'", terminator);
+      return cursor_expected(&p->c, what);
+    }
+    g_autofree char *name = token_name(&p->c.tok);
+    Loc at = p->c.tok.loc;
+    cursor_next(&p->c);
+    if (!cursor_punct(&p->c, '='))
+      return FALSE;
+    const Term *t = parse_stmt_expr(p, at);
+    if (!t || !check_height(p, t, at))
+      return FALSE;
+    ValueDef *d = define(p, name, at);
+    if (!d)
+      return FALSE;
+    d->term = t;
+    record_name(p, name, t);
+  }
+  return !p->c.failed;
+}
+
+/* Hides the names defined since the last region marker. */
+static void close_scope(Parser *p) {
+  while (p->scope->len > 0) {
+    char *name = g_ptr_array_steal_index(p->scope, p->scope->len - 1);
+    if (!name)
+      return;
+    ValueDef *d = g_hash_table_lookup(p->defs, name);
+    d->visible = FALSE;
+  }
+}
+
+/* binder := '(' %name ':' rangetype ['@' axis] ')' ; then '{' stmts
+ * 'partir.yield' %v '}'.  Returns the body as seen inside the region; the
+ * binder's range, axis and name come back through the out parameters. */
+static const Term *parse_region(Parser *p, const Type **range,
+                                const char **axis, char **binder_name) {
+  *axis = NULL;
+  *binder_name = NULL;
+  if (!cursor_punct(&p->c, '('))
+    return NULL;
+  if (p->c.tok.kind != TK_VALUE) {
+    cursor_expected(&p->c, "a range binder ('%r')");
+    return NULL;
+  }
+  g_autofree char *name = token_name(&p->c.tok);
+  Loc name_loc = p->c.tok.loc;
+  cursor_next(&p->c);
+  Loc type_loc = p->c.tok.loc;
+  if (!cursor_punct(&p->c, ':') || !parse_type(p, range))
+    return NULL;
+  if ((*range)->kind != TY_RANGE) {
+    cursor_fail(&p->c, type_loc,
+                "a binder needs a range type ('!partir.range<n,w>')");
+    return NULL;
+  }
+  if (p->c.tok.kind == TK_SYMBOL) {
+    g_autofree char *a = token_name(&p->c.tok);
+    *axis = g_intern_string(a);
+    cursor_next(&p->c);
+  }
+  if (!cursor_punct(&p->c, ')'))
+    return NULL;
+  Loc open = p->c.tok.loc;
+  if (!cursor_punct(&p->c, '{'))
+    return NULL;
+  if (p->depth >= PARTIR_MAX_REGIONS) {
+    cursor_fail(&p->c, open, "regions nest deeper than %d", PARTIR_MAX_REGIONS);
+    return NULL;
+  }
+  ValueDef *b = define(p, name, name_loc);
+  if (!b)
+    return NULL;
+  b->binder = TRUE;
+  b->range = *range;
+  g_ptr_array_add(p->scope, NULL); /* region marker */
+  p->depth++;
+  const Term *body = NULL;
+  if (parse_stmts(p, "partir.yield", open)) {
+    cursor_next(&p->c);
+    body = parse_use(p);
+    if (body && !token_punct(&p->c.tok, '}')) {
+      cursor_fail(&p->c, p->c.tok.loc,
+                  "'}' expected after 'partir.yield' (to close '{' "
+                  "at line %d)",
+                  open.line);
+      body = NULL;
+    }
+    if (body)
+      cursor_next(&p->c);
+  }
+  p->depth--;
+  close_scope(p);
+  /* the binder itself belongs to the enclosing scope's list but must not
+   * be visible after the region */
+  b->visible = FALSE;
+  if (body)
+    *binder_name = g_steal_pointer(&name);
+  return p->c.failed ? NULL : body;
+}
+
+static const Term *built(Parser *p, const Term *t, GString *err, Loc at) {
+  if (!t)
+    cursor_fail(&p->c, at, "%s", err->str);
+  return t;
+}
+
+static void record_binder(Parser *p, const Term *t, char *binder_name) {
+  const Term *key = term_placed(t);
+  if (!g_hash_table_contains(p->m->binder_names, key) &&
+      !name_is_anonymous(binder_name))
+    g_hash_table_insert(p->m->binder_names, (gpointer)key, binder_name);
+  else
+    g_free(binder_name);
+}
+
+static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
+  if (p->c.failed)
+    return NULL;
+  g_autoptr(GString) err = g_string_new(NULL);
+  if (p->c.tok.kind != TK_IDENT) {
+    cursor_expected(&p->c, "an operator or a partir construct");
+    return NULL;
+  }
+  Loc at = p->c.tok.loc;
+  if (token_is(&p->c.tok, "partir.slice")) {
+    cursor_next(&p->c);
+    int64_t dim = 0;
+    if (!parse_int(p, "the sliced dimension", &dim))
+      return NULL;
+    const Term *x = parse_use(p);
+    if (!x || !cursor_punct(&p->c, '['))
+      return NULL;
+    const Term *r = parse_use(p);
+    if (!r || !cursor_punct(&p->c, ']'))
+      return NULL;
+    if (dim < 0 || dim > PARTIR_MAX_RANK)
+      dim = PARTIR_MAX_RANK;
+    return built(p, term_slice((int)dim, x, r, err), err, def_loc);
+  }
+  if (token_is(&p->c.tok, "partir.tile") || token_is(&p->c.tok, "partir.sum")) {
+    gboolean tile = token_is(&p->c.tok, "partir.tile");
+    cursor_next(&p->c);
+    int64_t dim = 0;
+    if (tile && !parse_int(p, "the tiled dimension", &dim))
+      return NULL;
+    const Type *range;
+    const char *axis;
+    char *binder_name;
+    const Term *body = parse_region(p, &range, &axis, &binder_name);
+    if (!body)
+      return NULL;
+    if (dim < 0 || dim > PARTIR_MAX_RANK)
+      dim = PARTIR_MAX_RANK;
+    const Term *t = tile ? term_tile((int)dim, range, axis, body, err)
+                         : term_sum(range, axis, body, err);
+    if (!built(p, t, err, def_loc)) {
+      g_free(binder_name);
+      return NULL;
+    }
+    record_binder(p, t, binder_name);
+    return t;
+  }
+  Op op;
+  if (!op_from_name(p->c.tok.start, p->c.tok.len, &op)) {
+    g_autofree char *name = token_name(&p->c.tok);
+    cursor_fail(&p->c, at, "unknown operator '%s'", name);
+    return NULL;
+  }
+  cursor_next(&p->c);
+  if (!cursor_punct(&p->c, '('))
+    return NULL;
+  g_autoptr(GPtrArray) operands = g_ptr_array_new();
+  while (!p->c.failed && !token_punct(&p->c.tok, ')')) {
+    if (operands->len > 0 && !cursor_punct(&p->c, ','))
+      return NULL;
+    const Term *x = parse_use(p);
+    if (!x)
+      return NULL;
+    g_ptr_array_add(operands, (gpointer)x);
+  }
+  if (!cursor_punct(&p->c, ')'))
+    return NULL;
+  const Attrs *attrs;
+  if (!parse_attrs(p, &attrs))
+    return NULL;
+  const Type *written = NULL;
+  if (token_punct(&p->c.tok, ':')) {
+    cursor_next(&p->c);
+    if (!parse_tensor_type(p, &written))
+      return NULL;
+  }
+  const Term *t =
+      term_op(op, (int)operands->len, (const Term *const *)operands->pdata,
+              attrs, written, err);
+  return built(p, t, err, def_loc);
+}
+
+/* -------------------------------------------------------------- functions */
+
+/* -------------------------------------------------------- SPMD programs */
+
+/* What a layout says it replicates, checked once the mesh is known. */
+typedef struct Replicated {
+  Loc at;
+  int n;
+  const char *axes[MESH_MAX_AXES];
+  Dist dist;
+} Replicated;
+
+/* {dist = [["a"], []], partial = ["b"], replicated = ["c"]} after an SPMD
+ * program's argument or result type: the layout of a value of rank
+ * 'rank'.  'replicated' is optional; when given it goes to 'reps'. */
+static gboolean parse_dist(Parser *p, int rank, Dist *out, GArray *axes_used,
+                           GArray *reps) {
+  memset(out, 0, sizeof *out);
+  out->rank = rank;
+  Loc at = p->c.tok.loc;
+  if (!token_punct(&p->c.tok, '{'))
+    return cursor_expected(&p->c, "a layout ('{dist = [...]}')");
+  const Attrs *a;
+  if (!parse_attrs(p, &a))
+    return FALSE;
+  const AttrValue *dist = attrs_get(a, "dist");
+  const AttrValue *partial = attrs_get(a, "partial");
+  const AttrValue *replicated = attrs_get(a, "replicated");
+  gboolean ok = dist && dist->kind == AV_LIST && dist->count == rank &&
+                a->count == 1 + (partial != NULL) + (replicated != NULL);
+  for (int i = 0; ok && i < rank; i++) {
+    const AttrValue *axes = &dist->items[i];
+    ok = axes->kind == AV_LIST && axes->count <= MESH_MAX_AXES;
+    for (int k = 0; ok && k < axes->count; k++) {
+      ok = axes->items[k].kind == AV_SYMBOL;
+      out->axes[i][k] = axes->items[k].sym;
+      g_array_append_val(axes_used, axes->items[k].sym);
+    }
+    out->naxes[i] = ok ? axes->count : 0;
+  }
+  if (ok && partial) {
+    ok = partial->kind == AV_LIST && partial->count <= MESH_MAX_AXES;
+    for (int k = 0; ok && k < partial->count; k++) {
+      ok = partial->items[k].kind == AV_SYMBOL;
+      out->partial[k] = partial->items[k].sym;
+      g_array_append_val(axes_used, partial->items[k].sym);
+    }
+    out->npartial = ok ? partial->count : 0;
+  }
+  Replicated rep = {.at = at};
+  if (ok && replicated) {
+    ok = replicated->kind == AV_LIST && replicated->count <= MESH_MAX_AXES;
+    for (int k = 0; ok && k < replicated->count; k++) {
+      ok = replicated->items[k].kind == AV_SYMBOL;
+      rep.axes[rep.n++] = replicated->items[k].sym;
+    }
+  }
+  if (!ok)
+    return cursor_fail(&p->c, at,
+                       "a layout is {dist = [axes of each of the %d "
+                       "dimensions], partial = [axes], replicated = [axes]}",
+                       rank);
+  if (replicated) {
+    rep.dist = *out;
+    g_array_append_val(reps, rep);
+  }
+  return TRUE;
+}
+
+/* A written 'replicated' must name exactly the axes the layout leaves. */
+static gboolean check_replicated(Parser *p, const Replicated *r,
+                                 const Mesh *mesh) {
+  const char *want[MESH_MAX_AXES];
+  int n = dist_replicated(&r->dist, mesh, want);
+  gboolean same = n == r->n;
+  for (int i = 0; same && i < n; i++) {
+    gboolean found = FALSE;
+    for (int k = 0; k < r->n; k++)
+      found |= r->axes[k] == want[i];
+    same = found;
+  }
+  if (same)
+    return TRUE;
+  g_autoptr(GString) said = g_string_new(NULL);
+  g_autoptr(GString) axes = g_string_new(NULL);
+  for (int i = 0; i < r->n; i++)
+    g_string_append_printf(said, "%s\"%s\"", i ? ", " : "", r->axes[i]);
+  for (int i = 0; i < n; i++)
+    g_string_append_printf(axes, "%s\"%s\"", i ? ", " : "", want[i]);
+  return cursor_fail(&p->c, r->at,
+                     "replicated = [%s], but this layout replicates the "
+                     "value over [%s] (the mesh axes that neither split it "
+                     "nor hold partial sums)",
+                     said->str, axes->str);
+}
+
+/* mesh {batch = 2, model = 4} */
+static gboolean parse_mesh(Parser *p, Mesh *mesh) {
+  Loc at = p->c.tok.loc;
+  const Attrs *a;
+  if (!cursor_word(&p->c, "mesh") || !token_punct(&p->c.tok, '{') ||
+      !parse_attrs(p, &a)) {
+    if (!p->c.failed)
+      cursor_expected(&p->c, "'mesh {axis = size, ...}'");
+    return FALSE;
+  }
+  memset(mesh, 0, sizeof *mesh);
+  for (int i = 0; i < a->count; i++) {
+    if (a->values[i].kind != AV_INT || a->values[i].i < 1 ||
+        mesh->naxes == MESH_MAX_AXES)
+      return cursor_fail(&p->c, at, "mesh axis '%s' needs a positive size",
+                         a->keys[i]);
+    mesh->names[mesh->naxes] = a->keys[i];
+    mesh->sizes[mesh->naxes++] = a->values[i].i;
+  }
+  return TRUE;
+}
+
+static Func *parse_func(Parser *p) {
+  Loc at = p->c.tok.loc;
+  gboolean spmd = token_is(&p->c.tok, "spmd");
+  if (!spmd && !cursor_word(&p->c, "func"))
+    return NULL;
+  if (spmd)
+    cursor_next(&p->c);
+  if (p->c.tok.kind != TK_SYMBOL) {
+    cursor_expected(&p->c, "a function name ('@name')");
+    return NULL;
+  }
+  g_autoptr(GHashTable) defs =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GPtrArray) scope = g_ptr_array_new();
+  g_autoptr(GPtrArray) results = NULL;
+  p->defs = defs;
+  p->scope = scope;
+  p->depth = 0;
+  Func *f = g_new0(Func, 1);
+  f->name = token_name(&p->c.tok);
+  f->loc = at;
+  g_autoptr(GArray) dists = g_array_new(FALSE, TRUE, sizeof(Dist));
+  g_autoptr(GArray) axes_used = g_array_new(FALSE, FALSE, sizeof(char *));
+  g_autoptr(GArray) reps = g_array_new(FALSE, FALSE, sizeof(Replicated));
+  cursor_next(&p->c);
+  GPtrArray *names = g_ptr_array_new();
+  GPtrArray *types = g_ptr_array_new();
+  if (cursor_punct(&p->c, '(')) {
+    while (!p->c.failed && !token_punct(&p->c.tok, ')')) {
+      if (names->len > 0 && !cursor_punct(&p->c, ','))
+        break;
+      if (p->c.tok.kind != TK_VALUE) {
+        cursor_expected(&p->c, "an argument ('%name: type')");
+        break;
+      }
+      char *name = token_name(&p->c.tok);
+      Loc nloc = p->c.tok.loc;
+      g_ptr_array_add(names, name);
+      cursor_next(&p->c);
+      const Type *ty;
+      if (!cursor_punct(&p->c, ':') || !parse_tensor_type(p, &ty))
+        break;
+      g_ptr_array_add(types, (gpointer)ty);
+      Dist dist;
+      if (spmd) {
+        if (!parse_dist(p, ty->rank, &dist, axes_used, reps))
+          break;
+        g_array_append_val(dists, dist);
+      }
+      ValueDef *d = define(p, name, nloc);
+      if (!d)
+        break;
+      d->term = term_arg((int)types->len - 1, ty);
+    }
+    if (!p->c.failed)
+      cursor_next(&p->c); /* ')' */
+  }
+  f->nargs = (int)types->len;
+  g_ptr_array_add(names, NULL);
+  f->arg_names = (char **)g_ptr_array_free(names, FALSE);
+  f->arg_types = (const Type **)g_ptr_array_free(types, FALSE);
+  if (p->c.failed)
+    goto fail;
+
+  GPtrArray *rtypes = g_ptr_array_new();
+  if (p->c.tok.kind != TK_ARROW) {
+    cursor_expected(&p->c, "'->' and the result types");
+  } else {
+    cursor_next(&p->c);
+    if (token_punct(&p->c.tok, '(')) {
+      cursor_next(&p->c);
+      while (!p->c.failed && !token_punct(&p->c.tok, ')')) {
+        if (rtypes->len > 0 && !cursor_punct(&p->c, ','))
+          break;
+        const Type *ty;
+        if (parse_tensor_type(p, &ty))
+          g_ptr_array_add(rtypes, (gpointer)ty);
+        Dist dist;
+        if (!p->c.failed && spmd &&
+            parse_dist(p, ty->rank, &dist, axes_used, reps))
+          g_array_append_val(dists, dist);
+      }
+      if (!p->c.failed)
+        cursor_next(&p->c);
+    } else {
+      const Type *ty;
+      if (parse_tensor_type(p, &ty))
+        g_ptr_array_add(rtypes, (gpointer)ty);
+    }
+  }
+  f->nresults = (int)rtypes->len;
+  f->result_types = (const Type **)g_ptr_array_free(rtypes, FALSE);
+  if (spmd && !p->c.failed) {
+    Mesh mesh;
+    if (parse_mesh(p, &mesh)) {
+      for (guint i = 0; i < axes_used->len; i++)
+        if (!mesh_axis_size(&mesh, g_array_index(axes_used, char *, i))) {
+          cursor_fail(&p->c, at,
+                      "a layout uses axis \"%s\", which the mesh does not "
+                      "have",
+                      g_array_index(axes_used, char *, i));
+          break;
+        }
+      for (guint i = 0; i < reps->len && !p->c.failed; i++)
+        check_replicated(p, &g_array_index(reps, Replicated, i), &mesh);
+      if (p->c.failed)
+        goto fail;
+      if ((int)dists->len != f->nargs + f->nresults) {
+        cursor_fail(&p->c, at,
+                    "an SPMD program gives every argument and result a "
+                    "layout");
+        goto fail;
+      }
+      f->spmd = g_new0(SpmdInfo, 1);
+      f->spmd->mesh = mesh;
+      Dist *all = (Dist *)dists->data;
+      f->spmd->arg_dists =
+          g_memdup2(all, sizeof(Dist) * (gsize)MAX(f->nargs, 1));
+      f->spmd->result_dists =
+          g_memdup2(all + f->nargs, sizeof(Dist) * (gsize)MAX(f->nresults, 1));
+    }
+  }
+  if (!p->c.failed && f->nresults == 0)
+    cursor_fail(&p->c, at, "function '@%s' returns nothing", f->name);
+  Loc open = p->c.tok.loc;
+  if (!cursor_punct(&p->c, '{') || !parse_stmts(p, "return", open))
+    goto fail;
+  Loc ret_loc = p->c.tok.loc;
+  cursor_next(&p->c);
+  results = g_ptr_array_new();
+  while (!p->c.failed) {
+    if (results->len > 0) {
+      if (!token_punct(&p->c.tok, ','))
+        break;
+      cursor_next(&p->c);
+    }
+    const Term *r = parse_use(p);
+    if (r)
+      g_ptr_array_add(results, (gpointer)r);
+  }
+  if (p->c.failed)
+    goto fail;
+  if (!token_punct(&p->c.tok, '}')) {
+    cursor_fail(&p->c, p->c.tok.loc,
+                "'}' expected after 'return' (to close '{' at line "
+                "%d)",
+                open.line);
+    goto fail;
+  }
+  cursor_next(&p->c);
+  if ((int)results->len != f->nresults) {
+    cursor_fail(&p->c, ret_loc,
+                "'@%s' returns %u value%s but its signature has %d", f->name,
+                results->len, results->len == 1 ? "" : "s", f->nresults);
+    goto fail;
+  }
+  for (int i = 0; i < f->nresults; i++) {
+    const Term *r = g_ptr_array_index(results, i);
+    if (r->type != f->result_types[i]) {
+      g_autofree char *got = type_to_string(r->type);
+      g_autofree char *want = type_to_string(f->result_types[i]);
+      cursor_fail(&p->c, ret_loc,
+                  "result %d of '@%s' has type %s but the signature "
+                  "says %s",
+                  i + 1, f->name, got, want);
+      goto fail;
+    }
+  }
+  f->body = term_tuple(f->nresults, (const Term *const *)results->pdata);
+  p->defs = NULL;
+  p->scope = NULL;
+  return f;
+fail:
+  p->defs = NULL;
+  p->scope = NULL;
+  func_free(f);
+  return NULL;
+}
+
+Module *parse_module(const Source *src, Diag *diag) {
+  Parser p = {0};
+  cursor_init(&p.c, src, diag);
+  g_autoptr(Module) m = module_new();
+  p.m = m;
+  cursor_next(&p.c);
+  while (!p.c.failed && p.c.tok.kind != TK_EOF) {
+    Func *f = parse_func(&p);
+    if (!f)
+      break;
+    for (guint i = 0; i < m->funcs->len; i++) {
+      Func *g = g_ptr_array_index(m->funcs, i);
+      if (strcmp(g->name, f->name) == 0) {
+        cursor_fail(&p.c, f->loc, "function '@%s' is defined twice", f->name);
+        diag_note(diag, g->loc, "first defined here");
+      }
+    }
+    g_ptr_array_add(m->funcs, f);
+  }
+  if (!p.c.failed && m->funcs->len == 0)
+    cursor_fail(&p.c, p.c.tok.loc,
+                "expected 'func': the file defines no function");
+  if (!p.c.failed && !module_entry(m))
+    cursor_fail(&p.c, ((Func *)g_ptr_array_index(m->funcs, 0))->loc,
+                "several functions and none is '@main'");
+  token_clear(&p.c.tok);
+  if (p.c.failed)
+    return NULL;
+  return g_steal_pointer(&m);
+}
+
+static Module *parse_source(const Source *src, GString *errors) {
+  Diag d;
+  diag_init(&d, src);
+  Module *m = parse_module(src, &d);
+  if (!m && errors)
+    g_string_assign(errors, d.text->str);
+  diag_clear(&d);
+  return m;
+}
+
+Module *parse_text(const char *name, const char *text, gsize len,
+                   GString *errors) {
+  g_autoptr(Source) src = source_new(name, text, len);
+  return parse_source(src, errors);
+}
+
+Module *parse_file(const char *path, GString *errors, GError **error) {
+  g_autoptr(Source) src = NULL;
+  if (!source_load(path, &src, error))
+    return NULL;
+  return parse_source(src, errors);
+}

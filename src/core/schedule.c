@@ -1,0 +1,227 @@
+/* schedule.c — the statement order and the names of a function's values.
+ *
+ * The printer, the cost model, the locations of the engine, the
+ * protocol's graph features and the SPMD statistics all see a function
+ * as the same sequence of SSA statements; this file makes it, in two
+ * passes over the term DAG:
+ *
+ * 1. schedule: a depth-first walk from the results, operands before users
+ *    (so the order is a deterministic function of the term).  Each value
+ *    is placed in the region of the innermost binder it uses — closed
+ *    values at the top, loop-invariant code hoisted out of tiles — in the
+ *    form term_placed() gives it, and appears once per region instance
+ *    (sibling tiles that use the same loose term each hold it).
+ * 2. name: in textual order, every value takes the user's name from the
+ *    module's tables when it has one not yet taken, else a fresh number
+ *    (%0, %1, ... in order of definition); binders take their user name
+ *    or %r, %r1, ...  Fresh names avoid every user name of the module.
+ *
+ * requires: terms well typed (true of every stored Term).
+ */
+#include "core/core.h"
+
+typedef SchedName Named;
+typedef SchedRegion Region;
+typedef SchedStmt Stmt;
+
+/* The state of both passes. */
+typedef struct Namer {
+  GHashTable *names;                    /* the module's, or NULL */
+  GHashTable *binder_names;             /* the module's, or NULL */
+  Region *open[PARTIR_MAX_REGIONS + 2]; /* open regions by depth */
+  Named *args;
+  GHashTable *reserved; /* user names: fresh names avoid them */
+  GHashTable *taken;    /* names already given in this function */
+  int next_number;
+} Namer;
+
+static Region *region_new(const char *binder_user) {
+  Region *r = g_new0(Region, 1);
+  r->binder.user = binder_user;
+  r->stmts = g_ptr_array_new();
+  r->memo = g_hash_table_new(NULL, NULL);
+  return r;
+}
+
+static void region_free(Region *r) {
+  for (guint i = 0; i < r->stmts->len; i++) {
+    Stmt *s = g_ptr_array_index(r->stmts, i);
+    if (s->child)
+      region_free(s->child);
+    g_free(s->ops);
+    g_free(s->n.name);
+    g_free(s);
+  }
+  g_ptr_array_unref(r->stmts);
+  if (r->memo)
+    g_hash_table_unref(r->memo);
+  g_free(r->binder.name);
+  g_free(r);
+}
+
+/* ------------------------------------------------------------- schedule */
+
+/* Returns the Named for 't' as seen at region depth 'depth', scheduling
+ * its statement (and its operands') when needed. */
+static Named *schedule_value(Namer *pr, int depth, const Term *t) {
+  if (t->kind == TM_ARG)
+    return &pr->args[t->index];
+  if (t->kind == TM_BVAR)
+    return &pr->open[depth - t->index]->binder;
+  int target = term_home_depth(t, depth);
+  const Term *placed = term_placed(t);
+  Region *r = pr->open[target];
+  Stmt *s = g_hash_table_lookup(r->memo, placed);
+  if (s)
+    return &s->n;
+  s = g_new0(Stmt, 1);
+  s->t = placed;
+  s->n.user = pr->names ? g_hash_table_lookup(pr->names, placed) : NULL;
+  if (placed->kind == TM_TILE || placed->kind == TM_SUM) {
+    Region *child = region_new(
+        pr->binder_names ? g_hash_table_lookup(pr->binder_names, placed)
+                         : NULL);
+    /* a hoisted tile opens its region below regions still being
+     * scheduled: keep theirs */
+    Region *outer = pr->open[target + 1];
+    pr->open[target + 1] = child;
+    child->yield = schedule_value(pr, target + 1, placed->args[0]);
+    pr->open[target + 1] = outer;
+    g_hash_table_unref(child->memo);
+    child->memo = NULL; /* a region instance is done once closed */
+    s->child = child;
+  } else {
+    s->nops = placed->nargs;
+    s->ops = g_new(Named *, (gsize)placed->nargs);
+    for (int i = 0; i < placed->nargs; i++)
+      s->ops[i] = schedule_value(pr, target, placed->args[i]);
+  }
+  g_ptr_array_add(r->stmts, s);
+  g_hash_table_insert(r->memo, (gpointer)placed, s);
+  return &s->n;
+}
+
+/* ----------------------------------------------------------------- names */
+
+static gboolean name_free(Namer *pr, const char *name) {
+  return !g_hash_table_contains(pr->reserved, name) &&
+         !g_hash_table_contains(pr->taken, name);
+}
+
+static void take(Namer *pr, Named *n, char *name) {
+  n->name = name;
+  g_hash_table_add(pr->taken, g_strdup(name));
+}
+
+static void name_value(Namer *pr, Named *n) {
+  if (n->user && !g_hash_table_contains(pr->taken, n->user)) {
+    take(pr, n, g_strdup(n->user));
+    return;
+  }
+  for (;;) {
+    char *cand = g_strdup_printf("%d", pr->next_number++);
+    if (name_free(pr, cand)) {
+      take(pr, n, cand);
+      return;
+    }
+    g_free(cand);
+  }
+}
+
+static void name_binder(Namer *pr, Named *n) {
+  if (n->user && !g_hash_table_contains(pr->taken, n->user)) {
+    take(pr, n, g_strdup(n->user));
+    return;
+  }
+  for (int i = 0;; i++) {
+    char *cand = i ? g_strdup_printf("r%d", i) : g_strdup("r");
+    if (name_free(pr, cand)) {
+      take(pr, n, cand);
+      return;
+    }
+    g_free(cand);
+  }
+}
+
+static void name_region(Namer *pr, Region *r) {
+  for (guint i = 0; i < r->stmts->len; i++) {
+    Stmt *s = g_ptr_array_index(r->stmts, i);
+    name_value(pr, &s->n);
+    if (s->child) {
+      name_binder(pr, &s->child->binder);
+      name_region(pr, s->child);
+    }
+  }
+}
+
+/* ------------------------------------------------------------- schedules */
+
+/* Copies: the name tables may lose entries (term_store_collect), and
+ * the reserved names must not change with them. */
+static void collect_reserved(gpointer key, gpointer value, gpointer data) {
+  g_hash_table_add(data, g_strdup(value));
+}
+
+/* The distinct user names of 'm', which fresh names avoid.  They never
+ * grow after parsing (rewrites only give new terms names the module
+ * already has: replace_inherit_name), so the set is built once per
+ * module and kept. */
+static GHashTable *reserved_names(const Module *m) {
+  Module *cache = (Module *)m;
+  if (!cache->reserved) {
+    cache->reserved =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_hash_table_foreach(m->names, collect_reserved, cache->reserved);
+    g_hash_table_foreach(m->binder_names, collect_reserved, cache->reserved);
+  }
+  return g_hash_table_ref(cache->reserved);
+}
+
+Schedule *schedule_new(const Module *m, const Func *f) {
+  Namer pr = {.names = m ? m->names : NULL,
+              .binder_names = m ? m->binder_names : NULL};
+  pr.reserved =
+      m ? reserved_names(m) : g_hash_table_new(g_str_hash, g_str_equal);
+  pr.taken = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  Schedule *sc = g_new0(Schedule, 1);
+  sc->nargs = f->nargs;
+  pr.args = sc->args = g_new0(Named, (gsize)MAX(f->nargs, 1));
+  for (int i = 0; i < f->nargs; i++)
+    take(&pr, &sc->args[i], g_strdup(f->arg_names[i]));
+  sc->top = pr.open[0] = region_new(NULL);
+  sc->results = g_new(Named *, (gsize)MAX(f->nresults, 1));
+  for (int i = 0; i < f->nresults; i++)
+    sc->results[i] = schedule_value(&pr, 0, f->body->args[i]);
+  name_region(&pr, sc->top);
+  g_hash_table_unref(pr.taken);
+  g_hash_table_unref(pr.reserved);
+  return sc;
+}
+
+void schedule_free(Schedule *sc) {
+  if (!sc)
+    return;
+  region_free(sc->top);
+  for (int i = 0; i < sc->nargs; i++)
+    g_free(sc->args[i].name);
+  g_free(sc->args);
+  g_free(sc->results);
+  g_free(sc);
+}
+
+static void walk_region(const Region *r, ScheduleVisit visit, void *ud) {
+  for (guint i = 0; i < r->stmts->len; i++) {
+    const Stmt *s = g_ptr_array_index(r->stmts, i);
+    visit(ud, s->n.name, s->t);
+    if (s->child)
+      walk_region(s->child, visit, ud);
+  }
+}
+
+void schedule_walk(const Module *m, const Func *f, ScheduleVisit visit,
+                   void *ud) {
+  g_autoptr(Schedule) sc = schedule_new(m, f);
+  for (int i = 0; i < f->nargs; i++)
+    visit(ud, sc->args[i].name, term_arg(i, f->arg_types[i]));
+  walk_region(sc->top, visit, ud);
+}

@@ -1,0 +1,119 @@
+/* type.c — tensor and range types, interned.
+ *
+ * Every Type is unique: type_tensor() and type_range() return the same
+ * pointer for equal arguments, so Terms compare types with ==.  Types live
+ * for the life of the process (there are few of them).
+ */
+#include "core/core.h"
+
+#include <string.h>
+
+static const struct {
+  const char *name;
+  gsize bytes;
+  gboolean is_float;
+} dtype_info[DT_COUNT_] = {
+    [DT_F32] = {"f32", 4, TRUE},  [DT_F64] = {"f64", 8, TRUE},
+    [DT_BF16] = {"bf16", 2, TRUE}, [DT_I32] = {"i32", 4, FALSE},
+    [DT_I64] = {"i64", 8, FALSE}, [DT_I1] = {"i1", 1, FALSE},
+};
+
+const char *dtype_name(DType dt) { return dtype_info[dt].name; }
+gboolean dtype_is_float(DType dt) { return dtype_info[dt].is_float; }
+gsize dtype_storage_bytes(DType dt) { return dtype_info[dt].bytes; }
+
+gboolean dtype_from_name(const char *s, gsize len, DType *out) {
+  for (int i = 0; i < DT_COUNT_; i++)
+    if (strlen(dtype_info[i].name) == len &&
+        memcmp(dtype_info[i].name, s, len) == 0) {
+      *out = (DType)i;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+static guint type_hash(gconstpointer p) {
+  const Type *t = p;
+  guint h = (guint)t->kind * 31u + (guint)t->dtype;
+  h = h * 31u + (guint)t->rank;
+  for (int i = 0; i < t->rank; i++)
+    h = h * 1000003u + (guint)t->dims[i];
+  h = h * 31u + (guint)t->n;
+  return h * 31u + (guint)t->w;
+}
+
+static gboolean type_equal(gconstpointer a, gconstpointer b) {
+  const Type *x = a, *y = b;
+  if (x->kind != y->kind || x->dtype != y->dtype || x->rank != y->rank ||
+      x->n != y->n || x->w != y->w)
+    return FALSE;
+  return memcmp(x->dims, y->dims, sizeof(int64_t) * (gsize)x->rank) == 0;
+}
+
+static const Type *type_intern(const Type *key) {
+  static GHashTable *table;
+  if (!table)
+    table = g_hash_table_new(type_hash, type_equal);
+  Type *t = g_hash_table_lookup(table, key);
+  if (!t) {
+    t = g_memdup2(key, sizeof *key);
+    g_hash_table_add(table, t);
+  }
+  return t;
+}
+
+const Type *type_tensor(DType dt, int rank, const int64_t *dims) {
+  g_assert(rank >= 0 && rank <= PARTIR_MAX_RANK);
+  Type key = {.kind = TY_TENSOR, .dtype = dt, .rank = rank};
+  if (rank > 0)
+    memcpy(key.dims, dims, sizeof(int64_t) * (gsize)rank);
+  return type_intern(&key);
+}
+
+const Type *type_range(int64_t n, int64_t w) {
+  Type key = {.kind = TY_RANGE, .n = n, .w = w};
+  return type_intern(&key);
+}
+
+const Type *type_with_dim(const Type *t, int d, int64_t size) {
+  Type key = *t;
+  key.dims[d] = size;
+  return type_intern(&key);
+}
+
+const Type *type_with_dtype(const Type *t, DType dt) {
+  Type key = *t;
+  key.dtype = dt;
+  return type_intern(&key);
+}
+
+int64_t type_numel(const Type *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++)
+    if (__builtin_mul_overflow(n, t->dims[i], &n))
+      return G_MAXINT64;
+  return n;
+}
+
+gboolean type_size_ok(const Type *t) {
+  return t->kind != TY_TENSOR || type_numel(t) <= PARTIR_MAX_ELEMS;
+}
+
+void type_print(GString *out, const Type *t) {
+  if (t->kind == TY_RANGE) {
+    g_string_append_printf(out, "!partir.range<%" G_GINT64_FORMAT
+                                ",%" G_GINT64_FORMAT ">",
+                           t->n, t->w);
+    return;
+  }
+  g_string_append(out, "tensor<");
+  for (int i = 0; i < t->rank; i++)
+    g_string_append_printf(out, "%" G_GINT64_FORMAT "x", t->dims[i]);
+  g_string_append_printf(out, "%s>", dtype_name(t->dtype));
+}
+
+char *type_to_string(const Type *t) {
+  GString *s = g_string_new(NULL);
+  type_print(s, t);
+  return g_string_free(s, FALSE);
+}

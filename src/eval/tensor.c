@@ -1,0 +1,284 @@
+/* tensor.c — dense tensor values of the reference interpreter.
+ *
+ * A Tensor is a refcounted block of elements in row-major order, one
+ * element per index of its Type's shape (a rank-0 tensor has one).  The
+ * storage is wider than the element type so that kernels can be written
+ * once per family:
+ *
+ *   f32, f64, bf16   'f', doubles; every stored value is exactly
+ *                    representable in the element type (tensor_round_value)
+ *   i32, i64, i1     'i', int64s; i32 values are wrapped to 32 bits and
+ *                    i1 values are 0 or 1 (tensor_wrap_value)
+ *
+ * Exactly one of 'f' and 'i' is non-NULL, even for tensors with no
+ * elements.  Kernels allocate with tensor_new, fill, and keep the
+ * invariant by rounding or wrapping every result they store.
+ */
+#include "eval/eval.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Allocates a zero-filled tensor of 'type' with one reference. */
+Tensor *tensor_new(const Type *type) {
+  g_assert(type != NULL && type->kind == TY_TENSOR);
+  int64_t n = type_numel(type);
+  g_assert(n >= 0);
+  Tensor *t = g_new0(Tensor, 1);
+  t->refcount = 1;
+  t->type = type;
+  gsize alloc = (gsize)MAX(n, 1);
+  if (dtype_is_float(type->dtype))
+    t->f = g_new0(double, alloc);
+  else
+    t->i = g_new0(int64_t, alloc);
+  return t;
+}
+
+Tensor *tensor_ref(Tensor *t) {
+  g_assert(t != NULL && t->refcount > 0);
+  g_atomic_int_inc(&t->refcount);
+  return t;
+}
+
+void tensor_unref(Tensor *t) {
+  if (t == NULL)
+    return;
+  g_assert(t->refcount > 0);
+  if (!g_atomic_int_dec_and_test(&t->refcount))
+    return;
+  g_free(t->f);
+  g_free(t->i);
+  g_free(t);
+}
+
+/* Rounds 'v' to the nearest value of floating type 'dt'.  bf16 goes
+ * through f32 first (bf16 is computed in f32), then keeps the top 16 bits
+ * of the f32 pattern, rounding to nearest even; overflow gives infinity
+ * and NaN stays NaN. */
+double tensor_round_value(DType dt, double v) {
+  switch (dt) {
+  case DT_F64:
+    return v;
+  case DT_F32:
+    return (double)(float)v;
+  case DT_BF16: {
+    float f = (float)v;
+    if (isnan(f))
+      return v;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    bits &= 0xffff0000u;
+    memcpy(&f, &bits, sizeof f);
+    return (double)f;
+  }
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* Wraps 'v' to integer type 'dt': two's complement for i32, 0/1 for i1. */
+int64_t tensor_wrap_value(DType dt, int64_t v) {
+  switch (dt) {
+  case DT_I64:
+    return v;
+  case DT_I32:
+    return (int64_t)(int32_t)(uint32_t)(uint64_t)v;
+  case DT_I1:
+    return v != 0;
+  default:
+    g_assert_not_reached();
+  }
+}
+
+void tensor_round(Tensor *t) {
+  int64_t n = type_numel(t->type);
+  DType dt = t->type->dtype;
+  for (int64_t j = 0; j < n; j++) {
+    if (t->f)
+      t->f[j] = tensor_round_value(dt, t->f[j]);
+    else
+      t->i[j] = tensor_wrap_value(dt, t->i[j]);
+  }
+}
+
+void tensor_strides(const Type *t, int64_t *strides) {
+  int64_t s = 1;
+  for (int d = t->rank - 1; d >= 0; d--) {
+    strides[d] = s;
+    s *= t->dims[d];
+  }
+}
+
+/* Appends one float element: %.7g for f32 and bf16, %.15g for f64, in the
+ * C locale whatever the process's locale; nan, inf and -inf by name. */
+static void append_float(GString *out, DType dt, double v) {
+  if (isnan(v)) {
+    g_string_append(out, "nan");
+  } else if (isinf(v)) {
+    g_string_append(out, v < 0 ? "-inf" : "inf");
+  } else {
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+    g_ascii_formatd(buf, sizeof buf, dt == DT_F64 ? "%.15g" : "%.7g", v);
+    g_string_append(out, buf);
+  }
+}
+
+/* Appends element 'k' of 't' in its type's notation. */
+static void append_elem(GString *out, const Tensor *t, int64_t k) {
+  DType dt = t->type->dtype;
+  if (dtype_is_float(dt))
+    append_float(out, dt, t->f[k]);
+  else if (dt == DT_I1)
+    g_string_append(out, t->i[k] ? "true" : "false");
+  else
+    g_string_append_printf(out, "%" G_GINT64_FORMAT, t->i[k]);
+}
+
+/* Appends the sub-tensor at dimension 'd' starting at element 'base' as
+ * nested brackets. */
+static void append_nested(GString *out, const Tensor *t, const int64_t *strides,
+                          int d, int64_t base) {
+  if (d == t->type->rank) {
+    append_elem(out, t, base);
+    return;
+  }
+  g_string_append_c(out, '[');
+  for (int64_t k = 0; k < t->type->dims[d]; k++) {
+    if (k > 0)
+      g_string_append(out, ", ");
+    append_nested(out, t, strides, d + 1, base + k * strides[d]);
+  }
+  g_string_append_c(out, ']');
+}
+
+/* The summary line for a large tensor: shape, dtype, min, max, mean (NaN
+ * propagates, as in numpy) and the first four elements. */
+static void append_summary(GString *out, const Tensor *t, int64_t n) {
+  const Type *ty = t->type;
+  DType dt = ty->dtype;
+  gboolean is_float = dtype_is_float(dt);
+
+  g_string_append(out, "shape ");
+  if (ty->rank == 0)
+    g_string_append(out, "()");
+  for (int d = 0; d < ty->rank; d++)
+    g_string_append_printf(out, "%s%" G_GINT64_FORMAT, d ? "x" : "",
+                           ty->dims[d]);
+  g_string_append_printf(out, " %s:", dtype_name(dt));
+
+  double sum = 0;
+  int64_t kmin = -1, kmax = -1; /* indices of the extremes */
+  gboolean has_nan = FALSE;
+  for (int64_t k = 0; k < n; k++) {
+    if (is_float) {
+      double v = t->f[k];
+      sum += v;
+      if (isnan(v)) {
+        has_nan = TRUE;
+        continue;
+      }
+      if (kmin < 0 || v < t->f[kmin])
+        kmin = k;
+      if (kmax < 0 || v > t->f[kmax])
+        kmax = k;
+    } else {
+      int64_t v = t->i[k];
+      sum += (double)v;
+      if (kmin < 0 || v < t->i[kmin])
+        kmin = k;
+      if (kmax < 0 || v > t->i[kmax])
+        kmax = k;
+    }
+  }
+
+  g_string_append(out, " min ");
+  if (has_nan)
+    g_string_append(out, "nan");
+  else
+    append_elem(out, t, kmin);
+  g_string_append(out, " max ");
+  if (has_nan)
+    g_string_append(out, "nan");
+  else
+    append_elem(out, t, kmax);
+  g_string_append(out, " mean ");
+  append_float(out, dt == DT_F64 ? DT_F64 : DT_F32, sum / (double)n);
+
+  g_string_append(out, " first [");
+  for (int64_t k = 0; k < n && k < 4; k++) {
+    if (k > 0)
+      g_string_append(out, ", ");
+    append_elem(out, t, k);
+  }
+  g_string_append(out, n > 4 ? ", ...]" : "]");
+}
+
+/* Prints the type on one line and the values on the next, as nested
+ * brackets ('[[1, 2.5], [3, 4]]'; a rank-0 tensor is a bare value); when
+ * the tensor has more than 'max_elems' elements, one summary line instead
+ * (a negative 'max_elems' means no limit). */
+void tensor_print(GString *out, const Tensor *t, int max_elems) {
+  int64_t n = type_numel(t->type);
+  if (max_elems >= 0 && n > max_elems) {
+    append_summary(out, t, n);
+    g_string_append_c(out, '\n');
+    return;
+  }
+  int64_t strides[PARTIR_MAX_RANK];
+  tensor_strides(t->type, strides);
+  type_print(out, t->type);
+  g_string_append_c(out, '\n');
+  if (n == 0)
+    g_string_append(out, "[]"); /* not one '[]' per row of a 1e9x0 shape */
+  else
+    append_nested(out, t, strides, 0, 0);
+  g_string_append_c(out, '\n');
+}
+
+/* Fills 't' in row-major order from 'rng': floats uniform in [-1, 1)
+ * rounded to the type, integers in [-10, 10], i1 0 or 1.  The sequence
+ * depends only on the seed, so inputs are reproducible. */
+void tensor_fill_random(Tensor *t, GRand *rng) {
+  DType dt = t->type->dtype;
+  int64_t n = type_numel(t->type);
+  for (int64_t k = 0; k < n; k++) {
+    if (dtype_is_float(dt))
+      t->f[k] = tensor_round_value(dt, g_rand_double_range(rng, -1, 1));
+    else if (dt == DT_I1)
+      t->i[k] = g_rand_int_range(rng, 0, 2);
+    else
+      t->i[k] = g_rand_int_range(rng, -10, 11);
+  }
+}
+
+gboolean tensor_results_agree(GPtrArray *a, GPtrArray *b, GString *why) {
+  for (guint r = 0; r < a->len; r++) {
+    const Tensor *x = g_ptr_array_index(a, r), *y = g_ptr_array_index(b, r);
+    if (x->type != y->type) {
+      g_string_printf(why, "result %u changed type", r);
+      return FALSE;
+    }
+    /* norm-wise: a sum of k rounded parts can differ from the whole by a
+     * few roundings of the parts, which may be larger than the result */
+    double scale = 0;
+    for (int64_t i = 0; i < type_numel(x->type); i++) {
+      double u = x->f ? x->f[i] : (double)x->i[i];
+      if (isfinite(u))
+        scale = MAX(scale, fabs(u));
+    }
+    for (int64_t i = 0; i < type_numel(x->type); i++) {
+      double u = x->f ? x->f[i] : (double)x->i[i];
+      double v = y->f ? y->f[i] : (double)y->i[i];
+      if (!(fabs(u - v) <= 1e-6 + 1e-5 * fabs(u) + 1e-4 * scale) &&
+          !(isnan(u) && isnan(v)) && u != v) {
+        g_string_printf(why, "result %u element %" G_GINT64_FORMAT
+                             ": %.9g before, %.9g after",
+                        r, i, u, v);
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}

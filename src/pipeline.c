@@ -1,0 +1,92 @@
+/* pipeline.c — the stages of partir, in order.
+ *
+ *   0. rules     rule files -> RuleSet (rewrite/rule.c), then the
+ *                load-time check that no rule changes a type
+ *                (check/rulecheck.c)
+ *   1. parse     text -> Module, types checked as terms are built
+ *                (core/parse.c); StableHLO import will join here
+ *   2. rewrite   engine commands (rewrite/command.c) or a tactic (the
+ *                Tactic interface; Lua in bind/lua.c), propagation
+ *                included
+ *   3. lower     a partitioned function -> the per-device SPMD program,
+ *                each device's chunk taken literally (spmd/lower.c)
+ *   4. fuse      redistribution fusion: the [spmd] rules, then arguments
+ *                received sharded (spmd/redistribute.c)
+ *   5. cost      per-device FLOPs, memory, communication, time
+ *                (spmd/cost.c)
+ *   (6. compile and 7. execute, with codegen/, come next)
+ *
+ * Each stage requires what the one before it gives: a stage never
+ * re-checks its input.  Front ends call these functions and print.
+ */
+#include "pipeline.h"
+
+RuleSet *pipeline_load_rules(const char *const *paths, const Source *extra,
+                             GString *errors) {
+  RuleSet *rs = extra ? ruleset_load_with(paths, extra, errors)
+                      : ruleset_load(paths, errors);
+  if (rs && !check_rule_types(rs, errors)) {
+    ruleset_free(rs);
+    return NULL;
+  }
+  return rs;
+}
+
+Module *pipeline_load_program(const char *path, GString *diags,
+                              GError **error) {
+  return parse_file(path, diags, error);
+}
+
+Module *pipeline_read_program(const char *name, const char *text, gsize len,
+                              GString *diags) {
+  return parse_text(name, text, len, diags);
+}
+
+State *pipeline_rewrite(const RuleSet *rs, State *in, const char *script,
+                        GString *why, GString *report) {
+  return rw_script(rs, in, script, why, report);
+}
+
+State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh,
+                       GString *why) {
+  return tactic->run(tactic, in, mesh, why);
+}
+
+gboolean pipeline_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
+                        Lowered *out, GString *why) {
+  *out = (Lowered){.global = g};
+  if (g->spmd) {
+    out->spmd = g;
+    return TRUE;
+  }
+  out->owned = spmd_lower(rs, g, mesh, why);
+  if (!out->owned)
+    return FALSE;
+  spmd_fuse(rs, out->owned);
+  out->spmd = out->owned;
+  return TRUE;
+}
+
+void pipeline_lowered_clear(Lowered *l) {
+  func_free(l->owned);
+  *l = (Lowered){0};
+}
+
+gboolean pipeline_cost(const Module *m, const Lowered *l, const Hardware *hw,
+                       CostReport *out, GError **error) {
+  return cost_estimate(l->owned ? NULL : m, l->spmd, hw, out, error);
+}
+
+gboolean pipeline_cost_state(const RuleSet *rs, const State *s,
+                             const Mesh *mesh, const Hardware *hw,
+                             CostReport *out, GString *why) {
+  g_auto(Lowered) l = {0};
+  if (!pipeline_lower(rs, &s->func, mesh, &l, why))
+    return FALSE;
+  GError *error = NULL;
+  if (pipeline_cost(NULL, &l, hw, out, &error))
+    return TRUE;
+  g_string_assign(why, error->message);
+  g_error_free(error);
+  return FALSE;
+}

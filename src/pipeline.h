@@ -1,0 +1,71 @@
+/* pipeline.h — the stages of partir in order, for every front end.
+ *
+ * Above check, below bind and the front ends (docs/architecture.md).
+ * The CLI, the REPL, the Lua module and the agent protocol call these
+ * functions instead of wiring the stages themselves, so a stage added
+ * here (compile, execute) reaches all four at once.
+ *
+ *   pipeline.c   rules -> parse -> rewrite or tactic -> lower ->
+ *                redistribution fusion -> cost
+ */
+#ifndef PARTIR_PIPELINE_H
+#define PARTIR_PIPELINE_H
+
+#include "check/check.h"
+
+/* ------------------------------------------------------------ pipeline.c */
+
+/* Stage 0, rules.  Loads rule files (every *.rules of the first
+ * directory on the search path when 'paths' is NULL; then 'extra' when
+ * given), derives the operator rules and refuses a rule that changes the
+ * type of what it rewrites.  NULL with diagnostics in 'errors'. */
+RuleSet *pipeline_load_rules(const char *const *paths, const Source *extra,
+                             GString *errors);
+
+/* Stage 1, parse and check: a program file or text, its types checked as
+ * its terms are built.  NULL with the diagnostics in 'diags', or (files)
+ * with 'error' set when it cannot be read. */
+Module *pipeline_load_program(const char *path, GString *diags,
+                              GError **error);
+Module *pipeline_read_program(const char *name, const char *text, gsize len,
+                              GString *diags);
+
+/* Stage 2, rewrite: engine commands ("arg-tile 0 0 8; propagate"), or a
+ * tactic.  A tactic is a service of a higher layer (the Lua binding
+ * implements it): a function from state to state. */
+State *pipeline_rewrite(const RuleSet *rs, State *in, const char *script,
+                        GString *why, GString *report);
+typedef struct Tactic Tactic;
+struct Tactic {
+  /* The state after the tactic, or NULL with the reason in 'why'. */
+  State *(*run)(Tactic *self, State *in, const Mesh *mesh, GString *why);
+};
+State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh,
+                       GString *why);
+
+/* Stages 3 and 4, lower and fuse redistributions: the SPMD program a
+ * function runs as on 'mesh' — the function itself when it is SPMD
+ * text. */
+typedef struct Lowered {
+  const Func *global; /* the program given */
+  Func *owned;        /* its lowering, when made here */
+  const Func *spmd;   /* 'global' when it is SPMD text, else 'owned' */
+} Lowered;
+gboolean pipeline_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
+                        Lowered *out, GString *why);
+void pipeline_lowered_clear(Lowered *l);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Lowered, pipeline_lowered_clear)
+
+/* Stage 5, cost: the estimate of a lowered program on 'hw', naming
+ * statements as module 'm' prints them when the SPMD program is the
+ * module's own text ('m' may be NULL). */
+gboolean pipeline_cost(const Module *m, const Lowered *l, const Hardware *hw,
+                       CostReport *out, GError **error);
+/* Stages 3 to 5 at once for a state (the REPL's and the protocol's
+ * reward): FALSE with the reason in 'why' when it cannot be lowered
+ * or costed. */
+gboolean pipeline_cost_state(const RuleSet *rs, const State *s,
+                             const Mesh *mesh, const Hardware *hw,
+                             CostReport *out, GString *why);
+
+#endif

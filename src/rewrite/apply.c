@@ -1,0 +1,284 @@
+/* apply.c — applying one rule at one value.
+ *
+ * rw_apply_here() applies one rule to one term: written rules through
+ * match.c, derived operator rules from the operator's TileSpec:
+ *
+ *   OP-tile-D   op(a, b)  ~~>  tile D (\r:range<n,w> -> op(a', b'))
+ *   OP-sum[-K]  op(a, b)  ~~>  sum (\r:range<n,w> -> op(a', b'))
+ *   slice-OP-D  slice D (op(a, b))[s]  ~~>  op(a'', b'')
+ *   OP-tile-D-rev, OP-sum[-K]-rev   the first two backwards
+ *
+ * where a' slices each operand along the dimension that carries result
+ * dimension D (or reduction K) by the new binder, and a'' by s.  Every
+ * replacement must have the type of what it replaces.
+ *
+ * rw_apply() applies a rule at a location (a value of the printed
+ * program) and replaces that value everywhere in the program
+ * (replace.c), so every use sees the rewrite.
+ */
+#include "rewrite/rewrite.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t arg_int(const RuleArg *args, int nargs, const char *name,
+                       gboolean *found) {
+  for (int i = 0; i < nargs; i++)
+    if (!args[i].is_axis && strcmp(args[i].name, name) == 0) {
+      *found = TRUE;
+      return args[i].value;
+    }
+  *found = FALSE;
+  return 0;
+}
+
+static const char *arg_axis(const RuleArg *args, int nargs) {
+  for (int i = 0; i < nargs; i++)
+    if (args[i].is_axis)
+      return args[i].axis;
+  return NULL;
+}
+
+/* A static slice's attributes when its operand changes type from 'from'
+ * to 'to' along dimensions the slice takes whole (the only ones its spec
+ * lets a rule split or join): those limits follow the operand's size. */
+const Attrs *rw_slice_attrs_follow(const Attrs *a, const Type *from,
+                                const Type *to) {
+  const AttrValue *start = attrs_get(a, "start");
+  const char **keys = g_new(const char *, (gsize)a->count);
+  AttrValue *vals = g_new0(AttrValue, (gsize)a->count);
+  for (int i = 0; i < a->count; i++) {
+    keys[i] = a->keys[i];
+    vals[i] = attr_value_copy(&a->values[i]);
+    if (strcmp(keys[i], "limit") == 0 && vals[i].kind == AV_LIST)
+      for (int d = 0; d < vals[i].count && d < from->rank; d++)
+        if (start->items[d].i == 0 && vals[i].items[d].i == from->dims[d])
+          vals[i].items[d].i = to->dims[d];
+  }
+  return attrs_intern(a->count, keys, vals);
+}
+
+/* op(operands, each sliced along dims[i] (>= 0) by range value 'r');
+ * 'lift' shifts the operands under one new binder first. */
+static const Term *sliced_op(const Term *t, const int *dims, const Term *r,
+                             gboolean lift, const Type *written,
+                             GString *why) {
+  const Term *args[SPEC_MAX_OPERANDS];
+  for (int i = 0; i < t->nargs; i++) {
+    const Term *a = lift ? term_shift(t->args[i], 1, 0) : t->args[i];
+    if (dims[i] >= 0 && !(a = term_slice(dims[i], a, r, why)))
+      return NULL;
+    args[i] = a;
+  }
+  const Attrs *attrs =
+      t->op == OP_SLICE
+          ? rw_slice_attrs_follow(t->attrs, t->args[0]->type, args[0]->type)
+          : t->attrs;
+  return term_op(t->op, t->nargs, args, attrs,
+                 op_takes_written_type(t->op) ? written : NULL, why);
+}
+
+/* OP-tile-D-rev and OP-sum[-K]-rev: a region whose body is the operator
+ * on operands sliced by the region's binder along the dimensions that
+ * carry D (or K), the other operands independent of the binder, is the
+ * operator on the whole operands. */
+static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
+                                  const Term *t, GString *why) {
+  gboolean tile = rule->kind == RULE_OP_TILE_REV;
+  int k = rule->index;
+  const Term *b = t->nargs == 1 ? t->args[0] : NULL;
+  if (t->kind != (tile ? TM_TILE : TM_SUM) || (tile && t->index != k) ||
+      b->kind != TM_OP || b->op != rule->op) {
+    if (tile)
+      g_string_printf(why, "'%s' applies to a partir.tile along dimension %d "
+                           "of a '%s'",
+                      rule->name, k, op_name(rule->op));
+    else
+      g_string_printf(why, "'%s' applies to a partir.sum of a '%s'",
+                      rule->name, op_name(rule->op));
+    return NULL;
+  }
+  TileSpec spec;
+  if (!spec_of(rs, b, &spec) || (tile ? k >= spec.nout || !spec.out_ok[k]
+                                      : k >= spec.nred)) {
+    g_string_printf(why, "'%s' does not split this '%s' that way", rule->name,
+                    op_name(b->op));
+    return NULL;
+  }
+  const Term *r = term_bvar(0, t->range);
+  const Term *args[SPEC_MAX_OPERANDS];
+  for (int i = 0; i < b->nargs; i++) {
+    int c = tile ? spec.out[k][i] : spec.red[k][i];
+    const Term *a = b->args[i];
+    if (c >= 0) {
+      if (a->kind != TM_SLICE || a->index != c || a->args[1] != r) {
+        g_string_printf(why, "operand %d is not sliced along dimension %d by "
+                             "the region's binder",
+                        i + 1, c);
+        return NULL;
+      }
+      a = a->args[0];
+    }
+    if (a->loose & 1) {
+      g_string_printf(why, "operand %d depends on the region's binder", i + 1);
+      return NULL;
+    }
+    args[i] = term_shift(a, -1, 0);
+  }
+  const Attrs *attrs =
+      b->op == OP_SLICE
+          ? rw_slice_attrs_follow(b->attrs, b->args[0]->type, args[0]->type)
+          : b->attrs;
+  return term_op(b->op, b->nargs, args, attrs,
+                 op_takes_written_type(b->op) ? t->type : NULL, why);
+}
+
+static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
+                                 const Term *t, const RuleArg *args, int nargs,
+                                 GString *why) {
+  if (rule->kind == RULE_OP_TILE_REV || rule->kind == RULE_OP_SUM_REV)
+    return apply_unregion(rs, rule, t, why);
+  TileSpec spec;
+  const Term *opt = rule->kind == RULE_SLICE_OP && t->kind == TM_SLICE
+                        ? t->args[0]
+                        : t;
+  if (opt->kind != TM_OP || opt->op != rule->op ||
+      (rule->kind == RULE_SLICE_OP && t->kind != TM_SLICE)) {
+    g_string_printf(why, "'%s' applies to %s'%s'", rule->name,
+                    rule->kind == RULE_SLICE_OP ? "a slice of " : "",
+                    op_name(rule->op));
+    return NULL;
+  }
+  if (!spec_of(rs, opt, &spec))
+    return NULL;
+  int k = rule->index;
+  if (rule->kind == RULE_SLICE_OP) {
+    if (t->index != k || k >= spec.nout || !spec.out_ok[k]) {
+      g_string_printf(why, "'%s' does not apply: the slice is along "
+                           "dimension %d",
+                      rule->name, t->index);
+      return NULL;
+    }
+    int dims[SPEC_MAX_OPERANDS];
+    for (int i = 0; i < opt->nargs; i++)
+      dims[i] = spec.out[k][i];
+    return sliced_op(opt, dims, t->args[1], FALSE, t->type, why);
+  }
+  gboolean have_w;
+  int64_t w = arg_int(args, nargs, "w", &have_w);
+  if (!have_w) {
+    g_string_printf(why, "rule '%s' needs parameter 'w' (the width)",
+                    rule->name);
+    return NULL;
+  }
+  const char *axis = arg_axis(args, nargs);
+  int dims[SPEC_MAX_OPERANDS];
+  int64_t n = -1;
+  if (rule->kind == RULE_OP_TILE) {
+    if (k >= spec.nout || !spec.out_ok[k]) {
+      g_string_printf(why, "result dimension %d of this '%s' cannot be tiled",
+                      k, op_name(rule->op));
+      return NULL;
+    }
+    n = t->type->dims[k];
+    for (int i = 0; i < t->nargs; i++)
+      dims[i] = spec.out[k][i];
+  } else {
+    if (k >= spec.nred) {
+      g_string_printf(why, "this '%s' has no reduction %d", op_name(rule->op),
+                      k);
+      return NULL;
+    }
+    for (int i = 0; i < t->nargs; i++) {
+      dims[i] = spec.red[k][i];
+      if (dims[i] >= 0)
+        n = t->args[i]->type->dims[dims[i]];
+    }
+  }
+  if (w < 1 || n % w != 0) {
+    g_string_printf(why, "width %" G_GINT64_FORMAT " does not divide size "
+                         "%" G_GINT64_FORMAT,
+                    w, n);
+    return NULL;
+  }
+  const Type *range = type_range(n, w);
+  const Term *r = term_bvar(0, range);
+  const Type *written = rule->kind == RULE_OP_TILE
+                            ? type_with_dim(t->type, k, w)
+                            : t->type;
+  const Term *body = sliced_op(t, dims, r, TRUE, written, why);
+  if (!body)
+    return NULL;
+  return rule->kind == RULE_OP_TILE ? term_tile(k, range, axis, body, why)
+                                    : term_sum(range, axis, body, why);
+}
+
+const Term *rw_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
+                            const RuleArg *args, int nargs, GString *why) {
+  g_string_truncate(why, 0);
+  const Term *r = rule->kind == RULE_PATTERN
+                      ? match_apply(rule, t, args, nargs, why)
+                      : apply_derived(rs, rule, t, args, nargs, why);
+  if (r && r->type != t->type) {
+    g_autofree char *a = type_to_string(t->type);
+    g_autofree char *b = type_to_string(r->type);
+    g_string_printf(why, "rule '%s' would change the type from %s to %s",
+                    rule->name, a, b);
+    return NULL;
+  }
+  if (!r && why->len == 0)
+    g_string_printf(why, "'%s' does not apply here", rule->name);
+  return r;
+}
+
+/* The replacement for the value at 'loc' by 'rule', or NULL with the
+ * reason ("RULE at %v: why"). */
+const Term *rw_apply_at(const RuleSet *rs, const Rule *rule,
+                                 const Location *loc, const RuleArg *args,
+                                 int nargs, GString *why) {
+  const Term *to = rw_apply_here(rs, rule, loc->term, args, nargs, why);
+  if (!to) {
+    g_autofree char *reason = g_strdup(why->str);
+    g_string_printf(why, "%s at %%%s: %s", rule->name, loc->name, reason);
+  }
+  return to;
+}
+
+/* The state where the value at 'loc' is 'to' everywhere; NULL with the
+ * reason (after "RULE at %v: " when 'rule' is given) when the store
+ * refuses the rebuilt program. */
+State *rw_with_replacement(State *in, const Location *loc, const Term *to,
+                               const Rule *rule, GString *why) {
+  const Term *body =
+      replace_everywhere(in->func.body, loc->term, to, in->module->names, why);
+  if (!body && rule) {
+    g_autofree char *reason = g_strdup(why->str);
+    g_string_printf(why, "%s at %%%s: %s", rule->name, loc->name, reason);
+  }
+  return body ? state_with_body(in, body) : NULL;
+}
+
+State *rw_apply(const RuleSet *rs, State *in, const Rule *rule,
+                    const Location *loc, const RuleArg *args, int nargs,
+                    GString *why) {
+  const Term *to = rw_apply_at(rs, rule, loc, args, nargs, why);
+  return to ? rw_with_replacement(in, loc, to, rule, why) : NULL;
+}
+
+GPtrArray *rw_matches(const RuleSet *rs, const State *s, const Rule *rule) {
+  g_autoptr(GPtrArray) locs = state_locations(s);
+  GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)location_free);
+  g_autoptr(GString) why = g_string_new(NULL);
+  for (guint i = 0; i < locs->len; i++) {
+    Location *l = g_ptr_array_index(locs, i);
+    /* parameters are the caller's: a rule that needs them matches where
+     * its left side does; try it with a width of 1 */
+    RuleArg args[2] = {{g_intern_string("w"), FALSE, 1, NULL},
+                       {g_intern_string("d"), FALSE, 0, NULL}};
+    if (rw_apply_here(rs, rule, l->term, args, rule->nparams ? 2 : 0, why)) {
+      locs->pdata[i] = NULL;
+      g_ptr_array_add(out, l);
+    }
+  }
+  return out;
+}

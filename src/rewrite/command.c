@@ -1,0 +1,355 @@
+/* command.c — the engine's command language.
+ *
+ * A command names a location by its printed SSA name and runs one
+ * engine verb there: 'arg-tile ARG DIM WIDTH [AXIS]', 'tile VALUE DIM
+ * WIDTH [AXIS]', 'sum VALUE WIDTH [AXIS] [REDUCTION]', 'apply RULE [at
+ * VALUE] [K=V...]', 'propagate', 'fuse', 'simplify'.  A script is
+ * commands separated by ';', newlines or a '.' ending a word (the talk's
+ * syntax).  Applying a rule at a location replaces that value everywhere
+ * in the program (replace.c), so every use sees the rewrite.
+ */
+#include "rewrite/rewrite.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static gboolean parse_int64(const char *s, int64_t *out) {
+  return g_ascii_string_to_signed(s, 10, G_MININT64, G_MAXINT64, out, NULL);
+}
+
+static gboolean need_args(int have, int min, int max, const char *usage,
+                          GString *why) {
+  if (have < min || have > max) {
+    g_string_printf(why, "usage: %s", usage);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+
+/* An axis name given in a command, with the reason when it is not one. */
+static gboolean axis_name_ok(const char *axis, GString *why) {
+  gboolean ok = mesh_axis_name_ok(axis);
+  if (!ok)
+    g_string_printf(why, "'%s' is not an axis name (letters, digits, '_')",
+                    axis);
+  return ok;
+}
+
+/* The 'arg-tile' rule's replacement for the value at 'loc', with d, w
+ * and an optional axis from the words 'w'. */
+static const Term *tile_replacement(const RuleSet *rs, const Location *loc,
+                                    char **w, int nw, GString *why) {
+  const Rule *rule = ruleset_find(rs, "arg-tile");
+  if (!rule) {
+    g_string_printf(why, "no 'arg-tile' rule is loaded");
+    return NULL;
+  }
+  RuleArg args[3] = {{g_intern_string("d"), FALSE, 0, NULL},
+                     {g_intern_string("w"), FALSE, 0, NULL},
+                     {g_intern_string("a"), TRUE, 0, NULL}};
+  if (!parse_int64(w[0], &args[0].value) || !parse_int64(w[1], &args[1].value)) {
+    g_string_printf(why, "DIM and WIDTH must be integers");
+    return NULL;
+  }
+  int nargs = 2;
+  if (nw > 2) {
+    if (!axis_name_ok(w[2], why))
+      return NULL;
+    args[2].axis = g_intern_string(w[2]);
+    nargs = 3;
+  }
+  return rw_apply_at(rs, rule, loc, args, nargs, why);
+}
+
+/* tile/arg-tile at 'loc': the replacement, applied everywhere. */
+static State *cmd_tile(const RuleSet *rs, State *in, const Location *loc,
+                       char **w, int nw, GString *why) {
+  const Term *to = tile_replacement(rs, loc, w, nw, why);
+  return to ? rw_with_replacement(in, loc, to, NULL, why) : NULL;
+}
+
+/* The argument named by 'word' (an index, "x" or "%x"), or -1 with the
+ * reason. */
+static int resolve_arg(const State *in, const char *word, GString *why) {
+  int64_t index = -1;
+  if (parse_int64(word, &index)) {
+    if (index < 0 || index >= in->func.nargs) {
+      g_string_printf(why, "arg-tile: there is no argument %s (the function "
+                           "has %d)",
+                      word, in->func.nargs);
+      return -1;
+    }
+    return (int)index;
+  }
+  const char *name = word[0] == '%' ? word + 1 : word;
+  for (int i = 0; i < in->func.nargs; i++)
+    if (strcmp(in->func.arg_names[i], name) == 0)
+      return i;
+  g_string_printf(why, "arg-tile: no argument '%s'", word);
+  return -1;
+}
+
+static Location arg_location(const State *in, int index) {
+  return (Location){.name = in->func.arg_names[index],
+                    .term = term_arg(index, in->func.arg_types[index])};
+}
+
+static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
+                          GString *why, GString *report) {
+  const char *cmd = w[0];
+  if (strcmp(cmd, "arg-tile") == 0) {
+    /* arguments are found by name or index: no need to name every value */
+    if (!need_args(nw, 4, 5, "arg-tile ARG DIM WIDTH [AXIS]", why))
+      return NULL;
+    int index = resolve_arg(in, w[1], why);
+    if (index < 0)
+      return NULL;
+    Location arg = arg_location(in, index);
+    return cmd_tile(rs, in, &arg, w + 2, nw - 2, why);
+  }
+  g_autoptr(GPtrArray) locs = state_locations(in);
+  if (strcmp(cmd, "tile") == 0) {
+    if (!need_args(nw, 4, 5, "tile VALUE DIM WIDTH [AXIS]", why))
+      return NULL;
+    const Location *loc = state_find_location(locs, w[1]);
+    if (!loc) {
+      g_string_printf(why, "tile: no value '%s'", w[1]);
+      return NULL;
+    }
+    return cmd_tile(rs, in, loc, w + 2, nw - 2, why);
+  }
+  if (strcmp(cmd, "sum") == 0) {
+    if (!need_args(nw, 3, 5, "sum VALUE WIDTH [AXIS] [REDUCTION]", why))
+      return NULL;
+    const Location *loc = state_find_location(locs, w[1]);
+    if (!loc || loc->term->kind != TM_OP) {
+      g_string_printf(why, "sum: no operator value '%s'", w[1]);
+      return NULL;
+    }
+    int64_t width, k = 0;
+    if (!parse_int64(w[2], &width) || (nw > 4 && !parse_int64(w[4], &k))) {
+      g_string_printf(why, "sum: WIDTH and REDUCTION must be integers");
+      return NULL;
+    }
+    if (k < 0 || k >= PARTIR_MAX_RANK) {
+      g_string_printf(why, "sum: REDUCTION must be between 0 and %d",
+                      PARTIR_MAX_RANK - 1);
+      return NULL;
+    }
+    const Rule *rule = ruleset_derived(rs, RULE_OP_SUM, loc->term->op, (int)k);
+    if (!rule) {
+      g_autofree char *name =
+          k ? g_strdup_printf("%s-sum-%d", op_name(loc->term->op), (int)k)
+            : g_strdup_printf("%s-sum", op_name(loc->term->op));
+      g_string_printf(why, "sum: '%s' has no reduction to split (no rule "
+                           "'%s')",
+                      op_name(loc->term->op), name);
+      return NULL;
+    }
+    gboolean has_axis = nw > 3 && strcmp(w[3], "-") != 0;
+    if (has_axis && !axis_name_ok(w[3], why))
+      return NULL;
+    RuleArg args[2] = {{g_intern_string("w"), FALSE, width, NULL},
+                       {g_intern_string("a"), TRUE, 0,
+                        has_axis ? g_intern_string(w[3]) : NULL}};
+    return rw_apply(rs, in, rule, loc, args, args[1].axis ? 2 : 1, why);
+  }
+  if (strcmp(cmd, "apply") == 0) {
+    if (nw < 2) {
+      g_string_printf(why, "usage: apply RULE [at VALUE] [NAME=VALUE ...]");
+      return NULL;
+    }
+    const Rule *rule = ruleset_find(rs, w[1]);
+    if (!rule) {
+      g_string_printf(why, "apply: no rule '%s'", w[1]);
+      return NULL;
+    }
+    int i = 2;
+    const Location *loc = NULL;
+    if (i < nw && strcmp(w[i], "at") == 0) {
+      if (i + 1 >= nw) {
+        g_string_printf(why, "apply: 'at' needs a value");
+        return NULL;
+      }
+      loc = state_find_location(locs, w[i + 1]);
+      if (!loc) {
+        g_string_printf(why, "apply: no value '%s'", w[i + 1]);
+        return NULL;
+      }
+      i += 2;
+    }
+    RuleArg args[RULE_MAX_VARS];
+    int nargs = 0;
+    for (; i < nw && nargs < RULE_MAX_VARS; i++) {
+      const char *eq = strchr(w[i], '=');
+      if (!eq) {
+        g_string_printf(why, "apply: expected NAME=VALUE, got '%s'", w[i]);
+        return NULL;
+      }
+      g_autofree char *key = g_strndup(w[i], (gsize)(eq - w[i]));
+      RuleArg *a = &args[nargs++];
+      a->name = g_intern_string(key);
+      a->is_axis = !parse_int64(eq + 1, &a->value);
+      if (a->is_axis && !axis_name_ok(eq + 1, why))
+        return NULL;
+      a->axis = a->is_axis ? g_intern_string(eq + 1) : NULL;
+    }
+    if (loc)
+      return rw_apply(rs, in, rule, loc, args, nargs, why);
+    for (guint k = 0; k < locs->len; k++) { /* the first place it applies */
+      const Location *l = g_ptr_array_index(locs, k);
+      g_autoptr(GString) ignore = g_string_new(NULL);
+      const Term *to = rw_apply_here(rs, rule, l->term, args, nargs, ignore);
+      if (to)
+        return rw_with_replacement(in, l, to, rule, why);
+    }
+    g_string_printf(why, "apply: '%s' applies nowhere", rule->name);
+    return NULL;
+  }
+  if (strcmp(cmd, "propagate") == 0 || strcmp(cmd, "fuse") == 0 ||
+      strcmp(cmd, "simplify") == 0) {
+    if (!need_args(nw, 1, 1, cmd, why))
+      return NULL;
+    const Term *body =
+        strcmp(cmd, "propagate") == 0
+            ? rw_propagate(rs, in->func.body, in->module->names, report)
+        : strcmp(cmd, "fuse") == 0
+            ? rw_fixpoint(rs, in->func.body, RULE_TAG_FUSE,
+                               in->module->names, report)
+            : rw_fixpoint(rs, in->func.body, RULE_TAG_SIMPLIFY,
+                               in->module->names, report);
+    return state_with_body(in, body);
+  }
+  g_string_printf(why, "unknown command '%s'", cmd);
+  return NULL;
+}
+
+#define MAX_WORDS 16
+
+/* Splits a command into at most MAX_WORDS words (pointing into 'words',
+ * which the caller frees); -1 with the reason when there are more. */
+static int command_words(const char *command, GStrv *words, char **w,
+                         GString *why) {
+  *words = g_strsplit_set(command, " \t\n", -1);
+  int nw = 0;
+  for (char **p = *words; *p; p++)
+    if (**p) {
+      if (nw == MAX_WORDS) {
+        g_string_printf(why, "too many words in '%s'", command);
+        return -1;
+      }
+      w[nw++] = *p;
+    }
+  return nw;
+}
+
+State *rw_command(const RuleSet *rs, State *in, const char *command,
+                      GString *why, GString *report) {
+  g_auto(GStrv) words = NULL;
+  char *w[MAX_WORDS];
+  int nw = command_words(command, &words, w, why);
+  if (nw <= 0)
+    return nw < 0 ? NULL : state_ref(in);
+  return run_command(rs, in, w, nw, why, report);
+}
+
+/* Applies the run of arg-tile commands starting at cmds[*i] that split
+ * different arguments in one pass over the program (an arg-tile's
+ * replacement depends only on its argument), so a tactic that splits
+ * every weight of a deep model stays linear.  Returns NULL with nothing
+ * in 'why' when fewer than two commands form such a run; *i is left on
+ * the last command used. */
+static State *arg_tile_run(const RuleSet *rs, State *in, GPtrArray *cmds,
+                           guint *i, GString *why, gboolean *failed) {
+  g_autofree const Term **to = g_new0(const Term *, (gsize)in->func.nargs + 1);
+  guint k = *i;
+  for (; k < cmds->len; k++) {
+    const char *text = g_ptr_array_index(cmds, k);
+    g_auto(GStrv) words = NULL;
+    char *w[MAX_WORDS];
+    int nw = command_words(text, &words, w, why);
+    if (nw < 4 || nw > 5 || strcmp(w[0], "arg-tile") != 0)
+      break;
+    g_autoptr(GString) ignore = g_string_new(NULL);
+    int index = resolve_arg(in, w[1], ignore);
+    if (index < 0 || to[index])
+      break; /* a second split of one argument sees the first */
+    Location arg = arg_location(in, index);
+    to[index] = tile_replacement(rs, &arg, w + 2, nw - 2, why);
+    if (!to[index]) {
+      g_autofree char *reason = g_strdup(why->str);
+      g_string_printf(why, "'%s': %s", text, reason);
+      *failed = TRUE;
+      return NULL;
+    }
+  }
+  g_string_truncate(why, 0);
+  if (k - *i < 2)
+    return NULL;
+  const Term *body =
+      replace_args(in->func.body, to, in->func.nargs, in->module->names, why);
+  if (!body) {
+    g_autofree char *reason = g_strdup(why->str);
+    g_string_printf(why, "'%s': %s", (char *)g_ptr_array_index(cmds, *i),
+                    reason);
+    *failed = TRUE;
+    return NULL;
+  }
+  *i = k - 1;
+  return state_with_body(in, body);
+}
+
+/* Splits a script into commands: at ';', at newlines, and at a '.'
+ * followed by whitespace or the end (the talk's "arg-tile 0 0 8."). */
+static GPtrArray *split_commands(const char *script) {
+  GPtrArray *cmds = g_ptr_array_new_with_free_func(g_free);
+  GString *cur = g_string_new(NULL);
+  for (const char *p = script;; p++) {
+    gboolean end = *p == '\0' || *p == ';' || *p == '\n' ||
+                   (*p == '.' &&
+                    (p[1] == '\0' || p[1] == ';' || g_ascii_isspace(p[1])));
+    if (!end) {
+      g_string_append_c(cur, *p);
+      continue;
+    }
+    g_strstrip(cur->str);
+    if (cur->str[0])
+      g_ptr_array_add(cmds, g_strdup(cur->str));
+    g_string_truncate(cur, 0);
+    if (*p == '\0')
+      break;
+  }
+  g_string_free(cur, TRUE);
+  return cmds;
+}
+
+State *rw_script(const RuleSet *rs, State *in, const char *script,
+                     GString *why, GString *report) {
+  g_autoptr(GPtrArray) cmds = split_commands(script);
+  State *s = state_ref(in);
+  for (guint i = 0; i < cmds->len; i++) {
+    const char *text = g_ptr_array_index(cmds, i);
+    if (partir_interrupt) {
+      state_unref(s);
+      g_string_printf(why, "interrupted before '%s'", text);
+      return NULL;
+    }
+    gboolean failed = FALSE;
+    State *next = arg_tile_run(rs, s, cmds, &i, why, &failed);
+    if (failed) {
+      state_unref(s);
+      return NULL;
+    }
+    if (!next)
+      next = rw_command(rs, s, text, why, report);
+    state_unref(s);
+    if (!next) {
+      g_autofree char *reason = g_strdup(why->str);
+      g_string_printf(why, "'%s': %s", text, reason);
+      return NULL;
+    }
+    s = next;
+  }
+  return s;
+}

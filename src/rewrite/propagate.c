@@ -1,0 +1,300 @@
+/* propagate.c — propagation and the other fixed-point passes.
+ *
+ * propagate pushes slices in, pulls tiles out and fuses, to a fixed
+ * point, in one bottom-up pass over the term DAG:
+ *
+ *   - an operator with a tiled operand is tiled the same way: the derived
+ *     rule OP-tile-D (or OP-sum-K when the operand's tiled dimension is
+ *     one the operator reduces) with the operand's width and axis; the
+ *     slice of the operand's tile that this creates then fuses ('fuse'),
+ *     which is "pulling the tile out";
+ *   - a slice of a value is pushed into the value: the rules tagged
+ *     [propagate] in the rule files (fuse, slice-tile, slice-sum) and the
+ *     derived slice-OP-D.
+ *
+ * Rewrites do not depend on a term's context, so each distinct term is
+ * normalised once (memo by pointer) and the pass is linear in the size
+ * of the DAG plus the work of the rewrites.  Operands are visited in
+ * order, so the result is deterministic: the first tiled operand's tile
+ * ends up outermost.  What cannot be resolved — a tiled dimension the
+ * operator cannot carry, two tilings of one dimension with different
+ * widths, an axis used twice in one nest — is left in place and reported;
+ * so are operands split along one dimension over two axes, where the
+ * first operand's axis wins.
+ *
+ * requires: the rule set has 'fuse' (partir.rules) and the op specs.
+ */
+#include "rewrite/rewrite.h"
+
+#include <string.h>
+
+typedef struct Norm Norm;
+typedef const Term *(*StepFn)(Norm *n, const Term *t);
+
+/* Rewrites one pass may do per node of its input (plus a constant), and
+ * how deeply rewrites of rewrites may nest, before it stops and reports
+ * that there is no fixed point: a rule set can loop (neg(x) ~~>
+ * neg(neg(x))).  Propagation does a few rewrites per node. */
+#define NORM_FUEL_PER_NODE 64
+#define NORM_MAX_NEST 100000
+
+struct Norm {
+  const RuleSet *rs;
+  long fuel;
+  int nest;
+  GHashTable *memo;
+  GPtrArray *rules; /* pattern rules tried at every node */
+  StepFn step;
+  GString *report;
+  GHashTable *reported;
+  GHashTable *names; /* the module's value names, or NULL */
+  GString *err;      /* why the store refused a rebuilt term */
+};
+
+static void note(Norm *n, const char *msg) {
+  if (!n->report || !g_hash_table_add(n->reported, g_strdup(msg)))
+    return;
+  g_string_append_printf(n->report, "%s\n", msg);
+}
+
+static const Term *norm(Norm *n, const Term *t);
+
+/* Tries the pattern rules at 't'. */
+static const Term *try_rules(Norm *n, const Term *t) {
+  for (guint i = 0; i < n->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(n->rules, i);
+    if (!match_head_may_match(r, t))
+      continue;
+    const Term *out = rw_apply_here(n->rs, r, t, NULL, 0, n->err);
+    if (out)
+      return out;
+  }
+  return NULL;
+}
+
+/* Derived rule 'r' at 't' with width 'w' and 'axis' (may be NULL). */
+static const Term *apply_derived_rule(Norm *n, const Rule *r, const Term *t,
+                                      int64_t w, const char *axis) {
+  static const char *w_key, *a_key;
+  if (!w_key) {
+    w_key = g_intern_static_string("w");
+    a_key = g_intern_static_string("a");
+  }
+  if (!r)
+    return NULL;
+  RuleArg args[2] = {{w_key, FALSE, w, NULL}, {a_key, TRUE, 0, axis}};
+  return rw_apply_here(n->rs, r, t, args, axis ? 2 : 1, n->err);
+}
+
+/* Operand i's tile is pulled out of 't': another operand tiled along
+ * the dimension that carries the same result dimension (or reduction)
+ * over another axis has its tiling fused into operand i's, and its axis
+ * is dropped.  The program still computes the same, but the user asked
+ * for something else: say so. */
+static void note_axis_conflicts(Norm *n, const Term *t, const TileSpec *spec,
+                                int i) {
+  const Term *a = t->args[i];
+  if (!a->axis)
+    return;
+  for (int j = i + 1; j < t->nargs; j++) {
+    const Term *b = t->args[j];
+    if (b->kind != TM_TILE || !b->axis || b->axis == a->axis)
+      continue;
+    gboolean same = FALSE;
+    for (int d = 0; d < spec->nout; d++)
+      same |= spec->out[d][i] == a->index && spec->out[d][j] == b->index;
+    for (int k = 0; k < spec->nred; k++)
+      same |= spec->red[k][i] == a->index && spec->red[k][j] == b->index;
+    if (!same)
+      continue;
+    g_autofree char *msg = g_strdup_printf(
+        "operands %d and %d of '%s' are split along the same dimension over "
+        "different axes (\"%s\" and \"%s\"): kept \"%s\"",
+        i + 1, j + 1, op_name(t->op), a->axis, b->axis, a->axis);
+    note(n, msg);
+  }
+}
+
+/* Pulls the first tiled operand's tile out of operator 't'. */
+static const Term *pull_tile(Norm *n, const Term *t) {
+  TileSpec spec;
+  if (!spec_of(n->rs, t, &spec))
+    return NULL;
+  for (int i = 0; i < t->nargs; i++) {
+    const Term *a = t->args[i];
+    if (a->kind != TM_TILE)
+      continue;
+    int c = a->index;
+    const Rule *rule = NULL;
+    for (int d = 0; d < spec.nout && !rule; d++)
+      if (spec.out_ok[d] && spec.out[d][i] == c)
+        rule = ruleset_derived(n->rs, RULE_OP_TILE, t->op, d);
+    for (int k = 0; k < spec.nred && !rule; k++)
+      if (spec.red[k][i] == c)
+        rule = ruleset_derived(n->rs, RULE_OP_SUM, t->op, k);
+    const char *name = rule ? rule->name : NULL;
+    const Term *out = apply_derived_rule(n, rule, t, a->range->w, a->axis);
+    if (out) {
+      note_axis_conflicts(n, t, &spec, i);
+      return out;
+    }
+    g_autofree char *msg = g_strdup_printf(
+        "cannot propagate the tiling of operand %d of '%s' along dimension "
+        "%d%s%s",
+        i + 1, op_name(t->op), c,
+        name ? ": " : " (the operator cannot carry it)", name ? name : "");
+    note(n, msg);
+  }
+  return NULL;
+}
+
+static const Term *propagate_step(Norm *n, const Term *t) {
+  if (t->kind == TM_OP)
+    return pull_tile(n, t);
+  if (t->kind != TM_SLICE)
+    return NULL;
+  const Term *out = try_rules(n, t);
+  if (out)
+    return out;
+  const Term *x = t->args[0];
+  if (x->kind == TM_OP)
+    return apply_derived_rule(
+        n, ruleset_derived(n->rs, RULE_SLICE_OP, x->op, t->index), t, 0, NULL);
+  if (x->kind == TM_TILE && x->index == t->index) {
+    g_autofree char *msg = g_strdup_printf(
+        "conflicting tilings of dimension %d: a slice of width "
+        "%" G_GINT64_FORMAT " of a tile of width %" G_GINT64_FORMAT,
+        t->index, t->args[1]->type->w, x->range->w);
+    note(n, msg);
+  }
+  return NULL;
+}
+
+static const Term *rules_step(Norm *n, const Term *t) {
+  return try_rules(n, t);
+}
+
+static const Term *norm_arg(void *n, const Term *t) { return norm(n, t); }
+
+static const Term *norm(Norm *n, const Term *t) {
+  if (t->nargs == 0)
+    return t;
+  const Term *done = g_hash_table_lookup(n->memo, t);
+  if (done)
+    return done;
+  const Term *t1 = term_map_args(t, norm_arg, n, n->err);
+  if (!t1) { /* only the store's limits (nesting) can refuse it */
+    note(n, n->err->str);
+    t1 = t;
+  }
+  const Term *r =
+      n->fuel > 0 && n->nest < NORM_MAX_NEST ? n->step(n, t1) : NULL;
+  if (!r && (n->fuel <= 0 || n->nest >= NORM_MAX_NEST))
+    note(n, "stopped without reaching a fixed point (the rules loop?)");
+  const Term *result = t1;
+  if (r) {
+    n->fuel--;
+    n->nest++;
+    result = norm(n, r);
+    n->nest--;
+  }
+  /* the result computes what t computed: it keeps t's name */
+  replace_inherit_name(n->names, t, result);
+  g_hash_table_insert(n->memo, (gpointer)t, (gpointer)result);
+  g_hash_table_insert(n->memo, (gpointer)result, (gpointer)result);
+  return result;
+}
+
+/* Reports an axis bound twice in one nest of tiles and sums.  Nesting is
+ * where values are computed, as the printer places them (print.c): a
+ * value sits in the region of the innermost binder it uses, so a closed
+ * value used inside a region is not nested in it.  Each value is visited
+ * once per region instance, as printed: linear in the printed program. */
+typedef struct AxisCheck {
+  Norm *n;
+  const char *axes[PARTIR_MAX_REGIONS + 2]; /* region depth -> its axis */
+  GHashTable *seen[PARTIR_MAX_REGIONS + 2]; /* placed terms, per region */
+} AxisCheck;
+
+static void check_axes(AxisCheck *c, int depth, const Term *t) {
+  if (t->kind == TM_ARG || t->kind == TM_BVAR)
+    return;
+  int target = term_home_depth(t, depth);
+  const Term *placed = term_placed(t);
+  if (!g_hash_table_add(c->seen[target], (gpointer)placed))
+    return;
+  if (placed->kind != TM_TILE && placed->kind != TM_SUM) {
+    for (int i = 0; i < placed->nargs; i++)
+      check_axes(c, target, placed->args[i]);
+    return;
+  }
+  for (int k = 1; k <= target && placed->axis; k++)
+    if (c->axes[k] == placed->axis) {
+      g_autofree char *msg = g_strdup_printf(
+          "axis \"%s\" is bound by two nested regions", placed->axis);
+      note(c->n, msg);
+    }
+  if (target + 1 > PARTIR_MAX_REGIONS)
+    return;
+  GHashTable *outer_seen = c->seen[target + 1];
+  const char *outer_axis = c->axes[target + 1];
+  c->seen[target + 1] = g_hash_table_new(NULL, NULL);
+  c->axes[target + 1] = placed->axis;
+  check_axes(c, target + 1, placed->args[0]);
+  g_hash_table_unref(c->seen[target + 1]);
+  c->seen[target + 1] = outer_seen;
+  c->axes[target + 1] = outer_axis;
+}
+
+static size_t dag_size(const Term *root) {
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  g_ptr_array_add(todo, (gpointer)root);
+  while (todo->len > 0) {
+    const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
+    if (g_hash_table_add(seen, (gpointer)t))
+      for (int i = 0; i < t->nargs; i++)
+        g_ptr_array_add(todo, (gpointer)t->args[i]);
+  }
+  return g_hash_table_size(seen);
+}
+
+static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
+                       guint tag, GHashTable *names, GString *report) {
+  Norm n = {.rs = rs,
+            .step = step,
+            .report = report,
+            .names = names,
+            .err = g_string_new(NULL)};
+  n.fuel = 1024 + NORM_FUEL_PER_NODE * (long)dag_size(body);
+  n.memo = g_hash_table_new(NULL, NULL);
+  n.reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  n.rules = g_ptr_array_new();
+  for (guint i = 0; i < rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(rs->rules, i);
+    if (r->kind == RULE_PATTERN && (r->tags & tag))
+      g_ptr_array_add(n.rules, (gpointer)r);
+  }
+  const Term *out = norm(&n, body);
+  if (report) {
+    AxisCheck c = {.n = &n};
+    c.seen[0] = g_hash_table_new(NULL, NULL);
+    check_axes(&c, 0, out);
+    g_hash_table_unref(c.seen[0]);
+  }
+  g_hash_table_unref(n.memo);
+  g_hash_table_unref(n.reported);
+  g_string_free(n.err, TRUE);
+  g_ptr_array_unref(n.rules);
+  return out;
+}
+
+const Term *rw_propagate(const RuleSet *rs, const Term *body, GHashTable *names,
+                      GString *report) {
+  return run(rs, body, propagate_step, RULE_TAG_PROPAGATE, names, report);
+}
+
+const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
+                             GHashTable *names, GString *report) {
+  return run(rs, body, rules_step, tag, names, report);
+}

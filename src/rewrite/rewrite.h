@@ -1,0 +1,304 @@
+/* rewrite.h — the rewrite layer: rules, matching, propagation, states.
+ *
+ * Above core and eval (docs/architecture.md).  Rule files declare
+ * operator tiling specifications and written rules; the engine derives
+ * the operator rules, matches and applies them at locations of immutable
+ * program states, and runs the fixed-point passes and the command
+ * language.  One section per file:
+ *
+ *   spec.c       the tiling specification of an operator application
+ *   rule.c       rule files: parsing, derived rules, load-time checks
+ *   match.c      matching a written rule and building its right side
+ *   apply.c      applying any rule at a value; where a rule applies
+ *   replace.c    replacing a value everywhere in a program
+ *   propagate.c  propagate, fuse, simplify (fixed points)
+ *   command.c    the command language: arg-tile, tile, sum, apply ...
+ *   state.c      program states and locations
+ */
+#ifndef PARTIR_REWRITE_H
+#define PARTIR_REWRITE_H
+
+#include "core/core.h"
+
+#define SPEC_MAX_OPERANDS 16
+#define RULE_MAX_VARS 24
+
+/* ----------------------------------------------------------------- spec.c */
+
+/* How one operator application tiles: for every result dimension, the
+ * operand dimension that carries it (-1: that operand is not sliced); for
+ * every reduction index, the operand dimensions it runs over. */
+typedef struct TileSpec {
+  int nout;
+  gboolean out_ok[PARTIR_MAX_RANK]; /* result dim d can be tiled */
+  int out[PARTIR_MAX_RANK][SPEC_MAX_OPERANDS];
+  int nred;
+  int red[PARTIR_MAX_RANK][SPEC_MAX_OPERANDS];
+} TileSpec;
+
+typedef enum {
+  SPEC_ELEMENTWISE, /* op(x[*], y[*]) -> [*] */
+  SPEC_INDEXED,     /* op(x[i,k], y[k,j]) -> [i,j] */
+  SPEC_BUILTIN,     /* op(x) -> builtin KIND: computed from attributes */
+} SpecKind;
+
+/* An 'op' declaration of a rule file. */
+typedef struct OpSpec {
+  SpecKind kind;
+  int nargs;
+  int arg_rank[SPEC_MAX_OPERANDS];
+  int arg_index[SPEC_MAX_OPERANDS][PARTIR_MAX_RANK]; /* index ids */
+  int out_rank;
+  int out_index[PARTIR_MAX_RANK];
+  int nindices;
+  char *builtin; /* SPEC_BUILTIN */
+  char *origin;  /* file:line */
+} OpSpec;
+
+typedef struct RuleSet RuleSet;
+
+/* Fills 'spec' for operator application 't'; FALSE when the operator has
+ * no tiling specification (or t is not an operator). */
+gboolean spec_of(const RuleSet *rs, const Term *t, TileSpec *spec);
+/* Checks that builtin kind 'kind' exists and serves operator 'op' (the
+ * list lives in spec.c); FALSE with the reason in 'why'. */
+gboolean spec_builtin_known(const char *kind, Op op, GString *why);
+
+/* ----------------------------------------------------------------- rule.c */
+
+typedef struct IntRef {
+  gboolean present;
+  const char *var; /* interned variable name, or NULL for a literal */
+  int64_t value;
+} IntRef;
+
+typedef enum {
+  PT_VAR,    /* x: any term */
+  PT_BIND,   /* r: a binder of the rule in scope */
+  PT_OP,     /* add(p, q) */
+  PT_SLICE,  /* slice d p[idx]; args[1] is the index (PT_VAR or PT_BIND) */
+  PT_TILE,   /* tile d (\r:range<n,w> @a -> p) */
+  PT_SUM,    /* sum (\r:range<n,w> @a -> p) */
+  PT_SUBST,  /* e{s/r}: args[0] = e, args[1] = s, name = r */
+} PatKind;
+
+typedef struct Pat Pat;
+struct Pat {
+  PatKind kind;
+  Loc loc;
+  const char *name; /* VAR, BIND: the name; TILE/SUM: binder; SUBST: r */
+  Op op;
+  int nargs;
+  Pat **args;
+  IntRef dim;       /* SLICE, TILE */
+  IntRef n, w;      /* TILE/SUM binder range; SLICE index range */
+  const char *axis; /* TILE/SUM: axis variable (interned) or NULL */
+  /* OP: attributes written as {key = v, ...} (sorted by key): each v is
+   * an integer literal or a variable.  A variable matches any value (an
+   * integer one is also an integer variable: 'when d != e' can test it);
+   * unwritten keys match anything on the left and are absent on the
+   * right. */
+  int nattrs;
+  const char **attr_keys; /* interned */
+  IntRef *attr_vals;
+};
+
+typedef enum { IE_LIT, IE_VAR, IE_DIM, IE_RANK } IntExprKind;
+typedef struct IntExpr {
+  IntExprKind kind;
+  int64_t value;
+  const char *var;  /* IE_VAR: the int variable; IE_DIM/IE_RANK: term var */
+  IntRef dim;       /* IE_DIM */
+} IntExpr;
+
+typedef struct Cond {
+  IntExpr a, b;
+  char op[3]; /* == != < <= > >=, or "dj": disjoint(a, b), two attribute
+                 lists with no element in common (a.var, b.var) */
+  Loc loc;
+  char text[64]; /* as written, for messages */
+} Cond;
+
+typedef enum {
+  RULE_PATTERN,  /* written in a rule file */
+  RULE_OP_TILE,  /* OP-tile-D: op(..) ~~> tile D (\r -> op(slices)) */
+  RULE_OP_SUM,   /* OP-sum[-K]: op(..) ~~> sum (\r -> op(slices)) */
+  RULE_SLICE_OP, /* slice-OP-D: slice D op(..)[s] ~~> op(slices) */
+  RULE_OP_TILE_REV, /* OP-tile-D-rev: tile D (\r -> op(slices)) ~~> op(..) */
+  RULE_OP_SUM_REV,  /* OP-sum[-K]-rev: sum (\r -> op(slices)) ~~> op(..) */
+} RuleKind;
+
+enum {
+  RULE_TAG_PROPAGATE = 1 << 0,
+  RULE_TAG_SIMPLIFY = 1 << 1,
+  RULE_TAG_FUSE = 1 << 2,
+  RULE_TAG_SPMD = 1 << 3, /* redistribution fusion over SPMD programs */
+};
+
+typedef struct Rule {
+  char *name;
+  RuleKind kind;
+  char *origin; /* "rules/partir.rules:12" or "derived from op matmul (…)" */
+  char *text;   /* the rule as it reads: "lhs ~~> rhs" */
+  const Source *src; /* written rules: the file (the RuleSet's) ... */
+  Loc loc;           /* ... and the position of the name, for errors */
+  guint tags;
+  /* RULE_PATTERN */
+  Pat *lhs, *rhs;
+  gboolean borrowed; /* a reverse rule: lhs/rhs belong to the forward one */
+  int nconds;
+  Cond *conds;
+  /* derived */
+  Op op;
+  int index; /* result dim (TILE, SLICE_OP) or reduction index (SUM) */
+  /* parameters the caller supplies (width, axis, dim ...) */
+  int nparams;
+  const char *params[RULE_MAX_VARS]; /* interned */
+  guint axis_params;                 /* bit i: params[i] is an axis (optional) */
+} Rule;
+
+struct RuleSet {
+  GPtrArray *rules;     /* Rule*, in load order, derived after written */
+  GHashTable *by_name;  /* name -> Rule* */
+  /* the derived rules by kind, operator and index (NULL: none) */
+  const Rule *derived[RULE_OP_SUM_REV + 1][OP_COUNT_][PARTIR_MAX_RANK];
+  OpSpec *specs[OP_COUNT_];
+  GPtrArray *files;     /* loaded paths */
+  GPtrArray *sources;   /* Source*: the loaded texts, which rules point into */
+};
+
+/* Loads rule files (every *.rules of the first directory on the search
+ * path when 'paths' is NULL) and derives the operator rules.  On error
+ * returns NULL with diagnostics in 'errors' (file:line:col + caret).
+ * The meaning of the rules is not checked here: the pipeline runs the
+ * load-time checks (pipeline_load_rules). */
+RuleSet *ruleset_load(const char *const *paths, GString *errors);
+/* The same, then one more rule file given as text (tests). */
+RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
+                           GString *errors);
+void ruleset_free(RuleSet *rs);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RuleSet, ruleset_free)
+const Rule *ruleset_find(const RuleSet *rs, const char *name);
+/* The derived rule of 'kind' for 'op' and result dim or reduction
+ * 'index' (OP-tile-D, OP-sum[-K], slice-OP-D, their -rev), or NULL. */
+const Rule *ruleset_derived(const RuleSet *rs, RuleKind kind, Op op,
+                            int index);
+
+/* A parameter value given to a rule: an integer or an axis name. */
+typedef struct RuleArg {
+  const char *name; /* interned */
+  gboolean is_axis;
+  int64_t value;
+  const char *axis; /* interned */
+} RuleArg;
+
+/* ---------------------------------------------------------------- match.c */
+
+/* FALSE when the left side of RULE_PATTERN 'rule' cannot match 't' by its
+ * head alone (a cheap filter before match_apply). */
+gboolean match_head_may_match(const Rule *rule, const Term *t);
+/* Applies RULE_PATTERN 'rule' to 't': the right side, or NULL with the
+ * reason in 'why'. */
+const Term *match_apply(const Rule *rule, const Term *t, const RuleArg *args,
+                        int nargs, GString *why);
+
+/* ----------------------------------------------------------------- state.c */
+
+/* A program state: a function body plus the names of the module it came
+ * from.  States are immutable and share everything they can; a rewrite
+ * returns a new state and leaves the old one valid. */
+typedef struct State {
+  int refcount;
+  Module *module; /* shared, for names and the signature */
+  Func func;      /* the entry's signature with this state's body */
+} State;
+
+State *state_new(Module *m);
+State *state_with_body(const State *parent, const Term *body);
+State *state_ref(State *s);
+void state_unref(State *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(State, state_unref)
+void state_print(GString *out, const State *s, gboolean expr);
+
+/* A location: a value of the printed program. */
+typedef struct Location {
+  char *name;          /* printed SSA name without '%' */
+  const Term *term;    /* placed form */
+} Location;
+
+/* Every value (arguments first, then statements in print order). */
+GPtrArray *state_locations(const State *s); /* Location* */
+void location_free(Location *l);
+/* The location printed as 'name' ("%3" or "3"), or NULL. */
+const Location *state_find_location(GPtrArray *locs, const char *name);
+/* The location printed as 'name' ("%3" or "3"), or NULL. */
+const Location *state_find_location(GPtrArray *locs, const char *name);
+
+/* ---------------------------------------------------------------- apply.c */
+
+/* Applies 'rule' to the term 't' (in its own context: t's loose indices
+ * refer to binders outside t).  Returns the replacement, or NULL with the
+ * reason in 'why'. */
+const Term *rw_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
+                          const RuleArg *args, int nargs, GString *why);
+/* The same at location 'loc'; the reason reads "RULE at %v: why". */
+const Term *rw_apply_at(const RuleSet *rs, const Rule *rule,
+                        const Location *loc, const RuleArg *args, int nargs,
+                        GString *why);
+/* The state where the value at 'loc' is 'to' everywhere; NULL with the
+ * reason (after "RULE at %v: " when 'rule' is given) when the store
+ * refuses the rebuilt program. */
+State *rw_with_replacement(State *in, const Location *loc, const Term *to,
+                           const Rule *rule, GString *why);
+/* Applies 'rule' at 'loc' (a placed term) and rewrites every use. */
+State *rw_apply(const RuleSet *rs, State *in, const Rule *rule,
+                const Location *loc, const RuleArg *args, int nargs,
+                GString *why);
+/* Every place 'rule' applies in 's' (Location*, print order). */
+GPtrArray *rw_matches(const RuleSet *rs, const State *s, const Rule *rule);
+/* A static slice's attributes when its operand's type goes from 'from'
+ * to 'to' along dimensions the slice takes whole (limits equal to the
+ * size follow it). */
+const Attrs *rw_slice_attrs_follow(const Attrs *a, const Type *from,
+                                   const Type *to);
+
+/* -------------------------------------------------------------- replace.c */
+
+/* Replaces every occurrence of 'from' (a placed term) by 'to' (placed the
+ * same way) in the body: the whole program sees the rewrite.  When
+ * 'names' (a module's value names) is given, rebuilt values keep the
+ * names of the values they replace.  NULL with the reason in 'err' when
+ * the result would break a limit of the store (regions nested too
+ * deeply). */
+const Term *replace_everywhere(const Term *body, const Term *from,
+                               const Term *to, GHashTable *names,
+                               GString *err);
+/* Replaces every argument i with to[i] (when not NULL) in one pass. */
+const Term *replace_args(const Term *body, const Term *const *to, int nargs,
+                         GHashTable *names, GString *err);
+/* Gives 'to' the user's name of 'from' when 'to' has none (closed terms:
+ * the name tables key them as they are). */
+void replace_inherit_name(GHashTable *names, const Term *from, const Term *to);
+
+/* ------------------------------------------------------------ propagate.c */
+
+/* Pushes slices in, pulls tiles out and fuses, to a fixed point; what it
+ * could not resolve goes to 'report' (may be NULL). */
+const Term *rw_propagate(const RuleSet *rs, const Term *body, GHashTable *names,
+                         GString *report);
+/* Applies the rules tagged 'tag' to a fixed point. */
+const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
+                        GHashTable *names, GString *report);
+
+/* -------------------------------------------------------------- command.c */
+
+/* Runs one command ("arg-tile 0 0 8", "propagate", "apply fuse at %3",
+ * ...) on 'in'.  Returns the new state, or NULL with the reason in 'why'.
+ * 'report' (may be NULL) collects what propagate could not resolve. */
+State *rw_command(const RuleSet *rs, State *in, const char *command,
+                  GString *why, GString *report);
+/* Runs a script of commands separated by ';', newlines or '.'. */
+State *rw_script(const RuleSet *rs, State *in, const char *script,
+                 GString *why, GString *report);
+
+#endif

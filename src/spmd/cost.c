@@ -1,0 +1,512 @@
+/* cost.c — the cost model: what one step of an SPMD program costs each
+ * device, on a machine described by a hardware file.
+ *
+ * An SPMD program (Func with 'spmd' set) holds local shapes: every device
+ * runs the same body on same-shaped data, so one walk gives the figures
+ * of every device.  Its tiles and sums are sequential loops on the device
+ * (a tile over range<n,w> runs its body n/w times); its collectives move
+ * data between the devices of the mesh axes named in their 'axes'.
+ *
+ * The walk follows the printer's schedule (schedule_walk): statements in
+ * text order, each distinct value once per instance of the region it is
+ * placed in, loop-invariant values hoisted out — the evaluation order and
+ * sharing of the reference interpreter.  The walk reconstructs the region
+ * structure from that order: a tile/sum statement opens its region, whose
+ * statements follow it, and the region closes after its yield (the last
+ * statement placed in it; a region whose body uses no value of its own is
+ * empty).  From the walk come
+ *
+ *   FLOPs       op_flops of every statement times the iterations of the
+ *               loops around it;
+ *   peak bytes  a liveness sweep over one iteration of every loop: a value
+ *               lives from its statement to its last use; a value used
+ *               inside a loop it is defined outside of lives to the end of
+ *               that loop; a tile/sum's whole result buffer lives from its
+ *               statement; arguments and results live throughout;
+ *   collectives ring formulas for the bytes each device sends and
+ *               steps * latency + bytes / bandwidth for the time, over the
+ *               slowest link among the axes;
+ *   time        compute (flops / peak FLOP/s of the operator's dtype) plus
+ *               communication, with no overlap.
+ *
+ * The machine is a Hardware description (hardware.c).
+ */
+#include "spmd/spmd.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+/* --------------------------------------------------------- validation */
+
+/* Refuses what the model cannot cost: collectives over axes the mesh
+ * lacks or of a size other than the axes' product, and tiles or sums
+ * still bound to a mesh axis in an SPMD program. */
+static gboolean check_program(const Func *f, GError **error) {
+  if (!f->spmd)
+    return TRUE;
+  const Mesh *mesh = &f->spmd->mesh;
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  g_ptr_array_add(todo, (gpointer)f->body);
+  g_autofree char *mesh_text = mesh_to_string(mesh);
+  while (todo->len > 0) {
+    const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
+    if (!g_hash_table_add(seen, (gpointer)t))
+      continue;
+    if ((t->kind == TM_TILE || t->kind == TM_SUM) && t->axis) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                  "a partir.%s bound to axis '%s' in an SPMD program: lower "
+                  "it first (the cost model runs tiles and sums as loops)",
+                  t->kind == TM_TILE ? "tile" : "sum", t->axis);
+      return FALSE;
+    }
+    if (t->kind == TM_OP && op_is_collective(t->op)) {
+      const AttrValue *axes = attrs_get(t->attrs, "axes");
+      int64_t product = 1;
+      for (int i = 0; i < axes->count; i++) {
+        int64_t s = mesh_axis_size(mesh, axes->items[i].sym);
+        if (s == 0) {
+          g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                      "'%s' over axis '%s', which mesh '%s' does not have",
+                      op_name(t->op), axes->items[i].sym, mesh_text);
+          return FALSE;
+        }
+        product *= s;
+      }
+      int64_t size = attrs_get(t->attrs, "size")->i;
+      if (size != product) {
+        g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                    "'%s' has size %" G_GINT64_FORMAT " but its axes have "
+                    "%" G_GINT64_FORMAT " devices in mesh '%s'",
+                    op_name(t->op), size, product, mesh_text);
+        return FALSE;
+      }
+    }
+    for (int i = 0; i < t->nargs; i++)
+      g_ptr_array_add(todo, (gpointer)t->args[i]);
+  }
+  return TRUE;
+}
+
+/* --------------------------------------------------------------- walk */
+
+/* A value of the schedule: an argument or a statement. */
+typedef struct Value {
+  const Term *t; /* placed form */
+  char *name;    /* printed name */
+  int pos;       /* statement number; -1 for arguments */
+  int last;      /* last statement it is needed at */
+  double bytes;
+} Value;
+
+/* A region instance being walked (depth 0: the function body). */
+typedef struct Open {
+  int stmt;          /* its tile/sum value; -1 at depth 0 */
+  const Term *yield; /* placed yield; NULL when no statement is placed in it */
+  double mult;       /* evaluations of each of its statements per step */
+  GHashTable *defs;  /* placed Term -> value index + 1 */
+  GArray *crossing;  /* int: values of outer regions used inside it */
+} Open;
+
+typedef struct Walk {
+  const Hardware *hw;
+  CostReport *out;
+  GArray *values; /* Value */
+  Open open[PARTIR_MAX_REGIONS + 2];
+  int depth; /* innermost open region */
+  int npos;  /* statements walked */
+} Walk;
+
+static Value *value_at(Walk *w, int i) {
+  return &g_array_index(w->values, Value, i);
+}
+
+static double bytes_of(const Type *t) {
+  return (double)type_numel(t) * (double)dtype_storage_bytes(t->dtype);
+}
+
+static void open_region(Walk *w, int stmt, const Term *yield, double mult) {
+  g_assert(w->depth + 1 < PARTIR_MAX_REGIONS + 2);
+  Open *o = &w->open[++w->depth];
+  *o = (Open){stmt, yield, mult, g_hash_table_new(NULL, NULL),
+              g_array_new(FALSE, FALSE, sizeof(int))};
+}
+
+/* Records that operand 'u', as seen at region depth 'depth', is used by
+ * the statement at 'pos'. */
+static void use(Walk *w, const Term *u, int depth, int pos) {
+  if (u->kind == TM_BVAR || u->kind == TM_ARG) /* ranges; args live always */
+    return;
+  int target = term_home_depth(u, depth);
+  g_assert(target >= 0 && target <= depth);
+  gpointer found = g_hash_table_lookup(w->open[target].defs, term_placed(u));
+  g_assert(found);
+  int i = GPOINTER_TO_INT(found) - 1;
+  Value *v = value_at(w, i);
+  v->last = MAX(v->last, pos);
+  if (target < depth) /* needed by every iteration of the loop it is in */
+    g_array_append_val(w->open[target + 1].crossing, i);
+}
+
+/* Closes the innermost region at statement 'pos' (its last one). */
+static void close_region(Walk *w, int pos) {
+  Open *o = &w->open[w->depth];
+  const Term *tile = value_at(w, o->stmt)->t;
+  /* each iteration hands its yield to the tile/sum */
+  use(w, tile->args[0], w->depth, pos);
+  for (guint i = 0; i < o->crossing->len; i++) {
+    Value *v = value_at(w, g_array_index(o->crossing, int, i));
+    v->last = MAX(v->last, pos);
+  }
+  g_hash_table_unref(o->defs);
+  g_array_unref(o->crossing);
+  w->depth--;
+}
+
+/* Closes the regions that statement 'stmt' (at 'pos') ends: its own when
+ * it yields there, then its tile's when that yields in turn. */
+static void close_chain(Walk *w, int stmt, int pos) {
+  while (w->depth > 0 && value_at(w, stmt)->t == w->open[w->depth].yield) {
+    stmt = w->open[w->depth].stmt;
+    close_region(w, pos);
+  }
+}
+
+/* Adds the bytes and time of one evaluation of collective 't', 'mult'
+ * times. */
+static void account_collective(Walk *w, const Term *t, double mult) {
+  const AttrValue *axes = attrs_get(t->attrs, "axes");
+  int64_t k = attrs_get(t->attrs, "size")->i;
+  double bw = INFINITY, latency = 0;
+  GString *key = g_string_new(NULL);
+  for (int i = 0; i < axes->count; i++) {
+    double b, l;
+    hw_link(w->hw, axes->items[i].sym, &b, &l);
+    bw = MIN(bw, b);
+    latency = MAX(latency, l);
+    g_string_append_printf(key, "%s%s", i ? "," : "", axes->items[i].sym);
+  }
+  const char *axes_text = g_intern_string(key->str);
+  g_string_free(key, TRUE);
+
+  double in = bytes_of(t->args[0]->type), out = bytes_of(t->type);
+  double part = (double)(k - 1) / (double)k, bytes = 0, steps = 0;
+  switch (t->op) {
+  case OP_ALL_REDUCE: /* ring: reduce-scatter then all-gather */
+    bytes = 2 * part * in;
+    steps = 2.0 * (double)(k - 1);
+    break;
+  case OP_ALL_GATHER:
+    bytes = part * out;
+    steps = (double)(k - 1);
+    break;
+  case OP_REDUCE_SCATTER:
+  case OP_ALL_TO_ALL:
+    bytes = part * in;
+    steps = (double)(k - 1);
+    break;
+  case OP_SHARD: /* a local slice of a replicated value */
+    break;
+  default:
+    g_assert_not_reached();
+  }
+  double time = bytes > 0 ? steps * latency + bytes / bw : 0;
+
+  GArray *comms = w->out->comms;
+  CostComm *c = NULL;
+  for (guint i = 0; i < comms->len && !c; i++) {
+    CostComm *e = &g_array_index(comms, CostComm, i);
+    if (e->op == t->op && e->axes == axes_text && e->size == k)
+      c = e;
+  }
+  if (!c) {
+    CostComm fresh = {.op = t->op, .axes = axes_text, .size = k};
+    g_array_append_val(comms, fresh);
+    c = &g_array_index(comms, CostComm, comms->len - 1);
+  }
+  c->count += mult;
+  c->bytes += bytes * mult;
+  c->time += time * mult;
+  w->out->comm_time += time * mult;
+}
+
+static void account_op(Walk *w, const Term *t, double mult) {
+  if (op_is_collective(t->op)) {
+    account_collective(w, t, mult);
+    return;
+  }
+  double flops = op_flops(t) * mult;
+  if (flops == 0)
+    return;
+  /* a comparison computes in its operands' type, not in i1 */
+  DType dt = t->type->dtype == DT_I1 && t->nargs > 0 ? t->args[0]->type->dtype
+                                                     : t->type->dtype;
+  w->out->flops += flops;
+  w->out->compute_time += flops / hw_peak_flops(w->hw, dt);
+}
+
+static int add_value(Walk *w, const Term *t, const char *name, int pos) {
+  Value v = {t, g_strdup(name), pos, pos, bytes_of(t->type)};
+  g_array_append_val(w->values, v);
+  return (int)w->values->len - 1;
+}
+
+/* schedule_walk's visitor: one argument or statement in text order. */
+static void visit(void *ud, const char *name, const Term *t) {
+  Walk *w = ud;
+  if (t->kind == TM_ARG) {
+    int i = add_value(w, t, name, -1);
+    g_assert(i == t->index); /* arguments come first, in order */
+    return;
+  }
+  int pos = w->npos++;
+  Open *here = &w->open[w->depth];
+  /* the walk's region is where the printer placed the statement */
+  g_assert(w->depth == 0 ? term_is_closed(t) : (t->loose & 1) != 0);
+  int i = add_value(w, t, name, pos);
+  g_hash_table_insert(here->defs, (gpointer)t, GINT_TO_POINTER(i + 1));
+  switch (t->kind) {
+  case TM_OP:
+    for (int k = 0; k < t->nargs; k++)
+      use(w, t->args[k], w->depth, pos);
+    account_op(w, t, here->mult);
+    break;
+  case TM_SLICE:
+    use(w, t->args[0], w->depth, pos);
+    break;
+  case TM_TILE:
+  case TM_SUM: {
+    const Term *body = t->args[0];
+    int64_t count = (t->range->n + t->range->w - 1) / t->range->w;
+    gboolean empty = (body->loose & 1) == 0; /* body computed outside */
+    open_region(w, i, empty ? NULL : body, here->mult * (double)count);
+    if (!empty)
+      return; /* its statements follow; the last one closes it */
+    close_region(w, pos);
+    break;
+  }
+  default:
+    g_assert_not_reached();
+  }
+  close_chain(w, i, pos);
+}
+
+/* The liveness sweep: peak bytes over the statements and where. */
+static void sweep(Walk *w) {
+  int n = w->npos;
+  double base = 0; /* live before the first statement and throughout */
+  g_autofree double *delta = g_new0(double, (gsize)n + 1);
+  for (guint i = 0; i < w->values->len; i++) {
+    Value *v = value_at(w, (int)i);
+    if (v->pos < 0) {
+      base += v->bytes;
+      continue;
+    }
+    delta[v->pos] += v->bytes;
+    delta[MIN(v->last, n - 1) + 1] -= v->bytes;
+  }
+  double live = base, peak = base;
+  int at = -1;
+  for (int p = 0; p < n; p++) {
+    live += delta[p];
+    if (live > peak) {
+      peak = live;
+      at = p;
+    }
+  }
+  w->out->peak_bytes = peak;
+  for (guint i = 0; at >= 0 && i < w->values->len; i++)
+    if (value_at(w, (int)i)->pos == at)
+      w->out->peak_at = g_strdup(value_at(w, (int)i)->name);
+}
+
+void cost_report_clear(CostReport *r) {
+  g_free(r->peak_at);
+  if (r->comms)
+    g_array_unref(r->comms);
+  memset(r, 0, sizeof *r);
+}
+
+static int compare_comms(gconstpointer pa, gconstpointer pb) {
+  const CostComm *a = pa, *b = pb;
+  if (a->op != b->op)
+    return a->op < b->op ? -1 : 1;
+  int c = strcmp(a->axes, b->axes);
+  if (c)
+    return c;
+  return a->size < b->size ? -1 : a->size > b->size;
+}
+
+static void clear_value(gpointer p) { g_free(((Value *)p)->name); }
+
+gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
+                       CostReport *out, GError **error) {
+  memset(out, 0, sizeof *out);
+  if (!check_program(f, error))
+    return FALSE;
+  out->comms = g_array_new(FALSE, TRUE, sizeof(CostComm));
+  out->ndevices = mesh_devices(f->spmd ? &f->spmd->mesh : NULL);
+
+  Walk w = {.hw = hw, .out = out};
+  w.values = g_array_new(FALSE, TRUE, sizeof(Value));
+  g_array_set_clear_func(w.values, clear_value);
+  w.open[0] = (Open){-1, NULL, 1.0, g_hash_table_new(NULL, NULL),
+                     g_array_new(FALSE, FALSE, sizeof(int))};
+  schedule_walk(m, f, visit, &w);
+  g_assert(w.depth == 0); /* every region closed by its yield */
+
+  for (int i = 0; i < f->nresults; i++) /* results live to the end */
+    use(&w, f->body->args[i], 0, w.npos);
+  sweep(&w);
+
+  g_hash_table_unref(w.open[0].defs);
+  g_array_unref(w.open[0].crossing);
+  g_array_unref(w.values);
+
+  g_array_sort(out->comms, compare_comms);
+  out->total_time = out->compute_time + out->comm_time;
+  out->fits = out->peak_bytes <= hw->memory_bytes;
+  return TRUE;
+}
+
+double cost_comm_bytes(const CostReport *r) {
+  double bytes = 0;
+  for (guint i = 0; r->comms && i < r->comms->len; i++)
+    bytes += g_array_index(r->comms, CostComm, i).bytes;
+  return bytes;
+}
+
+/* --------------------------------------------------------------- print */
+
+/* "4.19 M" style: three significant digits and an SI prefix. */
+static void append_si(GString *out, double v, const char *unit) {
+  static const char *const prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  gsize p = 0;
+  while (fabs(v) >= 1000 && p + 1 < G_N_ELEMENTS(prefixes)) {
+    v /= 1000;
+    p++;
+  }
+  g_string_append_printf(out, "%.3g %s%s", v, prefixes[p], unit);
+}
+
+/* "1234 B (1.21 KiB)" */
+static void append_bytes(GString *out, double v) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  g_string_append_printf(out, "%.0f B", v);
+  if (v < 1024)
+    return;
+  gsize u = 0;
+  while (v >= 1024 && u + 1 < G_N_ELEMENTS(units)) {
+    v /= 1024;
+    u++;
+  }
+  g_string_append_printf(out, " (%.3g %s)", v, units[u]);
+}
+
+static void append_time(GString *out, double s) {
+  if (s == 0)
+    g_string_append(out, "0 s");
+  else if (s < 1e-6)
+    g_string_append_printf(out, "%.3g ns", s * 1e9);
+  else if (s < 1e-3)
+    g_string_append_printf(out, "%.3g us", s * 1e6);
+  else if (s < 1)
+    g_string_append_printf(out, "%.3g ms", s * 1e3);
+  else
+    g_string_append_printf(out, "%.3g s", s);
+}
+
+static void append_flops(GString *out, double v) {
+  g_string_append_printf(out, "%.0f", v);
+  if (v >= 1000) {
+    g_string_append(out, " (");
+    append_si(out, v, "FLOP");
+    g_string_append_c(out, ')');
+  }
+}
+
+/* One row: label, per-device text, all-devices text. */
+static void row(GString *out, const char *label, const char *per_device,
+                const char *all) {
+  if (all)
+    g_string_append_printf(out, "  %-16s %-30s %s\n", label, per_device, all);
+  else
+    g_string_append_printf(out, "  %-16s %s\n", label, per_device);
+}
+
+void cost_print(GString *out, const CostReport *r, const Hardware *hw,
+                const Mesh *mesh) {
+  double n = (double)r->ndevices;
+  g_autofree char *mesh_text = mesh ? mesh_to_string(mesh) : NULL;
+  g_string_append_printf(
+      out, "cost per step on %s%s (%" G_GINT64_FORMAT " device%s), hardware %s",
+      mesh_text && *mesh_text ? "mesh " : "",
+      mesh_text && *mesh_text ? mesh_text : "one device", r->ndevices,
+      r->ndevices == 1 ? "" : "s", hw->name);
+  if (hw->source)
+    g_string_append_printf(out, " (%s)", hw->source);
+  if (hw->changes)
+    g_string_append_printf(out, " with %s", hw->changes);
+  g_string_append_c(out, '\n');
+
+  g_autoptr(GString) a = g_string_new(NULL);
+  g_autoptr(GString) b = g_string_new(NULL);
+  g_autofree char *all_header =
+      g_strdup_printf("all %" G_GINT64_FORMAT " device%s", r->ndevices,
+                      r->ndevices == 1 ? "" : "s");
+  row(out, "", "per device", all_header);
+
+  append_flops(a, r->flops);
+  append_flops(b, r->flops * n);
+  row(out, "FLOPs", a->str, b->str);
+
+  g_string_truncate(a, 0);
+  g_string_truncate(b, 0);
+  append_bytes(a, r->peak_bytes);
+  append_bytes(b, r->peak_bytes * n);
+  row(out, "peak memory", a->str, b->str);
+  g_string_truncate(a, 0);
+  g_string_printf(a, "%.3g%% of ", 100.0 * r->peak_bytes / hw->memory_bytes);
+  append_si(a, hw->memory_bytes, "B");
+  if (!r->fits)
+    g_string_append(a, "  DOES NOT FIT");
+  row(out, "", a->str, NULL);
+  if (r->peak_at)
+    g_string_append_printf(out, "  %-16s %%%s\n", "peak at", r->peak_at);
+
+  double bytes = cost_comm_bytes(r);
+  g_string_truncate(a, 0);
+  g_string_truncate(b, 0);
+  append_bytes(a, bytes);
+  append_bytes(b, bytes * n);
+  row(out, "bytes sent", a->str, b->str);
+
+  if (r->comms->len > 0) {
+    g_string_append(out, "collectives per device:\n");
+    g_string_append_printf(out, "  %-16s %-14s %6s %8s  %-24s %s\n", "kind",
+                           "axes", "size", "count", "bytes sent", "time");
+    for (guint i = 0; i < r->comms->len; i++) {
+      const CostComm *c = &g_array_index(r->comms, CostComm, i);
+      g_string_truncate(a, 0);
+      g_string_truncate(b, 0);
+      append_bytes(a, c->bytes);
+      append_time(b, c->time);
+      g_string_append_printf(
+          out, "  %-16s %-14s %6" G_GINT64_FORMAT " %8.0f  %-24s %s\n",
+          op_name(c->op), c->axes, c->size, c->count, a->str, b->str);
+    }
+  }
+
+  g_string_append(out, "time per step (compute and communication do not "
+                       "overlap):\n");
+  g_string_truncate(a, 0);
+  append_time(a, r->compute_time);
+  row(out, "compute", a->str, NULL);
+  g_string_truncate(a, 0);
+  append_time(a, r->comm_time);
+  row(out, "communication", a->str, NULL);
+  g_string_truncate(a, 0);
+  append_time(a, r->total_time);
+  row(out, "total", a->str, NULL);
+}

@@ -1,0 +1,352 @@
+/* hardware.c — hardware descriptions: the machine the cost model prices.
+ *
+ * Hardware descriptions are GKeyFile text (hw/NAME.hw): a [hardware] group
+ * and optional [axis NAME] groups; hw_set changes one figure ("what if
+ * the links were twice as fast": link_bw=2x).  A Hardware is a plain
+ * value: copy it to ask "what if" and keep the original.
+ */
+#include "spmd/spmd.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+/* ------------------------------------------------------- hardware keys */
+
+typedef struct HwKey {
+  const char *key;
+  size_t offset; /* of the double in Hardware */
+  gboolean zero_ok;
+  const char *unit;
+} HwKey;
+
+static const HwKey hw_keys[] = {
+    {"peak_flops_f32", offsetof(Hardware, peak_flops_f32), FALSE, "FLOP/s"},
+    {"peak_flops_bf16", offsetof(Hardware, peak_flops_bf16), FALSE, "FLOP/s"},
+    {"peak_flops_f64", offsetof(Hardware, peak_flops_f64), FALSE, "FLOP/s"},
+    {"memory_bytes", offsetof(Hardware, memory_bytes), FALSE, "bytes"},
+    {"link_bw", offsetof(Hardware, link_bw), FALSE, "bytes/s"},
+    {"link_latency", offsetof(Hardware, link_latency), TRUE, "seconds"},
+};
+
+static const HwKey axis_keys[] = {
+    {"link_bw", offsetof(HwAxis, link_bw), FALSE, "bytes/s"},
+    {"link_latency", offsetof(HwAxis, link_latency), TRUE, "seconds"},
+};
+
+static const HwKey *find_key(const HwKey *keys, gsize n, const char *key) {
+  for (gsize i = 0; i < n; i++)
+    if (strcmp(keys[i].key, key) == 0)
+      return &keys[i];
+  return NULL;
+}
+
+static double *field(void *base, const HwKey *k) {
+  return (double *)((char *)base + k->offset);
+}
+
+/* Parses a finite number, positive (or zero when 'zero_ok'); the whole
+ * of 'text' but surrounding blanks. */
+static gboolean parse_number(const char *text, gboolean zero_ok, double *out) {
+  while (g_ascii_isspace(*text))
+    text++;
+  if (!*text)
+    return FALSE;
+  char *end;
+  double v = g_ascii_strtod(text, &end);
+  while (g_ascii_isspace(*end))
+    end++;
+  if (end == text || *end || !isfinite(v) || v < 0 || (v == 0 && !zero_ok))
+    return FALSE;
+  *out = v;
+  return TRUE;
+}
+
+/* The per-axis entry for 'axis', made from the defaults when 'create'. */
+static HwAxis *axis_entry(Hardware *hw, const char *axis, gboolean create) {
+  const char *name = g_intern_string(axis);
+  for (int i = 0; i < hw->naxes; i++)
+    if (hw->axes[i].name == name)
+      return &hw->axes[i];
+  if (!create || hw->naxes == HW_MAX_AXES)
+    return NULL;
+  HwAxis *a = &hw->axes[hw->naxes++];
+  *a = (HwAxis){name, hw->link_bw, hw->link_latency};
+  return a;
+}
+
+void hw_link(const Hardware *hw, const char *axis, double *bw,
+             double *latency) {
+  const char *name = g_intern_string(axis);
+  *bw = hw->link_bw;
+  *latency = hw->link_latency;
+  for (int i = 0; i < hw->naxes; i++)
+    if (hw->axes[i].name == name) {
+      *bw = hw->axes[i].link_bw;
+      *latency = hw->axes[i].link_latency;
+    }
+}
+
+double hw_peak_flops(const Hardware *hw, DType dt) {
+  switch (dt) {
+  case DT_BF16:
+    return hw->peak_flops_bf16;
+  case DT_F64:
+    return hw->peak_flops_f64;
+  default:
+    return hw->peak_flops_f32;
+  }
+}
+
+static char *key_list(const HwKey *keys, gsize n) {
+  GString *s = g_string_new(NULL);
+  for (gsize i = 0; i < n; i++)
+    g_string_append_printf(s, "%s%s", i ? ", " : "", keys[i].key);
+  return g_string_free(s, FALSE);
+}
+
+/* ------------------------------------------------------ hardware files */
+
+/* Reads the keys of 'group' into the doubles of 'base' ('seen' marks the
+ * keys present). */
+static gboolean read_group(GKeyFile *kf, const char *path, const char *group,
+                           const HwKey *keys, gsize nkeys, void *base,
+                           gboolean *seen, gboolean allow_name,
+                           GError **error) {
+  g_auto(GStrv) names = g_key_file_get_keys(kf, group, NULL, NULL);
+  for (char **k = names; k && *k; k++) {
+    if (allow_name && strcmp(*k, "name") == 0)
+      continue;
+    const HwKey *key = find_key(keys, nkeys, *k);
+    if (!key) {
+      g_autofree char *known = key_list(keys, nkeys);
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                  "%s: [%s] has no key '%s' (keys: %s%s)", path, group, *k,
+                  allow_name ? "name, " : "", known);
+      return FALSE;
+    }
+    g_autofree char *text = g_key_file_get_value(kf, group, *k, NULL);
+    if (!text || !parse_number(text, key->zero_ok, field(base, key))) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                  "%s: [%s] %s = '%s': expected a %s number (%s)", path, group,
+                  *k, text ? text : "",
+                  key->zero_ok ? "non-negative" : "positive", key->unit);
+      return FALSE;
+    }
+    seen[key - keys] = TRUE;
+  }
+  return TRUE;
+}
+
+static gboolean load_file(const char *path, Hardware *out, GError **error) {
+  g_autoptr(GKeyFile) kf = g_key_file_new();
+  GError *local = NULL;
+  if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &local)) {
+    g_set_error(error, PARTIR_ERROR,
+                local->domain == G_FILE_ERROR ? PARTIR_ERROR_IO
+                                              : PARTIR_ERROR_FORMAT,
+                "%s: %s", path, local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  Hardware hw = {0};
+  if (!g_key_file_has_group(kf, "hardware")) {
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                "%s: no [hardware] group", path);
+    return FALSE;
+  }
+  gboolean seen[G_N_ELEMENTS(hw_keys)] = {0};
+  if (!read_group(kf, path, "hardware", hw_keys, G_N_ELEMENTS(hw_keys), &hw,
+                  seen, TRUE, error))
+    return FALSE;
+  for (gsize i = 0; i < G_N_ELEMENTS(hw_keys); i++)
+    if (!seen[i]) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                  "%s: [hardware] needs key '%s' (%s)", path, hw_keys[i].key,
+                  hw_keys[i].unit);
+      return FALSE;
+    }
+  g_autofree char *name = g_key_file_get_string(kf, "hardware", "name", NULL);
+  if (!name || !*name) {
+    g_free(name);
+    g_autofree char *base = g_path_get_basename(path);
+    if (g_str_has_suffix(base, ".hw"))
+      base[strlen(base) - 3] = '\0';
+    name = g_strdup(base);
+  }
+  hw.name = g_intern_string(name);
+  hw.source = g_intern_string(path);
+
+  g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
+  for (char **g = groups; *g; g++) {
+    if (strcmp(*g, "hardware") == 0)
+      continue;
+    if (!g_str_has_prefix(*g, "axis ")) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                  "%s: unknown group [%s] (expected [hardware] and "
+                  "[axis NAME])",
+                  path, *g);
+      return FALSE;
+    }
+    g_autofree char *axis = g_strstrip(g_strdup(*g + 5));
+    if (!mesh_axis_name_ok(axis)) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                  "%s: [%s]: an axis name is letters, digits or '_'", path, *g);
+      return FALSE;
+    }
+    HwAxis *a = axis_entry(&hw, axis, TRUE);
+    if (!a) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
+                  "%s: [%s]: more than %d axis groups", path, *g, HW_MAX_AXES);
+      return FALSE;
+    }
+    gboolean axis_seen[G_N_ELEMENTS(axis_keys)] = {0};
+    if (!read_group(kf, path, *g, axis_keys, G_N_ELEMENTS(axis_keys), a,
+                    axis_seen, FALSE, error))
+      return FALSE;
+  }
+  *out = hw;
+  return TRUE;
+}
+
+char **hw_search_path(void) {
+  return partir_search_path("PARTIR_HW", PARTIR_DATADIR "/hw");
+}
+
+/* "a, b, c": the NAME of every NAME.hw in 'dirs', sorted, once each. */
+static char *known_names(char **dirs) {
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  for (char **d = dirs; *d; d++) {
+    g_autoptr(GDir) dir = g_dir_open(*d, 0, NULL);
+    const char *entry;
+    while (dir && (entry = g_dir_read_name(dir)))
+      if (g_str_has_suffix(entry, ".hw") && strlen(entry) > 3)
+        g_ptr_array_add(names, g_strndup(entry, strlen(entry) - 3));
+  }
+  g_ptr_array_sort(names, (GCompareFunc)g_ascii_strcasecmp);
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < names->len; i++) {
+    const char *n = g_ptr_array_index(names, i);
+    if (i > 0 && strcmp(n, g_ptr_array_index(names, i - 1)) == 0)
+      continue;
+    g_string_append_printf(s, "%s%s", s->len ? ", " : "", n);
+  }
+  return g_string_free(s, FALSE);
+}
+
+gboolean hw_load(const char *name_or_path, Hardware *out, GError **error) {
+  if (strchr(name_or_path, '/') || g_str_has_suffix(name_or_path, ".hw"))
+    return load_file(name_or_path, out, error);
+  g_auto(GStrv) dirs = hw_search_path();
+  for (char **d = dirs; *d; d++) {
+    g_autofree char *file = g_strconcat(name_or_path, ".hw", NULL);
+    g_autofree char *path = g_build_filename(*d, file, NULL);
+    if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
+      return load_file(path, out, error);
+  }
+  g_autofree char *where = g_strjoinv(", ", dirs);
+  g_autofree char *known = known_names(dirs);
+  g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_IO,
+              "hardware '%s' not found: no %s.hw in %s (set $PARTIR_HW or "
+              "give a path)%s%s",
+              name_or_path, name_or_path, *where ? where : "(no directory)",
+              *known ? "; known: " : "", known);
+  return FALSE;
+}
+
+/* Sets or scales (when 'scale') one figure; 'zero_ok' as in HwKey. */
+static void apply(double *v, double x, gboolean scale) {
+  *v = scale ? *v * x : x;
+}
+
+gboolean hw_set(Hardware *hw, const char *assignment, GError **error) {
+  const char *eq = strchr(assignment, '=');
+  g_autofree char *key = g_strstrip(g_strndup(
+      assignment, eq ? (gsize)(eq - assignment) : strlen(assignment)));
+  g_autofree char *value = g_strstrip(g_strdup(eq ? eq + 1 : ""));
+  gboolean scale = g_str_has_suffix(value, "x") || g_str_has_suffix(value, "X");
+  if (scale)
+    value[strlen(value) - 1] = '\0';
+
+  /* which figure: a [hardware] key, peak_flops, or axis.NAME.KEY */
+  const HwKey *hk = find_key(hw_keys, G_N_ELEMENTS(hw_keys), key);
+  const HwKey *ak = NULL;
+  g_autofree char *axis = NULL;
+  gboolean all_peaks = strcmp(key, "peak_flops") == 0;
+  if (g_str_has_prefix(key, "axis.")) {
+    const char *dot = strrchr(key, '.');
+    if (dot > key + 5) {
+      axis = g_strndup(key + 5, (gsize)(dot - key - 5));
+      ak = find_key(axis_keys, G_N_ELEMENTS(axis_keys), dot + 1);
+      if (!mesh_axis_name_ok(axis))
+        ak = NULL;
+    }
+  }
+  if (!eq || (!hk && !ak && !all_peaks)) {
+    g_autofree char *known = key_list(hw_keys, G_N_ELEMENTS(hw_keys));
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                "hardware setting '%s': expected KEY=VALUE or KEY=Nx with KEY "
+                "one of %s, peak_flops, axis.NAME.link_bw, "
+                "axis.NAME.link_latency",
+                assignment, known);
+    return FALSE;
+  }
+  gboolean zero_ok = (hk && hk->zero_ok) || (ak && ak->zero_ok);
+  double x;
+  if (!parse_number(value, zero_ok, &x)) {
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                "hardware setting '%s': expected a %s number%s", assignment,
+                zero_ok ? "non-negative" : "positive",
+                scale ? " before 'x'" : " or a factor such as 2x");
+    return FALSE;
+  }
+  if (ak) {
+    HwAxis *a = axis_entry(hw, axis, TRUE);
+    if (!a) {
+      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
+                  "hardware setting '%s': more than %d axes", assignment,
+                  HW_MAX_AXES);
+      return FALSE;
+    }
+    apply(field(a, ak), x, scale);
+  } else if (all_peaks) {
+    apply(&hw->peak_flops_f32, x, scale);
+    apply(&hw->peak_flops_bf16, x, scale);
+    apply(&hw->peak_flops_f64, x, scale);
+  } else {
+    apply(field(hw, hk), x, scale);
+    /* the default link and every axis's: "the whole mesh is 2x faster" */
+    for (int i = 0; i < hw->naxes; i++) {
+      if (strcmp(hk->key, "link_bw") == 0)
+        apply(&hw->axes[i].link_bw, x, scale);
+      else if (strcmp(hk->key, "link_latency") == 0)
+        apply(&hw->axes[i].link_latency, x, scale);
+    }
+  }
+  g_autofree char *change =
+      g_strdup_printf("%s=%s%s", key, value, scale ? "x" : "");
+  g_autofree char *changes = hw->changes
+                                 ? g_strconcat(hw->changes, ", ", change, NULL)
+                                 : g_strdup(change);
+  hw->changes = g_intern_string(changes);
+  return TRUE;
+}
+
+void hw_print(GString *out, const Hardware *hw) {
+  g_autofree char *name = g_strescape(hw->name ? hw->name : "", NULL);
+  g_string_append_printf(out, "[hardware]\nname=%s\n", name);
+  for (gsize i = 0; i < G_N_ELEMENTS(hw_keys); i++) {
+    g_string_append_printf(out, "%s=", hw_keys[i].key);
+    attr_append_shortest_double(out, *field((void *)hw, &hw_keys[i]));
+    g_string_append_c(out, '\n');
+  }
+  for (int i = 0; i < hw->naxes; i++) {
+    g_string_append_printf(out, "\n[axis %s]\n", hw->axes[i].name);
+    for (gsize k = 0; k < G_N_ELEMENTS(axis_keys); k++) {
+      g_string_append_printf(out, "%s=", axis_keys[k].key);
+      attr_append_shortest_double(out, *field((void *)&hw->axes[i], &axis_keys[k]));
+      g_string_append_c(out, '\n');
+    }
+  }
+}
+

@@ -1,0 +1,531 @@
+/* lower.c — a partitioned program to the program every device runs.
+ *
+ * requires: a well-typed program whose tiles and sums bound to mesh axes
+ * have as many parts as their axis has devices.
+ *
+ * The SPMD program computes local values: each global value v becomes a
+ * local term plus a Dist saying how v lies on the mesh (which axes split
+ * each dimension, over which axes devices hold partial sums, the rest
+ * replicated).  Lowering walks the global term:
+ *
+ *   tile d (\r@A -> e)   the device with coordinate a on A computes e for
+ *                        r = a: the result is e's local value, with A
+ *                        splitting dimension d
+ *   sum (\r@A -> e)      likewise; the result is partial over A
+ *   slice d x[r@A]       this device's chunk of x, taken literally: x is
+ *                        made whole over A and along d (all_reduce what
+ *                        is partial, all_gather what is split), then
+ *                        'shard' cuts the chunk out; the next pass
+ *                        (redistribute.c) fuses those pairs
+ *   tile/sum unbound     stay sequential loops in the local program
+ *   op(a, b)             the operator on local operands; its tiling spec
+ *                        says which operand dims carry which result dims
+ *                        and which are reduced: operands that agree keep
+ *                        their split (a reduced dim split the same way
+ *                        makes the result partial); operands that do not
+ *                        are gathered ('all_gather'); partial operands are
+ *                        summed first ('all_reduce')
+ *   results              summed if partial; splits are kept (the Dist of
+ *                        the result says how to read it)
+ *
+ * Inside a region bound to axis A the local value of the body is the
+ * whole value for this device's r, so values used there must not be
+ * split by A: they are gathered over A first.
+ */
+#include "spmd/spmd.h"
+
+#include <string.h>
+
+typedef struct LVal {
+  const Term *t; /* local term */
+  Dist d;
+} LVal;
+
+typedef struct Binder {
+  const char *axis; /* NULL: a sequential loop */
+  int local_pos;    /* sequential: its position among local binders */
+  const Type *local_range;
+} Binder;
+
+typedef struct Lower {
+  const RuleSet *rs;
+  const Mesh *mesh;
+  GString *why;
+  gboolean failed;
+  Binder binders[PARTIR_MAX_REGIONS + 2];
+  int depth;  /* global binders entered */
+  int ldepth; /* local (sequential) binders entered */
+  /* placed global Term -> LVal*, per region depth (0: closed terms); a
+   * region instance starts with a fresh table for its depth */
+  GHashTable *memo[PARTIR_MAX_REGIONS + 2];
+} Lower;
+
+static gboolean fail(Lower *lw, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static gboolean fail(Lower *lw, const char *fmt, ...) {
+  if (!lw->failed) {
+    va_list ap;
+    va_start(ap, fmt);
+    g_string_vprintf(lw->why, fmt, ap);
+    va_end(ap);
+  }
+  lw->failed = TRUE;
+  return FALSE;
+}
+
+static Dist dist_whole(int rank) {
+  Dist d = {.rank = rank};
+  return d;
+}
+
+
+static gboolean same_axes(const Dist *a, int da, const Dist *b, int db) {
+  if (a->naxes[da] != b->naxes[db])
+    return FALSE;
+  for (int k = 0; k < a->naxes[da]; k++)
+    if (a->axes[da][k] != b->axes[db][k])
+      return FALSE;
+  return TRUE;
+}
+
+/* The local type of a global type laid out as 'd'. */
+static const Type *local_type(Lower *lw, const Type *global, const Dist *d) {
+  const Type *t = global;
+  for (int i = 0; i < d->rank; i++)
+    t = type_with_dim(t, i, t->dims[i] / dist_parts(d, lw->mesh, i));
+  return t;
+}
+
+/* ------------------------------------------------------- collectives */
+
+static AttrValue axes_value(const char *const *axes, int n) {
+  AttrValue v = {.kind = AV_LIST, .count = n};
+  v.items = g_new0(AttrValue, (gsize)MAX(n, 1));
+  for (int i = 0; i < n; i++) {
+    v.items[i].kind = AV_SYMBOL;
+    v.items[i].sym = axes[i];
+  }
+  return v;
+}
+
+/* op(x) {axes, size, dim / split_dim, concat_dim} */
+static const Term *collective(Lower *lw, Op op, const Term *x,
+                              const char *const *axes, int naxes, int dim,
+                              int dim2) {
+  const char **keys = g_new(const char *, 4);
+  AttrValue *vals = g_new0(AttrValue, 4);
+  int n = 0;
+  int64_t size = 1;
+  for (int i = 0; i < naxes; i++)
+    size *= mesh_axis_size(lw->mesh, axes[i]);
+  keys[n] = g_intern_string("axes");
+  vals[n++] = axes_value(axes, naxes);
+  keys[n] = g_intern_string("size");
+  vals[n++] = (AttrValue){.kind = AV_INT, .i = size};
+  if (op == OP_ALL_TO_ALL) {
+    keys[n] = g_intern_string("split_dim");
+    vals[n++] = (AttrValue){.kind = AV_INT, .i = dim};
+    keys[n] = g_intern_string("concat_dim");
+    vals[n++] = (AttrValue){.kind = AV_INT, .i = dim2};
+  } else if (op != OP_ALL_REDUCE) {
+    keys[n] = g_intern_string("dim");
+    vals[n++] = (AttrValue){.kind = AV_INT, .i = dim};
+  }
+  g_autoptr(GString) err = g_string_new(NULL);
+  const Term *t = term_op(op, 1, &x, attrs_intern(n, keys, vals), NULL, err);
+  if (!t)
+    fail(lw, "lowering made an ill-typed %s: %s", op_name(op), err->str);
+  return t;
+}
+
+/* Sums a partial value over its partial axes. */
+static void reduce_partial(Lower *lw, LVal *v) {
+  if (!v->d.npartial || lw->failed)
+    return;
+  v->t = collective(lw, OP_ALL_REDUCE, v->t, v->d.partial, v->d.npartial, 0, 0);
+  v->d.npartial = 0;
+}
+
+/* Makes dimension 'dim' whole. */
+static void gather_dim(Lower *lw, LVal *v, int dim) {
+  if (!v->d.naxes[dim] || lw->failed)
+    return;
+  v->t = collective(lw, OP_ALL_GATHER, v->t, v->d.axes[dim], v->d.naxes[dim],
+                    dim, 0);
+  v->d.naxes[dim] = 0;
+}
+
+/* Inside regions bound to axes, a value must not use them: gather them. */
+static void detach(Lower *lw, LVal *v) {
+  for (int b = 0; b < lw->depth; b++) {
+    const char *axis = lw->binders[b].axis;
+    if (!axis)
+      continue;
+    for (int k = 0; k < v->d.npartial; k++)
+      if (v->d.partial[k] == axis)
+        reduce_partial(lw, v);
+    for (int i = 0; i < v->d.rank; i++)
+      for (int k = 0; k < v->d.naxes[i]; k++)
+        if (v->d.axes[i][k] == axis)
+          gather_dim(lw, v, i);
+  }
+}
+
+/* ----------------------------------------------------------- lowering */
+
+static LVal lower(Lower *lw, const Term *t);
+
+static LVal lower_slice(Lower *lw, const Term *t) {
+  int d = t->index;
+  LVal x = lower(lw, t->args[0]);
+  const Term *r = t->args[1];
+  const Binder *b = &lw->binders[lw->depth - 1 - r->index];
+  if (lw->failed)
+    return x;
+  if (!b->axis) { /* a sequential loop: a local slice of a whole dim */
+    gather_dim(lw, &x, d);
+    g_autoptr(GString) err = g_string_new(NULL);
+    const Term *idx = term_bvar(lw->ldepth - 1 - b->local_pos, b->local_range);
+    x.t = term_slice(d, x.t, idx, err);
+    if (!x.t)
+      fail(lw, "lowering a sequential slice: %s", err->str);
+    return x;
+  }
+  /* The literal chunk: make x whole over the axis and along d, then cut
+   * this device's part out.  The [spmd] rules fuse the pairs this makes
+   * (all_reduce then shard is a reduce_scatter, all_gather then shard an
+   * identity or an all_to_all), so the gather of a dimension split by
+   * exactly this axis is made last, right under the shard. */
+  const char *axis = b->axis;
+  /* partial over this axis and others: sum over this axis first, so the
+   * rules can make that sum the reduce_scatter and sum the others over
+   * the chunk alone */
+  for (int k = 0; k < x.d.npartial && x.d.npartial > 1; k++)
+    if (x.d.partial[k] == axis) {
+      x.t = collective(lw, OP_ALL_REDUCE, x.t, &axis, 1, 0, 0);
+      memmove(&x.d.partial[k], &x.d.partial[k + 1],
+              sizeof(char *) * (gsize)(x.d.npartial - k - 1));
+      x.d.npartial--;
+    }
+  reduce_partial(lw, &x);
+  gather_dim(lw, &x, d);
+  int last = -1;
+  for (int e = 0; e < x.d.rank; e++)
+    for (int k = 0; k < x.d.naxes[e]; k++)
+      if (x.d.axes[e][k] == axis) {
+        if (x.d.naxes[e] == 1)
+          last = e;
+        else
+          gather_dim(lw, &x, e);
+      }
+  if (last >= 0)
+    gather_dim(lw, &x, last);
+  x.t = collective(lw, OP_SHARD, x.t, &axis, 1, d, 0);
+  return x;
+}
+
+/* tile and sum: bound to an axis, or a sequential loop */
+static LVal lower_region(Lower *lw, const Term *t) {
+  const Type *range = t->range;
+  const char *axis = t->axis;
+  if (axis) {
+    int64_t size = mesh_axis_size(lw->mesh, axis);
+    if (size == 0) {
+      fail(lw, "a %s is bound to axis \"%s\", which the mesh does not have",
+           t->kind == TM_TILE ? "tile" : "sum", axis);
+      return (LVal){0};
+    }
+    if (range->n / range->w != size) {
+      fail(lw, "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "> has %"
+               G_GINT64_FORMAT " parts but axis \"%s\" has %" G_GINT64_FORMAT
+               " devices",
+           range->n, range->w, range->n / range->w, axis, size);
+      return (LVal){0};
+    }
+    for (int b = 0; b < lw->depth; b++)
+      if (lw->binders[b].axis == axis) {
+        fail(lw, "axis \"%s\" is bound by two nested regions", axis);
+        return (LVal){0};
+      }
+  }
+  Binder *b = &lw->binders[lw->depth];
+  *b = (Binder){.axis = axis, .local_pos = lw->ldepth, .local_range = range};
+  lw->depth++;
+  if (!axis)
+    lw->ldepth++;
+  GHashTable *outer = lw->memo[lw->depth];
+  lw->memo[lw->depth] = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  LVal body = lower(lw, t->args[0]);
+  if (!lw->failed)
+    detach(lw, &body); /* the body's value is whole for this r */
+  g_hash_table_unref(lw->memo[lw->depth]);
+  lw->memo[lw->depth] = outer;
+  lw->depth--;
+  if (!axis)
+    lw->ldepth--;
+  if (lw->failed)
+    return body;
+  if (axis) {
+    if (t->kind == TM_TILE) {
+      int d = t->index;
+      if (body.d.naxes[d] == MESH_MAX_AXES) {
+        fail(lw, "too many axes split one dimension");
+        return body;
+      }
+      memmove(&body.d.axes[d][1], &body.d.axes[d][0],
+              sizeof(char *) * (gsize)body.d.naxes[d]);
+      body.d.axes[d][0] = axis;
+      body.d.naxes[d]++;
+    } else {
+      body.d.partial[body.d.npartial++] = axis;
+    }
+    return body;
+  }
+  g_autoptr(GString) err = g_string_new(NULL);
+  if (t->kind == TM_TILE)
+    gather_dim(lw, &body, t->index);
+  const Term *loop = t->kind == TM_TILE
+                         ? term_tile(t->index, range, NULL, body.t, err)
+                         : term_sum(range, NULL, body.t, err);
+  if (!loop)
+    fail(lw, "lowering a sequential loop: %s", err->str);
+  body.t = loop;
+  return body;
+}
+
+/* A column of a tiling spec: for each operand, the dimension that
+ * carries one result dimension or reduction (-1: none).  Marks those
+ * dims mapped; returns the first operand in the column (-1: none) and
+ * whether every operand in it is split the same way. */
+static int column_first(const LVal *args, int nargs, const int *col,
+                        gboolean mapped[][PARTIR_MAX_RANK], gboolean *agree) {
+  int first = -1;
+  *agree = TRUE;
+  for (int i = 0; i < nargs; i++) {
+    if (col[i] < 0)
+      continue;
+    mapped[i][col[i]] = TRUE;
+    if (first < 0)
+      first = i;
+    else if (!same_axes(&args[first].d, col[first], &args[i].d, col[i]))
+      *agree = FALSE;
+  }
+  return first;
+}
+
+/* Makes the dimensions of a column whole in every operand. */
+static void gather_column(Lower *lw, LVal *args, int nargs, const int *col) {
+  for (int i = 0; i < nargs; i++)
+    if (col[i] >= 0)
+      gather_dim(lw, &args[i], col[i]);
+}
+
+static LVal lower_op(Lower *lw, const Term *t) {
+  LVal out = {.d = dist_whole(t->type->rank)};
+  LVal args[SPEC_MAX_OPERANDS];
+  if (t->nargs > SPEC_MAX_OPERANDS) {
+    fail(lw, "'%s' has too many operands to lower", op_name(t->op));
+    return out;
+  }
+  for (int i = 0; i < t->nargs; i++) {
+    args[i] = lower(lw, t->args[i]);
+    if (lw->failed)
+      return out;
+    reduce_partial(lw, &args[i]);
+    detach(lw, &args[i]);
+  }
+  TileSpec spec;
+  gboolean has_spec = spec_of(lw->rs, t, &spec);
+  /* which operand dims the spec accounts for */
+  gboolean mapped[SPEC_MAX_OPERANDS][PARTIR_MAX_RANK] = {{FALSE}};
+  if (has_spec) {
+    for (int D = 0; D < spec.nout; D++) {
+      gboolean agree;
+      int first = column_first(args, t->nargs, spec.out[D], mapped, &agree);
+      if (first < 0)
+        continue;
+      if (!agree || !spec.out_ok[D])
+        gather_column(lw, args, t->nargs, spec.out[D]);
+      const Dist *src = &args[first].d;
+      int sd = spec.out[D][first];
+      out.d.naxes[D] = src->naxes[sd];
+      memcpy(out.d.axes[D], src->axes[sd],
+             sizeof(char *) * (gsize)src->naxes[sd]);
+    }
+    for (int k = 0; k < spec.nred; k++) {
+      gboolean agree;
+      int first = column_first(args, t->nargs, spec.red[k], mapped, &agree);
+      if (first >= 0 && !agree)
+        gather_column(lw, args, t->nargs, spec.red[k]);
+      if (first < 0 || !agree)
+        continue;
+      /* each device reduced its part: the result is partial over them */
+      const Dist *src = &args[first].d;
+      int sd = spec.red[k][first];
+      for (int a = 0; a < src->naxes[sd]; a++)
+        if (out.d.npartial < MESH_MAX_AXES)
+          out.d.partial[out.d.npartial++] = src->axes[sd][a];
+    }
+    /* A layout uses each axis once: a result dim whose split repeats an
+     * axis of an earlier dim (x's rows and w's columns both over 'model')
+     * is gathered; so are reductions whose partial axes repeat one. */
+    const char *used[PARTIR_MAX_RANK * MESH_MAX_AXES];
+    int nused = 0;
+    for (int D = 0; D < spec.nout; D++) {
+      gboolean clash = FALSE;
+      for (int a = 0; a < out.d.naxes[D]; a++)
+        for (int u = 0; u < nused; u++)
+          clash |= used[u] == out.d.axes[D][a];
+      if (clash) {
+        gather_column(lw, args, t->nargs, spec.out[D]);
+        out.d.naxes[D] = 0;
+        continue;
+      }
+      for (int a = 0; a < out.d.naxes[D]; a++)
+        used[nused++] = out.d.axes[D][a];
+    }
+    gboolean clash = FALSE;
+    for (int k = 0; k < out.d.npartial; k++)
+      for (int u = 0; u < nused; u++)
+        clash |= used[u] == out.d.partial[k];
+    for (int k = 0; k < out.d.npartial && !clash; k++)
+      for (int j = 0; j < k; j++)
+        clash |= out.d.partial[j] == out.d.partial[k];
+    if (clash) {
+      for (int k = 0; k < spec.nred; k++)
+        gather_column(lw, args, t->nargs, spec.red[k]);
+      out.d.npartial = 0;
+    }
+  }
+  for (int i = 0; i < t->nargs; i++) /* dims no result dim carries */
+    for (int d = 0; d < args[i].d.rank; d++)
+      if (!mapped[i][d])
+        gather_dim(lw, &args[i], d);
+  if (lw->failed)
+    return out;
+  const Term *largs[SPEC_MAX_OPERANDS];
+  for (int i = 0; i < t->nargs; i++)
+    largs[i] = args[i].t;
+  const Type *written = op_takes_written_type(t->op)
+                            ? local_type(lw, t->type, &out.d)
+                            : NULL;
+  const Attrs *attrs =
+      t->op == OP_SLICE
+          ? rw_slice_attrs_follow(t->attrs, t->args[0]->type, largs[0]->type)
+          : t->attrs;
+  g_autoptr(GString) err = g_string_new(NULL);
+  out.t = term_op(t->op, t->nargs, largs, attrs, written, err);
+  if (!out.t)
+    fail(lw, "lowering '%s': %s", op_name(t->op), err->str);
+  return out;
+}
+
+static LVal lower_here(Lower *lw, const Term *t);
+
+/* Local binders among the first 'depth' global ones. */
+static int local_depth_at(const Lower *lw, int depth) {
+  int n = 0;
+  for (int b = 0; b < depth; b++)
+    n += lw->binders[b].axis == NULL;
+  return n;
+}
+
+/* Lowers 't' (seen at the current depth) where it is computed: in the
+ * region of the innermost binder it uses (closed terms at the top), as
+ * the printer places it.  Regions it does not use do not enclose it. */
+static LVal lower(Lower *lw, const Term *t) {
+  int target = term_home_depth(t, lw->depth);
+  const Term *placed = term_placed(t);
+  LVal *done = g_hash_table_lookup(lw->memo[target], placed);
+  LVal v;
+  if (done) {
+    v = *done;
+  } else if (target == lw->depth) {
+    v = lower_here(lw, placed);
+  } else {
+    Binder saved[PARTIR_MAX_REGIONS + 2];
+    memcpy(saved, lw->binders, sizeof saved);
+    int depth = lw->depth, ldepth = lw->ldepth;
+    lw->depth = target;
+    lw->ldepth = local_depth_at(lw, target);
+    v = lower_here(lw, placed);
+    lw->depth = depth;
+    lw->ldepth = ldepth;
+    memcpy(lw->binders, saved, sizeof saved);
+  }
+  if (lw->failed)
+    return v;
+  /* the local term is relative to the local binders at 'target' */
+  int by = lw->ldepth - local_depth_at(lw, target);
+  if (by > 0)
+    v.t = term_shift(v.t, by, 0);
+  return v;
+}
+
+/* requires: t is placed at the current depth (term_placed) */
+static LVal lower_here(Lower *lw, const Term *t) {
+  GHashTable *memo = lw->memo[lw->depth];
+  LVal v = {.d = dist_whole(t->type->kind == TY_TENSOR ? t->type->rank : 0)};
+  if (lw->failed)
+    return v;
+  switch (t->kind) {
+  case TM_ARG:
+    v.t = t;
+    break;
+  case TM_SLICE:
+    v = lower_slice(lw, t);
+    break;
+  case TM_TILE:
+  case TM_SUM:
+    v = lower_region(lw, t);
+    break;
+  case TM_OP:
+    v = lower_op(lw, t);
+    break;
+  default:
+    fail(lw, "cannot lower this term");
+    break;
+  }
+  if (!lw->failed && v.t->type != local_type(lw, t->type, &v.d))
+    fail(lw, "internal: the local type of a lowered value is inconsistent");
+  if (!lw->failed)
+    g_hash_table_insert(memo, (gpointer)t, g_memdup2(&v, sizeof v));
+  return v;
+}
+
+Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
+                 GString *why) {
+  Lower lw = {.rs = rs, .mesh = mesh, .why = why};
+  lw.memo[0] = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  Func *f = g_new0(Func, 1);
+  f->name = g_strdup(g->name);
+  f->nargs = g->nargs;
+  f->arg_names = g_strdupv(g->arg_names);
+  f->arg_types = g_memdup2(g->arg_types, sizeof(Type *) * (gsize)MAX(g->nargs, 1));
+  f->nresults = g->nresults;
+  f->result_types = g_new(const Type *, (gsize)MAX(g->nresults, 1));
+  f->spmd = g_new0(SpmdInfo, 1);
+  f->spmd->mesh = *mesh;
+  f->spmd->arg_dists = g_new0(Dist, (gsize)MAX(g->nargs, 1));
+  f->spmd->result_dists = g_new0(Dist, (gsize)MAX(g->nresults, 1));
+  for (int i = 0; i < g->nargs; i++)
+    f->spmd->arg_dists[i] = dist_whole(g->arg_types[i]->rank);
+  const Term *results[64];
+  if (g->nresults > 64)
+    fail(&lw, "more than 64 results");
+  for (int i = 0; i < g->nresults && !lw.failed; i++) {
+    LVal v = lower(&lw, g->body->args[i]);
+    if (lw.failed)
+      break;
+    reduce_partial(&lw, &v);
+    results[i] = v.t;
+    f->result_types[i] = v.t->type;
+    f->spmd->result_dists[i] = v.d;
+  }
+  g_hash_table_unref(lw.memo[0]);
+  if (lw.failed) {
+    func_free(f);
+    return NULL;
+  }
+  f->body = term_tuple(f->nresults, results);
+  return f;
+}

@@ -1,0 +1,142 @@
+/* spmd.h — the SPMD layer: lowering, redistribution, simulation, cost.
+ *
+ * Above rewrite (docs/architecture.md).  A partitioned program lowers to
+ * the program every device runs, with collectives on named mesh axes;
+ * simulated devices run it against the interpreter; the cost model says
+ * what one step costs each device on a described machine.
+ *
+ *   lower.c        a partitioned program to the per-device program
+ *   redistribute.c the pass after lowering: [spmd] rules, sharded inputs
+ *   simulate.c     running an SPMD program on simulated devices
+ *   show.c         collective statistics and the Graphviz graph
+ *   hardware.c     hardware descriptions (hw/NAME.hw)
+ *   cost.c         per-device FLOPs, memory, communication and time
+ */
+#ifndef PARTIR_SPMD_H
+#define PARTIR_SPMD_H
+
+#include "eval/eval.h"
+#include "rewrite/rewrite.h"
+
+/* ---------------------------------------------------------------- lower.c */
+
+/* The SPMD program of 'g' (a partitioned function) on 'mesh': one local
+ * program for every device, with collectives, each device's chunk of a
+ * value taken literally (spmd_fuse fuses them); NULL with the reason in
+ * 'why' (an axis the mesh lacks, a range whose parts do not match its
+ * axis, an axis bound twice in a nest). */
+Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
+                 GString *why);
+
+/* --------------------------------------------------------- redistribute.c */
+
+/* Fuses the redistributions of lowered program 'f' in place: the [spmd]
+ * rules of 'rs' to a fixed point, then arguments used only through one
+ * 'shard' are received sharded. */
+void spmd_fuse(const RuleSet *rs, Func *f);
+
+/* ------------------------------------------------------------- simulate.c */
+
+/* Runs SPMD program 'f' on one thread per device of its mesh: scatters
+ * the global inputs by their layouts, gathers the global results
+ * (replicas must agree, partial results are summed). */
+GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
+                         GError **error);
+
+/* ----------------------------------------------------------------- show.c */
+
+/* The collectives of an SPMD program per kind and axes (counts and local
+ * bytes), and the program as a Graphviz graph. */
+void spmd_print_stats(GString *out, const Func *f);
+void spmd_print_dot(GString *out, const Func *f);
+
+/* ------------------------------------------------------------- hardware.c */
+
+#define HW_MAX_AXES 16 /* per-axis link overrides in one description */
+
+/* The link of one mesh axis, where it differs from the default. */
+typedef struct HwAxis {
+  const char *name;    /* interned mesh axis name */
+  double link_bw;      /* bytes/s a device sends along the axis */
+  double link_latency; /* seconds per collective step */
+} HwAxis;
+
+/* One device of a machine and the links between devices.  A plain value:
+ * copy it to ask "what if" (hw_set) and keep the original. */
+typedef struct Hardware {
+  const char *name;      /* interned */
+  const char *source;    /* interned file it was loaded from, or NULL */
+  const char *changes;   /* interned "link_bw=2x, ..." from hw_set, or NULL */
+  double peak_flops_f32; /* FLOP/s; also i32, i64, i1 */
+  double peak_flops_bf16;
+  double peak_flops_f64;
+  double memory_bytes; /* capacity of one device */
+  double link_bw;      /* default bytes/s per device per direction */
+  double link_latency; /* default seconds per collective step */
+  int naxes;
+  HwAxis axes[HW_MAX_AXES];
+} Hardware;
+
+/* Loads a description: 'name_or_path' is a path when it contains '/' or
+ * ends in ".hw", else NAME.hw is looked up in the ':'-separated dirs of
+ * $PARTIR_HW and then in PARTIR_DATADIR "/hw".  Errors name the file,
+ * the group and the key. */
+gboolean hw_load(const char *name_or_path, Hardware *out, GError **error);
+/* Applies "KEY=VALUE": VALUE is a number, or "Nx" to multiply the current
+ * value by N.  KEY is one of the [hardware] keys, "peak_flops" (every
+ * dtype), or "axis.NAME.link_bw" / "axis.NAME.link_latency".  "link_bw" and
+ * "link_latency" change the default and every per-axis link. */
+gboolean hw_set(Hardware *hw, const char *assignment, GError **error);
+/* Peak FLOP/s for operations computing in 'dt'. */
+double hw_peak_flops(const Hardware *hw, DType dt);
+/* The link of mesh axis 'axis' (interned or not). */
+void hw_link(const Hardware *hw, const char *axis, double *bw, double *latency);
+/* The description in the file format (hw_load reads it back). */
+void hw_print(GString *out, const Hardware *hw);
+/* The directories searched for NAME.hw, in order (g_strfreev). */
+char **hw_search_path(void);
+
+/* ----------------------------------------------------------------- cost.c */
+
+/* The collectives of one kind over one list of axes. */
+typedef struct CostComm {
+  Op op;            /* OP_ALL_REDUCE, OP_ALL_GATHER, ... OP_SHARD */
+  const char *axes; /* interned "model" or "batch,model" (attribute order) */
+  int64_t size;     /* devices in each group ('size' attribute) */
+  double count;     /* evaluations per device (loop iterations included) */
+  double bytes;     /* bytes each device sends, all evaluations */
+  double time;      /* seconds, all evaluations */
+} CostComm;
+
+/* The estimate for one step of an SPMD program.  Every device runs the
+ * same program on same-shaped data, so per-device figures hold for all. */
+typedef struct CostReport {
+  int64_t ndevices;    /* product of the mesh sizes (1 without a mesh) */
+  double flops;        /* per device */
+  double peak_bytes;   /* peak live bytes per device */
+  char *peak_at;       /* the statement (printed name) where it is reached */
+  GArray *comms;       /* CostComm, ordered by operator then axes */
+  double compute_time; /* seconds: sum of flops / peak of each operator */
+  double comm_time;    /* seconds: sum of the collectives' times */
+  double total_time;   /* compute + comm (no overlap) */
+  gboolean fits;       /* peak_bytes <= memory_bytes */
+} CostReport;
+
+void cost_report_clear(CostReport *r);
+/* Bytes each device sends in one step, all collectives together. */
+double cost_comm_bytes(const CostReport *r);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CostReport, cost_report_clear)
+
+/* Estimates 'f' (an SPMD program when f->spmd is set, else a program run
+ * on one device, every tile and sum a loop) on 'hw', naming statements
+ * as module 'm' prints them ('m' may be NULL: %0, %1, ...).  Fails for a
+ * collective over an axis the mesh lacks or of the wrong size, and for a
+ * tile or sum bound to a mesh axis in an SPMD program.
+ * requires: f well typed; f->arg_names set. */
+gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
+                       CostReport *out, GError **error);
+/* A readable table: per device and over all devices.  'mesh' may be NULL. */
+void cost_print(GString *out, const CostReport *r, const Hardware *hw,
+                const Mesh *mesh);
+
+#endif
