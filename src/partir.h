@@ -1,8 +1,9 @@
 /* partir.h — the public face of libpartir.
  *
  * partir partitions tensor programs by term rewriting.  The library's
- * internals live in partir-int.h; this header carries what a program
- * linking libpartir may rely on across versions.
+ * internals live in one header per layer (core/core.h and up; see
+ * docs/architecture.md); this header carries what a program linking
+ * libpartir may rely on across versions.
  */
 #ifndef PARTIR_H
 #define PARTIR_H

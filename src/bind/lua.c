@@ -3,7 +3,7 @@
  * Program states are userdata of metatable "partir.State" holding a
  * State reference; like the engine's states they are immutable, and every
  * verb returns a new state (a failed verb raises an error and leaves its
- * input as it was).  The verbs are the engine's commands (rewrite.c), so
+ * input as it was).  The verbs are the engine's commands (rewrite/command.c), so
  * Lua, the REPL and the CLI mean the same thing by "arg-tile 0 0 8".
  *
  *   partir.parse(text [, name]) / partir.load(path)   -> state

@@ -1,7 +1,7 @@
-/* spmd_check.c — an SPMD program must compute what it was lowered from.
+/* lowercheck.c — an SPMD program must compute what it was lowered from.
  *
  * Runs the partitioned (global) program in the reference interpreter and
- * its SPMD program on simulated devices (spmd_sim.c), on the same seeded
+ * its SPMD program on simulated devices (spmd/simulate.c), on the same seeded
  * inputs, and compares the results (tensor_results_agree).
  */
 #include "check/check.h"

@@ -1,4 +1,4 @@
-/* checkrules.c — every rule checked for meaning, and random rewriting.
+/* rulecheck.c — every rule checked for meaning, and random rewriting.
  *
  * check_rules() gives each rule concrete instances and runs both sides
  * through the interpreter on the same random data:

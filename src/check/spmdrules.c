@@ -1,4 +1,4 @@
-/* checkspmd.c — the [spmd] rules checked for meaning.
+/* spmdrules.c — the [spmd] rules checked for meaning.
  *
  * An [spmd] rule rewrites a local term of an SPMD program, whose meaning
  * depends on what the other devices hold.  Each instance is built from
@@ -6,7 +6,7 @@
  * shape, every unwritten attribute random (axes: a list of the mesh
  * {x=2, y=3}; size: their product; anything else: a dimension of the
  * first operand).  Both sides then run as one-result SPMD programs on the
- * simulated devices (spmd_sim.c) with every argument and the result split
+ * simulated devices (spmd/simulate.c) with every argument and the result split
  * along dimension 0 over both axes, so that every device holds different
  * data and the assembled result shows every device's local value.
  */

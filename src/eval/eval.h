@@ -8,8 +8,8 @@
  *
  *   tensor.c     dense tensor values, rounding, printing, comparison
  *   npy.c        NumPy .npy files
- *   kernels.c    one kernel per base operator
- *   interp.c     running a function; the collective interface
+ *   kernels.c    one kernel per base operator; the collective interface
+ *   interp.c     running a function
  */
 #ifndef PARTIR_EVAL_H
 #define PARTIR_EVAL_H
@@ -60,6 +60,18 @@ GBytes *npy_encode(const Tensor *t);
 /* Evaluates one base operator on evaluated operands. */
 Tensor *kernel_eval(const Term *t, Tensor *const *args);
 
+/* The collectives of one device: a struct of function pointers that the
+ * SPMD simulator implements (and the runtimes will).  The kernels of the
+ * collective operators call the calling thread's 'kernel_comm'; it is NULL
+ * outside a device, where interp_check refuses programs with collectives. */
+typedef struct Collectives Collectives;
+struct Collectives {
+  /* Evaluates collective 't' on this device's operand 'x' (borrowed);
+   * returns the result (a new reference). */
+  Tensor *(*collective)(Collectives *self, const Term *t, Tensor *x);
+};
+extern _Thread_local Collectives *kernel_comm;
+
 /* --------------------------------------------------------------- interp.c */
 
 /* Evaluates 'f' on 'inputs' (one per argument); returns one Tensor per
@@ -77,16 +89,6 @@ gboolean interp_check(const Func *f, GError **error);
 /* interp_run on the seeded random inputs. */
 GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error);
 
-/* The collectives of one device: a struct of function pointers that the
- * SPMD simulator implements (and the runtimes will).  The kernels of the
- * collective operators call the calling thread's 'interp_comm'; it is NULL
- * outside a device, where interp_check refuses programs with collectives. */
-typedef struct Collectives Collectives;
-struct Collectives {
-  /* Evaluates collective 't' on this device's operand 'x' (borrowed);
-   * returns the result (a new reference). */
-  Tensor *(*collective)(Collectives *self, const Term *t, Tensor *x);
-};
-extern _Thread_local Collectives *interp_comm;
+
 
 #endif

@@ -168,7 +168,7 @@ static gboolean check_sizes(const Term *root, GError **error) {
       continue;
     if (too_large(t->type, error))
       return FALSE;
-    if (t->kind == TM_OP && op_is_collective(t->op) && !interp_comm) {
+    if (t->kind == TM_OP && op_is_collective(t->op) && !kernel_comm) {
       g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
                   "'%s' is a collective of an SPMD program: run it with the "
                   "SPMD simulator (partir lower --simulate)",
@@ -211,7 +211,6 @@ GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error) {
   return out;
 }
 
-_Thread_local Collectives *interp_comm;
 
 GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error) {
   for (int i = 0; i < f->nargs; i++)

@@ -9,7 +9,7 @@
  * its operands (never modified, never unreferenced) and returns a fresh
  * Tensor of t->type with refcount 1.
  *
- * Values follow the Tensor conventions of partir-int.h: floating types
+ * Values follow the Tensor conventions of eval.h: floating types
  * are doubles already rounded to their element type, integer types are
  * int64 already wrapped to their width, i1 is 0/1.  So:
  *
@@ -715,9 +715,11 @@ static Tensor *k_static_slice(const Term *t, Tensor *const *args) {
 /* Collectives exchange with the other devices through the thread's
  * Collectives (the simulator's, or a runtime's); interp_check keeps them
  * out of single-device runs. */
+_Thread_local Collectives *kernel_comm;
+
 static Tensor *k_collective(const Term *t, Tensor *const *args) {
-  g_assert(interp_comm);
-  return interp_comm->collective(interp_comm, t, args[0]);
+  g_assert(kernel_comm);
+  return kernel_comm->collective(kernel_comm, t, args[0]);
 }
 
 /* ------------------------------------------------------------- dispatch */

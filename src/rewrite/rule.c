@@ -20,8 +20,9 @@
  * syntax, unknown operators or builtin kinds, right-side variables the
  * left side does not bind, substitutions of unbound binders, duplicate
  * rule names and duplicate op declarations.  A file with any error loads
- * nothing.  Type preservation and meaning are checked by check-rules
- * (checkrules.c), which instantiates every rule.
+ * nothing.  Type preservation is checked when the pipeline loads the
+ * rules (pipeline_load_rules), meaning by check-rules (check/rulecheck.c,
+ * which instantiates every rule).
  */
 #include "rewrite/rewrite.h"
 

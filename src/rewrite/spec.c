@@ -5,7 +5,7 @@
  * whose relation depends on attributes (dot_general's batch and
  * contracting dims, a reduction's dims, a permutation ...) the file names
  * a builtin kind and the mapping is computed here.  From a TileSpec the
- * engine derives the tiling rules (rewrite.c): a result dimension d that
+ * engine derives the tiling rules (apply.c): a result dimension d that
  * is 'out_ok' can be tiled by slicing each operand along out[d][i]; a
  * reduction index k becomes a partir.sum over slices along red[k][i].
  */

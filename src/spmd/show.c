@@ -1,4 +1,4 @@
-/* spmd_show.c — looking at an SPMD program: collective statistics and a
+/* show.c — looking at an SPMD program: collective statistics and a
  * Graphviz graph.
  *
  * Both walk the program as the printer names it (schedule_walk), so counts

@@ -1,4 +1,4 @@
-/* spmd_sim.c — the SPMD simulator: an SPMD program run on simulated
+/* simulate.c — the SPMD simulator: an SPMD program run on simulated
  * devices, one thread each, exchanging through shared memory.
  *
  * An SPMD program (a Func with 'spmd' set) is written for one device:
@@ -11,7 +11,7 @@
  *               [a, b] is cut into |a|*|b| chunks, chunk number
  *               coord(a)*|b| + coord(b)); other axes replicate it;
  *   2. run      every device runs the reference interpreter (interp_run)
- *               on its own thread, with 'interp_comm' naming its Comm;
+ *               on its own thread, with 'kernel_comm' naming its Comm;
  *               the kernels of the collectives call comm_collective();
  *   3. gather   each global result is assembled from the local ones by
  *               its Dist: split dimensions are placed by coordinates,
@@ -504,9 +504,9 @@ static void print_index(GString *out, const Type *t, int64_t j) {
 
 static void *device_main(void *p) {
   Device *d = p;
-  interp_comm = &d->comm.ops;
+  kernel_comm = &d->comm.ops;
   d->results = interp_run(d->f, d->inputs, &d->error);
-  interp_comm = NULL;
+  kernel_comm = NULL;
   if (!d->results)
     world_break(d->comm.world);
   return NULL;
@@ -677,10 +677,10 @@ static gboolean check_program(const Func *f, Tensor *const *global_inputs,
     return FALSE;
   /* interp_check refuses collectives outside a simulated device */
   Comm probe = {0};
-  Collectives *saved = interp_comm;
-  interp_comm = &probe.ops;
+  Collectives *saved = kernel_comm;
+  kernel_comm = &probe.ops;
   gboolean ok = interp_check(f, error);
-  interp_comm = saved;
+  kernel_comm = saved;
   return ok;
 }
 
