@@ -101,42 +101,35 @@ symbol_edges() {
   done | sed 's/\.o\b/.c/g' | sort -u
 }
 
-# check_tree ROOT BUILDDIR LABEL: the four checks on one tree.
+# judge EDGES LABEL VERB NOUN: two results on one graph: no edge goes up
+# a layer, and the graph has no cycle.
+judge() {
+  upward "$1" >"$tmp/up"
+  if [ -s "$tmp/up" ]; then
+    not_ok "$2: $3 up a layer"
+    show "$tmp/up"
+  else
+    ok "$2: every one of $(sort -u "$1" | wc -l) $4 stays in its layer or goes down"
+  fi
+  cycles "$1" >"$tmp/cyc"
+  if [ -s "$tmp/cyc" ]; then
+    not_ok "$2: $4 form a cycle through these files"
+    show "$tmp/cyc"
+  else
+    ok "$2: $4 form no cycle"
+  fi
+}
+
+# check_tree ROOT BUILDDIR LABEL: includes, then (in a built tree) calls.
 check_tree() {
   includes "$1" >"$tmp/inc"
-  upward "$tmp/inc" >"$tmp/up"
-  if [ -s "$tmp/up" ]; then
-    not_ok "$3: an include goes up a layer"
-    show "$tmp/up"
-  else
-    ok "$3: every include stays in its layer or goes down ($(wc -l <"$tmp/inc") includes)"
-  fi
-  cycles "$tmp/inc" >"$tmp/cyc"
-  if [ -s "$tmp/cyc" ]; then
-    not_ok "$3: includes form a cycle through these files"
-    show "$tmp/cyc"
-  else
-    ok "$3: no cycle of includes"
-  fi
+  judge "$tmp/inc" "$3" "an include goes" "includes"
   [ -n "$2" ] || return 0
   symbol_edges "$2" >"$tmp/sym"
-  if [ ! -s "$tmp/sym" ]; then
+  if [ -s "$tmp/sym" ]; then
+    judge "$tmp/sym" "$3" "an object calls" "calls between files"
+  else
     ok "$3: # SKIP no objects in $2 (build first)"
-    return 0
-  fi
-  upward "$tmp/sym" >"$tmp/up"
-  if [ -s "$tmp/up" ]; then
-    not_ok "$3: an object calls up a layer"
-    show "$tmp/up"
-  else
-    ok "$3: every call stays in its layer or goes down ($(wc -l <"$tmp/sym") file pairs)"
-  fi
-  cycles "$tmp/sym" >"$tmp/cyc"
-  if [ -s "$tmp/cyc" ]; then
-    not_ok "$3: calls between files form a cycle through these files"
-    show "$tmp/cyc"
-  else
-    ok "$3: the files' call graph has no cycle"
   fi
 }
 
