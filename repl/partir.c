@@ -5,24 +5,37 @@
  *   partir run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]
  *   partir rewrite FILE --do 'arg-tile 0 0 8; propagate' [-o OUT] [--expr]
  *   partir tactic SCRIPT.lua FILE [--mesh batch=2,model=4] [--set K=V] [-o OUT]
+ *   partir lower FILE --mesh MESH [--emit spmd|dot] [--stats] [--simulate]
+ *   partir cost FILE --mesh MESH [--hw HW] [--set K=V]
  *   partir rules                       every rule and where it comes from
+ *   partir check-rules [FILES]         every rule against the interpreter
+ *   partir walk FILE                   random rewrites keep the meaning
+ *
+ * Options are declared once.  The ones several subcommands share live in
+ * option groups — rules (--rules), mesh (--mesh), hardware (--hw and its
+ * --set what-ifs), output (-o OUT) and expr (--expr) — each one static
+ * GOptionEntry table writing into the one 'Options' of the job.  A
+ * subcommand is a row of 'commands': its name, its positional
+ * arguments and how many there must be, the groups it takes, the entries
+ * that are its own, and its handler.  'command_parse' builds the
+ * subcommand's option context from that row and checks the positional
+ * count, so a handler starts with its options parsed and its FILEs in
+ * hand.  Two subcommands may give one option name different meanings
+ * ('--set' is a tactic option for tactic, a hardware what-if for cost)
+ * as long as no subcommand takes both.
  *
  * Diagnostics go to stderr as file:line:col with the source line and a
- * caret; the exit status is non-zero on any failure.  Outputs are written
- * only once everything has been computed, each file atomically, and
- * files written before a failure are removed: nothing is half-written.
- * Jobs run on a thread with a deep stack (term traversals recurse).
+ * caret; the exit status is 2 for a usage error and 1 for any other
+ * failure.  Outputs are written only once everything has been computed,
+ * each file atomically, and files written before a failure are removed:
+ * nothing is half-written.  Jobs run on a thread with a deep stack (term
+ * traversals recurse).
  */
 #include "bind/bind.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <string.h>
-
-typedef struct Job {
-  int argc;
-  char **argv;
-} Job;
 
 static void usage(FILE *to) {
   fputs("usage: partir COMMAND [OPTIONS] FILE\n"
@@ -94,51 +107,147 @@ static Module *load_module(const char *path) {
   return m;
 }
 
-/* Parses the options of one subcommand; FALSE (with a message) when they
- * are wrong or when not exactly one FILE is left. */
-static gboolean parse_options(const char *cmd, GOptionEntry *entries, int *argc,
-                              char ***argv) {
-  g_autofree char *param = g_strdup_printf("%s FILE", cmd);
+/* Every option of every subcommand; a job parses one subcommand's. */
+typedef struct Options {
+  char **rule_files;  /* --rules FILE... (group rules) */
+  char *mesh;         /* --mesh MESH (group mesh) */
+  char *hw;           /* --hw HW (group hardware) */
+  char **hw_sets;     /* --set KEY=VALUE... what-ifs (group hardware) */
+  char *output;       /* -o OUT (group output) */
+  gboolean expr;      /* --expr (group expr) */
+  char **inputs;      /* run --input NAME=FILE.npy... */
+  char *output_dir;   /* run --output DIR */
+  gint64 input_seed;  /* run and lower --seed: the random inputs */
+  char *script;       /* rewrite --do */
+  char *matches;      /* rewrite --matches RULE */
+  char **tactic_sets; /* tactic --set KEY=VALUE... */
+  char *emit;         /* lower --emit spmd|dot */
+  gboolean stats;     /* lower --stats */
+  gboolean simulate;  /* lower --simulate */
+  gint64 check_seed;  /* check-rules and walk --seed */
+  gint64 tries;       /* check-rules --tries */
+  gint64 walks;       /* walk --walks */
+  gint64 steps;       /* walk --steps */
+} Options;
+
+/* The job's options, at their defaults until a subcommand parses them
+ * (static because the entry tables below point into it). */
+static Options opt = {.check_seed = 1, .tries = 12, .walks = 100, .steps = 8};
+
+static void options_clear(Options *o) {
+  g_strfreev(o->rule_files);
+  g_free(o->mesh);
+  g_free(o->hw);
+  g_strfreev(o->hw_sets);
+  g_free(o->output);
+  g_strfreev(o->inputs);
+  g_free(o->output_dir);
+  g_free(o->script);
+  g_free(o->matches);
+  g_strfreev(o->tactic_sets);
+  g_free(o->emit);
+}
+
+/* The option groups several subcommands share, each declared here once. */
+typedef enum OptionGroup {
+  GROUP_MESH = 1 << 0,     /* --mesh */
+  GROUP_HARDWARE = 1 << 1, /* --hw, --set what-ifs */
+  GROUP_OUTPUT = 1 << 2,   /* -o OUT */
+  GROUP_RULES = 1 << 3,    /* --rules */
+  GROUP_EXPR = 1 << 4,     /* --expr */
+} OptionGroup;
+
+static const GOptionEntry mesh_entries[] = {
+    {"mesh", 'm', 0, G_OPTION_ARG_STRING, &opt.mesh,
+     "the device mesh, e.g. batch=2,model=4", "MESH"},
+    G_OPTION_ENTRY_NULL};
+
+static const GOptionEntry hardware_entries[] = {
+    {"hw", 0, 0, G_OPTION_ARG_STRING, &opt.hw,
+     "hardware description: a name (cpu2, h100x8, tpuv4) or a .hw file "
+     "(default cpu2)",
+     "HW"},
+    {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt.hw_sets,
+     "what if: change a hardware figure (link_bw=2x, memory_bytes=80e9)",
+     "KEY=VALUE"},
+    G_OPTION_ENTRY_NULL};
+
+static const GOptionEntry output_entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &opt.output,
+     "write the result to OUT (else stdout)", "OUT"},
+    G_OPTION_ENTRY_NULL};
+
+static const GOptionEntry rules_entries[] = {
+    {"rules", 'r', 0, G_OPTION_ARG_FILENAME_ARRAY, &opt.rule_files,
+     "load these rule files", "FILE"},
+    G_OPTION_ENTRY_NULL};
+
+static const GOptionEntry expr_entries[] = {
+    {"expr", 0, 0, G_OPTION_ARG_NONE, &opt.expr,
+     "print the compact expression form", NULL},
+    G_OPTION_ENTRY_NULL};
+
+/* In the order --help lists them, after a subcommand's own entries. */
+static const struct {
+  OptionGroup group;
+  const GOptionEntry *entries;
+} option_groups[] = {
+    {GROUP_MESH, mesh_entries},     {GROUP_HARDWARE, hardware_entries},
+    {GROUP_OUTPUT, output_entries}, {GROUP_RULES, rules_entries},
+    {GROUP_EXPR, expr_entries},
+};
+
+/* One subcommand: what it takes and what runs it. */
+typedef struct Command {
+  const char *name;
+  const char *params;      /* its positional arguments, for --help */
+  int nfiles;              /* how many there must be; -1: any number */
+  const char *wrong_count; /* what to say when there are not 'nfiles' */
+  unsigned groups;         /* the OptionGroups it takes */
+  const GOptionEntry *own; /* the options only it takes, or NULL */
+  int (*run)(const Options *o, char **files);
+} Command;
+
+/* Parses the options of subcommand 'c' (its own, then the shared groups
+ * it takes) out of argc/argv, leaving the positional arguments; FALSE
+ * (with a message) when they are wrong or there are not 'c->nfiles'. */
+static gboolean command_parse(const Command *c, int *argc, char ***argv) {
+  g_autofree char *param =
+      g_strjoin(*c->params ? " " : "", c->name, c->params, NULL);
   g_autoptr(GOptionContext) ctx = g_option_context_new(param);
-  g_option_context_add_main_entries(ctx, entries, NULL);
-  g_option_context_set_help_enabled(ctx, TRUE);
+  if (c->own)
+    g_option_context_add_main_entries(ctx, c->own, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(option_groups); i++)
+    if (c->groups & option_groups[i].group)
+      g_option_context_add_main_entries(ctx, option_groups[i].entries, NULL);
   GError *error = NULL;
   if (!g_option_context_parse(ctx, argc, argv, &error)) {
-    print_error(cmd, error);
+    print_error(c->name, error);
     g_error_free(error);
     return FALSE;
   }
-  if (*argc != 2) {
-    g_printerr("partir: %s needs exactly one FILE (see 'partir help')\n", cmd);
+  if (c->nfiles >= 0 && *argc - 1 != c->nfiles) {
+    g_printerr("partir: %s %s\n", c->name, c->wrong_count);
     return FALSE;
   }
   return TRUE;
 }
 
-static int cmd_check(int argc, char **argv) {
-  GOptionEntry entries[] = {{NULL}};
-  if (!parse_options("check", entries, &argc, &argv))
-    return 2;
-  g_autoptr(Module) m = load_module(argv[1]);
+static int cmd_check(const Options *o, char **files) {
+  (void)o;
+  g_autoptr(Module) m = load_module(files[0]);
   if (!m)
     return 1;
-  g_print("%s: ok\n", argv[1]);
+  g_print("%s: ok\n", files[0]);
   return 0;
 }
 
-static int cmd_fmt(int argc, char **argv) {
-  gboolean expr = FALSE;
-  GOptionEntry entries[] = {
-      {"expr", 0, 0, G_OPTION_ARG_NONE, &expr,
-       "print the compact expression form", NULL},
-      {NULL}};
-  if (!parse_options("fmt", entries, &argc, &argv))
-    return 2;
-  g_autoptr(Module) m = load_module(argv[1]);
+static int cmd_fmt(const Options *o, char **files) {
+  g_autoptr(Module) m = load_module(files[0]);
   if (!m)
     return 1;
   g_autoptr(GString) out = g_string_new(NULL);
-  if (expr)
+  if (o->expr)
     print_module_expr(out, m);
   else
     print_module(out, m);
@@ -235,51 +344,64 @@ static gboolean write_outputs(const char *dir, const Module *m, const Func *f,
   return TRUE;
 }
 
-static int cmd_run(int argc, char **argv) {
-  g_auto(GStrv) input_specs = NULL;
-  gint64 seed = 0;
-  g_autofree char *output = NULL;
-  GOptionEntry entries[] = {
-      {"input", 'i', 0, G_OPTION_ARG_STRING_ARRAY, &input_specs,
-       "argument NAME from a NumPy file", "NAME=FILE.npy"},
-      {"seed", 's', 0, G_OPTION_ARG_INT64, &seed,
-       "seed for the random arguments (default 0)", "N"},
-      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
-       "write each result to DIR/NAME.npy", "DIR"},
-      {NULL}};
-  if (!parse_options("run", entries, &argc, &argv))
-    return 2;
-  g_autoptr(Module) m = load_module(argv[1]);
+/* Fills every argument slot of 'f': from the --input files, the rest at
+ * random from 'seed'. */
+static gboolean run_gather_inputs(const Func *f, char **specs, gint64 seed,
+                                  Tensor **inputs, GError **error) {
+  if (!interp_check(f, error))
+    return FALSE;
+  for (char **s = specs; s && *s; s++)
+    if (!load_input(f, *s, inputs, error))
+      return FALSE;
+  for (int i = 0; i < f->nargs; i++) {
+    if (!inputs[i])
+      inputs[i] = interp_random_input(f, i, seed);
+  }
+  return TRUE;
+}
+
+/* Prints each result as NAME = TENSOR. */
+static void run_print_results(const Module *m, const Func *f,
+                              GPtrArray *results) {
+  g_autoptr(GString) out = g_string_new(NULL);
+  for (guint i = 0; i < results->len; i++) {
+    g_autofree char *name = func_result_name(m, f, (int)i);
+    g_string_append_printf(out, "%s = ", name);
+    tensor_print(out, g_ptr_array_index(results, i), 64);
+    if (out->str[out->len - 1] != '\n')
+      g_string_append_c(out, '\n');
+  }
+  fwrite(out->str, 1, out->len, stdout);
+}
+
+static const GOptionEntry run_entries[] = {
+    {"input", 'i', 0, G_OPTION_ARG_STRING_ARRAY, &opt.inputs,
+     "argument NAME from a NumPy file", "NAME=FILE.npy"},
+    {"seed", 's', 0, G_OPTION_ARG_INT64, &opt.input_seed,
+     "seed for the random arguments (default 0)", "N"},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &opt.output_dir,
+     "write each result to DIR/NAME.npy", "DIR"},
+    G_OPTION_ENTRY_NULL};
+
+static int cmd_run(const Options *o, char **files) {
+  g_autoptr(Module) m = load_module(files[0]);
   if (!m)
     return 1;
   Func *f = module_entry(m);
   Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
   GError *error = NULL;
+  GPtrArray *results = NULL;
+  if (run_gather_inputs(f, o->inputs, o->input_seed, inputs, &error))
+    results = interp_run(f, inputs, &error);
+  if (results && o->output_dir)
+    write_outputs(o->output_dir, m, f, results, &error);
   int status = 0;
-  interp_check(f, &error);
-  for (char **s = input_specs; s && *s && !error; s++)
-    load_input(f, *s, inputs, &error);
-  for (int i = 0; i < f->nargs && !error; i++) {
-    if (!inputs[i])
-      inputs[i] = interp_random_input(f, i, seed);
-  }
-  GPtrArray *results = error ? NULL : interp_run(f, inputs, &error);
-  if (results && output)
-    write_outputs(output, m, f, results, &error);
   if (error) {
-    print_error(argv[1], error);
+    print_error(files[0], error);
     g_error_free(error);
     status = 1;
   } else {
-    g_autoptr(GString) out = g_string_new(NULL);
-    for (guint i = 0; i < results->len; i++) {
-      g_autofree char *name = func_result_name(m, f, (int)i);
-      g_string_append_printf(out, "%s = ", name);
-      tensor_print(out, g_ptr_array_index(results, i), 64);
-      if (out->str[out->len - 1] != '\n')
-        g_string_append_c(out, '\n');
-    }
-    fwrite(out->str, 1, out->len, stdout);
+    run_print_results(m, f, results);
   }
   if (results)
     g_ptr_array_unref(results);
@@ -299,86 +421,71 @@ static RuleSet *load_rules(char **files) {
   return rs;
 }
 
-static int cmd_rewrite(int argc, char **argv) {
-  g_autofree char *script = NULL;
-  g_autofree char *output = NULL;
-  g_autofree char *matches = NULL;
-  g_auto(GStrv) rule_files = NULL;
-  gboolean expr = FALSE;
-  GOptionEntry entries[] = {
-      {"matches", 'm', 0, G_OPTION_ARG_STRING, &matches,
-       "after the commands, list the values where RULE applies", "RULE"},
-      {"do", 'd', 0, G_OPTION_ARG_STRING, &script,
-       "the commands, separated by ';'", "SCRIPT"},
-      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
-       "write the result to OUT (else stdout)", "OUT"},
-      {"rules", 'r', 0, G_OPTION_ARG_FILENAME_ARRAY, &rule_files,
-       "load these rule files", "FILE"},
-      {"expr", 0, 0, G_OPTION_ARG_NONE, &expr,
-       "print the compact expression form", NULL},
-      {NULL}};
-  if (!parse_options("rewrite", entries, &argc, &argv))
-    return 2;
-  if (!script && !matches) {
+/* Says what 'propagate' reported, a line at a time. */
+static void print_report(const GString *report) {
+  if (!report->len)
+    return;
+  g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
+  for (char **l = lines; *l; l++)
+    if (**l)
+      g_printerr("partir: propagate: %s\n", *l);
+}
+
+/* Appends the values of 's' where rule 'name' applies; FALSE (with a
+ * message) when there is no such rule. */
+static gboolean list_matches(const RuleSet *rs, State *s, const char *name,
+                             GString *out) {
+  const Rule *rule = ruleset_find(rs, name);
+  if (!rule) {
+    g_printerr("partir: no rule '%s'\n", name);
+    return FALSE;
+  }
+  g_autoptr(GPtrArray) locs = rw_matches(rs, s, rule);
+  for (guint i = 0; i < locs->len; i++)
+    g_string_append_printf(out, "%%%s\n",
+                           ((Location *)g_ptr_array_index(locs, i))->name);
+  return TRUE;
+}
+
+static const GOptionEntry rewrite_entries[] = {
+    {"matches", 'm', 0, G_OPTION_ARG_STRING, &opt.matches,
+     "after the commands, list the values where RULE applies", "RULE"},
+    {"do", 'd', 0, G_OPTION_ARG_STRING, &opt.script,
+     "the commands, separated by ';'", "SCRIPT"},
+    G_OPTION_ENTRY_NULL};
+
+static int cmd_rewrite(const Options *o, char **files) {
+  if (!o->script && !o->matches) {
     g_printerr("partir: rewrite needs --do 'COMMANDS' (or --matches RULE)\n");
     return 2;
   }
-  g_autoptr(RuleSet) rs = load_rules(rule_files);
+  g_autoptr(RuleSet) rs = load_rules(o->rule_files);
   if (!rs)
     return 1;
-  g_autoptr(Module) m = load_module(argv[1]);
+  g_autoptr(Module) m = load_module(files[0]);
   if (!m)
     return 1;
   g_autoptr(State) s0 = state_new(m);
   g_autoptr(GString) why = g_string_new(NULL);
   g_autoptr(GString) report = g_string_new(NULL);
   g_autoptr(State) s =
-      pipeline_rewrite(rs, s0, script ? script : "", why, report);
-  if (report->len) {
-    g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
-    for (char **l = lines; *l; l++)
-      if (**l)
-        g_printerr("partir: propagate: %s\n", *l);
-  }
+      pipeline_rewrite(rs, s0, o->script ? o->script : "", why, report);
+  print_report(report);
   if (!s) {
-    g_printerr("partir: %s: %s\n", argv[1], why->str);
+    g_printerr("partir: %s: %s\n", files[0], why->str);
     return 1;
   }
   g_autoptr(GString) out = g_string_new(NULL);
-  if (matches) {
-    const Rule *rule = ruleset_find(rs, matches);
-    if (!rule) {
-      g_printerr("partir: no rule '%s'\n", matches);
-      return 1;
-    }
-    g_autoptr(GPtrArray) locs = rw_matches(rs, s, rule);
-    for (guint i = 0; i < locs->len; i++)
-      g_string_append_printf(out, "%%%s\n",
-                             ((Location *)g_ptr_array_index(locs, i))->name);
-  } else {
-    state_print(out, s, expr);
-  }
-  return write_result(output, out);
+  if (!o->matches)
+    state_print(out, s, o->expr);
+  else if (!list_matches(rs, s, o->matches, out))
+    return 1;
+  return write_result(o->output, out);
 }
 
-static int cmd_rules(int argc, char **argv) {
-  g_auto(GStrv) rule_files = NULL;
-  GOptionEntry entries[] = {{"rules", 'r', 0, G_OPTION_ARG_FILENAME_ARRAY,
-                             &rule_files, "load these rule files", "FILE"},
-                            {NULL}};
-  g_autoptr(GOptionContext) ctx = g_option_context_new("");
-  g_option_context_add_main_entries(ctx, entries, NULL);
-  GError *error = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &error) || argc != 1) {
-    if (error) {
-      print_error("rules", error);
-      g_error_free(error);
-    } else {
-      g_printerr("partir: rules takes no FILE (use --rules FILE)\n");
-    }
-    return 2;
-  }
-  g_autoptr(RuleSet) rs = load_rules(rule_files);
+static int cmd_rules(const Options *o, char **files) {
+  (void)files;
+  g_autoptr(RuleSet) rs = load_rules(o->rule_files);
   if (!rs)
     return 1;
   for (guint i = 0; i < rs->rules->len; i++) {
@@ -388,135 +495,123 @@ static int cmd_rules(int argc, char **argv) {
   return 0;
 }
 
-static int cmd_check_rules(int argc, char **argv) {
-  gint64 seed = 1, tries = 12;
-  GOptionEntry entries[] = {
-      {"seed", 's', 0, G_OPTION_ARG_INT64, &seed, "random seed (default 1)",
-       "N"},
-      {"tries", 't', 0, G_OPTION_ARG_INT64, &tries,
-       "random programs per operator (default 12)", "N"},
-      {NULL}};
-  g_autoptr(GOptionContext) ctx = g_option_context_new("[RULE-FILES...]");
-  g_option_context_add_main_entries(ctx, entries, NULL);
-  GError *error = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-    print_error("check-rules", error);
-    g_error_free(error);
-    return 2;
-  }
-  g_autoptr(RuleSet) rs = load_rules(argc > 1 ? argv + 1 : NULL);
+static const GOptionEntry check_rules_entries[] = {
+    {"seed", 's', 0, G_OPTION_ARG_INT64, &opt.check_seed,
+     "random seed (default 1)", "N"},
+    {"tries", 't', 0, G_OPTION_ARG_INT64, &opt.tries,
+     "random programs per operator (default 12)", "N"},
+    G_OPTION_ENTRY_NULL};
+
+/* The FILEs are rule files; none means the default ones. */
+static int cmd_check_rules(const Options *o, char **files) {
+  g_autoptr(RuleSet) rs = load_rules(files[0] ? files : NULL);
   if (!rs)
     return 1;
   g_autoptr(GString) out = g_string_new(NULL);
-  gboolean ok = check_rules(rs, (guint32)seed, (int)CLAMP(tries, 1, 10000), out);
+  gboolean ok = check_rules(rs, (guint32)o->check_seed,
+                            (int)CLAMP(o->tries, 1, 10000), out);
   fwrite(out->str, 1, out->len, stdout);
   return ok ? 0 : 1;
 }
 
-static int cmd_walk(int argc, char **argv) {
-  gint64 seed = 1, walks = 100, steps = 8;
-  g_auto(GStrv) rule_files = NULL;
-  GOptionEntry entries[] = {
-      {"seed", 's', 0, G_OPTION_ARG_INT64, &seed, "random seed (default 1)",
-       "N"},
-      {"walks", 'n', 0, G_OPTION_ARG_INT64, &walks,
-       "random rewrite sequences (default 100)", "N"},
-      {"steps", 'k', 0, G_OPTION_ARG_INT64, &steps,
-       "steps per sequence (default 8)", "N"},
-      {"rules", 'r', 0, G_OPTION_ARG_FILENAME_ARRAY, &rule_files,
-       "load these rule files", "FILE"},
-      {NULL}};
-  if (!parse_options("walk", entries, &argc, &argv))
-    return 2;
-  g_autoptr(RuleSet) rs = load_rules(rule_files);
+static const GOptionEntry walk_entries[] = {
+    {"seed", 's', 0, G_OPTION_ARG_INT64, &opt.check_seed,
+     "random seed (default 1)", "N"},
+    {"walks", 'n', 0, G_OPTION_ARG_INT64, &opt.walks,
+     "random rewrite sequences (default 100)", "N"},
+    {"steps", 'k', 0, G_OPTION_ARG_INT64, &opt.steps,
+     "steps per sequence (default 8)", "N"},
+    G_OPTION_ENTRY_NULL};
+
+static int cmd_walk(const Options *o, char **files) {
+  g_autoptr(RuleSet) rs = load_rules(o->rule_files);
   if (!rs)
     return 1;
-  g_autoptr(Module) m = load_module(argv[1]);
+  g_autoptr(Module) m = load_module(files[0]);
   if (!m)
     return 1;
   g_autoptr(GString) out = g_string_new(NULL);
-  gboolean ok = check_walks(rs, m, (guint32)seed, (int)CLAMP(walks, 1, 1000000),
-                             (int)CLAMP(steps, 1, 10000), out);
+  gboolean ok = check_walks(rs, m, (guint32)o->check_seed,
+                            (int)CLAMP(o->walks, 1, 1000000),
+                            (int)CLAMP(o->steps, 1, 10000), out);
   fwrite(out->str, 1, out->len, stdout);
   if (ok)
-    g_print("%s: %" G_GINT64_FORMAT " random rewrite sequences of %" G_GINT64_FORMAT
-            " steps preserve the meaning\n",
-            argv[1], walks, steps);
+    g_print("%s: %" G_GINT64_FORMAT " random rewrite sequences of "
+            "%" G_GINT64_FORMAT " steps preserve the meaning\n",
+            files[0], o->walks, o->steps);
   return ok ? 0 : 1;
 }
 
-static int cmd_tactic(int argc, char **argv) {
-  g_autofree char *mesh_spec = NULL;
-  g_autofree char *output = NULL;
-  g_auto(GStrv) sets = NULL;
-  g_auto(GStrv) rule_files = NULL;
-  gboolean expr = FALSE;
-  GOptionEntry entries[] = {
-      {"mesh", 'm', 0, G_OPTION_ARG_STRING, &mesh_spec,
-       "the device mesh, e.g. batch=2,model=4", "MESH"},
-      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets,
-       "an option for the tactic", "KEY=VALUE"},
-      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
-       "write the result to OUT (else stdout)", "OUT"},
-      {"rules", 'r', 0, G_OPTION_ARG_FILENAME_ARRAY, &rule_files,
-       "load these rule files", "FILE"},
-      {"expr", 0, 0, G_OPTION_ARG_NONE, &expr,
-       "print the compact expression form", NULL},
-      {NULL}};
-  g_autoptr(GOptionContext) ctx = g_option_context_new("SCRIPT.lua FILE");
-  g_option_context_add_main_entries(ctx, entries, NULL);
-  GError *error = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-    print_error("tactic", error);
-    g_error_free(error);
-    return 2;
-  }
-  if (argc != 3) {
-    g_printerr("partir: tactic needs SCRIPT.lua and FILE (see 'partir help')\n");
-    return 2;
-  }
-  Mesh mesh;
-  if (!mesh_parse(mesh_spec, &mesh, &error)) {
-    print_error(NULL, error);
-    g_error_free(error);
-    return 2;
-  }
-  g_autoptr(GHashTable) options =
+/* The tactic's --set KEY=VALUE options as a table, or NULL (with a
+ * message) when one has no KEY=. */
+static GHashTable *tactic_options(char **sets) {
+  GHashTable *options =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   for (char **kv = sets; kv && *kv; kv++) {
     const char *eq = strchr(*kv, '=');
     if (!eq || eq == *kv) {
       g_printerr("partir: --set %s: expected KEY=VALUE\n", *kv);
-      return 2;
+      g_hash_table_unref(options);
+      return NULL;
     }
     g_hash_table_insert(options, g_strndup(*kv, (gsize)(eq - *kv)),
                         g_strdup(eq + 1));
   }
-  g_autoptr(RuleSet) rs = load_rules(rule_files);
-  if (!rs)
-    return 1;
-  g_autoptr(Module) m = load_module(argv[2]);
-  if (!m)
-    return 1;
+  return options;
+}
+
+/* Runs tactic 'script' on 'm' and prints the result into 'out'; FALSE
+ * (with a message) when it fails. */
+static gboolean tactic_apply(const RuleSet *rs, Module *m, const char *script,
+                             GHashTable *options, const Mesh *mesh,
+                             gboolean expr, GString *out) {
   g_autoptr(State) s0 = state_new(m);
   g_autoptr(GString) why = g_string_new(NULL);
   lua_State *L = plua_new(rs);
   LuaTactic tactic;
   if (L)
-    plua_tactic_init(&tactic, L, argv[1], options);
-  State *s = L ? pipeline_tactic(&tactic.base, s0, &mesh, why) : NULL;
+    plua_tactic_init(&tactic, L, script, options);
+  State *s = L ? pipeline_tactic(&tactic.base, s0, mesh, why) : NULL;
   if (!L)
     g_string_assign(why, "cannot create a Lua state");
   if (!s) {
-    g_printerr("partir: tactic %s: %s\n", argv[1], why->str);
+    g_printerr("partir: tactic %s: %s\n", script, why->str);
     plua_close(L);
-    return 1;
+    return FALSE;
   }
-  g_autoptr(GString) out = g_string_new(NULL);
   state_print(out, s, expr);
   state_unref(s);
   plua_close(L);
-  return write_result(output, out);
+  return TRUE;
+}
+
+static const GOptionEntry tactic_entries[] = {
+    {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt.tactic_sets,
+     "an option for the tactic", "KEY=VALUE"},
+    G_OPTION_ENTRY_NULL};
+
+/* files[0] is the tactic script, files[1] the program. */
+static int cmd_tactic(const Options *o, char **files) {
+  Mesh mesh;
+  GError *error = NULL;
+  if (!mesh_parse(o->mesh, &mesh, &error)) {
+    print_error(NULL, error);
+    g_error_free(error);
+    return 2;
+  }
+  g_autoptr(GHashTable) options = tactic_options(o->tactic_sets);
+  if (!options)
+    return 2;
+  g_autoptr(RuleSet) rs = load_rules(o->rule_files);
+  if (!rs)
+    return 1;
+  g_autoptr(Module) m = load_module(files[1]);
+  if (!m)
+    return 1;
+  g_autoptr(GString) out = g_string_new(NULL);
+  if (!tactic_apply(rs, m, files[0], options, &mesh, o->expr, out))
+    return 1;
+  return write_result(o->output, out);
 }
 
 /* A program file and the SPMD program it runs as on a mesh. */
@@ -557,38 +652,26 @@ static gboolean load_lowered(const char *path, const char *mesh_spec,
   return TRUE;
 }
 
-static int cmd_lower(int argc, char **argv) {
-  g_autofree char *mesh_spec = NULL;
-  g_autofree char *emit = NULL;
-  g_autofree char *output = NULL;
-  g_auto(GStrv) rule_files = NULL;
-  gboolean stats = FALSE, simulate = FALSE;
-  gint64 seed = 0;
-  GOptionEntry entries[] = {
-      {"mesh", 'm', 0, G_OPTION_ARG_STRING, &mesh_spec,
-       "the device mesh, e.g. batch=2,model=4", "MESH"},
-      {"emit", 'e', 0, G_OPTION_ARG_STRING, &emit,
-       "what to print: spmd (default) or dot", "spmd|dot"},
-      {"stats", 0, 0, G_OPTION_ARG_NONE, &stats,
-       "print the collectives per kind and axis", NULL},
-      {"simulate", 0, 0, G_OPTION_ARG_NONE, &simulate,
-       "run it on simulated devices and compare with the interpreter", NULL},
-      {"seed", 's', 0, G_OPTION_ARG_INT64, &seed,
-       "seed of the random inputs for --simulate (default 0)", "N"},
-      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
-       "write the program to OUT (else stdout)", "OUT"},
-      {"rules", 'r', 0, G_OPTION_ARG_FILENAME_ARRAY, &rule_files,
-       "load these rule files", "FILE"},
-      {NULL}};
-  if (!parse_options("lower", entries, &argc, &argv))
-    return 2;
+static const GOptionEntry lower_entries[] = {
+    {"emit", 'e', 0, G_OPTION_ARG_STRING, &opt.emit,
+     "what to print: spmd (default) or dot", "spmd|dot"},
+    {"stats", 0, 0, G_OPTION_ARG_NONE, &opt.stats,
+     "print the collectives per kind and axis", NULL},
+    {"simulate", 0, 0, G_OPTION_ARG_NONE, &opt.simulate,
+     "run it on simulated devices and compare with the interpreter", NULL},
+    {"seed", 's', 0, G_OPTION_ARG_INT64, &opt.input_seed,
+     "seed of the random inputs for --simulate (default 0)", "N"},
+    G_OPTION_ENTRY_NULL};
+
+static int cmd_lower(const Options *o, char **files) {
+  const char *emit = o->emit;
   if (emit && strcmp(emit, "spmd") != 0 && strcmp(emit, "dot") != 0) {
     g_printerr("partir: lower --emit takes spmd or dot, not '%s'\n", emit);
     return 2;
   }
   Loaded ld;
   int status;
-  if (!load_lowered(argv[1], mesh_spec, rule_files, &ld, &status)) {
+  if (!load_lowered(files[0], o->mesh, o->rule_files, &ld, &status)) {
     loaded_clear(&ld);
     return status;
   }
@@ -599,62 +682,53 @@ static int cmd_lower(int argc, char **argv) {
     spmd_print_dot(out, l->spmd);
   else
     print_func(out, l->owned ? NULL : ld.m, l->spmd);
-  if (stats)
+  if (o->stats)
     spmd_print_stats(out, l->spmd);
   status = 0;
-  if (simulate && !check_lowering(l->global, l->spmd, seed, out, &error)) {
-    print_error(argv[1], error);
+  if (o->simulate &&
+      !check_lowering(l->global, l->spmd, o->input_seed, out, &error)) {
+    print_error(files[0], error);
     g_error_free(error);
     status = 1;
   }
   if (status == 0)
-    status = write_result(output, out);
+    status = write_result(o->output, out);
   loaded_clear(&ld);
   return status;
 }
 
-static int cmd_cost(int argc, char **argv) {
-  g_autofree char *mesh_spec = NULL;
-  g_autofree char *hw_name = NULL;
-  g_auto(GStrv) sets = NULL;
-  g_auto(GStrv) rule_files = NULL;
-  GOptionEntry entries[] = {
-      {"mesh", 'm', 0, G_OPTION_ARG_STRING, &mesh_spec,
-       "the device mesh, e.g. batch=2,model=4", "MESH"},
-      {"hw", 0, 0, G_OPTION_ARG_STRING, &hw_name,
-       "hardware description: a name (cpu2, h100x8, tpuv4) or a .hw file "
-       "(default cpu2)",
-       "HW"},
-      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets,
-       "what if: change a hardware figure (link_bw=2x, memory_bytes=80e9)",
-       "KEY=VALUE"},
-      {"rules", 'r', 0, G_OPTION_ARG_FILENAME_ARRAY, &rule_files,
-       "load these rule files", "FILE"},
-      {NULL}};
-  if (!parse_options("cost", entries, &argc, &argv))
-    return 2;
+/* The --hw description with the --set what-ifs applied; FALSE (with a
+ * message) when either is wrong. */
+static gboolean cost_hardware(const Options *o, Hardware *hw) {
   GError *error = NULL;
-  Hardware hw;
-  if (!hw_load(hw_name ? hw_name : "cpu2", &hw, &error)) {
+  if (!hw_load(o->hw ? o->hw : "cpu2", hw, &error)) {
     print_error(NULL, error);
     g_error_free(error);
-    return 2;
+    return FALSE;
   }
-  for (char **kv = sets; kv && *kv; kv++)
-    if (!hw_set(&hw, *kv, &error)) {
+  for (char **kv = o->hw_sets; kv && *kv; kv++)
+    if (!hw_set(hw, *kv, &error)) {
       print_error("--set", error);
       g_error_free(error);
-      return 2;
+      return FALSE;
     }
+  return TRUE;
+}
+
+static int cmd_cost(const Options *o, char **files) {
+  Hardware hw;
+  if (!cost_hardware(o, &hw))
+    return 2;
   Loaded ld;
   int status;
-  if (!load_lowered(argv[1], mesh_spec, rule_files, &ld, &status)) {
+  if (!load_lowered(files[0], o->mesh, o->rule_files, &ld, &status)) {
     loaded_clear(&ld);
     return status;
   }
+  GError *error = NULL;
   g_auto(CostReport) r = {0};
   if (!pipeline_cost(ld.m, &ld.l, &hw, &r, &error)) {
-    print_error(argv[1], error);
+    print_error(files[0], error);
     g_error_free(error);
     loaded_clear(&ld);
     return 1;
@@ -666,23 +740,49 @@ static int cmd_cost(int argc, char **argv) {
   return 0;
 }
 
-static const struct {
-  const char *name;
-  int (*run)(int argc, char **argv);
-} commands[] = {
-    {"check", cmd_check},       {"fmt", cmd_fmt},
-    {"run", cmd_run},           {"rewrite", cmd_rewrite},
-    {"rules", cmd_rules},       {"check-rules", cmd_check_rules},
-    {"walk", cmd_walk},         {"tactic", cmd_tactic},
-    {"lower", cmd_lower},       {"cost", cmd_cost},
+static const char one_file[] = "needs exactly one FILE (see 'partir help')";
+
+static const Command commands[] = {
+    {"check", "FILE", 1, one_file, 0, NULL, cmd_check},
+    {"fmt", "FILE", 1, one_file, GROUP_EXPR, NULL, cmd_fmt},
+    {"run", "FILE", 1, one_file, 0, run_entries, cmd_run},
+    {"rewrite", "FILE", 1, one_file, GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR,
+     rewrite_entries, cmd_rewrite},
+    {"rules", "", 0, "takes no FILE (use --rules FILE)", GROUP_RULES, NULL,
+     cmd_rules},
+    {"check-rules", "[RULE-FILES...]", -1, NULL, 0, check_rules_entries,
+     cmd_check_rules},
+    {"walk", "FILE", 1, one_file, GROUP_RULES, walk_entries, cmd_walk},
+    {"tactic", "SCRIPT.lua FILE", 2,
+     "needs SCRIPT.lua and FILE (see 'partir help')",
+     GROUP_MESH | GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR, tactic_entries,
+     cmd_tactic},
+    {"lower", "FILE", 1, one_file, GROUP_MESH | GROUP_OUTPUT | GROUP_RULES,
+     lower_entries, cmd_lower},
+    {"cost", "FILE", 1, one_file, GROUP_MESH | GROUP_HARDWARE | GROUP_RULES,
+     NULL, cmd_cost},
 };
+
+typedef struct Job {
+  int argc;
+  char **argv;
+} Job;
+
+/* Parses and runs subcommand 'c' on argv (argv[0] is its name). */
+static int command_run(const Command *c, int argc, char **argv) {
+  int status = 2;
+  if (command_parse(c, &argc, &argv))
+    status = c->run(&opt, argv + 1);
+  options_clear(&opt);
+  return status;
+}
 
 static int run_job(void *data) {
   Job *job = data;
   const char *cmd = job->argv[1];
   for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
     if (strcmp(cmd, commands[i].name) == 0)
-      return commands[i].run(job->argc - 1, job->argv + 1);
+      return command_run(&commands[i], job->argc - 1, job->argv + 1);
   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 ||
       strcmp(cmd, "-h") == 0) {
     usage(stdout);
