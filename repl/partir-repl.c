@@ -4,9 +4,10 @@
  *   partir-repl [FILE.pir] [--rules FILE]... [--mesh SPEC] [--batch FILE]
  *               [--echo]
  *
- * This file reads the options, makes the session (repl.h), loads the
- * program and runs the commands: from a terminal, from --batch FILE or
- * from stdin (repl-input.c); the commands are in repl-commands.c.
+ * This file reads the options, makes the session (repl-session.c), loads
+ * the program and runs the commands: from a terminal, from --batch FILE
+ * or from stdin (repl-input.c); the commands are in repl-commands.c.  It
+ * is the top of the REPL's files (repl.h): nothing calls into it.
  *
  * With a terminal on stdin the session uses readline (history and
  * completion: repl-complete.c) through its callback interface, so that
@@ -34,12 +35,12 @@
 
 /* ------------------------------------------------------------- signals */
 
-volatile sig_atomic_t repl_got_sigint;
-lua_State *volatile repl_running_lua;
 /* A command of the interactive session is running (the terminal is in
  * its normal mode, which echoes "^C"). */
 static volatile sig_atomic_t in_command;
 
+/* The SIGINT handler: sets the session's flags (repl-session.c) and
+ * 'partir_interrupt', and stops a running Lua chunk. */
 static void on_sigint(int sig) {
   (void)sig;
   repl_got_sigint = 1;
@@ -184,11 +185,11 @@ static int run_session(void *data) {
   }
   if (o->json) { /* no Lua, no readline: the protocol only */
     int status = proto_run(s->rs, o->allow, stdin);
-    ruleset_free(s->rs);
+    repl_session_free(s);
     return status;
   }
-  s->steps = g_array_new(FALSE, TRUE, sizeof(Step));
-  g_array_set_clear_func(s->steps, repl_step_clear);
+  repl_session_init(s);
+  repl_input_init(s);
   repl_complete_init(s);
   int status = 0;
   if (s->interactive)
@@ -212,12 +213,7 @@ static int run_session(void *data) {
     }
     status = s->failed && !s->interactive ? 1 : 0;
   }
-  g_array_unref(s->steps);
-  g_free(s->hw);
-  plua_close(s->lua);
-  if (s->syntax)
-    lua_close(s->syntax);
-  ruleset_free(s->rs);
+  repl_session_free(s);
   repl_complete_free();
   return status;
 }

@@ -1,111 +1,33 @@
-/* repl-commands.c — the session's commands, and the command table that
- * names them.
+/* repl-commands.c — the command table, and running one command.
  *
  * A command takes the session, the text of the command as typed and its
  * words (argv[0] is the command's name); it returns FALSE when it failed,
- * after saying why with repl_report_error.  Commands that rewrite the
- * program push the new state on the session's stack (repl.h) through
- * 'adopt', which drops a rewrite that changed nothing; the caller shows
- * the program once the line's rewrites are done (repl-input.c).
+ * after saying why with repl_report_error.  Its table entry says how many
+ * words may follow the name: repl_run_command checks that, printing
+ * "usage: ..." with the entry's usage, before the command runs, so a
+ * command checks only what its words say.  Commands that rewrite the
+ * program push the new state on the session's stack through repl_adopt,
+ * which drops a rewrite that changed nothing.
  *
- * Results go to stdout, errors to stderr as "error: ..." (after
- * "FILE:LINE: " when read from a file), with stdout flushed first so that
- * a transcript of both streams stays in order.
+ * The program is shown once a line's rewrites are done: at the end of
+ * the line (repl-input.c), or before a command that prints something else
+ * ("arg-tile 0 0 8; run"): a table entry whose 'changes' is FALSE.
+ *
+ * 'lua CODE' is no ordinary command: its code is the rest of the line,
+ * not words.  'source FILE' runs a file through the session's 'run_file',
+ * which the layer that reads input provides (repl.h).
  */
 #include "repl.h"
-
 
 #include <string.h>
 
 #define SOURCE_MAX_DEPTH 16
 
-/* ------------------------------------------------------------- session */
-
-/* The current state, or NULL before any program. */
-State *repl_current(const Session *s) {
-  return s->top >= 0 ? g_array_index(s->steps, Step, s->top).state : NULL;
-}
-
-/* The clear function of the session's 'steps'. */
-void repl_step_clear(gpointer p) {
-  Step *st = p;
-  state_unref(st->state);
-  g_free(st->command);
-}
-
-/* Makes 'next' (a reference the session takes) the current state, the
- * effect of 'command'; the redo branch is dropped. */
-static void push_state(Session *s, State *next, const char *command,
-                       gboolean is_load) {
-  g_array_set_size(s->steps, (guint)(s->top + 1));
-  Step st = {next, g_strdup(command), is_load};
-  g_array_append_val(s->steps, st);
-  s->top++;
-  s->changed = TRUE;
-}
-
-/* Takes 'next', the result of a rewrite of the current state: a new undo
- * step unless it is the same program. */
-static void adopt(Session *s, State *next, const char *command) {
-  State *cur = repl_current(s);
-  if (cur && next->module == cur->module && next->func.body == cur->func.body) {
-    state_unref(next);
-    s->unchanged = TRUE;
-    return;
-  }
-  push_state(s, next, command, FALSE);
-}
-
-/* -------------------------------------------------------------- output */
-
-static void put(const char *text, gsize len) { fwrite(text, 1, len, stdout); }
-
-void repl_put_string(const GString *text) { put(text->str, text->len); }
-
-/* Prints "KIND: MESSAGE" to stderr, after the location of the line when
- * it was read from a file. */
-static void say(Session *s, const char *kind, const char *color,
-                const char *fmt, va_list ap) {
-  fflush(stdout);
-  if (s->where)
-    fprintf(stderr, "%s:%d: ", s->where, s->lineno);
-  if (s->color)
-    fprintf(stderr, "\033[%sm%s:\033[0m ", color, kind);
-  else
-    fprintf(stderr, "%s: ", kind);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-}
-
-/* Reports why a command failed; the caller returns FALSE. */
-void repl_report_error(Session *s, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  say(s, "error", "1;31", fmt, ap);
-  va_end(ap);
-}
-
-static void report_warning(Session *s, const char *fmt, ...)
-    G_GNUC_PRINTF(2, 3);
-static void report_warning(Session *s, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  say(s, "warning", "1;35", fmt, ap);
-  va_end(ap);
-}
-
-/* Diagnostics that already carry their location (file:line:col). */
-static void report_text(const char *text) {
-  fflush(stdout);
-  fputs(text, stderr);
-}
-
-/* The current state, or NULL with an error naming 'cmd'. */
-static State *need_program(Session *s, const char *cmd) {
-  State *cur = repl_current(s);
-  if (!cur)
-    repl_report_error(s, "%s: no program loaded (use 'load FILE')", cmd);
-  return cur;
+/* "usage: ..." for the command named 'name', from its table entry; FALSE
+ * for the command to return. */
+static gboolean usage_error(Session *s, const char *name) {
+  repl_report_error(s, "usage: %s", repl_find_command(name)->usage);
+  return FALSE;
 }
 
 /* --------------------------------------------------- the printed program */
@@ -183,21 +105,17 @@ gboolean repl_cmd_load_path(Session *s, const char *path) {
     return FALSE;
   }
   if (!m) {
-    report_text(diags->str);
+    repl_report_diagnostics(diags->str);
     return FALSE;
   }
   g_autofree char *quoted =
       strpbrk(path, " \t'\"\\;#") ? g_shell_quote(path) : g_strdup(path);
   g_autofree char *command = g_strdup_printf("load %s", quoted);
-  push_state(s, state_new(m), command, TRUE);
+  repl_push_state(s, state_new(m), command, TRUE);
   return TRUE;
 }
 
 static gboolean cmd_load(Session *s, const char *text, int argc, char **argv) {
-  if (argc != 2) {
-    repl_report_error(s, "usage: load FILE");
-    return FALSE;
-  }
   return repl_cmd_load_path(s, argv[1]);
 }
 
@@ -219,13 +137,12 @@ static gboolean cmd_show(Session *s, const char *text, int argc, char **argv) {
     if (strcmp(argv[i], "--expr") == 0) {
       expr = TRUE;
     } else if (argv[i][0] == '-' || value) {
-      repl_report_error(s, "usage: show [VALUE] [--expr]");
-      return FALSE;
+      return usage_error(s, "show");
     } else {
       value = argv[i];
     }
   }
-  State *cur = need_program(s, "show");
+  State *cur = repl_need_program(s, "show");
   if (!cur)
     return FALSE;
   g_autoptr(GString) out = g_string_new(NULL);
@@ -263,11 +180,7 @@ static gboolean cmd_show(Session *s, const char *text, int argc, char **argv) {
 }
 
 static gboolean cmd_args(Session *s, const char *text, int argc, char **argv) {
-  if (argc != 1) {
-    repl_report_error(s, "usage: args");
-    return FALSE;
-  }
-  State *cur = need_program(s, "args");
+  State *cur = repl_need_program(s, "args");
   if (!cur)
     return FALSE;
   g_autoptr(GString) out = g_string_new(NULL);
@@ -281,10 +194,6 @@ static gboolean cmd_args(Session *s, const char *text, int argc, char **argv) {
 }
 
 static gboolean cmd_rules(Session *s, const char *text, int argc, char **argv) {
-  if (argc > 2) {
-    repl_report_error(s, "usage: rules [PATTERN]");
-    return FALSE;
-  }
   const char *pattern = argc == 2 ? argv[1] : NULL;
   gboolean glob = pattern && strpbrk(pattern, "*?") != NULL;
   g_autoptr(GString) out = g_string_new(NULL);
@@ -305,11 +214,7 @@ static gboolean cmd_rules(Session *s, const char *text, int argc, char **argv) {
 
 static gboolean cmd_matches(Session *s, const char *text, int argc,
                             char **argv) {
-  if (argc != 2) {
-    repl_report_error(s, "usage: matches RULE");
-    return FALSE;
-  }
-  State *cur = need_program(s, "matches");
+  State *cur = repl_need_program(s, "matches");
   if (!cur)
     return FALSE;
   const Rule *rule = ruleset_find(s->rs, argv[1]);
@@ -332,7 +237,7 @@ static gboolean cmd_matches(Session *s, const char *text, int argc,
  * command on the current state. */
 static gboolean cmd_engine(Session *s, const char *text, int argc,
                            char **argv) {
-  State *cur = need_program(s, argv[0]);
+  State *cur = repl_need_program(s, argv[0]);
   if (!cur)
     return FALSE;
   g_autoptr(GString) why = g_string_new(NULL);
@@ -342,52 +247,34 @@ static gboolean cmd_engine(Session *s, const char *text, int argc,
     g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
     for (char **l = lines; *l; l++)
       if (**l)
-        report_warning(s, "%s: %s", argv[0], *l);
+        repl_report_warning(s, "%s: %s", argv[0], *l);
   }
   if (!next) {
     repl_report_error(s, "'%s': %s", text, why->str);
     return FALSE;
   }
-  adopt(s, next, text);
+  repl_adopt(s, next, text);
   return TRUE;
 }
 
 static gboolean cmd_undo(Session *s, const char *text, int argc, char **argv) {
-  if (argc != 1) {
-    repl_report_error(s, "usage: undo");
-    return FALSE;
-  }
-  if (s->top <= 0) {
-    repl_report_error(s, "undo: nothing to undo");
-    return FALSE;
-  }
-  s->top--;
-  s->changed = TRUE;
-  return TRUE;
+  if (repl_undo(s))
+    return TRUE;
+  repl_report_error(s, "undo: nothing to undo");
+  return FALSE;
 }
 
 static gboolean cmd_redo(Session *s, const char *text, int argc, char **argv) {
-  if (argc != 1) {
-    repl_report_error(s, "usage: redo");
-    return FALSE;
-  }
-  if (s->top + 1 >= (int)s->steps->len) {
-    repl_report_error(s, "redo: nothing to redo");
-    return FALSE;
-  }
-  s->top++;
-  s->changed = TRUE;
-  return TRUE;
+  if (repl_redo(s))
+    return TRUE;
+  repl_report_error(s, "redo: nothing to redo");
+  return FALSE;
 }
 
 /* Prints the commands that produced the current state, from its 'load',
  * as a script 'source' can replay. */
 static gboolean cmd_history(Session *s, const char *text, int argc,
                             char **argv) {
-  if (argc != 1) {
-    repl_report_error(s, "usage: history");
-    return FALSE;
-  }
   int from = s->top;
   while (from > 0 && !g_array_index(s->steps, Step, from).is_load)
     from--;
@@ -402,8 +289,9 @@ static gboolean cmd_history(Session *s, const char *text, int argc,
   return TRUE;
 }
 
-/* The name a result is printed under: the returned value's user name when
- * it has one of its own, else "resultI" (as 'partir run' does). */
+/* Runs the interpreter on arguments drawn from the seed; a result is
+ * printed under the returned value's user name when it has one of its
+ * own, else "resultI" (as 'partir run' does). */
 static gboolean cmd_run(Session *s, const char *text, int argc, char **argv) {
   gint64 seed = 0;
   for (int i = 1; i < argc; i++) {
@@ -416,11 +304,10 @@ static gboolean cmd_run(Session *s, const char *text, int argc, char **argv) {
     if (v)
       seed = g_ascii_strtoll(v, &end, 10);
     if (!v || !*v || *end) {
-      repl_report_error(s, "usage: run [--seed N]");
-      return FALSE;
+      return usage_error(s, "run");
     }
   }
-  State *cur = need_program(s, "run");
+  State *cur = repl_need_program(s, "run");
   if (!cur)
     return FALSE;
   const Func *f = &cur->func;
@@ -446,7 +333,7 @@ static gboolean cmd_run(Session *s, const char *text, int argc, char **argv) {
 
 /* The current program lowered on the session's mesh (set mesh ...). */
 static gboolean lower_current(Session *s, const char *cmd, Lowered *out) {
-  State *cur = need_program(s, cmd);
+  State *cur = repl_need_program(s, cmd);
   if (!cur)
     return FALSE;
   g_autoptr(GString) why = g_string_new(NULL);
@@ -456,13 +343,10 @@ static gboolean lower_current(Session *s, const char *cmd, Lowered *out) {
   return FALSE;
 }
 
-static gboolean cmd_lower(Session *s, const char *text, int argc,
-                          char **argv) {
+static gboolean cmd_lower(Session *s, const char *text, int argc, char **argv) {
   gboolean dot = argc == 2 && strcmp(argv[1], "--dot") == 0;
-  if (argc > 2 || (argc == 2 && !dot)) {
-    repl_report_error(s, "usage: lower [--dot]");
-    return FALSE;
-  }
+  if (argc == 2 && !dot)
+    return usage_error(s, "lower");
   g_auto(Lowered) l = {0};
   if (!lower_current(s, "lower", &l))
     return FALSE;
@@ -475,12 +359,7 @@ static gboolean cmd_lower(Session *s, const char *text, int argc,
   return TRUE;
 }
 
-static gboolean cmd_stats(Session *s, const char *text, int argc,
-                          char **argv) {
-  if (argc != 1) {
-    repl_report_error(s, "usage: stats");
-    return FALSE;
-  }
+static gboolean cmd_stats(Session *s, const char *text, int argc, char **argv) {
   g_auto(Lowered) l = {0};
   if (!lower_current(s, "stats", &l))
     return FALSE;
@@ -490,7 +369,9 @@ static gboolean cmd_stats(Session *s, const char *text, int argc,
   return TRUE;
 }
 
-gboolean repl_print_cost(Session *s) {
+/* Prints the cost of the current program lowered on the session's mesh
+ * and hardware; FALSE with an error printed when it cannot. */
+static gboolean print_cost(Session *s) {
   g_auto(Lowered) l = {0};
   if (!lower_current(s, "cost", &l))
     return FALSE;
@@ -511,19 +392,11 @@ gboolean repl_print_cost(Session *s) {
 }
 
 static gboolean cmd_cost(Session *s, const char *text, int argc, char **argv) {
-  if (argc != 1) {
-    repl_report_error(s, "usage: cost");
-    return FALSE;
-  }
-  return repl_print_cost(s);
+  return print_cost(s);
 }
 
 static gboolean cmd_save(Session *s, const char *text, int argc, char **argv) {
-  if (argc != 2) {
-    repl_report_error(s, "usage: save FILE");
-    return FALSE;
-  }
-  State *cur = need_program(s, "save");
+  State *cur = repl_need_program(s, "save");
   if (!cur)
     return FALSE;
   g_autofree char *dir = g_path_get_dirname(argv[1]);
@@ -544,37 +417,22 @@ static gboolean cmd_save(Session *s, const char *text, int argc, char **argv) {
   return TRUE;
 }
 
-static lua_State *session_lua(Session *s) {
-  if (!s->lua)
-    s->lua = plua_new(s->rs);
-  return s->lua;
-}
-
-/* Runs a Lua call that Ctrl-C may interrupt: a hook left by a Ctrl-C that
- * came between chunks is cleared first. */
-static void lua_begin(lua_State *L) {
-  lua_sethook(L, NULL, 0, 0);
-  repl_running_lua = L;
-}
-
-static void lua_end(void) { repl_running_lua = NULL; }
-
 /* 'lua CODE' ('text' is the whole command): runs the chunk with 's' the
  * current state; a state it returns becomes the current one. */
-gboolean repl_cmd_lua(Session *s, const char *text, const char *code) {
-  State *cur = need_program(s, "lua");
+static gboolean run_lua(Session *s, const char *text, const char *code) {
+  State *cur = repl_need_program(s, "lua");
   if (!cur)
     return FALSE;
-  lua_State *L = session_lua(s);
+  lua_State *L = repl_session_lua(s);
   if (!L) {
     repl_report_error(s, "lua: cannot create a Lua state (out of memory)");
     return FALSE;
   }
   g_autoptr(GString) out = g_string_new(NULL);
   g_autoptr(GString) why = g_string_new(NULL);
-  lua_begin(L);
+  repl_lua_begin(L);
   State *next = plua_run_chunk(L, code, "=lua", cur, &s->mesh, out, why);
-  lua_end();
+  repl_lua_end();
   repl_put_string(out);
   if (!next) {
     repl_report_error(s, "lua: %s", why->str);
@@ -584,23 +442,19 @@ gboolean repl_cmd_lua(Session *s, const char *text, const char *code) {
     state_unref(next);
     return TRUE;
   }
-  adopt(s, next, text);
+  repl_adopt(s, next, text);
   return TRUE;
 }
 
 static gboolean cmd_source(Session *s, const char *text, int argc,
                            char **argv) {
-  if (argc != 2) {
-    repl_report_error(s, "usage: source FILE");
-    return FALSE;
-  }
   if (s->depth >= SOURCE_MAX_DEPTH) {
     repl_report_error(s, "source: files nested more than %d deep",
                       SOURCE_MAX_DEPTH);
     return FALSE;
   }
   s->depth++;
-  gboolean ok = repl_run_file(s, argv[1], TRUE);
+  gboolean ok = s->run_file(s, argv[1], TRUE);
   s->depth--;
   return ok;
 }
@@ -624,10 +478,6 @@ static char *find_tactic(const char *name) {
 
 static gboolean cmd_tactic(Session *s, const char *text, int argc,
                            char **argv) {
-  if (argc < 2) {
-    repl_report_error(s, "usage: tactic SCRIPT [KEY=VALUE...]");
-    return FALSE;
-  }
   g_autoptr(GHashTable) options =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   for (int i = 2; i < argc; i++) {
@@ -647,23 +497,23 @@ static gboolean cmd_tactic(Session *s, const char *text, int argc,
                       argv[1]);
     return FALSE;
   }
-  State *cur = need_program(s, "tactic");
+  State *cur = repl_need_program(s, "tactic");
   if (!cur)
     return FALSE;
-  lua_State *L = session_lua(s);
+  lua_State *L = repl_session_lua(s);
   if (!L) {
     repl_report_error(s, "tactic: cannot create a Lua state (out of memory)");
     return FALSE;
   }
   g_autoptr(GString) why = g_string_new(NULL);
-  lua_begin(L);
+  repl_lua_begin(L);
   State *next = plua_run_tactic(L, path, cur, &s->mesh, options, why);
-  lua_end();
+  repl_lua_end();
   if (!next) {
     repl_report_error(s, "tactic %s: %s", argv[1], why->str);
     return FALSE;
   }
-  adopt(s, next, text);
+  repl_adopt(s, next, text);
   return TRUE;
 }
 
@@ -696,7 +546,8 @@ static gboolean cmd_set(Session *s, const char *text, int argc, char **argv) {
     return TRUE;
   }
   if ((strcmp(argv[1], "show") == 0 || strcmp(argv[1], "cost") == 0) &&
-      argc == 3 && (strcmp(argv[2], "on") == 0 || strcmp(argv[2], "off") == 0)) {
+      argc == 3 &&
+      (strcmp(argv[2], "on") == 0 || strcmp(argv[2], "off") == 0)) {
     gboolean on = strcmp(argv[2], "on") == 0;
     if (argv[1][0] == 's')
       s->show = on;
@@ -729,85 +580,94 @@ static gboolean cmd_quit(Session *s, const char *text, int argc, char **argv) {
   return TRUE;
 }
 
+/* The commands, in the order 'help' lists them.  The counts are of the
+ * words after the name; 'lua' has no function: repl_run_command runs it,
+ * as its code is the rest of the line. */
 const Command repl_commands[] = {
-    {"load", cmd_load, TRUE, COMPLETE_FILE, "load FILE",
+    {"load", cmd_load, 1, 1, TRUE, COMPLETE_FILE, "load FILE",
      "load a program (.pir); it becomes the current state", NULL},
-    {"show", cmd_show, FALSE, COMPLETE_VALUE, "show [VALUE] [--expr]",
+    {"show", cmd_show, 0, ARGS_ANY, FALSE, COMPLETE_VALUE,
+     "show [VALUE] [--expr]",
      "print the program, or the statement defining VALUE",
      "--expr prints the compact expression form (of the program, or of a\n"
      "value that is not inside a tile or sum)."},
-    {"args", cmd_args, FALSE, COMPLETE_NONE, "args",
+    {"args", cmd_args, 0, 0, FALSE, COMPLETE_NONE, "args",
      "list the function's arguments", NULL},
-    {"rules", cmd_rules, FALSE, COMPLETE_RULE, "rules [PATTERN]",
+    {"rules", cmd_rules, 0, 1, FALSE, COMPLETE_RULE, "rules [PATTERN]",
      "list the rules (names containing PATTERN, or matching a glob)", NULL},
-    {"matches", cmd_matches, FALSE, COMPLETE_RULE, "matches RULE",
+    {"matches", cmd_matches, 1, 1, FALSE, COMPLETE_RULE, "matches RULE",
      "list the values where RULE applies", NULL},
-    {"apply", cmd_engine, TRUE, COMPLETE_RULE,
+    {"apply", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_RULE,
      "apply RULE [at VALUE] [NAME=V...]",
      "apply a rule (without 'at': where it first applies)",
      "NAME=V gives the rule's parameters: widths (w=8), dimensions (d=0),\n"
      "axes (a=batch)."},
-    {"arg-tile", cmd_engine, TRUE, COMPLETE_ARG,
+    {"arg-tile", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_ARG,
      "arg-tile ARG DIM WIDTH [AXIS]",
      "tile argument ARG (index or %name) along DIM in pieces of WIDTH", NULL},
-    {"tile", cmd_engine, TRUE, COMPLETE_VALUE, "tile VALUE DIM WIDTH [AXIS]",
+    {"tile", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_VALUE,
+     "tile VALUE DIM WIDTH [AXIS]",
      "tile any value along DIM in pieces of WIDTH", NULL},
-    {"sum", cmd_engine, TRUE, COMPLETE_VALUE, "sum VALUE WIDTH [AXIS|-] [K]",
+    {"sum", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_VALUE,
+     "sum VALUE WIDTH [AXIS|-] [K]",
      "split reduction K of an operator into a sum of pieces of WIDTH", NULL},
-    {"propagate", cmd_engine, TRUE, COMPLETE_NONE, "propagate",
+    {"propagate", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "propagate",
      "push slices in, pull tiles out and fuse, to a fixed point",
      "What it cannot resolve (conflicting tilings, an axis bound twice) is\n"
      "left in place and reported as a warning."},
-    {"fuse", cmd_engine, TRUE, COMPLETE_NONE, "fuse",
+    {"fuse", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "fuse",
      "the [fuse] rules to a fixed point", NULL},
-    {"simplify", cmd_engine, TRUE, COMPLETE_NONE, "simplify",
+    {"simplify", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "simplify",
      "the [simplify] rules to a fixed point", NULL},
-    {"undo", cmd_undo, TRUE, COMPLETE_NONE, "undo", "go back one state", NULL},
-    {"redo", cmd_redo, TRUE, COMPLETE_NONE, "redo", "go forward one state",
+    {"undo", cmd_undo, 0, 0, TRUE, COMPLETE_NONE, "undo", "go back one state",
      NULL},
-    {"history", cmd_history, FALSE, COMPLETE_NONE, "history",
+    {"redo", cmd_redo, 0, 0, TRUE, COMPLETE_NONE, "redo",
+     "go forward one state", NULL},
+    {"history", cmd_history, 0, 0, FALSE, COMPLETE_NONE, "history",
      "the commands that produced the current state (a script for 'source')",
      NULL},
-    {"run", cmd_run, FALSE, COMPLETE_NONE, "run [--seed N]",
+    {"run", cmd_run, 0, ARGS_ANY, FALSE, COMPLETE_NONE, "run [--seed N]",
      "run the interpreter on random arguments (as 'partir run --seed N')",
      NULL},
-    {"lower", cmd_lower, FALSE, COMPLETE_NONE, "lower [--dot]",
+    {"lower", cmd_lower, 0, 1, FALSE, COMPLETE_NONE, "lower [--dot]",
      "the SPMD program on the session's mesh (set mesh ...)", NULL},
-    {"cost", cmd_cost, FALSE, COMPLETE_NONE, "cost",
+    {"cost", cmd_cost, 0, 0, FALSE, COMPLETE_NONE, "cost",
      "FLOPs, memory, communication and time per device on the session's "
      "mesh and hardware (set mesh, set hw, set cost on)",
      NULL},
-    {"stats", cmd_stats, FALSE, COMPLETE_NONE, "stats",
+    {"stats", cmd_stats, 0, 0, FALSE, COMPLETE_NONE, "stats",
      "the collectives of the SPMD program, per kind and axis", NULL},
-    {"save", cmd_save, FALSE, COMPLETE_FILE, "save FILE",
+    {"save", cmd_save, 1, 1, FALSE, COMPLETE_FILE, "save FILE",
      "write the program's canonical text to FILE (atomically)", NULL},
-    {"lua", NULL, TRUE, COMPLETE_NONE, "lua CODE",
+    {"lua", NULL, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "lua CODE",
      "run Lua with 's' the current state and 'mesh' the mesh",
      "CODE is the rest of the line ('{' or 'function' left open continue it\n"
      "on the next lines).  If it returns a state, that becomes the current\n"
      "state (undo goes back); other results are printed.\n"
      "  lua s:arg_tile(0, 0, 8):propagate()\n"
      "  lua #s:matches('fuse')"},
-    {"source", cmd_source, TRUE, COMPLETE_FILE, "source FILE",
+    {"source", cmd_source, 1, 1, TRUE, COMPLETE_FILE, "source FILE",
      "run the commands in FILE (stops at the first failure)", NULL},
-    {"tactic", cmd_tactic, TRUE, COMPLETE_TACTIC,
+    {"tactic", cmd_tactic, 1, ARGS_ANY, TRUE, COMPLETE_TACTIC,
      "tactic SCRIPT [KEY=VALUE...]",
      "run a Lua tactic (a file, or NAME for a shipped one) with the mesh",
      "The script returns a function(state, mesh, options); KEY=VALUE pairs\n"
      "are its options."},
-    {"set", cmd_set, FALSE, COMPLETE_SETTING, "set [NAME VALUE]",
+    {"set", cmd_set, 0, ARGS_ANY, FALSE, COMPLETE_SETTING, "set [NAME VALUE]",
      "show the settings, or set one",
      "  set mesh batch=2,model=4   the mesh tactics and Lua see ('none': no "
      "mesh)\n"
      "  set show on|off            print the program after it changes"},
-    {"help", cmd_help, FALSE, COMPLETE_COMMAND, "help [COMMAND]",
+    {"help", cmd_help, 0, 1, FALSE, COMPLETE_COMMAND, "help [COMMAND]",
      "list the commands, or describe one", NULL},
-    {"quit", cmd_quit, FALSE, COMPLETE_NONE, "quit",
+    {"quit", cmd_quit, 0, ARGS_ANY, FALSE, COMPLETE_NONE, "quit",
      "end the session (also Ctrl-D)", NULL},
-    {"exit", cmd_quit, FALSE, COMPLETE_NONE, "exit", "end the session", NULL},
+    {"exit", cmd_quit, 0, ARGS_ANY, FALSE, COMPLETE_NONE, "exit",
+     "end the session", NULL},
 };
 const gsize repl_ncommands = G_N_ELEMENTS(repl_commands);
 
+/* A linear search: the table is short and 'help' keeps its order. */
 const Command *repl_find_command(const char *name) {
   for (gsize i = 0; i < repl_ncommands; i++)
     if (strcmp(repl_commands[i].name, name) == 0)
@@ -832,10 +692,6 @@ static gboolean cmd_help(Session *s, const char *text, int argc, char **argv) {
     repl_put_string(out);
     return TRUE;
   }
-  if (argc > 2) {
-    repl_report_error(s, "usage: help [COMMAND]");
-    return FALSE;
-  }
   g_string_append(out, "Commands end at a newline, at ';', or at a '.' "
                        "followed by a space:\n"
                        "  arg-tile 0 0 8. propagate.\n\n");
@@ -848,4 +704,73 @@ static gboolean cmd_help(Session *s, const char *text, int argc, char **argv) {
                        "%x); 'help COMMAND' says more.\n");
   repl_put_string(out);
   return TRUE;
+}
+
+/* ----------------------------------------------------- running a command */
+
+gboolean repl_is_lua_command(const char *p) {
+  return strncmp(p, "lua", 3) == 0 && (p[3] == '\0' || g_ascii_isspace(p[3]));
+}
+
+/* At the top level only: inside 'source', the 'source' line shows the
+ * result.  A failure to print the cost is reported; the command that
+ * changed the program stands. */
+void repl_show_changes(Session *s) {
+  State *cur = repl_current(s);
+  if (s->depth > 0)
+    return;
+  if (s->show && s->changed && cur) {
+    g_autoptr(GString) out = g_string_new(NULL);
+    state_print(out, cur, FALSE);
+    repl_put_string(out);
+  } else if (s->show && s->unchanged) {
+    puts("no change");
+  }
+  if (s->cost && s->changed && cur)
+    print_cost(s);
+  s->changed = s->unchanged = FALSE;
+}
+
+/* 'lua CODE': the program is shown before what the chunk prints. */
+static gboolean run_lua_command(Session *s, const char *text) {
+  const char *code = text + 3;
+  while (g_ascii_isspace(*code))
+    code++;
+  repl_show_changes(s);
+  return run_lua(s, text, code);
+}
+
+/* 'argc' words (the name and its arguments) are what 'c' takes; else
+ * "usage: ..." and FALSE. */
+static gboolean arguments_fit(Session *s, const Command *c, int argc) {
+  int n = argc - 1;
+  if (n >= c->min_args && (c->max_args == ARGS_ANY || n <= c->max_args))
+    return TRUE;
+  return usage_error(s, c->name);
+}
+
+/* The words are split as a shell would ('quotes', \ escapes).  A command
+ * that only prints shows the program first, if the line changed it, so
+ * that the output reads in order. */
+gboolean repl_run_command(Session *s, const char *text) {
+  if (repl_is_lua_command(text))
+    return run_lua_command(s, text);
+  int argc;
+  g_auto(GStrv) argv = NULL;
+  GError *error = NULL;
+  if (!g_shell_parse_argv(text, &argc, &argv, &error)) {
+    repl_report_error(s, "'%s': %s", text, error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  const Command *c = repl_find_command(argv[0]);
+  if (!c) {
+    repl_report_error(s, "unknown command '%s' (try 'help')", argv[0]);
+    return FALSE;
+  }
+  if (!c->changes)
+    repl_show_changes(s);
+  if (!arguments_fit(s, c, argc))
+    return FALSE;
+  return c->run(s, text, argc, argv);
 }

@@ -10,6 +10,10 @@
  * line run in order and stop at the first failure; the program is shown
  * once its rewrites are done: at the end of the line, or before a command
  * that prints something else ("arg-tile 0 0 8; run").
+ *
+ * This file runs each command through repl-commands.c, and gives the
+ * session the one service that 'source' needs from it: running a file
+ * (repl_input_init sets the session's 'run_file').
  */
 #include "repl.h"
 
@@ -19,11 +23,6 @@
 #include <string.h>
 
 /* ------------------------------------------------------ splitting lines */
-
-/* 'p' starts a 'lua' command (which takes the rest of the line). */
-gboolean repl_is_lua_command(const char *p) {
-  return strncmp(p, "lua", 3) == 0 && (p[3] == '\0' || g_ascii_isspace(p[3]));
-}
 
 /* Where the command starting at 'p' (not a space) ends: at ';', a
  * newline, a '.' followed by whitespace or the end, or a '#' comment; a
@@ -135,51 +134,6 @@ gboolean repl_input_add(Session *s, GString *buf, const char *line) {
 
 /* -------------------------------------------------------------- running */
 
-/* Shows the program if it changed since the last time (at the top
- * level: inside 'source', the 'source' line shows the result). */
-void repl_show_changes(Session *s) {
-  State *cur = repl_current(s);
-  if (s->depth > 0)
-    return;
-  if (s->show && s->changed && cur) {
-    g_autoptr(GString) out = g_string_new(NULL);
-    state_print(out, cur, FALSE);
-    repl_put_string(out);
-  } else if (s->show && s->unchanged) {
-    puts("no change");
-  }
-  if (s->cost && s->changed && cur)
-    repl_print_cost(s); /* an error is reported; the command stands */
-  s->changed = s->unchanged = FALSE;
-}
-
-/* Runs one command (stripped text, not empty). */
-static gboolean run_command(Session *s, const char *text) {
-  if (repl_is_lua_command(text)) {
-    const char *code = text + 3;
-    while (g_ascii_isspace(*code))
-      code++;
-    repl_show_changes(s); /* the program, before what the chunk prints */
-    return repl_cmd_lua(s, text, code);
-  }
-  int argc;
-  g_auto(GStrv) argv = NULL;
-  GError *error = NULL;
-  if (!g_shell_parse_argv(text, &argc, &argv, &error)) {
-    repl_report_error(s, "'%s': %s", text, error->message);
-    g_error_free(error);
-    return FALSE;
-  }
-  const Command *c = repl_find_command(argv[0]);
-  if (!c) {
-    repl_report_error(s, "unknown command '%s' (try 'help')", argv[0]);
-    return FALSE;
-  }
-  if (!c->changes)
-    repl_show_changes(s); /* the program, before what this command prints */
-  return c->run(s, text, argc, argv);
-}
-
 /* Runs the commands of one logical line, stopping at the first failure
  * (or at Ctrl-C); shows the program if it changed (a sourced file's
  * lines leave that to the 'source' command).  FALSE on failure. */
@@ -198,7 +152,7 @@ gboolean repl_run_line(Session *s, const char *line) {
       break;
     }
     partir_interrupt = 0;
-    ok = run_command(s, text);
+    ok = repl_run_command(s, text);
   }
   repl_show_changes(s);
   fflush(stdout);
@@ -252,7 +206,8 @@ gboolean repl_run_stream(Session *s, FILE *f, const char *name,
   return ok;
 }
 
-/* Runs the commands in file 'path', as repl_run_stream. */
+/* Runs the commands in file 'path', as repl_run_stream; an unreadable
+ * file is reported as 'source' failing. */
 gboolean repl_run_file(Session *s, const char *path, gboolean stop_on_error) {
   FILE *f = fopen(path, "r");
   if (!f) {
@@ -263,3 +218,5 @@ gboolean repl_run_file(Session *s, const char *path, gboolean stop_on_error) {
   fclose(f);
   return ok;
 }
+
+void repl_input_init(Session *s) { s->run_file = repl_run_file; }

@@ -1,11 +1,17 @@
-/* repl.h — what the files of partir-repl share: the session, the command
- * table and the functions one file calls in another.
+/* repl.h — what the files of partir-repl share, one section per file,
+ * lowest layer first:
  *
- *   partir-repl.c    options, start-up, the interactive loop and Ctrl-C
- *   repl-commands.c  the session's state stack, output and the commands
+ *   repl-session.c   the session: its state stack (undo/redo), output and
+ *                    error reports, the Lua state, the Ctrl-C flags
+ *   repl-commands.c  the command table, and running one command
  *   repl-input.c     logical lines, splitting them into commands, running
- *                    a line, a stream or a file
+ *                    a line, a stream or a file ('source')
  *   repl-complete.c  readline completion and the history file
+ *   partir-repl.c    options, start-up, the interactive loop and Ctrl-C
+ *
+ * A file calls only the files above it in this list.  The one service a
+ * lower file needs from a higher one, running a file of commands for
+ * 'source', is the session's 'run_file', which repl-input.c sets.
  *
  * The session holds a rule set, a device mesh, the Lua state (made on
  * first use) and a stack of program states.  States are immutable and
@@ -26,7 +32,7 @@
 #define PROMPT "partir> "
 #define PROMPT_MORE "   ...> "
 
-/* ------------------------------------------------------------- session */
+/* -------------------------------------------------------- repl-session.c */
 
 /* One entry of the undo stack. */
 typedef struct Step {
@@ -35,7 +41,14 @@ typedef struct Step {
   gboolean is_load; /* a 'load': history starts here */
 } Step;
 
-typedef struct Session {
+typedef struct Session Session;
+
+/* Runs the commands in file 'path' (repl_run_file): the service 'source'
+ * needs from the layer that reads input. */
+typedef gboolean (*RunFileFn)(Session *s, const char *path,
+                              gboolean stop_on_error);
+
+struct Session {
   RuleSet *rs;
   GArray *steps;        /* Step: the undo stack and the redo branch */
   int top;              /* the current step, -1 before any program */
@@ -49,26 +62,53 @@ typedef struct Session {
   gboolean echo;        /* batch: print each line after a prompt */
   gboolean color;       /* errors in colour (stderr is a terminal) */
   gboolean quit;
-  gboolean failed; /* some command failed (the batch exit status) */
+  gboolean failed;    /* some command failed (the batch exit status) */
+  RunFileFn run_file; /* set by repl_input_init */
   /* the line being run */
   gboolean changed;   /* the current state changed */
   gboolean unchanged; /* a rewrite succeeded but changed nothing */
   const char *where;  /* file being read, or NULL (the terminal) */
   int lineno;
   int depth; /* 'source' nesting */
-} Session;
+};
 
-/* Prints the cost of the current program lowered on the session's mesh
- * (repl-commands.c); FALSE with an error printed when it cannot. */
-gboolean repl_print_cost(Session *s);
-
-/* Set by the SIGINT handler; the interactive loop and repl_run_line read
- * it (partir-repl.c). */
+/* Set by the SIGINT handler; repl_run_line and the interactive loop read
+ * it. */
 extern volatile sig_atomic_t repl_got_sigint;
 /* The Lua state running a chunk, for the SIGINT handler. */
 extern lua_State *volatile repl_running_lua;
 
-/* ------------------------------------------------------------ commands */
+/* Gives session 's' (its other fields set) an empty state stack. */
+void repl_session_init(Session *s);
+/* Frees what the session holds: states, Lua, settings and rules. */
+void repl_session_free(Session *s);
+/* The current state, or NULL before any program. */
+State *repl_current(const Session *s);
+/* The current state, or NULL with an error naming command 'cmd'. */
+State *repl_need_program(Session *s, const char *cmd);
+/* Makes 'next' the current state, the effect of 'command'. */
+void repl_push_state(Session *s, State *next, const char *command,
+                     gboolean is_load);
+/* Takes 'next', a rewrite of the current state: a new step unless it is
+ * the same program. */
+void repl_adopt(Session *s, State *next, const char *command);
+/* Moves back (forward) one step; FALSE when there is none. */
+gboolean repl_undo(Session *s);
+gboolean repl_redo(Session *s);
+/* Prints 'text' to stdout. */
+void repl_put_string(const GString *text);
+/* Prints "error: ..." (the caller returns FALSE), or "warning: ...". */
+void repl_report_error(Session *s, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+void repl_report_warning(Session *s, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* Prints diagnostics that carry their own location. */
+void repl_report_diagnostics(const char *text);
+/* The session's 'partir' Lua state, made on first use (NULL: no memory). */
+lua_State *repl_session_lua(Session *s);
+/* Bracket a Lua call that Ctrl-C may interrupt. */
+void repl_lua_begin(lua_State *L);
+void repl_lua_end(void);
+
+/* ------------------------------------------------------- repl-commands.c */
 
 typedef gboolean (*CommandFn)(Session *s, const char *text, int argc,
                               char **argv);
@@ -85,41 +125,55 @@ typedef enum {
   COMPLETE_SETTING, /* set's names and values */
 } CompleteKind;
 
+#define ARGS_ANY (-1) /* Command.max_args: no limit */
+
 typedef struct Command {
   const char *name;
   CommandFn run;
-  gboolean changes; /* may change the current state */
+  int min_args, max_args; /* words after the name, checked before 'run' */
+  gboolean changes;       /* may change the current state */
   CompleteKind complete;
-  const char *usage;
+  const char *usage; /* printed by 'help', and after "usage: " */
   const char *summary;
   const char *help; /* more, for 'help NAME' (or NULL) */
 } Command;
 
-/* repl-commands.c */
 extern const Command repl_commands[];
 extern const gsize repl_ncommands;
+/* The table entry named 'name', or NULL. */
 const Command *repl_find_command(const char *name);
-State *repl_current(const Session *s);
-void repl_step_clear(gpointer p);
-void repl_put_string(const GString *text);
-void repl_report_error(Session *s, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-gboolean repl_cmd_load_path(Session *s, const char *path);
-gboolean repl_cmd_lua(Session *s, const char *text, const char *code);
-
-/* repl-input.c */
+/* 'p' starts a 'lua' command, which takes the rest of the line. */
 gboolean repl_is_lua_command(const char *p);
-const char *repl_command_end(const char *p, const char **next);
-gboolean repl_input_add(Session *s, GString *buf, const char *line);
+/* Runs one command (stripped text, not empty); FALSE if it failed. */
+gboolean repl_run_command(Session *s, const char *text);
+/* Shows the program (and its cost) if it changed since the last time. */
 void repl_show_changes(Session *s);
+/* Loads the program in 'path' as a new state ('load', FILE.pir). */
+gboolean repl_cmd_load_path(Session *s, const char *path);
+
+/* ---------------------------------------------------------- repl-input.c */
+
+/* Makes 'source' in session 's' run files through repl_run_file. */
+void repl_input_init(Session *s);
+/* Where the command at 'p' ends; '*next' is where the next may start. */
+const char *repl_command_end(const char *p, const char **next);
+/* Adds a physical line to logical line 'buf'; TRUE when it is complete. */
+gboolean repl_input_add(Session *s, GString *buf, const char *line);
+/* Runs the commands of a logical line; FALSE if one failed. */
 gboolean repl_run_line(Session *s, const char *line);
+/* Runs the commands of a stream or a file; FALSE if one failed. */
 gboolean repl_run_stream(Session *s, FILE *f, const char *name,
                          gboolean stop_on_error);
 gboolean repl_run_file(Session *s, const char *path, gboolean stop_on_error);
 
-/* repl-complete.c */
+/* ------------------------------------------------------- repl-complete.c */
+
+/* Completion works on 's' until repl_complete_free. */
 void repl_complete_init(Session *s);
 void repl_complete_free(void);
+/* Readline's attempted completion function. */
 char **repl_complete(const char *text, int start, int end);
+/* The history file: opened (its name, or NULL), added to, truncated. */
 char *repl_history_open(void);
 void repl_history_add(const char *history, const char *line);
 void repl_history_close(const char *history);

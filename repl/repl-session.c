@@ -1,0 +1,162 @@
+/* repl-session.c — the session every command works on: its stack of
+ * program states, its output and error reports, its Lua state and the
+ * flags Ctrl-C sets.
+ *
+ * This is the bottom of the REPL's files (repl.h): it calls no other.
+ * The stack ('steps', 'top') holds refcounted, immutable states; a new
+ * state drops the redo branch, undo and redo only move 'top', and a
+ * rewrite that gives back the same program is no step at all ("no
+ * change").  'changed' and 'unchanged' record what the line being run
+ * did, for repl_show_changes.
+ *
+ * Results go to stdout, errors to stderr as "error: ..." (after
+ * "FILE:LINE: " when read from a file, in colour at a terminal), with
+ * stdout flushed first so that a transcript of both streams stays in
+ * order.
+ *
+ * Ctrl-C: the SIGINT handler (partir-repl.c) sets 'repl_got_sigint',
+ * which stops the rest of a line, and interrupts 'repl_running_lua', the
+ * Lua state between repl_lua_begin and repl_lua_end.
+ */
+#include "repl.h"
+
+volatile sig_atomic_t repl_got_sigint;
+lua_State *volatile repl_running_lua;
+
+/* ---------------------------------------------------------- the session */
+
+/* The clear function of the session's 'steps'. */
+static void step_clear(gpointer p) {
+  Step *st = p;
+  state_unref(st->state);
+  g_free(st->command);
+}
+
+void repl_session_init(Session *s) {
+  s->steps = g_array_new(FALSE, TRUE, sizeof(Step));
+  g_array_set_clear_func(s->steps, step_clear);
+  s->top = -1;
+}
+
+/* The states go before the Lua state, and the Lua state before the rules
+ * it was made with. */
+void repl_session_free(Session *s) {
+  if (s->steps)
+    g_array_unref(s->steps);
+  g_free(s->hw);
+  plua_close(s->lua);
+  if (s->syntax)
+    lua_close(s->syntax);
+  ruleset_free(s->rs);
+}
+
+/* ------------------------------------------------------ the state stack */
+
+State *repl_current(const Session *s) {
+  return s->top >= 0 ? g_array_index(s->steps, Step, s->top).state : NULL;
+}
+
+State *repl_need_program(Session *s, const char *cmd) {
+  State *cur = repl_current(s);
+  if (!cur)
+    repl_report_error(s, "%s: no program loaded (use 'load FILE')", cmd);
+  return cur;
+}
+
+/* 'next' is a reference the session takes; the redo branch is dropped. */
+void repl_push_state(Session *s, State *next, const char *command,
+                     gboolean is_load) {
+  g_array_set_size(s->steps, (guint)(s->top + 1));
+  Step st = {next, g_strdup(command), is_load};
+  g_array_append_val(s->steps, st);
+  s->top++;
+  s->changed = TRUE;
+}
+
+/* The same program is the same module and body (terms are hash-consed);
+ * then 'next' is dropped and the line reports "no change". */
+void repl_adopt(Session *s, State *next, const char *command) {
+  State *cur = repl_current(s);
+  if (cur && next->module == cur->module && next->func.body == cur->func.body) {
+    state_unref(next);
+    s->unchanged = TRUE;
+    return;
+  }
+  repl_push_state(s, next, command, FALSE);
+}
+
+/* The first state (a 'load') cannot be undone: there is no program
+ * before it. */
+gboolean repl_undo(Session *s) {
+  if (s->top <= 0)
+    return FALSE;
+  s->top--;
+  s->changed = TRUE;
+  return TRUE;
+}
+
+gboolean repl_redo(Session *s) {
+  if (s->top + 1 >= (int)s->steps->len)
+    return FALSE;
+  s->top++;
+  s->changed = TRUE;
+  return TRUE;
+}
+
+/* -------------------------------------------------------------- output */
+
+void repl_put_string(const GString *text) {
+  fwrite(text->str, 1, text->len, stdout);
+}
+
+/* Prints "KIND: MESSAGE" to stderr, after the location of the line when
+ * it was read from a file. */
+static void say(Session *s, const char *kind, const char *color,
+                const char *fmt, va_list ap) {
+  fflush(stdout);
+  if (s->where)
+    fprintf(stderr, "%s:%d: ", s->where, s->lineno);
+  if (s->color)
+    fprintf(stderr, "\033[%sm%s:\033[0m ", color, kind);
+  else
+    fprintf(stderr, "%s: ", kind);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+void repl_report_error(Session *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say(s, "error", "1;31", fmt, ap);
+  va_end(ap);
+}
+
+void repl_report_warning(Session *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say(s, "warning", "1;35", fmt, ap);
+  va_end(ap);
+}
+
+/* Diagnostics already say "file:line:col:" and show the source line. */
+void repl_report_diagnostics(const char *text) {
+  fflush(stdout);
+  fputs(text, stderr);
+}
+
+/* ----------------------------------------------------------------- Lua */
+
+lua_State *repl_session_lua(Session *s) {
+  if (!s->lua)
+    s->lua = plua_new(s->rs);
+  return s->lua;
+}
+
+/* A hook left by a Ctrl-C that came between chunks is cleared first, so
+ * that it does not stop this call. */
+void repl_lua_begin(lua_State *L) {
+  lua_sethook(L, NULL, 0, 0);
+  repl_running_lua = L;
+}
+
+void repl_lua_end(void) { repl_running_lua = NULL; }
