@@ -770,6 +770,10 @@ gboolean repl_run_command(Session *s, const char *text) {
   }
   if (!c->changes)
     repl_show_changes(s);
+  /* 'lua' runs only from the raw line (repl_is_lua_command): written
+   * quoted, it reaches here and has nothing to run */
+  if (!c->run)
+    return usage_error(s, c->name);
   if (!arguments_fit(s, c, argc))
     return FALSE;
   return c->run(s, text, argc, argv);

@@ -126,4 +126,9 @@ printf 'lua return setmetatable({}, {__tostring = function() error("boom") end})
 "$repl" "$top_srcdir/examples/mlp.pir" --batch "$tmp/tostring.cmds" >"$tmp/out" 2>"$tmp/err"
 check "a __tostring that raises is an error, and the session goes on" \
   sh -c "test $? -eq 1 && grep -q boom '$tmp/err' && grep -q 'x: tensor<16x256xf32>' '$tmp/out'"
+# 'lua' written quoted is the command's name, not the raw 'lua CODE'
+printf "'lua' 1+1\nargs\n" >"$tmp/quoted.cmds"
+"$repl" "$ex/mlp.pir" --batch "$tmp/quoted.cmds" >"$tmp/out" 2>"$tmp/err"
+check "a quoted 'lua' says its usage, and the session goes on" \
+  sh -c "test $? -eq 1 && grep -q 'usage: lua CODE' '$tmp/err' && grep -q 'x: tensor<16x256xf32>' '$tmp/out'"
 done_testing
