@@ -159,6 +159,52 @@ static void lex_string(Lexer *lx, Token *tok) {
   tok->len = (gsize)(lx->src->text + lx->pos - tok->start);
 }
 
+/* '%name' or '@name', the sigil 'c' at the cursor: a value or a symbol
+ * (without the sigil). */
+static void lex_sigil_name(Lexer *lx, Token *tok, int c) {
+  advance(lx);
+  gsize start = lx->pos;
+  while (is_name_char(peek(lx, 0)))
+    advance(lx);
+  if (lx->pos == start) {
+    lex_error(lx, tok, tok->loc,
+              c == '%' ? "expected a value name after '%'"
+                       : "expected a name after '@'");
+    return;
+  }
+  tok->kind = c == '%' ? TK_VALUE : TK_SYMBOL;
+  tok->start = lx->src->text + start;
+  tok->len = lx->pos - start;
+}
+
+/* The operators and punctuation only rule files have ('<~~>', '~~>',
+ * comparisons, '\', '/', '*', ';'), 'c' at the cursor: whether one was
+ * lexed into 'tok'. */
+static gboolean lex_rule_op(Lexer *lx, Token *tok, int c) {
+  static const char *const ops[] = {"<~~>", "~~>", "==", "!=", "<=", ">="};
+  for (gsize k = 0; k < G_N_ELEMENTS(ops); k++) {
+    gsize n = strlen(ops[k]);
+    if (lx->src->len - lx->pos >= n &&
+        memcmp(lx->src->text + lx->pos, ops[k], n) == 0) {
+      for (gsize j = 0; j < n; j++)
+        advance(lx);
+      tok->kind = TK_OP;
+      tok->len = n;
+      return TRUE;
+    }
+  }
+  if (c != 0 && strchr("\\/*;", c)) {
+    advance(lx);
+    tok->kind = TK_PUNCT;
+    tok->punct = (char)c;
+    tok->len = 1;
+    return TRUE;
+  }
+  return FALSE;
+}
+
+/* The next token at the cursor into 'tok' (cleared first): TK_EOF at the
+ * end, TK_ERROR after a diagnostic. */
 void lex_next(Lexer *lx, Token *tok) {
   token_clear(tok);
   skip_space(lx);
@@ -177,19 +223,7 @@ void lex_next(Lexer *lx, Token *tok) {
     return;
   }
   if (c == '%' || c == '@') {
-    advance(lx);
-    gsize start = lx->pos;
-    while (is_name_char(peek(lx, 0)))
-      advance(lx);
-    if (lx->pos == start) {
-      lex_error(lx, tok, tok->loc,
-                c == '%' ? "expected a value name after '%'"
-                         : "expected a name after '@'");
-      return;
-    }
-    tok->kind = c == '%' ? TK_VALUE : TK_SYMBOL;
-    tok->start = lx->src->text + start;
-    tok->len = lx->pos - start;
+    lex_sigil_name(lx, tok, c);
     return;
   }
   if (g_ascii_isdigit(c) || ((c == '-' || c == '+') && peek(lx, 1) >= 0 &&
@@ -228,27 +262,8 @@ void lex_next(Lexer *lx, Token *tok) {
     lex_string(lx, tok);
     return;
   }
-  if (lx->rules) {
-    static const char *const ops[] = {"<~~>", "~~>", "==", "!=", "<=", ">="};
-    for (gsize k = 0; k < G_N_ELEMENTS(ops); k++) {
-      gsize n = strlen(ops[k]);
-      if (lx->src->len - lx->pos >= n &&
-          memcmp(lx->src->text + lx->pos, ops[k], n) == 0) {
-        for (gsize j = 0; j < n; j++)
-          advance(lx);
-        tok->kind = TK_OP;
-        tok->len = n;
-        return;
-      }
-    }
-    if (c != 0 && strchr("\\/*;", c)) {
-      advance(lx);
-      tok->kind = TK_PUNCT;
-      tok->punct = (char)c;
-      tok->len = 1;
-      return;
-    }
-  }
+  if (lx->rules && lex_rule_op(lx, tok, c))
+    return;
   if (strchr("(){}[],:=<>!", c) && c != 0) {
     advance(lx);
     tok->kind = TK_PUNCT;

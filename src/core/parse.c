@@ -616,31 +616,18 @@ static gboolean parse_mesh(Parser *p, Mesh *mesh) {
   return TRUE;
 }
 
-static Func *parse_func(Parser *p) {
-  Loc at = p->c.tok.loc;
-  gboolean spmd = token_is(&p->c.tok, "spmd");
-  if (!spmd && !cursor_word(&p->c, "func"))
-    return NULL;
-  if (spmd)
-    cursor_next(&p->c);
-  if (p->c.tok.kind != TK_SYMBOL) {
-    cursor_expected(&p->c, "a function name ('@name')");
-    return NULL;
-  }
-  g_autoptr(GHashTable) defs =
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  g_autoptr(GPtrArray) scope = g_ptr_array_new();
-  g_autoptr(GPtrArray) results = NULL;
-  p->defs = defs;
-  p->scope = scope;
-  p->depth = 0;
-  Func *f = g_new0(Func, 1);
-  f->name = token_name(&p->c.tok);
-  f->loc = at;
-  g_autoptr(GArray) dists = g_array_new(FALSE, TRUE, sizeof(Dist));
-  g_autoptr(GArray) axes_used = g_array_new(FALSE, FALSE, sizeof(char *));
-  g_autoptr(GArray) reps = g_array_new(FALSE, FALSE, sizeof(Replicated));
-  cursor_next(&p->c);
+/* The layouts an SPMD signature writes, gathered while it is read and
+ * checked once the mesh after it is known. */
+typedef struct Layouts {
+  GArray *dists;     /* Dist of each argument, then of each result */
+  GArray *axes_used; /* char *: every axis a layout names */
+  GArray *reps;      /* Replicated: the written 'replicated' lists */
+} Layouts;
+
+/* '(%a: type, ...)': the arguments, each defined in the function's scope
+ * as its Arg term; with 'lay' (an SPMD program) each type is followed by
+ * a layout.  Fills 'f's argument fields even when it fails. */
+static void parse_func_args(Parser *p, Func *f, Layouts *lay) {
   GPtrArray *names = g_ptr_array_new();
   GPtrArray *types = g_ptr_array_new();
   if (cursor_punct(&p->c, '(')) {
@@ -660,10 +647,10 @@ static Func *parse_func(Parser *p) {
         break;
       g_ptr_array_add(types, (gpointer)ty);
       Dist dist;
-      if (spmd) {
-        if (!parse_dist(p, ty->rank, &dist, axes_used, reps))
+      if (lay) {
+        if (!parse_dist(p, ty->rank, &dist, lay->axes_used, lay->reps))
           break;
-        g_array_append_val(dists, dist);
+        g_array_append_val(lay->dists, dist);
       }
       ValueDef *d = define(p, name, nloc);
       if (!d)
@@ -677,9 +664,12 @@ static Func *parse_func(Parser *p) {
   g_ptr_array_add(names, NULL);
   f->arg_names = (char **)g_ptr_array_free(names, FALSE);
   f->arg_types = (const Type **)g_ptr_array_free(types, FALSE);
-  if (p->c.failed)
-    goto fail;
+}
 
+/* '-> type' or '-> (type, ...)': the result types, each followed by a
+ * layout when 'lay' is given.  Fills 'f's result fields even when it
+ * fails. */
+static void parse_func_results(Parser *p, Func *f, Layouts *lay) {
   GPtrArray *rtypes = g_ptr_array_new();
   if (p->c.tok.kind != TK_ARROW) {
     cursor_expected(&p->c, "'->' and the result types");
@@ -694,9 +684,9 @@ static Func *parse_func(Parser *p) {
         if (parse_tensor_type(p, &ty))
           g_ptr_array_add(rtypes, (gpointer)ty);
         Dist dist;
-        if (!p->c.failed && spmd &&
-            parse_dist(p, ty->rank, &dist, axes_used, reps))
-          g_array_append_val(dists, dist);
+        if (!p->c.failed && lay &&
+            parse_dist(p, ty->rank, &dist, lay->axes_used, lay->reps))
+          g_array_append_val(lay->dists, dist);
       }
       if (!p->c.failed)
         cursor_next(&p->c);
@@ -708,44 +698,73 @@ static Func *parse_func(Parser *p) {
   }
   f->nresults = (int)rtypes->len;
   f->result_types = (const Type **)g_ptr_array_free(rtypes, FALSE);
-  if (spmd && !p->c.failed) {
-    Mesh mesh;
-    if (parse_mesh(p, &mesh)) {
-      for (guint i = 0; i < axes_used->len; i++)
-        if (!mesh_axis_size(&mesh, g_array_index(axes_used, char *, i))) {
-          cursor_fail(&p->c, at,
-                      "a layout uses axis \"%s\", which the mesh does not "
-                      "have",
-                      g_array_index(axes_used, char *, i));
-          break;
-        }
-      for (guint i = 0; i < reps->len && !p->c.failed; i++)
-        check_replicated(p, &g_array_index(reps, Replicated, i), &mesh);
-      if (p->c.failed)
-        goto fail;
-      if ((int)dists->len != f->nargs + f->nresults) {
-        cursor_fail(&p->c, at,
-                    "an SPMD program gives every argument and result a "
-                    "layout");
-        goto fail;
-      }
-      f->spmd = g_new0(SpmdInfo, 1);
-      f->spmd->mesh = mesh;
-      Dist *all = (Dist *)dists->data;
-      f->spmd->arg_dists =
-          g_memdup2(all, sizeof(Dist) * (gsize)MAX(f->nargs, 1));
-      f->spmd->result_dists =
-          g_memdup2(all + f->nargs, sizeof(Dist) * (gsize)MAX(f->nresults, 1));
+}
+
+/* The 'mesh {...}' ending an SPMD signature: every axis the layouts name
+ * must be on it and every written 'replicated' must be right; then the
+ * mesh and the layouts become 'f's SpmdInfo.  'at' is the function's
+ * start, where signature-wide errors point. */
+static void parse_func_mesh(Parser *p, Func *f, Loc at, const Layouts *lay) {
+  Mesh mesh;
+  if (!parse_mesh(p, &mesh))
+    return;
+  for (guint i = 0; i < lay->axes_used->len; i++)
+    if (!mesh_axis_size(&mesh, g_array_index(lay->axes_used, char *, i))) {
+      cursor_fail(&p->c, at,
+                  "a layout uses axis \"%s\", which the mesh does not "
+                  "have",
+                  g_array_index(lay->axes_used, char *, i));
+      break;
+    }
+  for (guint i = 0; i < lay->reps->len && !p->c.failed; i++)
+    check_replicated(p, &g_array_index(lay->reps, Replicated, i), &mesh);
+  if (p->c.failed)
+    return;
+  if ((int)lay->dists->len != f->nargs + f->nresults) {
+    cursor_fail(&p->c, at,
+                "an SPMD program gives every argument and result a "
+                "layout");
+    return;
+  }
+  f->spmd = g_new0(SpmdInfo, 1);
+  f->spmd->mesh = mesh;
+  Dist *all = (Dist *)lay->dists->data;
+  f->spmd->arg_dists = g_memdup2(all, sizeof(Dist) * (gsize)MAX(f->nargs, 1));
+  f->spmd->result_dists =
+      g_memdup2(all + f->nargs, sizeof(Dist) * (gsize)MAX(f->nresults, 1));
+}
+
+/* The values after 'return' (at 'ret_loc') must match 'f's signature in
+ * number and type. */
+static gboolean check_returns(Parser *p, const Func *f,
+                              const GPtrArray *results, Loc ret_loc) {
+  if ((int)results->len != f->nresults)
+    return cursor_fail(
+        &p->c, ret_loc, "'@%s' returns %u value%s but its signature has %d",
+        f->name, results->len, results->len == 1 ? "" : "s", f->nresults);
+  for (int i = 0; i < f->nresults; i++) {
+    const Term *r = g_ptr_array_index(results, i);
+    if (r->type != f->result_types[i]) {
+      g_autofree char *got = type_to_string(r->type);
+      g_autofree char *want = type_to_string(f->result_types[i]);
+      return cursor_fail(&p->c, ret_loc,
+                         "result %d of '@%s' has type %s but the signature "
+                         "says %s",
+                         i + 1, f->name, got, want);
     }
   }
-  if (!p->c.failed && f->nresults == 0)
-    cursor_fail(&p->c, at, "function '@%s' returns nothing", f->name);
+  return TRUE;
+}
+
+/* '{ statements return %a, ... }': the body, whose returned values
+ * become 'f->body'. */
+static gboolean parse_func_body(Parser *p, Func *f) {
   Loc open = p->c.tok.loc;
   if (!cursor_punct(&p->c, '{') || !parse_stmts(p, "return", open))
-    goto fail;
+    return FALSE;
   Loc ret_loc = p->c.tok.loc;
   cursor_next(&p->c);
-  results = g_ptr_array_new();
+  g_autoptr(GPtrArray) results = g_ptr_array_new();
   while (!p->c.failed) {
     if (results->len > 0) {
       if (!token_punct(&p->c.tok, ','))
@@ -757,34 +776,58 @@ static Func *parse_func(Parser *p) {
       g_ptr_array_add(results, (gpointer)r);
   }
   if (p->c.failed)
-    goto fail;
-  if (!token_punct(&p->c.tok, '}')) {
-    cursor_fail(&p->c, p->c.tok.loc,
-                "'}' expected after 'return' (to close '{' at line "
-                "%d)",
-                open.line);
-    goto fail;
-  }
+    return FALSE;
+  if (!token_punct(&p->c.tok, '}'))
+    return cursor_fail(&p->c, p->c.tok.loc,
+                       "'}' expected after 'return' (to close '{' at line "
+                       "%d)",
+                       open.line);
   cursor_next(&p->c);
-  if ((int)results->len != f->nresults) {
-    cursor_fail(&p->c, ret_loc,
-                "'@%s' returns %u value%s but its signature has %d", f->name,
-                results->len, results->len == 1 ? "" : "s", f->nresults);
-    goto fail;
-  }
-  for (int i = 0; i < f->nresults; i++) {
-    const Term *r = g_ptr_array_index(results, i);
-    if (r->type != f->result_types[i]) {
-      g_autofree char *got = type_to_string(r->type);
-      g_autofree char *want = type_to_string(f->result_types[i]);
-      cursor_fail(&p->c, ret_loc,
-                  "result %d of '@%s' has type %s but the signature "
-                  "says %s",
-                  i + 1, f->name, got, want);
-      goto fail;
-    }
-  }
+  if (!check_returns(p, f, results, ret_loc))
+    return FALSE;
   f->body = term_tuple(f->nresults, (const Term *const *)results->pdata);
+  return TRUE;
+}
+
+/* 'func @name(args) -> results { body }', or 'spmd @name(...)' whose
+ * arguments and results carry layouts and whose signature ends with the
+ * mesh.  NULL after a diagnostic. */
+static Func *parse_func(Parser *p) {
+  Loc at = p->c.tok.loc;
+  gboolean spmd = token_is(&p->c.tok, "spmd");
+  if (!spmd && !cursor_word(&p->c, "func"))
+    return NULL;
+  if (spmd)
+    cursor_next(&p->c);
+  if (p->c.tok.kind != TK_SYMBOL) {
+    cursor_expected(&p->c, "a function name ('@name')");
+    return NULL;
+  }
+  g_autoptr(GHashTable) defs =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GPtrArray) scope = g_ptr_array_new();
+  p->defs = defs;
+  p->scope = scope;
+  p->depth = 0;
+  Func *f = g_new0(Func, 1);
+  f->name = token_name(&p->c.tok);
+  f->loc = at;
+  g_autoptr(GArray) dists = g_array_new(FALSE, TRUE, sizeof(Dist));
+  g_autoptr(GArray) axes_used = g_array_new(FALSE, FALSE, sizeof(char *));
+  g_autoptr(GArray) reps = g_array_new(FALSE, FALSE, sizeof(Replicated));
+  Layouts layouts = {dists, axes_used, reps};
+  Layouts *lay = spmd ? &layouts : NULL;
+  cursor_next(&p->c);
+  parse_func_args(p, f, lay);
+  if (p->c.failed)
+    goto fail;
+  parse_func_results(p, f, lay);
+  if (lay && !p->c.failed)
+    parse_func_mesh(p, f, at, lay);
+  if (!p->c.failed && f->nresults == 0)
+    cursor_fail(&p->c, at, "function '@%s' returns nothing", f->name);
+  if (!parse_func_body(p, f))
+    goto fail;
   p->defs = NULL;
   p->scope = NULL;
   return f;

@@ -26,7 +26,6 @@ static gboolean need_args(int have, int min, int max, const char *usage,
   return TRUE;
 }
 
-
 /* An axis name given in a command, with the reason when it is not one. */
 static gboolean axis_name_ok(const char *axis, GString *why) {
   gboolean ok = mesh_axis_name_ok(axis);
@@ -48,7 +47,8 @@ static const Term *tile_replacement(const RuleSet *rs, const Location *loc,
   RuleArg args[3] = {{g_intern_string("d"), FALSE, 0, NULL},
                      {g_intern_string("w"), FALSE, 0, NULL},
                      {g_intern_string("a"), TRUE, 0, NULL}};
-  if (!parse_int64(w[0], &args[0].value) || !parse_int64(w[1], &args[1].value)) {
+  if (!parse_int64(w[0], &args[0].value) ||
+      !parse_int64(w[1], &args[1].value)) {
     g_string_printf(why, "DIM and WIDTH must be integers");
     return NULL;
   }
@@ -75,8 +75,9 @@ static int resolve_arg(const State *in, const char *word, GString *why) {
   int64_t index = -1;
   if (parse_int64(word, &index)) {
     if (index < 0 || index >= in->func.nargs) {
-      g_string_printf(why, "arg-tile: there is no argument %s (the function "
-                           "has %d)",
+      g_string_printf(why,
+                      "arg-tile: there is no argument %s (the function "
+                      "has %d)",
                       word, in->func.nargs);
       return -1;
     }
@@ -95,132 +96,173 @@ static Location arg_location(const State *in, int index) {
                     .term = term_arg(index, in->func.arg_types[index])};
 }
 
+/* 'arg-tile ARG DIM WIDTH [AXIS]': arguments are found by name or index,
+ * so a script need not name every value. */
+static State *run_arg_tile(const RuleSet *rs, State *in, char **w, int nw,
+                           GString *why) {
+  if (!need_args(nw, 4, 5, "arg-tile ARG DIM WIDTH [AXIS]", why))
+    return NULL;
+  int index = resolve_arg(in, w[1], why);
+  if (index < 0)
+    return NULL;
+  Location arg = arg_location(in, index);
+  return cmd_tile(rs, in, &arg, w + 2, nw - 2, why);
+}
+
+/* 'tile VALUE DIM WIDTH [AXIS]': arg-tile's rule at a named value. */
+static State *run_tile(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
+                       int nw, GString *why) {
+  if (!need_args(nw, 4, 5, "tile VALUE DIM WIDTH [AXIS]", why))
+    return NULL;
+  const Location *loc = state_find_location(locs, w[1]);
+  if (!loc) {
+    g_string_printf(why, "tile: no value '%s'", w[1]);
+    return NULL;
+  }
+  return cmd_tile(rs, in, loc, w + 2, nw - 2, why);
+}
+
+/* 'sum VALUE WIDTH [AXIS] [REDUCTION]': the operator's derived OP-sum[-K]
+ * rule at a named value; '-' for AXIS leaves it unnamed. */
+static State *run_sum(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
+                      int nw, GString *why) {
+  if (!need_args(nw, 3, 5, "sum VALUE WIDTH [AXIS] [REDUCTION]", why))
+    return NULL;
+  const Location *loc = state_find_location(locs, w[1]);
+  if (!loc || loc->term->kind != TM_OP) {
+    g_string_printf(why, "sum: no operator value '%s'", w[1]);
+    return NULL;
+  }
+  int64_t width, k = 0;
+  if (!parse_int64(w[2], &width) || (nw > 4 && !parse_int64(w[4], &k))) {
+    g_string_printf(why, "sum: WIDTH and REDUCTION must be integers");
+    return NULL;
+  }
+  if (k < 0 || k >= PARTIR_MAX_RANK) {
+    g_string_printf(why, "sum: REDUCTION must be between 0 and %d",
+                    PARTIR_MAX_RANK - 1);
+    return NULL;
+  }
+  const Rule *rule = ruleset_derived(rs, RULE_OP_SUM, loc->term->op, (int)k);
+  if (!rule) {
+    g_autofree char *name =
+        k ? g_strdup_printf("%s-sum-%d", op_name(loc->term->op), (int)k)
+          : g_strdup_printf("%s-sum", op_name(loc->term->op));
+    g_string_printf(why,
+                    "sum: '%s' has no reduction to split (no rule "
+                    "'%s')",
+                    op_name(loc->term->op), name);
+    return NULL;
+  }
+  gboolean has_axis = nw > 3 && strcmp(w[3], "-") != 0;
+  if (has_axis && !axis_name_ok(w[3], why))
+    return NULL;
+  RuleArg args[2] = {
+      {g_intern_string("w"), FALSE, width, NULL},
+      {g_intern_string("a"), TRUE, 0, has_axis ? g_intern_string(w[3]) : NULL}};
+  return rw_apply(rs, in, rule, loc, args, args[1].axis ? 2 : 1, why);
+}
+
+/* The NAME=VALUE words of 'apply' into 'args' (at most RULE_MAX_VARS; a
+ * VALUE that is no integer is an axis name); their count, or -1 with the
+ * reason. */
+static int parse_rule_args(char **w, int nw, RuleArg *args, GString *why) {
+  int nargs = 0;
+  for (int i = 0; i < nw && nargs < RULE_MAX_VARS; i++) {
+    const char *eq = strchr(w[i], '=');
+    if (!eq) {
+      g_string_printf(why, "apply: expected NAME=VALUE, got '%s'", w[i]);
+      return -1;
+    }
+    g_autofree char *key = g_strndup(w[i], (gsize)(eq - w[i]));
+    RuleArg *a = &args[nargs++];
+    a->name = g_intern_string(key);
+    a->is_axis = !parse_int64(eq + 1, &a->value);
+    if (a->is_axis && !axis_name_ok(eq + 1, why))
+      return -1;
+    a->axis = a->is_axis ? g_intern_string(eq + 1) : NULL;
+  }
+  return nargs;
+}
+
+/* 'apply RULE [at VALUE] [NAME=VALUE ...]': the rule at the named value,
+ * or else at the first location (in 'locs' order) where it matches. */
+static State *run_apply(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
+                        int nw, GString *why) {
+  if (nw < 2) {
+    g_string_printf(why, "usage: apply RULE [at VALUE] [NAME=VALUE ...]");
+    return NULL;
+  }
+  const Rule *rule = ruleset_find(rs, w[1]);
+  if (!rule) {
+    g_string_printf(why, "apply: no rule '%s'", w[1]);
+    return NULL;
+  }
+  int i = 2;
+  const Location *loc = NULL;
+  if (i < nw && strcmp(w[i], "at") == 0) {
+    if (i + 1 >= nw) {
+      g_string_printf(why, "apply: 'at' needs a value");
+      return NULL;
+    }
+    loc = state_find_location(locs, w[i + 1]);
+    if (!loc) {
+      g_string_printf(why, "apply: no value '%s'", w[i + 1]);
+      return NULL;
+    }
+    i += 2;
+  }
+  RuleArg args[RULE_MAX_VARS];
+  int nargs = parse_rule_args(w + i, nw - i, args, why);
+  if (nargs < 0)
+    return NULL;
+  if (loc)
+    return rw_apply(rs, in, rule, loc, args, nargs, why);
+  for (guint k = 0; k < locs->len; k++) { /* the first place it applies */
+    const Location *l = g_ptr_array_index(locs, k);
+    g_autoptr(GString) ignore = g_string_new(NULL);
+    const Term *to = rw_apply_here(rs, rule, l->term, args, nargs, ignore);
+    if (to)
+      return rw_with_replacement(in, l, to, rule, why);
+  }
+  g_string_printf(why, "apply: '%s' applies nowhere", rule->name);
+  return NULL;
+}
+
+/* 'propagate', 'fuse' or 'simplify' ('pass'): that pass over the whole
+ * program, run to a fixpoint. */
+static State *run_pass(const RuleSet *rs, State *in, const char *pass, int nw,
+                       GString *why, GString *report) {
+  if (!need_args(nw, 1, 1, pass, why))
+    return NULL;
+  const Term *body =
+      strcmp(pass, "propagate") == 0
+          ? rw_propagate(rs, in->func.body, in->module->names, report)
+      : strcmp(pass, "fuse") == 0
+          ? rw_fixpoint(rs, in->func.body, RULE_TAG_FUSE, in->module->names,
+                        report)
+          : rw_fixpoint(rs, in->func.body, RULE_TAG_SIMPLIFY, in->module->names,
+                        report);
+  return state_with_body(in, body);
+}
+
+/* One command, its words in 'w': the new state, or NULL with the reason
+ * in 'why'.  Passes append what they did to 'report'. */
 static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
                           GString *why, GString *report) {
   const char *cmd = w[0];
-  if (strcmp(cmd, "arg-tile") == 0) {
-    /* arguments are found by name or index: no need to name every value */
-    if (!need_args(nw, 4, 5, "arg-tile ARG DIM WIDTH [AXIS]", why))
-      return NULL;
-    int index = resolve_arg(in, w[1], why);
-    if (index < 0)
-      return NULL;
-    Location arg = arg_location(in, index);
-    return cmd_tile(rs, in, &arg, w + 2, nw - 2, why);
-  }
+  if (strcmp(cmd, "arg-tile") == 0)
+    return run_arg_tile(rs, in, w, nw, why);
   g_autoptr(GPtrArray) locs = state_locations(in);
-  if (strcmp(cmd, "tile") == 0) {
-    if (!need_args(nw, 4, 5, "tile VALUE DIM WIDTH [AXIS]", why))
-      return NULL;
-    const Location *loc = state_find_location(locs, w[1]);
-    if (!loc) {
-      g_string_printf(why, "tile: no value '%s'", w[1]);
-      return NULL;
-    }
-    return cmd_tile(rs, in, loc, w + 2, nw - 2, why);
-  }
-  if (strcmp(cmd, "sum") == 0) {
-    if (!need_args(nw, 3, 5, "sum VALUE WIDTH [AXIS] [REDUCTION]", why))
-      return NULL;
-    const Location *loc = state_find_location(locs, w[1]);
-    if (!loc || loc->term->kind != TM_OP) {
-      g_string_printf(why, "sum: no operator value '%s'", w[1]);
-      return NULL;
-    }
-    int64_t width, k = 0;
-    if (!parse_int64(w[2], &width) || (nw > 4 && !parse_int64(w[4], &k))) {
-      g_string_printf(why, "sum: WIDTH and REDUCTION must be integers");
-      return NULL;
-    }
-    if (k < 0 || k >= PARTIR_MAX_RANK) {
-      g_string_printf(why, "sum: REDUCTION must be between 0 and %d",
-                      PARTIR_MAX_RANK - 1);
-      return NULL;
-    }
-    const Rule *rule = ruleset_derived(rs, RULE_OP_SUM, loc->term->op, (int)k);
-    if (!rule) {
-      g_autofree char *name =
-          k ? g_strdup_printf("%s-sum-%d", op_name(loc->term->op), (int)k)
-            : g_strdup_printf("%s-sum", op_name(loc->term->op));
-      g_string_printf(why, "sum: '%s' has no reduction to split (no rule "
-                           "'%s')",
-                      op_name(loc->term->op), name);
-      return NULL;
-    }
-    gboolean has_axis = nw > 3 && strcmp(w[3], "-") != 0;
-    if (has_axis && !axis_name_ok(w[3], why))
-      return NULL;
-    RuleArg args[2] = {{g_intern_string("w"), FALSE, width, NULL},
-                       {g_intern_string("a"), TRUE, 0,
-                        has_axis ? g_intern_string(w[3]) : NULL}};
-    return rw_apply(rs, in, rule, loc, args, args[1].axis ? 2 : 1, why);
-  }
-  if (strcmp(cmd, "apply") == 0) {
-    if (nw < 2) {
-      g_string_printf(why, "usage: apply RULE [at VALUE] [NAME=VALUE ...]");
-      return NULL;
-    }
-    const Rule *rule = ruleset_find(rs, w[1]);
-    if (!rule) {
-      g_string_printf(why, "apply: no rule '%s'", w[1]);
-      return NULL;
-    }
-    int i = 2;
-    const Location *loc = NULL;
-    if (i < nw && strcmp(w[i], "at") == 0) {
-      if (i + 1 >= nw) {
-        g_string_printf(why, "apply: 'at' needs a value");
-        return NULL;
-      }
-      loc = state_find_location(locs, w[i + 1]);
-      if (!loc) {
-        g_string_printf(why, "apply: no value '%s'", w[i + 1]);
-        return NULL;
-      }
-      i += 2;
-    }
-    RuleArg args[RULE_MAX_VARS];
-    int nargs = 0;
-    for (; i < nw && nargs < RULE_MAX_VARS; i++) {
-      const char *eq = strchr(w[i], '=');
-      if (!eq) {
-        g_string_printf(why, "apply: expected NAME=VALUE, got '%s'", w[i]);
-        return NULL;
-      }
-      g_autofree char *key = g_strndup(w[i], (gsize)(eq - w[i]));
-      RuleArg *a = &args[nargs++];
-      a->name = g_intern_string(key);
-      a->is_axis = !parse_int64(eq + 1, &a->value);
-      if (a->is_axis && !axis_name_ok(eq + 1, why))
-        return NULL;
-      a->axis = a->is_axis ? g_intern_string(eq + 1) : NULL;
-    }
-    if (loc)
-      return rw_apply(rs, in, rule, loc, args, nargs, why);
-    for (guint k = 0; k < locs->len; k++) { /* the first place it applies */
-      const Location *l = g_ptr_array_index(locs, k);
-      g_autoptr(GString) ignore = g_string_new(NULL);
-      const Term *to = rw_apply_here(rs, rule, l->term, args, nargs, ignore);
-      if (to)
-        return rw_with_replacement(in, l, to, rule, why);
-    }
-    g_string_printf(why, "apply: '%s' applies nowhere", rule->name);
-    return NULL;
-  }
+  if (strcmp(cmd, "tile") == 0)
+    return run_tile(rs, in, locs, w, nw, why);
+  if (strcmp(cmd, "sum") == 0)
+    return run_sum(rs, in, locs, w, nw, why);
+  if (strcmp(cmd, "apply") == 0)
+    return run_apply(rs, in, locs, w, nw, why);
   if (strcmp(cmd, "propagate") == 0 || strcmp(cmd, "fuse") == 0 ||
-      strcmp(cmd, "simplify") == 0) {
-    if (!need_args(nw, 1, 1, cmd, why))
-      return NULL;
-    const Term *body =
-        strcmp(cmd, "propagate") == 0
-            ? rw_propagate(rs, in->func.body, in->module->names, report)
-        : strcmp(cmd, "fuse") == 0
-            ? rw_fixpoint(rs, in->func.body, RULE_TAG_FUSE,
-                               in->module->names, report)
-            : rw_fixpoint(rs, in->func.body, RULE_TAG_SIMPLIFY,
-                               in->module->names, report);
-    return state_with_body(in, body);
-  }
+      strcmp(cmd, "simplify") == 0)
+    return run_pass(rs, in, cmd, nw, why, report);
   g_string_printf(why, "unknown command '%s'", cmd);
   return NULL;
 }
@@ -245,7 +287,7 @@ static int command_words(const char *command, GStrv *words, char **w,
 }
 
 State *rw_command(const RuleSet *rs, State *in, const char *command,
-                      GString *why, GString *report) {
+                  GString *why, GString *report) {
   g_auto(GStrv) words = NULL;
   char *w[MAX_WORDS];
   int nw = command_words(command, &words, w, why);
@@ -306,9 +348,9 @@ static GPtrArray *split_commands(const char *script) {
   GPtrArray *cmds = g_ptr_array_new_with_free_func(g_free);
   GString *cur = g_string_new(NULL);
   for (const char *p = script;; p++) {
-    gboolean end = *p == '\0' || *p == ';' || *p == '\n' ||
-                   (*p == '.' &&
-                    (p[1] == '\0' || p[1] == ';' || g_ascii_isspace(p[1])));
+    gboolean end =
+        *p == '\0' || *p == ';' || *p == '\n' ||
+        (*p == '.' && (p[1] == '\0' || p[1] == ';' || g_ascii_isspace(p[1])));
     if (!end) {
       g_string_append_c(cur, *p);
       continue;
@@ -324,8 +366,8 @@ static GPtrArray *split_commands(const char *script) {
   return cmds;
 }
 
-State *rw_script(const RuleSet *rs, State *in, const char *script,
-                     GString *why, GString *report) {
+State *rw_script(const RuleSet *rs, State *in, const char *script, GString *why,
+                 GString *report) {
   g_autoptr(GPtrArray) cmds = split_commands(script);
   State *s = state_ref(in);
   for (guint i = 0; i < cmds->len; i++) {

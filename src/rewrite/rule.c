@@ -26,7 +26,6 @@
  */
 #include "rewrite/rewrite.h"
 
-
 #include <string.h>
 
 typedef struct RuleParser {
@@ -209,6 +208,49 @@ static gboolean parse_binder_body(RuleParser *p, Pat *pt) {
   return cursor_punct(&p->c, ')');
 }
 
+/* Whether '(' follows the current token, peeked at without moving the
+ * cursor: an operator's name is an operator only when called. */
+static gboolean called(RuleParser *p) {
+  gsize save = p->c.lx.pos;
+  int line = p->c.lx.line;
+  gsize line_start = p->c.lx.line_start;
+  Token peeked = {0};
+  lex_next(&p->c.lx, &peeked);
+  gboolean call = token_punct(&peeked, '(');
+  token_clear(&peeked);
+  p->c.lx.pos = save;
+  p->c.lx.line = line;
+  p->c.lx.line_start = line_start;
+  return call;
+}
+
+/* OP(pattern, ...) {attrs} at 'at', the cursor on OP: an operator
+ * pattern, with as many operands as the operator takes.  Returned even
+ * when parsing failed, for the caller to free. */
+static Pat *parse_op_pat(RuleParser *p, Op op, Loc at) {
+  cursor_next(&p->c); /* name */
+  cursor_next(&p->c); /* '(' */
+  Pat *pt = pat_new(PT_OP, at);
+  pt->op = op;
+  while (!p->c.failed && !token_punct(&p->c.tok, ')')) {
+    if (pt->nargs > 0 && !cursor_punct(&p->c, ','))
+      break;
+    Pat *a = parse_pat(p);
+    if (a)
+      pat_add(pt, a);
+  }
+  if (!p->c.failed)
+    cursor_next(&p->c);
+  if (!p->c.failed && token_punct(&p->c.tok, '{'))
+    parse_attr_pats(p, pt);
+  if (!p->c.failed && op_arity(op) >= 0 && pt->nargs != op_arity(op))
+    cursor_fail(&p->c, at, "'%s' takes %d operands, the pattern gives %d",
+                op_name(op), op_arity(op), pt->nargs);
+  return pt;
+}
+
+/* One pattern: '(' pattern ')', 'slice D P[r]', a 'tile'/'sum' binder,
+ * an operator call or a name.  Depth-bounded; NULL after a diagnostic. */
 static Pat *parse_pat(RuleParser *p) {
   if (p->c.failed)
     return NULL;
@@ -256,40 +298,9 @@ static Pat *parse_pat(RuleParser *p) {
       parse_binder_body(p, pt);
   } else if (p->c.tok.kind == TK_IDENT) {
     Op op;
-    gsize save = p->c.lx.pos;
-    int line = p->c.lx.line;
-    gsize line_start = p->c.lx.line_start;
-    if (op_from_name(p->c.tok.start, p->c.tok.len, &op)) {
-      /* an operator only when '(' follows */
-      Token peeked = {0};
-      lex_next(&p->c.lx, &peeked);
-      gboolean call = token_punct(&peeked, '(');
-      token_clear(&peeked);
-      p->c.lx.pos = save;
-      p->c.lx.line = line;
-      p->c.lx.line_start = line_start;
-      if (call) {
-        cursor_next(&p->c); /* name */
-        cursor_next(&p->c); /* '(' */
-        pt = pat_new(PT_OP, at);
-        pt->op = op;
-        while (!p->c.failed && !token_punct(&p->c.tok, ')')) {
-          if (pt->nargs > 0 && !cursor_punct(&p->c, ','))
-            break;
-          Pat *a = parse_pat(p);
-          if (a)
-            pat_add(pt, a);
-        }
-        if (!p->c.failed)
-          cursor_next(&p->c);
-        if (!p->c.failed && token_punct(&p->c.tok, '{'))
-          parse_attr_pats(p, pt);
-        if (!p->c.failed && op_arity(op) >= 0 && pt->nargs != op_arity(op))
-          cursor_fail(&p->c, at, "'%s' takes %d operands, the pattern gives %d",
-                      op_name(op), op_arity(op), pt->nargs);
-      }
-    }
-    if (!pt)
+    if (op_from_name(p->c.tok.start, p->c.tok.len, &op) && called(p))
+      pt = parse_op_pat(p, op, at);
+    else
       pt = parse_name_pat(p);
   } else {
     cursor_expected(&p->c, "a pattern");
@@ -312,6 +323,118 @@ static int index_of(const char *const *names, int n, const char *name) {
   return -1;
 }
 
+/* What an op spec's operands have shown, for reading and checking its
+ * result. */
+typedef struct SpecIndices {
+  const char *names[PARTIR_MAX_RANK * 2]; /* index names, by id */
+  gboolean star;                          /* some operand is '[*]' */
+  gboolean indexed;                       /* some operand lists indices */
+} SpecIndices;
+
+/* '[*]' or '[i, j, ...]' after operand 'i': its index names, numbered in
+ * order of first appearance across the operands. */
+static gboolean parse_operand_indices(RuleParser *p, OpSpec *os, int i,
+                                      SpecIndices *ix) {
+  cursor_next(&p->c);
+  if (token_punct(&p->c.tok, '*')) {
+    ix->star = TRUE;
+    cursor_next(&p->c);
+  } else {
+    ix->indexed = TRUE;
+    while (!p->c.failed && !token_punct(&p->c.tok, ']')) {
+      if (os->arg_rank[i] > 0 && !cursor_punct(&p->c, ','))
+        return FALSE;
+      Loc ia = p->c.tok.loc;
+      const char *name = rname(p, "an index name");
+      if (!name)
+        return FALSE;
+      if (os->arg_rank[i] == PARTIR_MAX_RANK)
+        return cursor_fail(&p->c, ia, "rank exceeds %d", PARTIR_MAX_RANK);
+      int id = index_of(ix->names, os->nindices, name);
+      if (id < 0) {
+        if (os->nindices == (int)G_N_ELEMENTS(ix->names))
+          return cursor_fail(&p->c, ia, "too many index names");
+        id = os->nindices;
+        ix->names[os->nindices++] = name;
+      }
+      os->arg_index[i][os->arg_rank[i]++] = id;
+    }
+  }
+  return cursor_punct(&p->c, ']');
+}
+
+/* '(x[i, k], y, ...)': the operands, each with optional indices. */
+static gboolean parse_spec_operands(RuleParser *p, OpSpec *os,
+                                    SpecIndices *ix) {
+  if (!cursor_punct(&p->c, '('))
+    return FALSE;
+  while (!p->c.failed && !token_punct(&p->c.tok, ')')) {
+    if (os->nargs > 0 && !cursor_punct(&p->c, ','))
+      return FALSE;
+    if (os->nargs == SPEC_MAX_OPERANDS)
+      return cursor_fail(&p->c, p->c.tok.loc, "too many operands");
+    if (!rname(p, "an operand name"))
+      return FALSE;
+    int i = os->nargs++;
+    if (token_punct(&p->c.tok, '[') && !parse_operand_indices(p, os, i, ix))
+      return FALSE;
+  }
+  return cursor_punct(&p->c, ')');
+}
+
+/* '[*]' or '[i, j, ...]' after '->': an elementwise result, which needs
+ * '[*]' operands, or an indexed one, whose indices all come from the
+ * operands.  'at' is the declaration, where mismatches point. */
+static gboolean parse_spec_result(RuleParser *p, OpSpec *os, Loc at,
+                                  const SpecIndices *ix) {
+  if (!cursor_punct(&p->c, '['))
+    return FALSE;
+  if (token_punct(&p->c.tok, '*')) {
+    cursor_next(&p->c);
+    if (!ix->star || ix->indexed)
+      return cursor_fail(&p->c, at, "'[*]' results need '[*]' operands");
+    os->kind = SPEC_ELEMENTWISE;
+  } else {
+    if (ix->star)
+      return cursor_fail(&p->c, at, "'[*]' operands need a '[*]' result");
+    os->kind = SPEC_INDEXED;
+    while (!p->c.failed && !token_punct(&p->c.tok, ']')) {
+      if (os->out_rank > 0 && !cursor_punct(&p->c, ','))
+        return FALSE;
+      Loc ia = p->c.tok.loc;
+      const char *name = rname(p, "an index name");
+      if (!name)
+        return FALSE;
+      int id = index_of(ix->names, os->nindices, name);
+      if (id < 0)
+        return cursor_fail(&p->c, ia, "result index '%s' appears in no operand",
+                           name);
+      if (os->out_rank == PARTIR_MAX_RANK)
+        return cursor_fail(&p->c, ia, "rank exceeds %d", PARTIR_MAX_RANK);
+      os->out_index[os->out_rank++] = id;
+    }
+  }
+  return cursor_punct(&p->c, ']');
+}
+
+/* 'builtin KIND' after '->': a spec the engine implements itself, if it
+ * knows KIND for 'op'. */
+static gboolean parse_spec_builtin(RuleParser *p, OpSpec *os, Op op) {
+  cursor_next(&p->c);
+  Loc ka = p->c.tok.loc;
+  const char *kind = rname(p, "a builtin kind");
+  if (!kind)
+    return FALSE;
+  g_autoptr(GString) why = g_string_new(NULL);
+  if (!spec_builtin_known(kind, op, why))
+    return cursor_fail(&p->c, ka, "%s", why->str);
+  os->kind = SPEC_BUILTIN;
+  os->builtin = g_strdup(kind);
+  return TRUE;
+}
+
+/* 'op NAME(operands) -> result' (after 'op', which is at 'at'): the
+ * operator's tiling specification, one per operator. */
 static gboolean parse_op_spec(RuleParser *p, Loc at) {
   Loc name_at = p->c.tok.loc;
   if (p->c.tok.kind != TK_IDENT)
@@ -324,112 +447,17 @@ static gboolean parse_op_spec(RuleParser *p, Loc at) {
   cursor_next(&p->c);
   OpSpec *os = g_new0(OpSpec, 1);
   os->origin = g_strdup_printf("%s:%d", p->src->name, at.line);
-  const char *index_names[PARTIR_MAX_RANK * 2];
-  gboolean star = FALSE, indexed = FALSE;
-  if (!cursor_punct(&p->c, '('))
-    goto fail;
-  while (!p->c.failed && !token_punct(&p->c.tok, ')')) {
-    if (os->nargs > 0 && !cursor_punct(&p->c, ','))
-      goto fail;
-    if (os->nargs == SPEC_MAX_OPERANDS) {
-      cursor_fail(&p->c, p->c.tok.loc, "too many operands");
-      goto fail;
-    }
-    if (!rname(p, "an operand name"))
-      goto fail;
-    int i = os->nargs++;
-    if (!token_punct(&p->c.tok, '['))
-      continue;
-    cursor_next(&p->c);
-    if (token_punct(&p->c.tok, '*')) {
-      star = TRUE;
-      cursor_next(&p->c);
-    } else {
-      indexed = TRUE;
-      while (!p->c.failed && !token_punct(&p->c.tok, ']')) {
-        if (os->arg_rank[i] > 0 && !cursor_punct(&p->c, ','))
-          goto fail;
-        Loc ia = p->c.tok.loc;
-        const char *ix = rname(p, "an index name");
-        if (!ix)
-          goto fail;
-        if (os->arg_rank[i] == PARTIR_MAX_RANK) {
-          cursor_fail(&p->c, ia, "rank exceeds %d", PARTIR_MAX_RANK);
-          goto fail;
-        }
-        int id = index_of(index_names, os->nindices, ix);
-        if (id < 0) {
-          if (os->nindices == (int)G_N_ELEMENTS(index_names)) {
-            cursor_fail(&p->c, ia, "too many index names");
-            goto fail;
-          }
-          id = os->nindices;
-          index_names[os->nindices++] = ix;
-        }
-        os->arg_index[i][os->arg_rank[i]++] = id;
-      }
-    }
-    if (!cursor_punct(&p->c, ']'))
-      goto fail;
-  }
-  if (!cursor_punct(&p->c, ')'))
+  SpecIndices ix = {0};
+  if (!parse_spec_operands(p, os, &ix))
     goto fail;
   if (p->c.tok.kind != TK_ARROW) {
     cursor_expected(&p->c, "'->'");
     goto fail;
   }
   cursor_next(&p->c);
-  if (token_is(&p->c.tok, "builtin")) {
-    cursor_next(&p->c);
-    Loc ka = p->c.tok.loc;
-    const char *kind = rname(p, "a builtin kind");
-    if (!kind)
-      goto fail;
-    g_autoptr(GString) why = g_string_new(NULL);
-    if (!spec_builtin_known(kind, op, why)) {
-      cursor_fail(&p->c, ka, "%s", why->str);
-      goto fail;
-    }
-    os->kind = SPEC_BUILTIN;
-    os->builtin = g_strdup(kind);
-  } else {
-    if (!cursor_punct(&p->c, '['))
-      goto fail;
-    if (token_punct(&p->c.tok, '*')) {
-      cursor_next(&p->c);
-      if (!star || indexed) {
-        cursor_fail(&p->c, at, "'[*]' results need '[*]' operands");
-        goto fail;
-      }
-      os->kind = SPEC_ELEMENTWISE;
-    } else {
-      if (star) {
-        cursor_fail(&p->c, at, "'[*]' operands need a '[*]' result");
-        goto fail;
-      }
-      os->kind = SPEC_INDEXED;
-      while (!p->c.failed && !token_punct(&p->c.tok, ']')) {
-        if (os->out_rank > 0 && !cursor_punct(&p->c, ','))
-          goto fail;
-        Loc ia = p->c.tok.loc;
-        const char *ix = rname(p, "an index name");
-        if (!ix)
-          goto fail;
-        int id = index_of(index_names, os->nindices, ix);
-        if (id < 0) {
-          cursor_fail(&p->c, ia, "result index '%s' appears in no operand", ix);
-          goto fail;
-        }
-        if (os->out_rank == PARTIR_MAX_RANK) {
-          cursor_fail(&p->c, ia, "rank exceeds %d", PARTIR_MAX_RANK);
-          goto fail;
-        }
-        os->out_index[os->out_rank++] = id;
-      }
-    }
-    if (!cursor_punct(&p->c, ']'))
-      goto fail;
-  }
+  if (token_is(&p->c.tok, "builtin") ? !parse_spec_builtin(p, os, op)
+                                     : !parse_spec_result(p, os, at, &ix))
+    goto fail;
   if (os->kind == SPEC_INDEXED &&
       os->nindices - os->out_rank > PARTIR_MAX_RANK) {
     cursor_fail(&p->c, at, "more than %d reduction indices", PARTIR_MAX_RANK);
@@ -474,8 +502,9 @@ static gboolean add_rule(RuleParser *p, Rule *r, Loc at) {
     /* a written rule took a derived rule's name: point at the written one */
     Diag d;
     diag_init(&d, old->src);
-    diag_error(&d, old->loc, "rule '%s' has the name of a rule derived from "
-                             "op %s",
+    diag_error(&d, old->loc,
+               "rule '%s' has the name of a rule derived from "
+               "op %s",
                r->name, op_name(r->op));
     g_string_append(p->errors, d.text->str);
     diag_clear(&d);
@@ -677,6 +706,116 @@ static gboolean parse_conds(RuleParser *p, Rule *r) {
 static const char *const tag_names[] = {"propagate", "simplify", "fuse",
                                         "spmd"};
 
+/* '[tag, ...]' after a rule's name: the passes that may use the rule. */
+static void parse_rule_tags(RuleParser *p, Rule *r) {
+  cursor_next(&p->c);
+  while (!p->c.failed && !token_punct(&p->c.tok, ']')) {
+    if (r->tags && !cursor_punct(&p->c, ','))
+      break;
+    Loc ta = p->c.tok.loc;
+    const char *tag = rname(p, "a tag");
+    gboolean known = FALSE;
+    for (gsize i = 0; tag && i < G_N_ELEMENTS(tag_names); i++)
+      if (strcmp(tag, tag_names[i]) == 0) {
+        r->tags |= 1u << i;
+        known = TRUE;
+      }
+    if (tag && !known)
+      cursor_fail(&p->c, ta,
+                  "unknown tag '%s' (propagate, simplify, fuse, spmd)", tag);
+  }
+  cursor_punct(&p->c, ']');
+}
+
+/* 'LHS ~~> RHS [when ...]' ('<~~>' sets 'twoway'): the rule's patterns
+ * and conditions, and its text with whitespace flattened for listings. */
+static gboolean parse_rule_sides(RuleParser *p, Rule *r, gboolean *twoway) {
+  gsize text_start = p->c.tok.start - p->src->text;
+  p->nscope = 0;
+  r->lhs = parse_pat(p);
+  if (!p->c.failed) {
+    if (token_op(&p->c.tok, "~~>") || token_op(&p->c.tok, "<~~>")) {
+      *twoway = token_op(&p->c.tok, "<~~>");
+      cursor_next(&p->c);
+    } else {
+      cursor_expected(&p->c, "'~~>' or '<~~>'");
+    }
+  }
+  p->nscope = 0;
+  if (!p->c.failed)
+    r->rhs = parse_pat(p);
+  if (!p->c.failed)
+    parse_conds(p, r);
+  gsize text_end = p->c.prev_end;
+  if (p->c.failed)
+    return FALSE;
+  r->text =
+      g_strstrip(g_strndup(p->src->text + text_start, text_end - text_start));
+  for (char *c = r->text; *c; c++)
+    if (*c == '\n' || *c == '\t')
+      *c = ' ';
+  return TRUE;
+}
+
+/* A written rule's name checks: disjoint() names attributes of the left
+ * side, the left side is no substitution, and the right side uses only
+ * what the left side (or a 'when n == ...') binds.  'rhs' gets the names
+ * the right side binds, for a two-way rule's reverse. */
+static gboolean check_rule(RuleParser *p, Rule *r, Names *rhs) {
+  Names lhs = {0}, bound = {0};
+  memset(rhs, 0, sizeof *rhs);
+  collect(r->lhs, &lhs);
+  collect(r->rhs, rhs);
+  bound = lhs;
+  for (int i = 0; i < r->nconds; i++) /* 'when n == dim(x, d)' binds n */
+    if (r->conds[i].a.kind == IE_VAR && strcmp(r->conds[i].op, "==") == 0)
+      add_name(bound.ints, &bound.nints, r->conds[i].a.var);
+  for (int i = 0; i < r->nconds; i++) {
+    const Cond *c = &r->conds[i];
+    if (strcmp(c->op, "dj") != 0)
+      continue;
+    const char *v = !has(lhs.ints, lhs.nints, c->a.var)   ? c->a.var
+                    : !has(lhs.ints, lhs.nints, c->b.var) ? c->b.var
+                                                          : NULL;
+    if (v)
+      return cursor_fail(
+          &p->c, c->loc,
+          "'%s' in disjoint() is not an attribute of the left side", v);
+  }
+  if (r->lhs->kind == PT_SUBST)
+    return cursor_fail(&p->c, r->lhs->loc,
+                       "a substitution cannot appear on the left side");
+  return check_rhs(p, r, r->rhs, &lhs, &bound);
+}
+
+/* NAME-rev, the reverse of two-way rule 'r' (whose right side binds
+ * 'rhs'): sharing 'r's patterns, it needs the right side to bind what the
+ * left side uses and to be no substitution. */
+static gboolean add_reverse(RuleParser *p, const Rule *r, const Names *rhs) {
+  Rule *rev = g_new0(Rule, 1);
+  rev->kind = RULE_PATTERN;
+  rev->name = g_strdup_printf("%s-rev", r->name);
+  rev->origin = g_strdup(r->origin);
+  rev->text = g_strdup_printf("(reverse of %s) %s", r->name, r->text);
+  rev->src = r->src;
+  rev->loc = r->loc;
+  rev->lhs = r->rhs;
+  rev->rhs = r->lhs;
+  rev->borrowed = TRUE;
+  rev->tags = 0;
+  Names rb = *rhs;
+  if (!check_rhs(p, rev, rev->rhs, rhs, &rb) || r->rhs->kind == PT_SUBST) {
+    if (r->rhs->kind == PT_SUBST)
+      cursor_fail(&p->c, r->rhs->loc,
+                  "a two-way rule cannot have a substitution");
+    rule_free(rev);
+    return FALSE;
+  }
+  return add_rule(p, rev, r->loc);
+}
+
+/* 'rule NAME [tags]: LHS ~~> RHS [when ...]' (after 'rule', at 'at'):
+ * the rule, and NAME-rev for '<~~>', added to the set once checked. */
 static gboolean parse_rule(RuleParser *p, Loc at) {
   Token name_tok = {0};
   if (!lex_raw_name(&p->c.lx, &name_tok)) {
@@ -694,113 +833,18 @@ static gboolean parse_rule(RuleParser *p, Loc at) {
   r->origin = g_strdup_printf("%s:%d", p->src->name, at.line);
   r->src = p->src;
   r->loc = name_at;
-  if (token_punct(&p->c.tok, '[')) {
-    cursor_next(&p->c);
-    while (!p->c.failed && !token_punct(&p->c.tok, ']')) {
-      if (r->tags && !cursor_punct(&p->c, ','))
-        break;
-      Loc ta = p->c.tok.loc;
-      const char *tag = rname(p, "a tag");
-      gboolean known = FALSE;
-      for (gsize i = 0; tag && i < G_N_ELEMENTS(tag_names); i++)
-        if (strcmp(tag, tag_names[i]) == 0) {
-          r->tags |= 1u << i;
-          known = TRUE;
-        }
-      if (tag && !known)
-        cursor_fail(&p->c, ta,
-                    "unknown tag '%s' (propagate, simplify, fuse, spmd)", tag);
-    }
-    cursor_punct(&p->c, ']');
-  }
+  if (token_punct(&p->c.tok, '['))
+    parse_rule_tags(p, r);
   cursor_punct(&p->c, ':');
-  gsize text_start = p->c.tok.start - p->src->text;
-  p->nscope = 0;
-  r->lhs = parse_pat(p);
   gboolean twoway = FALSE;
-  if (!p->c.failed) {
-    if (token_op(&p->c.tok, "~~>") || token_op(&p->c.tok, "<~~>")) {
-      twoway = token_op(&p->c.tok, "<~~>");
-      cursor_next(&p->c);
-    } else {
-      cursor_expected(&p->c, "'~~>' or '<~~>'");
-    }
-  }
-  p->nscope = 0;
-  if (!p->c.failed)
-    r->rhs = parse_pat(p);
-  if (!p->c.failed)
-    parse_conds(p, r);
-  gsize text_end = p->c.prev_end;
-  if (p->c.failed) {
-    rule_free(r);
-    return FALSE;
-  }
-  r->text =
-      g_strstrip(g_strndup(p->src->text + text_start, text_end - text_start));
-  for (char *c = r->text; *c; c++)
-    if (*c == '\n' || *c == '\t')
-      *c = ' ';
-
-  Names lhs = {0}, rhs = {0}, bound = {0};
-  collect(r->lhs, &lhs);
-  collect(r->rhs, &rhs);
-  bound = lhs;
-  for (int i = 0; i < r->nconds; i++) /* 'when n == dim(x, d)' binds n */
-    if (r->conds[i].a.kind == IE_VAR && strcmp(r->conds[i].op, "==") == 0)
-      add_name(bound.ints, &bound.nints, r->conds[i].a.var);
-  for (int i = 0; i < r->nconds; i++) {
-    const Cond *c = &r->conds[i];
-    if (strcmp(c->op, "dj") != 0)
-      continue;
-    const char *v = !has(lhs.ints, lhs.nints, c->a.var)   ? c->a.var
-                    : !has(lhs.ints, lhs.nints, c->b.var) ? c->b.var
-                                                          : NULL;
-    if (v) {
-      cursor_fail(&p->c, c->loc,
-                  "'%s' in disjoint() is not an attribute of the left side",
-                  v);
-      rule_free(r);
-      return FALSE;
-    }
-  }
-  if (r->lhs->kind == PT_SUBST) {
-    cursor_fail(&p->c, r->lhs->loc,
-                "a substitution cannot appear on the left side");
-    rule_free(r);
-    return FALSE;
-  }
-  if (!check_rhs(p, r, r->rhs, &lhs, &bound)) {
+  Names rhs;
+  if (!parse_rule_sides(p, r, &twoway) || !check_rule(p, r, &rhs)) {
     rule_free(r);
     return FALSE;
   }
   if (!add_rule(p, r, name_at))
     return FALSE;
-  if (twoway) {
-    /* the reverse: the right side must bind what the left side uses */
-    Rule *rev = g_new0(Rule, 1);
-    rev->kind = RULE_PATTERN;
-    rev->name = g_strdup_printf("%s-rev", r->name);
-    rev->origin = g_strdup(r->origin);
-    rev->text = g_strdup_printf("(reverse of %s) %s", r->name, r->text);
-    rev->src = r->src;
-    rev->loc = r->loc;
-    rev->lhs = r->rhs;
-    rev->rhs = r->lhs;
-    rev->borrowed = TRUE;
-    rev->tags = 0;
-    Names rb = rhs;
-    if (!check_rhs(p, rev, rev->rhs, &rhs, &rb) || r->rhs->kind == PT_SUBST) {
-      if (r->rhs->kind == PT_SUBST)
-        cursor_fail(&p->c, r->rhs->loc,
-                    "a two-way rule cannot have a substitution");
-      rule_free(rev);
-      return FALSE;
-    }
-    if (!add_rule(p, rev, name_at))
-      return FALSE;
-  }
-  return TRUE;
+  return !twoway || add_reverse(p, r, &rhs);
 }
 
 /* ------------------------------------------------------- derived rules */
@@ -969,7 +1013,6 @@ static gboolean load_file(RuleSet *rs, const char *path, GString *errors,
   g_ptr_array_add(rs->sources, src); /* rules point into it */
   return parse_rule_file(rs, src, errors, depth);
 }
-
 
 /* The *.rules files of the first search directory that has any. */
 static GPtrArray *default_rule_files(void) {
