@@ -312,16 +312,39 @@ typedef struct Loc {
   gsize offset;
 } Loc;
 
-/* Collected diagnostics: each is "file:line:col: message\n line\n caret". */
+/* The one carrier of user-input errors (programs, rule files, commands,
+ * mesh strings, requests): collected diagnostics, printed by the front
+ * end.  A diagnostic about a place in a Source reads "file:line:col:
+ * error: message", then the source line and a caret under the column.
+ * One about input without a file (a command, a mesh string, a program as
+ * a whole) is its message alone: the reason (diag_reason), which callers
+ * may put in context (diag_prefix: "RULE at %v: " + the reason).
+ * Environment errors are GErrors; bugs are assertions. */
 typedef struct Diag {
-  const Source *src;
-  GString *text;
+  const Source *src; /* what spans point into, or NULL */
+  GString *text;     /* what was reported; NULL until something is */
 } Diag;
 
 void diag_init(Diag *d, const Source *src);
 void diag_clear(Diag *d);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Diag, diag_clear)
+/* A Diag on the heap (for a reason passed down a call chain). */
+Diag *diag_new(const Source *src);
+void diag_free(Diag *d);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Diag, diag_free)
 void diag_error(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 void diag_note(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+/* A diagnostic without a span: the reason, replacing what 'd' held. */
+void diag_reason(Diag *d, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* Puts the formatted text before what 'd' holds. */
+void diag_prefix(Diag *d, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* Appends what 'from' holds to what 'd' holds. */
+void diag_append(Diag *d, const Diag *from);
+/* Forgets what was reported. */
+void diag_reset(Diag *d);
+/* What was reported ("" when nothing), and whether anything was. */
+const char *diag_text(const Diag *d);
+gboolean diag_any(const Diag *d);
 
 /* ------------------------------------------------------------------ lex.c */
 

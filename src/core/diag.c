@@ -3,8 +3,9 @@
  * A diagnostic reads "file:line:col: error: message", then the source line
  * and a caret under the column.  Very long lines are shown as a window
  * around the column; control and non-ASCII bytes are shown as '?', so junk
- * input cannot garble a terminal.  Diagnostics are collected in a Diag and printed by
- * the front end.
+ * input cannot garble a terminal.  Input without a file (a command, a
+ * mesh string) gets a diagnostic without a span: its reason alone.
+ * Diagnostics are collected in a Diag and printed by the front end.
  */
 #include "core/core.h"
 
@@ -43,6 +44,19 @@ void source_free(Source *s) {
 void diag_init(Diag *d, const Source *src) {
   d->src = src;
   d->text = g_string_new(NULL);
+}
+
+Diag *diag_new(const Source *src) {
+  Diag *d = g_new0(Diag, 1);
+  d->src = src;
+  return d;
+}
+
+void diag_free(Diag *d) {
+  if (!d)
+    return;
+  diag_clear(d);
+  g_free(d);
 }
 
 void diag_clear(Diag *d) {
@@ -95,9 +109,16 @@ static void show_line(Diag *d, Loc loc) {
   g_string_free(caret, TRUE);
 }
 
+/* The text to report into (made on first use: a Diag may start as {0}). */
+static GString *text_of(Diag *d) {
+  if (!d->text)
+    d->text = g_string_new(NULL);
+  return d->text;
+}
+
 static void diag_add(Diag *d, Loc loc, const char *kind, const char *fmt,
                      va_list ap) {
-  g_string_append_printf(d->text, "%s:%d:%d: %s", d->src ? d->src->name : "?",
+  g_string_append_printf(text_of(d), "%s:%d:%d: %s", d->src ? d->src->name : "?",
                          loc.line, loc.col, kind);
   g_string_append_vprintf(d->text, fmt, ap);
   g_string_append_c(d->text, '\n');
@@ -117,3 +138,32 @@ void diag_note(Diag *d, Loc loc, const char *fmt, ...) {
   diag_add(d, loc, "note: ", fmt, ap);
   va_end(ap);
 }
+
+void diag_reason(Diag *d, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_string_vprintf(text_of(d), fmt, ap);
+  va_end(ap);
+}
+
+void diag_prefix(Diag *d, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *prefix = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_string_prepend(text_of(d), prefix);
+}
+
+void diag_append(Diag *d, const Diag *from) {
+  if (diag_any(from))
+    g_string_append(text_of(d), from->text->str);
+}
+
+void diag_reset(Diag *d) {
+  if (d->text)
+    g_string_truncate(d->text, 0);
+}
+
+const char *diag_text(const Diag *d) { return d->text ? d->text->str : ""; }
+
+gboolean diag_any(const Diag *d) { return d->text && d->text->len > 0; }
