@@ -149,173 +149,186 @@ static void shuffle(Gen *g, int64_t *xs, int n) {
   }
 }
 
-/* An application of 'op' whose result has rank > 'dim' (when dim >= 0)
- * and more than 'red' reductions (when red >= 0); NULL if impossible. */
-static const Term *gen_op(Gen *g, Op op, int dim, int red) {
-  g_autoptr(GString) err = g_string_new(NULL);
-  int minr = dim >= 0 ? dim + 1 : (red >= 0 ? 0 : 1);
-  const Term *a, *b;
-  switch (op) {
-  case OP_MATMUL: {
-    if (dim > 1 || red > 0)
-      return NULL;
-    int64_t m = rnd(g, 0, 1) ? 4 : 6, k = rnd(g, 0, 1) ? 4 : 6, n = 4;
-    a = new_arg(g, type_tensor(DT_F32, 2, (int64_t[]){m, k}));
-    b = new_arg(g, type_tensor(DT_F32, 2, (int64_t[]){k, n}));
-    return term_op(op, 2, (const Term *[]){a, b}, attrs_empty(), NULL, err);
-  }
-  case OP_DOT_GENERAL: {
-    /* nb batch, nc contracting, fl/fr free dims; lhs rank nb+nc+fl <= 8 */
-    int nc = rnd_at_least(g, red + 1, 0, 1), nb = rnd(g, 0, 1);
-    int out = rnd(g, minr, MAX(minr, 3));
-    if (nc + out > 8)
-      out = MAX(minr, 8 - nc);
-    if (nb > out)
-      nb = out;
-    int fl = (out - nb) / 2, fr = out - nb - fl;
-    if (nb + nc + fl > 8 || nb + nc + fr > 8)
-      return NULL;
-    int la = nb + nc + fl, ra = nb + nc + fr;
-    int64_t lp[8], rp[8];
-    for (int i = 0; i < la; i++)
-      lp[i] = i;
-    for (int i = 0; i < ra; i++)
-      rp[i] = i;
-    shuffle(g, lp, la);
-    shuffle(g, rp, ra);
-    int64_t ld[8], rd[8];
-    for (int i = 0; i < nb + nc; i++) { /* paired dims share a size */
-      ld[lp[i]] = rd[rp[i]] = (la + ra > 10) ? rnd(g, 1, 2) : (rnd(g, 0, 1) ? 4 : 2);
-    }
-    for (int i = nb + nc; i < la; i++)
-      ld[lp[i]] = la > 5 ? 2 : 4;
-    for (int i = nb + nc; i < ra; i++)
-      rd[rp[i]] = ra > 5 ? 2 : 4;
-    a = new_arg(g, type_tensor(DT_F32, la, ld));
-    b = new_arg(g, type_tensor(DT_F32, ra, rd));
-    const char **keys = g_new(const char *, 4);
-    AttrValue *vals = g_new(AttrValue, 4);
-    keys[0] = g_intern_string("lhs_batch");
-    keys[1] = g_intern_string("rhs_batch");
-    keys[2] = g_intern_string("lhs_contract");
-    keys[3] = g_intern_string("rhs_contract");
-    vals[0] = av_list(lp, nb);
-    vals[1] = av_list(rp, nb);
-    vals[2] = av_list(lp + nb, nc);
-    vals[3] = av_list(rp + nb, nc);
-    return term_op(op, 2, (const Term *[]){a, b}, attrs_intern(4, keys, vals),
-                   NULL, err);
-  }
-  case OP_REDUCE_SUM:
-  case OP_REDUCE_MAX: {
-    int nred = rnd_at_least(g, red + 1, 1, 2);
-    int kept = rnd_at_least(g, minr, 0, 2);
-    kept = MIN(kept, 8 - nred);
-    int rank = kept + nred;
-    if (kept < minr || (red >= 0 && op == OP_REDUCE_MAX))
-      return NULL;
-    int64_t dims[8];
-    for (int i = 0; i < rank; i++)
-      dims[i] = i;
-    shuffle(g, dims, rank);
-    a = new_arg(g, rshape(g, DT_F32, rank, -1));
-    return term_op(op, 1, (const Term *[]){a}, attrs1("dims", av_list(dims, nred)),
-                   NULL, err);
-  }
-  case OP_BROADCAST_IN_DIM: {
-    int rank = rnd_at_least(g, minr, 1, 3);
-    const Type *rt = rshape(g, DT_F32, rank, dim);
-    int64_t map[8], od[8];
-    int n = 0;
-    for (int i = 0; i < rank; i++)
-      if (rnd(g, 0, 1))
-        map[n++] = i;
-    for (int i = 0; i < n; i++)
-      od[i] = rnd(g, 0, 2) ? rt->dims[map[i]] : 1;
-    a = new_arg(g, type_tensor(DT_F32, n, od));
-    return term_op(op, 1, (const Term *[]){a}, attrs1("dims", av_list(map, n)),
-                   rt, err);
-  }
-  case OP_TRANSPOSE: {
-    int rank = rnd_at_least(g, minr, 2, 3);
-    int64_t perm[8];
-    for (int i = 0; i < rank; i++)
-      perm[i] = i;
-    shuffle(g, perm, rank);
-    a = new_arg(g, rshape(g, DT_F32, rank, dim >= 0 ? (int)perm[dim] : -1));
-    return term_op(op, 1, (const Term *[]){a},
-                   attrs1("permutation", av_list(perm, rank)), NULL, err);
-  }
-  case OP_RESHAPE: {
-    /* split one dimension of size 4 into 2x2, away from 'dim' */
-    int rank = rnd_at_least(g, minr, 2, 3); /* result rank */
-    if (dim >= 0 && dim < 2)
-      rank = MAX(rank, dim + 3); /* room for the split after 'dim' */
-    if (rank > 8)
-      return NULL;
-    int j; /* the split puts result dims j, j+1 together */
-    for (j = 0; j + 1 < rank; j++)
-      if (dim < 0 || (dim != j && dim != j + 1))
-        break;
-    if (j + 1 >= rank)
-      return NULL;
-    const Type *rt = rshape(g, DT_F32, rank, dim);
-    int64_t rd[8], od[8];
-    memcpy(rd, rt->dims, sizeof(int64_t) * (gsize)rank);
-    rd[j] = rd[j + 1] = 2;
-    int o = 0;
-    for (int i = 0; i < rank; i++) {
-      if (i == j + 1)
-        continue;
-      od[o++] = i == j ? 4 : rd[i];
-    }
-    a = new_arg(g, type_tensor(DT_F32, o, od));
-    return term_op(op, 1, (const Term *[]){a}, attrs_empty(),
-                   type_tensor(DT_F32, rank, rd), err);
-  }
-  case OP_CONCATENATE: {
-    int rank = rnd_at_least(g, minr, 1, 3);
-    int cd;
-    do
-      cd = rnd(g, 0, rank - 1);
-    while (cd == dim && rank > 1);
-    if (cd == dim)
-      return NULL;
-    const Type *base = rshape(g, DT_F32, rank, dim);
-    int n = rnd(g, 2, 3);
-    const Term *ops[3];
-    for (int i = 0; i < n; i++)
-      ops[i] = new_arg(g, type_with_dim(base, cd, rnd(g, 1, 3)));
-    return term_op(op, n, ops, attrs1("dim", av_int(cd)), NULL, err);
-  }
-  case OP_SLICE: {
-    int rank = rnd_at_least(g, minr, 1, 3);
-    const Type *t = rshape(g, DT_F32, rank, dim);
-    int64_t start[8], limit[8];
-    for (int i = 0; i < rank; i++) {
-      gboolean whole = i == dim || rnd(g, 0, 1) || t->dims[i] == 1;
-      start[i] = whole ? 0 : 1;
-      limit[i] = t->dims[i];
-    }
-    a = new_arg(g, t);
-    const char **keys = g_new(const char *, 2);
-    AttrValue *vals = g_new(AttrValue, 2);
-    keys[0] = g_intern_string("start");
-    keys[1] = g_intern_string("limit");
-    vals[0] = av_list(start, rank);
-    vals[1] = av_list(limit, rank);
-    return term_op(op, 1, (const Term *[]){a}, attrs_intern(2, keys, vals),
-                   NULL, err);
-  }
-  case OP_CONSTANT:
-  case OP_IOTA:
+/* matmul of random [m,k] x [k,n] operands; NULL when asked for a result
+ * dim above 1 or a second reduction. */
+static const Term *gen_matmul(Gen *g, Op op, int dim, int red, GString *err) {
+  if (dim > 1 || red > 0)
     return NULL;
-  default:
-    break;
-  }
-  /* elementwise */
-  if (red >= 0)
+  int64_t m = rnd(g, 0, 1) ? 4 : 6, k = rnd(g, 0, 1) ? 4 : 6, n = 4;
+  const Term *a = new_arg(g, type_tensor(DT_F32, 2, (int64_t[]){m, k}));
+  const Term *b = new_arg(g, type_tensor(DT_F32, 2, (int64_t[]){k, n}));
+  return term_op(op, 2, (const Term *[]){a, b}, attrs_empty(), NULL, err);
+}
+
+/* dot_general with random batch, contracting and free dims in shuffled
+ * positions: result rank >= 'minr', more than 'red' contractions (nb
+ * batch, nc contracting, fl/fr free dims; lhs rank nb+nc+fl <= 8). */
+static const Term *gen_dot_general(Gen *g, Op op, int red, int minr,
+                                   GString *err) {
+  int nc = rnd_at_least(g, red + 1, 0, 1), nb = rnd(g, 0, 1);
+  int out = rnd(g, minr, MAX(minr, 3));
+  if (nc + out > 8)
+    out = MAX(minr, 8 - nc);
+  if (nb > out)
+    nb = out;
+  int fl = (out - nb) / 2, fr = out - nb - fl;
+  if (nb + nc + fl > 8 || nb + nc + fr > 8)
     return NULL;
+  int la = nb + nc + fl, ra = nb + nc + fr;
+  int64_t lp[8], rp[8];
+  for (int i = 0; i < la; i++)
+    lp[i] = i;
+  for (int i = 0; i < ra; i++)
+    rp[i] = i;
+  shuffle(g, lp, la);
+  shuffle(g, rp, ra);
+  int64_t ld[8], rd[8];
+  for (int i = 0; i < nb + nc; i++) { /* paired dims share a size */
+    ld[lp[i]] = rd[rp[i]] =
+        (la + ra > 10) ? rnd(g, 1, 2) : (rnd(g, 0, 1) ? 4 : 2);
+  }
+  for (int i = nb + nc; i < la; i++)
+    ld[lp[i]] = la > 5 ? 2 : 4;
+  for (int i = nb + nc; i < ra; i++)
+    rd[rp[i]] = ra > 5 ? 2 : 4;
+  const Term *a = new_arg(g, type_tensor(DT_F32, la, ld));
+  const Term *b = new_arg(g, type_tensor(DT_F32, ra, rd));
+  const char **keys = g_new(const char *, 4);
+  AttrValue *vals = g_new(AttrValue, 4);
+  keys[0] = g_intern_string("lhs_batch");
+  keys[1] = g_intern_string("rhs_batch");
+  keys[2] = g_intern_string("lhs_contract");
+  keys[3] = g_intern_string("rhs_contract");
+  vals[0] = av_list(lp, nb);
+  vals[1] = av_list(rp, nb);
+  vals[2] = av_list(lp + nb, nc);
+  vals[3] = av_list(rp + nb, nc);
+  return term_op(op, 2, (const Term *[]){a, b}, attrs_intern(4, keys, vals),
+                 NULL, err);
+}
+
+/* reduce_sum or reduce_max over shuffled dims, keeping at least 'minr';
+ * only reduce_sum has reductions to split. */
+static const Term *gen_reduce(Gen *g, Op op, int red, int minr, GString *err) {
+  int nred = rnd_at_least(g, red + 1, 1, 2);
+  int kept = rnd_at_least(g, minr, 0, 2);
+  kept = MIN(kept, 8 - nred);
+  int rank = kept + nred;
+  if (kept < minr || (red >= 0 && op == OP_REDUCE_MAX))
+    return NULL;
+  int64_t dims[8];
+  for (int i = 0; i < rank; i++)
+    dims[i] = i;
+  shuffle(g, dims, rank);
+  const Term *a = new_arg(g, rshape(g, DT_F32, rank, -1));
+  return term_op(op, 1, (const Term *[]){a},
+                 attrs1("dims", av_list(dims, nred)), NULL, err);
+}
+
+/* broadcast_in_dim from a random subset of the result's dims, some of
+ * them of size 1 in the operand. */
+static const Term *gen_broadcast(Gen *g, Op op, int dim, int minr,
+                                 GString *err) {
+  int rank = rnd_at_least(g, minr, 1, 3);
+  const Type *rt = rshape(g, DT_F32, rank, dim);
+  int64_t map[8], od[8];
+  int n = 0;
+  for (int i = 0; i < rank; i++)
+    if (rnd(g, 0, 1))
+      map[n++] = i;
+  for (int i = 0; i < n; i++)
+    od[i] = rnd(g, 0, 2) ? rt->dims[map[i]] : 1;
+  const Term *a = new_arg(g, type_tensor(DT_F32, n, od));
+  return term_op(op, 1, (const Term *[]){a}, attrs1("dims", av_list(map, n)),
+                 rt, err);
+}
+
+/* transpose by a random permutation of rank 'minr' or more. */
+static const Term *gen_transpose(Gen *g, Op op, int dim, int minr,
+                                 GString *err) {
+  int rank = rnd_at_least(g, minr, 2, 3);
+  int64_t perm[8];
+  for (int i = 0; i < rank; i++)
+    perm[i] = i;
+  shuffle(g, perm, rank);
+  const Term *a =
+      new_arg(g, rshape(g, DT_F32, rank, dim >= 0 ? (int)perm[dim] : -1));
+  return term_op(op, 1, (const Term *[]){a},
+                 attrs1("permutation", av_list(perm, rank)), NULL, err);
+}
+
+/* reshape splitting one dimension of size 4 into 2x2, away from 'dim'. */
+static const Term *gen_reshape(Gen *g, Op op, int dim, int minr, GString *err) {
+  int rank = rnd_at_least(g, minr, 2, 3); /* result rank */
+  if (dim >= 0 && dim < 2)
+    rank = MAX(rank, dim + 3); /* room for the split after 'dim' */
+  if (rank > 8)
+    return NULL;
+  int j; /* the split puts result dims j, j+1 together */
+  for (j = 0; j + 1 < rank; j++)
+    if (dim < 0 || (dim != j && dim != j + 1))
+      break;
+  if (j + 1 >= rank)
+    return NULL;
+  const Type *rt = rshape(g, DT_F32, rank, dim);
+  int64_t rd[8], od[8];
+  memcpy(rd, rt->dims, sizeof(int64_t) * (gsize)rank);
+  rd[j] = rd[j + 1] = 2;
+  int o = 0;
+  for (int i = 0; i < rank; i++) {
+    if (i == j + 1)
+      continue;
+    od[o++] = i == j ? 4 : rd[i];
+  }
+  const Term *a = new_arg(g, type_tensor(DT_F32, o, od));
+  return term_op(op, 1, (const Term *[]){a}, attrs_empty(),
+                 type_tensor(DT_F32, rank, rd), err);
+}
+
+/* concatenate of 2 or 3 operands along a dim other than 'dim'. */
+static const Term *gen_concatenate(Gen *g, Op op, int dim, int minr,
+                                   GString *err) {
+  int rank = rnd_at_least(g, minr, 1, 3);
+  int cd;
+  do
+    cd = rnd(g, 0, rank - 1);
+  while (cd == dim && rank > 1);
+  if (cd == dim)
+    return NULL;
+  const Type *base = rshape(g, DT_F32, rank, dim);
+  int n = rnd(g, 2, 3);
+  const Term *ops[3];
+  for (int i = 0; i < n; i++)
+    ops[i] = new_arg(g, type_with_dim(base, cd, rnd(g, 1, 3)));
+  return term_op(op, n, ops, attrs1("dim", av_int(cd)), NULL, err);
+}
+
+/* slice dropping the first element of random dims other than 'dim'. */
+static const Term *gen_slice(Gen *g, Op op, int dim, int minr, GString *err) {
+  int rank = rnd_at_least(g, minr, 1, 3);
+  const Type *t = rshape(g, DT_F32, rank, dim);
+  int64_t start[8], limit[8];
+  for (int i = 0; i < rank; i++) {
+    gboolean whole = i == dim || rnd(g, 0, 1) || t->dims[i] == 1;
+    start[i] = whole ? 0 : 1;
+    limit[i] = t->dims[i];
+  }
+  const Term *a = new_arg(g, t);
+  const char **keys = g_new(const char *, 2);
+  AttrValue *vals = g_new(AttrValue, 2);
+  keys[0] = g_intern_string("start");
+  keys[1] = g_intern_string("limit");
+  vals[0] = av_list(start, rank);
+  vals[1] = av_list(limit, rank);
+  return term_op(op, 1, (const Term *[]){a}, attrs_intern(2, keys, vals), NULL,
+                 err);
+}
+
+/* An elementwise operator over operands of one random shape (select's
+ * condition is i1, compare gets a random direction, convert goes to
+ * f64). */
+static const Term *gen_elementwise(Gen *g, Op op, int dim, int minr,
+                                   GString *err) {
   int rank = rnd_at_least(g, minr, 1, 3);
   const Type *t = rshape(g, DT_F32, rank, dim);
   const Term *args[3];
@@ -331,11 +344,47 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
   const Attrs *at = attrs_empty();
   if (op == OP_COMPARE) {
     static const char *const dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
-    AttrValue v = {.kind = AV_SYMBOL, .sym = g_intern_string(dirs[rnd(g, 0, 5)])};
+    AttrValue v = {.kind = AV_SYMBOL,
+                   .sym = g_intern_string(dirs[rnd(g, 0, 5)])};
     at = attrs1("direction", v);
   }
-  return term_op(op, n, args, at, op == OP_CONVERT ? type_with_dtype(t, DT_F64) : NULL,
-                 err);
+  return term_op(op, n, args, at,
+                 op == OP_CONVERT ? type_with_dtype(t, DT_F64) : NULL, err);
+}
+
+/* An application of 'op' whose result has rank > 'dim' (when dim >= 0)
+ * and more than 'red' reductions (when red >= 0); NULL if impossible.
+ * Its operands are new arguments of 'g'. */
+static const Term *gen_op(Gen *g, Op op, int dim, int red) {
+  g_autoptr(GString) err = g_string_new(NULL);
+  int minr = dim >= 0 ? dim + 1 : (red >= 0 ? 0 : 1);
+  switch (op) {
+  case OP_MATMUL:
+    return gen_matmul(g, op, dim, red, err);
+  case OP_DOT_GENERAL:
+    return gen_dot_general(g, op, red, minr, err);
+  case OP_REDUCE_SUM:
+  case OP_REDUCE_MAX:
+    return gen_reduce(g, op, red, minr, err);
+  case OP_BROADCAST_IN_DIM:
+    return gen_broadcast(g, op, dim, minr, err);
+  case OP_TRANSPOSE:
+    return gen_transpose(g, op, dim, minr, err);
+  case OP_RESHAPE:
+    return gen_reshape(g, op, dim, minr, err);
+  case OP_CONCATENATE:
+    return gen_concatenate(g, op, dim, minr, err);
+  case OP_SLICE:
+    return gen_slice(g, op, dim, minr, err);
+  case OP_CONSTANT:
+  case OP_IOTA:
+    return NULL;
+  default:
+    break;
+  }
+  if (red >= 0)
+    return NULL;
+  return gen_elementwise(g, op, dim, minr, err);
 }
 
 /* Wraps a body into a module with one function over the generated args. */
@@ -466,11 +515,10 @@ static State *random_step(Walker *w, State *s, GString *step) {
   }
   if (choice == 1) {
     g_string_assign(step, g_rand_boolean(w->rng) ? "fuse" : "simplify");
-    return state_with_body(s, rw_fixpoint(w->rs, s->func.body,
-                                               step->str[0] == 'f'
-                                                   ? RULE_TAG_FUSE
-                                                   : RULE_TAG_SIMPLIFY,
-                                               NULL, NULL));
+    return state_with_body(
+        s, rw_fixpoint(w->rs, s->func.body,
+                       step->str[0] == 'f' ? RULE_TAG_FUSE : RULE_TAG_SIMPLIFY,
+                       NULL, NULL));
   }
   /* a rule at a location where it applies */
   g_autoptr(GPtrArray) locs = state_locations(s);
@@ -570,7 +618,7 @@ static void walker_clear(Walker *w) {
 }
 
 gboolean check_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
-                      int steps, GString *out) {
+                     int steps, GString *out) {
   Walker w = walker_new(rs, out, seed);
   g_autoptr(State) start = state_new(m);
   GError *error = NULL;
@@ -611,8 +659,8 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
                        random_divisor(w->rng, t->type->dims[r->index]), NULL}};
       g_autoptr(GPtrArray) locs = state_locations(s);
       const Location *loc = g_ptr_array_index(locs, locs->len - 1);
-      target = rw_apply(w->rs, s, ruleset_find(w->rs, "arg-tile"), loc, a,
-                            2, why);
+      target =
+          rw_apply(w->rs, s, ruleset_find(w->rs, "arg-tile"), loc, a, 2, why);
     } else if (rev) {
       /* split the application with the forward rule: that makes the
        * region the reverse rule joins again */
@@ -637,16 +685,17 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
       g_autoptr(State) next = rw_apply(w->rs, target, r, loc, args, nargs, why);
       if (!next)
         continue;
-      g_autofree char *step = g_strdup_printf("apply %s at %%%s", r->name,
-                                              loc->name);
+      g_autofree char *step =
+          g_strdup_printf("apply %s at %%%s", r->name, loc->name);
       if (!check_step(w, target, target, next, step))
         return -1;
       if (rev && next->func.body != s->func.body) {
         w->failures++;
         g_autoptr(GString) text = g_string_new(NULL);
         state_print(text, next, FALSE);
-        g_string_append_printf(w->out, "FAIL after '%s': the forward rule and "
-                                       "'%s' do not give back the program:\n%s",
+        g_string_append_printf(w->out,
+                               "FAIL after '%s': the forward rule and "
+                               "'%s' do not give back the program:\n%s",
                                step, r->name, text->str);
         return -1;
       }
