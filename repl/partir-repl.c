@@ -177,10 +177,10 @@ static int run_session(void *data) {
     g_error_free(error);
     return 2;
   }
-  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Diag) errors = diag_new(NULL);
   s->rs = pipeline_load_rules((const char *const *)o->rules, NULL, errors);
   if (!s->rs) {
-    fputs(errors->str, stderr);
+    fputs(diag_text(errors), stderr);
     return 1;
   }
   if (o->json) { /* no Lua, no readline: the protocol only */

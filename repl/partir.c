@@ -96,13 +96,13 @@ static int write_result(const char *output, const GString *out) {
 /* Loads and parses FILE; diagnostics go to stderr. */
 static Module *load_module(const char *path) {
   GError *error = NULL;
-  g_autoptr(GString) diags = g_string_new(NULL);
+  g_autoptr(Diag) diags = diag_new(NULL);
   Module *m = pipeline_load_program(path, diags, &error);
   if (error) {
     print_error(NULL, error);
     g_error_free(error);
   } else if (!m) {
-    fputs(diags->str, stderr);
+    fputs(diag_text(diags), stderr);
   }
   return m;
 }
@@ -414,10 +414,10 @@ static int cmd_run(const Options *o, char **files) {
 
 /* Loads the rule files named by --rules, or the default ones. */
 static RuleSet *load_rules(char **files) {
-  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Diag) errors = diag_new(NULL);
   RuleSet *rs = pipeline_load_rules((const char *const *)files, NULL, errors);
   if (!rs)
-    fputs(errors->str, stderr);
+    fputs(diag_text(errors), stderr);
   return rs;
 }
 
@@ -466,13 +466,13 @@ static int cmd_rewrite(const Options *o, char **files) {
   if (!m)
     return 1;
   g_autoptr(State) s0 = state_new(m);
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   g_autoptr(GString) report = g_string_new(NULL);
   g_autoptr(State) s =
       pipeline_rewrite(rs, s0, o->script ? o->script : "", why, report);
   print_report(report);
   if (!s) {
-    g_printerr("partir: %s: %s\n", files[0], why->str);
+    g_printerr("partir: %s: %s\n", files[0], diag_text(why));
     return 1;
   }
   g_autoptr(GString) out = g_string_new(NULL);
@@ -566,16 +566,16 @@ static gboolean tactic_apply(const RuleSet *rs, Module *m, const char *script,
                              GHashTable *options, const Mesh *mesh,
                              gboolean expr, GString *out) {
   g_autoptr(State) s0 = state_new(m);
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   lua_State *L = plua_new(rs);
   LuaTactic tactic;
   if (L)
     plua_tactic_init(&tactic, L, script, options);
   State *s = L ? pipeline_tactic(&tactic.base, s0, mesh, why) : NULL;
   if (!L)
-    g_string_assign(why, "cannot create a Lua state");
+    diag_reason(why, "%s", "cannot create a Lua state");
   if (!s) {
-    g_printerr("partir: tactic %s: %s\n", script, why->str);
+    g_printerr("partir: tactic %s: %s\n", script, diag_text(why));
     plua_close(L);
     return FALSE;
   }
@@ -643,10 +643,10 @@ static gboolean load_lowered(const char *path, const char *mesh_spec,
   *status = 1;
   if (!(ld->rs = load_rules(rule_files)) || !(ld->m = load_module(path)))
     return FALSE;
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   if (!pipeline_lower(ld->rs, module_entry(ld->m), &mesh, &ld->l, why)) {
     g_printerr("partir: %s: cannot lower on mesh %s: %s\n", path,
-               mesh_spec ? mesh_spec : "(none)", why->str);
+               mesh_spec ? mesh_spec : "(none)", diag_text(why));
     return FALSE;
   }
   return TRUE;

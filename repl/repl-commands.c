@@ -97,7 +97,7 @@ static void append_location_line(GString *out, GStrv lines, const Location *l) {
  * given on the command line. */
 gboolean repl_cmd_load_path(Session *s, const char *path) {
   GError *error = NULL;
-  g_autoptr(GString) diags = g_string_new(NULL);
+  g_autoptr(Diag) diags = diag_new(NULL);
   g_autoptr(Module) m = pipeline_load_program(path, diags, &error);
   if (error) {
     repl_report_error(s, "load: %s", error->message);
@@ -105,7 +105,7 @@ gboolean repl_cmd_load_path(Session *s, const char *path) {
     return FALSE;
   }
   if (!m) {
-    repl_report_diagnostics(diags->str);
+    repl_report_diagnostics(diag_text(diags));
     return FALSE;
   }
   g_autofree char *quoted =
@@ -240,7 +240,7 @@ static gboolean cmd_engine(Session *s, const char *text, int argc,
   State *cur = repl_need_program(s, argv[0]);
   if (!cur)
     return FALSE;
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   g_autoptr(GString) report = g_string_new(NULL);
   State *next = rw_command(s->rs, cur, text, why, report);
   if (report->len) {
@@ -250,7 +250,7 @@ static gboolean cmd_engine(Session *s, const char *text, int argc,
         repl_report_warning(s, "%s: %s", argv[0], *l);
   }
   if (!next) {
-    repl_report_error(s, "'%s': %s", text, why->str);
+    repl_report_error(s, "'%s': %s", text, diag_text(why));
     return FALSE;
   }
   repl_adopt(s, next, text);
@@ -336,10 +336,10 @@ static gboolean lower_current(Session *s, const char *cmd, Lowered *out) {
   State *cur = repl_need_program(s, cmd);
   if (!cur)
     return FALSE;
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   if (pipeline_lower(s->rs, &cur->func, &s->mesh, out, why))
     return TRUE;
-  repl_report_error(s, "%s: %s", cmd, why->str);
+  repl_report_error(s, "%s: %s", cmd, diag_text(why));
   return FALSE;
 }
 
@@ -429,13 +429,13 @@ static gboolean run_lua(Session *s, const char *text, const char *code) {
     return FALSE;
   }
   g_autoptr(GString) out = g_string_new(NULL);
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   repl_lua_begin(L);
   State *next = plua_run_chunk(L, code, "=lua", cur, &s->mesh, out, why);
   repl_lua_end();
   repl_put_string(out);
   if (!next) {
-    repl_report_error(s, "lua: %s", why->str);
+    repl_report_error(s, "lua: %s", diag_text(why));
     return FALSE;
   }
   if (next == cur) { /* the chunk returned no state (or 's' itself) */
@@ -505,12 +505,12 @@ static gboolean cmd_tactic(Session *s, const char *text, int argc,
     repl_report_error(s, "tactic: cannot create a Lua state (out of memory)");
     return FALSE;
   }
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   repl_lua_begin(L);
   State *next = plua_run_tactic(L, path, cur, &s->mesh, options, why);
   repl_lua_end();
   if (!next) {
-    repl_report_error(s, "tactic %s: %s", argv[1], why->str);
+    repl_report_error(s, "tactic %s: %s", argv[1], diag_text(why));
     return FALSE;
   }
   repl_adopt(s, next, text);

@@ -22,7 +22,7 @@
 #include "pipeline.h"
 
 RuleSet *pipeline_load_rules(const char *const *paths, const Source *extra,
-                             GString *errors) {
+                             Diag *errors) {
   RuleSet *rs = extra ? ruleset_load_with(paths, extra, errors)
                       : ruleset_load(paths, errors);
   if (rs && !check_rule_types(rs, errors)) {
@@ -32,28 +32,28 @@ RuleSet *pipeline_load_rules(const char *const *paths, const Source *extra,
   return rs;
 }
 
-Module *pipeline_load_program(const char *path, GString *diags,
+Module *pipeline_load_program(const char *path, Diag *diags,
                               GError **error) {
   return parse_file(path, diags, error);
 }
 
 Module *pipeline_read_program(const char *name, const char *text, gsize len,
-                              GString *diags) {
+                              Diag *diags) {
   return parse_text(name, text, len, diags);
 }
 
 State *pipeline_rewrite(const RuleSet *rs, State *in, const char *script,
-                        GString *why, GString *report) {
+                        Diag *why, GString *report) {
   return rw_script(rs, in, script, why, report);
 }
 
 State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh,
-                       GString *why) {
+                       Diag *why) {
   return tactic->run(tactic, in, mesh, why);
 }
 
 gboolean pipeline_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
-                        Lowered *out, GString *why) {
+                        Lowered *out, Diag *why) {
   *out = (Lowered){.global = g};
   if (g->spmd) {
     out->spmd = g;
@@ -79,14 +79,14 @@ gboolean pipeline_cost(const Module *m, const Lowered *l, const Hardware *hw,
 
 gboolean pipeline_cost_state(const RuleSet *rs, const State *s,
                              const Mesh *mesh, const Hardware *hw,
-                             CostReport *out, GString *why) {
+                             CostReport *out, Diag *why) {
   g_auto(Lowered) l = {0};
   if (!pipeline_lower(rs, &s->func, mesh, &l, why))
     return FALSE;
   GError *error = NULL;
   if (pipeline_cost(NULL, &l, hw, out, &error))
     return TRUE;
-  g_string_assign(why, error->message);
+  diag_reason(why, "%s", error->message);
   g_error_free(error);
   return FALSE;
 }

@@ -20,28 +20,28 @@
  * given), derives the operator rules and refuses a rule that changes the
  * type of what it rewrites.  NULL with diagnostics in 'errors'. */
 RuleSet *pipeline_load_rules(const char *const *paths, const Source *extra,
-                             GString *errors);
+                             Diag *errors);
 
 /* Stage 1, parse and check: a program file or text, its types checked as
  * its terms are built.  NULL with the diagnostics in 'diags', or (files)
  * with 'error' set when it cannot be read. */
-Module *pipeline_load_program(const char *path, GString *diags,
+Module *pipeline_load_program(const char *path, Diag *diags,
                               GError **error);
 Module *pipeline_read_program(const char *name, const char *text, gsize len,
-                              GString *diags);
+                              Diag *diags);
 
 /* Stage 2, rewrite: engine commands ("arg-tile 0 0 8; propagate"), or a
  * tactic.  A tactic is a service of a higher layer (the Lua binding
  * implements it): a function from state to state. */
 State *pipeline_rewrite(const RuleSet *rs, State *in, const char *script,
-                        GString *why, GString *report);
+                        Diag *why, GString *report);
 typedef struct Tactic Tactic;
 struct Tactic {
   /* The state after the tactic, or NULL with the reason in 'why'. */
-  State *(*run)(Tactic *self, State *in, const Mesh *mesh, GString *why);
+  State *(*run)(Tactic *self, State *in, const Mesh *mesh, Diag *why);
 };
 State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh,
-                       GString *why);
+                       Diag *why);
 
 /* Stages 3 and 4, lower and fuse redistributions: the SPMD program a
  * function runs as on 'mesh' — the function itself when it is SPMD
@@ -52,7 +52,7 @@ typedef struct Lowered {
   const Func *spmd;   /* 'global' when it is SPMD text, else 'owned' */
 } Lowered;
 gboolean pipeline_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
-                        Lowered *out, GString *why);
+                        Lowered *out, Diag *why);
 void pipeline_lowered_clear(Lowered *l);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Lowered, pipeline_lowered_clear)
 
@@ -66,6 +66,6 @@ gboolean pipeline_cost(const Module *m, const Lowered *l, const Hardware *hw,
  * or costed. */
 gboolean pipeline_cost_state(const RuleSet *rs, const State *s,
                              const Mesh *mesh, const Hardware *hw,
-                             CostReport *out, GString *why);
+                             CostReport *out, Diag *why);
 
 #endif

@@ -60,27 +60,27 @@ static void diag_lines(const char *label, const char *text) {
 }
 
 /* Checks print(parse(print(m))) == print(m) and the terms are the same. */
-static gboolean check_roundtrip(const char *name, Module *m, GString *why) {
+static gboolean check_roundtrip(const char *name, Module *m, Diag *why) {
   g_autoptr(GString) once = g_string_new(NULL);
   print_module(once, m);
-  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Diag) errors = diag_new(NULL);
   g_autoptr(Module) again = parse_text(name, once->str, strlen(once->str), errors);
   if (!again) {
-    g_string_printf(why, "the print does not parse:\n%s\nprint:\n%s",
-                    errors->str, once->str);
+    diag_reason(why, "the print does not parse:\n%s\nprint:\n%s",
+                    diag_text(errors), once->str);
     return FALSE;
   }
   g_autoptr(GString) twice = g_string_new(NULL);
   print_module(twice, again);
   if (strcmp(once->str, twice->str) != 0) {
-    g_string_printf(why, "print is not stable:\n%s\nthen:\n%s", once->str,
+    diag_reason(why, "print is not stable:\n%s\nthen:\n%s", once->str,
                     twice->str);
     return FALSE;
   }
   for (guint i = 0; i < m->funcs->len; i++) {
     Func *a = g_ptr_array_index(m->funcs, i), *b = g_ptr_array_index(again->funcs, i);
     if (a->body != b->body) {
-      g_string_printf(why, "function @%s reparses to a different term", a->name);
+      diag_reason(why, "function @%s reparses to a different term", a->name);
       return FALSE;
     }
   }
@@ -115,20 +115,20 @@ static void stanza_clear(Stanza *s) {
 }
 
 static void run_test_stanza(const Stanza *s) {
-  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Diag) errors = diag_new(NULL);
   g_autoptr(Module) m = parse_text("input.pir", s->program->str, strlen(s->program->str), errors);
   if (s->fail) {
-    gboolean ok = !m && strcmp(errors->str, s->expect->str) == 0;
+    gboolean ok = !m && strcmp(diag_text(errors), s->expect->str) == 0;
     tap(ok, "%s: fails with the expected diagnostic", s->name);
     if (!ok) {
       diag_lines("expected", s->expect->str);
-      diag_lines("got", m ? "(parsed without error)" : errors->str);
+      diag_lines("got", m ? "(parsed without error)" : diag_text(errors));
     }
     return;
   }
   if (!m) {
     tap(FALSE, "%s: parses", s->name);
-    diag_lines("diagnostic", errors->str);
+    diag_lines("diagnostic", diag_text(errors));
     return;
   }
   g_autoptr(GString) out = g_string_new(NULL);
@@ -139,11 +139,11 @@ static void run_test_stanza(const Stanza *s) {
     diag_lines("expected", s->expect->str);
     diag_lines("got", out->str);
   }
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   ok = check_roundtrip("input.pir", m, why);
   tap(ok, "%s: round trip", s->name);
   if (!ok)
-    diag_lines("why", why->str);
+    diag_lines("why", diag_text(why));
 }
 
 /* Tolerance for comparing a computed value with an expected one. */
@@ -157,20 +157,20 @@ static gboolean close_enough(DType dt, double got, double want) {
 }
 
 static gboolean check_result(const Stanza *s, GPtrArray *results,
-                             const char *spec, GString *why) {
+                             const char *spec, Diag *why) {
   const char *nl = strchr(spec, '\n');
   g_autofree char *head = g_strndup(spec, nl ? (gsize)(nl - spec) : strlen(spec));
   char *type_text = NULL;
   long index = strtol(head, &type_text, 10);
   type_text = g_strstrip(type_text);
   if (index < 0 || (guint)index >= results->len) {
-    g_string_printf(why, "no result %ld", index);
+    diag_reason(why, "no result %ld", index);
     return FALSE;
   }
   const Tensor *t = g_ptr_array_index(results, index);
   g_autofree char *ty = type_to_string(t->type);
   if (strcmp(ty, type_text) != 0) {
-    g_string_printf(why, "result %ld has type %s, expected %s", index, ty,
+    diag_reason(why, "result %ld has type %s, expected %s", index, ty,
                     type_text);
     return FALSE;
   }
@@ -180,7 +180,7 @@ static gboolean check_result(const Stanza *s, GPtrArray *results,
     if (!**w)
       continue;
     if (k >= n) {
-      g_string_printf(why, "more expected values than the %" G_GINT64_FORMAT
+      diag_reason(why, "more expected values than the %" G_GINT64_FORMAT
                            " elements",
                       n);
       return FALSE;
@@ -191,14 +191,14 @@ static gboolean check_result(const Stanza *s, GPtrArray *results,
                                             : g_ascii_strtod(*w, NULL);
     if (t->f ? !close_enough(t->type->dtype, t->f[k], want)
              : (double)t->i[k] != want) {
-      g_string_printf(why, "element %" G_GINT64_FORMAT ": got %.17g, expected %s",
+      diag_reason(why, "element %" G_GINT64_FORMAT ": got %.17g, expected %s",
                       k, t->f ? t->f[k] : (double)t->i[k], *w);
       return FALSE;
     }
     k++;
   }
   if (k != n) {
-    g_string_printf(why, "%" G_GINT64_FORMAT " expected values for %" G_GINT64_FORMAT
+    diag_reason(why, "%" G_GINT64_FORMAT " expected values for %" G_GINT64_FORMAT
                          " elements",
                     k, n);
     return FALSE;
@@ -207,18 +207,18 @@ static gboolean check_result(const Stanza *s, GPtrArray *results,
 }
 
 static void run_run_stanza(const Stanza *s) {
-  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Diag) errors = diag_new(NULL);
   g_autoptr(Module) m = parse_text("input.pir", s->program->str, strlen(s->program->str), errors);
   if (!m) {
     tap(FALSE, "%s: parses", s->name);
-    diag_lines("diagnostic", errors->str);
+    diag_lines("diagnostic", diag_text(errors));
     return;
   }
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   gboolean ok = check_roundtrip("input.pir", m, why);
   tap(ok, "%s: round trip", s->name);
   if (!ok)
-    diag_lines("why", why->str);
+    diag_lines("why", diag_text(why));
   Func *f = module_entry(m);
   Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
   GRand *rng = g_rand_new_with_seed(0);
@@ -239,11 +239,11 @@ static void run_run_stanza(const Stanza *s) {
   }
   for (guint i = 0; i < s->results->len; i++) {
     const char *spec = g_ptr_array_index(s->results, i);
-    g_string_truncate(why, 0);
+    diag_reset(why);
     ok = check_result(s, results, spec, why);
     tap(ok, "%s: result %c", s->name, spec[0]);
     if (!ok)
-      diag_lines("why", why->str);
+      diag_lines("why", diag_text(why));
   }
 }
 
@@ -251,12 +251,12 @@ static RuleSet *shipped_rules;
 
 /* Runs 'f' and 'g' on the same seeded inputs; TRUE when the results
  * agree (tensor_results_agree). */
-static gboolean same_meaning(const Func *f, const Func *g, GString *why) {
+static gboolean same_meaning(const Func *f, const Func *g, Diag *why) {
   GError *error = NULL;
   g_autoptr(GPtrArray) a = interp_run_seeded(f, 7, &error);
   g_autoptr(GPtrArray) b = a ? interp_run_seeded(g, 7, &error) : NULL;
   if (!b) {
-    g_string_printf(why, "%s", error->message);
+    diag_reason(why, "%s", error->message);
     g_error_free(error);
     return FALSE;
   }
@@ -264,30 +264,30 @@ static gboolean same_meaning(const Func *f, const Func *g, GString *why) {
 }
 
 static void run_rewrite_stanza(const Stanza *s) {
-  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Diag) errors = diag_new(NULL);
   g_autoptr(Module) m = parse_text("input.pir", s->program->str, strlen(s->program->str), errors);
   if (!m || !shipped_rules) {
     tap(FALSE, "%s: parses and rules load", s->name);
-    diag_lines("diagnostic", errors->str);
+    diag_lines("diagnostic", diag_text(errors));
     return;
   }
   g_autoptr(State) s0 = state_new(m);
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   g_autoptr(GString) report = g_string_new(NULL);
   g_autoptr(State) s1 = rw_script(shipped_rules, s0, s->script, why, report);
   if (s->fail) {
-    g_string_append_c(why, '\n');
-    gboolean ok = !s1 && strcmp(why->str, s->expect->str) == 0;
+    g_autofree char *got = g_strconcat(diag_text(why), "\n", NULL);
+    gboolean ok = !s1 && strcmp(got, s->expect->str) == 0;
     tap(ok, "%s: fails with the expected reason", s->name);
     if (!ok) {
       diag_lines("expected", s->expect->str);
-      diag_lines("got", s1 ? "(succeeded)" : why->str);
+      diag_lines("got", s1 ? "(succeeded)" : diag_text(why));
     }
     return;
   }
   if (!s1) {
     tap(FALSE, "%s: script runs", s->name);
-    diag_lines("why", why->str);
+    diag_lines("why", diag_text(why));
     return;
   }
   g_autoptr(GString) out = g_string_new(NULL);
@@ -306,36 +306,36 @@ static void run_rewrite_stanza(const Stanza *s) {
       diag_lines("got", report->str);
     }
   }
-  g_string_truncate(why, 0);
+  diag_reset(why);
   ok = same_meaning(&s0->func, &s1->func, why);
   tap(ok, "%s: computes what the original does", s->name);
   if (!ok)
-    diag_lines("why", why->str);
+    diag_lines("why", diag_text(why));
   /* the printed result parses back to the same term */
   g_autoptr(Module) again = parse_text("result.pir", out->str, strlen(out->str), errors);
   ok = again && module_entry(again)->body == s1->func.body;
   tap(ok, "%s: result round trip", s->name);
   if (!ok)
-    diag_lines("why", again ? "reparses to a different term" : errors->str);
+    diag_lines("why", again ? "reparses to a different term" : diag_text(errors));
 }
 
 static void run_rules_stanza(const Stanza *s) {
   g_autoptr(Source) src =
       source_new("input.rules", s->program->str, s->program->len);
-  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Diag) errors = diag_new(NULL);
   g_autoptr(RuleSet) rs = pipeline_load_rules(NULL, src, errors);
   if (s->fail) {
-    gboolean ok = !rs && strcmp(errors->str, s->expect->str) == 0;
+    gboolean ok = !rs && strcmp(diag_text(errors), s->expect->str) == 0;
     tap(ok, "%s: refused with the expected diagnostic", s->name);
     if (!ok) {
       diag_lines("expected", s->expect->str);
-      diag_lines("got", rs ? "(loaded)" : errors->str);
+      diag_lines("got", rs ? "(loaded)" : diag_text(errors));
     }
     return;
   }
   if (!rs) {
     tap(FALSE, "%s: loads", s->name);
-    diag_lines("diagnostic", errors->str);
+    diag_lines("diagnostic", diag_text(errors));
     return;
   }
   g_autoptr(GString) names = g_string_new(NULL);
@@ -440,18 +440,18 @@ static void roundtrip_file(const char *path) {
     g_error_free(error);
     return;
   }
-  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Diag) errors = diag_new(NULL);
   g_autoptr(Module) m = parse_text(path, text, strlen(text), errors);
   tap(m != NULL, "%s: parses", path);
   if (!m) {
-    diag_lines("diagnostic", errors->str);
+    diag_lines("diagnostic", diag_text(errors));
     return;
   }
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   gboolean ok = check_roundtrip(path, m, why);
   tap(ok, "%s: round trip", path);
   if (!ok)
-    diag_lines("why", why->str);
+    diag_lines("why", diag_text(why));
 }
 
 typedef struct Args {
@@ -508,7 +508,7 @@ static int run_all(void *data) {
 
 int main(int argc, char **argv) {
   Args a = {argc, argv};
-  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Diag) errors = diag_new(NULL);
   shipped_rules = pipeline_load_rules(NULL, NULL, errors);
   int status = partir_call_with_stack(run_all, &a);
   ruleset_free(shipped_rules);

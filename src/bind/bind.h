@@ -35,7 +35,7 @@ char **plua_tactic_dirs(void);
  * (--set KEY=VALUE).  Returns the new state, or NULL with the Lua error
  * and its traceback in 'why'. */
 State *plua_run_tactic(lua_State *L, const char *path, State *in,
-                       const Mesh *mesh, GHashTable *options, GString *why);
+                       const Mesh *mesh, GHashTable *options, Diag *why);
 
 /* A tactic file as the pipeline's Tactic (pipeline_tactic): runs
  * plua_run_tactic with the mesh the pipeline gives. */
@@ -55,7 +55,7 @@ void plua_tactic_init(LuaTactic *t, lua_State *L, const char *path,
  * failure; NULL with an empty 'why' when 'in' is NULL and the chunk
  * returned no state. */
 State *plua_run_chunk(lua_State *L, const char *code, const char *chunkname,
-                      State *in, const Mesh *mesh, GString *out, GString *why);
+                      State *in, const Mesh *mesh, GString *out, Diag *why);
 
 /* Asks a running chunk to stop at its next hook (Ctrl-C); safe to call
  * from a signal handler. */
@@ -119,7 +119,7 @@ void proto_append_json(GString *out, J *v);
 J *proto_raw_json(GString *text);
 
 /* The request on 'line', or NULL with the reason in 'why' (E_PARSE). */
-J *proto_request_parse(const char *line, gsize len, GString *why);
+J *proto_request_parse(const char *line, gsize len, Diag *why);
 
 /* Input lines. */
 typedef struct Reader {

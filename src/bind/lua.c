@@ -50,20 +50,20 @@ static State *check_state(lua_State *L, int i) {
   return *box;
 }
 
-/* Raises 'msg' as a Lua error after freeing it. */
-static int raise_error(lua_State *L, GString *msg) {
-  lua_pushlstring(L, msg->str, msg->len);
-  g_string_free(msg, TRUE);
+/* Raises the reason 'why' holds as a Lua error after freeing it. */
+static int raise_error(lua_State *L, Diag *why) {
+  lua_pushstring(L, diag_text(why));
+  diag_free(why);
   return lua_error(L);
 }
 
 /* ------------------------------------------------------ making states */
 
 /* Pushes a state of 'm' (taking it), or raises 'why' when 'm' is NULL. */
-static int push_parsed(lua_State *L, Module *m, GString *why) {
+static int push_parsed(lua_State *L, Module *m, Diag *why) {
   if (!m)
     return raise_error(L, why);
-  g_string_free(why, TRUE);
+  diag_free(why);
   State *s = state_new(m);
   module_free(m);
   push_state(L, s);
@@ -74,17 +74,17 @@ static int l_parse(lua_State *L) {
   size_t len;
   const char *text = luaL_checklstring(L, 1, &len);
   const char *name = luaL_optstring(L, 2, "(lua)");
-  GString *why = g_string_new(NULL);
+  Diag *why = diag_new(NULL);
   return push_parsed(L, pipeline_read_program(name, text, len, why), why);
 }
 
 static int l_load(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
-  GString *why = g_string_new(NULL);
+  Diag *why = diag_new(NULL);
   GError *error = NULL;
   Module *m = pipeline_load_program(path, why, &error);
   if (error) {
-    g_string_assign(why, error->message);
+    diag_reason(why, "%s", error->message);
     g_error_free(error);
   }
   return push_parsed(L, m, why);
@@ -160,18 +160,18 @@ static int l_check(lua_State *L) {
   State *s = check_state(L, 1);
   GString *text = g_string_new(NULL);
   state_print(text, s, FALSE);
-  GString *why = g_string_new(NULL);
+  Diag *why = diag_new(NULL);
   Module *m = pipeline_read_program("(state)", text->str, text->len, why);
   gboolean same = m && module_entry(m)->body == s->func.body;
   if (m)
     module_free(m);
   g_string_free(text, TRUE);
   if (!same) {
-    if (why->len == 0)
-      g_string_assign(why, "the state does not parse back to itself");
+    if (!diag_any(why))
+      diag_reason(why, "%s", "the state does not parse back to itself");
     return raise_error(L, why);
   }
-  g_string_free(why, TRUE);
+  diag_free(why);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -356,7 +356,7 @@ static int l_matches(lua_State *L) {
 static int run_commands(lua_State *L, State *s, const char *script,
                         gboolean want_report) {
   collect_maybe(); /* a safe point: states hold every term in use */
-  GString *why = g_string_new(NULL);
+  Diag *why = diag_new(NULL);
   /* no report asked for: propagate skips the walk that makes it */
   GString *report = want_report ? g_string_new(NULL) : NULL;
   State *next = rw_script(rules_of(L), s, script, why, report);
@@ -365,7 +365,7 @@ static int run_commands(lua_State *L, State *s, const char *script,
       g_string_free(report, TRUE);
     return raise_error(L, why);
   }
-  g_string_free(why, TRUE);
+  diag_free(why);
   push_state(L, next);
   if (!report)
     return 1;
@@ -503,8 +503,10 @@ static int l_apply(lua_State *L) {
     }
   }
   if (bad) {
-    g_string_assign(cmd, bad);
-    return raise_error(L, cmd);
+    g_string_free(cmd, TRUE);
+    Diag *why = diag_new(NULL);
+    diag_reason(why, "%s", bad);
+    return raise_error(L, why);
   }
   lua_pushlstring(L, cmd->str, cmd->len);
   g_string_free(cmd, TRUE);
@@ -535,7 +537,8 @@ static int l_run(lua_State *L) {
   GError *error = NULL;
   GPtrArray *results = interp_run_seeded(&s->func, seed, &error);
   if (!results) {
-    GString *why = g_string_new(error->message);
+    Diag *why = diag_new(NULL);
+    diag_reason(why, "%s", error->message);
     g_error_free(error);
     return raise_error(L, why);
   }
@@ -568,27 +571,28 @@ static int lower_common(lua_State *L, gboolean stats) {
   State *s = check_state(L, 1);
   const char *spec = luaL_checkstring(L, 2);
   const char *emit = luaL_optstring(L, 3, "spmd");
-  GString *why = g_string_new(NULL);
+  Diag *why = diag_new(NULL);
   Mesh mesh;
   GError *error = NULL;
   if (!mesh_parse(spec, &mesh, &error)) {
-    g_string_assign(why, error->message);
+    diag_reason(why, "%s", error->message);
     g_error_free(error);
     return raise_error(L, why);
   }
   Lowered low;
   if (!pipeline_lower(rules_of(L), &s->func, &mesh, &low, why))
     return raise_error(L, why);
-  g_string_truncate(why, 0);
+  diag_free(why);
+  GString *text = g_string_new(NULL);
   if (stats)
-    spmd_print_stats(why, low.spmd);
+    spmd_print_stats(text, low.spmd);
   else if (strcmp(emit, "dot") == 0)
-    spmd_print_dot(why, low.spmd);
+    spmd_print_dot(text, low.spmd);
   else
-    print_func(why, NULL, low.spmd);
+    print_func(text, NULL, low.spmd);
   pipeline_lowered_clear(&low);
-  lua_pushlstring(L, why->str, why->len);
-  g_string_free(why, TRUE);
+  lua_pushlstring(L, text->str, text->len);
+  g_string_free(text, TRUE);
   return 1;
 }
 
@@ -703,7 +707,7 @@ static State *take_state(lua_State *L, int i) {
 
 /* Calls the function below 'nargs' arguments with a traceback handler. */
 static gboolean pcall_traced(lua_State *L, int nargs, int nresults,
-                             GString *why) {
+                             Diag *why) {
   int base = lua_gettop(L) - nargs;
   lua_pushcfunction(L, traceback);
   lua_insert(L, base);
@@ -711,7 +715,7 @@ static gboolean pcall_traced(lua_State *L, int nargs, int nresults,
   lua_remove(L, base);
   lua_sethook(L, NULL, 0, 0);
   if (status != LUA_OK) {
-    g_string_assign(why, lua_tostring(L, -1) ? lua_tostring(L, -1) : "error");
+    diag_reason(why, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "error");
     lua_pop(L, 1);
     return FALSE;
   }
@@ -719,11 +723,11 @@ static gboolean pcall_traced(lua_State *L, int nargs, int nresults,
 }
 
 State *plua_run_tactic(lua_State *L, const char *path, State *in,
-                       const Mesh *mesh, GHashTable *options, GString *why) {
+                       const Mesh *mesh, GHashTable *options, Diag *why) {
   int top = lua_gettop(L);
   lua_sethook(L, NULL, 0, 0);
   if (luaL_loadfile(L, path) != LUA_OK) {
-    g_string_assign(why, lua_tostring(L, -1));
+    diag_reason(why, "%s", lua_tostring(L, -1));
     lua_settop(L, top);
     return NULL;
   }
@@ -732,7 +736,7 @@ State *plua_run_tactic(lua_State *L, const char *path, State *in,
     return NULL;
   }
   if (!lua_isfunction(L, -1)) {
-    g_string_printf(why, "%s: the tactic must return a function(state, mesh, "
+    diag_reason(why, "%s: the tactic must return a function(state, mesh, "
                          "options), not a %s",
                     path, luaL_typename(L, -1));
     lua_settop(L, top);
@@ -756,7 +760,7 @@ State *plua_run_tactic(lua_State *L, const char *path, State *in,
   }
   State *out = take_state(L, -1);
   if (!out)
-    g_string_printf(why, "%s: the tactic returned a %s, not a state", path,
+    diag_reason(why, "%s: the tactic returned a %s, not a state", path,
                     luaL_typename(L, -1));
   lua_settop(L, top);
   return out;
@@ -779,7 +783,7 @@ static int tostring_all(lua_State *L) {
 }
 
 static State *lua_tactic_run(Tactic *self, State *in, const Mesh *mesh,
-                             GString *why) {
+                             Diag *why) {
   LuaTactic *t = (LuaTactic *)self;
   return plua_run_tactic(t->L, t->path, in, mesh, t->options, why);
 }
@@ -790,7 +794,7 @@ void plua_tactic_init(LuaTactic *t, lua_State *L, const char *path,
 }
 
 State *plua_run_chunk(lua_State *L, const char *code, const char *chunkname,
-                      State *in, const Mesh *mesh, GString *out, GString *why) {
+                      State *in, const Mesh *mesh, GString *out, Diag *why) {
   int top = lua_gettop(L);
   lua_sethook(L, NULL, 0, 0); /* an interrupt that came between chunks */
   if (in)
@@ -807,7 +811,7 @@ State *plua_run_chunk(lua_State *L, const char *code, const char *chunkname,
   if (loaded != LUA_OK) {
     lua_pop(L, 1);
     if (luaL_loadbuffer(L, code, strlen(code), chunkname) != LUA_OK) {
-      g_string_assign(why, lua_tostring(L, -1));
+      diag_reason(why, "%s", lua_tostring(L, -1));
       lua_settop(L, top);
       return NULL;
     }
@@ -830,7 +834,7 @@ State *plua_run_chunk(lua_State *L, const char *code, const char *chunkname,
     }
     result = in ? state_ref(in) : NULL;
     if (!result)
-      g_string_assign(why, "");
+      diag_reason(why, "%s", "");
   }
   lua_settop(L, top);
   return result;

@@ -108,7 +108,7 @@ static gint64 add_entry(Proto *pr, Entry *e) {
 static gboolean entry_cost(Proto *pr, Entry *e) {
   if (!e->costed) {
     e->costed = TRUE;
-    g_autoptr(GString) why = g_string_new(NULL);
+    g_autoptr(Diag) why = diag_new(NULL);
     e->cost_ok = pipeline_cost_state(pr->rs, e->state, &e->ep->mesh,
                                      &e->ep->hw, &e->cost, why);
   }
@@ -219,7 +219,7 @@ static GPtrArray *candidates(Proto *pr, const Entry *e) {
 /* Runs one action; NULL with the reason when it does not apply.  No
  * report: what propagate could not resolve is not part of a reply, and
  * asking for it costs a walk of the program. */
-static State *run_action(Proto *pr, State *s, const char *text, GString *why) {
+static State *run_action(Proto *pr, State *s, const char *text, Diag *why) {
   return rw_script(pr->rs, s, text, why, NULL);
 }
 
@@ -237,7 +237,7 @@ static GPtrArray *legal_actions(Proto *pr, const Entry *e, const char *filter,
  * changes the program exactly when it applies there, so there is no need
  * to rebuild the program. */
 static gboolean applies_at(Proto *pr, const Rule *r, const Term *at, int64_t w,
-                           const char *axis, int d, GString *why) {
+                           const char *axis, int d, Diag *why) {
   static const char *w_key, *a_key, *d_key;
   if (!w_key) {
     w_key = g_intern_static_string("w");
@@ -261,7 +261,7 @@ static gboolean any_legal_action(Proto *pr, const Entry *e) {
     for (int d = 0; d < f->arg_types[i]->rank && e->ep->args_legal < 0; d++)
       for (int k = 0; k < mesh->naxes; k++) {
         int64_t w = arg_split_width(f, i, d, mesh, k);
-        g_autoptr(GString) why = g_string_new(NULL);
+        g_autoptr(Diag) why = diag_new(NULL);
         if (w >= 1 &&
             applies_at(pr, ruleset_find(pr->rs, "arg-tile"),
                        term_arg(i, f->arg_types[i]), w, mesh->names[k], d,
@@ -282,7 +282,7 @@ static gboolean any_legal_action(Proto *pr, const Entry *e) {
 static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
                               const char *filter, gint64 limit) {
   GPtrArray *out = g_ptr_array_new_with_free_func(action_free);
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   for (guint i = 0; i < all->len && (limit < 0 || out->len < (guint)limit);
        i++) {
     Action *a = g_ptr_array_index(all, i);
@@ -540,11 +540,11 @@ static Entry *new_root(Proto *pr, J *p, Fail *f) {
   gsize len = 0;
   if (path && !read_allowed(pr, path, &text, &len, f))
     return NULL;
-  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Diag) errors = diag_new(NULL);
   Module *m = pipeline_read_program(path ? path : "(program)", path ? text : program,
                          path ? len : strlen(program), errors);
   if (!m) {
-    proto_fail(f, E_PROGRAM, "%s", errors->str);
+    proto_fail(f, E_PROGRAM, "%s", diag_text(errors));
     return NULL;
   }
   Entry *e = g_new0(Entry, 1);
@@ -594,7 +594,7 @@ static Entry *do_step(Proto *pr, Entry *e, J *actions, const char *text1,
                       gboolean *no_effect, Fail *f) {
   State *s = state_ref(e->state);
   g_autoptr(GString) trace = g_string_new(NULL);
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   J *item = actions ? actions->child : NULL;
   gint64 taken = 0;
   for (gboolean first = TRUE; actions ? item != NULL : first;
@@ -608,7 +608,7 @@ static Entry *do_step(Proto *pr, Entry *e, J *actions, const char *text1,
       g_ptr_array_unref(legal);
     State *next = text ? run_action(pr, s, text, why) : NULL;
     if (text && !next)
-      proto_fail(f, E_ACTION, "%s", why->str);
+      proto_fail(f, E_ACTION, "%s", diag_text(why));
     if (!next) {
       g_free(text);
       state_unref(s);
@@ -963,10 +963,10 @@ static void reply_error(Io *io, J *id, int code, const char *message) {
 }
 
 static void handle(Proto *pr, Io *io, const char *line, gsize len) {
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   J *req = proto_request_parse(line, len, why);
   if (!req) {
-    reply_error(io, NULL, E_PARSE, why->str);
+    reply_error(io, NULL, E_PARSE, diag_text(why));
     return;
   }
   J *id = proto_member(req, "id");

@@ -149,16 +149,16 @@ static gsize escaped_nul(const char *line, gsize len) {
   return 0;
 }
 
-J *proto_request_parse(const char *line, gsize len, GString *why) {
+J *proto_request_parse(const char *line, gsize len, Diag *why) {
   const char *bad;
   if (!g_utf8_validate(line, (gssize)len, &bad)) {
-    g_string_printf(why, "column %" G_GSIZE_FORMAT ": not UTF-8",
+    diag_reason(why, "column %" G_GSIZE_FORMAT ": not UTF-8",
                     (gsize)(bad - line) + 1);
     return NULL;
   }
   gsize nul = escaped_nul(line, len);
   if (nul) {
-    g_string_printf(
+    diag_reason(
         why, "column %" G_GSIZE_FORMAT ": \\u0000 in a string is not supported",
         nul);
     return NULL;
@@ -171,16 +171,16 @@ J *proto_request_parse(const char *line, gsize len, GString *why) {
       at++;
     if (at < len) {
       cJSON_Delete(req);
-      g_string_printf(
+      diag_reason(
           why, "column %" G_GSIZE_FORMAT ": more after the JSON value", at + 1);
       return NULL;
     }
     return req;
   }
   if (at >= len)
-    g_string_assign(why, "the JSON value is incomplete");
+    diag_reason(why, "%s", "the JSON value is incomplete");
   else
-    g_string_printf(why, "column %" G_GSIZE_FORMAT ": not JSON", at + 1);
+    diag_reason(why, "column %" G_GSIZE_FORMAT ": not JSON", at + 1);
   return NULL;
 }
 

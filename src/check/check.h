@@ -25,7 +25,7 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out);
 /* Finds instances of the written rules on random programs and returns in
  * 'errors' a diagnostic for each rule whose right side has another type
  * than its left side; FALSE if there is any. */
-gboolean check_rule_types(const RuleSet *rs, GString *errors);
+gboolean check_rule_types(const RuleSet *rs, Diag *errors);
 /* 'walks' seeded sequences of 'steps' random legal rewrites from 'm';
  * every state must type-check (by re-parsing its print) and compute what
  * 'm' computes.  Failures go to 'out'. */

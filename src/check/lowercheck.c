@@ -24,13 +24,13 @@ gboolean check_lowering(const Func *g, const Func *spmd,
   GPtrArray *got = want ? spmd_simulate(spmd, in, error) : NULL;
   gboolean ok = got != NULL;
   if (ok) {
-    g_autoptr(GString) why = g_string_new(NULL);
+    g_autoptr(Diag) why = diag_new(NULL);
     ok = tensor_results_agree(want, got, why);
     if (!ok)
       g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
                   "the simulated SPMD program disagrees with the "
                   "interpreter: %s",
-                  why->str);
+                  diag_text(why));
   }
   if (ok) {
     int64_t ndev = mesh_devices(&spmd->spmd->mesh);

@@ -64,7 +64,7 @@ static void reference_clear(Reference *ref) {
  * on the same seeded inputs. */
 static gboolean same_meaning(const Func *f, const Term *before,
                              const Term *after, guint32 seed, Reference *ref,
-                             GString *why) {
+                             Diag *why) {
   Tensor **in = random_inputs(f, seed);
   Func g = *f, h = *f;
   g.body = before;
@@ -78,7 +78,7 @@ static gboolean same_meaning(const Func *f, const Term *before,
   GPtrArray *b = ref->out ? interp_run(&h, in, &error) : NULL;
   gboolean ok = FALSE;
   if (!b) {
-    g_string_printf(why, "%s", error->message);
+    diag_reason(why, "%s", error->message);
     g_error_free(error);
   } else {
     ok = tensor_results_agree(ref->out, b, why);
@@ -151,7 +151,7 @@ static void shuffle(Gen *g, int64_t *xs, int n) {
 
 /* matmul of random [m,k] x [k,n] operands; NULL when asked for a result
  * dim above 1 or a second reduction. */
-static const Term *gen_matmul(Gen *g, Op op, int dim, int red, GString *err) {
+static const Term *gen_matmul(Gen *g, Op op, int dim, int red, Diag *err) {
   if (dim > 1 || red > 0)
     return NULL;
   int64_t m = rnd(g, 0, 1) ? 4 : 6, k = rnd(g, 0, 1) ? 4 : 6, n = 4;
@@ -164,7 +164,7 @@ static const Term *gen_matmul(Gen *g, Op op, int dim, int red, GString *err) {
  * positions: result rank >= 'minr', more than 'red' contractions (nb
  * batch, nc contracting, fl/fr free dims; lhs rank nb+nc+fl <= 8). */
 static const Term *gen_dot_general(Gen *g, Op op, int red, int minr,
-                                   GString *err) {
+                                   Diag *err) {
   int nc = rnd_at_least(g, red + 1, 0, 1), nb = rnd(g, 0, 1);
   int out = rnd(g, minr, MAX(minr, 3));
   if (nc + out > 8)
@@ -209,7 +209,7 @@ static const Term *gen_dot_general(Gen *g, Op op, int red, int minr,
 
 /* reduce_sum or reduce_max over shuffled dims, keeping at least 'minr';
  * only reduce_sum has reductions to split. */
-static const Term *gen_reduce(Gen *g, Op op, int red, int minr, GString *err) {
+static const Term *gen_reduce(Gen *g, Op op, int red, int minr, Diag *err) {
   int nred = rnd_at_least(g, red + 1, 1, 2);
   int kept = rnd_at_least(g, minr, 0, 2);
   kept = MIN(kept, 8 - nred);
@@ -228,7 +228,7 @@ static const Term *gen_reduce(Gen *g, Op op, int red, int minr, GString *err) {
 /* broadcast_in_dim from a random subset of the result's dims, some of
  * them of size 1 in the operand. */
 static const Term *gen_broadcast(Gen *g, Op op, int dim, int minr,
-                                 GString *err) {
+                                 Diag *err) {
   int rank = rnd_at_least(g, minr, 1, 3);
   const Type *rt = rshape(g, DT_F32, rank, dim);
   int64_t map[8], od[8];
@@ -245,7 +245,7 @@ static const Term *gen_broadcast(Gen *g, Op op, int dim, int minr,
 
 /* transpose by a random permutation of rank 'minr' or more. */
 static const Term *gen_transpose(Gen *g, Op op, int dim, int minr,
-                                 GString *err) {
+                                 Diag *err) {
   int rank = rnd_at_least(g, minr, 2, 3);
   int64_t perm[8];
   for (int i = 0; i < rank; i++)
@@ -258,7 +258,7 @@ static const Term *gen_transpose(Gen *g, Op op, int dim, int minr,
 }
 
 /* reshape splitting one dimension of size 4 into 2x2, away from 'dim'. */
-static const Term *gen_reshape(Gen *g, Op op, int dim, int minr, GString *err) {
+static const Term *gen_reshape(Gen *g, Op op, int dim, int minr, Diag *err) {
   int rank = rnd_at_least(g, minr, 2, 3); /* result rank */
   if (dim >= 0 && dim < 2)
     rank = MAX(rank, dim + 3); /* room for the split after 'dim' */
@@ -287,7 +287,7 @@ static const Term *gen_reshape(Gen *g, Op op, int dim, int minr, GString *err) {
 
 /* concatenate of 2 or 3 operands along a dim other than 'dim'. */
 static const Term *gen_concatenate(Gen *g, Op op, int dim, int minr,
-                                   GString *err) {
+                                   Diag *err) {
   int rank = rnd_at_least(g, minr, 1, 3);
   int cd;
   do
@@ -304,7 +304,7 @@ static const Term *gen_concatenate(Gen *g, Op op, int dim, int minr,
 }
 
 /* slice dropping the first element of random dims other than 'dim'. */
-static const Term *gen_slice(Gen *g, Op op, int dim, int minr, GString *err) {
+static const Term *gen_slice(Gen *g, Op op, int dim, int minr, Diag *err) {
   int rank = rnd_at_least(g, minr, 1, 3);
   const Type *t = rshape(g, DT_F32, rank, dim);
   int64_t start[8], limit[8];
@@ -328,7 +328,7 @@ static const Term *gen_slice(Gen *g, Op op, int dim, int minr, GString *err) {
  * condition is i1, compare gets a random direction, convert goes to
  * f64). */
 static const Term *gen_elementwise(Gen *g, Op op, int dim, int minr,
-                                   GString *err) {
+                                   Diag *err) {
   int rank = rnd_at_least(g, minr, 1, 3);
   const Type *t = rshape(g, DT_F32, rank, dim);
   const Term *args[3];
@@ -356,7 +356,7 @@ static const Term *gen_elementwise(Gen *g, Op op, int dim, int minr,
  * and more than 'red' reductions (when red >= 0); NULL if impossible.
  * Its operands are new arguments of 'g'. */
 static const Term *gen_op(Gen *g, Op op, int dim, int red) {
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   int minr = dim >= 0 ? dim + 1 : (red >= 0 ? 0 : 1);
   switch (op) {
   case OP_MATMUL:
@@ -483,15 +483,15 @@ static void count(Walker *w, const Rule *r) {
 /* Checks 'next' against 'start'; reports with the step that led there. */
 static gboolean check_step(Walker *w, const State *start, const State *prev,
                            const State *next, const char *step) {
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   g_autoptr(GString) text = g_string_new(NULL);
   state_print(text, next, FALSE);
-  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Diag) errors = diag_new(NULL);
   g_autoptr(Module) again = parse_text("(state)", text->str, text->len, errors);
   gboolean ok = again && module_entry(again)->body == next->func.body;
   if (!ok)
-    g_string_printf(why, "the state does not parse back to itself:\n%s",
-                    errors->str);
+    diag_reason(why, "the state does not parse back to itself:\n%s",
+                    diag_text(errors));
   if (ok)
     ok = same_meaning(&start->func, start->func.body, next->func.body, w->seed,
                       &w->ref, why);
@@ -500,14 +500,14 @@ static gboolean check_step(Walker *w, const State *start, const State *prev,
     g_autoptr(GString) before = g_string_new(NULL);
     state_print(before, prev, FALSE);
     g_string_append_printf(w->out, "FAIL after '%s': %s\nbefore:\n%safter:\n%s",
-                           step, why->str, before->str, text->str);
+                           step, diag_text(why), before->str, text->str);
   }
   return ok;
 }
 
 /* One random legal step from 's'; NULL when the chosen step did not apply. */
 static State *random_step(Walker *w, State *s, GString *step) {
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   int choice = g_rand_int_range(w->rng, 0, 10);
   if (choice == 0) {
     g_string_assign(step, "propagate");
@@ -563,7 +563,7 @@ static State *random_step(Walker *w, State *s, GString *step) {
  * those whose right side has another type than what it matched. */
 static void probe_types(Walker *w, const State *s) {
   g_autoptr(GPtrArray) locs = state_locations(s);
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   for (guint i = 0; i < w->rs->rules->len; i++) {
     const Rule *r = g_ptr_array_index(w->rs->rules, i);
     if (r->kind != RULE_PATTERN || g_hash_table_contains(w->type_changes, r))
@@ -650,7 +650,7 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
     g_autoptr(Module) m = instance_module(&g, t);
     g_ptr_array_unref(g.arg_types);
     g_autoptr(State) s = state_new(m);
-    g_autoptr(GString) why = g_string_new(NULL);
+    g_autoptr(Diag) why = diag_new(NULL);
     g_autoptr(State) target = NULL;
     if (r->kind == RULE_SLICE_OP) {
       /* tile the application along the rule's dim: that makes the slice */
@@ -724,7 +724,7 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
         const Term *x = new_arg(&c, type_tensor(DT_F32, 2, d));
         const Term *y = new_arg(&c, type_tensor(DT_F32, 2, d + 1));
         const Term *z = new_arg(&c, type_tensor(DT_F32, 2, d + 2));
-        g_autoptr(GString) err = g_string_new(NULL);
+        g_autoptr(Diag) err = diag_new(NULL);
         const Term *xy = term_op(OP_MATMUL, 2, (const Term *[]){x, y},
                                  attrs_empty(), NULL, err);
         const Term *xyz = term_op(OP_MATMUL, 2, (const Term *[]){xy, z},
@@ -732,7 +732,7 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
         g_autoptr(Module) m = instance_module(&c, xyz);
         g_ptr_array_unref(c.arg_types);
         g_autoptr(State) s0 = state_new(m);
-        g_autoptr(GString) why = g_string_new(NULL);
+        g_autoptr(Diag) why = diag_new(NULL);
         g_autoptr(State) s = rw_script(
             rs, s0, "arg-tile 0 0 2; arg-tile 1 1 2; arg-tile 2 0 2; propagate",
             why, NULL);
@@ -774,7 +774,7 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
   return w.failures == 0 && unexercised == 0;
 }
 
-gboolean check_rule_types(const RuleSet *rs, GString *errors) {
+gboolean check_rule_types(const RuleSet *rs, Diag *errors) {
   g_autoptr(GString) ignored = g_string_new(NULL);
   Walker w = walker_new(rs, ignored, 1);
   w.type_changes = g_hash_table_new_full(NULL, NULL, NULL, g_free);
@@ -806,7 +806,7 @@ gboolean check_rule_types(const RuleSet *rs, GString *errors) {
     diag_init(&d, r->src);
     diag_error(&d, r->loc, "rule '%s' changes the type of what it rewrites: %s",
                r->name, msg);
-    g_string_append(errors, d.text->str);
+    diag_append(errors, &d);
     diag_clear(&d);
   }
   walker_clear(&w);

@@ -26,7 +26,7 @@ typedef struct Inst {
   AttrValue attr_vals[RULE_MAX_VARS]; /* shallow: items owned by 'lists' */
   int nattrs;
   GPtrArray *lists; /* AttrValue item arrays to free */
-  GString *why;
+  Diag *why;
 } Inst;
 
 static const AttrValue *inst_attr(Inst *in, const char *name) {
@@ -124,7 +124,7 @@ static const Term *instantiate(Inst *in, const Pat *pt) {
     return term_op(pt->op, pt->nargs, args, attrs, NULL, in->why);
   }
   default:
-    g_string_printf(in->why, "an [spmd] rule may match only operators and "
+    diag_reason(in->why, "an [spmd] rule may match only operators and "
                              "variables");
     return NULL;
   }
@@ -167,11 +167,11 @@ static const Type *global_of(const Mesh *m, const Type *local) {
 
 /* Runs both sides on the same inputs; FALSE with the reason in 'why'. */
 static gboolean same_on_devices(const Inst *in, const Term *lhs,
-                                const Term *rhs, guint32 seed, GString *why) {
+                                const Term *rhs, guint32 seed, Diag *why) {
   if (lhs->type != rhs->type) {
     g_autofree char *a = type_to_string(lhs->type);
     g_autofree char *b = type_to_string(rhs->type);
-    g_string_printf(why, "the right side is a %s, the left side a %s", b, a);
+    diag_reason(why, "the right side is a %s, the left side a %s", b, a);
     return FALSE;
   }
   Func *fl = spmd_func(in, lhs), *fr = spmd_func(in, rhs);
@@ -187,7 +187,7 @@ static gboolean same_on_devices(const Inst *in, const Term *lhs,
   GPtrArray *b = a ? spmd_simulate(fr, inputs, &error) : NULL;
   gboolean ok = b && tensor_results_agree(a, b, why);
   if (error) {
-    g_string_printf(why, "%s", error->message);
+    diag_reason(why, "%s", error->message);
     g_error_free(error);
   }
   if (a)
@@ -207,7 +207,7 @@ static void print_instance(GString *out, const Inst *in, const Term *t) {
   func_free(f);
 }
 
-static gboolean new_instance(Inst *in, GRand *rng, GString *why) {
+static gboolean new_instance(Inst *in, GRand *rng, Diag *why) {
   *in = (Inst){
       .rng = rng, .why = why, .lists = g_ptr_array_new_with_free_func(g_free)};
   GError *error = NULL;
@@ -217,7 +217,7 @@ static gboolean new_instance(Inst *in, GRand *rng, GString *why) {
 }
 
 gboolean check_spmd_rule_type(const Rule *r, GRand *rng, GString *msg) {
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   gboolean changes = FALSE;
   for (int i = 0; i < 16 && !changes; i++) {
     Inst in;
@@ -237,7 +237,7 @@ gboolean check_spmd_rule_type(const Rule *r, GRand *rng, GString *msg) {
 
 int check_spmd_rule(const Rule *r, GRand *rng, int tries, GString *out) {
   int checked = 0;
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   for (int i = 0; i < tries * 8 && checked < tries; i++) {
     Inst in;
     new_instance(&in, rng, why);
@@ -245,11 +245,11 @@ int check_spmd_rule(const Rule *r, GRand *rng, int tries, GString *out) {
     const Term *rhs = lhs ? match_apply(r, lhs, NULL, 0, why) : NULL;
     gboolean ok = TRUE;
     if (rhs) {
-      g_autoptr(GString) fail = g_string_new(NULL);
+      g_autoptr(Diag) fail = diag_new(NULL);
       ok = same_on_devices(&in, lhs, rhs, g_rand_int(rng), fail);
       if (!ok) {
         g_string_append_printf(out, "FAIL  %s: %s\nbefore:\n", r->name,
-                               fail->str);
+                               diag_text(fail));
         print_instance(out, &in, lhs);
         g_string_append(out, "after:\n");
         print_instance(out, &in, rhs);

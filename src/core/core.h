@@ -5,6 +5,7 @@
  * evaluates, rewrites or distributes it.  One section per file, in the
  * order a program goes through them:
  *
+ *   diag.c       sources and user-input diagnostics
  *   type.c       element and tensor/range types (interned)
  *   ops.c        the operator list (ops.def) and its name table
  *   flops.c      FLOPs of one operator application
@@ -13,7 +14,6 @@
  *   typerule.c   the type rule of every operator
  *   collect.c    reclaiming terms no module or state holds
  *   process.c    interrupts and the deep-stack thread
- *   diag.c       sources and user-input diagnostics
  *   lex.c        tokens and the parsers' read position
  *   mesh.c       device meshes and value layouts
  *   program.c    modules and functions
@@ -50,6 +50,63 @@
  * overflow in any size computation (type_numel, byte counts). */
 #define PARTIR_MAX_ELEMS ((int64_t)1 << 48)
 
+
+/* ----------------------------------------------------------------- diag.c */
+
+/* A source buffer with its name, for diagnostics. */
+typedef struct Source {
+  char *name;
+  char *text;
+  gsize len;
+} Source;
+
+Source *source_new(const char *name, const char *text, gsize len);
+gboolean source_load(const char *path, Source **out, GError **error);
+void source_free(Source *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Source, source_free)
+
+/* A position in a Source. */
+typedef struct Loc {
+  int line, col; /* 1-based */
+  gsize offset;
+} Loc;
+
+/* The one carrier of user-input errors (programs, rule files, commands,
+ * mesh strings, requests): collected diagnostics, printed by the front
+ * end.  A diagnostic about a place in a Source reads "file:line:col:
+ * error: message", then the source line and a caret under the column.
+ * One about input without a file (a command, a mesh string, a program as
+ * a whole) is its message alone: the reason (diag_reason), which callers
+ * may put in context (diag_prefix: "RULE at %v: " + the reason).
+ * Environment errors are GErrors; bugs are assertions. */
+typedef struct Diag {
+  const Source *src; /* what spans point into, or NULL */
+  GString *text;     /* what was reported; NULL until something is */
+} Diag;
+
+void diag_init(Diag *d, const Source *src);
+void diag_clear(Diag *d);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Diag, diag_clear)
+/* A Diag on the heap (for a reason passed down a call chain). */
+Diag *diag_new(const Source *src);
+void diag_free(Diag *d);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Diag, diag_free)
+void diag_error(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+void diag_note(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+/* A diagnostic without a span: the reason, replacing what 'd' held. */
+void diag_reason(Diag *d, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+void diag_vreason(Diag *d, const char *fmt, va_list ap) G_GNUC_PRINTF(2, 0);
+/* Appends a diagnostic without a span (a line ending in '\n'). */
+void diag_append_reason(Diag *d, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* Puts the formatted text before what 'd' holds. */
+void diag_prefix(Diag *d, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* Appends what 'from' holds to what 'd' holds. */
+void diag_append(Diag *d, const Diag *from);
+/* Forgets what was reported. */
+void diag_reset(Diag *d);
+/* What was reported ("" when nothing), and whether anything was. */
+const char *diag_text(const Diag *d);
+gboolean diag_any(const Diag *d);
 
 /* ---------------------------------------------------------------- type.c */
 
@@ -208,21 +265,21 @@ const Term *term_bvar(int index, const Type *range);
  * type written in the source, or NULL.  On a type error returns NULL and
  * sets 'err' to the message (no location; the caller adds it). */
 const Term *term_op(Op op, int nargs, const Term *const *args,
-                    const Attrs *attrs, const Type *written, GString *err);
-const Term *term_slice(int dim, const Term *x, const Term *r, GString *err);
+                    const Attrs *attrs, const Type *written, Diag *err);
+const Term *term_slice(int dim, const Term *x, const Term *r, Diag *err);
 const Term *term_tile(int dim, const Type *range, const char *axis,
-                      const Term *body, GString *err);
+                      const Term *body, Diag *err);
 const Term *term_sum(const Type *range, const char *axis, const Term *body,
-                     GString *err);
+                     Diag *err);
 const Term *term_tuple(int n, const Term *const *args);
 /* Rebuilds 't' with new operands (same kind/op/attrs); NULL + err when the
  * new operands do not type-check. */
 const Term *term_with_args(const Term *t, const Term *const *args,
-                           GString *err);
+                           Diag *err);
 /* 't' with each operand a replaced by fn(ud, a): 't' itself when none
  * changes; NULL + err when the store refuses the rebuilt term. */
 typedef const Term *(*TermMapFn)(void *ud, const Term *arg);
-const Term *term_map_args(const Term *t, TermMapFn fn, void *ud, GString *err);
+const Term *term_map_args(const Term *t, TermMapFn fn, void *ud, Diag *err);
 /* Adds 'by' to every loose index >= 'cutoff' (by may be negative when the
  * caller knows no index below -by is loose). */
 const Term *term_shift(const Term *t, int by, int cutoff);
@@ -242,7 +299,7 @@ size_t term_store_collect(const Term *const *roots, gsize nroots,
  * the reason in 'err' (typerule.c). */
 const Type *typerule_infer(Op op, int nargs, const Term *const *args,
                            const Attrs *attrs, const Type *written,
-                           GString *err);
+                           Diag *err);
 
 
 /* ------------------------------------------------------------- typerule.c */
@@ -251,7 +308,7 @@ const Type *typerule_infer(Op op, int nargs, const Term *const *args,
  * the reason in 'err'. */
 const Type *typerule_infer(Op op, int nargs, const Term *const *args,
                            const Attrs *attrs, const Type *written,
-                           GString *err);
+                           Diag *err);
 /* TRUE for operators whose result type is the written one. */
 gboolean op_takes_written_type(Op op);
 /* TRUE for operators that cannot be built without attributes. */
@@ -291,60 +348,6 @@ extern volatile sig_atomic_t partir_interrupt;
 /* Runs 'fn(data)' on a thread whose stack is deep enough for terms of
  * PARTIR_MAX_HEIGHT; returns fn's result. */
 int partir_call_with_stack(int (*fn)(void *), void *data);
-
-/* ----------------------------------------------------------------- diag.c */
-
-/* A source buffer with its name, for diagnostics. */
-typedef struct Source {
-  char *name;
-  char *text;
-  gsize len;
-} Source;
-
-Source *source_new(const char *name, const char *text, gsize len);
-gboolean source_load(const char *path, Source **out, GError **error);
-void source_free(Source *s);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(Source, source_free)
-
-/* A position in a Source. */
-typedef struct Loc {
-  int line, col; /* 1-based */
-  gsize offset;
-} Loc;
-
-/* The one carrier of user-input errors (programs, rule files, commands,
- * mesh strings, requests): collected diagnostics, printed by the front
- * end.  A diagnostic about a place in a Source reads "file:line:col:
- * error: message", then the source line and a caret under the column.
- * One about input without a file (a command, a mesh string, a program as
- * a whole) is its message alone: the reason (diag_reason), which callers
- * may put in context (diag_prefix: "RULE at %v: " + the reason).
- * Environment errors are GErrors; bugs are assertions. */
-typedef struct Diag {
-  const Source *src; /* what spans point into, or NULL */
-  GString *text;     /* what was reported; NULL until something is */
-} Diag;
-
-void diag_init(Diag *d, const Source *src);
-void diag_clear(Diag *d);
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Diag, diag_clear)
-/* A Diag on the heap (for a reason passed down a call chain). */
-Diag *diag_new(const Source *src);
-void diag_free(Diag *d);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(Diag, diag_free)
-void diag_error(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-void diag_note(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-/* A diagnostic without a span: the reason, replacing what 'd' held. */
-void diag_reason(Diag *d, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-/* Puts the formatted text before what 'd' holds. */
-void diag_prefix(Diag *d, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-/* Appends what 'from' holds to what 'd' holds. */
-void diag_append(Diag *d, const Diag *from);
-/* Forgets what was reported. */
-void diag_reset(Diag *d);
-/* What was reported ("" when nothing), and whether anything was. */
-const char *diag_text(const Diag *d);
-gboolean diag_any(const Diag *d);
 
 /* ------------------------------------------------------------------ lex.c */
 
@@ -525,10 +528,10 @@ Module *parse_module(const Source *src, Diag *diag);
 /* The same for text named 'name' in diagnostics; on error returns NULL
  * with the diagnostics in 'errors' (when not NULL). */
 Module *parse_text(const char *name, const char *text, gsize len,
-                   GString *errors);
+                   Diag *errors);
 /* The same for a file: NULL with 'error' set when it cannot be read, or
  * NULL with the diagnostics in 'errors'. */
-Module *parse_file(const char *path, GString *errors, GError **error);
+Module *parse_file(const char *path, Diag *errors, GError **error);
 
 /* paths.c: the directories of $ENV (':'-separated, empty entries
  * skipped), then 'installed' (may be NULL); NULL-terminated. */

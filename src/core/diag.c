@@ -139,10 +139,21 @@ void diag_note(Diag *d, Loc loc, const char *fmt, ...) {
   va_end(ap);
 }
 
+void diag_vreason(Diag *d, const char *fmt, va_list ap) {
+  g_string_vprintf(text_of(d), fmt, ap);
+}
+
 void diag_reason(Diag *d, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  g_string_vprintf(text_of(d), fmt, ap);
+  diag_vreason(d, fmt, ap);
+  va_end(ap);
+}
+
+void diag_append_reason(Diag *d, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_string_append_vprintf(text_of(d), fmt, ap);
   va_end(ap);
 }
 

@@ -401,9 +401,9 @@ static const Term *parse_region(Parser *p, const Type **range,
   return p->c.failed ? NULL : body;
 }
 
-static const Term *built(Parser *p, const Term *t, GString *err, Loc at) {
+static const Term *built(Parser *p, const Term *t, Diag *err, Loc at) {
   if (!t)
-    cursor_fail(&p->c, at, "%s", err->str);
+    cursor_fail(&p->c, at, "%s", diag_text(err));
   return t;
 }
 
@@ -419,7 +419,7 @@ static void record_binder(Parser *p, const Term *t, char *binder_name) {
 static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
   if (p->c.failed)
     return NULL;
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   if (p->c.tok.kind != TK_IDENT) {
     cursor_expected(&p->c, "an operator or a partir construct");
     return NULL;
@@ -869,23 +869,23 @@ Module *parse_module(const Source *src, Diag *diag) {
   return g_steal_pointer(&m);
 }
 
-static Module *parse_source(const Source *src, GString *errors) {
+static Module *parse_source(const Source *src, Diag *errors) {
   Diag d;
   diag_init(&d, src);
   Module *m = parse_module(src, &d);
   if (!m && errors)
-    g_string_assign(errors, d.text->str);
+    diag_reason(errors, "%s", diag_text(&d));
   diag_clear(&d);
   return m;
 }
 
 Module *parse_text(const char *name, const char *text, gsize len,
-                   GString *errors) {
+                   Diag *errors) {
   g_autoptr(Source) src = source_new(name, text, len);
   return parse_source(src, errors);
 }
 
-Module *parse_file(const char *path, GString *errors, GError **error) {
+Module *parse_file(const char *path, Diag *errors, GError **error) {
   g_autoptr(Source) src = NULL;
   if (!source_load(path, &src, error))
     return NULL;

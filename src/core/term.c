@@ -235,10 +235,10 @@ static const Term *intern_with_args(Term *proto, int nargs,
 }
 
 const Term *term_op(Op op, int nargs, const Term *const *args,
-                    const Attrs *attrs, const Type *written, GString *err) {
+                    const Attrs *attrs, const Type *written, Diag *err) {
   for (int i = 0; i < nargs; i++)
     if (args[i]->type->kind != TY_TENSOR) {
-      g_string_printf(err, "operand %d of '%s' is a range, not a tensor", i + 1,
+      diag_reason(err, "operand %d of '%s' is a range, not a tensor", i + 1,
                       op_name(op));
       return NULL;
     }
@@ -246,14 +246,14 @@ const Term *term_op(Op op, int nargs, const Term *const *args,
   if (!type)
     return NULL;
   if (!type_size_ok(type)) {
-    g_string_printf(err, "the result of '%s' has more than 2^48 elements",
+    diag_reason(err, "the result of '%s' has more than 2^48 elements",
                     op_name(op));
     return NULL;
   }
   if (written && written != type) {
     g_autofree char *w = type_to_string(written);
     g_autofree char *inf = type_to_string(type);
-    g_string_printf(err, "written result type %s does not match the inferred %s",
+    diag_reason(err, "written result type %s does not match the inferred %s",
                     w, inf);
     return NULL;
   }
@@ -261,22 +261,22 @@ const Term *term_op(Op op, int nargs, const Term *const *args,
   return intern_with_args(&proto, nargs, args);
 }
 
-const Term *term_slice(int dim, const Term *x, const Term *r, GString *err) {
+const Term *term_slice(int dim, const Term *x, const Term *r, Diag *err) {
   if (r->type->kind != TY_RANGE) {
-    g_string_printf(err, "partir.slice needs a range value in [...]");
+    diag_reason(err, "partir.slice needs a range value in [...]");
     return NULL;
   }
   if (x->type->kind != TY_TENSOR) {
-    g_string_printf(err, "partir.slice of a range");
+    diag_reason(err, "partir.slice of a range");
     return NULL;
   }
   if (dim < 0 || dim >= x->type->rank) {
-    g_string_printf(err, "partir.slice dimension %d out of range for rank %d",
+    diag_reason(err, "partir.slice dimension %d out of range for rank %d",
                     dim, x->type->rank);
     return NULL;
   }
   if (x->type->dims[dim] != r->type->n) {
-    g_string_printf(err,
+    diag_reason(err,
                     "partir.slice: dimension %d has size %" G_GINT64_FORMAT
                     " but the range covers %" G_GINT64_FORMAT,
                     dim, x->type->dims[dim], r->type->n);
@@ -292,15 +292,15 @@ const Term *term_slice(int dim, const Term *x, const Term *r, GString *err) {
   return term_intern(k);
 }
 
-static gboolean check_range(const Type *range, GString *err) {
+static gboolean check_range(const Type *range, Diag *err) {
   if (range->n <= 0 || range->w <= 0) {
-    g_string_printf(err, "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+    diag_reason(err, "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
                          "> must have positive size and width",
                     range->n, range->w);
     return FALSE;
   }
   if (range->n % range->w != 0) {
-    g_string_printf(err,
+    diag_reason(err,
                     "uneven range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
                     ">: the width must divide the size (uneven ranges are not "
                     "supported yet)",
@@ -312,9 +312,9 @@ static gboolean check_range(const Type *range, GString *err) {
 
 /* Regions nest at most PARTIR_MAX_REGIONS deep: binder indices, the
  * printer and the interpreter rely on it. */
-static gboolean check_nest(const Term *body, GString *err) {
+static gboolean check_nest(const Term *body, Diag *err) {
   if ((body->loose ? body->nest : 0) + 1 > PARTIR_MAX_REGIONS) {
-    g_string_printf(err, "regions would nest deeper than %d",
+    diag_reason(err, "regions would nest deeper than %d",
                     PARTIR_MAX_REGIONS);
     return FALSE;
   }
@@ -322,21 +322,21 @@ static gboolean check_nest(const Term *body, GString *err) {
 }
 
 const Term *term_tile(int dim, const Type *range, const char *axis,
-                      const Term *body, GString *err) {
+                      const Term *body, Diag *err) {
   if (!check_range(range, err) || !check_nest(body, err))
     return NULL;
   const Type *bt = body->type;
   if (bt->kind != TY_TENSOR) {
-    g_string_printf(err, "partir.tile body yields a range, not a tensor");
+    diag_reason(err, "partir.tile body yields a range, not a tensor");
     return NULL;
   }
   if (dim < 0 || dim >= bt->rank) {
-    g_string_printf(err, "partir.tile dimension %d out of range for rank %d",
+    diag_reason(err, "partir.tile dimension %d out of range for rank %d",
                     dim, bt->rank);
     return NULL;
   }
   if (bt->dims[dim] != range->w) {
-    g_string_printf(err,
+    diag_reason(err,
                     "partir.tile body yields size %" G_GINT64_FORMAT
                     " in dimension %d, but the range width is %" G_GINT64_FORMAT,
                     bt->dims[dim], dim, range->w);
@@ -344,7 +344,7 @@ const Term *term_tile(int dim, const Type *range, const char *axis,
   }
   const Type *type = type_with_dim(bt, dim, range->n);
   if (!type_size_ok(type)) {
-    g_string_printf(err, "partir.tile result has more than 2^48 elements");
+    diag_reason(err, "partir.tile result has more than 2^48 elements");
     return NULL;
   }
   KEY(k, 1);
@@ -359,15 +359,15 @@ const Term *term_tile(int dim, const Type *range, const char *axis,
 }
 
 const Term *term_sum(const Type *range, const char *axis, const Term *body,
-                     GString *err) {
+                     Diag *err) {
   if (!check_range(range, err) || !check_nest(body, err))
     return NULL;
   if (body->type->kind != TY_TENSOR) {
-    g_string_printf(err, "partir.sum body yields a range, not a tensor");
+    diag_reason(err, "partir.sum body yields a range, not a tensor");
     return NULL;
   }
   if (body->type->dtype == DT_I1) {
-    g_string_printf(err, "partir.sum of i1 values is not defined");
+    diag_reason(err, "partir.sum of i1 values is not defined");
     return NULL;
   }
   KEY(k, 1);
@@ -392,7 +392,7 @@ static const Term *rebuild_same_types(const Term *t, const Term *const *args) {
 }
 
 const Term *term_with_args(const Term *t, const Term *const *args,
-                           GString *err) {
+                           Diag *err) {
   switch (t->kind) {
   case TM_ARG:
   case TM_BVAR:
@@ -412,7 +412,7 @@ const Term *term_with_args(const Term *t, const Term *const *args,
   g_assert_not_reached();
 }
 
-const Term *term_map_args(const Term *t, TermMapFn fn, void *ud, GString *err) {
+const Term *term_map_args(const Term *t, TermMapFn fn, void *ud, Diag *err) {
   const Term *stack[8];
   const Term **args =
       t->nargs <= 8 ? stack : g_new(const Term *, (gsize)t->nargs);

@@ -16,7 +16,7 @@
 
 #define RULE_ARGS                                                              \
   Op op, int nargs, const Term *const *args, const Attrs *attrs,               \
-      const Type *written, GString *err
+      const Type *written, Diag *err
 
 typedef const Type *(*TypeRule)(RULE_ARGS);
 
@@ -45,13 +45,13 @@ gboolean op_takes_written_type(Op op) {
 /* Refuses attributes the operator does not know.  'allowed' is a
  * NULL-terminated list. */
 static gboolean check_attr_names(Op op, const Attrs *attrs,
-                                 const char *const *allowed, GString *err) {
+                                 const char *const *allowed, Diag *err) {
   for (int i = 0; i < attrs->count; i++) {
     gboolean ok = FALSE;
     for (const char *const *a = allowed; *a; a++)
       ok |= strcmp(*a, attrs->keys[i]) == 0;
     if (!ok) {
-      g_string_printf(err, "'%s' has no attribute '%s'", op_name(op),
+      diag_reason(err, "'%s' has no attribute '%s'", op_name(op),
                       attrs->keys[i]);
       return FALSE;
     }
@@ -63,14 +63,14 @@ static gboolean check_attr_names(Op op, const Attrs *attrs,
 
 /* Reads integer attribute 'key' into *out. */
 static gboolean get_int(Op op, const Attrs *attrs, const char *key,
-                        int64_t *out, GString *err) {
+                        int64_t *out, Diag *err) {
   const AttrValue *v = attrs_get(attrs, key);
   if (!v) {
-    g_string_printf(err, "'%s' needs attribute '%s'", op_name(op), key);
+    diag_reason(err, "'%s' needs attribute '%s'", op_name(op), key);
     return FALSE;
   }
   if (v->kind != AV_INT) {
-    g_string_printf(err, "'%s' attribute '%s' must be an integer", op_name(op),
+    diag_reason(err, "'%s' attribute '%s' must be an integer", op_name(op),
                     key);
     return FALSE;
   }
@@ -81,27 +81,27 @@ static gboolean get_int(Op op, const Attrs *attrs, const char *key,
 /* Reads integer-list attribute 'key' (absent = empty when !required). */
 static gboolean get_int_list(Op op, const Attrs *attrs, const char *key,
                              gboolean required, int64_t *out, int *count,
-                             GString *err) {
+                             Diag *err) {
   const AttrValue *v = attrs_get(attrs, key);
   *count = 0;
   if (!v) {
     if (required)
-      g_string_printf(err, "'%s' needs attribute '%s'", op_name(op), key);
+      diag_reason(err, "'%s' needs attribute '%s'", op_name(op), key);
     return !required;
   }
   if (v->kind != AV_LIST) {
-    g_string_printf(err, "'%s' attribute '%s' must be a list of integers",
+    diag_reason(err, "'%s' attribute '%s' must be a list of integers",
                     op_name(op), key);
     return FALSE;
   }
   if (v->count > PARTIR_MAX_RANK) {
-    g_string_printf(err, "'%s' attribute '%s' has %d entries (at most %d)",
+    diag_reason(err, "'%s' attribute '%s' has %d entries (at most %d)",
                     op_name(op), key, v->count, PARTIR_MAX_RANK);
     return FALSE;
   }
   for (int i = 0; i < v->count; i++) {
     if (v->items[i].kind != AV_INT) {
-      g_string_printf(err, "'%s' attribute '%s' must be a list of integers",
+      diag_reason(err, "'%s' attribute '%s' must be a list of integers",
                       op_name(op), key);
       return FALSE;
     }
@@ -113,17 +113,17 @@ static gboolean get_int_list(Op op, const Attrs *attrs, const char *key,
 
 /* Checks that 'dims' are distinct dimensions of a rank-'rank' tensor. */
 static gboolean check_dims(Op op, const char *key, const int64_t *dims,
-                           int count, int rank, GString *err) {
+                           int count, int rank, Diag *err) {
   for (int i = 0; i < count; i++) {
     if (dims[i] < 0 || dims[i] >= rank) {
-      g_string_printf(err, "'%s' attribute '%s': dimension %" G_GINT64_FORMAT
+      diag_reason(err, "'%s' attribute '%s': dimension %" G_GINT64_FORMAT
                            " out of range for rank %d",
                       op_name(op), key, dims[i], rank);
       return FALSE;
     }
     for (int j = 0; j < i; j++)
       if (dims[j] == dims[i]) {
-        g_string_printf(err, "'%s' attribute '%s': dimension %" G_GINT64_FORMAT
+        diag_reason(err, "'%s' attribute '%s': dimension %" G_GINT64_FORMAT
                              " repeated",
                         op_name(op), key, dims[i]);
         return FALSE;
@@ -132,46 +132,46 @@ static gboolean check_dims(Op op, const char *key, const int64_t *dims,
   return TRUE;
 }
 
-static gboolean need_written(Op op, const Type *written, GString *err) {
+static gboolean need_written(Op op, const Type *written, Diag *err) {
   if (!written || written->kind != TY_TENSOR) {
-    g_string_printf(err, "'%s' needs its result type written (': tensor<...>')",
+    diag_reason(err, "'%s' needs its result type written (': tensor<...>')",
                     op_name(op));
     return FALSE;
   }
   return TRUE;
 }
 
-static gboolean not_i1(Op op, const Type *t, GString *err) {
+static gboolean not_i1(Op op, const Type *t, Diag *err) {
   if (t->dtype == DT_I1) {
-    g_string_printf(err, "'%s' is not defined on i1", op_name(op));
+    diag_reason(err, "'%s' is not defined on i1", op_name(op));
     return FALSE;
   }
   return TRUE;
 }
 
-static gboolean need_float(Op op, const Type *t, GString *err) {
+static gboolean need_float(Op op, const Type *t, Diag *err) {
   if (!dtype_is_float(t->dtype)) {
-    g_string_printf(err, "'%s' needs a floating-point operand, not %s",
+    diag_reason(err, "'%s' needs a floating-point operand, not %s",
                     op_name(op), dtype_name(t->dtype));
     return FALSE;
   }
   return TRUE;
 }
 
-static gboolean same_type(Op op, const Type *a, const Type *b, GString *err) {
+static gboolean same_type(Op op, const Type *a, const Type *b, Diag *err) {
   if (a != b) {
     g_autofree char *x = type_to_string(a);
     g_autofree char *y = type_to_string(b);
-    g_string_printf(err, "'%s' operands have different types: %s and %s",
+    diag_reason(err, "'%s' operands have different types: %s and %s",
                     op_name(op), x, y);
     return FALSE;
   }
   return TRUE;
 }
 
-static gboolean same_dtype(Op op, const Type *a, const Type *b, GString *err) {
+static gboolean same_dtype(Op op, const Type *a, const Type *b, Diag *err) {
   if (a->dtype != b->dtype) {
-    g_string_printf(err, "'%s' operands have different element types: %s and %s",
+    diag_reason(err, "'%s' operands have different element types: %s and %s",
                     op_name(op), dtype_name(a->dtype), dtype_name(b->dtype));
     return FALSE;
   }
@@ -214,7 +214,7 @@ static const Type *tr_compare(RULE_ARGS) {
   for (gsize i = 0; d && d->kind == AV_SYMBOL && i < G_N_ELEMENTS(dirs); i++)
     ok |= strcmp(d->sym, dirs[i]) == 0;
   if (!ok) {
-    g_string_printf(err, "'compare' needs attribute 'direction' = EQ, NE, LT, "
+    diag_reason(err, "'compare' needs attribute 'direction' = EQ, NE, LT, "
                          "LE, GT or GE");
     return NULL;
   }
@@ -229,7 +229,7 @@ static const Type *tr_select(RULE_ARGS) {
   if (p->dtype != DT_I1 || type_with_dtype(p, a->dtype) != a) {
     g_autofree char *ps = type_to_string(p);
     g_autofree char *as = type_to_string(a);
-    g_string_printf(err,
+    diag_reason(err,
                     "'select' predicate must be i1 with the shape of the "
                     "operands: got %s for operands %s",
                     ps, as);
@@ -245,7 +245,7 @@ static const Type *tr_convert(RULE_ARGS) {
   if (type_with_dtype(args[0]->type, written->dtype) != written) {
     g_autofree char *a = type_to_string(args[0]->type);
     g_autofree char *w = type_to_string(written);
-    g_string_printf(err, "'convert' changes only the element type: %s to %s", a,
+    diag_reason(err, "'convert' changes only the element type: %s to %s", a,
                     w);
     return NULL;
   }
@@ -258,18 +258,18 @@ static const Type *tr_constant(RULE_ARGS) {
     return NULL;
   const AttrValue *v = attrs_get(attrs, "value");
   if (!v) {
-    g_string_printf(err, "'constant' needs attribute 'value'");
+    diag_reason(err, "'constant' needs attribute 'value'");
     return NULL;
   }
   g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(double));
   if (!attr_value_numbers(v, nums)) {
-    g_string_printf(err, "'constant' value must be a number or a list of "
+    diag_reason(err, "'constant' value must be a number or a list of "
                          "numbers");
     return NULL;
   }
   int64_t numel = type_numel(written);
   if (v->kind == AV_LIST && (int64_t)nums->len != numel) {
-    g_string_printf(err,
+    diag_reason(err,
                     "'constant' value has %u numbers but the type has "
                     "%" G_GINT64_FORMAT " elements",
                     nums->len, numel);
@@ -279,7 +279,7 @@ static const Type *tr_constant(RULE_ARGS) {
     for (guint i = 0; i < nums->len; i++) {
       double d = g_array_index(nums, double, i);
       if (d != floor(d) || !isfinite(d)) {
-        g_string_printf(err, "'constant' of %s needs integer values, got %g",
+        diag_reason(err, "'constant' of %s needs integer values, got %g",
                         dtype_name(written->dtype), d);
         return NULL;
       }
@@ -304,13 +304,13 @@ static const Type *tr_matmul(RULE_ARGS) {
       !same_dtype(op, a, b, err) || !not_i1(op, a, err))
     return NULL;
   if (a->rank != 2 || b->rank != 2) {
-    g_string_printf(err, "'matmul' needs rank-2 operands (use dot_general), "
+    diag_reason(err, "'matmul' needs rank-2 operands (use dot_general), "
                          "got ranks %d and %d",
                     a->rank, b->rank);
     return NULL;
   }
   if (a->dims[1] != b->dims[0]) {
-    g_string_printf(err,
+    diag_reason(err,
                     "'matmul' contracting sizes differ: %" G_GINT64_FORMAT
                     " and %" G_GINT64_FORMAT,
                     a->dims[1], b->dims[0]);
@@ -343,7 +343,7 @@ static const Type *tr_dot_general(RULE_ARGS) {
       !get_int_list(op, attrs, "rhs_contract", FALSE, rc, &nrc, err))
     return NULL;
   if (nlb != nrb || nlc != nrc) {
-    g_string_printf(err, "'dot_general' needs as many lhs as rhs batch (%d, "
+    diag_reason(err, "'dot_general' needs as many lhs as rhs batch (%d, "
                          "%d) and contracting (%d, %d) dimensions",
                     nlb, nrb, nlc, nrc);
     return NULL;
@@ -359,7 +359,7 @@ static const Type *tr_dot_general(RULE_ARGS) {
     return NULL;
   for (int i = 0; i < nlb + nlc; i++)
     if (a->dims[lall[i]] != b->dims[rall[i]]) {
-      g_string_printf(err,
+      diag_reason(err,
                       "'dot_general' %s dimension sizes differ: lhs dim "
                       "%" G_GINT64_FORMAT " is %" G_GINT64_FORMAT
                       ", rhs dim %" G_GINT64_FORMAT " is %" G_GINT64_FORMAT,
@@ -369,7 +369,7 @@ static const Type *tr_dot_general(RULE_ARGS) {
     }
   int rank = nlb + (a->rank - nlb - nlc) + (b->rank - nrb - nrc);
   if (rank > PARTIR_MAX_RANK) {
-    g_string_printf(err, "'dot_general' result rank %d exceeds %d", rank,
+    diag_reason(err, "'dot_general' result rank %d exceeds %d", rank,
                     PARTIR_MAX_RANK);
     return NULL;
   }
@@ -413,7 +413,7 @@ static const Type *tr_broadcast_in_dim(RULE_ARGS) {
       !same_dtype(op, a, written, err))
     return NULL;
   if (n != a->rank) {
-    g_string_printf(err, "'broadcast_in_dim' needs one entry in 'dims' per "
+    diag_reason(err, "'broadcast_in_dim' needs one entry in 'dims' per "
                          "operand dimension: %d for rank %d",
                     n, a->rank);
     return NULL;
@@ -422,11 +422,11 @@ static const Type *tr_broadcast_in_dim(RULE_ARGS) {
     return NULL;
   for (int i = 0; i < n; i++) {
     if (i > 0 && dims[i] <= dims[i - 1]) {
-      g_string_printf(err, "'broadcast_in_dim' dims must be increasing");
+      diag_reason(err, "'broadcast_in_dim' dims must be increasing");
       return NULL;
     }
     if (a->dims[i] != 1 && a->dims[i] != written->dims[dims[i]]) {
-      g_string_printf(err,
+      diag_reason(err,
                       "'broadcast_in_dim': operand dimension %d has size "
                       "%" G_GINT64_FORMAT ", result dimension %" G_GINT64_FORMAT
                       " has %" G_GINT64_FORMAT,
@@ -445,7 +445,7 @@ static const Type *tr_transpose(RULE_ARGS) {
       !get_int_list(op, attrs, "permutation", TRUE, perm, &n, err))
     return NULL;
   if (n != a->rank) {
-    g_string_printf(err, "'transpose' permutation has %d entries for rank %d",
+    diag_reason(err, "'transpose' permutation has %d entries for rank %d",
                     n, a->rank);
     return NULL;
   }
@@ -463,7 +463,7 @@ static const Type *tr_reshape(RULE_ARGS) {
       !need_written(op, written, err) || !same_dtype(op, a, written, err))
     return NULL;
   if (type_numel(a) != type_numel(written)) {
-    g_string_printf(err,
+    diag_reason(err,
                     "'reshape' from %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT
                     " elements",
                     type_numel(a), type_numel(written));
@@ -487,7 +487,7 @@ static const Type *tr_concatenate(RULE_ARGS) {
     if (b->rank != a->rank || type_with_dim(b, (int)dim, a->dims[dim]) != a) {
       g_autofree char *x = type_to_string(a);
       g_autofree char *y = type_to_string(b);
-      g_string_printf(err,
+      diag_reason(err,
                       "'concatenate' operands must agree except in dimension "
                       "%" G_GINT64_FORMAT ": %s and %s",
                       dim, x, y);
@@ -495,7 +495,7 @@ static const Type *tr_concatenate(RULE_ARGS) {
     }
     total += b->dims[dim];
     if (total > PARTIR_MAX_ELEMS) {
-      g_string_printf(err, "'concatenate' result is too large");
+      diag_reason(err, "'concatenate' result is too large");
       return NULL;
     }
   }
@@ -516,7 +516,7 @@ static const Type *tr_static_slice(RULE_ARGS) {
     for (nst = 0; nst < a->rank; nst++)
       strides[nst] = 1;
   if (ns != a->rank || nl != a->rank || nst != a->rank) {
-    g_string_printf(err, "'slice' start, limit and strides need %d entries",
+    diag_reason(err, "'slice' start, limit and strides need %d entries",
                     a->rank);
     return NULL;
   }
@@ -524,7 +524,7 @@ static const Type *tr_static_slice(RULE_ARGS) {
   for (int i = 0; i < a->rank; i++) {
     if (start[i] < 0 || start[i] >= limit[i] || limit[i] > a->dims[i] ||
         strides[i] < 1) {
-      g_string_printf(err,
+      diag_reason(err,
                       "'slice' dimension %d: need 0 <= start < limit <= "
                       "%" G_GINT64_FORMAT " and stride >= 1, got start "
                       "%" G_GINT64_FORMAT " limit %" G_GINT64_FORMAT
@@ -563,7 +563,7 @@ static const Type *tr_collective(RULE_ARGS) {
   for (int i = 0; ok && i < axes->count; i++)
     ok = axes->items[i].kind == AV_SYMBOL;
   if (!ok || size < 1) {
-    g_string_printf(err, "'%s' needs 'axes' (a list of axis names) and a "
+    diag_reason(err, "'%s' needs 'axes' (a list of axis names) and a "
                          "positive 'size'",
                     op_name(op));
     return NULL;
@@ -584,13 +584,13 @@ static const Type *tr_collective(RULE_ARGS) {
   const Type *t = a;
   if (op == OP_ALL_GATHER) {
     if (a->dims[d1] > PARTIR_MAX_ELEMS / size) {
-      g_string_printf(err, "'all_gather' result is too large");
+      diag_reason(err, "'all_gather' result is too large");
       return NULL;
     }
     return type_with_dim(a, (int)d1, a->dims[d1] * size);
   }
   if (a->dims[d1] % size != 0) {
-    g_string_printf(err, "'%s': dimension %" G_GINT64_FORMAT " of size "
+    diag_reason(err, "'%s': dimension %" G_GINT64_FORMAT " of size "
                          "%" G_GINT64_FORMAT " does not split %" G_GINT64_FORMAT
                          " ways",
                     op_name(op), d1, a->dims[d1], size);
@@ -599,7 +599,7 @@ static const Type *tr_collective(RULE_ARGS) {
   t = type_with_dim(a, (int)d1, a->dims[d1] / size);
   if (op == OP_ALL_TO_ALL) {
     if (t->dims[d2] > PARTIR_MAX_ELEMS / size) {
-      g_string_printf(err, "'all_to_all' result is too large");
+      diag_reason(err, "'all_to_all' result is too large");
       return NULL;
     }
     t = type_with_dim(t, (int)d2, t->dims[d2] * size);
@@ -609,14 +609,14 @@ static const Type *tr_collective(RULE_ARGS) {
 
 const Type *typerule_infer(Op op, int nargs, const Term *const *args,
                            const Attrs *attrs, const Type *written,
-                           GString *err) {
+                           Diag *err) {
   int arity = op_arity(op);
   if ((arity >= 0 && nargs != arity) || (arity < 0 && nargs < 1)) {
     if (arity >= 0)
-      g_string_printf(err, "'%s' takes %d operand%s, got %d", op_name(op),
+      diag_reason(err, "'%s' takes %d operand%s, got %d", op_name(op),
                       arity, arity == 1 ? "" : "s", nargs);
     else
-      g_string_printf(err, "'%s' needs at least one operand", op_name(op));
+      diag_reason(err, "'%s' needs at least one operand", op_name(op));
     return NULL;
   }
   return rules[op](op, nargs, args, attrs, written, err);

@@ -47,7 +47,7 @@ void tensor_fill_random(Tensor *t, GRand *rng);
 /* TRUE when two runs' results (Tensor* lists) agree: same types; values
  * within |a - b| <= 1e-6 + 1e-5 |a| + 1e-4 max|A|; NaN equals NaN.  The
  * first difference goes to 'why'. */
-gboolean tensor_results_agree(GPtrArray *a, GPtrArray *b, GString *why);
+gboolean tensor_results_agree(GPtrArray *a, GPtrArray *b, Diag *why);
 
 /* ------------------------------------------------------------------ npy.c */
 

@@ -253,11 +253,11 @@ void tensor_fill_random(Tensor *t, GRand *rng) {
   }
 }
 
-gboolean tensor_results_agree(GPtrArray *a, GPtrArray *b, GString *why) {
+gboolean tensor_results_agree(GPtrArray *a, GPtrArray *b, Diag *why) {
   for (guint r = 0; r < a->len; r++) {
     const Tensor *x = g_ptr_array_index(a, r), *y = g_ptr_array_index(b, r);
     if (x->type != y->type) {
-      g_string_printf(why, "result %u changed type", r);
+      diag_reason(why, "result %u changed type", r);
       return FALSE;
     }
     /* norm-wise: a sum of k rounded parts can differ from the whole by a
@@ -273,7 +273,7 @@ gboolean tensor_results_agree(GPtrArray *a, GPtrArray *b, GString *why) {
       double v = y->f ? y->f[i] : (double)y->i[i];
       if (!(fabs(u - v) <= 1e-6 + 1e-5 * fabs(u) + 1e-4 * scale) &&
           !(isnan(u) && isnan(v)) && u != v) {
-        g_string_printf(why, "result %u element %" G_GINT64_FORMAT
+        diag_reason(why, "result %u element %" G_GINT64_FORMAT
                              ": %.9g before, %.9g after",
                         r, i, u, v);
         return FALSE;

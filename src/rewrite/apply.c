@@ -62,7 +62,7 @@ const Attrs *rw_slice_attrs_follow(const Attrs *a, const Type *from,
  * 'lift' shifts the operands under one new binder first. */
 static const Term *sliced_op(const Term *t, const int *dims, const Term *r,
                              gboolean lift, const Type *written,
-                             GString *why) {
+                             Diag *why) {
   const Term *args[SPEC_MAX_OPERANDS];
   for (int i = 0; i < t->nargs; i++) {
     const Term *a = lift ? term_shift(t->args[i], 1, 0) : t->args[i];
@@ -83,25 +83,25 @@ static const Term *sliced_op(const Term *t, const int *dims, const Term *r,
  * carry D (or K), the other operands independent of the binder, is the
  * operator on the whole operands. */
 static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
-                                  const Term *t, GString *why) {
+                                  const Term *t, Diag *why) {
   gboolean tile = rule->kind == RULE_OP_TILE_REV;
   int k = rule->index;
   const Term *b = t->nargs == 1 ? t->args[0] : NULL;
   if (t->kind != (tile ? TM_TILE : TM_SUM) || (tile && t->index != k) ||
       b->kind != TM_OP || b->op != rule->op) {
     if (tile)
-      g_string_printf(why, "'%s' applies to a partir.tile along dimension %d "
+      diag_reason(why, "'%s' applies to a partir.tile along dimension %d "
                            "of a '%s'",
                       rule->name, k, op_name(rule->op));
     else
-      g_string_printf(why, "'%s' applies to a partir.sum of a '%s'",
+      diag_reason(why, "'%s' applies to a partir.sum of a '%s'",
                       rule->name, op_name(rule->op));
     return NULL;
   }
   TileSpec spec;
   if (!spec_of(rs, b, &spec) || (tile ? k >= spec.nout || !spec.out_ok[k]
                                       : k >= spec.nred)) {
-    g_string_printf(why, "'%s' does not split this '%s' that way", rule->name,
+    diag_reason(why, "'%s' does not split this '%s' that way", rule->name,
                     op_name(b->op));
     return NULL;
   }
@@ -112,7 +112,7 @@ static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
     const Term *a = b->args[i];
     if (c >= 0) {
       if (a->kind != TM_SLICE || a->index != c || a->args[1] != r) {
-        g_string_printf(why, "operand %d is not sliced along dimension %d by "
+        diag_reason(why, "operand %d is not sliced along dimension %d by "
                              "the region's binder",
                         i + 1, c);
         return NULL;
@@ -120,7 +120,7 @@ static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
       a = a->args[0];
     }
     if (a->loose & 1) {
-      g_string_printf(why, "operand %d depends on the region's binder", i + 1);
+      diag_reason(why, "operand %d depends on the region's binder", i + 1);
       return NULL;
     }
     args[i] = term_shift(a, -1, 0);
@@ -135,7 +135,7 @@ static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
 
 static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
                                  const Term *t, const RuleArg *args, int nargs,
-                                 GString *why) {
+                                 Diag *why) {
   if (rule->kind == RULE_OP_TILE_REV || rule->kind == RULE_OP_SUM_REV)
     return apply_unregion(rs, rule, t, why);
   TileSpec spec;
@@ -144,7 +144,7 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
                         : t;
   if (opt->kind != TM_OP || opt->op != rule->op ||
       (rule->kind == RULE_SLICE_OP && t->kind != TM_SLICE)) {
-    g_string_printf(why, "'%s' applies to %s'%s'", rule->name,
+    diag_reason(why, "'%s' applies to %s'%s'", rule->name,
                     rule->kind == RULE_SLICE_OP ? "a slice of " : "",
                     op_name(rule->op));
     return NULL;
@@ -154,7 +154,7 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
   int k = rule->index;
   if (rule->kind == RULE_SLICE_OP) {
     if (t->index != k || k >= spec.nout || !spec.out_ok[k]) {
-      g_string_printf(why, "'%s' does not apply: the slice is along "
+      diag_reason(why, "'%s' does not apply: the slice is along "
                            "dimension %d",
                       rule->name, t->index);
       return NULL;
@@ -167,7 +167,7 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
   gboolean have_w;
   int64_t w = arg_int(args, nargs, "w", &have_w);
   if (!have_w) {
-    g_string_printf(why, "rule '%s' needs parameter 'w' (the width)",
+    diag_reason(why, "rule '%s' needs parameter 'w' (the width)",
                     rule->name);
     return NULL;
   }
@@ -176,7 +176,7 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
   int64_t n = -1;
   if (rule->kind == RULE_OP_TILE) {
     if (k >= spec.nout || !spec.out_ok[k]) {
-      g_string_printf(why, "result dimension %d of this '%s' cannot be tiled",
+      diag_reason(why, "result dimension %d of this '%s' cannot be tiled",
                       k, op_name(rule->op));
       return NULL;
     }
@@ -185,7 +185,7 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
       dims[i] = spec.out[k][i];
   } else {
     if (k >= spec.nred) {
-      g_string_printf(why, "this '%s' has no reduction %d", op_name(rule->op),
+      diag_reason(why, "this '%s' has no reduction %d", op_name(rule->op),
                       k);
       return NULL;
     }
@@ -196,7 +196,7 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
     }
   }
   if (w < 1 || n % w != 0) {
-    g_string_printf(why, "width %" G_GINT64_FORMAT " does not divide size "
+    diag_reason(why, "width %" G_GINT64_FORMAT " does not divide size "
                          "%" G_GINT64_FORMAT,
                     w, n);
     return NULL;
@@ -214,20 +214,20 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
 }
 
 const Term *rw_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
-                            const RuleArg *args, int nargs, GString *why) {
-  g_string_truncate(why, 0);
+                            const RuleArg *args, int nargs, Diag *why) {
+  diag_reset(why);
   const Term *r = rule->kind == RULE_PATTERN
                       ? match_apply(rule, t, args, nargs, why)
                       : apply_derived(rs, rule, t, args, nargs, why);
   if (r && r->type != t->type) {
     g_autofree char *a = type_to_string(t->type);
     g_autofree char *b = type_to_string(r->type);
-    g_string_printf(why, "rule '%s' would change the type from %s to %s",
+    diag_reason(why, "rule '%s' would change the type from %s to %s",
                     rule->name, a, b);
     return NULL;
   }
-  if (!r && why->len == 0)
-    g_string_printf(why, "'%s' does not apply here", rule->name);
+  if (!r && !diag_any(why))
+    diag_reason(why, "'%s' does not apply here", rule->name);
   return r;
 }
 
@@ -235,11 +235,11 @@ const Term *rw_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
  * reason ("RULE at %v: why"). */
 const Term *rw_apply_at(const RuleSet *rs, const Rule *rule,
                                  const Location *loc, const RuleArg *args,
-                                 int nargs, GString *why) {
+                                 int nargs, Diag *why) {
   const Term *to = rw_apply_here(rs, rule, loc->term, args, nargs, why);
   if (!to) {
-    g_autofree char *reason = g_strdup(why->str);
-    g_string_printf(why, "%s at %%%s: %s", rule->name, loc->name, reason);
+    g_autofree char *reason = g_strdup(diag_text(why));
+    diag_reason(why, "%s at %%%s: %s", rule->name, loc->name, reason);
   }
   return to;
 }
@@ -248,19 +248,19 @@ const Term *rw_apply_at(const RuleSet *rs, const Rule *rule,
  * reason (after "RULE at %v: " when 'rule' is given) when the store
  * refuses the rebuilt program. */
 State *rw_with_replacement(State *in, const Location *loc, const Term *to,
-                               const Rule *rule, GString *why) {
+                               const Rule *rule, Diag *why) {
   const Term *body =
       replace_everywhere(in->func.body, loc->term, to, in->module->names, why);
   if (!body && rule) {
-    g_autofree char *reason = g_strdup(why->str);
-    g_string_printf(why, "%s at %%%s: %s", rule->name, loc->name, reason);
+    g_autofree char *reason = g_strdup(diag_text(why));
+    diag_reason(why, "%s at %%%s: %s", rule->name, loc->name, reason);
   }
   return body ? state_with_body(in, body) : NULL;
 }
 
 State *rw_apply(const RuleSet *rs, State *in, const Rule *rule,
                     const Location *loc, const RuleArg *args, int nargs,
-                    GString *why) {
+                    Diag *why) {
   const Term *to = rw_apply_at(rs, rule, loc, args, nargs, why);
   return to ? rw_with_replacement(in, loc, to, rule, why) : NULL;
 }
@@ -268,7 +268,7 @@ State *rw_apply(const RuleSet *rs, State *in, const Rule *rule,
 GPtrArray *rw_matches(const RuleSet *rs, const State *s, const Rule *rule) {
   g_autoptr(GPtrArray) locs = state_locations(s);
   GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)location_free);
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   for (guint i = 0; i < locs->len; i++) {
     Location *l = g_ptr_array_index(locs, i);
     /* parameters are the caller's: a rule that needs them matches where

@@ -18,19 +18,19 @@ static gboolean parse_int64(const char *s, int64_t *out) {
 }
 
 static gboolean need_args(int have, int min, int max, const char *usage,
-                          GString *why) {
+                          Diag *why) {
   if (have < min || have > max) {
-    g_string_printf(why, "usage: %s", usage);
+    diag_reason(why, "usage: %s", usage);
     return FALSE;
   }
   return TRUE;
 }
 
 /* An axis name given in a command, with the reason when it is not one. */
-static gboolean axis_name_ok(const char *axis, GString *why) {
+static gboolean axis_name_ok(const char *axis, Diag *why) {
   gboolean ok = mesh_axis_name_ok(axis);
   if (!ok)
-    g_string_printf(why, "'%s' is not an axis name (letters, digits, '_')",
+    diag_reason(why, "'%s' is not an axis name (letters, digits, '_')",
                     axis);
   return ok;
 }
@@ -38,10 +38,10 @@ static gboolean axis_name_ok(const char *axis, GString *why) {
 /* The 'arg-tile' rule's replacement for the value at 'loc', with d, w
  * and an optional axis from the words 'w'. */
 static const Term *tile_replacement(const RuleSet *rs, const Location *loc,
-                                    char **w, int nw, GString *why) {
+                                    char **w, int nw, Diag *why) {
   const Rule *rule = ruleset_find(rs, "arg-tile");
   if (!rule) {
-    g_string_printf(why, "no 'arg-tile' rule is loaded");
+    diag_reason(why, "no 'arg-tile' rule is loaded");
     return NULL;
   }
   RuleArg args[3] = {{g_intern_string("d"), FALSE, 0, NULL},
@@ -49,7 +49,7 @@ static const Term *tile_replacement(const RuleSet *rs, const Location *loc,
                      {g_intern_string("a"), TRUE, 0, NULL}};
   if (!parse_int64(w[0], &args[0].value) ||
       !parse_int64(w[1], &args[1].value)) {
-    g_string_printf(why, "DIM and WIDTH must be integers");
+    diag_reason(why, "DIM and WIDTH must be integers");
     return NULL;
   }
   int nargs = 2;
@@ -64,18 +64,18 @@ static const Term *tile_replacement(const RuleSet *rs, const Location *loc,
 
 /* tile/arg-tile at 'loc': the replacement, applied everywhere. */
 static State *cmd_tile(const RuleSet *rs, State *in, const Location *loc,
-                       char **w, int nw, GString *why) {
+                       char **w, int nw, Diag *why) {
   const Term *to = tile_replacement(rs, loc, w, nw, why);
   return to ? rw_with_replacement(in, loc, to, NULL, why) : NULL;
 }
 
 /* The argument named by 'word' (an index, "x" or "%x"), or -1 with the
  * reason. */
-static int resolve_arg(const State *in, const char *word, GString *why) {
+static int resolve_arg(const State *in, const char *word, Diag *why) {
   int64_t index = -1;
   if (parse_int64(word, &index)) {
     if (index < 0 || index >= in->func.nargs) {
-      g_string_printf(why,
+      diag_reason(why,
                       "arg-tile: there is no argument %s (the function "
                       "has %d)",
                       word, in->func.nargs);
@@ -87,7 +87,7 @@ static int resolve_arg(const State *in, const char *word, GString *why) {
   for (int i = 0; i < in->func.nargs; i++)
     if (strcmp(in->func.arg_names[i], name) == 0)
       return i;
-  g_string_printf(why, "arg-tile: no argument '%s'", word);
+  diag_reason(why, "arg-tile: no argument '%s'", word);
   return -1;
 }
 
@@ -99,7 +99,7 @@ static Location arg_location(const State *in, int index) {
 /* 'arg-tile ARG DIM WIDTH [AXIS]': arguments are found by name or index,
  * so a script need not name every value. */
 static State *run_arg_tile(const RuleSet *rs, State *in, char **w, int nw,
-                           GString *why) {
+                           Diag *why) {
   if (!need_args(nw, 4, 5, "arg-tile ARG DIM WIDTH [AXIS]", why))
     return NULL;
   int index = resolve_arg(in, w[1], why);
@@ -111,12 +111,12 @@ static State *run_arg_tile(const RuleSet *rs, State *in, char **w, int nw,
 
 /* 'tile VALUE DIM WIDTH [AXIS]': arg-tile's rule at a named value. */
 static State *run_tile(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
-                       int nw, GString *why) {
+                       int nw, Diag *why) {
   if (!need_args(nw, 4, 5, "tile VALUE DIM WIDTH [AXIS]", why))
     return NULL;
   const Location *loc = state_find_location(locs, w[1]);
   if (!loc) {
-    g_string_printf(why, "tile: no value '%s'", w[1]);
+    diag_reason(why, "tile: no value '%s'", w[1]);
     return NULL;
   }
   return cmd_tile(rs, in, loc, w + 2, nw - 2, why);
@@ -125,21 +125,21 @@ static State *run_tile(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
 /* 'sum VALUE WIDTH [AXIS] [REDUCTION]': the operator's derived OP-sum[-K]
  * rule at a named value; '-' for AXIS leaves it unnamed. */
 static State *run_sum(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
-                      int nw, GString *why) {
+                      int nw, Diag *why) {
   if (!need_args(nw, 3, 5, "sum VALUE WIDTH [AXIS] [REDUCTION]", why))
     return NULL;
   const Location *loc = state_find_location(locs, w[1]);
   if (!loc || loc->term->kind != TM_OP) {
-    g_string_printf(why, "sum: no operator value '%s'", w[1]);
+    diag_reason(why, "sum: no operator value '%s'", w[1]);
     return NULL;
   }
   int64_t width, k = 0;
   if (!parse_int64(w[2], &width) || (nw > 4 && !parse_int64(w[4], &k))) {
-    g_string_printf(why, "sum: WIDTH and REDUCTION must be integers");
+    diag_reason(why, "sum: WIDTH and REDUCTION must be integers");
     return NULL;
   }
   if (k < 0 || k >= PARTIR_MAX_RANK) {
-    g_string_printf(why, "sum: REDUCTION must be between 0 and %d",
+    diag_reason(why, "sum: REDUCTION must be between 0 and %d",
                     PARTIR_MAX_RANK - 1);
     return NULL;
   }
@@ -148,7 +148,7 @@ static State *run_sum(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
     g_autofree char *name =
         k ? g_strdup_printf("%s-sum-%d", op_name(loc->term->op), (int)k)
           : g_strdup_printf("%s-sum", op_name(loc->term->op));
-    g_string_printf(why,
+    diag_reason(why,
                     "sum: '%s' has no reduction to split (no rule "
                     "'%s')",
                     op_name(loc->term->op), name);
@@ -166,12 +166,12 @@ static State *run_sum(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
 /* The NAME=VALUE words of 'apply' into 'args' (at most RULE_MAX_VARS; a
  * VALUE that is no integer is an axis name); their count, or -1 with the
  * reason. */
-static int parse_rule_args(char **w, int nw, RuleArg *args, GString *why) {
+static int parse_rule_args(char **w, int nw, RuleArg *args, Diag *why) {
   int nargs = 0;
   for (int i = 0; i < nw && nargs < RULE_MAX_VARS; i++) {
     const char *eq = strchr(w[i], '=');
     if (!eq) {
-      g_string_printf(why, "apply: expected NAME=VALUE, got '%s'", w[i]);
+      diag_reason(why, "apply: expected NAME=VALUE, got '%s'", w[i]);
       return -1;
     }
     g_autofree char *key = g_strndup(w[i], (gsize)(eq - w[i]));
@@ -188,26 +188,26 @@ static int parse_rule_args(char **w, int nw, RuleArg *args, GString *why) {
 /* 'apply RULE [at VALUE] [NAME=VALUE ...]': the rule at the named value,
  * or else at the first location (in 'locs' order) where it matches. */
 static State *run_apply(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
-                        int nw, GString *why) {
+                        int nw, Diag *why) {
   if (nw < 2) {
-    g_string_printf(why, "usage: apply RULE [at VALUE] [NAME=VALUE ...]");
+    diag_reason(why, "usage: apply RULE [at VALUE] [NAME=VALUE ...]");
     return NULL;
   }
   const Rule *rule = ruleset_find(rs, w[1]);
   if (!rule) {
-    g_string_printf(why, "apply: no rule '%s'", w[1]);
+    diag_reason(why, "apply: no rule '%s'", w[1]);
     return NULL;
   }
   int i = 2;
   const Location *loc = NULL;
   if (i < nw && strcmp(w[i], "at") == 0) {
     if (i + 1 >= nw) {
-      g_string_printf(why, "apply: 'at' needs a value");
+      diag_reason(why, "apply: 'at' needs a value");
       return NULL;
     }
     loc = state_find_location(locs, w[i + 1]);
     if (!loc) {
-      g_string_printf(why, "apply: no value '%s'", w[i + 1]);
+      diag_reason(why, "apply: no value '%s'", w[i + 1]);
       return NULL;
     }
     i += 2;
@@ -220,19 +220,19 @@ static State *run_apply(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
     return rw_apply(rs, in, rule, loc, args, nargs, why);
   for (guint k = 0; k < locs->len; k++) { /* the first place it applies */
     const Location *l = g_ptr_array_index(locs, k);
-    g_autoptr(GString) ignore = g_string_new(NULL);
+    g_autoptr(Diag) ignore = diag_new(NULL);
     const Term *to = rw_apply_here(rs, rule, l->term, args, nargs, ignore);
     if (to)
       return rw_with_replacement(in, l, to, rule, why);
   }
-  g_string_printf(why, "apply: '%s' applies nowhere", rule->name);
+  diag_reason(why, "apply: '%s' applies nowhere", rule->name);
   return NULL;
 }
 
 /* 'propagate', 'fuse' or 'simplify' ('pass'): that pass over the whole
  * program, run to a fixpoint. */
 static State *run_pass(const RuleSet *rs, State *in, const char *pass, int nw,
-                       GString *why, GString *report) {
+                       Diag *why, GString *report) {
   if (!need_args(nw, 1, 1, pass, why))
     return NULL;
   const Term *body =
@@ -249,7 +249,7 @@ static State *run_pass(const RuleSet *rs, State *in, const char *pass, int nw,
 /* One command, its words in 'w': the new state, or NULL with the reason
  * in 'why'.  Passes append what they did to 'report'. */
 static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
-                          GString *why, GString *report) {
+                          Diag *why, GString *report) {
   const char *cmd = w[0];
   if (strcmp(cmd, "arg-tile") == 0)
     return run_arg_tile(rs, in, w, nw, why);
@@ -263,7 +263,7 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
   if (strcmp(cmd, "propagate") == 0 || strcmp(cmd, "fuse") == 0 ||
       strcmp(cmd, "simplify") == 0)
     return run_pass(rs, in, cmd, nw, why, report);
-  g_string_printf(why, "unknown command '%s'", cmd);
+  diag_reason(why, "unknown command '%s'", cmd);
   return NULL;
 }
 
@@ -272,13 +272,13 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
 /* Splits a command into at most MAX_WORDS words (pointing into 'words',
  * which the caller frees); -1 with the reason when there are more. */
 static int command_words(const char *command, GStrv *words, char **w,
-                         GString *why) {
+                         Diag *why) {
   *words = g_strsplit_set(command, " \t\n", -1);
   int nw = 0;
   for (char **p = *words; *p; p++)
     if (**p) {
       if (nw == MAX_WORDS) {
-        g_string_printf(why, "too many words in '%s'", command);
+        diag_reason(why, "too many words in '%s'", command);
         return -1;
       }
       w[nw++] = *p;
@@ -287,7 +287,7 @@ static int command_words(const char *command, GStrv *words, char **w,
 }
 
 State *rw_command(const RuleSet *rs, State *in, const char *command,
-                  GString *why, GString *report) {
+                  Diag *why, GString *report) {
   g_auto(GStrv) words = NULL;
   char *w[MAX_WORDS];
   int nw = command_words(command, &words, w, why);
@@ -303,7 +303,7 @@ State *rw_command(const RuleSet *rs, State *in, const char *command,
  * in 'why' when fewer than two commands form such a run; *i is left on
  * the last command used. */
 static State *arg_tile_run(const RuleSet *rs, State *in, GPtrArray *cmds,
-                           guint *i, GString *why, gboolean *failed) {
+                           guint *i, Diag *why, gboolean *failed) {
   g_autofree const Term **to = g_new0(const Term *, (gsize)in->func.nargs + 1);
   guint k = *i;
   for (; k < cmds->len; k++) {
@@ -313,27 +313,27 @@ static State *arg_tile_run(const RuleSet *rs, State *in, GPtrArray *cmds,
     int nw = command_words(text, &words, w, why);
     if (nw < 4 || nw > 5 || strcmp(w[0], "arg-tile") != 0)
       break;
-    g_autoptr(GString) ignore = g_string_new(NULL);
+    g_autoptr(Diag) ignore = diag_new(NULL);
     int index = resolve_arg(in, w[1], ignore);
     if (index < 0 || to[index])
       break; /* a second split of one argument sees the first */
     Location arg = arg_location(in, index);
     to[index] = tile_replacement(rs, &arg, w + 2, nw - 2, why);
     if (!to[index]) {
-      g_autofree char *reason = g_strdup(why->str);
-      g_string_printf(why, "'%s': %s", text, reason);
+      g_autofree char *reason = g_strdup(diag_text(why));
+      diag_reason(why, "'%s': %s", text, reason);
       *failed = TRUE;
       return NULL;
     }
   }
-  g_string_truncate(why, 0);
+  diag_reset(why);
   if (k - *i < 2)
     return NULL;
   const Term *body =
       replace_args(in->func.body, to, in->func.nargs, in->module->names, why);
   if (!body) {
-    g_autofree char *reason = g_strdup(why->str);
-    g_string_printf(why, "'%s': %s", (char *)g_ptr_array_index(cmds, *i),
+    g_autofree char *reason = g_strdup(diag_text(why));
+    diag_reason(why, "'%s': %s", (char *)g_ptr_array_index(cmds, *i),
                     reason);
     *failed = TRUE;
     return NULL;
@@ -366,7 +366,7 @@ static GPtrArray *split_commands(const char *script) {
   return cmds;
 }
 
-State *rw_script(const RuleSet *rs, State *in, const char *script, GString *why,
+State *rw_script(const RuleSet *rs, State *in, const char *script, Diag *why,
                  GString *report) {
   g_autoptr(GPtrArray) cmds = split_commands(script);
   State *s = state_ref(in);
@@ -374,7 +374,7 @@ State *rw_script(const RuleSet *rs, State *in, const char *script, GString *why,
     const char *text = g_ptr_array_index(cmds, i);
     if (partir_interrupt) {
       state_unref(s);
-      g_string_printf(why, "interrupted before '%s'", text);
+      diag_reason(why, "interrupted before '%s'", text);
       return NULL;
     }
     gboolean failed = FALSE;
@@ -387,8 +387,8 @@ State *rw_script(const RuleSet *rs, State *in, const char *script, GString *why,
       next = rw_command(rs, s, text, why, report);
     state_unref(s);
     if (!next) {
-      g_autofree char *reason = g_strdup(why->str);
-      g_string_printf(why, "'%s': %s", text, reason);
+      g_autofree char *reason = g_strdup(diag_text(why));
+      diag_reason(why, "'%s': %s", text, reason);
       return NULL;
     }
     s = next;

@@ -49,7 +49,7 @@ typedef struct Env {
   int nbinders;
   const char *scope[PARTIR_MAX_REGIONS];
   int nscope;
-  GString *why;
+  Diag *why;
 } Env;
 
 static int64_t *int_lookup(Env *e, const char *name) {
@@ -63,7 +63,7 @@ static gboolean int_bind(Env *e, const char *name, int64_t v) {
   int64_t *old = int_lookup(e, name);
   if (old) {
     if (*old != v) {
-      g_string_printf(e->why, "'%s' would be both %" G_GINT64_FORMAT
+      diag_reason(e->why, "'%s' would be both %" G_GINT64_FORMAT
                               " and %" G_GINT64_FORMAT,
                       name, *old, v);
       return FALSE;
@@ -83,7 +83,7 @@ static gboolean match_intref(Env *e, const IntRef *r, int64_t v,
     return TRUE;
   if (!r->var) {
     if (r->value != v)
-      g_string_printf(e->why, "%s is %" G_GINT64_FORMAT ", not %" G_GINT64_FORMAT,
+      diag_reason(e->why, "%s is %" G_GINT64_FORMAT ", not %" G_GINT64_FORMAT,
                       what, v, r->value);
     return r->value == v;
   }
@@ -104,7 +104,7 @@ static gboolean match_attrs(Env *e, const Pat *pt, const Attrs *a) {
     const IntRef *want = &pt->attr_vals[i];
     const AttrValue *v = attrs_get(a, key);
     if (!v) {
-      g_string_printf(e->why, "no attribute '%s'", key);
+      diag_reason(e->why, "no attribute '%s'", key);
       return FALSE;
     }
     if (v->kind == AV_INT) {
@@ -113,13 +113,13 @@ static gboolean match_attrs(Env *e, const Pat *pt, const Attrs *a) {
       continue;
     }
     if (!want->var) {
-      g_string_printf(e->why, "attribute '%s' is not an integer", key);
+      diag_reason(e->why, "attribute '%s' is not an integer", key);
       return FALSE;
     }
     const AttrValue *old = attr_lookup(e, want->var);
     if (old) {
       if (!attr_value_equal(old, v)) {
-        g_string_printf(e->why, "the two occurrences of '%s' differ", want->var);
+        diag_reason(e->why, "the two occurrences of '%s' differ", want->var);
         return FALSE;
       }
       continue;
@@ -169,7 +169,7 @@ static gboolean match_var(Env *e, const Pat *pt, const Term *t) {
       same = outside && outside == lower(t, e->nscope);
     }
     if (!same)
-      g_string_printf(e->why, "the two occurrences of '%s' differ", pt->name);
+      diag_reason(e->why, "the two occurrences of '%s' differ", pt->name);
     return same;
   }
   if (e->nterms == RULE_MAX_VARS)
@@ -212,7 +212,7 @@ static gboolean match(Env *e, const Pat *pt, const Term *t) {
     return FALSE;
   case PT_OP:
     if (t->kind != TM_OP || t->op != pt->op || t->nargs != pt->nargs) {
-      g_string_printf(e->why, "not a '%s'", op_name(pt->op));
+      diag_reason(e->why, "not a '%s'", op_name(pt->op));
       return FALSE;
     }
     if (!match_attrs(e, pt, t->attrs))
@@ -223,7 +223,7 @@ static gboolean match(Env *e, const Pat *pt, const Term *t) {
     return TRUE;
   case PT_SLICE:
     if (t->kind != TM_SLICE) {
-      g_string_printf(e->why, "not a partir.slice");
+      diag_reason(e->why, "not a partir.slice");
       return FALSE;
     }
     return match_intref(e, &pt->dim, t->index, "the sliced dimension") &&
@@ -233,14 +233,14 @@ static gboolean match(Env *e, const Pat *pt, const Term *t) {
            match_intref(e, &pt->w, t->args[1]->type->w, "the index range width");
   case PT_TILE:
     if (t->kind != TM_TILE) {
-      g_string_printf(e->why, "not a partir.tile");
+      diag_reason(e->why, "not a partir.tile");
       return FALSE;
     }
     return match_intref(e, &pt->dim, t->index, "the tiled dimension") &&
            match_binder(e, pt, t);
   case PT_SUM:
     if (t->kind != TM_SUM) {
-      g_string_printf(e->why, "not a partir.sum");
+      diag_reason(e->why, "not a partir.sum");
       return FALSE;
     }
     return match_binder(e, pt, t);
@@ -285,7 +285,7 @@ static gboolean eval_int(Env *e, const IntExpr *x, int64_t *out) {
     if (x->dim.var)
       d = *int_lookup(e, x->dim.var);
     if (d < 0 || d >= v->t->type->rank) {
-      g_string_printf(e->why, "dimension %" G_GINT64_FORMAT
+      diag_reason(e->why, "dimension %" G_GINT64_FORMAT
                               " out of range for rank %d",
                       d, v->t->type->rank);
       return FALSE;
@@ -301,7 +301,7 @@ static gboolean eval_int(Env *e, const IntExpr *x, int64_t *out) {
 static gboolean disjoint(Env *e, const Cond *c) {
   const AttrValue *a = attr_lookup(e, c->a.var), *b = attr_lookup(e, c->b.var);
   if (!a || !b) {
-    g_string_printf(e->why, "disjoint() needs two list attributes");
+    diag_reason(e->why, "disjoint() needs two list attributes");
     return FALSE;
   }
   int na = a->kind == AV_LIST ? a->count : 1;
@@ -310,7 +310,7 @@ static gboolean disjoint(Env *e, const Cond *c) {
     for (int j = 0; j < nb; j++)
       if (attr_value_equal(a->kind == AV_LIST ? &a->items[i] : a,
                            b->kind == AV_LIST ? &b->items[j] : b)) {
-        g_string_printf(e->why, "side condition '%s' fails", c->text);
+        diag_reason(e->why, "side condition '%s' fails", c->text);
         return FALSE;
       }
   return TRUE;
@@ -326,8 +326,8 @@ static gboolean check_conds(Env *e, const Rule *r) {
     }
     int64_t a, b;
     if (!eval_int(e, &c->b, &b)) {
-      if (!e->why->len)
-        g_string_printf(e->why, "cannot evaluate a side condition");
+      if (!diag_any(e->why))
+        diag_reason(e->why, "cannot evaluate a side condition");
       return FALSE;
     }
     if (c->a.kind == IE_VAR && !int_lookup(e, c->a.var) &&
@@ -336,8 +336,8 @@ static gboolean check_conds(Env *e, const Rule *r) {
       continue;
     }
     if (!eval_int(e, &c->a, &a)) {
-      if (!e->why->len)
-        g_string_printf(e->why, "cannot evaluate a side condition");
+      if (!diag_any(e->why))
+        diag_reason(e->why, "cannot evaluate a side condition");
       return FALSE;
     }
     gboolean ok = strcmp(c->op, "==") == 0   ? a == b
@@ -347,7 +347,7 @@ static gboolean check_conds(Env *e, const Rule *r) {
                   : strcmp(c->op, "<") == 0  ? a < b
                                              : a > b;
     if (!ok) {
-      g_string_printf(e->why,
+      diag_reason(e->why,
                       "side condition '%s' fails: %" G_GINT64_FORMAT " %s "
                       "%" G_GINT64_FORMAT,
                       c->text, a, c->op, b);
@@ -392,7 +392,7 @@ static const Term *reindex(Reindex *ri, const Term *t, int cutoff) {
                        : g_new(const Term *, (gsize)t->nargs);
   for (int i = 0; i < t->nargs; i++)
     a[i] = reindex(ri, t->args[i], inner);
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *r = ri->ok ? term_with_args(t, a, err) : t;
   if (a != args)
     g_free(a);
@@ -448,7 +448,7 @@ static const Term *build_var(Builder *b, const TermVar *v,
   const Term *r = reindex(&ri, v->t, 0);
   g_hash_table_unref(ri.memo);
   if (!ri.ok) {
-    g_string_printf(b->env->why, "'%s' depends on a binder the right side "
+    diag_reason(b->env->why, "'%s' depends on a binder the right side "
                                  "does not have",
                     v->name);
     return NULL;
@@ -470,7 +470,7 @@ static gboolean int_of(Builder *b, const IntRef *r, int64_t *out) {
   }
   int64_t *v = int_lookup(b->env, r->var);
   if (!v) {
-    g_string_printf(b->env->why, "no value for '%s'", r->var);
+    diag_reason(b->env->why, "no value for '%s'", r->var);
     return FALSE;
   }
   *out = *v;
@@ -509,7 +509,7 @@ static const Term *build_bind(Builder *b, const char *name) {
       g_assert(bi);
       return term_bvar(b->nscope - 1 - pos, bi->range);
     }
-  g_string_printf(b->env->why, "binder '%s' is not in scope", name);
+  diag_reason(b->env->why, "binder '%s' is not in scope", name);
   return NULL;
 }
 
@@ -523,7 +523,7 @@ static const Term *build_region(Builder *b, const Pat *pt) {
     if (!int_of(b, &pt->n, &n) || !int_of(b, &pt->w, &w))
       return NULL;
     if (n < 1 || w < 1 || n % w != 0) {
-      g_string_printf(e->why, "width %" G_GINT64_FORMAT
+      diag_reason(e->why, "width %" G_GINT64_FORMAT
                               " does not divide size %" G_GINT64_FORMAT,
                       w, n);
       return NULL;
@@ -531,7 +531,7 @@ static const Term *build_region(Builder *b, const Pat *pt) {
     range = type_range(n, w);
   }
   if (!range) {
-    g_string_printf(e->why, "binder '%s' has no range", pt->name);
+    diag_reason(e->why, "binder '%s' has no range", pt->name);
     return NULL;
   }
   if (pt->axis) {
@@ -618,13 +618,13 @@ gboolean match_head_may_match(const Rule *rule, const Term *t) {
 }
 
 const Term *match_apply(const Rule *rule, const Term *t, const RuleArg *args,
-                          int nargs, GString *why) {
+                          int nargs, Diag *why) {
   /* not zeroed: every table is read only below its count (it is large:
    * clearing it was most of the cost of a small rewrite) */
   Env *e = g_new(Env, 1);
   e->nterms = e->nints = e->nattrs = e->naxes = e->nbinders = e->nscope = 0;
   e->why = why;
-  g_string_truncate(why, 0);
+  diag_reset(why);
   for (int i = 0; i < nargs; i++) {
     if (args[i].is_axis) {
       const char **slot = axis_slot(e, args[i].name, TRUE);
@@ -640,7 +640,7 @@ const Term *match_apply(const Rule *rule, const Term *t, const RuleArg *args,
     const char *p = rule->params[i];
     if (!int_lookup(e, p) && !axis_slot(e, p, FALSE) &&
         !(rule->axis_params & (1u << i))) {
-      g_string_printf(why, "rule '%s' needs parameter '%s'", rule->name, p);
+      diag_reason(why, "rule '%s' needs parameter '%s'", rule->name, p);
       g_free(e);
       return NULL;
     }
@@ -648,8 +648,8 @@ const Term *match_apply(const Rule *rule, const Term *t, const RuleArg *args,
   if (match(e, rule->lhs, t) && check_conds(e, rule)) {
     Builder b = {.env = e};
     out = build(&b, rule->rhs);
-  } else if (why->len == 0) {
-    g_string_printf(why, "'%s' does not match here", rule->name);
+  } else if (!diag_any(why)) {
+    diag_reason(why, "'%s' does not match here", rule->name);
   }
   g_free(e);
   return out;

@@ -48,7 +48,7 @@ struct Norm {
   GString *report;
   GHashTable *reported;
   GHashTable *names; /* the module's value names, or NULL */
-  GString *err;      /* why the store refused a rebuilt term */
+  Diag *err;      /* why the store refused a rebuilt term */
 };
 
 static void note(Norm *n, const char *msg) {
@@ -184,7 +184,7 @@ static const Term *norm(Norm *n, const Term *t) {
     return done;
   const Term *t1 = term_map_args(t, norm_arg, n, n->err);
   if (!t1) { /* only the store's limits (nesting) can refuse it */
-    note(n, n->err->str);
+    note(n, diag_text(n->err));
     t1 = t;
   }
   const Term *r =
@@ -265,7 +265,7 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
             .step = step,
             .report = report,
             .names = names,
-            .err = g_string_new(NULL)};
+            .err = diag_new(NULL)};
   n.fuel = 1024 + NORM_FUEL_PER_NODE * (long)dag_size(body);
   n.memo = g_hash_table_new(NULL, NULL);
   n.reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -284,7 +284,7 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
   }
   g_hash_table_unref(n.memo);
   g_hash_table_unref(n.reported);
-  g_string_free(n.err, TRUE);
+  diag_free(n.err);
   g_ptr_array_unref(n.rules);
   return out;
 }

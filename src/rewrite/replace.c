@@ -24,7 +24,7 @@ typedef struct Replace {
   int nargs;
   GHashTable *memo;
   GHashTable *names;
-  GString *err; /* set when an ancestor cannot be rebuilt */
+  Diag *err; /* set when an ancestor cannot be rebuilt */
 } Replace;
 
 static const Term *replace_rec(Replace *rp, const Term *t);
@@ -61,23 +61,23 @@ static const Term *replace_rec(Replace *rp, const Term *t) {
 }
 
 static const Term *replace_run(Replace *rp, const Term *body) {
-  g_string_truncate(rp->err, 0);
+  diag_reset(rp->err);
   rp->memo = g_hash_table_new(NULL, NULL);
   const Term *r = replace_rec(rp, body);
   g_hash_table_unref(rp->memo);
-  return rp->err->len ? NULL : r;
+  return diag_any(rp->err) ? NULL : r;
 }
 
 const Term *replace_everywhere(const Term *body, const Term *from,
                                const Term *to, GHashTable *names,
-                               GString *err) {
+                               Diag *err) {
   g_assert(from->type == to->type);
   Replace rp = {.from = from, .to = to, .names = names, .err = err};
   return replace_run(&rp, body);
 }
 
 const Term *replace_args(const Term *body, const Term *const *to, int nargs,
-                         GHashTable *names, GString *err) {
+                         GHashTable *names, Diag *err) {
   Replace rp = {.args_to = to, .nargs = nargs, .names = names, .err = err};
   return replace_run(&rp, body);
 }

@@ -62,7 +62,7 @@ typedef struct RuleSet RuleSet;
 gboolean spec_of(const RuleSet *rs, const Term *t, TileSpec *spec);
 /* Checks that builtin kind 'kind' exists and serves operator 'op' (the
  * list lives in spec.c); FALSE with the reason in 'why'. */
-gboolean spec_builtin_known(const char *kind, Op op, GString *why);
+gboolean spec_builtin_known(const char *kind, Op op, Diag *why);
 
 /* ----------------------------------------------------------------- rule.c */
 
@@ -172,10 +172,10 @@ struct RuleSet {
  * returns NULL with diagnostics in 'errors' (file:line:col + caret).
  * The meaning of the rules is not checked here: the pipeline runs the
  * load-time checks (pipeline_load_rules). */
-RuleSet *ruleset_load(const char *const *paths, GString *errors);
+RuleSet *ruleset_load(const char *const *paths, Diag *errors);
 /* The same, then one more rule file given as text (tests). */
 RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
-                           GString *errors);
+                           Diag *errors);
 void ruleset_free(RuleSet *rs);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RuleSet, ruleset_free)
 const Rule *ruleset_find(const RuleSet *rs, const char *name);
@@ -200,7 +200,7 @@ gboolean match_head_may_match(const Rule *rule, const Term *t);
 /* Applies RULE_PATTERN 'rule' to 't': the right side, or NULL with the
  * reason in 'why'. */
 const Term *match_apply(const Rule *rule, const Term *t, const RuleArg *args,
-                        int nargs, GString *why);
+                        int nargs, Diag *why);
 
 /* ----------------------------------------------------------------- state.c */
 
@@ -240,20 +240,20 @@ const Location *state_find_location(GPtrArray *locs, const char *name);
  * refer to binders outside t).  Returns the replacement, or NULL with the
  * reason in 'why'. */
 const Term *rw_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
-                          const RuleArg *args, int nargs, GString *why);
+                          const RuleArg *args, int nargs, Diag *why);
 /* The same at location 'loc'; the reason reads "RULE at %v: why". */
 const Term *rw_apply_at(const RuleSet *rs, const Rule *rule,
                         const Location *loc, const RuleArg *args, int nargs,
-                        GString *why);
+                        Diag *why);
 /* The state where the value at 'loc' is 'to' everywhere; NULL with the
  * reason (after "RULE at %v: " when 'rule' is given) when the store
  * refuses the rebuilt program. */
 State *rw_with_replacement(State *in, const Location *loc, const Term *to,
-                           const Rule *rule, GString *why);
+                           const Rule *rule, Diag *why);
 /* Applies 'rule' at 'loc' (a placed term) and rewrites every use. */
 State *rw_apply(const RuleSet *rs, State *in, const Rule *rule,
                 const Location *loc, const RuleArg *args, int nargs,
-                GString *why);
+                Diag *why);
 /* Every place 'rule' applies in 's' (Location*, print order). */
 GPtrArray *rw_matches(const RuleSet *rs, const State *s, const Rule *rule);
 /* A static slice's attributes when its operand's type goes from 'from'
@@ -272,10 +272,10 @@ const Attrs *rw_slice_attrs_follow(const Attrs *a, const Type *from,
  * deeply). */
 const Term *replace_everywhere(const Term *body, const Term *from,
                                const Term *to, GHashTable *names,
-                               GString *err);
+                               Diag *err);
 /* Replaces every argument i with to[i] (when not NULL) in one pass. */
 const Term *replace_args(const Term *body, const Term *const *to, int nargs,
-                         GHashTable *names, GString *err);
+                         GHashTable *names, Diag *err);
 /* Gives 'to' the user's name of 'from' when 'to' has none (closed terms:
  * the name tables key them as they are). */
 void replace_inherit_name(GHashTable *names, const Term *from, const Term *to);
@@ -296,9 +296,9 @@ const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
  * ...) on 'in'.  Returns the new state, or NULL with the reason in 'why'.
  * 'report' (may be NULL) collects what propagate could not resolve. */
 State *rw_command(const RuleSet *rs, State *in, const char *command,
-                  GString *why, GString *report);
+                  Diag *why, GString *report);
 /* Runs a script of commands separated by ';', newlines or '.'. */
 State *rw_script(const RuleSet *rs, State *in, const char *script,
-                 GString *why, GString *report);
+                 Diag *why, GString *report);
 
 #endif

@@ -36,7 +36,7 @@ typedef struct RuleParser {
   /* binders in scope while parsing one side */
   const char *scope[PARTIR_MAX_REGIONS];
   int nscope;
-  GString *errors; /* messages without a source position of this file */
+  Diag *errors; /* messages without a source position of this file */
 } RuleParser;
 
 static const char *rname(RuleParser *p, const char *what) {
@@ -425,9 +425,9 @@ static gboolean parse_spec_builtin(RuleParser *p, OpSpec *os, Op op) {
   const char *kind = rname(p, "a builtin kind");
   if (!kind)
     return FALSE;
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   if (!spec_builtin_known(kind, op, why))
-    return cursor_fail(&p->c, ka, "%s", why->str);
+    return cursor_fail(&p->c, ka, "%s", diag_text(why));
   os->kind = SPEC_BUILTIN;
   os->builtin = g_strdup(kind);
   return TRUE;
@@ -506,7 +506,7 @@ static gboolean add_rule(RuleParser *p, Rule *r, Loc at) {
                "rule '%s' has the name of a rule derived from "
                "op %s",
                r->name, op_name(r->op));
-    g_string_append(p->errors, d.text->str);
+    diag_append(p->errors, &d);
     diag_clear(&d);
     p->c.failed = TRUE;
     rule_free(r);
@@ -950,10 +950,10 @@ static gboolean derive_rules(RuleParser *p) {
 
 /* ---------------------------------------------------------------- files */
 
-static gboolean load_file(RuleSet *rs, const char *path, GString *errors,
+static gboolean load_file(RuleSet *rs, const char *path, Diag *errors,
                           int depth);
 
-static gboolean parse_rule_file(RuleSet *rs, const Source *src, GString *errors,
+static gboolean parse_rule_file(RuleSet *rs, const Source *src, Diag *errors,
                                 int depth) {
   Diag diag;
   diag_init(&diag, src);
@@ -992,12 +992,12 @@ static gboolean parse_rule_file(RuleSet *rs, const Source *src, GString *errors,
     }
   }
   token_clear(&p.c.tok);
-  g_string_append(errors, diag.text->str);
+  diag_append(errors, &diag);
   diag_clear(&diag);
   return !p.c.failed;
 }
 
-static gboolean load_file(RuleSet *rs, const char *path, GString *errors,
+static gboolean load_file(RuleSet *rs, const char *path, Diag *errors,
                           int depth) {
   for (guint i = 0; i < rs->files->len; i++)
     if (strcmp(g_ptr_array_index(rs->files, i), path) == 0)
@@ -1006,7 +1006,7 @@ static gboolean load_file(RuleSet *rs, const char *path, GString *errors,
   GError *error = NULL;
   Source *src = NULL;
   if (!source_load(path, &src, &error)) {
-    g_string_append_printf(errors, "%s\n", error->message);
+    diag_append_reason(errors, "%s\n", error->message);
     g_error_free(error);
     return FALSE;
   }
@@ -1040,12 +1040,12 @@ static GPtrArray *default_rule_files(void) {
   return files;
 }
 
-RuleSet *ruleset_load(const char *const *paths, GString *errors) {
+RuleSet *ruleset_load(const char *const *paths, Diag *errors) {
   return ruleset_load_with(paths, NULL, errors);
 }
 
 RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
-                           GString *errors) {
+                           Diag *errors) {
   RuleSet *rs = g_new0(RuleSet, 1);
   rs->rules = g_ptr_array_new_with_free_func((GDestroyNotify)rule_free);
   rs->by_name = g_hash_table_new(g_str_hash, g_str_equal);
@@ -1057,7 +1057,7 @@ RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
     if (found->len == 0) {
       g_auto(GStrv) dirs = partir_search_path("PARTIR_RULES", PARTIR_RULES_DIR);
       g_autofree char *path = g_strjoinv(":", dirs);
-      g_string_append_printf(errors,
+      diag_append_reason(errors,
                              "no rule files found in %s (set "
                              "PARTIR_RULES or use --rules)\n",
                              path);
@@ -1082,7 +1082,7 @@ RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
     RuleParser p = {.rs = rs, .src = &none, .errors = errors};
     cursor_init(&p.c, &none, &diag);
     ok = derive_rules(&p);
-    g_string_append(errors, diag.text->str);
+    diag_append(errors, &diag);
     diag_clear(&diag);
   }
   if (!ok) {

@@ -30,18 +30,18 @@ static const struct {
     {"static_slice", {OP_SLICE}, 1},
 };
 
-gboolean spec_builtin_known(const char *kind, Op op, GString *why) {
+gboolean spec_builtin_known(const char *kind, Op op, Diag *why) {
   for (gsize i = 0; i < G_N_ELEMENTS(builtin_kinds); i++) {
     if (strcmp(builtin_kinds[i].kind, kind) != 0)
       continue;
     for (int k = 0; k < builtin_kinds[i].nops; k++)
       if (builtin_kinds[i].ops[k] == op)
         return TRUE;
-    g_string_printf(why, "builtin tiling kind '%s' does not apply to '%s'",
+    diag_reason(why, "builtin tiling kind '%s' does not apply to '%s'",
                     kind, op_name(op));
     return FALSE;
   }
-  g_string_printf(why, "unknown builtin tiling kind '%s'", kind);
+  diag_reason(why, "unknown builtin tiling kind '%s'", kind);
   return FALSE;
 }
 

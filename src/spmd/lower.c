@@ -50,7 +50,7 @@ typedef struct Binder {
 typedef struct Lower {
   const RuleSet *rs;
   const Mesh *mesh;
-  GString *why;
+  Diag *why;
   gboolean failed;
   Binder binders[PARTIR_MAX_REGIONS + 2];
   int depth;  /* global binders entered */
@@ -65,7 +65,7 @@ static gboolean fail(Lower *lw, const char *fmt, ...) {
   if (!lw->failed) {
     va_list ap;
     va_start(ap, fmt);
-    g_string_vprintf(lw->why, fmt, ap);
+    diag_vreason(lw->why, fmt, ap);
     va_end(ap);
   }
   lw->failed = TRUE;
@@ -130,10 +130,10 @@ static const Term *collective(Lower *lw, Op op, const Term *x,
     keys[n] = g_intern_string("dim");
     vals[n++] = (AttrValue){.kind = AV_INT, .i = dim};
   }
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *t = term_op(op, 1, &x, attrs_intern(n, keys, vals), NULL, err);
   if (!t)
-    fail(lw, "lowering made an ill-typed %s: %s", op_name(op), err->str);
+    fail(lw, "lowering made an ill-typed %s: %s", op_name(op), diag_text(err));
   return t;
 }
 
@@ -183,11 +183,11 @@ static LVal lower_slice(Lower *lw, const Term *t) {
     return x;
   if (!b->axis) { /* a sequential loop: a local slice of a whole dim */
     gather_dim(lw, &x, d);
-    g_autoptr(GString) err = g_string_new(NULL);
+    g_autoptr(Diag) err = diag_new(NULL);
     const Term *idx = term_bvar(lw->ldepth - 1 - b->local_pos, b->local_range);
     x.t = term_slice(d, x.t, idx, err);
     if (!x.t)
-      fail(lw, "lowering a sequential slice: %s", err->str);
+      fail(lw, "lowering a sequential slice: %s", diag_text(err));
     return x;
   }
   /* The literal chunk: make x whole over the axis and along d, then cut
@@ -280,14 +280,14 @@ static LVal lower_region(Lower *lw, const Term *t) {
     }
     return body;
   }
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   if (t->kind == TM_TILE)
     gather_dim(lw, &body, t->index);
   const Term *loop = t->kind == TM_TILE
                          ? term_tile(t->index, range, NULL, body.t, err)
                          : term_sum(range, NULL, body.t, err);
   if (!loop)
-    fail(lw, "lowering a sequential loop: %s", err->str);
+    fail(lw, "lowering a sequential loop: %s", diag_text(err));
   body.t = loop;
   return body;
 }
@@ -412,10 +412,10 @@ static LVal lower_op(Lower *lw, const Term *t) {
       t->op == OP_SLICE
           ? rw_slice_attrs_follow(t->attrs, t->args[0]->type, largs[0]->type)
           : t->attrs;
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   out.t = term_op(t->op, t->nargs, largs, attrs, written, err);
   if (!out.t)
-    fail(lw, "lowering '%s': %s", op_name(t->op), err->str);
+    fail(lw, "lowering '%s': %s", op_name(t->op), diag_text(err));
   return out;
 }
 
@@ -493,7 +493,7 @@ static LVal lower_here(Lower *lw, const Term *t) {
 }
 
 Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
-                 GString *why) {
+                 Diag *why) {
   Lower lw = {.rs = rs, .mesh = mesh, .why = why};
   lw.memo[0] = g_hash_table_new_full(NULL, NULL, NULL, g_free);
   Func *f = g_new0(Func, 1);

@@ -44,7 +44,7 @@ static void find_uses(Uses *u, const Term *t) {
 /* Replaces closed terms by map (one pass, shared subterms once). */
 typedef struct Swap {
   GHashTable *map, *memo;
-  GString *err;
+  Diag *err;
 } Swap;
 
 static const Term *swap(void *ud, const Term *t) {
@@ -70,7 +70,7 @@ static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
             g_new0(gboolean, (gsize)f->nargs + 1)};
   find_uses(&u, body);
   Swap sw = {g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
-             g_string_new(NULL)};
+             diag_new(NULL)};
   for (int i = 0; i < f->nargs; i++) {
     const Term *sh = u.only_shard[i];
     if (!sh || u.other_use[i])
@@ -88,7 +88,7 @@ static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
     body = swap(&sw, body);
   g_hash_table_unref(sw.map);
   g_hash_table_unref(sw.memo);
-  g_string_free(sw.err, TRUE);
+  diag_free(sw.err);
   g_hash_table_unref(u.seen);
   g_free(u.only_shard);
   g_free(u.other_use);

@@ -180,7 +180,7 @@ static void box_transfer(Tensor *dst, const int64_t *dst_off, const Tensor *src,
  * make; FALSE with the reason in 'err' (if not NULL) when an axis is not
  * a mesh axis, is named twice, or 'size' disagrees with the mesh. */
 static gboolean collective_axes(const Mesh *m, const Term *t, int *axes,
-                                int *naxes, int64_t *size, GString *err) {
+                                int *naxes, int64_t *size, Diag *err) {
   const AttrValue *list = attrs_get(t->attrs, "axes");
   const AttrValue *written = attrs_get(t->attrs, "size");
   g_assert(list && list->kind == AV_LIST && written); /* tr_collective */
@@ -193,7 +193,7 @@ static gboolean collective_axes(const Mesh *m, const Term *t, int *axes,
       return FALSE;
     if (a < 0) {
       g_autofree char *mesh = mesh_to_string(m);
-      g_string_printf(err,
+      diag_reason(err,
                       "'%s' over axis '%s', which is not an axis of the "
                       "mesh '%s'",
                       op_name(t->op), name, mesh);
@@ -202,7 +202,7 @@ static gboolean collective_axes(const Mesh *m, const Term *t, int *axes,
     for (int j = 0; j < k; j++)
       if (axes[j] == a) {
         if (err)
-          g_string_printf(err, "'%s' names axis '%s' twice", op_name(t->op),
+          diag_reason(err, "'%s' names axis '%s' twice", op_name(t->op),
                           name);
         return FALSE;
       }
@@ -211,7 +211,7 @@ static gboolean collective_axes(const Mesh *m, const Term *t, int *axes,
   }
   if (*size != written->i) {
     if (err)
-      g_string_printf(err,
+      diag_reason(err,
                       "'%s' has size = %" G_GINT64_FORMAT " but its axes "
                       "have %" G_GINT64_FORMAT " devices",
                       op_name(t->op), written->i, *size);
@@ -417,7 +417,7 @@ static const Type *global_type(const Mesh *m, const Dist *d,
 static gboolean check_collectives(const Func *f, GError **error) {
   g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
   g_autoptr(GPtrArray) todo = g_ptr_array_new();
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   g_ptr_array_add(todo, (gpointer)f->body);
   while (todo->len > 0) {
     const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
@@ -428,7 +428,7 @@ static gboolean check_collectives(const Func *f, GError **error) {
     if (t->kind == TM_OP && op_is_collective(t->op) &&
         !collective_axes(&f->spmd->mesh, t, axes, &naxes, &size, err)) {
       g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT, "%s: %s", f->name,
-                  err->str);
+                  diag_text(err));
       return FALSE;
     }
     for (int i = 0; i < t->nargs; i++)

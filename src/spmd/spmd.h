@@ -26,7 +26,7 @@
  * 'why' (an axis the mesh lacks, a range whose parts do not match its
  * axis, an axis bound twice in a nest). */
 Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
-                 GString *why);
+                 Diag *why);
 
 /* --------------------------------------------------------- redistribute.c */
 

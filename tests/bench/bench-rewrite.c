@@ -116,7 +116,7 @@ static char *label_of(const char *path) {
 /* Loads and parses a program; diagnostics go to stderr. */
 static Module *load_program(const char *path) {
   GError *error = NULL;
-  g_autoptr(GString) diags = g_string_new(NULL);
+  g_autoptr(Diag) diags = diag_new(NULL);
   Module *m = parse_file(path, diags, &error);
   if (error) {
     g_printerr("bench-rewrite: %s\n", error->message);
@@ -124,7 +124,7 @@ static Module *load_program(const char *path) {
     return NULL;
   }
   if (!m)
-    fputs(diags->str, stderr);
+    fputs(diag_text(diags), stderr);
   if (m && !module_entry(m)) {
     g_printerr("bench-rewrite: %s: no entry function (@main)\n", path);
     module_free(m);
@@ -147,7 +147,7 @@ static double thread_cpu_ms(void) {
 static State *run_script(const RuleSet *rs, Module *m, const char *script,
                          double *ms, double *cpu_ms, GString *report) {
   g_autoptr(State) s0 = state_new(m);
-  g_autoptr(GString) why = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
   g_string_truncate(report, 0);
   double c0 = thread_cpu_ms();
   gint64 t0 = g_get_monotonic_time();
@@ -156,7 +156,7 @@ static State *run_script(const RuleSet *rs, Module *m, const char *script,
   if (cpu_ms)
     *cpu_ms = thread_cpu_ms() - c0;
   if (!s)
-    g_printerr("bench-rewrite: %s\n", why->str);
+    g_printerr("bench-rewrite: %s\n", diag_text(why));
   return s;
 }
 
@@ -318,13 +318,13 @@ static gboolean measure_one(const RuleSet *rs, const Options *o) {
   g_print("%-36s %9s %9s %9s %10s %14s\n", "command", "+nodes", "+bytes",
           "path", "+nodes/path", "+bytes/node");
   for (char **c = o->one_cmds; c && *c; c++) {
-    g_autoptr(GString) why = g_string_new(NULL);
+    g_autoptr(Diag) why = diag_new(NULL);
     gsize nodes0 = term_store_size(), bytes0 = term_store_bytes();
     g_autoptr(State) s1 = rw_script(rs, s0, *c, why, NULL);
     gsize added = term_store_size() - nodes0;
     gsize bytes = term_store_bytes() - bytes0;
     if (!s1) {
-      g_printerr("bench-rewrite: %s: %s\n", o->one_file, why->str);
+      g_printerr("bench-rewrite: %s: %s\n", o->one_file, diag_text(why));
       return FALSE;
     }
     g_autoptr(GHashTable) new_nodes = reachable(s1->func.body);
@@ -342,12 +342,12 @@ static gboolean measure_one(const RuleSet *rs, const Options *o) {
 
 static int bench_main(void *data) {
   const Options *o = data;
-  g_autoptr(GString) errors = g_string_new(NULL);
+  g_autoptr(Diag) errors = diag_new(NULL);
   g_autoptr(RuleSet) rs = pipeline_load_rules(NULL, NULL, errors);
   if (!rs) {
     g_printerr("bench-rewrite: loading the rules ($PARTIR_RULES=%s):\n%s",
                g_getenv("PARTIR_RULES") ? g_getenv("PARTIR_RULES") : "",
-               errors->str);
+               diag_text(errors));
     return 1;
   }
   GPtrArray *samples = g_ptr_array_new();

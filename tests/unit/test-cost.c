@@ -16,36 +16,36 @@ static const Type *f32(int64_t a, int64_t b) {
 }
 
 static const Term *op1(Op op, const Term *a, const Attrs *attrs) {
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *t = term_op(op, 1, (const Term *[]){a},
                           attrs ? attrs : attrs_empty(), NULL, err);
   if (!t)
-    g_error("%s", err->str);
+    g_error("%s", diag_text(err));
   return t;
 }
 
 static const Term *op2(Op op, const Term *a, const Term *b) {
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *t =
       term_op(op, 2, (const Term *[]){a, b}, attrs_empty(), NULL, err);
   if (!t)
-    g_error("%s", err->str);
+    g_error("%s", diag_text(err));
   return t;
 }
 
 static const Term *slice(int dim, const Term *x, const Type *range) {
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *t = term_slice(dim, x, term_bvar(0, range), err);
   if (!t)
-    g_error("%s", err->str);
+    g_error("%s", diag_text(err));
   return t;
 }
 
 static const Term *tile(int dim, const Type *range, const Term *body) {
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *t = term_tile(dim, range, NULL, body, err);
   if (!t)
-    g_error("%s", err->str);
+    g_error("%s", diag_text(err));
   return t;
 }
 
@@ -300,7 +300,7 @@ static void test_nested_loops(void) {
   const Type *types[] = {f32(16, 256)};
   const Term *x = term_arg(0, types[0]);
   const Type *r0 = type_range(16, 8), *r1 = type_range(256, 64);
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *outer = term_slice(0, x, term_bvar(1, r0), err); /* [8,256] */
   const Term *inner = term_slice(1, outer, term_bvar(0, r1), err);
   g_assert_nonnull(inner);
@@ -483,7 +483,7 @@ static void test_refused(void) {
     func_free(f);
   }
   /* an axis-bound tile is a lowering's job, not a loop */
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Type *range = type_range(16, 8);
   const Term *t =
       term_tile(0, range, g_intern_string("batch"), slice(0, x, range), err);

@@ -116,11 +116,11 @@ static const Term *coll(Op op, const Term *x, const char *axes, int64_t size,
     keys[count] = g_intern_string(k2);
     vals[count++] = (AttrValue){.kind = AV_INT, .i = v2};
   }
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *t =
       term_op(op, 1, &x, attrs_intern(count, keys, vals), NULL, err);
   if (!t)
-    g_error("building %s: %s", op_name(op), err->str);
+    g_error("building %s: %s", op_name(op), diag_text(err));
   return t;
 }
 
@@ -230,7 +230,7 @@ static void test_all_reduce_all(void) {
  * show.  Integers wrap to their width: 2147483647 + 1 in i32 is
  * -2147483648 (seen through a convert to i64). */
 static void test_all_reduce_rounding(void) {
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *x = term_arg(0, F32_1(2));
   const Term *sum = coll(OP_ALL_REDUCE, x, "x", 4, NULL, 0, NULL, 0);
   const Type *f64 = ty(DT_F64, 1, 2, 0);
@@ -500,7 +500,7 @@ static void test_replica_mismatch(void) {
  * each of the 2 iterations all-reduces one local row, so the result is
  * the all_reduce of x, rows 0-1 plus rows 2-3. */
 static void test_collective_in_tile(void) {
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *x = term_arg(0, F32_2(2, 3));
   const Type *range = type_range(2, 1);
   const Term *row = term_slice(0, x, term_bvar(0, range), err);
@@ -519,7 +519,7 @@ static void test_collective_in_tile(void) {
  * possible, but plain programs run as themselves. */
 static void test_one_device(void) {
   const Term *x = term_arg(0, F32_1(3));
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *args[2] = {x, x};
   const Term *sum = term_op(OP_ADD, 2, args, attrs_empty(), NULL, err);
   Func *f = spmd_func1("", F32_1(3), "[]", sum, "[]");
@@ -607,7 +607,7 @@ static gpointer watchdog_main(gpointer data) {
 
 static void test_interrupt(void) {
   const int n = 20000; /* seconds of collectives: far longer than a delay */
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Type *local = F32_2(n, 1);
   const Type *range = type_range(n, 1);
   const Term *row = term_slice(0, term_arg(0, local), term_bvar(0, range), err);

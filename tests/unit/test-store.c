@@ -10,7 +10,7 @@ static const Type *f32(int64_t a, int64_t b) {
 }
 
 static const Term *op2(Op op, const Term *a, const Term *b) {
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *args[2] = {a, b};
   const Term *t = term_op(op, 2, args, attrs_empty(), NULL, err);
   g_assert_nonnull(t);
@@ -39,7 +39,7 @@ static void test_hash_consing(void) {
 /* Attributes take part in identity; equal dictionaries are one. */
 static void test_attrs_identity(void) {
   const Term *x = term_arg(0, f32(4, 6));
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *sums[3];
   for (int i = 0; i < 3; i++) {
     const char **keys = g_new(const char *, 1);
@@ -64,7 +64,7 @@ static void test_attrs_identity(void) {
 /* tile 0 (\r:range<16,8> -> slice 0 x[r]): binders are de Bruijn indices,
  * so two tiles that differ only in the binder's name are one term. */
 static void test_binders(void) {
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *x = term_arg(0, f32(16, 4));
   const Type *range = type_range(16, 8);
   const Term *r = term_bvar(0, range);
@@ -82,12 +82,12 @@ static void test_binders(void) {
   g_assert_true(t3 != t1);
   /* a tile whose body has the wrong width is refused with the reason */
   g_assert_null(term_tile(0, range, NULL, x, err));
-  g_assert_nonnull(strstr(err->str, "yields size 16"));
+  g_assert_nonnull(strstr(diag_text(err), "yields size 16"));
 }
 
 /* term_shift moves loose indices and leaves bound ones alone. */
 static void test_shift(void) {
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *x = term_arg(0, f32(8, 8));
   const Type *range = type_range(8, 4);
   const Term *s0 = term_slice(0, x, term_bvar(0, range), err);
@@ -113,7 +113,7 @@ static void test_shift(void) {
  * (and the placed forms of what it reaches, which name tables use as
  * keys), and drops the name entries of what it frees. */
 static void test_collect(void) {
-  g_autoptr(GString) err = g_string_new(NULL);
+  g_autoptr(Diag) err = diag_new(NULL);
   const Term *x = term_arg(0, f32(6, 10)); /* shapes no other test uses */
   const Term *y = term_arg(1, f32(10, 6));
   const Term *root = op2(OP_MATMUL, x, y);
