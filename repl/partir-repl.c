@@ -171,10 +171,9 @@ static int run_session(void *data) {
   s->interactive = !o->batch && isatty(STDIN_FILENO);
   s->echo = o->echo;
   s->color = s->interactive && isatty(STDERR_FILENO) && !g_getenv("NO_COLOR");
-  GError *error = NULL;
-  if (o->mesh && !mesh_parse(o->mesh, &s->mesh, &error)) {
-    g_printerr("partir-repl: --mesh: %s\n", error->message);
-    g_error_free(error);
+  g_autoptr(Diag) diag = diag_new(NULL);
+  if (o->mesh && !mesh_parse(o->mesh, &s->mesh, diag)) {
+    g_printerr("partir-repl: --mesh: %s\n", diag_text(diag));
     return 2;
   }
   g_autoptr(Diag) errors = diag_new(NULL);

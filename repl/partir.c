@@ -78,6 +78,12 @@ static void print_error(const char *what, GError *error) {
              error->message);
 }
 
+/* The same for the reason a Diag holds (user input without a file). */
+static void print_reason(const char *what, const Diag *diag) {
+  g_printerr("partir: %s%s%s\n", what ? what : "", what ? ": " : "",
+             diag_text(diag));
+}
+
 /* Writes 'out' to the -o file (whole or not at all), or to stdout
  * without -o; the exit status. */
 static int write_result(const char *output, const GString *out) {
@@ -257,11 +263,10 @@ static int cmd_fmt(const Options *o, char **files) {
 
 /* Reads one --input NAME=PATH into the argument slot it names. */
 static gboolean load_input(const Func *f, const char *spec, Tensor **inputs,
-                           GError **error) {
+                           Diag *diag, GError **error) {
   const char *eq = strchr(spec, '=');
   if (!eq || eq == spec) {
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                "--input '%s': expected NAME=FILE.npy", spec);
+    diag_reason(diag, "--input '%s': expected NAME=FILE.npy", spec);
     return FALSE;
   }
   g_autofree char *name = g_strndup(spec, (gsize)(eq - spec));
@@ -271,14 +276,12 @@ static gboolean load_input(const Func *f, const char *spec, Tensor **inputs,
     if (strcmp(f->arg_names[i], bare) == 0)
       index = i;
   if (index < 0) {
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                "--input %s: '@%s' has no argument '%%%s'", spec, f->name,
+    diag_reason(diag, "--input %s: '@%s' has no argument '%%%s'", spec, f->name,
                 bare);
     return FALSE;
   }
   if (inputs[index]) {
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                "--input %s: argument '%%%s' given twice", spec, bare);
+    diag_reason(diag, "--input %s: argument '%%%s' given twice", spec, bare);
     return FALSE;
   }
   Tensor *t;
@@ -297,8 +300,7 @@ static gboolean load_input(const Func *f, const char *spec, Tensor **inputs,
   if (t->type != want) {
     g_autofree char *got = type_to_string(t->type);
     g_autofree char *exp = type_to_string(want);
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                "--input %s: the file holds %s but '%%%s' is %s", spec, got,
+    diag_reason(diag, "--input %s: the file holds %s but '%%%s' is %s", spec, got,
                 bare, exp);
     tensor_unref(t);
     return FALSE;
@@ -347,11 +349,11 @@ static gboolean write_outputs(const char *dir, const Module *m, const Func *f,
 /* Fills every argument slot of 'f': from the --input files, the rest at
  * random from 'seed'. */
 static gboolean run_gather_inputs(const Func *f, char **specs, gint64 seed,
-                                  Tensor **inputs, GError **error) {
-  if (!interp_check(f, error))
+                                  Tensor **inputs, Diag *diag, GError **error) {
+  if (!interp_check(f, diag))
     return FALSE;
   for (char **s = specs; s && *s; s++)
-    if (!load_input(f, *s, inputs, error))
+    if (!load_input(f, *s, inputs, diag, error))
       return FALSE;
   for (int i = 0; i < f->nargs; i++) {
     if (!inputs[i])
@@ -390,15 +392,19 @@ static int cmd_run(const Options *o, char **files) {
   Func *f = module_entry(m);
   Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
   GError *error = NULL;
+  g_autoptr(Diag) diag = diag_new(NULL);
   GPtrArray *results = NULL;
-  if (run_gather_inputs(f, o->inputs, o->input_seed, inputs, &error))
+  if (run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
     results = interp_run(f, inputs, &error);
   if (results && o->output_dir)
     write_outputs(o->output_dir, m, f, results, &error);
   int status = 0;
-  if (error) {
-    print_error(files[0], error);
-    g_error_free(error);
+  if (error || diag_any(diag)) {
+    if (error)
+      print_error(files[0], error);
+    else
+      print_reason(files[0], diag);
+    g_clear_error(&error);
     status = 1;
   } else {
     run_print_results(m, f, results);
@@ -593,10 +599,9 @@ static const GOptionEntry tactic_entries[] = {
 /* files[0] is the tactic script, files[1] the program. */
 static int cmd_tactic(const Options *o, char **files) {
   Mesh mesh;
-  GError *error = NULL;
-  if (!mesh_parse(o->mesh, &mesh, &error)) {
-    print_error(NULL, error);
-    g_error_free(error);
+  g_autoptr(Diag) diag = diag_new(NULL);
+  if (!mesh_parse(o->mesh, &mesh, diag)) {
+    print_reason(NULL, diag);
     return 2;
   }
   g_autoptr(GHashTable) options = tactic_options(o->tactic_sets);
@@ -633,10 +638,9 @@ static gboolean load_lowered(const char *path, const char *mesh_spec,
                              char **rule_files, Loaded *ld, int *status) {
   memset(ld, 0, sizeof *ld);
   Mesh mesh;
-  GError *error = NULL;
-  if (!mesh_parse(mesh_spec, &mesh, &error)) {
-    print_error(NULL, error);
-    g_error_free(error);
+  g_autoptr(Diag) diag = diag_new(NULL);
+  if (!mesh_parse(mesh_spec, &mesh, diag)) {
+    print_reason(NULL, diag);
     *status = 2;
     return FALSE;
   }
@@ -685,10 +689,14 @@ static int cmd_lower(const Options *o, char **files) {
   if (o->stats)
     spmd_print_stats(out, l->spmd);
   status = 0;
+  g_autoptr(Diag) diag = diag_new(NULL);
   if (o->simulate &&
-      !check_lowering(l->global, l->spmd, o->input_seed, out, &error)) {
-    print_error(files[0], error);
-    g_error_free(error);
+      !check_lowering(l->global, l->spmd, o->input_seed, out, diag, &error)) {
+    if (error)
+      print_error(files[0], error);
+    else
+      print_reason(files[0], diag);
+    g_clear_error(&error);
     status = 1;
   }
   if (status == 0)
@@ -706,10 +714,10 @@ static gboolean cost_hardware(const Options *o, Hardware *hw) {
     g_error_free(error);
     return FALSE;
   }
+  g_autoptr(Diag) diag = diag_new(NULL);
   for (char **kv = o->hw_sets; kv && *kv; kv++)
-    if (!hw_set(hw, *kv, &error)) {
-      print_error("--set", error);
-      g_error_free(error);
+    if (!hw_set(hw, *kv, diag)) {
+      print_reason("--set", diag);
       return FALSE;
     }
   return TRUE;
@@ -725,11 +733,10 @@ static int cmd_cost(const Options *o, char **files) {
     loaded_clear(&ld);
     return status;
   }
-  GError *error = NULL;
+  g_autoptr(Diag) diag = diag_new(NULL);
   g_auto(CostReport) r = {0};
-  if (!pipeline_cost(ld.m, &ld.l, &hw, &r, &error)) {
-    print_error(files[0], error);
-    g_error_free(error);
+  if (!pipeline_cost(ld.m, &ld.l, &hw, &r, diag)) {
+    print_reason(files[0], diag);
     loaded_clear(&ld);
     return 1;
   }

@@ -311,6 +311,11 @@ static gboolean cmd_run(Session *s, const char *text, int argc, char **argv) {
   if (!cur)
     return FALSE;
   const Func *f = &cur->func;
+  g_autoptr(Diag) diag = diag_new(NULL);
+  if (!interp_check(f, diag)) {
+    repl_report_error(s, "run: %s", diag_text(diag));
+    return FALSE;
+  }
   GError *error = NULL;
   GPtrArray *results = interp_run_seeded(f, seed, &error);
   if (!results) {
@@ -377,16 +382,20 @@ static gboolean print_cost(Session *s) {
     return FALSE;
   Hardware hw;
   GError *error = NULL;
+  g_autoptr(Diag) diag = diag_new(NULL);
   g_auto(CostReport) r = {0};
-  gboolean ok = hw_load(s->hw ? s->hw : "cpu2", &hw, &error) &&
-                pipeline_cost(NULL, &l, &hw, &r, &error);
+  if (!hw_load(s->hw ? s->hw : "cpu2", &hw, &error)) {
+    repl_report_error(s, "cost: %s", error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  gboolean ok = pipeline_cost(NULL, &l, &hw, &r, diag);
   if (ok) {
     g_autoptr(GString) out = g_string_new(NULL);
     cost_print(out, &r, &hw, &s->mesh);
     repl_put_string(out);
   } else {
-    repl_report_error(s, "cost: %s", error->message);
-    g_error_free(error);
+    repl_report_error(s, "cost: %s", diag_text(diag));
   }
   return ok;
 }
@@ -536,10 +545,9 @@ static gboolean cmd_set(Session *s, const char *text, int argc, char **argv) {
     /* "batch=2,model=4", also written "batch=2, model=4" */
     g_autofree char *spec = g_strjoinv("", argv + 2);
     Mesh mesh;
-    GError *error = NULL;
-    if (!mesh_parse(strcmp(spec, "none") == 0 ? "" : spec, &mesh, &error)) {
-      repl_report_error(s, "set: %s", error->message);
-      g_error_free(error);
+    g_autoptr(Diag) diag = diag_new(NULL);
+    if (!mesh_parse(strcmp(spec, "none") == 0 ? "" : spec, &mesh, diag)) {
+      repl_report_error(s, "set: %s", diag_text(diag));
       return FALSE;
     }
     s->mesh = mesh;

@@ -73,20 +73,14 @@ void pipeline_lowered_clear(Lowered *l) {
 }
 
 gboolean pipeline_cost(const Module *m, const Lowered *l, const Hardware *hw,
-                       CostReport *out, GError **error) {
-  return cost_estimate(l->owned ? NULL : m, l->spmd, hw, out, error);
+                       CostReport *out, Diag *diag) {
+  return cost_estimate(l->owned ? NULL : m, l->spmd, hw, out, diag);
 }
 
 gboolean pipeline_cost_state(const RuleSet *rs, const State *s,
                              const Mesh *mesh, const Hardware *hw,
                              CostReport *out, Diag *why) {
   g_auto(Lowered) l = {0};
-  if (!pipeline_lower(rs, &s->func, mesh, &l, why))
-    return FALSE;
-  GError *error = NULL;
-  if (pipeline_cost(NULL, &l, hw, out, &error))
-    return TRUE;
-  diag_reason(why, "%s", error->message);
-  g_error_free(error);
-  return FALSE;
+  return pipeline_lower(rs, &s->func, mesh, &l, why) &&
+         pipeline_cost(NULL, &l, hw, out, why);
 }

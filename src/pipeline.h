@@ -60,7 +60,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Lowered, pipeline_lowered_clear)
  * statements as module 'm' prints them when the SPMD program is the
  * module's own text ('m' may be NULL). */
 gboolean pipeline_cost(const Module *m, const Lowered *l, const Hardware *hw,
-                       CostReport *out, GError **error);
+                       CostReport *out, Diag *diag);
 /* Stages 3 to 5 at once for a state (the REPL's and the protocol's
  * reward): FALSE with the reason in 'why' when it cannot be lowered
  * or costed. */

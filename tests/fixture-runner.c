@@ -228,13 +228,15 @@ static void run_run_stanza(const Stanza *s) {
   }
   g_rand_free(rng);
   GError *error = NULL;
-  g_autoptr(GPtrArray) results = interp_run(f, inputs, &error);
+  g_autoptr(GPtrArray) results =
+      interp_check(f, why) ? interp_run(f, inputs, &error) : NULL;
   for (int i = 0; i < f->nargs; i++)
     tensor_unref(inputs[i]);
   g_free(inputs);
   if (!results) {
-    tap(FALSE, "%s: runs (%s)", s->name, error->message);
-    g_error_free(error);
+    tap(FALSE, "%s: runs (%s)", s->name,
+        error ? error->message : diag_text(why));
+    g_clear_error(&error);
     return;
   }
   for (guint i = 0; i < s->results->len; i++) {
@@ -252,6 +254,8 @@ static RuleSet *shipped_rules;
 /* Runs 'f' and 'g' on the same seeded inputs; TRUE when the results
  * agree (tensor_results_agree). */
 static gboolean same_meaning(const Func *f, const Func *g, Diag *why) {
+  if (!interp_check(f, why) || !interp_check(g, why))
+    return FALSE;
   GError *error = NULL;
   g_autoptr(GPtrArray) a = interp_run_seeded(f, 7, &error);
   g_autoptr(GPtrArray) b = a ? interp_run_seeded(g, 7, &error) : NULL;

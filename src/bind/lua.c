@@ -534,14 +534,17 @@ static int l_exec(lua_State *L) {
 static int l_run(lua_State *L) {
   State *s = check_state(L, 1);
   lua_Integer seed = luaL_optinteger(L, 2, 0);
+  Diag *why = diag_new(NULL);
+  if (!interp_check(&s->func, why))
+    return raise_error(L, why);
   GError *error = NULL;
   GPtrArray *results = interp_run_seeded(&s->func, seed, &error);
   if (!results) {
-    Diag *why = diag_new(NULL);
     diag_reason(why, "%s", error->message);
     g_error_free(error);
     return raise_error(L, why);
   }
+  diag_free(why);
   lua_createtable(L, (int)results->len, 0);
   for (guint r = 0; r < results->len; r++) {
     const Tensor *t = g_ptr_array_index(results, r);
@@ -573,12 +576,8 @@ static int lower_common(lua_State *L, gboolean stats) {
   const char *emit = luaL_optstring(L, 3, "spmd");
   Diag *why = diag_new(NULL);
   Mesh mesh;
-  GError *error = NULL;
-  if (!mesh_parse(spec, &mesh, &error)) {
-    diag_reason(why, "%s", error->message);
-    g_error_free(error);
+  if (!mesh_parse(spec, &mesh, why))
     return raise_error(L, why);
-  }
   Lowered low;
   if (!pipeline_lower(rules_of(L), &s->func, &mesh, &low, why))
     return raise_error(L, why);

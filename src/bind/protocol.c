@@ -529,9 +529,13 @@ static Entry *new_root(Proto *pr, J *p, Fail *f) {
     return NULL;
   }
   Episode ep = {.args_legal = -1, .max_steps = max_steps};
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (!mesh_parse(mesh_spec, &ep.mesh, why)) {
+    proto_fail(f, E_PARAMS, "%s", diag_text(why));
+    return NULL;
+  }
   GError *error = NULL;
-  if (!mesh_parse(mesh_spec, &ep.mesh, &error) ||
-      !hw_load(hw_name ? hw_name : "cpu2", &ep.hw, &error)) {
+  if (!hw_load(hw_name ? hw_name : "cpu2", &ep.hw, &error)) {
     proto_fail(f, E_PARAMS, "%s", error->message);
     g_error_free(error);
     return NULL;

@@ -40,14 +40,16 @@ gboolean check_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
 int check_spmd_rule(const Rule *r, GRand *rng, int tries, GString *out);
 /* TRUE, with "T becomes U" in 'msg', when an instance of [spmd] rule 'r'
  * has a right side of another type than its left. */
-gboolean check_spmd_rule_type(const Rule *r, GRand *rng, GString *msg);
+gboolean check_spmd_rule_type(const Rule *r, GRand *rng, Diag *msg);
 
 /* ----------------------------------------------------------- lowercheck.c */
 
 /* Runs 'g' in the interpreter and its lowering 'spmd' on simulated
- * devices on the same seeded inputs; FALSE with the reason when they
- * disagree.  A line saying so goes to 'out'. */
+ * devices on the same seeded inputs; a line saying they agree goes to
+ * 'out'.  FALSE with the reason in 'diag' when they disagree or the
+ * programs cannot be run, or with 'error' set when a run fails
+ * (interrupted). */
 gboolean check_lowering(const Func *g, const Func *spmd, gint64 seed,
-                        GString *out, GError **error);
+                        GString *out, Diag *diag, GError **error);
 
 #endif

@@ -6,31 +6,26 @@
  */
 #include "check/check.h"
 
-gboolean check_lowering(const Func *g, const Func *spmd,
-                                        gint64 seed, GString *out,
-                                        GError **error) {
+gboolean check_lowering(const Func *g, const Func *spmd, gint64 seed,
+                        GString *out, Diag *diag, GError **error) {
   if (g->spmd) {
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                "--simulate compares with the program an SPMD program was "
+    diag_reason(diag, "--simulate compares with the program an SPMD program was "
                 "lowered from: give that program, not the SPMD text");
     return FALSE;
   }
-  if (!interp_check(g, error))
+  if (!interp_check(g, diag))
     return FALSE;
   Tensor **in = g_new0(Tensor *, (gsize)g->nargs + 1);
   for (int i = 0; i < g->nargs; i++)
     in[i] = interp_random_input(g, i, seed);
   GPtrArray *want = interp_run(g, in, error);
-  GPtrArray *got = want ? spmd_simulate(spmd, in, error) : NULL;
+  GPtrArray *got = want ? spmd_simulate(spmd, in, diag, error) : NULL;
   gboolean ok = got != NULL;
   if (ok) {
-    g_autoptr(Diag) why = diag_new(NULL);
-    ok = tensor_results_agree(want, got, why);
+    ok = tensor_results_agree(want, got, diag);
     if (!ok)
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                  "the simulated SPMD program disagrees with the "
-                  "interpreter: %s",
-                  diag_text(why));
+      diag_prefix(diag, "the simulated SPMD program disagrees with the "
+                        "interpreter: ");
   }
   if (ok) {
     int64_t ndev = mesh_devices(&spmd->spmd->mesh);

@@ -621,10 +621,9 @@ gboolean check_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
                      int steps, GString *out) {
   Walker w = walker_new(rs, out, seed);
   g_autoptr(State) start = state_new(m);
-  GError *error = NULL;
-  if (!interp_check(&start->func, &error)) {
-    g_string_append_printf(out, "%s\n", error->message);
-    g_error_free(error);
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (!interp_check(&start->func, why)) {
+    g_string_append_printf(out, "%s\n", diag_text(why));
     w.failures++;
   }
   for (int i = 0; i < walks && w.failures == 0; i++)
@@ -790,10 +789,10 @@ gboolean check_rule_types(const RuleSet *rs, Diag *errors) {
   }
   for (guint i = 0; i < rs->rules->len; i++) {
     const Rule *r = g_ptr_array_index(rs->rules, i);
-    g_autoptr(GString) msg = g_string_new(NULL);
+    g_autoptr(Diag) msg = diag_new(NULL);
     if (r->kind == RULE_PATTERN && (r->tags & RULE_TAG_SPMD) &&
         check_spmd_rule_type(r, w.rng, msg))
-      g_hash_table_insert(w.type_changes, (gpointer)r, g_strdup(msg->str));
+      g_hash_table_insert(w.type_changes, (gpointer)r, g_strdup(diag_text(msg)));
   }
   gboolean ok = TRUE;
   for (guint i = 0; i < rs->rules->len; i++) {

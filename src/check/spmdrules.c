@@ -183,8 +183,8 @@ static gboolean same_on_devices(const Inst *in, const Term *lhs,
   }
   g_rand_free(rng);
   GError *error = NULL;
-  GPtrArray *a = spmd_simulate(fl, inputs, &error);
-  GPtrArray *b = a ? spmd_simulate(fr, inputs, &error) : NULL;
+  GPtrArray *a = spmd_simulate(fl, inputs, why, &error);
+  GPtrArray *b = a ? spmd_simulate(fr, inputs, why, &error) : NULL;
   gboolean ok = b && tensor_results_agree(a, b, why);
   if (error) {
     diag_reason(why, "%s", error->message);
@@ -210,13 +210,12 @@ static void print_instance(GString *out, const Inst *in, const Term *t) {
 static gboolean new_instance(Inst *in, GRand *rng, Diag *why) {
   *in = (Inst){
       .rng = rng, .why = why, .lists = g_ptr_array_new_with_free_func(g_free)};
-  GError *error = NULL;
-  gboolean meshed = mesh_parse("x=2,y=3", &in->mesh, &error);
+  gboolean meshed = mesh_parse("x=2,y=3", &in->mesh, why);
   g_assert(meshed);
   return meshed;
 }
 
-gboolean check_spmd_rule_type(const Rule *r, GRand *rng, GString *msg) {
+gboolean check_spmd_rule_type(const Rule *r, GRand *rng, Diag *msg) {
   g_autoptr(Diag) why = diag_new(NULL);
   gboolean changes = FALSE;
   for (int i = 0; i < 16 && !changes; i++) {
@@ -227,7 +226,7 @@ gboolean check_spmd_rule_type(const Rule *r, GRand *rng, GString *msg) {
     if (rhs && rhs->type != lhs->type) {
       g_autofree char *a = type_to_string(lhs->type);
       g_autofree char *b = type_to_string(rhs->type);
-      g_string_printf(msg, "%s becomes %s", a, b);
+      diag_reason(msg, "%s becomes %s", a, b);
       changes = TRUE;
     }
     g_ptr_array_unref(in.lists);

@@ -441,7 +441,7 @@ typedef struct Mesh {
 } Mesh;
 
 /* Parses "batch=2,model=4" (an empty string is the empty mesh). */
-gboolean mesh_parse(const char *spec, Mesh *out, GError **error);
+gboolean mesh_parse(const char *spec, Mesh *out, Diag *diag);
 int64_t mesh_axis_size(const Mesh *m, const char *axis); /* 0 if absent */
 int mesh_axis_index(const Mesh *m, const char *axis);    /* -1 if absent */
 /* The number of devices (the product of the sizes; G_MAXINT64 when that

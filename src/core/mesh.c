@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-gboolean mesh_parse(const char *spec, Mesh *out, GError **error) {
+gboolean mesh_parse(const char *spec, Mesh *out, Diag *diag) {
   memset(out, 0, sizeof *out);
   if (!spec || !*spec)
     return TRUE;
@@ -23,28 +23,24 @@ gboolean mesh_parse(const char *spec, Mesh *out, GError **error) {
     long long size = eq ? strtoll(eq + 1, &end, 10) : 0;
     if (!eq || eq == item || !end || *end || end == eq + 1 || size < 1 ||
         size > (1 << 20)) {
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                  "mesh '%s': expected AXIS=SIZE (a positive size), got '%s'",
+      diag_reason(diag, "mesh '%s': expected AXIS=SIZE (a positive size), got '%s'",
                   spec, item);
       return FALSE;
     }
     *eq = '\0';
     if (!mesh_axis_name_ok(item)) {
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                  "mesh '%s': axis name '%s' must be letters, digits or '_'",
+      diag_reason(diag, "mesh '%s': axis name '%s' must be letters, digits or '_'",
                   spec, item);
       return FALSE;
     }
     const char *name = g_intern_string(item);
     for (int i = 0; i < out->naxes; i++)
       if (out->names[i] == name) {
-        g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                    "mesh '%s': axis '%s' given twice", spec, name);
+        diag_reason(diag, "mesh '%s': axis '%s' given twice", spec, name);
         return FALSE;
       }
     if (out->naxes == MESH_MAX_AXES) {
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                  "mesh '%s': more than %d axes", spec, MESH_MAX_AXES);
+      diag_reason(diag, "mesh '%s': more than %d axes", spec, MESH_MAX_AXES);
       return FALSE;
     }
     out->names[out->naxes] = name;

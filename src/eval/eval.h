@@ -75,20 +75,19 @@ extern _Thread_local Collectives *kernel_comm;
 /* --------------------------------------------------------------- interp.c */
 
 /* Evaluates 'f' on 'inputs' (one per argument); returns one Tensor per
- * result (caller unrefs).  Requires: f well typed (true of any stored
- * Term).  Fails only for tensors too large to hold, or when interrupted. */
+ * result (caller unrefs).
+ * requires: interp_check(f) passed (the caller checks user input first).
+ * Fails only when interrupted (PARTIR_ERROR_INTERRUPTED). */
 GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error);
 
 /* The seeded random value of argument 'i' that 'partir run --seed' (and
  * the REPL's and Lua's run) use. */
 Tensor *interp_random_input(const Func *f, int i, gint64 seed);
-/* FALSE (with the reason) when an argument or value of 'f' is too large
- * for the interpreter, or 'f' holds collectives outside a device: check
- * before making inputs. */
-gboolean interp_check(const Func *f, GError **error);
-/* interp_run on the seeded random inputs. */
+/* FALSE, with the reason, when an argument or value of 'f' is too large
+ * for the interpreter, or 'f' holds collectives outside a device: the
+ * check of user input before a run. */
+gboolean interp_check(const Func *f, Diag *diag);
+/* interp_run on the seeded random inputs (the same requirement). */
 GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error);
-
-
 
 #endif

@@ -145,11 +145,10 @@ static Tensor *eval(Interp *in, int depth, const Term *t) {
   return v;
 }
 
-static gboolean too_large(const Type *t, GError **error) {
+static gboolean too_large(const Type *t, Diag *diag) {
   if (t && t->kind == TY_TENSOR && type_numel(t) > INTERP_MAX_ELEMS) {
     g_autofree char *ty = type_to_string(t);
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                "a value of type %s is too large for the reference "
+    diag_reason(diag, "a value of type %s is too large for the reference "
                 "interpreter (limit %" G_GINT64_FORMAT " elements)",
                 ty, INTERP_MAX_ELEMS);
     return TRUE;
@@ -158,7 +157,7 @@ static gboolean too_large(const Type *t, GError **error) {
 }
 
 /* Refuses programs with a tensor too large to interpret here. */
-static gboolean check_sizes(const Term *root, GError **error) {
+static gboolean check_sizes(const Term *root, Diag *diag) {
   g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
   g_autoptr(GPtrArray) todo = g_ptr_array_new();
   g_ptr_array_add(todo, (gpointer)root);
@@ -166,11 +165,10 @@ static gboolean check_sizes(const Term *root, GError **error) {
     const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
     if (!g_hash_table_add(seen, (gpointer)t))
       continue;
-    if (too_large(t->type, error))
+    if (too_large(t->type, diag))
       return FALSE;
     if (t->kind == TM_OP && op_is_collective(t->op) && !kernel_comm) {
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                  "'%s' is a collective of an SPMD program: run it with the "
+      diag_reason(diag, "'%s' is a collective of an SPMD program: run it with the "
                   "SPMD simulator (partir lower --simulate)",
                   op_name(t->op));
       return FALSE;
@@ -191,16 +189,14 @@ Tensor *interp_random_input(const Func *f, int i, gint64 seed) {
   return t;
 }
 
-gboolean interp_check(const Func *f, GError **error) {
+gboolean interp_check(const Func *f, Diag *diag) {
   for (int i = 0; i < f->nargs; i++)
-    if (too_large(f->arg_types[i], error))
+    if (too_large(f->arg_types[i], diag))
       return FALSE;
-  return check_sizes(f->body, error);
+  return check_sizes(f->body, diag);
 }
 
 GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error) {
-  if (!interp_check(f, error))
-    return NULL;
   Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
   for (int i = 0; i < f->nargs; i++)
     inputs[i] = interp_random_input(f, i, seed);
@@ -215,8 +211,6 @@ GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error) {
 GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error) {
   for (int i = 0; i < f->nargs; i++)
     g_assert(inputs[i]->type == f->arg_types[i]);
-  if (!check_sizes(f->body, error))
-    return NULL;
   Interp in = {.inputs = inputs};
   GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
   for (int i = 0; i < f->nresults && !in.interrupted; i++)

@@ -42,7 +42,7 @@
 /* Refuses what the model cannot cost: collectives over axes the mesh
  * lacks or of a size other than the axes' product, and tiles or sums
  * still bound to a mesh axis in an SPMD program. */
-static gboolean check_program(const Func *f, GError **error) {
+static gboolean check_program(const Func *f, Diag *diag) {
   if (!f->spmd)
     return TRUE;
   const Mesh *mesh = &f->spmd->mesh;
@@ -55,8 +55,7 @@ static gboolean check_program(const Func *f, GError **error) {
     if (!g_hash_table_add(seen, (gpointer)t))
       continue;
     if ((t->kind == TM_TILE || t->kind == TM_SUM) && t->axis) {
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                  "a partir.%s bound to axis '%s' in an SPMD program: lower "
+      diag_reason(diag, "a partir.%s bound to axis '%s' in an SPMD program: lower "
                   "it first (the cost model runs tiles and sums as loops)",
                   t->kind == TM_TILE ? "tile" : "sum", t->axis);
       return FALSE;
@@ -67,8 +66,7 @@ static gboolean check_program(const Func *f, GError **error) {
       for (int i = 0; i < axes->count; i++) {
         int64_t s = mesh_axis_size(mesh, axes->items[i].sym);
         if (s == 0) {
-          g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                      "'%s' over axis '%s', which mesh '%s' does not have",
+          diag_reason(diag, "'%s' over axis '%s', which mesh '%s' does not have",
                       op_name(t->op), axes->items[i].sym, mesh_text);
           return FALSE;
         }
@@ -76,8 +74,7 @@ static gboolean check_program(const Func *f, GError **error) {
       }
       int64_t size = attrs_get(t->attrs, "size")->i;
       if (size != product) {
-        g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                    "'%s' has size %" G_GINT64_FORMAT " but its axes have "
+        diag_reason(diag, "'%s' has size %" G_GINT64_FORMAT " but its axes have "
                     "%" G_GINT64_FORMAT " devices in mesh '%s'",
                     op_name(t->op), size, product, mesh_text);
         return FALSE;
@@ -341,9 +338,9 @@ static int compare_comms(gconstpointer pa, gconstpointer pb) {
 static void clear_value(gpointer p) { g_free(((Value *)p)->name); }
 
 gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
-                       CostReport *out, GError **error) {
+                       CostReport *out, Diag *diag) {
   memset(out, 0, sizeof *out);
-  if (!check_program(f, error))
+  if (!check_program(f, diag))
     return FALSE;
   out->comms = g_array_new(FALSE, TRUE, sizeof(CostComm));
   out->ndevices = mesh_devices(f->spmd ? &f->spmd->mesh : NULL);

@@ -259,7 +259,7 @@ static void apply(double *v, double x, gboolean scale) {
   *v = scale ? *v * x : x;
 }
 
-gboolean hw_set(Hardware *hw, const char *assignment, GError **error) {
+gboolean hw_set(Hardware *hw, const char *assignment, Diag *diag) {
   const char *eq = strchr(assignment, '=');
   g_autofree char *key = g_strstrip(g_strndup(
       assignment, eq ? (gsize)(eq - assignment) : strlen(assignment)));
@@ -284,8 +284,7 @@ gboolean hw_set(Hardware *hw, const char *assignment, GError **error) {
   }
   if (!eq || (!hk && !ak && !all_peaks)) {
     g_autofree char *known = key_list(hw_keys, G_N_ELEMENTS(hw_keys));
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                "hardware setting '%s': expected KEY=VALUE or KEY=Nx with KEY "
+    diag_reason(diag, "hardware setting '%s': expected KEY=VALUE or KEY=Nx with KEY "
                 "one of %s, peak_flops, axis.NAME.link_bw, "
                 "axis.NAME.link_latency",
                 assignment, known);
@@ -294,8 +293,7 @@ gboolean hw_set(Hardware *hw, const char *assignment, GError **error) {
   gboolean zero_ok = (hk && hk->zero_ok) || (ak && ak->zero_ok);
   double x;
   if (!parse_number(value, zero_ok, &x)) {
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                "hardware setting '%s': expected a %s number%s", assignment,
+    diag_reason(diag, "hardware setting '%s': expected a %s number%s", assignment,
                 zero_ok ? "non-negative" : "positive",
                 scale ? " before 'x'" : " or a factor such as 2x");
     return FALSE;
@@ -303,8 +301,7 @@ gboolean hw_set(Hardware *hw, const char *assignment, GError **error) {
   if (ak) {
     HwAxis *a = axis_entry(hw, axis, TRUE);
     if (!a) {
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                  "hardware setting '%s': more than %d axes", assignment,
+      diag_reason(diag, "hardware setting '%s': more than %d axes", assignment,
                   HW_MAX_AXES);
       return FALSE;
     }

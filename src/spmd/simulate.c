@@ -358,12 +358,11 @@ static char *value_name(const Func *f, gboolean is_arg, int i) {
 /* Checks a Dist against the value's local type and the mesh, and gives
  * each mesh axis its role. */
 static gboolean dist_check(const Func *f, gboolean is_arg, int i, const Dist *d,
-                           const Type *local, AxisRole *roles, GError **error) {
+                           const Type *local, AxisRole *roles, Diag *diag) {
   const Mesh *m = &f->spmd->mesh;
   g_autofree char *what = value_name(f, is_arg, i);
   if (d->rank != local->rank) {
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                "%s has rank %d but its layout has %d dimensions", what,
+    diag_reason(diag, "%s has rank %d but its layout has %d dimensions", what,
                 local->rank, d->rank);
     return FALSE;
   }
@@ -377,14 +376,12 @@ static gboolean dist_check(const Func *f, gboolean is_arg, int i, const Dist *d,
       int a = mesh_axis_index(m, name);
       if (a < 0) {
         g_autofree char *mesh = mesh_to_string(m);
-        g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                    "%s: layout axis '%s' is not an axis of the mesh '%s'",
+        diag_reason(diag, "%s: layout axis '%s' is not an axis of the mesh '%s'",
                     what, name, mesh);
         return FALSE;
       }
       if (used[a]) {
-        g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                    "%s: layout names axis '%s' twice", what, name);
+        diag_reason(diag, "%s: layout names axis '%s' twice", what, name);
         return FALSE;
       }
       used[a] = TRUE;
@@ -392,8 +389,7 @@ static gboolean dist_check(const Func *f, gboolean is_arg, int i, const Dist *d,
     }
   }
   if (is_arg && d->npartial > 0) {
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                "%s is a partial sum over '%s': the simulator takes whole "
+    diag_reason(diag, "%s is a partial sum over '%s': the simulator takes whole "
                 "arguments",
                 what, d->partial[0]);
     return FALSE;
@@ -414,7 +410,7 @@ static const Type *global_type(const Mesh *m, const Dist *d,
 }
 
 /* Refuses collectives whose axes are not the mesh's. */
-static gboolean check_collectives(const Func *f, GError **error) {
+static gboolean check_collectives(const Func *f, Diag *diag) {
   g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
   g_autoptr(GPtrArray) todo = g_ptr_array_new();
   g_autoptr(Diag) err = diag_new(NULL);
@@ -427,7 +423,7 @@ static gboolean check_collectives(const Func *f, GError **error) {
     int64_t size;
     if (t->kind == TM_OP && op_is_collective(t->op) &&
         !collective_axes(&f->spmd->mesh, t, axes, &naxes, &size, err)) {
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT, "%s: %s", f->name,
+      diag_reason(diag, "%s: %s", f->name,
                   diag_text(err));
       return FALSE;
     }
@@ -533,7 +529,7 @@ static Tensor **scatter_inputs(const Func *f, Tensor *const *global_inputs,
  * split dimensions placed, replicas checked against coordinate 0. */
 static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
                              const Type *global, const AxisRole *roles,
-                             GError **error) {
+                             Diag *diag) {
   const Mesh *m = &f->spmd->mesh;
   const Dist *d = &f->spmd->result_dists[i];
   for (int a = 0; a < m->naxes; a++) {
@@ -562,7 +558,7 @@ static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
         print_index(msg, other->type, at);
         g_string_append_printf(msg, " where device %s has ", whom);
         print_element(msg, ref, at);
-        g_set_error_literal(error, PARTIR_ERROR, PARTIR_ERROR_INPUT, msg->str);
+        diag_reason(diag, "%s", msg->str);
         return NULL;
       }
     }
@@ -641,12 +637,12 @@ static gboolean run_devices(Device *devs, int ndevices, World *w,
 static gboolean check_program(const Func *f, Tensor *const *global_inputs,
                               const Type **result_globals,
                               AxisRole (*result_roles)[MESH_MAX_AXES],
-                              GError **error) {
+                              Diag *diag) {
   const Mesh *m = &f->spmd->mesh;
   for (int i = 0; i < f->nargs; i++) {
     AxisRole roles[MESH_MAX_AXES];
     const Dist *d = &f->spmd->arg_dists[i];
-    if (!dist_check(f, TRUE, i, d, f->arg_types[i], roles, error))
+    if (!dist_check(f, TRUE, i, d, f->arg_types[i], roles, diag))
       return FALSE;
     const Type *want = global_type(m, d, f->arg_types[i]);
     const Type *got = global_inputs[i]->type;
@@ -654,41 +650,38 @@ static gboolean check_program(const Func *f, Tensor *const *global_inputs,
       g_autofree char *what = value_name(f, TRUE, i);
       g_autofree char *want_s = want ? type_to_string(want) : NULL;
       g_autofree char *got_s = type_to_string(got);
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                  "%s: the program takes %s globally, got %s", what,
+      diag_reason(diag, "%s: the program takes %s globally, got %s", what,
                   want_s ? want_s : "a value too large to simulate", got_s);
       return FALSE;
     }
   }
   for (int i = 0; i < f->nresults; i++) {
     const Dist *d = &f->spmd->result_dists[i];
-    if (!dist_check(f, FALSE, i, d, f->result_types[i], result_roles[i], error))
+    if (!dist_check(f, FALSE, i, d, f->result_types[i], result_roles[i], diag))
       return FALSE;
     result_globals[i] = global_type(m, d, f->result_types[i]);
     if (!result_globals[i]) {
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                  "result %d is too large to assemble (limit %" G_GINT64_FORMAT
+      diag_reason(diag, "result %d is too large to assemble (limit %" G_GINT64_FORMAT
                   " elements)",
                   i, SIM_MAX_ELEMS);
       return FALSE;
     }
   }
-  if (!check_collectives(f, error))
+  if (!check_collectives(f, diag))
     return FALSE;
   /* interp_check refuses collectives outside a simulated device */
   Comm probe = {0};
   Collectives *saved = kernel_comm;
   kernel_comm = &probe.ops;
-  gboolean ok = interp_check(f, error);
+  gboolean ok = interp_check(f, diag);
   kernel_comm = saved;
   return ok;
 }
 
 GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
-                         GError **error) {
+                         Diag *diag, GError **error) {
   if (!f->spmd) {
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                "'%s' is not an SPMD program (it has no mesh and layouts)",
+    diag_reason(diag, "'%s' is not an SPMD program (it has no mesh and layouts)",
                 f->name);
     return NULL;
   }
@@ -696,8 +689,7 @@ GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
   int64_t ndevices = mesh_devices(m);
   if (ndevices > SIM_MAX_DEVICES) {
     g_autofree char *mesh = mesh_to_string(m);
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT,
-                "mesh '%s' has more than %d devices, too many to simulate",
+    diag_reason(diag, "mesh '%s' has more than %d devices, too many to simulate",
                 mesh, SIM_MAX_DEVICES);
     return NULL;
   }
@@ -705,7 +697,7 @@ GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
       g_new0(const Type *, (gsize)f->nresults + 1);
   g_autofree AxisRole(*roles)[MESH_MAX_AXES] =
       g_malloc0_n((gsize)f->nresults + 1, sizeof *roles);
-  if (!check_program(f, global_inputs, globals, roles, error))
+  if (!check_program(f, global_inputs, globals, roles, diag))
     return NULL;
 
   World w = {.mesh = m, .ndevices = (int)ndevices};
@@ -727,7 +719,7 @@ GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
     out = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
     for (int i = 0; i < f->nresults && out; i++) {
       Tensor *r =
-          gather_result(f, devs, (int)ndevices, i, globals[i], roles[i], error);
+          gather_result(f, devs, (int)ndevices, i, globals[i], roles[i], diag);
       if (r) {
         g_ptr_array_add(out, r);
       } else {

@@ -39,9 +39,12 @@ void spmd_fuse(const RuleSet *rs, Func *f);
 
 /* Runs SPMD program 'f' on one thread per device of its mesh: scatters
  * the global inputs by their layouts, gathers the global results
- * (replicas must agree, partial results are summed). */
+ * (replicas must agree, partial results are summed).  NULL with the
+ * reason in 'diag' when the program or its inputs are wrong (layouts,
+ * collectives, replicas that disagree), or with 'error' set when a
+ * device's run fails (interrupted) or its thread cannot start. */
 GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
-                         GError **error);
+                         Diag *diag, GError **error);
 
 /* ----------------------------------------------------------------- show.c */
 
@@ -86,7 +89,7 @@ gboolean hw_load(const char *name_or_path, Hardware *out, GError **error);
  * value by N.  KEY is one of the [hardware] keys, "peak_flops" (every
  * dtype), or "axis.NAME.link_bw" / "axis.NAME.link_latency".  "link_bw" and
  * "link_latency" change the default and every per-axis link. */
-gboolean hw_set(Hardware *hw, const char *assignment, GError **error);
+gboolean hw_set(Hardware *hw, const char *assignment, Diag *diag);
 /* Peak FLOP/s for operations computing in 'dt'. */
 double hw_peak_flops(const Hardware *hw, DType dt);
 /* The link of mesh axis 'axis' (interned or not). */
@@ -134,7 +137,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CostReport, cost_report_clear)
  * tile or sum bound to a mesh axis in an SPMD program.
  * requires: f well typed; f->arg_names set. */
 gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
-                       CostReport *out, GError **error);
+                       CostReport *out, Diag *diag);
 /* A readable table: per device and over all devices.  'mesh' may be NULL. */
 void cost_print(GString *out, const CostReport *r, const Hardware *hw,
                 const Mesh *mesh);

@@ -132,9 +132,9 @@ static gboolean hw_equal(const Hardware *a, const Hardware *b) {
 }
 
 static void estimate(const Func *f, const Hardware *hw, CostReport *r) {
-  g_autoptr(GError) error = NULL;
-  g_assert_true(cost_estimate(NULL, f, hw, r, &error));
-  g_assert_no_error(error);
+  g_autoptr(Diag) error = diag_new(NULL);
+  g_assert_true(cost_estimate(NULL, f, hw, r, error));
+  g_assert_false(diag_any(error));
 }
 
 static const CostComm *comm(const CostReport *r, Op op, const char *axes) {
@@ -419,9 +419,9 @@ static void test_gather_scatter(void) {
  * of 16384 bytes: 2*7/8*16384 = 28672 bytes, 14 steps. */
 static void test_two_axes(void) {
   Hardware hw = test_hw();
-  g_autoptr(GError) error = NULL;
-  g_assert_true(hw_set(&hw, "axis.batch.link_bw=0.25e9", &error));
-  g_assert_true(hw_set(&hw, "axis.model.link_latency=3e-6", &error));
+  g_autoptr(Diag) error = diag_new(NULL);
+  g_assert_true(hw_set(&hw, "axis.batch.link_bw=0.25e9", error));
+  g_assert_true(hw_set(&hw, "axis.model.link_latency=3e-6", error));
   const Type *types[] = {f32(16, 256)};
   const Term *x = term_arg(0, types[0]);
   Func *f =
@@ -476,10 +476,10 @@ static void test_refused(void) {
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     Func *f = func(cases[i].mesh, 1, types, cases[i].result);
     g_auto(CostReport) r = {0};
-    g_autoptr(GError) error = NULL;
-    g_assert_false(cost_estimate(NULL, f, &hw, &r, &error));
-    g_assert_error(error, PARTIR_ERROR, PARTIR_ERROR_INPUT);
-    g_assert_nonnull(strstr(error->message, cases[i].message));
+    g_autoptr(Diag) error = diag_new(NULL);
+    g_assert_false(cost_estimate(NULL, f, &hw, &r, error));
+    g_assert_true(diag_any(error));
+    g_assert_nonnull(strstr(diag_text(error), cases[i].message));
     func_free(f);
   }
   /* an axis-bound tile is a lowering's job, not a loop */
@@ -489,9 +489,9 @@ static void test_refused(void) {
       term_tile(0, range, g_intern_string("batch"), slice(0, x, range), err);
   Func *f = func("batch=2", 1, types, t);
   g_auto(CostReport) r = {0};
-  g_autoptr(GError) error = NULL;
-  g_assert_false(cost_estimate(NULL, f, &hw, &r, &error));
-  g_assert_nonnull(strstr(error->message, "bound to axis 'batch'"));
+  g_autoptr(Diag) error = diag_new(NULL);
+  g_assert_false(cost_estimate(NULL, f, &hw, &r, error));
+  g_assert_nonnull(strstr(diag_text(error), "bound to axis 'batch'"));
   func_free(f);
   /* ... but in a program that is not SPMD it runs as a loop */
   Func *g = func(NULL, 1, types, t);
@@ -503,8 +503,8 @@ static void test_refused(void) {
 /* "DOES NOT FIT" when the peak exceeds the device's memory. */
 static void test_does_not_fit(void) {
   Hardware hw = test_hw();
-  g_autoptr(GError) error = NULL;
-  g_assert_true(hw_set(&hw, "memory_bytes=1000", &error));
+  g_autoptr(Diag) error = diag_new(NULL);
+  g_assert_true(hw_set(&hw, "memory_bytes=1000", error));
   const Type *types[] = {f32(16, 256)};
   Func *f = func(NULL, 1, types, op1(OP_EXP, term_arg(0, types[0]), NULL));
   g_auto(CostReport) r = {0};
@@ -524,10 +524,10 @@ static void test_does_not_fit(void) {
  * number sets, axis.NAME.KEY overrides one axis; bad settings fail. */
 static void test_hw_set(void) {
   Hardware hw = test_hw();
-  g_autoptr(GError) error = NULL;
-  g_assert_true(hw_set(&hw, "axis.model.link_bw=3e11", &error));
-  g_assert_true(hw_set(&hw, "link_bw=2x", &error));
-  g_assert_no_error(error);
+  g_autoptr(Diag) error = diag_new(NULL);
+  g_assert_true(hw_set(&hw, "axis.model.link_bw=3e11", error));
+  g_assert_true(hw_set(&hw, "link_bw=2x", error));
+  g_assert_false(diag_any(error));
   g_assert_cmpfloat(hw.link_bw, ==, 2e9);
   double bw, lat;
   hw_link(&hw, "model", &bw, &lat);
@@ -535,14 +535,14 @@ static void test_hw_set(void) {
   g_assert_cmpfloat(lat, ==, 1e-6);
   hw_link(&hw, "batch", &bw, &lat);
   g_assert_cmpfloat(bw, ==, 2e9);
-  g_assert_true(hw_set(&hw, "memory_bytes=80e9", &error));
+  g_assert_true(hw_set(&hw, "memory_bytes=80e9", error));
   g_assert_cmpfloat(hw.memory_bytes, ==, 80e9);
-  g_assert_true(hw_set(&hw, "peak_flops=2x", &error));
+  g_assert_true(hw_set(&hw, "peak_flops=2x", error));
   g_assert_cmpfloat(hw.peak_flops_f32, ==, 2e12);
   g_assert_cmpfloat(hw.peak_flops_bf16, ==, 8e12);
   g_assert_cmpfloat(hw.peak_flops_f64, ==, 1e12);
   g_assert_cmpfloat(hw_peak_flops(&hw, DT_I32), ==, 2e12);
-  g_assert_true(hw_set(&hw, "link_latency=0", &error));
+  g_assert_true(hw_set(&hw, "link_latency=0", error));
   g_assert_cmpfloat(hw.link_latency, ==, 0);
   g_assert_cmpstr(hw.changes, ==,
                   "axis.model.link_bw=3e11, link_bw=2x, memory_bytes=80e9, "
@@ -560,11 +560,11 @@ static void test_hw_set(void) {
   };
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
     Hardware before = hw;
-    g_autoptr(GError) e = NULL;
-    g_assert_false(hw_set(&hw, bad[i][0], &e));
-    g_assert_error(e, PARTIR_ERROR, PARTIR_ERROR_INPUT);
-    if (!strstr(e->message, bad[i][1]))
-      g_error("'%s': %s", bad[i][0], e->message);
+    g_autoptr(Diag) e = diag_new(NULL);
+    g_assert_false(hw_set(&hw, bad[i][0], e));
+    g_assert_true(diag_any(e));
+    if (!strstr(diag_text(e), bad[i][1]))
+      g_error("'%s': %s", bad[i][0], diag_text(e));
     g_assert_true(hw_equal(&before, &hw)); /* unchanged */
   }
 }
@@ -579,8 +579,8 @@ static void test_what_if(void) {
                      coll("model", 4, NULL, 0, NULL, 0)));
   g_auto(CostReport) r1 = {0};
   estimate(f, &hw, &r1);
-  g_autoptr(GError) error = NULL;
-  g_assert_true(hw_set(&hw, "link_bw=2x", &error));
+  g_autoptr(Diag) error = diag_new(NULL);
+  g_assert_true(hw_set(&hw, "link_bw=2x", error));
   g_auto(CostReport) r2 = {0};
   estimate(f, &hw, &r2);
   assert_close(r1.comm_time, 6e-6 + 24576 / 1e9);

@@ -64,8 +64,8 @@ static Func *spmd_func(const char *mesh_spec, int nargs,
   f->result_types = g_new0(const Type *, (gsize)nresults + 1);
   f->body = term_tuple(nresults, results);
   f->spmd = g_new0(SpmdInfo, 1);
-  g_autoptr(GError) err = NULL;
-  g_assert_true(mesh_parse(mesh_spec, &f->spmd->mesh, &err));
+  g_autoptr(Diag) err = diag_new(NULL);
+  g_assert_true(mesh_parse(mesh_spec, &f->spmd->mesh, err));
   f->spmd->arg_dists = g_new0(Dist, (gsize)nargs + 1);
   f->spmd->result_dists = g_new0(Dist, (gsize)nresults + 1);
   for (int i = 0; i < nargs; i++) {
@@ -156,9 +156,11 @@ static void assert_values(const Tensor *t, const Type *type,
 
 /* Runs 'f' on one input; returns its single result (asserting success). */
 static Tensor *run1(const Func *f, Tensor *in) {
+  g_autoptr(Diag) diag = diag_new(NULL);
   g_autoptr(GError) err = NULL;
-  GPtrArray *out = spmd_simulate(f, &in, &err);
+  GPtrArray *out = spmd_simulate(f, &in, diag, &err);
   g_assert_no_error(err);
+  g_assert_false(diag_any(diag));
   g_assert_nonnull(out);
   g_assert_cmpuint(out->len, ==, 1);
   Tensor *r = tensor_ref(g_ptr_array_index(out, 0));
@@ -168,11 +170,13 @@ static Tensor *run1(const Func *f, Tensor *in) {
 
 /* Runs 'f' on one input expecting failure; returns the message. */
 static char *run1_error(const Func *f, Tensor *in) {
+  g_autoptr(Diag) diag = diag_new(NULL);
   g_autoptr(GError) err = NULL;
-  GPtrArray *out = spmd_simulate(f, &in, &err);
+  GPtrArray *out = spmd_simulate(f, &in, diag, &err);
   g_assert_null(out);
-  g_assert_nonnull(err);
-  return g_strdup(err->message);
+  /* a wrong program is a diagnostic, an interrupted run an error */
+  g_assert_true((err != NULL) != diag_any(diag));
+  return g_strdup(err ? err->message : diag_text(diag));
 }
 
 #define assert_contains(hay, needle)                                           \
@@ -416,9 +420,11 @@ static void test_scatter_assemble(void) {
   Func *h = spmd_func("batch=2,model=2", 2, types, dists, 2, results, rdists);
   g_autoptr(Tensor) v = tensor_iota(F32_1(4), 7, 1);
   Tensor *ins[2] = {in2, v};
+  g_autoptr(Diag) diag = diag_new(NULL);
   g_autoptr(GError) err = NULL;
-  g_autoptr(GPtrArray) outs = spmd_simulate(h, ins, &err);
+  g_autoptr(GPtrArray) outs = spmd_simulate(h, ins, diag, &err);
   g_assert_no_error(err);
+  g_assert_false(diag_any(diag));
   assert_values(g_ptr_array_index(outs, 0), F32_1(4), v->f);
   double want[24];
   for (int b = 0; b < 2; b++)
