@@ -614,7 +614,6 @@ GQuark partir_error_quark(void);
 typedef enum {
   PARTIR_ERROR_IO,          /* a file could not be read or written */
   PARTIR_ERROR_FORMAT,      /* a data file (.npy, .hw) is malformed */
-  PARTIR_ERROR_INPUT,       /* a request the caller should not have made */
   PARTIR_ERROR_INTERRUPTED, /* stopped by partir_interrupt (Ctrl-C) */
 } PartirErrorCode;
 
