@@ -25,6 +25,10 @@ RULES
 "$PARTIR" check-rules "$tmp/bad.rules" >"$tmp/out" 2>&1
 check "check-rules reports a wrong rule with an instance" \
   sh -c "test $? -eq 1 && grep -q \"FAIL after 'apply drop-neg\" '$tmp/out'"
+# without partir.rules there is no arg-tile to make instances with
+"$PARTIR" check-rules --tries 1 "$rules/ops.rules" >"$tmp/out" 2>&1
+check "check-rules without 'arg-tile' says so (no assertion)" \
+  sh -c "test $? -eq 1 && grep -q \"no 'arg-tile' rule is loaded\" '$tmp/out'"
 
 # an [spmd] rule runs on simulated devices that hold different data:
 # gathering the chunks of x gives back x only where x is replicated

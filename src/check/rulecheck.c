@@ -706,6 +706,12 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
 }
 
 gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
+  /* instances are made by tiling arguments: without the rule, none */
+  if (!ruleset_find(rs, "arg-tile")) {
+    g_string_append(out, "check-rules: no 'arg-tile' rule is loaded (it "
+                          "makes the instances; add rules/partir.rules)\n");
+    return FALSE;
+  }
   Walker w = walker_new(rs, out, seed);
   /* written rules: random walks from random applications of every op */
   for (int round = 0; round < tries; round++)
