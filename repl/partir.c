@@ -300,8 +300,8 @@ static gboolean load_input(const Func *f, const char *spec, Tensor **inputs,
   if (t->type != want) {
     g_autofree char *got = type_to_string(t->type);
     g_autofree char *exp = type_to_string(want);
-    diag_reason(diag, "--input %s: the file holds %s but '%%%s' is %s", spec, got,
-                bare, exp);
+    diag_reason(diag, "--input %s: the file holds %s but '%%%s' is %s", spec,
+                got, bare, exp);
     tensor_unref(t);
     return FALSE;
   }

@@ -32,8 +32,7 @@ RuleSet *pipeline_load_rules(const char *const *paths, const Source *extra,
   return rs;
 }
 
-Module *pipeline_load_program(const char *path, Diag *diags,
-                              GError **error) {
+Module *pipeline_load_program(const char *path, Diag *diags, GError **error) {
   return parse_file(path, diags, error);
 }
 
@@ -47,8 +46,7 @@ State *pipeline_rewrite(const RuleSet *rs, State *in, const char *script,
   return rw_script(rs, in, script, why, report);
 }
 
-State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh,
-                       Diag *why) {
+State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh, Diag *why) {
   return tactic->run(tactic, in, mesh, why);
 }
 

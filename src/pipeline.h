@@ -25,8 +25,7 @@ RuleSet *pipeline_load_rules(const char *const *paths, const Source *extra,
 /* Stage 1, parse and check: a program file or text, its types checked as
  * its terms are built.  NULL with the diagnostics in 'diags', or (files)
  * with 'error' set when it cannot be read. */
-Module *pipeline_load_program(const char *path, Diag *diags,
-                              GError **error);
+Module *pipeline_load_program(const char *path, Diag *diags, GError **error);
 Module *pipeline_read_program(const char *name, const char *text, gsize len,
                               Diag *diags);
 
@@ -40,8 +39,7 @@ struct Tactic {
   /* The state after the tactic, or NULL with the reason in 'why'. */
   State *(*run)(Tactic *self, State *in, const Mesh *mesh, Diag *why);
 };
-State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh,
-                       Diag *why);
+State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh, Diag *why);
 
 /* Stages 3 and 4, lower and fuse redistributions: the SPMD program a
  * function runs as on 'mesh' — the function itself when it is SPMD

@@ -64,21 +64,23 @@ static gboolean check_roundtrip(const char *name, Module *m, Diag *why) {
   g_autoptr(GString) once = g_string_new(NULL);
   print_module(once, m);
   g_autoptr(Diag) errors = diag_new(NULL);
-  g_autoptr(Module) again = parse_text(name, once->str, strlen(once->str), errors);
+  g_autoptr(Module) again =
+      parse_text(name, once->str, strlen(once->str), errors);
   if (!again) {
     diag_reason(why, "the print does not parse:\n%s\nprint:\n%s",
-                    diag_text(errors), once->str);
+                diag_text(errors), once->str);
     return FALSE;
   }
   g_autoptr(GString) twice = g_string_new(NULL);
   print_module(twice, again);
   if (strcmp(once->str, twice->str) != 0) {
     diag_reason(why, "print is not stable:\n%s\nthen:\n%s", once->str,
-                    twice->str);
+                twice->str);
     return FALSE;
   }
   for (guint i = 0; i < m->funcs->len; i++) {
-    Func *a = g_ptr_array_index(m->funcs, i), *b = g_ptr_array_index(again->funcs, i);
+    Func *a = g_ptr_array_index(m->funcs, i),
+         *b = g_ptr_array_index(again->funcs, i);
     if (a->body != b->body) {
       diag_reason(why, "function @%s reparses to a different term", a->name);
       return FALSE;
@@ -116,7 +118,8 @@ static void stanza_clear(Stanza *s) {
 
 static void run_test_stanza(const Stanza *s) {
   g_autoptr(Diag) errors = diag_new(NULL);
-  g_autoptr(Module) m = parse_text("input.pir", s->program->str, strlen(s->program->str), errors);
+  g_autoptr(Module) m =
+      parse_text("input.pir", s->program->str, strlen(s->program->str), errors);
   if (s->fail) {
     gboolean ok = !m && strcmp(diag_text(errors), s->expect->str) == 0;
     tap(ok, "%s: fails with the expected diagnostic", s->name);
@@ -159,7 +162,8 @@ static gboolean close_enough(DType dt, double got, double want) {
 static gboolean check_result(const Stanza *s, GPtrArray *results,
                              const char *spec, Diag *why) {
   const char *nl = strchr(spec, '\n');
-  g_autofree char *head = g_strndup(spec, nl ? (gsize)(nl - spec) : strlen(spec));
+  g_autofree char *head =
+      g_strndup(spec, nl ? (gsize)(nl - spec) : strlen(spec));
   char *type_text = NULL;
   long index = strtol(head, &type_text, 10);
   type_text = g_strstrip(type_text);
@@ -171,7 +175,7 @@ static gboolean check_result(const Stanza *s, GPtrArray *results,
   g_autofree char *ty = type_to_string(t->type);
   if (strcmp(ty, type_text) != 0) {
     diag_reason(why, "result %ld has type %s, expected %s", index, ty,
-                    type_text);
+                type_text);
     return FALSE;
   }
   g_auto(GStrv) words = g_strsplit_set(nl ? nl + 1 : "", " \t\n,[]", -1);
@@ -180,9 +184,9 @@ static gboolean check_result(const Stanza *s, GPtrArray *results,
     if (!**w)
       continue;
     if (k >= n) {
-      diag_reason(why, "more expected values than the %" G_GINT64_FORMAT
-                           " elements",
-                      n);
+      diag_reason(why,
+                  "more expected values than the %" G_GINT64_FORMAT " elements",
+                  n);
       return FALSE;
     }
     double want = strcmp(*w, "nan") == 0    ? NAN
@@ -192,15 +196,16 @@ static gboolean check_result(const Stanza *s, GPtrArray *results,
     if (t->f ? !close_enough(t->type->dtype, t->f[k], want)
              : (double)t->i[k] != want) {
       diag_reason(why, "element %" G_GINT64_FORMAT ": got %.17g, expected %s",
-                      k, t->f ? t->f[k] : (double)t->i[k], *w);
+                  k, t->f ? t->f[k] : (double)t->i[k], *w);
       return FALSE;
     }
     k++;
   }
   if (k != n) {
-    diag_reason(why, "%" G_GINT64_FORMAT " expected values for %" G_GINT64_FORMAT
-                         " elements",
-                    k, n);
+    diag_reason(why,
+                "%" G_GINT64_FORMAT " expected values for %" G_GINT64_FORMAT
+                " elements",
+                k, n);
     return FALSE;
   }
   return TRUE;
@@ -208,7 +213,8 @@ static gboolean check_result(const Stanza *s, GPtrArray *results,
 
 static void run_run_stanza(const Stanza *s) {
   g_autoptr(Diag) errors = diag_new(NULL);
-  g_autoptr(Module) m = parse_text("input.pir", s->program->str, strlen(s->program->str), errors);
+  g_autoptr(Module) m =
+      parse_text("input.pir", s->program->str, strlen(s->program->str), errors);
   if (!m) {
     tap(FALSE, "%s: parses", s->name);
     diag_lines("diagnostic", diag_text(errors));
@@ -269,7 +275,8 @@ static gboolean same_meaning(const Func *f, const Func *g, Diag *why) {
 
 static void run_rewrite_stanza(const Stanza *s) {
   g_autoptr(Diag) errors = diag_new(NULL);
-  g_autoptr(Module) m = parse_text("input.pir", s->program->str, strlen(s->program->str), errors);
+  g_autoptr(Module) m =
+      parse_text("input.pir", s->program->str, strlen(s->program->str), errors);
   if (!m || !shipped_rules) {
     tap(FALSE, "%s: parses and rules load", s->name);
     diag_lines("diagnostic", diag_text(errors));
@@ -316,11 +323,13 @@ static void run_rewrite_stanza(const Stanza *s) {
   if (!ok)
     diag_lines("why", diag_text(why));
   /* the printed result parses back to the same term */
-  g_autoptr(Module) again = parse_text("result.pir", out->str, strlen(out->str), errors);
+  g_autoptr(Module) again =
+      parse_text("result.pir", out->str, strlen(out->str), errors);
   ok = again && module_entry(again)->body == s1->func.body;
   tap(ok, "%s: result round trip", s->name);
   if (!ok)
-    diag_lines("why", again ? "reparses to a different term" : diag_text(errors));
+    diag_lines("why",
+               again ? "reparses to a different term" : diag_text(errors));
 }
 
 static void run_rules_stanza(const Stanza *s) {

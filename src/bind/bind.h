@@ -93,7 +93,8 @@ typedef struct Fail {
 } Fail;
 
 /* Sets 'f' and returns FALSE. */
-gboolean proto_fail(Fail *f, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+gboolean proto_fail(Fail *f, int code, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
 
 /* Parameters.  A member that is null reads as absent.  Each getter
  * returns FALSE after failf (E_PARAMS) for a missing required member or
@@ -102,10 +103,10 @@ gboolean proto_fail(Fail *f, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4)
 J *proto_member(J *p, const char *key);
 /* An integer: a number without a fraction that a double holds exactly. */
 gboolean proto_is_int(const J *n);
-gboolean proto_get_string(J *p, const char *key, gboolean required, const char **out,
-                    Fail *f);
+gboolean proto_get_string(J *p, const char *key, gboolean required,
+                          const char **out, Fail *f);
 gboolean proto_get_int(J *p, const char *key, gboolean required, gint64 *out,
-                 Fail *f);
+                       Fail *f);
 gboolean proto_get_bool(J *p, const char *key, gboolean *out, Fail *f);
 gboolean proto_get_array(J *p, const char *key, J **out, Fail *f);
 

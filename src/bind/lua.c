@@ -3,8 +3,8 @@
  * Program states are userdata of metatable "partir.State" holding a
  * State reference; like the engine's states they are immutable, and every
  * verb returns a new state (a failed verb raises an error and leaves its
- * input as it was).  The verbs are the engine's commands (rewrite/command.c), so
- * Lua, the REPL and the CLI mean the same thing by "arg-tile 0 0 8".
+ * input as it was).  The verbs are the engine's commands (rewrite/command.c),
+ * so Lua, the REPL and the CLI mean the same thing by "arg-tile 0 0 8".
  *
  *   partir.parse(text [, name]) / partir.load(path)   -> state
  *   partir.rules([substring])                         -> {{name, origin, text}}
@@ -142,7 +142,8 @@ static gboolean same_program(const State *a, const State *b) {
 }
 
 static int l_eq(lua_State *L) {
-  State **a = luaL_testudata(L, 1, STATE_MT), **b = luaL_testudata(L, 2, STATE_MT);
+  State **a = luaL_testudata(L, 1, STATE_MT),
+        **b = luaL_testudata(L, 2, STATE_MT);
   lua_pushboolean(L, a && b && *a && *b && same_program(*a, *b));
   return 1;
 }
@@ -432,9 +433,9 @@ static int l_arg_tile(lua_State *L) {
   lua_Integer dim = check_int(L, 3), width = check_int(L, 4);
   const char *axis = opt_axis(L, 5);
   /* an integer stays bare: arg-tile reads it as the argument's index */
-  const char *cmd = lua_pushfstring(L, "arg-tile %s %I %I %s", arg,
-                                    (LUAI_UACINT)dim, (LUAI_UACINT)width,
-                                    axis ? axis : "");
+  const char *cmd =
+      lua_pushfstring(L, "arg-tile %s %I %I %s", arg, (LUAI_UACINT)dim,
+                      (LUAI_UACINT)width, axis ? axis : "");
   return run_commands(L, s, cmd, FALSE);
 }
 
@@ -445,9 +446,8 @@ static int l_tile(lua_State *L) {
   const char *v = check_ref(L, 2, FALSE);
   lua_Integer dim = check_int(L, 3), width = check_int(L, 4);
   const char *axis = opt_axis(L, 5);
-  const char *cmd =
-      lua_pushfstring(L, "tile %s %I %I %s", v, (LUAI_UACINT)dim,
-                      (LUAI_UACINT)width, axis ? axis : "");
+  const char *cmd = lua_pushfstring(L, "tile %s %I %I %s", v, (LUAI_UACINT)dim,
+                                    (LUAI_UACINT)width, axis ? axis : "");
   return run_commands(L, s, cmd, FALSE);
 }
 
@@ -482,15 +482,16 @@ static int l_apply(lua_State *L) {
     lua_pushnil(L);
     while (lua_next(L, 4)) {
       size_t klen = 0, vlen = 0;
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &klen)
-                                                     : NULL;
+      const char *k =
+          lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &klen) : NULL;
       lua_Integer iv = 0;
       int is_int = 0;
       if (lua_type(L, -1) == LUA_TNUMBER)
         iv = lua_tointegerx(L, -1, &is_int);
-      const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &vlen)
-                                                     : NULL;
-      if (!k || !plain_word(k, klen) || (!is_int && (!v || !plain_word(v, vlen)))) {
+      const char *v =
+          lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &vlen) : NULL;
+      if (!k || !plain_word(k, klen) ||
+          (!is_int && (!v || !plain_word(v, vlen)))) {
         bad = "apply: parameters are NAME = number or axis name";
         lua_pop(L, 2);
         break;
@@ -598,22 +599,28 @@ static int lower_common(lua_State *L, gboolean stats) {
 static int l_lower(lua_State *L) { return lower_common(L, FALSE); }
 static int l_stats(lua_State *L) { return lower_common(L, TRUE); }
 
-static const luaL_Reg state_methods[] = {
-    {"print", l_print},         {"text", l_print},
-    {"check", l_check},         {"args", l_args},
-    {"values", l_values},       {"regions", l_regions},
-    {"matches", l_matches},     {"apply", l_apply},
-    {"arg_tile", l_arg_tile},   {"tile", l_tile},
-    {"sum", l_sum},             {"propagate", l_propagate},
-    {"fuse", l_fuse},           {"simplify", l_simplify},
-    {"exec", l_exec},           {"run", l_run},
-    {"lower", l_lower},         {"stats", l_stats},
-    {NULL, NULL}};
+static const luaL_Reg state_methods[] = {{"print", l_print},
+                                         {"text", l_print},
+                                         {"check", l_check},
+                                         {"args", l_args},
+                                         {"values", l_values},
+                                         {"regions", l_regions},
+                                         {"matches", l_matches},
+                                         {"apply", l_apply},
+                                         {"arg_tile", l_arg_tile},
+                                         {"tile", l_tile},
+                                         {"sum", l_sum},
+                                         {"propagate", l_propagate},
+                                         {"fuse", l_fuse},
+                                         {"simplify", l_simplify},
+                                         {"exec", l_exec},
+                                         {"run", l_run},
+                                         {"lower", l_lower},
+                                         {"stats", l_stats},
+                                         {NULL, NULL}};
 
-static const luaL_Reg state_meta[] = {{"__gc", l_gc},
-                                      {"__tostring", l_tostring},
-                                      {"__eq", l_eq},
-                                      {NULL, NULL}};
+static const luaL_Reg state_meta[] = {
+    {"__gc", l_gc}, {"__tostring", l_tostring}, {"__eq", l_eq}, {NULL, NULL}};
 
 static const luaL_Reg module_funcs[] = {
     {"parse", l_parse}, {"load", l_load}, {"rules", l_rules}, {NULL, NULL}};
@@ -675,15 +682,14 @@ static void interrupt_hook(lua_State *L, lua_Debug *ar) {
 }
 
 void plua_interrupt(lua_State *L) {
-  lua_sethook(L, interrupt_hook,
-              LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+  lua_sethook(L, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
 static int traceback(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (!msg)
-    msg = lua_pushfstring(L, "(error object is a %s value)",
-                          luaL_typename(L, 1));
+    msg =
+        lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   luaL_traceback(L, L, msg, 1);
   return 1;
 }
@@ -705,8 +711,7 @@ static State *take_state(lua_State *L, int i) {
 }
 
 /* Calls the function below 'nargs' arguments with a traceback handler. */
-static gboolean pcall_traced(lua_State *L, int nargs, int nresults,
-                             Diag *why) {
+static gboolean pcall_traced(lua_State *L, int nargs, int nresults, Diag *why) {
   int base = lua_gettop(L) - nargs;
   lua_pushcfunction(L, traceback);
   lua_insert(L, base);
@@ -735,9 +740,10 @@ State *plua_run_tactic(lua_State *L, const char *path, State *in,
     return NULL;
   }
   if (!lua_isfunction(L, -1)) {
-    diag_reason(why, "%s: the tactic must return a function(state, mesh, "
-                         "options), not a %s",
-                    path, luaL_typename(L, -1));
+    diag_reason(why,
+                "%s: the tactic must return a function(state, mesh, "
+                "options), not a %s",
+                path, luaL_typename(L, -1));
     lua_settop(L, top);
     return NULL;
   }
@@ -760,7 +766,7 @@ State *plua_run_tactic(lua_State *L, const char *path, State *in,
   State *out = take_state(L, -1);
   if (!out)
     diag_reason(why, "%s: the tactic returned a %s, not a state", path,
-                    luaL_typename(L, -1));
+                luaL_typename(L, -1));
   lua_settop(L, top);
   return out;
 }

@@ -17,9 +17,9 @@
  * Error codes: -32700 malformed JSON, -32600 not a request, -32601
  * unknown method, -32602 bad parameters, 1 unknown state, 2 illegal
  * action, 3 bad program, 4 file not allowed (a state that cannot be
- * lowered or costed has a null cost, not an error).  Parsing, parameters, JSON writing and input lines are in
- * protocol_json.c; this file holds the states, the actions and the
- * methods.
+ * lowered or costed has a null cost, not an error).  Parsing, parameters, JSON
+ * writing and input lines are in protocol_json.c; this file holds the states,
+ * the actions and the methods.
  */
 #include "bind/bind.h"
 
@@ -58,7 +58,7 @@ typedef struct Entry {
 
 typedef struct Proto {
   RuleSet *rs;
-  size_t collected0; /* terms collected before the first request */
+  size_t collected0;   /* terms collected before the first request */
   GHashTable *entries; /* &Entry.id -> Entry* */
   gint64 next_id;
   char **allowed;
@@ -89,8 +89,8 @@ static Entry *get_state(Proto *pr, J *p, Fail *f) {
     return NULL;
   Entry *e = g_hash_table_lookup(pr->entries, &id);
   if (!e)
-    proto_fail(f, E_STATE, "no state %" G_GINT64_FORMAT " (never made, or dropped)",
-          id);
+    proto_fail(f, E_STATE,
+               "no state %" G_GINT64_FORMAT " (never made, or dropped)", id);
   return e;
 }
 
@@ -109,8 +109,8 @@ static gboolean entry_cost(Proto *pr, Entry *e) {
   if (!e->costed) {
     e->costed = TRUE;
     g_autoptr(Diag) why = diag_new(NULL);
-    e->cost_ok = pipeline_cost_state(pr->rs, e->state, &e->ep->mesh,
-                                     &e->ep->hw, &e->cost, why);
+    e->cost_ok = pipeline_cost_state(pr->rs, e->state, &e->ep->mesh, &e->ep->hw,
+                                     &e->cost, why);
   }
   return e->cost_ok;
 }
@@ -244,9 +244,8 @@ static gboolean applies_at(Proto *pr, const Rule *r, const Term *at, int64_t w,
     a_key = g_intern_static_string("a");
     d_key = g_intern_static_string("d");
   }
-  RuleArg args[3] = {{w_key, FALSE, w, NULL},
-                     {a_key, TRUE, 0, axis},
-                     {d_key, FALSE, d, NULL}};
+  RuleArg args[3] = {
+      {w_key, FALSE, w, NULL}, {a_key, TRUE, 0, axis}, {d_key, FALSE, d, NULL}};
   int nargs = r && strcmp(r->name, "arg-tile") == 0 ? 3 : 2;
   return r && rw_apply_here(pr->rs, r, at, args, nargs, why) != NULL;
 }
@@ -262,10 +261,9 @@ static gboolean any_legal_action(Proto *pr, const Entry *e) {
       for (int k = 0; k < mesh->naxes; k++) {
         int64_t w = arg_split_width(f, i, d, mesh, k);
         g_autoptr(Diag) why = diag_new(NULL);
-        if (w >= 1 &&
-            applies_at(pr, ruleset_find(pr->rs, "arg-tile"),
-                       term_arg(i, f->arg_types[i]), w, mesh->names[k], d,
-                       why)) {
+        if (w >= 1 && applies_at(pr, ruleset_find(pr->rs, "arg-tile"),
+                                 term_arg(i, f->arg_types[i]), w,
+                                 mesh->names[k], d, why)) {
           e->ep->args_legal = 1;
           break;
         }
@@ -316,7 +314,8 @@ static J *action_json(guint index, const Action *a) {
   proto_put(o, "index", proto_jint(index));
   proto_put(o, "action", cJSON_CreateString(a->text));
   proto_put(o, "rule", cJSON_CreateString(a->rule));
-  proto_put(o, "location", a->location ? cJSON_CreateString(a->location) : NULL);
+  proto_put(o, "location",
+            a->location ? cJSON_CreateString(a->location) : NULL);
   J *args = cJSON_CreateObject();
   if (a->axis) {
     proto_put(args, "w", proto_jint(a->w));
@@ -369,11 +368,11 @@ static void graph_visit(void *ud, const char *name, const Term *t) {
   proto_put(o, "id", proto_jint(g->n - 1));
   proto_put(o, "name", cJSON_CreateString(name));
   proto_put(o, "kind",
-      cJSON_CreateString(t->kind == TM_ARG     ? "arg"
-                         : t->kind == TM_OP    ? op_name(t->op)
-                         : t->kind == TM_SLICE ? "slice"
-                         : t->kind == TM_TILE  ? "tile"
-                                               : "sum"));
+            cJSON_CreateString(t->kind == TM_ARG     ? "arg"
+                               : t->kind == TM_OP    ? op_name(t->op)
+                               : t->kind == TM_SLICE ? "slice"
+                               : t->kind == TM_TILE  ? "tile"
+                                                     : "sum"));
   J *shape = cJSON_CreateArray();
   for (int i = 0; i < t->type->rank; i++)
     cJSON_AddItemToArray(shape, proto_jint(t->type->dims[i]));
@@ -460,9 +459,9 @@ static J *observation_json(Proto *pr, Entry *e, const char *const *what,
     } else {
       cJSON_Delete(o);
       proto_fail(f, E_PARAMS,
-            "cannot observe '%s' (program, cost, features, "
-            "graph, legal)",
-            w);
+                 "cannot observe '%s' (program, cost, features, "
+                 "graph, legal)",
+                 w);
       return NULL;
     }
   }
@@ -495,8 +494,8 @@ static gboolean read_allowed(Proto *pr, const char *path, char **text,
          (real[strlen(dir)] == '/' || real[strlen(dir)] == '\0');
   }
   if (!ok)
-    return proto_fail(f, E_FILE, "'%s' is not in a directory allowed with --allow",
-                 path);
+    return proto_fail(f, E_FILE,
+                      "'%s' is not in a directory allowed with --allow", path);
   GError *error = NULL;
   if (!g_file_get_contents(real, text, len, &error)) {
     proto_fail(f, E_FILE, "%s", error->message);
@@ -545,8 +544,9 @@ static Entry *new_root(Proto *pr, J *p, Fail *f) {
   if (path && !read_allowed(pr, path, &text, &len, f))
     return NULL;
   g_autoptr(Diag) errors = diag_new(NULL);
-  Module *m = pipeline_read_program(path ? path : "(program)", path ? text : program,
-                         path ? len : strlen(program), errors);
+  Module *m =
+      pipeline_read_program(path ? path : "(program)", path ? text : program,
+                            path ? len : strlen(program), errors);
   if (!m) {
     proto_fail(f, E_PROGRAM, "%s", diag_text(errors));
     return NULL;
@@ -568,7 +568,7 @@ static J *reward_json(Proto *pr, Entry *parent, Entry *child) {
   J *o = cJSON_CreateObject();
   proto_put(o, "delta", cJSON_CreateNumber(delta));
   proto_put(o, "normalized",
-      cJSON_CreateNumber(isfinite(root) && root > 0 ? delta / root : 0));
+            cJSON_CreateNumber(isfinite(root) && root > 0 ? delta / root : 0));
   return o;
 }
 
@@ -582,8 +582,9 @@ static char *action_text(Proto *pr, Entry *e, J *n, GPtrArray **legal,
       *legal = legal_actions(pr, e, NULL, -1);
     gint64 i = (gint64)n->valuedouble;
     if (i < 0 || i >= (gint64)(*legal)->len) {
-      proto_fail(f, E_ACTION, "no legal action %" G_GINT64_FORMAT " (there are %u)",
-            i, (*legal)->len);
+      proto_fail(f, E_ACTION,
+                 "no legal action %" G_GINT64_FORMAT " (there are %u)", i,
+                 (*legal)->len);
       return NULL;
     }
     return g_strdup(((Action *)g_ptr_array_index(*legal, i))->text);
@@ -711,14 +712,14 @@ static J *m_initialize(Proto *pr, J *p, Fail *f) {
   }
   proto_put(o, "rules", rules);
   proto_put(o, "cost_model",
-      cJSON_CreateString("per-device FLOPs, peak bytes, ring "
-                         "collectives; time = compute + communication "
-                         "(docs/cost.md)"));
+            cJSON_CreateString("per-device FLOPs, peak bytes, ring "
+                               "collectives; time = compute + communication "
+                               "(docs/cost.md)"));
   proto_put(o, "observations",
-      string_array((const char *const[]){"program", "cost", "features", "graph",
-                                         "legal", NULL}));
+            string_array((const char *const[]){"program", "cost", "features",
+                                               "graph", "legal", NULL}));
   proto_put(o, "rewards",
-      string_array((const char *const[]){"delta", "normalized", NULL}));
+            string_array((const char *const[]){"delta", "normalized", NULL}));
   J *caps = cJSON_CreateObject();
   for (const char *const *c =
            (const char *const[]){"step", "expand", "trace", "replay", "drop",
@@ -907,7 +908,8 @@ static J *m_stats(Proto *pr, J *p, Fail *f) {
   proto_put(o, "states", proto_jint(g_hash_table_size(pr->entries)));
   proto_put(o, "terms", proto_jint((gint64)term_store_size()));
   proto_put(o, "term_bytes", proto_jint((gint64)term_store_bytes()));
-  proto_put(o, "collected", proto_jint((gint64)(collect_freed() - pr->collected0)));
+  proto_put(o, "collected",
+            proto_jint((gint64)(collect_freed() - pr->collected0)));
   return o;
 }
 

@@ -53,8 +53,8 @@ static gboolean get_member(J *p, const char *key, gboolean required,
 
 static cJSON_bool is_int_item(const J *n) { return proto_is_int(n); }
 
-gboolean proto_get_string(J *p, const char *key, gboolean required, const char **out,
-                    Fail *f) {
+gboolean proto_get_string(J *p, const char *key, gboolean required,
+                          const char **out, Fail *f) {
   J *n;
   *out = NULL;
   if (!get_member(p, key, required, cJSON_IsString, "a string", &n, f))
@@ -64,7 +64,7 @@ gboolean proto_get_string(J *p, const char *key, gboolean required, const char *
 }
 
 gboolean proto_get_int(J *p, const char *key, gboolean required, gint64 *out,
-                 Fail *f) {
+                       Fail *f) {
   J *n;
   if (!get_member(p, key, required, is_int_item, "an integer", &n, f))
     return FALSE;
@@ -153,7 +153,7 @@ J *proto_request_parse(const char *line, gsize len, Diag *why) {
   const char *bad;
   if (!g_utf8_validate(line, (gssize)len, &bad)) {
     diag_reason(why, "column %" G_GSIZE_FORMAT ": not UTF-8",
-                    (gsize)(bad - line) + 1);
+                (gsize)(bad - line) + 1);
     return NULL;
   }
   gsize nul = escaped_nul(line, len);
@@ -171,8 +171,8 @@ J *proto_request_parse(const char *line, gsize len, Diag *why) {
       at++;
     if (at < len) {
       cJSON_Delete(req);
-      diag_reason(
-          why, "column %" G_GSIZE_FORMAT ": more after the JSON value", at + 1);
+      diag_reason(why, "column %" G_GSIZE_FORMAT ": more after the JSON value",
+                  at + 1);
       return NULL;
     }
     return req;

@@ -9,7 +9,8 @@
 gboolean check_lowering(const Func *g, const Func *spmd, gint64 seed,
                         GString *out, Diag *diag, GError **error) {
   if (g->spmd) {
-    diag_reason(diag, "--simulate compares with the program an SPMD program was "
+    diag_reason(diag,
+                "--simulate compares with the program an SPMD program was "
                 "lowered from: give that program, not the SPMD text");
     return FALSE;
   }
@@ -29,9 +30,10 @@ gboolean check_lowering(const Func *g, const Func *spmd, gint64 seed,
   }
   if (ok) {
     int64_t ndev = mesh_devices(&spmd->spmd->mesh);
-    g_string_append_printf(out, "simulated on %" G_GINT64_FORMAT
-                                " devices: the results agree with the "
-                                "interpreter (seed %" G_GINT64_FORMAT ")\n",
+    g_string_append_printf(out,
+                           "simulated on %" G_GINT64_FORMAT
+                           " devices: the results agree with the "
+                           "interpreter (seed %" G_GINT64_FORMAT ")\n",
                            ndev, seed);
   }
   if (want)

@@ -227,8 +227,7 @@ static const Term *gen_reduce(Gen *g, Op op, int red, int minr, Diag *err) {
 
 /* broadcast_in_dim from a random subset of the result's dims, some of
  * them of size 1 in the operand. */
-static const Term *gen_broadcast(Gen *g, Op op, int dim, int minr,
-                                 Diag *err) {
+static const Term *gen_broadcast(Gen *g, Op op, int dim, int minr, Diag *err) {
   int rank = rnd_at_least(g, minr, 1, 3);
   const Type *rt = rshape(g, DT_F32, rank, dim);
   int64_t map[8], od[8];
@@ -244,8 +243,7 @@ static const Term *gen_broadcast(Gen *g, Op op, int dim, int minr,
 }
 
 /* transpose by a random permutation of rank 'minr' or more. */
-static const Term *gen_transpose(Gen *g, Op op, int dim, int minr,
-                                 Diag *err) {
+static const Term *gen_transpose(Gen *g, Op op, int dim, int minr, Diag *err) {
   int rank = rnd_at_least(g, minr, 2, 3);
   int64_t perm[8];
   for (int i = 0; i < rank; i++)
@@ -491,7 +489,7 @@ static gboolean check_step(Walker *w, const State *start, const State *prev,
   gboolean ok = again && module_entry(again)->body == next->func.body;
   if (!ok)
     diag_reason(why, "the state does not parse back to itself:\n%s",
-                    diag_text(errors));
+                diag_text(errors));
   if (ok)
     ok = same_meaning(&start->func, start->func.body, next->func.body, w->seed,
                       &w->ref, why);
@@ -709,7 +707,7 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
   /* instances are made by tiling arguments: without the rule, none */
   if (!ruleset_find(rs, "arg-tile")) {
     g_string_append(out, "check-rules: no 'arg-tile' rule is loaded (it "
-                          "makes the instances; add rules/partir.rules)\n");
+                         "makes the instances; add rules/partir.rules)\n");
     return FALSE;
   }
   Walker w = walker_new(rs, out, seed);
@@ -798,7 +796,8 @@ gboolean check_rule_types(const RuleSet *rs, Diag *errors) {
     g_autoptr(Diag) msg = diag_new(NULL);
     if (r->kind == RULE_PATTERN && (r->tags & RULE_TAG_SPMD) &&
         check_spmd_rule_type(r, w.rng, msg))
-      g_hash_table_insert(w.type_changes, (gpointer)r, g_strdup(diag_text(msg)));
+      g_hash_table_insert(w.type_changes, (gpointer)r,
+                          g_strdup(diag_text(msg)));
   }
   gboolean ok = TRUE;
   for (guint i = 0; i < rs->rules->len; i++) {

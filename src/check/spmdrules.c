@@ -125,7 +125,7 @@ static const Term *instantiate(Inst *in, const Pat *pt) {
   }
   default:
     diag_reason(in->why, "an [spmd] rule may match only operators and "
-                             "variables");
+                         "variables");
     return NULL;
   }
 }

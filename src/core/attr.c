@@ -81,7 +81,8 @@ static gboolean attrs_equal(gconstpointer pa, gconstpointer pb) {
   if (a->count != b->count)
     return FALSE;
   for (int i = 0; i < a->count; i++)
-    if (a->keys[i] != b->keys[i] || !attr_value_equal(&a->values[i], &b->values[i]))
+    if (a->keys[i] != b->keys[i] ||
+        !attr_value_equal(&a->values[i], &b->values[i]))
       return FALSE;
   return TRUE;
 }

@@ -8,10 +8,11 @@
  *
  * Modules register themselves here when made and leave when freed; so
  * do the functions of program states (rewrite/state.c), which this
- * layer knows only as functions.  A collection frees any term that is held only by a C variable,
- * so it runs only at safe points, where every term in use belongs to a
- * module or a state: between requests of the agent protocol, between
- * commands of the REPL, and when Lua asks for a rewrite (s:exec, s:apply
+ * layer knows only as functions.  A collection frees any term that is held only
+ * by a C variable, so it runs only at safe points, where every term in use
+ * belongs to a module or a state: between requests of the agent protocol,
+ * between commands of the REPL, and when Lua asks for a rewrite (s:exec,
+ * s:apply
  * ...), before the rewrite starts.  The store is collected there when it
  * has doubled since the last collection, so a collection's cost (linear
  * in what is live) is spread over the rewrites that made the garbage.
@@ -78,8 +79,9 @@ size_t collect_now(void) {
     while (g_hash_table_iter_next(&it, &key, NULL))
       g_ptr_array_add(roots, (gpointer)((const Func *)key)->body);
   }
-  size_t n = term_store_collect((const Term *const *)roots->pdata, roots->len,
-                                (GHashTable *const *)tables->pdata, tables->len);
+  size_t n =
+      term_store_collect((const Term *const *)roots->pdata, roots->len,
+                         (GHashTable *const *)tables->pdata, tables->len);
   collected += n;
   collect_at = MAX(2 * term_store_size(), min_terms());
   return n;

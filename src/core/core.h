@@ -50,7 +50,6 @@
  * overflow in any size computation (type_numel, byte counts). */
 #define PARTIR_MAX_ELEMS ((int64_t)1 << 48)
 
-
 /* ----------------------------------------------------------------- diag.c */
 
 /* A source buffer with its name, for diagnostics. */
@@ -161,8 +160,6 @@ const char *op_name(Op op);
 int op_arity(Op op);
 gboolean op_from_name(const char *s, gsize len, Op *out);
 
-
-
 /* ----------------------------------------------------------------- attr.c */
 
 typedef enum {
@@ -231,8 +228,8 @@ typedef enum {
 typedef struct Term Term;
 struct Term {
   TermKind kind;
-  Op op;              /* TM_OP */
-  int index;          /* TM_ARG: arg no; TM_BVAR: de Bruijn; SLICE/TILE: dim */
+  Op op;     /* TM_OP */
+  int index; /* TM_ARG: arg no; TM_BVAR: de Bruijn; SLICE/TILE: dim */
   int nargs;
   const Type *type;   /* result type (TY_RANGE for TM_BVAR) */
   const Type *range;  /* TM_TILE, TM_SUM: the binder's range type */
@@ -274,8 +271,7 @@ const Term *term_sum(const Type *range, const char *axis, const Term *body,
 const Term *term_tuple(int n, const Term *const *args);
 /* Rebuilds 't' with new operands (same kind/op/attrs); NULL + err when the
  * new operands do not type-check. */
-const Term *term_with_args(const Term *t, const Term *const *args,
-                           Diag *err);
+const Term *term_with_args(const Term *t, const Term *const *args, Diag *err);
 /* 't' with each operand a replaced by fn(ud, a): 't' itself when none
  * changes; NULL + err when the store refuses the rebuilt term. */
 typedef const Term *(*TermMapFn)(void *ud, const Term *arg);
@@ -298,17 +294,14 @@ size_t term_store_collect(const Term *const *roots, gsize nroots,
 /* Checks an operator application, returns its result type or NULL with
  * the reason in 'err' (typerule.c). */
 const Type *typerule_infer(Op op, int nargs, const Term *const *args,
-                           const Attrs *attrs, const Type *written,
-                           Diag *err);
-
+                           const Attrs *attrs, const Type *written, Diag *err);
 
 /* ------------------------------------------------------------- typerule.c */
 
 /* Checks an operator application, returns its result type or NULL with
  * the reason in 'err'. */
 const Type *typerule_infer(Op op, int nargs, const Term *const *args,
-                           const Attrs *attrs, const Type *written,
-                           Diag *err);
+                           const Attrs *attrs, const Type *written, Diag *err);
 /* TRUE for operators whose result type is the written one. */
 gboolean op_takes_written_type(Op op);
 /* TRUE for operators that cannot be built without attributes. */
@@ -490,7 +483,7 @@ typedef struct Func {
   const Type **result_types;
   const Term *body; /* TM_TUPLE of the results */
   Loc loc;
-  SpmdInfo *spmd;   /* SPMD programs only, else NULL */
+  SpmdInfo *spmd; /* SPMD programs only, else NULL */
 } Func;
 
 /* A parsed file: its functions and the names the user gave values.  The
@@ -527,8 +520,7 @@ const Term *term_placed(const Term *t);
 Module *parse_module(const Source *src, Diag *diag);
 /* The same for text named 'name' in diagnostics; on error returns NULL
  * with the diagnostics in 'errors' (when not NULL). */
-Module *parse_text(const char *name, const char *text, gsize len,
-                   Diag *errors);
+Module *parse_text(const char *name, const char *text, gsize len, Diag *errors);
 /* The same for a file: NULL with 'error' set when it cannot be read, or
  * NULL with the diagnostics in 'errors'. */
 Module *parse_file(const char *path, Diag *errors, GError **error);

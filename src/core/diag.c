@@ -118,8 +118,8 @@ static GString *text_of(Diag *d) {
 
 static void diag_add(Diag *d, Loc loc, const char *kind, const char *fmt,
                      va_list ap) {
-  g_string_append_printf(text_of(d), "%s:%d:%d: %s", d->src ? d->src->name : "?",
-                         loc.line, loc.col, kind);
+  g_string_append_printf(text_of(d), "%s:%d:%d: %s",
+                         d->src ? d->src->name : "?", loc.line, loc.col, kind);
   g_string_append_vprintf(d->text, fmt, ap);
   g_string_append_c(d->text, '\n');
   show_line(d, loc);

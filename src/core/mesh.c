@@ -23,13 +23,15 @@ gboolean mesh_parse(const char *spec, Mesh *out, Diag *diag) {
     long long size = eq ? strtoll(eq + 1, &end, 10) : 0;
     if (!eq || eq == item || !end || *end || end == eq + 1 || size < 1 ||
         size > (1 << 20)) {
-      diag_reason(diag, "mesh '%s': expected AXIS=SIZE (a positive size), got '%s'",
+      diag_reason(diag,
+                  "mesh '%s': expected AXIS=SIZE (a positive size), got '%s'",
                   spec, item);
       return FALSE;
     }
     *eq = '\0';
     if (!mesh_axis_name_ok(item)) {
-      diag_reason(diag, "mesh '%s': axis name '%s' must be letters, digits or '_'",
+      diag_reason(diag,
+                  "mesh '%s': axis name '%s' must be letters, digits or '_'",
                   spec, item);
       return FALSE;
     }

@@ -17,7 +17,8 @@ int op_arity(Op op) { return op_info[op].arity; }
 
 gboolean op_from_name(const char *s, gsize len, Op *out) {
   for (int i = 0; i < OP_COUNT_; i++)
-    if (strlen(op_info[i].name) == len && memcmp(op_info[i].name, s, len) == 0) {
+    if (strlen(op_info[i].name) == len &&
+        memcmp(op_info[i].name, s, len) == 0) {
       *out = (Op)i;
       return TRUE;
     }

@@ -21,7 +21,6 @@
 
 #include <string.h>
 
-
 static GHashTable *store;
 static size_t store_bytes; /* bytes of Term nodes allocated */
 
@@ -239,7 +238,7 @@ const Term *term_op(Op op, int nargs, const Term *const *args,
   for (int i = 0; i < nargs; i++)
     if (args[i]->type->kind != TY_TENSOR) {
       diag_reason(err, "operand %d of '%s' is a range, not a tensor", i + 1,
-                      op_name(op));
+                  op_name(op));
       return NULL;
     }
   const Type *type = typerule_infer(op, nargs, args, attrs, written, err);
@@ -247,14 +246,14 @@ const Term *term_op(Op op, int nargs, const Term *const *args,
     return NULL;
   if (!type_size_ok(type)) {
     diag_reason(err, "the result of '%s' has more than 2^48 elements",
-                    op_name(op));
+                op_name(op));
     return NULL;
   }
   if (written && written != type) {
     g_autofree char *w = type_to_string(written);
     g_autofree char *inf = type_to_string(type);
-    diag_reason(err, "written result type %s does not match the inferred %s",
-                    w, inf);
+    diag_reason(err, "written result type %s does not match the inferred %s", w,
+                inf);
     return NULL;
   }
   Term proto = {.kind = TM_OP, .op = op, .type = type, .attrs = attrs};
@@ -271,15 +270,15 @@ const Term *term_slice(int dim, const Term *x, const Term *r, Diag *err) {
     return NULL;
   }
   if (dim < 0 || dim >= x->type->rank) {
-    diag_reason(err, "partir.slice dimension %d out of range for rank %d",
-                    dim, x->type->rank);
+    diag_reason(err, "partir.slice dimension %d out of range for rank %d", dim,
+                x->type->rank);
     return NULL;
   }
   if (x->type->dims[dim] != r->type->n) {
     diag_reason(err,
-                    "partir.slice: dimension %d has size %" G_GINT64_FORMAT
-                    " but the range covers %" G_GINT64_FORMAT,
-                    dim, x->type->dims[dim], r->type->n);
+                "partir.slice: dimension %d has size %" G_GINT64_FORMAT
+                " but the range covers %" G_GINT64_FORMAT,
+                dim, x->type->dims[dim], r->type->n);
     return NULL;
   }
   KEY(k, 2);
@@ -294,17 +293,18 @@ const Term *term_slice(int dim, const Term *x, const Term *r, Diag *err) {
 
 static gboolean check_range(const Type *range, Diag *err) {
   if (range->n <= 0 || range->w <= 0) {
-    diag_reason(err, "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-                         "> must have positive size and width",
-                    range->n, range->w);
+    diag_reason(err,
+                "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                "> must have positive size and width",
+                range->n, range->w);
     return FALSE;
   }
   if (range->n % range->w != 0) {
     diag_reason(err,
-                    "uneven range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-                    ">: the width must divide the size (uneven ranges are not "
-                    "supported yet)",
-                    range->n, range->w);
+                "uneven range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                ">: the width must divide the size (uneven ranges are not "
+                "supported yet)",
+                range->n, range->w);
     return FALSE;
   }
   return TRUE;
@@ -314,8 +314,7 @@ static gboolean check_range(const Type *range, Diag *err) {
  * printer and the interpreter rely on it. */
 static gboolean check_nest(const Term *body, Diag *err) {
   if ((body->loose ? body->nest : 0) + 1 > PARTIR_MAX_REGIONS) {
-    diag_reason(err, "regions would nest deeper than %d",
-                    PARTIR_MAX_REGIONS);
+    diag_reason(err, "regions would nest deeper than %d", PARTIR_MAX_REGIONS);
     return FALSE;
   }
   return TRUE;
@@ -331,15 +330,15 @@ const Term *term_tile(int dim, const Type *range, const char *axis,
     return NULL;
   }
   if (dim < 0 || dim >= bt->rank) {
-    diag_reason(err, "partir.tile dimension %d out of range for rank %d",
-                    dim, bt->rank);
+    diag_reason(err, "partir.tile dimension %d out of range for rank %d", dim,
+                bt->rank);
     return NULL;
   }
   if (bt->dims[dim] != range->w) {
     diag_reason(err,
-                    "partir.tile body yields size %" G_GINT64_FORMAT
-                    " in dimension %d, but the range width is %" G_GINT64_FORMAT,
-                    bt->dims[dim], dim, range->w);
+                "partir.tile body yields size %" G_GINT64_FORMAT
+                " in dimension %d, but the range width is %" G_GINT64_FORMAT,
+                bt->dims[dim], dim, range->w);
     return NULL;
   }
   const Type *type = type_with_dim(bt, dim, range->n);
@@ -391,8 +390,7 @@ static const Term *rebuild_same_types(const Term *t, const Term *const *args) {
   return intern_with_args(&proto, t->nargs, args);
 }
 
-const Term *term_with_args(const Term *t, const Term *const *args,
-                           Diag *err) {
+const Term *term_with_args(const Term *t, const Term *const *args, Diag *err) {
   switch (t->kind) {
   case TM_ARG:
   case TM_BVAR:

@@ -13,9 +13,9 @@ static const struct {
   gsize bytes;
   gboolean is_float;
 } dtype_info[DT_COUNT_] = {
-    [DT_F32] = {"f32", 4, TRUE},  [DT_F64] = {"f64", 8, TRUE},
+    [DT_F32] = {"f32", 4, TRUE},   [DT_F64] = {"f64", 8, TRUE},
     [DT_BF16] = {"bf16", 2, TRUE}, [DT_I32] = {"i32", 4, FALSE},
-    [DT_I64] = {"i64", 8, FALSE}, [DT_I1] = {"i1", 1, FALSE},
+    [DT_I64] = {"i64", 8, FALSE},  [DT_I1] = {"i1", 1, FALSE},
 };
 
 const char *dtype_name(DType dt) { return dtype_info[dt].name; }
@@ -101,9 +101,9 @@ gboolean type_size_ok(const Type *t) {
 
 void type_print(GString *out, const Type *t) {
   if (t->kind == TY_RANGE) {
-    g_string_append_printf(out, "!partir.range<%" G_GINT64_FORMAT
-                                ",%" G_GINT64_FORMAT ">",
-                           t->n, t->w);
+    g_string_append_printf(
+        out, "!partir.range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ">", t->n,
+        t->w);
     return;
   }
   g_string_append(out, "tensor<");

@@ -52,7 +52,7 @@ static gboolean check_attr_names(Op op, const Attrs *attrs,
       ok |= strcmp(*a, attrs->keys[i]) == 0;
     if (!ok) {
       diag_reason(err, "'%s' has no attribute '%s'", op_name(op),
-                      attrs->keys[i]);
+                  attrs->keys[i]);
       return FALSE;
     }
   }
@@ -71,7 +71,7 @@ static gboolean get_int(Op op, const Attrs *attrs, const char *key,
   }
   if (v->kind != AV_INT) {
     diag_reason(err, "'%s' attribute '%s' must be an integer", op_name(op),
-                    key);
+                key);
     return FALSE;
   }
   *out = v->i;
@@ -91,18 +91,18 @@ static gboolean get_int_list(Op op, const Attrs *attrs, const char *key,
   }
   if (v->kind != AV_LIST) {
     diag_reason(err, "'%s' attribute '%s' must be a list of integers",
-                    op_name(op), key);
+                op_name(op), key);
     return FALSE;
   }
   if (v->count > PARTIR_MAX_RANK) {
     diag_reason(err, "'%s' attribute '%s' has %d entries (at most %d)",
-                    op_name(op), key, v->count, PARTIR_MAX_RANK);
+                op_name(op), key, v->count, PARTIR_MAX_RANK);
     return FALSE;
   }
   for (int i = 0; i < v->count; i++) {
     if (v->items[i].kind != AV_INT) {
       diag_reason(err, "'%s' attribute '%s' must be a list of integers",
-                      op_name(op), key);
+                  op_name(op), key);
       return FALSE;
     }
     out[i] = v->items[i].i;
@@ -116,16 +116,17 @@ static gboolean check_dims(Op op, const char *key, const int64_t *dims,
                            int count, int rank, Diag *err) {
   for (int i = 0; i < count; i++) {
     if (dims[i] < 0 || dims[i] >= rank) {
-      diag_reason(err, "'%s' attribute '%s': dimension %" G_GINT64_FORMAT
-                           " out of range for rank %d",
-                      op_name(op), key, dims[i], rank);
+      diag_reason(err,
+                  "'%s' attribute '%s': dimension %" G_GINT64_FORMAT
+                  " out of range for rank %d",
+                  op_name(op), key, dims[i], rank);
       return FALSE;
     }
     for (int j = 0; j < i; j++)
       if (dims[j] == dims[i]) {
-        diag_reason(err, "'%s' attribute '%s': dimension %" G_GINT64_FORMAT
-                             " repeated",
-                        op_name(op), key, dims[i]);
+        diag_reason(
+            err, "'%s' attribute '%s': dimension %" G_GINT64_FORMAT " repeated",
+            op_name(op), key, dims[i]);
         return FALSE;
       }
   }
@@ -135,7 +136,7 @@ static gboolean check_dims(Op op, const char *key, const int64_t *dims,
 static gboolean need_written(Op op, const Type *written, Diag *err) {
   if (!written || written->kind != TY_TENSOR) {
     diag_reason(err, "'%s' needs its result type written (': tensor<...>')",
-                    op_name(op));
+                op_name(op));
     return FALSE;
   }
   return TRUE;
@@ -151,8 +152,8 @@ static gboolean not_i1(Op op, const Type *t, Diag *err) {
 
 static gboolean need_float(Op op, const Type *t, Diag *err) {
   if (!dtype_is_float(t->dtype)) {
-    diag_reason(err, "'%s' needs a floating-point operand, not %s",
-                    op_name(op), dtype_name(t->dtype));
+    diag_reason(err, "'%s' needs a floating-point operand, not %s", op_name(op),
+                dtype_name(t->dtype));
     return FALSE;
   }
   return TRUE;
@@ -163,7 +164,7 @@ static gboolean same_type(Op op, const Type *a, const Type *b, Diag *err) {
     g_autofree char *x = type_to_string(a);
     g_autofree char *y = type_to_string(b);
     diag_reason(err, "'%s' operands have different types: %s and %s",
-                    op_name(op), x, y);
+                op_name(op), x, y);
     return FALSE;
   }
   return TRUE;
@@ -172,7 +173,7 @@ static gboolean same_type(Op op, const Type *a, const Type *b, Diag *err) {
 static gboolean same_dtype(Op op, const Type *a, const Type *b, Diag *err) {
   if (a->dtype != b->dtype) {
     diag_reason(err, "'%s' operands have different element types: %s and %s",
-                    op_name(op), dtype_name(a->dtype), dtype_name(b->dtype));
+                op_name(op), dtype_name(a->dtype), dtype_name(b->dtype));
     return FALSE;
   }
   return TRUE;
@@ -215,7 +216,7 @@ static const Type *tr_compare(RULE_ARGS) {
     ok |= strcmp(d->sym, dirs[i]) == 0;
   if (!ok) {
     diag_reason(err, "'compare' needs attribute 'direction' = EQ, NE, LT, "
-                         "LE, GT or GE");
+                     "LE, GT or GE");
     return NULL;
   }
   return type_with_dtype(a, DT_I1);
@@ -230,9 +231,9 @@ static const Type *tr_select(RULE_ARGS) {
     g_autofree char *ps = type_to_string(p);
     g_autofree char *as = type_to_string(a);
     diag_reason(err,
-                    "'select' predicate must be i1 with the shape of the "
-                    "operands: got %s for operands %s",
-                    ps, as);
+                "'select' predicate must be i1 with the shape of the "
+                "operands: got %s for operands %s",
+                ps, as);
     return NULL;
   }
   return a;
@@ -245,8 +246,7 @@ static const Type *tr_convert(RULE_ARGS) {
   if (type_with_dtype(args[0]->type, written->dtype) != written) {
     g_autofree char *a = type_to_string(args[0]->type);
     g_autofree char *w = type_to_string(written);
-    diag_reason(err, "'convert' changes only the element type: %s to %s", a,
-                    w);
+    diag_reason(err, "'convert' changes only the element type: %s to %s", a, w);
     return NULL;
   }
   return written;
@@ -264,15 +264,15 @@ static const Type *tr_constant(RULE_ARGS) {
   g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(double));
   if (!attr_value_numbers(v, nums)) {
     diag_reason(err, "'constant' value must be a number or a list of "
-                         "numbers");
+                     "numbers");
     return NULL;
   }
   int64_t numel = type_numel(written);
   if (v->kind == AV_LIST && (int64_t)nums->len != numel) {
     diag_reason(err,
-                    "'constant' value has %u numbers but the type has "
-                    "%" G_GINT64_FORMAT " elements",
-                    nums->len, numel);
+                "'constant' value has %u numbers but the type has "
+                "%" G_GINT64_FORMAT " elements",
+                nums->len, numel);
     return NULL;
   }
   if (!dtype_is_float(written->dtype))
@@ -280,7 +280,7 @@ static const Type *tr_constant(RULE_ARGS) {
       double d = g_array_index(nums, double, i);
       if (d != floor(d) || !isfinite(d)) {
         diag_reason(err, "'constant' of %s needs integer values, got %g",
-                        dtype_name(written->dtype), d);
+                    dtype_name(written->dtype), d);
         return NULL;
       }
     }
@@ -304,16 +304,17 @@ static const Type *tr_matmul(RULE_ARGS) {
       !same_dtype(op, a, b, err) || !not_i1(op, a, err))
     return NULL;
   if (a->rank != 2 || b->rank != 2) {
-    diag_reason(err, "'matmul' needs rank-2 operands (use dot_general), "
-                         "got ranks %d and %d",
-                    a->rank, b->rank);
+    diag_reason(err,
+                "'matmul' needs rank-2 operands (use dot_general), "
+                "got ranks %d and %d",
+                a->rank, b->rank);
     return NULL;
   }
   if (a->dims[1] != b->dims[0]) {
     diag_reason(err,
-                    "'matmul' contracting sizes differ: %" G_GINT64_FORMAT
-                    " and %" G_GINT64_FORMAT,
-                    a->dims[1], b->dims[0]);
+                "'matmul' contracting sizes differ: %" G_GINT64_FORMAT
+                " and %" G_GINT64_FORMAT,
+                a->dims[1], b->dims[0]);
     return NULL;
   }
   int64_t dims[2] = {a->dims[0], b->dims[1]};
@@ -332,10 +333,10 @@ static const Type *tr_dot_general(RULE_ARGS) {
   int64_t lb[PARTIR_MAX_RANK], rb[PARTIR_MAX_RANK], lc[PARTIR_MAX_RANK],
       rc[PARTIR_MAX_RANK];
   int nlb, nrb, nlc, nrc;
-  if (!check_attr_names(op, attrs,
-                        ATTRS("lhs_batch", "rhs_batch", "lhs_contract",
-                              "rhs_contract"),
-                        err) ||
+  if (!check_attr_names(
+          op, attrs,
+          ATTRS("lhs_batch", "rhs_batch", "lhs_contract", "rhs_contract"),
+          err) ||
       !same_dtype(op, a, b, err) || !not_i1(op, a, err) ||
       !get_int_list(op, attrs, "lhs_batch", FALSE, lb, &nlb, err) ||
       !get_int_list(op, attrs, "rhs_batch", FALSE, rb, &nrb, err) ||
@@ -343,9 +344,10 @@ static const Type *tr_dot_general(RULE_ARGS) {
       !get_int_list(op, attrs, "rhs_contract", FALSE, rc, &nrc, err))
     return NULL;
   if (nlb != nrb || nlc != nrc) {
-    diag_reason(err, "'dot_general' needs as many lhs as rhs batch (%d, "
-                         "%d) and contracting (%d, %d) dimensions",
-                    nlb, nrb, nlc, nrc);
+    diag_reason(err,
+                "'dot_general' needs as many lhs as rhs batch (%d, "
+                "%d) and contracting (%d, %d) dimensions",
+                nlb, nrb, nlc, nrc);
     return NULL;
   }
   int64_t lall[2 * PARTIR_MAX_RANK], rall[2 * PARTIR_MAX_RANK];
@@ -360,17 +362,17 @@ static const Type *tr_dot_general(RULE_ARGS) {
   for (int i = 0; i < nlb + nlc; i++)
     if (a->dims[lall[i]] != b->dims[rall[i]]) {
       diag_reason(err,
-                      "'dot_general' %s dimension sizes differ: lhs dim "
-                      "%" G_GINT64_FORMAT " is %" G_GINT64_FORMAT
-                      ", rhs dim %" G_GINT64_FORMAT " is %" G_GINT64_FORMAT,
-                      i < nlb ? "batch" : "contracting", lall[i],
-                      a->dims[lall[i]], rall[i], b->dims[rall[i]]);
+                  "'dot_general' %s dimension sizes differ: lhs dim "
+                  "%" G_GINT64_FORMAT " is %" G_GINT64_FORMAT
+                  ", rhs dim %" G_GINT64_FORMAT " is %" G_GINT64_FORMAT,
+                  i < nlb ? "batch" : "contracting", lall[i], a->dims[lall[i]],
+                  rall[i], b->dims[rall[i]]);
       return NULL;
     }
   int rank = nlb + (a->rank - nlb - nlc) + (b->rank - nrb - nrc);
   if (rank > PARTIR_MAX_RANK) {
     diag_reason(err, "'dot_general' result rank %d exceeds %d", rank,
-                    PARTIR_MAX_RANK);
+                PARTIR_MAX_RANK);
     return NULL;
   }
   int64_t dims[PARTIR_MAX_RANK];
@@ -392,8 +394,7 @@ static const Type *tr_reduce(RULE_ARGS) {
   int n;
   if (!check_attr_names(op, attrs, ATTRS("dims"), err) ||
       !get_int_list(op, attrs, "dims", TRUE, dims, &n, err) ||
-      !check_dims(op, "dims", dims, n, a->rank, err) ||
-      !not_i1(op, a, err))
+      !check_dims(op, "dims", dims, n, a->rank, err) || !not_i1(op, a, err))
     return NULL;
   int64_t out[PARTIR_MAX_RANK];
   int r = 0;
@@ -413,9 +414,10 @@ static const Type *tr_broadcast_in_dim(RULE_ARGS) {
       !same_dtype(op, a, written, err))
     return NULL;
   if (n != a->rank) {
-    diag_reason(err, "'broadcast_in_dim' needs one entry in 'dims' per "
-                         "operand dimension: %d for rank %d",
-                    n, a->rank);
+    diag_reason(err,
+                "'broadcast_in_dim' needs one entry in 'dims' per "
+                "operand dimension: %d for rank %d",
+                n, a->rank);
     return NULL;
   }
   if (!check_dims(op, "dims", dims, n, written->rank, err))
@@ -427,10 +429,10 @@ static const Type *tr_broadcast_in_dim(RULE_ARGS) {
     }
     if (a->dims[i] != 1 && a->dims[i] != written->dims[dims[i]]) {
       diag_reason(err,
-                      "'broadcast_in_dim': operand dimension %d has size "
-                      "%" G_GINT64_FORMAT ", result dimension %" G_GINT64_FORMAT
-                      " has %" G_GINT64_FORMAT,
-                      i, a->dims[i], dims[i], written->dims[dims[i]]);
+                  "'broadcast_in_dim': operand dimension %d has size "
+                  "%" G_GINT64_FORMAT ", result dimension %" G_GINT64_FORMAT
+                  " has %" G_GINT64_FORMAT,
+                  i, a->dims[i], dims[i], written->dims[dims[i]]);
       return NULL;
     }
   }
@@ -445,8 +447,8 @@ static const Type *tr_transpose(RULE_ARGS) {
       !get_int_list(op, attrs, "permutation", TRUE, perm, &n, err))
     return NULL;
   if (n != a->rank) {
-    diag_reason(err, "'transpose' permutation has %d entries for rank %d",
-                    n, a->rank);
+    diag_reason(err, "'transpose' permutation has %d entries for rank %d", n,
+                a->rank);
     return NULL;
   }
   if (!check_dims(op, "permutation", perm, n, a->rank, err))
@@ -464,9 +466,9 @@ static const Type *tr_reshape(RULE_ARGS) {
     return NULL;
   if (type_numel(a) != type_numel(written)) {
     diag_reason(err,
-                    "'reshape' from %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT
-                    " elements",
-                    type_numel(a), type_numel(written));
+                "'reshape' from %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT
+                " elements",
+                type_numel(a), type_numel(written));
     return NULL;
   }
   return written;
@@ -488,9 +490,9 @@ static const Type *tr_concatenate(RULE_ARGS) {
       g_autofree char *x = type_to_string(a);
       g_autofree char *y = type_to_string(b);
       diag_reason(err,
-                      "'concatenate' operands must agree except in dimension "
-                      "%" G_GINT64_FORMAT ": %s and %s",
-                      dim, x, y);
+                  "'concatenate' operands must agree except in dimension "
+                  "%" G_GINT64_FORMAT ": %s and %s",
+                  dim, x, y);
       return NULL;
     }
     total += b->dims[dim];
@@ -517,7 +519,7 @@ static const Type *tr_static_slice(RULE_ARGS) {
       strides[nst] = 1;
   if (ns != a->rank || nl != a->rank || nst != a->rank) {
     diag_reason(err, "'slice' start, limit and strides need %d entries",
-                    a->rank);
+                a->rank);
     return NULL;
   }
   int64_t dims[PARTIR_MAX_RANK];
@@ -525,11 +527,11 @@ static const Type *tr_static_slice(RULE_ARGS) {
     if (start[i] < 0 || start[i] >= limit[i] || limit[i] > a->dims[i] ||
         strides[i] < 1) {
       diag_reason(err,
-                      "'slice' dimension %d: need 0 <= start < limit <= "
-                      "%" G_GINT64_FORMAT " and stride >= 1, got start "
-                      "%" G_GINT64_FORMAT " limit %" G_GINT64_FORMAT
-                      " stride %" G_GINT64_FORMAT,
-                      i, a->dims[i], start[i], limit[i], strides[i]);
+                  "'slice' dimension %d: need 0 <= start < limit <= "
+                  "%" G_GINT64_FORMAT " and stride >= 1, got start "
+                  "%" G_GINT64_FORMAT " limit %" G_GINT64_FORMAT
+                  " stride %" G_GINT64_FORMAT,
+                  i, a->dims[i], start[i], limit[i], strides[i]);
       return NULL;
     }
     dims[i] = (limit[i] - start[i] + strides[i] - 1) / strides[i];
@@ -550,7 +552,7 @@ static const Type *tr_collective(RULE_ARGS) {
   static const char *const one_dim[] = {"axes", "size", "dim", NULL};
   static const char *const two_dims[] = {"axes", "size", "split_dim",
                                          "concat_dim", NULL};
-  const char *const *allowed = op == OP_ALL_REDUCE    ? none
+  const char *const *allowed = op == OP_ALL_REDUCE   ? none
                                : op == OP_ALL_TO_ALL ? two_dims
                                                      : one_dim;
   int64_t size;
@@ -563,9 +565,10 @@ static const Type *tr_collective(RULE_ARGS) {
   for (int i = 0; ok && i < axes->count; i++)
     ok = axes->items[i].kind == AV_SYMBOL;
   if (!ok || size < 1) {
-    diag_reason(err, "'%s' needs 'axes' (a list of axis names) and a "
-                         "positive 'size'",
-                    op_name(op));
+    diag_reason(err,
+                "'%s' needs 'axes' (a list of axis names) and a "
+                "positive 'size'",
+                op_name(op));
     return NULL;
   }
   if (op == OP_ALL_REDUCE)
@@ -590,10 +593,10 @@ static const Type *tr_collective(RULE_ARGS) {
     return type_with_dim(a, (int)d1, a->dims[d1] * size);
   }
   if (a->dims[d1] % size != 0) {
-    diag_reason(err, "'%s': dimension %" G_GINT64_FORMAT " of size "
-                         "%" G_GINT64_FORMAT " does not split %" G_GINT64_FORMAT
-                         " ways",
-                    op_name(op), d1, a->dims[d1], size);
+    diag_reason(err,
+                "'%s': dimension %" G_GINT64_FORMAT " of size "
+                "%" G_GINT64_FORMAT " does not split %" G_GINT64_FORMAT " ways",
+                op_name(op), d1, a->dims[d1], size);
     return NULL;
   }
   t = type_with_dim(a, (int)d1, a->dims[d1] / size);
@@ -608,13 +611,12 @@ static const Type *tr_collective(RULE_ARGS) {
 }
 
 const Type *typerule_infer(Op op, int nargs, const Term *const *args,
-                           const Attrs *attrs, const Type *written,
-                           Diag *err) {
+                           const Attrs *attrs, const Type *written, Diag *err) {
   int arity = op_arity(op);
   if ((arity >= 0 && nargs != arity) || (arity < 0 && nargs < 1)) {
     if (arity >= 0)
-      diag_reason(err, "'%s' takes %d operand%s, got %d", op_name(op),
-                      arity, arity == 1 ? "" : "s", nargs);
+      diag_reason(err, "'%s' takes %d operand%s, got %d", op_name(op), arity,
+                  arity == 1 ? "" : "s", nargs);
     else
       diag_reason(err, "'%s' needs at least one operand", op_name(op));
     return NULL;

@@ -65,8 +65,8 @@ static void clear_from(Interp *in, int level) {
 
 static GHashTable *memo_at(Interp *in, int level) {
   if (!in->memo[level])
-    in->memo[level] = g_hash_table_new_full(NULL, NULL, NULL,
-                                            (GDestroyNotify)tensor_unref);
+    in->memo[level] =
+        g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)tensor_unref);
   return in->memo[level];
 }
 
@@ -88,7 +88,7 @@ static Tensor *eval_region(Interp *in, int depth, const Term *t) {
       for (int64_t j = 0; j < n; j++) {
         if (out->f)
           out->f[j] += v->f[j]; /* accumulate in double, round once */
-        else /* wrapping, as the integer types do */
+        else                    /* wrapping, as the integer types do */
           out->i[j] = (int64_t)((uint64_t)out->i[j] + (uint64_t)v->i[j]);
       }
     }
@@ -104,7 +104,8 @@ static Tensor *eval_uncached(Interp *in, int depth, const Term *t) {
   switch (t->kind) {
   case TM_OP: {
     Tensor *stack_args[8];
-    Tensor **args = t->nargs <= 8 ? stack_args : g_new(Tensor *, (gsize)t->nargs);
+    Tensor **args =
+        t->nargs <= 8 ? stack_args : g_new(Tensor *, (gsize)t->nargs);
     for (int i = 0; i < t->nargs; i++)
       args[i] = eval(in, depth, t->args[i]);
     Tensor *r = kernel_eval(t, args);
@@ -119,8 +120,7 @@ static Tensor *eval_uncached(Interp *in, int depth, const Term *t) {
     const Term *r = t->args[1];
     g_assert(r->kind == TM_BVAR);
     Tensor *out = tensor_new(t->type);
-    copy_chunk(out, 0, x, in->start[depth - r->index], t->index,
-               r->type->w);
+    copy_chunk(out, 0, x, in->start[depth - r->index], t->index, r->type->w);
     tensor_unref(x);
     return out;
   }
@@ -148,7 +148,8 @@ static Tensor *eval(Interp *in, int depth, const Term *t) {
 static gboolean too_large(const Type *t, Diag *diag) {
   if (t && t->kind == TY_TENSOR && type_numel(t) > INTERP_MAX_ELEMS) {
     g_autofree char *ty = type_to_string(t);
-    diag_reason(diag, "a value of type %s is too large for the reference "
+    diag_reason(diag,
+                "a value of type %s is too large for the reference "
                 "interpreter (limit %" G_GINT64_FORMAT " elements)",
                 ty, INTERP_MAX_ELEMS);
     return TRUE;
@@ -168,7 +169,8 @@ static gboolean check_sizes(const Term *root, Diag *diag) {
     if (too_large(t->type, diag))
       return FALSE;
     if (t->kind == TM_OP && op_is_collective(t->op) && !kernel_comm) {
-      diag_reason(diag, "'%s' is a collective of an SPMD program: run it with the "
+      diag_reason(diag,
+                  "'%s' is a collective of an SPMD program: run it with the "
                   "SPMD simulator (partir lower --simulate)",
                   op_name(t->op));
       return FALSE;
@@ -206,7 +208,6 @@ GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error) {
   g_free(inputs);
   return out;
 }
-
 
 GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error) {
   for (int i = 0; i < f->nargs; i++)

@@ -361,8 +361,8 @@ static void constant_fill(Tensor *out, const AttrValue *v, int64_t *pos) {
   g_assert(*pos < type_numel(out->type));
   int64_t k = (*pos)++;
   if (dtype_is_float(dt))
-    out->f[k] =
-        v->kind == AV_INT ? int_to_float(dt, v->i) : tensor_round_value(dt, v->f);
+    out->f[k] = v->kind == AV_INT ? int_to_float(dt, v->i)
+                                  : tensor_round_value(dt, v->f);
   else if (v->kind == AV_FLOAT)
     out->i[k] = float_to_int(dt, v->f);
   else if (dt == DT_I1)

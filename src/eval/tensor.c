@@ -273,9 +273,10 @@ gboolean tensor_results_agree(GPtrArray *a, GPtrArray *b, Diag *why) {
       double v = y->f ? y->f[i] : (double)y->i[i];
       if (!(fabs(u - v) <= 1e-6 + 1e-5 * fabs(u) + 1e-4 * scale) &&
           !(isnan(u) && isnan(v)) && u != v) {
-        diag_reason(why, "result %u element %" G_GINT64_FORMAT
-                             ": %.9g before, %.9g after",
-                        r, i, u, v);
+        diag_reason(why,
+                    "result %u element %" G_GINT64_FORMAT
+                    ": %.9g before, %.9g after",
+                    r, i, u, v);
         return FALSE;
       }
     }

@@ -43,7 +43,7 @@ static const char *arg_axis(const RuleArg *args, int nargs) {
  * to 'to' along dimensions the slice takes whole (the only ones its spec
  * lets a rule split or join): those limits follow the operand's size. */
 const Attrs *rw_slice_attrs_follow(const Attrs *a, const Type *from,
-                                const Type *to) {
+                                   const Type *to) {
   const AttrValue *start = attrs_get(a, "start");
   const char **keys = g_new(const char *, (gsize)a->count);
   AttrValue *vals = g_new0(AttrValue, (gsize)a->count);
@@ -61,8 +61,7 @@ const Attrs *rw_slice_attrs_follow(const Attrs *a, const Type *from,
 /* op(operands, each sliced along dims[i] (>= 0) by range value 'r');
  * 'lift' shifts the operands under one new binder first. */
 static const Term *sliced_op(const Term *t, const int *dims, const Term *r,
-                             gboolean lift, const Type *written,
-                             Diag *why) {
+                             gboolean lift, const Type *written, Diag *why) {
   const Term *args[SPEC_MAX_OPERANDS];
   for (int i = 0; i < t->nargs; i++) {
     const Term *a = lift ? term_shift(t->args[i], 1, 0) : t->args[i];
@@ -90,19 +89,20 @@ static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
   if (t->kind != (tile ? TM_TILE : TM_SUM) || (tile && t->index != k) ||
       b->kind != TM_OP || b->op != rule->op) {
     if (tile)
-      diag_reason(why, "'%s' applies to a partir.tile along dimension %d "
-                           "of a '%s'",
-                      rule->name, k, op_name(rule->op));
+      diag_reason(why,
+                  "'%s' applies to a partir.tile along dimension %d "
+                  "of a '%s'",
+                  rule->name, k, op_name(rule->op));
     else
-      diag_reason(why, "'%s' applies to a partir.sum of a '%s'",
-                      rule->name, op_name(rule->op));
+      diag_reason(why, "'%s' applies to a partir.sum of a '%s'", rule->name,
+                  op_name(rule->op));
     return NULL;
   }
   TileSpec spec;
-  if (!spec_of(rs, b, &spec) || (tile ? k >= spec.nout || !spec.out_ok[k]
-                                      : k >= spec.nred)) {
+  if (!spec_of(rs, b, &spec) ||
+      (tile ? k >= spec.nout || !spec.out_ok[k] : k >= spec.nred)) {
     diag_reason(why, "'%s' does not split this '%s' that way", rule->name,
-                    op_name(b->op));
+                op_name(b->op));
     return NULL;
   }
   const Term *r = term_bvar(0, t->range);
@@ -112,9 +112,10 @@ static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
     const Term *a = b->args[i];
     if (c >= 0) {
       if (a->kind != TM_SLICE || a->index != c || a->args[1] != r) {
-        diag_reason(why, "operand %d is not sliced along dimension %d by "
-                             "the region's binder",
-                        i + 1, c);
+        diag_reason(why,
+                    "operand %d is not sliced along dimension %d by "
+                    "the region's binder",
+                    i + 1, c);
         return NULL;
       }
       a = a->args[0];
@@ -139,14 +140,13 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
   if (rule->kind == RULE_OP_TILE_REV || rule->kind == RULE_OP_SUM_REV)
     return apply_unregion(rs, rule, t, why);
   TileSpec spec;
-  const Term *opt = rule->kind == RULE_SLICE_OP && t->kind == TM_SLICE
-                        ? t->args[0]
-                        : t;
+  const Term *opt =
+      rule->kind == RULE_SLICE_OP && t->kind == TM_SLICE ? t->args[0] : t;
   if (opt->kind != TM_OP || opt->op != rule->op ||
       (rule->kind == RULE_SLICE_OP && t->kind != TM_SLICE)) {
     diag_reason(why, "'%s' applies to %s'%s'", rule->name,
-                    rule->kind == RULE_SLICE_OP ? "a slice of " : "",
-                    op_name(rule->op));
+                rule->kind == RULE_SLICE_OP ? "a slice of " : "",
+                op_name(rule->op));
     return NULL;
   }
   if (!spec_of(rs, opt, &spec))
@@ -154,9 +154,10 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
   int k = rule->index;
   if (rule->kind == RULE_SLICE_OP) {
     if (t->index != k || k >= spec.nout || !spec.out_ok[k]) {
-      diag_reason(why, "'%s' does not apply: the slice is along "
-                           "dimension %d",
-                      rule->name, t->index);
+      diag_reason(why,
+                  "'%s' does not apply: the slice is along "
+                  "dimension %d",
+                  rule->name, t->index);
       return NULL;
     }
     int dims[SPEC_MAX_OPERANDS];
@@ -167,8 +168,7 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
   gboolean have_w;
   int64_t w = arg_int(args, nargs, "w", &have_w);
   if (!have_w) {
-    diag_reason(why, "rule '%s' needs parameter 'w' (the width)",
-                    rule->name);
+    diag_reason(why, "rule '%s' needs parameter 'w' (the width)", rule->name);
     return NULL;
   }
   const char *axis = arg_axis(args, nargs);
@@ -176,8 +176,8 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
   int64_t n = -1;
   if (rule->kind == RULE_OP_TILE) {
     if (k >= spec.nout || !spec.out_ok[k]) {
-      diag_reason(why, "result dimension %d of this '%s' cannot be tiled",
-                      k, op_name(rule->op));
+      diag_reason(why, "result dimension %d of this '%s' cannot be tiled", k,
+                  op_name(rule->op));
       return NULL;
     }
     n = t->type->dims[k];
@@ -185,8 +185,7 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
       dims[i] = spec.out[k][i];
   } else {
     if (k >= spec.nred) {
-      diag_reason(why, "this '%s' has no reduction %d", op_name(rule->op),
-                      k);
+      diag_reason(why, "this '%s' has no reduction %d", op_name(rule->op), k);
       return NULL;
     }
     for (int i = 0; i < t->nargs; i++) {
@@ -196,16 +195,16 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
     }
   }
   if (w < 1 || n % w != 0) {
-    diag_reason(why, "width %" G_GINT64_FORMAT " does not divide size "
-                         "%" G_GINT64_FORMAT,
-                    w, n);
+    diag_reason(why,
+                "width %" G_GINT64_FORMAT " does not divide size "
+                "%" G_GINT64_FORMAT,
+                w, n);
     return NULL;
   }
   const Type *range = type_range(n, w);
   const Term *r = term_bvar(0, range);
-  const Type *written = rule->kind == RULE_OP_TILE
-                            ? type_with_dim(t->type, k, w)
-                            : t->type;
+  const Type *written =
+      rule->kind == RULE_OP_TILE ? type_with_dim(t->type, k, w) : t->type;
   const Term *body = sliced_op(t, dims, r, TRUE, written, why);
   if (!body)
     return NULL;
@@ -214,7 +213,7 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
 }
 
 const Term *rw_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
-                            const RuleArg *args, int nargs, Diag *why) {
+                          const RuleArg *args, int nargs, Diag *why) {
   diag_reset(why);
   const Term *r = rule->kind == RULE_PATTERN
                       ? match_apply(rule, t, args, nargs, why)
@@ -223,7 +222,7 @@ const Term *rw_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
     g_autofree char *a = type_to_string(t->type);
     g_autofree char *b = type_to_string(r->type);
     diag_reason(why, "rule '%s' would change the type from %s to %s",
-                    rule->name, a, b);
+                rule->name, a, b);
     return NULL;
   }
   if (!r && !diag_any(why))
@@ -234,8 +233,8 @@ const Term *rw_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
 /* The replacement for the value at 'loc' by 'rule', or NULL with the
  * reason ("RULE at %v: why"). */
 const Term *rw_apply_at(const RuleSet *rs, const Rule *rule,
-                                 const Location *loc, const RuleArg *args,
-                                 int nargs, Diag *why) {
+                        const Location *loc, const RuleArg *args, int nargs,
+                        Diag *why) {
   const Term *to = rw_apply_here(rs, rule, loc->term, args, nargs, why);
   if (!to) {
     g_autofree char *reason = g_strdup(diag_text(why));
@@ -248,7 +247,7 @@ const Term *rw_apply_at(const RuleSet *rs, const Rule *rule,
  * reason (after "RULE at %v: " when 'rule' is given) when the store
  * refuses the rebuilt program. */
 State *rw_with_replacement(State *in, const Location *loc, const Term *to,
-                               const Rule *rule, Diag *why) {
+                           const Rule *rule, Diag *why) {
   const Term *body =
       replace_everywhere(in->func.body, loc->term, to, in->module->names, why);
   if (!body && rule) {
@@ -259,15 +258,16 @@ State *rw_with_replacement(State *in, const Location *loc, const Term *to,
 }
 
 State *rw_apply(const RuleSet *rs, State *in, const Rule *rule,
-                    const Location *loc, const RuleArg *args, int nargs,
-                    Diag *why) {
+                const Location *loc, const RuleArg *args, int nargs,
+                Diag *why) {
   const Term *to = rw_apply_at(rs, rule, loc, args, nargs, why);
   return to ? rw_with_replacement(in, loc, to, rule, why) : NULL;
 }
 
 GPtrArray *rw_matches(const RuleSet *rs, const State *s, const Rule *rule) {
   g_autoptr(GPtrArray) locs = state_locations(s);
-  GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)location_free);
+  GPtrArray *out =
+      g_ptr_array_new_with_free_func((GDestroyNotify)location_free);
   g_autoptr(Diag) why = diag_new(NULL);
   for (guint i = 0; i < locs->len; i++) {
     Location *l = g_ptr_array_index(locs, i);

@@ -30,8 +30,7 @@ static gboolean need_args(int have, int min, int max, const char *usage,
 static gboolean axis_name_ok(const char *axis, Diag *why) {
   gboolean ok = mesh_axis_name_ok(axis);
   if (!ok)
-    diag_reason(why, "'%s' is not an axis name (letters, digits, '_')",
-                    axis);
+    diag_reason(why, "'%s' is not an axis name (letters, digits, '_')", axis);
   return ok;
 }
 
@@ -76,9 +75,9 @@ static int resolve_arg(const State *in, const char *word, Diag *why) {
   if (parse_int64(word, &index)) {
     if (index < 0 || index >= in->func.nargs) {
       diag_reason(why,
-                      "arg-tile: there is no argument %s (the function "
-                      "has %d)",
-                      word, in->func.nargs);
+                  "arg-tile: there is no argument %s (the function "
+                  "has %d)",
+                  word, in->func.nargs);
       return -1;
     }
     return (int)index;
@@ -140,7 +139,7 @@ static State *run_sum(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
   }
   if (k < 0 || k >= PARTIR_MAX_RANK) {
     diag_reason(why, "sum: REDUCTION must be between 0 and %d",
-                    PARTIR_MAX_RANK - 1);
+                PARTIR_MAX_RANK - 1);
     return NULL;
   }
   const Rule *rule = ruleset_derived(rs, RULE_OP_SUM, loc->term->op, (int)k);
@@ -149,9 +148,9 @@ static State *run_sum(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
         k ? g_strdup_printf("%s-sum-%d", op_name(loc->term->op), (int)k)
           : g_strdup_printf("%s-sum", op_name(loc->term->op));
     diag_reason(why,
-                    "sum: '%s' has no reduction to split (no rule "
-                    "'%s')",
-                    op_name(loc->term->op), name);
+                "sum: '%s' has no reduction to split (no rule "
+                "'%s')",
+                op_name(loc->term->op), name);
     return NULL;
   }
   gboolean has_axis = nw > 3 && strcmp(w[3], "-") != 0;
@@ -286,8 +285,8 @@ static int command_words(const char *command, GStrv *words, char **w,
   return nw;
 }
 
-State *rw_command(const RuleSet *rs, State *in, const char *command,
-                  Diag *why, GString *report) {
+State *rw_command(const RuleSet *rs, State *in, const char *command, Diag *why,
+                  GString *report) {
   g_auto(GStrv) words = NULL;
   char *w[MAX_WORDS];
   int nw = command_words(command, &words, w, why);
@@ -333,8 +332,7 @@ static State *arg_tile_run(const RuleSet *rs, State *in, GPtrArray *cmds,
       replace_args(in->func.body, to, in->func.nargs, in->module->names, why);
   if (!body) {
     g_autofree char *reason = g_strdup(diag_text(why));
-    diag_reason(why, "'%s': %s", (char *)g_ptr_array_index(cmds, *i),
-                    reason);
+    diag_reason(why, "'%s': %s", (char *)g_ptr_array_index(cmds, *i), reason);
     *failed = TRUE;
     return NULL;
   }

@@ -63,9 +63,10 @@ static gboolean int_bind(Env *e, const char *name, int64_t v) {
   int64_t *old = int_lookup(e, name);
   if (old) {
     if (*old != v) {
-      diag_reason(e->why, "'%s' would be both %" G_GINT64_FORMAT
-                              " and %" G_GINT64_FORMAT,
-                      name, *old, v);
+      diag_reason(e->why,
+                  "'%s' would be both %" G_GINT64_FORMAT
+                  " and %" G_GINT64_FORMAT,
+                  name, *old, v);
       return FALSE;
     }
     return TRUE;
@@ -84,7 +85,7 @@ static gboolean match_intref(Env *e, const IntRef *r, int64_t v,
   if (!r->var) {
     if (r->value != v)
       diag_reason(e->why, "%s is %" G_GINT64_FORMAT ", not %" G_GINT64_FORMAT,
-                      what, v, r->value);
+                  what, v, r->value);
     return r->value == v;
   }
   return int_bind(e, r->var, v);
@@ -229,8 +230,10 @@ static gboolean match(Env *e, const Pat *pt, const Term *t) {
     return match_intref(e, &pt->dim, t->index, "the sliced dimension") &&
            match(e, pt->args[0], t->args[0]) &&
            match(e, pt->args[1], t->args[1]) &&
-           match_intref(e, &pt->n, t->args[1]->type->n, "the index range size") &&
-           match_intref(e, &pt->w, t->args[1]->type->w, "the index range width");
+           match_intref(e, &pt->n, t->args[1]->type->n,
+                        "the index range size") &&
+           match_intref(e, &pt->w, t->args[1]->type->w,
+                        "the index range width");
   case PT_TILE:
     if (t->kind != TM_TILE) {
       diag_reason(e->why, "not a partir.tile");
@@ -285,9 +288,9 @@ static gboolean eval_int(Env *e, const IntExpr *x, int64_t *out) {
     if (x->dim.var)
       d = *int_lookup(e, x->dim.var);
     if (d < 0 || d >= v->t->type->rank) {
-      diag_reason(e->why, "dimension %" G_GINT64_FORMAT
-                              " out of range for rank %d",
-                      d, v->t->type->rank);
+      diag_reason(e->why,
+                  "dimension %" G_GINT64_FORMAT " out of range for rank %d", d,
+                  v->t->type->rank);
       return FALSE;
     }
     *out = v->t->type->dims[d];
@@ -348,9 +351,9 @@ static gboolean check_conds(Env *e, const Rule *r) {
                                              : a > b;
     if (!ok) {
       diag_reason(e->why,
-                      "side condition '%s' fails: %" G_GINT64_FORMAT " %s "
-                      "%" G_GINT64_FORMAT,
-                      c->text, a, c->op, b);
+                  "side condition '%s' fails: %" G_GINT64_FORMAT " %s "
+                  "%" G_GINT64_FORMAT,
+                  c->text, a, c->op, b);
       return FALSE;
     }
   }
@@ -360,9 +363,9 @@ static gboolean check_conds(Env *e, const Rule *r) {
 /* -------------------------------------------------------------- building */
 
 typedef struct Reindex {
-  int k;                /* indices below k are rule binders */
+  int k;                               /* indices below k are rule binders */
   const Term *map[PARTIR_MAX_REGIONS]; /* their replacements (target scope) */
-  int m;                /* depth of the target scope */
+  int m;                               /* depth of the target scope */
   GHashTable *memo;
   gboolean ok;
 } Reindex;
@@ -448,9 +451,10 @@ static const Term *build_var(Builder *b, const TermVar *v,
   const Term *r = reindex(&ri, v->t, 0);
   g_hash_table_unref(ri.memo);
   if (!ri.ok) {
-    diag_reason(b->env->why, "'%s' depends on a binder the right side "
-                                 "does not have",
-                    v->name);
+    diag_reason(b->env->why,
+                "'%s' depends on a binder the right side "
+                "does not have",
+                v->name);
     return NULL;
   }
   return r;
@@ -497,7 +501,8 @@ static const Attrs *build_attrs(Builder *b, const Pat *pt) {
     const IntRef *r = &pt->attr_vals[i];
     const AttrValue *v = r->var ? attr_lookup(b->env, r->var) : NULL;
     keys[i] = pt->attr_keys[i];
-    vals[i] = v ? attr_value_copy(v) : (AttrValue){.kind = AV_INT, .i = ints[i]};
+    vals[i] =
+        v ? attr_value_copy(v) : (AttrValue){.kind = AV_INT, .i = ints[i]};
   }
   return attrs_intern(pt->nattrs, keys, vals);
 }
@@ -523,9 +528,10 @@ static const Term *build_region(Builder *b, const Pat *pt) {
     if (!int_of(b, &pt->n, &n) || !int_of(b, &pt->w, &w))
       return NULL;
     if (n < 1 || w < 1 || n % w != 0) {
-      diag_reason(e->why, "width %" G_GINT64_FORMAT
-                              " does not divide size %" G_GINT64_FORMAT,
-                      w, n);
+      diag_reason(e->why,
+                  "width %" G_GINT64_FORMAT
+                  " does not divide size %" G_GINT64_FORMAT,
+                  w, n);
       return NULL;
     }
     range = type_range(n, w);
@@ -569,9 +575,9 @@ static const Term *build(Builder *b, const Pat *pt) {
     return build_bind(b, pt->name);
   case PT_SUBST: {
     const Pat *sp = pt->args[1];
-    const Term *s = sp->kind == PT_BIND ? build_bind(b, sp->name)
-                                        : build_var(b, term_var(e, sp->name),
-                                                    NULL, NULL);
+    const Term *s = sp->kind == PT_BIND
+                        ? build_bind(b, sp->name)
+                        : build_var(b, term_var(e, sp->name), NULL, NULL);
     if (!s)
       return NULL;
     return build_var(b, term_var(e, pt->args[0]->name), pt->name, s);
@@ -618,7 +624,7 @@ gboolean match_head_may_match(const Rule *rule, const Term *t) {
 }
 
 const Term *match_apply(const Rule *rule, const Term *t, const RuleArg *args,
-                          int nargs, Diag *why) {
+                        int nargs, Diag *why) {
   /* not zeroed: every table is read only below its count (it is large:
    * clearing it was most of the cost of a small rewrite) */
   Env *e = g_new(Env, 1);

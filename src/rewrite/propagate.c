@@ -48,7 +48,7 @@ struct Norm {
   GString *report;
   GHashTable *reported;
   GHashTable *names; /* the module's value names, or NULL */
-  Diag *err;      /* why the store refused a rebuilt term */
+  Diag *err;         /* why the store refused a rebuilt term */
 };
 
 static void note(Norm *n, const char *msg) {
@@ -290,11 +290,11 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
 }
 
 const Term *rw_propagate(const RuleSet *rs, const Term *body, GHashTable *names,
-                      GString *report) {
+                         GString *report) {
   return run(rs, body, propagate_step, RULE_TAG_PROPAGATE, names, report);
 }
 
 const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
-                             GHashTable *names, GString *report) {
+                        GHashTable *names, GString *report) {
   return run(rs, body, rules_step, tag, names, report);
 }

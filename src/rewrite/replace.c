@@ -69,8 +69,7 @@ static const Term *replace_run(Replace *rp, const Term *body) {
 }
 
 const Term *replace_everywhere(const Term *body, const Term *from,
-                               const Term *to, GHashTable *names,
-                               Diag *err) {
+                               const Term *to, GHashTable *names, Diag *err) {
   g_assert(from->type == to->type);
   Replace rp = {.from = from, .to = to, .names = names, .err = err};
   return replace_run(&rp, body);

@@ -73,13 +73,13 @@ typedef struct IntRef {
 } IntRef;
 
 typedef enum {
-  PT_VAR,    /* x: any term */
-  PT_BIND,   /* r: a binder of the rule in scope */
-  PT_OP,     /* add(p, q) */
-  PT_SLICE,  /* slice d p[idx]; args[1] is the index (PT_VAR or PT_BIND) */
-  PT_TILE,   /* tile d (\r:range<n,w> @a -> p) */
-  PT_SUM,    /* sum (\r:range<n,w> @a -> p) */
-  PT_SUBST,  /* e{s/r}: args[0] = e, args[1] = s, name = r */
+  PT_VAR,   /* x: any term */
+  PT_BIND,  /* r: a binder of the rule in scope */
+  PT_OP,    /* add(p, q) */
+  PT_SLICE, /* slice d p[idx]; args[1] is the index (PT_VAR or PT_BIND) */
+  PT_TILE,  /* tile d (\r:range<n,w> @a -> p) */
+  PT_SUM,   /* sum (\r:range<n,w> @a -> p) */
+  PT_SUBST, /* e{s/r}: args[0] = e, args[1] = s, name = r */
 } PatKind;
 
 typedef struct Pat Pat;
@@ -107,8 +107,8 @@ typedef enum { IE_LIT, IE_VAR, IE_DIM, IE_RANK } IntExprKind;
 typedef struct IntExpr {
   IntExprKind kind;
   int64_t value;
-  const char *var;  /* IE_VAR: the int variable; IE_DIM/IE_RANK: term var */
-  IntRef dim;       /* IE_DIM */
+  const char *var; /* IE_VAR: the int variable; IE_DIM/IE_RANK: term var */
+  IntRef dim;      /* IE_DIM */
 } IntExpr;
 
 typedef struct Cond {
@@ -120,10 +120,10 @@ typedef struct Cond {
 } Cond;
 
 typedef enum {
-  RULE_PATTERN,  /* written in a rule file */
-  RULE_OP_TILE,  /* OP-tile-D: op(..) ~~> tile D (\r -> op(slices)) */
-  RULE_OP_SUM,   /* OP-sum[-K]: op(..) ~~> sum (\r -> op(slices)) */
-  RULE_SLICE_OP, /* slice-OP-D: slice D op(..)[s] ~~> op(slices) */
+  RULE_PATTERN,     /* written in a rule file */
+  RULE_OP_TILE,     /* OP-tile-D: op(..) ~~> tile D (\r -> op(slices)) */
+  RULE_OP_SUM,      /* OP-sum[-K]: op(..) ~~> sum (\r -> op(slices)) */
+  RULE_SLICE_OP,    /* slice-OP-D: slice D op(..)[s] ~~> op(slices) */
   RULE_OP_TILE_REV, /* OP-tile-D-rev: tile D (\r -> op(slices)) ~~> op(..) */
   RULE_OP_SUM_REV,  /* OP-sum[-K]-rev: sum (\r -> op(slices)) ~~> op(..) */
 } RuleKind;
@@ -154,17 +154,17 @@ typedef struct Rule {
   /* parameters the caller supplies (width, axis, dim ...) */
   int nparams;
   const char *params[RULE_MAX_VARS]; /* interned */
-  guint axis_params;                 /* bit i: params[i] is an axis (optional) */
+  guint axis_params; /* bit i: params[i] is an axis (optional) */
 } Rule;
 
 struct RuleSet {
-  GPtrArray *rules;     /* Rule*, in load order, derived after written */
-  GHashTable *by_name;  /* name -> Rule* */
+  GPtrArray *rules;    /* Rule*, in load order, derived after written */
+  GHashTable *by_name; /* name -> Rule* */
   /* the derived rules by kind, operator and index (NULL: none) */
   const Rule *derived[RULE_OP_SUM_REV + 1][OP_COUNT_][PARTIR_MAX_RANK];
   OpSpec *specs[OP_COUNT_];
-  GPtrArray *files;     /* loaded paths */
-  GPtrArray *sources;   /* Source*: the loaded texts, which rules point into */
+  GPtrArray *files;   /* loaded paths */
+  GPtrArray *sources; /* Source*: the loaded texts, which rules point into */
 };
 
 /* Loads rule files (every *.rules of the first directory on the search
@@ -181,8 +181,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RuleSet, ruleset_free)
 const Rule *ruleset_find(const RuleSet *rs, const char *name);
 /* The derived rule of 'kind' for 'op' and result dim or reduction
  * 'index' (OP-tile-D, OP-sum[-K], slice-OP-D, their -rev), or NULL. */
-const Rule *ruleset_derived(const RuleSet *rs, RuleKind kind, Op op,
-                            int index);
+const Rule *ruleset_derived(const RuleSet *rs, RuleKind kind, Op op, int index);
 
 /* A parameter value given to a rule: an integer or an axis name. */
 typedef struct RuleArg {
@@ -222,8 +221,8 @@ void state_print(GString *out, const State *s, gboolean expr);
 
 /* A location: a value of the printed program. */
 typedef struct Location {
-  char *name;          /* printed SSA name without '%' */
-  const Term *term;    /* placed form */
+  char *name;       /* printed SSA name without '%' */
+  const Term *term; /* placed form */
 } Location;
 
 /* Every value (arguments first, then statements in print order). */
@@ -252,8 +251,7 @@ State *rw_with_replacement(State *in, const Location *loc, const Term *to,
                            const Rule *rule, Diag *why);
 /* Applies 'rule' at 'loc' (a placed term) and rewrites every use. */
 State *rw_apply(const RuleSet *rs, State *in, const Rule *rule,
-                const Location *loc, const RuleArg *args, int nargs,
-                Diag *why);
+                const Location *loc, const RuleArg *args, int nargs, Diag *why);
 /* Every place 'rule' applies in 's' (Location*, print order). */
 GPtrArray *rw_matches(const RuleSet *rs, const State *s, const Rule *rule);
 /* A static slice's attributes when its operand's type goes from 'from'
@@ -271,8 +269,7 @@ const Attrs *rw_slice_attrs_follow(const Attrs *a, const Type *from,
  * the result would break a limit of the store (regions nested too
  * deeply). */
 const Term *replace_everywhere(const Term *body, const Term *from,
-                               const Term *to, GHashTable *names,
-                               Diag *err);
+                               const Term *to, GHashTable *names, Diag *err);
 /* Replaces every argument i with to[i] (when not NULL) in one pass. */
 const Term *replace_args(const Term *body, const Term *const *to, int nargs,
                          GHashTable *names, Diag *err);
@@ -295,10 +292,10 @@ const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
 /* Runs one command ("arg-tile 0 0 8", "propagate", "apply fuse at %3",
  * ...) on 'in'.  Returns the new state, or NULL with the reason in 'why'.
  * 'report' (may be NULL) collects what propagate could not resolve. */
-State *rw_command(const RuleSet *rs, State *in, const char *command,
-                  Diag *why, GString *report);
+State *rw_command(const RuleSet *rs, State *in, const char *command, Diag *why,
+                  GString *report);
 /* Runs a script of commands separated by ';', newlines or '.'. */
-State *rw_script(const RuleSet *rs, State *in, const char *script,
-                 Diag *why, GString *report);
+State *rw_script(const RuleSet *rs, State *in, const char *script, Diag *why,
+                 GString *report);
 
 #endif

@@ -1058,9 +1058,9 @@ RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
       g_auto(GStrv) dirs = partir_search_path("PARTIR_RULES", PARTIR_RULES_DIR);
       g_autofree char *path = g_strjoinv(":", dirs);
       diag_append_reason(errors,
-                             "no rule files found in %s (set "
-                             "PARTIR_RULES or use --rules)\n",
-                             path);
+                         "no rule files found in %s (set "
+                         "PARTIR_RULES or use --rules)\n",
+                         path);
       ruleset_free(rs);
       return NULL;
     }

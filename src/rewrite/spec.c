@@ -37,8 +37,8 @@ gboolean spec_builtin_known(const char *kind, Op op, Diag *why) {
     for (int k = 0; k < builtin_kinds[i].nops; k++)
       if (builtin_kinds[i].ops[k] == op)
         return TRUE;
-    diag_reason(why, "builtin tiling kind '%s' does not apply to '%s'",
-                    kind, op_name(op));
+    diag_reason(why, "builtin tiling kind '%s' does not apply to '%s'", kind,
+                op_name(op));
     return FALSE;
   }
   diag_reason(why, "unknown builtin tiling kind '%s'", kind);

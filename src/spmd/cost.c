@@ -55,7 +55,8 @@ static gboolean check_program(const Func *f, Diag *diag) {
     if (!g_hash_table_add(seen, (gpointer)t))
       continue;
     if ((t->kind == TM_TILE || t->kind == TM_SUM) && t->axis) {
-      diag_reason(diag, "a partir.%s bound to axis '%s' in an SPMD program: lower "
+      diag_reason(diag,
+                  "a partir.%s bound to axis '%s' in an SPMD program: lower "
                   "it first (the cost model runs tiles and sums as loops)",
                   t->kind == TM_TILE ? "tile" : "sum", t->axis);
       return FALSE;
@@ -66,7 +67,8 @@ static gboolean check_program(const Func *f, Diag *diag) {
       for (int i = 0; i < axes->count; i++) {
         int64_t s = mesh_axis_size(mesh, axes->items[i].sym);
         if (s == 0) {
-          diag_reason(diag, "'%s' over axis '%s', which mesh '%s' does not have",
+          diag_reason(diag,
+                      "'%s' over axis '%s', which mesh '%s' does not have",
                       op_name(t->op), axes->items[i].sym, mesh_text);
           return FALSE;
         }
@@ -74,7 +76,8 @@ static gboolean check_program(const Func *f, Diag *diag) {
       }
       int64_t size = attrs_get(t->attrs, "size")->i;
       if (size != product) {
-        diag_reason(diag, "'%s' has size %" G_GINT64_FORMAT " but its axes have "
+        diag_reason(diag,
+                    "'%s' has size %" G_GINT64_FORMAT " but its axes have "
                     "%" G_GINT64_FORMAT " devices in mesh '%s'",
                     op_name(t->op), size, product, mesh_text);
         return FALSE;

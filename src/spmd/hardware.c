@@ -284,7 +284,8 @@ gboolean hw_set(Hardware *hw, const char *assignment, Diag *diag) {
   }
   if (!eq || (!hk && !ak && !all_peaks)) {
     g_autofree char *known = key_list(hw_keys, G_N_ELEMENTS(hw_keys));
-    diag_reason(diag, "hardware setting '%s': expected KEY=VALUE or KEY=Nx with KEY "
+    diag_reason(diag,
+                "hardware setting '%s': expected KEY=VALUE or KEY=Nx with KEY "
                 "one of %s, peak_flops, axis.NAME.link_bw, "
                 "axis.NAME.link_latency",
                 assignment, known);
@@ -293,8 +294,8 @@ gboolean hw_set(Hardware *hw, const char *assignment, Diag *diag) {
   gboolean zero_ok = (hk && hk->zero_ok) || (ak && ak->zero_ok);
   double x;
   if (!parse_number(value, zero_ok, &x)) {
-    diag_reason(diag, "hardware setting '%s': expected a %s number%s", assignment,
-                zero_ok ? "non-negative" : "positive",
+    diag_reason(diag, "hardware setting '%s': expected a %s number%s",
+                assignment, zero_ok ? "non-negative" : "positive",
                 scale ? " before 'x'" : " or a factor such as 2x");
     return FALSE;
   }
@@ -341,9 +342,9 @@ void hw_print(GString *out, const Hardware *hw) {
     g_string_append_printf(out, "\n[axis %s]\n", hw->axes[i].name);
     for (gsize k = 0; k < G_N_ELEMENTS(axis_keys); k++) {
       g_string_append_printf(out, "%s=", axis_keys[k].key);
-      attr_append_shortest_double(out, *field((void *)&hw->axes[i], &axis_keys[k]));
+      attr_append_shortest_double(out,
+                                  *field((void *)&hw->axes[i], &axis_keys[k]));
       g_string_append_c(out, '\n');
     }
   }
 }
-

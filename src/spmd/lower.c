@@ -77,7 +77,6 @@ static Dist dist_whole(int rank) {
   return d;
 }
 
-
 static gboolean same_axes(const Dist *a, int da, const Dist *b, int db) {
   if (a->naxes[da] != b->naxes[db])
     return FALSE;
@@ -235,9 +234,10 @@ static LVal lower_region(Lower *lw, const Term *t) {
       return (LVal){0};
     }
     if (range->n / range->w != size) {
-      fail(lw, "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "> has %"
-               G_GINT64_FORMAT " parts but axis \"%s\" has %" G_GINT64_FORMAT
-               " devices",
+      fail(lw,
+           "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+           "> has %" G_GINT64_FORMAT
+           " parts but axis \"%s\" has %" G_GINT64_FORMAT " devices",
            range->n, range->w, range->n / range->w, axis, size);
       return (LVal){0};
     }
@@ -405,9 +405,8 @@ static LVal lower_op(Lower *lw, const Term *t) {
   const Term *largs[SPEC_MAX_OPERANDS];
   for (int i = 0; i < t->nargs; i++)
     largs[i] = args[i].t;
-  const Type *written = op_takes_written_type(t->op)
-                            ? local_type(lw, t->type, &out.d)
-                            : NULL;
+  const Type *written =
+      op_takes_written_type(t->op) ? local_type(lw, t->type, &out.d) : NULL;
   const Attrs *attrs =
       t->op == OP_SLICE
           ? rw_slice_attrs_follow(t->attrs, t->args[0]->type, largs[0]->type)
@@ -500,7 +499,8 @@ Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
   f->name = g_strdup(g->name);
   f->nargs = g->nargs;
   f->arg_names = g_strdupv(g->arg_names);
-  f->arg_types = g_memdup2(g->arg_types, sizeof(Type *) * (gsize)MAX(g->nargs, 1));
+  f->arg_types =
+      g_memdup2(g->arg_types, sizeof(Type *) * (gsize)MAX(g->nargs, 1));
   f->nresults = g->nresults;
   f->result_types = g_new(const Type *, (gsize)MAX(g->nresults, 1));
   f->spmd = g_new0(SpmdInfo, 1);

@@ -25,7 +25,7 @@ static int64_t bytes_of(const Type *t) {
 typedef struct StatRow {
   char *kind_axes; /* "all_reduce over model" */
   int count;
-  int64_t bytes;   /* local operand bytes, summed */
+  int64_t bytes; /* local operand bytes, summed */
 } StatRow;
 
 typedef struct Stats {
@@ -59,13 +59,13 @@ static void stat_row_free(gpointer p) {
 }
 
 void spmd_print_stats(GString *out, const Func *f) {
-  Stats st = {g_hash_table_new_full(g_str_hash, g_str_equal, NULL, stat_row_free),
-              g_ptr_array_new()};
+  Stats st = {
+      g_hash_table_new_full(g_str_hash, g_str_equal, NULL, stat_row_free),
+      g_ptr_array_new()};
   schedule_walk(NULL, f, stat_visit, &st);
   int64_t ndev = mesh_devices(f->spmd ? &f->spmd->mesh : NULL);
-  g_string_append_printf(out, "collectives per device (%" G_GINT64_FORMAT
-                              " devices):\n",
-                         ndev);
+  g_string_append_printf(
+      out, "collectives per device (%" G_GINT64_FORMAT " devices):\n", ndev);
   if (st.order->len == 0)
     g_string_append(out, "  none\n");
   for (guint i = 0; i < st.order->len; i++) {
@@ -86,7 +86,8 @@ typedef struct Dot {
 
 static void dot_shape(GString *out, const Type *t) {
   for (int i = 0; i < t->rank; i++)
-    g_string_append_printf(out, "%s%" G_GINT64_FORMAT, i ? "x" : "", t->dims[i]);
+    g_string_append_printf(out, "%s%" G_GINT64_FORMAT, i ? "x" : "",
+                           t->dims[i]);
   g_string_append_printf(out, "%s%s", t->rank ? " " : "", dtype_name(t->dtype));
 }
 
@@ -98,15 +99,18 @@ static void dot_visit(void *ud, const char *name, const Term *t) {
                      : t->kind == TM_SLICE ? "partir.slice"
                      : t->kind == TM_TILE  ? "partir.tile"
                                            : "partir.sum";
-  gboolean coll = t->kind == TM_OP && op_is_collective(t->op) && t->op != OP_SHARD;
-  g_string_append_printf(d->out, "  \"%s\" [label=\"%%%s\\n%s", name, name, what);
+  gboolean coll =
+      t->kind == TM_OP && op_is_collective(t->op) && t->op != OP_SHARD;
+  g_string_append_printf(d->out, "  \"%s\" [label=\"%%%s\\n%s", name, name,
+                         what);
   if (coll) {
     g_autofree char *axes = axes_key(t);
     g_string_append_printf(d->out, "\\nover %s", axes);
   }
   g_string_append_c(d->out, '"');
   if (coll)
-    g_string_append(d->out, ", style=filled, fillcolor=\"#f4a582\", penwidth=2");
+    g_string_append(d->out,
+                    ", style=filled, fillcolor=\"#f4a582\", penwidth=2");
   else if (t->kind == TM_ARG)
     g_string_append(d->out, ", shape=box");
   g_string_append(d->out, "];\n");
@@ -125,15 +129,18 @@ static void dot_visit(void *ud, const char *name, const Term *t) {
 
 void spmd_print_dot(GString *out, const Func *f) {
   Dot d = {out, g_hash_table_new_full(NULL, NULL, NULL, g_free)};
-  g_string_append_printf(out, "digraph \"%s\" {\n  rankdir=TB;\n  node "
-                              "[shape=ellipse, fontname=\"monospace\"];\n",
+  g_string_append_printf(out,
+                         "digraph \"%s\" {\n  rankdir=TB;\n  node "
+                         "[shape=ellipse, fontname=\"monospace\"];\n",
                          f->name);
   schedule_walk(NULL, f, dot_visit, &d);
   for (int i = 0; i < f->nresults; i++) {
-    const char *from = g_hash_table_lookup(d.names, term_placed(f->body->args[i]));
+    const char *from =
+        g_hash_table_lookup(d.names, term_placed(f->body->args[i]));
     g_string_append_printf(out, "  \"result%d\" [shape=doubleoctagon];\n", i);
     if (from) {
-      g_string_append_printf(out, "  \"%s\" -> \"result%d\" [label=\"", from, i);
+      g_string_append_printf(out, "  \"%s\" -> \"result%d\" [label=\"", from,
+                             i);
       dot_shape(out, f->body->args[i]->type);
       g_string_append(out, "\"];\n");
     }

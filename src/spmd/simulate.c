@@ -103,7 +103,6 @@ static const int64_t zero_offsets[PARTIR_MAX_RANK];
 
 /* ------------------------------------------------------------ the mesh */
 
-
 static int device_index(const Mesh *m, const int64_t *coords) {
   int64_t d = 0;
   for (int a = 0; a < m->naxes; a++)
@@ -194,16 +193,15 @@ static gboolean collective_axes(const Mesh *m, const Term *t, int *axes,
     if (a < 0) {
       g_autofree char *mesh = mesh_to_string(m);
       diag_reason(err,
-                      "'%s' over axis '%s', which is not an axis of the "
-                      "mesh '%s'",
-                      op_name(t->op), name, mesh);
+                  "'%s' over axis '%s', which is not an axis of the "
+                  "mesh '%s'",
+                  op_name(t->op), name, mesh);
       return FALSE;
     }
     for (int j = 0; j < k; j++)
       if (axes[j] == a) {
         if (err)
-          diag_reason(err, "'%s' names axis '%s' twice", op_name(t->op),
-                          name);
+          diag_reason(err, "'%s' names axis '%s' twice", op_name(t->op), name);
         return FALSE;
       }
     axes[k] = a;
@@ -212,9 +210,9 @@ static gboolean collective_axes(const Mesh *m, const Term *t, int *axes,
   if (*size != written->i) {
     if (err)
       diag_reason(err,
-                      "'%s' has size = %" G_GINT64_FORMAT " but its axes "
-                      "have %" G_GINT64_FORMAT " devices",
-                      op_name(t->op), written->i, *size);
+                  "'%s' has size = %" G_GINT64_FORMAT " but its axes "
+                  "have %" G_GINT64_FORMAT " devices",
+                  op_name(t->op), written->i, *size);
     return FALSE;
   }
   return TRUE;
@@ -376,7 +374,8 @@ static gboolean dist_check(const Func *f, gboolean is_arg, int i, const Dist *d,
       int a = mesh_axis_index(m, name);
       if (a < 0) {
         g_autofree char *mesh = mesh_to_string(m);
-        diag_reason(diag, "%s: layout axis '%s' is not an axis of the mesh '%s'",
+        diag_reason(diag,
+                    "%s: layout axis '%s' is not an axis of the mesh '%s'",
                     what, name, mesh);
         return FALSE;
       }
@@ -389,7 +388,8 @@ static gboolean dist_check(const Func *f, gboolean is_arg, int i, const Dist *d,
     }
   }
   if (is_arg && d->npartial > 0) {
-    diag_reason(diag, "%s is a partial sum over '%s': the simulator takes whole "
+    diag_reason(diag,
+                "%s is a partial sum over '%s': the simulator takes whole "
                 "arguments",
                 what, d->partial[0]);
     return FALSE;
@@ -423,8 +423,7 @@ static gboolean check_collectives(const Func *f, Diag *diag) {
     int64_t size;
     if (t->kind == TM_OP && op_is_collective(t->op) &&
         !collective_axes(&f->spmd->mesh, t, axes, &naxes, &size, err)) {
-      diag_reason(diag, "%s: %s", f->name,
-                  diag_text(err));
+      diag_reason(diag, "%s: %s", f->name, diag_text(err));
       return FALSE;
     }
     for (int i = 0; i < t->nargs; i++)
@@ -661,7 +660,8 @@ static gboolean check_program(const Func *f, Tensor *const *global_inputs,
       return FALSE;
     result_globals[i] = global_type(m, d, f->result_types[i]);
     if (!result_globals[i]) {
-      diag_reason(diag, "result %d is too large to assemble (limit %" G_GINT64_FORMAT
+      diag_reason(diag,
+                  "result %d is too large to assemble (limit %" G_GINT64_FORMAT
                   " elements)",
                   i, SIM_MAX_ELEMS);
       return FALSE;
@@ -681,7 +681,8 @@ static gboolean check_program(const Func *f, Tensor *const *global_inputs,
 GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
                          Diag *diag, GError **error) {
   if (!f->spmd) {
-    diag_reason(diag, "'%s' is not an SPMD program (it has no mesh and layouts)",
+    diag_reason(diag,
+                "'%s' is not an SPMD program (it has no mesh and layouts)",
                 f->name);
     return NULL;
   }
@@ -689,7 +690,8 @@ GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
   int64_t ndevices = mesh_devices(m);
   if (ndevices > SIM_MAX_DEVICES) {
     g_autofree char *mesh = mesh_to_string(m);
-    diag_reason(diag, "mesh '%s' has more than %d devices, too many to simulate",
+    diag_reason(diag,
+                "mesh '%s' has more than %d devices, too many to simulate",
                 mesh, SIM_MAX_DEVICES);
     return NULL;
   }

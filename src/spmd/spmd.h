@@ -25,8 +25,7 @@
  * value taken literally (spmd_fuse fuses them); NULL with the reason in
  * 'why' (an axis the mesh lacks, a range whose parts do not match its
  * axis, an axis bound twice in a nest). */
-Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
-                 Diag *why);
+Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh, Diag *why);
 
 /* --------------------------------------------------------- redistribute.c */
 

@@ -51,8 +51,8 @@ static void test_attrs_identity(void) {
     vals[0].items[0].kind = AV_INT;
     vals[0].items[0].i = i < 2 ? 1 : 0;
     const Term *args[1] = {x};
-    sums[i] = term_op(OP_REDUCE_SUM, 1, args, attrs_intern(1, keys, vals),
-                      NULL, err);
+    sums[i] =
+        term_op(OP_REDUCE_SUM, 1, args, attrs_intern(1, keys, vals), NULL, err);
     g_assert_nonnull(sums[i]);
   }
   g_assert_true(sums[0] == sums[1]);
@@ -122,8 +122,8 @@ static void test_collect(void) {
    * whose placed form (index 0) is a term of its own */
   const Type *r6 = type_range(6, 3), *r10 = type_range(10, 5);
   const Term *xs = term_slice(0, x, term_bvar(1, r6), err);
-  const Term *inner = term_tile(1, r10, NULL,
-                                term_slice(1, xs, term_bvar(0, r10), err), err);
+  const Term *inner =
+      term_tile(1, r10, NULL, term_slice(1, xs, term_bvar(0, r10), err), err);
   const Term *nest = term_tile(0, r6, NULL, inner, err);
   g_assert_nonnull(nest);
   const Term *placed = term_placed(xs);
@@ -141,7 +141,8 @@ static void test_collect(void) {
   g_assert_false(g_hash_table_contains(names, garbage));
   /* what stayed is still the one term of its content */
   size_t live = term_store_size();
-  g_assert_true(op2(OP_MATMUL, term_arg(0, f32(6, 10)), term_arg(1, f32(10, 6))) == root);
+  g_assert_true(
+      op2(OP_MATMUL, term_arg(0, f32(6, 10)), term_arg(1, f32(10, 6))) == root);
   g_assert_true(term_placed(xs) == placed);
   g_assert_cmpuint(term_store_size(), ==, live);
   /* what went is made anew */

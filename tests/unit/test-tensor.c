@@ -123,7 +123,8 @@ static void test_round_f32(void) {
       {3.4028234663852886e38, 3.4028234663852886e38}, /* FLT_MAX */
   };
   for (gsize k = 0; k < G_N_ELEMENTS(cases); k++)
-    g_assert_cmpfloat(tensor_round_value(DT_F32, cases[k].in), ==, cases[k].out);
+    g_assert_cmpfloat(tensor_round_value(DT_F32, cases[k].in), ==,
+                      cases[k].out);
   g_assert_true(isnan(tensor_round_value(DT_F32, NAN)));
   g_assert_cmpfloat(tensor_round_value(DT_F64, 0.1), ==, 0.1);
   g_assert_cmpfloat(tensor_round_value(DT_F64, 1e300), ==, 1e300);
