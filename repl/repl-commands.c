@@ -426,17 +426,23 @@ static gboolean cmd_save(Session *s, const char *text, int argc, char **argv) {
   return TRUE;
 }
 
+/* The session's Lua state for command 'cmd', or NULL after saying why. */
+static lua_State *lua_for(Session *s, const char *cmd) {
+  lua_State *L = repl_session_lua(s);
+  if (!L)
+    repl_report_error(s, "%s: cannot create a Lua state (out of memory)", cmd);
+  return L;
+}
+
 /* 'lua CODE' ('text' is the whole command): runs the chunk with 's' the
  * current state; a state it returns becomes the current one. */
 static gboolean run_lua(Session *s, const char *text, const char *code) {
   State *cur = repl_need_program(s, "lua");
   if (!cur)
     return FALSE;
-  lua_State *L = repl_session_lua(s);
-  if (!L) {
-    repl_report_error(s, "lua: cannot create a Lua state (out of memory)");
+  lua_State *L = lua_for(s, "lua");
+  if (!L)
     return FALSE;
-  }
   g_autoptr(GString) out = g_string_new(NULL);
   g_autoptr(Diag) why = diag_new(NULL);
   repl_lua_begin(L);
@@ -509,11 +515,9 @@ static gboolean cmd_tactic(Session *s, const char *text, int argc,
   State *cur = repl_need_program(s, "tactic");
   if (!cur)
     return FALSE;
-  lua_State *L = repl_session_lua(s);
-  if (!L) {
-    repl_report_error(s, "tactic: cannot create a Lua state (out of memory)");
+  lua_State *L = lua_for(s, "tactic");
+  if (!L)
     return FALSE;
-  }
   g_autoptr(Diag) why = diag_new(NULL);
   repl_lua_begin(L);
   State *next = plua_run_tactic(L, path, cur, &s->mesh, options, why);
