@@ -242,7 +242,7 @@ static gboolean cmd_engine(Session *s, const char *text, int argc,
     return FALSE;
   g_autoptr(Diag) why = diag_new(NULL);
   g_autoptr(GString) report = g_string_new(NULL);
-  State *next = rw_command(s->rs, cur, text, why, report);
+  State *next = pipeline_command(s->rs, cur, text, why, report);
   if (report->len) {
     g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
     for (char **l = lines; *l; l++)

@@ -46,6 +46,11 @@ State *pipeline_rewrite(const RuleSet *rs, State *in, const char *script,
   return rw_script(rs, in, script, why, report);
 }
 
+State *pipeline_command(const RuleSet *rs, State *in, const char *command,
+                        Diag *why, GString *report) {
+  return rw_command(rs, in, command, why, report);
+}
+
 State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh, Diag *why) {
   return tactic->run(tactic, in, mesh, why);
 }

@@ -34,6 +34,9 @@ Module *pipeline_read_program(const char *name, const char *text, gsize len,
  * implements it): a function from state to state. */
 State *pipeline_rewrite(const RuleSet *rs, State *in, const char *script,
                         Diag *why, GString *report);
+/* One command of a script, as the REPL reads them a line at a time. */
+State *pipeline_command(const RuleSet *rs, State *in, const char *command,
+                        Diag *why, GString *report);
 typedef struct Tactic Tactic;
 struct Tactic {
   /* The state after the tactic, or NULL with the reason in 'why'. */

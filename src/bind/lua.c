@@ -360,7 +360,7 @@ static int run_commands(lua_State *L, State *s, const char *script,
   Diag *why = diag_new(NULL);
   /* no report asked for: propagate skips the walk that makes it */
   GString *report = want_report ? g_string_new(NULL) : NULL;
-  State *next = rw_script(rules_of(L), s, script, why, report);
+  State *next = pipeline_rewrite(rules_of(L), s, script, why, report);
   if (!next) {
     if (report)
       g_string_free(report, TRUE);

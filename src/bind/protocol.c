@@ -220,7 +220,7 @@ static GPtrArray *candidates(Proto *pr, const Entry *e) {
  * report: what propagate could not resolve is not part of a reply, and
  * asking for it costs a walk of the program. */
 static State *run_action(Proto *pr, State *s, const char *text, Diag *why) {
-  return rw_script(pr->rs, s, text, why, NULL);
+  return pipeline_rewrite(pr->rs, s, text, why, NULL);
 }
 
 static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
