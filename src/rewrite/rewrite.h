@@ -230,8 +230,6 @@ GPtrArray *state_locations(const State *s); /* Location* */
 void location_free(Location *l);
 /* The location printed as 'name' ("%3" or "3"), or NULL. */
 const Location *state_find_location(GPtrArray *locs, const char *name);
-/* The location printed as 'name' ("%3" or "3"), or NULL. */
-const Location *state_find_location(GPtrArray *locs, const char *name);
 
 /* ---------------------------------------------------------------- apply.c */
 
