@@ -102,6 +102,30 @@ awk 'BEGIN { printf "func @f(%%x: tensor<2xf32>) -> tensor<2xf32> {\n  %%v0 = ne
 check "a 300000-statement chain checks, prints and runs" sh -c \
   "'$PARTIR' fmt '$tmp/chain.pir' | tail -2 | grep -q 'return %v299999' &&
    '$PARTIR' run '$tmp/chain.pir' | grep -q 'tensor<2xf32>'"
+# only regular files are read, whole and up to a size: a FIFO would block
+# the reader and /dev/zero never ends (each refused within the timeout)
+mkfifo "$tmp/in.fifo"
+mkdir "$tmp/adir"
+expect_fail "check: a FIFO is refused, not waited on" \
+  "in.fifo: not a regular file (a FIFO)" timeout 20 "$PARTIR" check "$tmp/in.fifo"
+expect_fail "check: /dev/zero is refused, not read" \
+  "/dev/zero: not a regular file (a character device)" \
+  timeout 20 "$PARTIR" check /dev/zero
+expect_fail "check: a directory is refused" \
+  "adir: not a regular file (a directory)" "$PARTIR" check "$tmp/adir"
+expect_fail "--rules: a FIFO is refused" "in.fifo: not a regular file" \
+  timeout 20 "$PARTIR" rewrite --rules "$tmp/in.fifo" "$ex/mlp.pir" --do propagate
+expect_fail "--hw: a FIFO is refused" "in.fifo: not a regular file" \
+  timeout 20 "$PARTIR" cost "$ex/mlp.pir" --mesh model=2 --hw "$tmp/in.fifo"
+expect_fail "--input: a FIFO .npy is refused" "in.fifo: not a regular file" \
+  timeout 20 "$PARTIR" run "$ex/mlp.pir" -i x="$tmp/in.fifo"
+expect_fail "--input: /dev/zero as .npy is refused" "/dev/zero: not a regular file" \
+  timeout 20 "$PARTIR" run "$ex/mlp.pir" -i x=/dev/zero
+truncate -s 257M "$tmp/huge.pir"
+expect_fail "a program over 256 MiB is refused unread" \
+  "huge.pir: larger than 256 MiB" timeout 20 "$PARTIR" check "$tmp/huge.pir"
+rm -f "$tmp/huge.pir"
+
 # sizes past the store's limits are refused, not overflowed
 cat >"$tmp/ovf.pir" <<'EOF2'
 func @f(%x: tensor<1x65536xf32>) -> tensor<281474976710656x65536xf32> {

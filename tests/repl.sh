@@ -113,6 +113,16 @@ check "an unknown option: status 2" test $? -eq 2
 "$repl" --mesh 'a=0' </dev/null >/dev/null 2>"$tmp/err"
 check "a bad --mesh: status 2" sh -c "test $? -eq 2 && grep -q 'a=0' '$tmp/err'"
 
+# load reads regular files only: /dev/zero never ends, a FIFO blocks
+mkfifo "$tmp/in.fifo"
+printf 'load /dev/zero\nload %s\nload %s\nargs\n' "$tmp/in.fifo" "$ex/mlp.pir" |
+  timeout 20 "$repl" >"$tmp/out" 2>"$tmp/err"
+check "load /dev/zero and load FIFO are refused, and the session goes on" \
+  sh -c "test $? -eq 1 &&
+    grep -q 'load: /dev/zero: not a regular file (a character device)' '$tmp/err' &&
+    grep -q 'load: $tmp/in.fifo: not a regular file (a FIFO)' '$tmp/err' &&
+    grep -q 'x: tensor<16x256xf32>' '$tmp/out'"
+
 # a long chain of commands and a file that sources itself stay bounded
 printf 'source loop.cmds\n' >"$work/loop.cmds"
 printf 'source loop.cmds\n' | (cd "$work" && "$repl") >/dev/null 2>"$tmp/err"

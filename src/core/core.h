@@ -60,6 +60,7 @@ typedef struct Source {
 } Source;
 
 Source *source_new(const char *name, const char *text, gsize len);
+/* Reads a regular file of at most PARTIR_MAX_INPUT_BYTES (input.c). */
 gboolean source_load(const char *path, Source **out, GError **error);
 void source_free(Source *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Source, source_free)
@@ -590,6 +591,19 @@ void print_func_expr(GString *out, const Module *m, const Func *f);
 /* The directories of $ENV (':'-separated, empty entries skipped), then
  * 'installed' (may be NULL); NULL-terminated. */
 char **partir_search_path(const char *env, const char *installed);
+
+/* ---------------------------------------------------------------- input.c */
+
+/* The most read from a program, rule file or hardware description. */
+#define PARTIR_MAX_INPUT_BYTES ((gsize)256 << 20)
+
+/* Reads the regular file 'path' whole, at most 'max' bytes, into a new
+ * NUL-terminated buffer.  A FIFO, a device or a directory is refused
+ * without waiting on it; so is a larger file.  Errors are
+ * PARTIR_ERROR_IO, with messages that name the file and the reason,
+ * never what the file holds. */
+gboolean partir_read_file(const char *path, gsize max, char **text, gsize *len,
+                          GError **error);
 
 /* --------------------------------------------------------------- output.c */
 

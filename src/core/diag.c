@@ -25,11 +25,15 @@ Source *source_new(const char *name, const char *text, gsize len) {
 }
 
 gboolean source_load(const char *path, Source **out, GError **error) {
-  g_autofree char *text = NULL;
+  char *text;
   gsize len;
-  if (!g_file_get_contents(path, &text, &len, error))
+  if (!partir_read_file(path, PARTIR_MAX_INPUT_BYTES, &text, &len, error))
     return FALSE;
-  *out = source_new(path, text, len);
+  Source *s = g_new0(Source, 1);
+  s->name = g_strdup(path);
+  s->text = text; /* NUL-terminated, as source_new makes it */
+  s->len = len;
+  *out = s;
   return TRUE;
 }
 

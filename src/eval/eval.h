@@ -16,6 +16,10 @@
 
 #include "core/core.h"
 
+/* Largest tensor the interpreter will allocate (elements): the bound of
+ * interp_check, and of the .npy files read for it. */
+#define INTERP_MAX_ELEMS ((int64_t)1 << 29)
+
 /* --------------------------------------------------------------- tensor.c */
 
 /* A dense tensor value of the interpreter.  Floating types are held as
@@ -51,6 +55,12 @@ gboolean tensor_results_agree(GPtrArray *a, GPtrArray *b, Diag *why);
 
 /* ------------------------------------------------------------------ npy.c */
 
+/* The largest .npy file read: INTERP_MAX_ELEMS elements of 8 bytes, and
+ * 1 MiB for the preamble and the header. */
+#define NPY_MAX_BYTES ((gsize)INTERP_MAX_ELEMS * 8 + ((gsize)1 << 20))
+
+/* Reads a .npy file: a regular file of at most NPY_MAX_BYTES, holding at
+ * most INTERP_MAX_ELEMS elements. */
 gboolean npy_read(const char *path, Tensor **out, GError **error);
 /* Serialises to the .npy v1.0 format in memory; bf16 is written as f32. */
 GBytes *npy_encode(const Tensor *t);

@@ -19,9 +19,6 @@
 
 #include <string.h>
 
-/* Largest tensor the interpreter will allocate (elements). */
-#define INTERP_MAX_ELEMS ((int64_t)1 << 29)
-
 typedef struct Interp {
   Tensor *const *inputs;
   gboolean interrupted; /* partir_interrupt was seen: results are garbage */

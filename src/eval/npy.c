@@ -26,7 +26,6 @@
  */
 #include "eval/eval.h"
 
-#include <errno.h>
 #include <string.h>
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -292,51 +291,6 @@ static void append_shape_tuple(GString *out, int rank, const int64_t *dims) {
   g_string_append(out, rank == 1 ? ",)" : ")");
 }
 
-/* Reads all of 'path' into a new buffer '*data' of '*len' bytes; IO
- * errors as "PATH: reason".  Works on pipes too, and fails rather than
- * aborts when the file does not fit in memory. */
-static gboolean read_whole_file(const char *path, guint8 **data, gsize *len,
-                                GError **error) {
-  FILE *fp = fopen(path, "rb");
-  if (fp == NULL) {
-    int saved = errno;
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_IO, "%s: %s", path,
-                g_strerror(saved));
-    return FALSE;
-  }
-  gsize cap = 1 << 16, used = 0;
-  guint8 *buf = g_malloc(cap);
-  const char *failure = NULL;
-  for (;;) {
-    if (used == cap) {
-      guint8 *bigger =
-          cap <= G_MAXSIZE / 2 ? g_try_realloc(buf, cap * 2) : NULL;
-      if (bigger == NULL) {
-        failure = "the file is too large to read into memory";
-        break;
-      }
-      buf = bigger;
-      cap *= 2;
-    }
-    size_t got = fread(buf + used, 1, cap - used, fp);
-    used += got;
-    if (got == 0) {
-      if (ferror(fp))
-        failure = g_strerror(errno);
-      break;
-    }
-  }
-  fclose(fp);
-  if (failure != NULL) {
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_IO, "%s: %s", path, failure);
-    g_free(buf);
-    return FALSE;
-  }
-  *data = buf;
-  *len = used;
-  return TRUE;
-}
-
 /* Converts 'n' elements of 'd' at 'data' into 't'. */
 static void decode_data(Tensor *t, const NpyDType *d, gboolean big_endian,
                         const guint8 *data, int64_t n) {
@@ -374,12 +328,14 @@ static void decode_data(Tensor *t, const NpyDType *d, gboolean big_endian,
   (g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT, __VA_ARGS__), FALSE)
 
 /* Reads the .npy file at 'path' into a new tensor (f32, f64, i32, i64 or
- * i1).  Every defect of the file is a PARTIR_ERROR_FORMAT error
- * "PATH: what is wrong"; nothing is allocated for it. */
+ * i1).  A file that cannot be read (not a regular file, over
+ * NPY_MAX_BYTES) is a PARTIR_ERROR_IO error; every defect of its contents
+ * is a PARTIR_ERROR_FORMAT error "PATH: what is wrong", and nothing is
+ * allocated for it. */
 gboolean npy_read(const char *path, Tensor **out, GError **error) {
   g_autofree guint8 *b = NULL;
   gsize len;
-  if (!read_whole_file(path, &b, &len, error))
+  if (!partir_read_file(path, NPY_MAX_BYTES, (char **)&b, &len, error))
     return FALSE;
 
   if (len < NPY_MAGIC_LEN || memcmp(b, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
@@ -445,6 +401,10 @@ gboolean npy_read(const char *path, Tensor **out, GError **error) {
       return FORMAT_ERROR("%s: shape %s is too large", path, shape->str);
     numel *= h.dims[k];
   }
+  if (numel > INTERP_MAX_ELEMS)
+    return FORMAT_ERROR("%s: shape %s has more than %" G_GINT64_FORMAT
+                        " elements, the most the interpreter takes",
+                        path, shape->str, INTERP_MAX_ELEMS);
   uint64_t need = (uint64_t)numel * (uint64_t)d->size;
   gsize have = len - prefix - hlen;
   if (have < need)

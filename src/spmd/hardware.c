@@ -139,13 +139,15 @@ static gboolean read_group(GKeyFile *kf, const char *path, const char *group,
 }
 
 static gboolean load_file(const char *path, Hardware *out, GError **error) {
+  g_autofree char *text = NULL;
+  gsize len;
+  if (!partir_read_file(path, PARTIR_MAX_INPUT_BYTES, &text, &len, error))
+    return FALSE;
   g_autoptr(GKeyFile) kf = g_key_file_new();
   GError *local = NULL;
-  if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &local)) {
-    g_set_error(error, PARTIR_ERROR,
-                local->domain == G_FILE_ERROR ? PARTIR_ERROR_IO
-                                              : PARTIR_ERROR_FORMAT,
-                "%s: %s", path, local->message);
+  if (!g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &local)) {
+    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT, "%s: %s", path,
+                local->message);
     g_error_free(local);
     return FALSE;
   }
@@ -234,8 +236,12 @@ static char *known_names(char **dirs) {
   return g_string_free(s, FALSE);
 }
 
+gboolean hw_is_path(const char *name_or_path) {
+  return strchr(name_or_path, '/') || g_str_has_suffix(name_or_path, ".hw");
+}
+
 gboolean hw_load(const char *name_or_path, Hardware *out, GError **error) {
-  if (strchr(name_or_path, '/') || g_str_has_suffix(name_or_path, ".hw"))
+  if (hw_is_path(name_or_path))
     return load_file(name_or_path, out, error);
   g_auto(GStrv) dirs = hw_search_path();
   for (char **d = dirs; *d; d++) {

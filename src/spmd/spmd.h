@@ -79,11 +79,17 @@ typedef struct Hardware {
   HwAxis axes[HW_MAX_AXES];
 } Hardware;
 
-/* Loads a description: 'name_or_path' is a path when it contains '/' or
- * ends in ".hw", else NAME.hw is looked up in the ':'-separated dirs of
- * $PARTIR_HW and then in PARTIR_DATADIR "/hw".  Errors name the file,
- * the group and the key. */
+/* Loads a description: 'name_or_path' is a path when hw_is_path says so,
+ * else NAME.hw is looked up in the ':'-separated dirs of $PARTIR_HW and
+ * then in PARTIR_DATADIR "/hw".  Only regular files are read (input.c).
+ * PARTIR_ERROR_IO: not found or not readable, a message that names the
+ * file and the reason and never quotes it; PARTIR_ERROR_FORMAT: not a
+ * valid description, a message that names the file, the group and the
+ * key, and may quote the line. */
 gboolean hw_load(const char *name_or_path, Hardware *out, GError **error);
+/* Whether hw_load takes 'name_or_path' as a path: it contains '/' or ends
+ * in ".hw". */
+gboolean hw_is_path(const char *name_or_path);
 /* Applies "KEY=VALUE": VALUE is a number, or "Nx" to multiply the current
  * value by N.  KEY is one of the [hardware] keys, "peak_flops" (every
  * dtype), or "axis.NAME.link_bw" / "axis.NAME.link_latency".  "link_bw" and

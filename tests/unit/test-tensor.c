@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static char *tmp_dir; /* scratch files; removed at exit */
 
@@ -604,7 +605,15 @@ static void test_bad_files(void) {
 
   g_autofree char *missing = g_build_filename(tmp_dir, "missing.npy", NULL);
   expect_failure(missing, PARTIR_ERROR_IO, "No such file or directory");
-  expect_failure(tmp_dir, PARTIR_ERROR_IO, "Is a directory");
+  /* only regular files: a FIFO would block the reader, /dev/zero never
+   * ends */
+  expect_failure(tmp_dir, PARTIR_ERROR_IO, "not a regular file (a directory)");
+  g_autofree char *fifo = g_build_filename(tmp_dir, "fifo.npy", NULL);
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  expect_failure(fifo, PARTIR_ERROR_IO, "not a regular file (a FIFO)");
+  g_remove(fifo);
+  expect_failure("/dev/zero", PARTIR_ERROR_IO,
+                 "not a regular file (a character device)");
 }
 
 /* Every proper prefix of every fixture is refused, and random corruption
