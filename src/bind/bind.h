@@ -121,6 +121,8 @@ J *proto_raw_json(GString *text);
 
 /* The request on 'line', or NULL with the reason in 'why' (E_PARSE). */
 J *proto_request_parse(const char *line, gsize len, Diag *why);
+/* A key that one object in 'v' (at any depth) has twice, or NULL. */
+const char *proto_duplicate_key(const J *v);
 
 /* Input lines. */
 typedef struct Reader {

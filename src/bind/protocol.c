@@ -11,20 +11,27 @@
  * function of the requests alone, so equal requests give equal bytes.
  *
  * Bad input never ends the process or changes a state: every failure is
- * an error reply.  No Lua runs here, and programs are read only from the
- * directories named with --allow (or given inline).
+ * an error reply (but a notification, a request without an id, is never
+ * answered).  No Lua runs here, and files (programs, hardware
+ * descriptions) are read only from the directories named with --allow,
+ * only when regular; programs can be given inline and hardware by the
+ * name of a shipped description.  No reply quotes a hardware file.
  *
  * Error codes: -32700 malformed JSON, -32600 not a request, -32601
  * unknown method, -32602 bad parameters, 1 unknown state, 2 illegal
- * action, 3 bad program, 4 file not allowed (a state that cannot be
- * lowered or costed has a null cost, not an error).  Parsing, parameters, JSON
- * writing and input lines are in protocol_json.c; this file holds the states,
- * the actions and the methods.
+ * action, 3 bad program, 4 file not allowed, not found or not readable
+ * (a state that cannot be lowered or costed has a null cost, not an
+ * error).  Parsing, parameters, JSON writing and input lines are in
+ * protocol_json.c; this file holds the states, the actions and the
+ * methods.
  */
 #include "bind/bind.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define PROTOCOL_VERSION "partir-agent/1"
 
@@ -317,6 +324,8 @@ static J *action_json(guint index, const Action *a) {
   proto_put(o, "location",
             a->location ? cJSON_CreateString(a->location) : NULL);
   J *args = cJSON_CreateObject();
+  if (strcmp(a->rule, "arg-tile") == 0)
+    proto_put(args, "d", proto_jint(a->dim));
   if (a->axis) {
     proto_put(args, "w", proto_jint(a->w));
     proto_put(args, "axis", cJSON_CreateString(a->axis));
@@ -354,42 +363,6 @@ static J *cost_json(const CostReport *r) {
   return o;
 }
 
-typedef struct GraphCtx {
-  J *nodes;
-  GHashTable *ids; /* placed Term -> index+1 */
-  GArray *edges;   /* pairs */
-  int n;
-} GraphCtx;
-
-static void graph_visit(void *ud, const char *name, const Term *t) {
-  GraphCtx *g = ud;
-  g_hash_table_insert(g->ids, (gpointer)t, GINT_TO_POINTER(++g->n));
-  J *o = cJSON_CreateObject();
-  proto_put(o, "id", proto_jint(g->n - 1));
-  proto_put(o, "name", cJSON_CreateString(name));
-  proto_put(o, "kind",
-            cJSON_CreateString(t->kind == TM_ARG     ? "arg"
-                               : t->kind == TM_OP    ? op_name(t->op)
-                               : t->kind == TM_SLICE ? "slice"
-                               : t->kind == TM_TILE  ? "tile"
-                                                     : "sum"));
-  J *shape = cJSON_CreateArray();
-  for (int i = 0; i < t->type->rank; i++)
-    cJSON_AddItemToArray(shape, proto_jint(t->type->dims[i]));
-  proto_put(o, "shape", shape);
-  if (t->axis)
-    proto_put(o, "axis", cJSON_CreateString(t->axis));
-  cJSON_AddItemToArray(g->nodes, o);
-  for (int i = 0; i < t->nargs; i++) {
-    int from =
-        GPOINTER_TO_INT(g_hash_table_lookup(g->ids, term_placed(t->args[i])));
-    if (from) {
-      int pair[2] = {from - 1, g->n - 1};
-      g_array_append_vals(g->edges, pair, 2);
-    }
-  }
-}
-
 /* features: documented in docs/protocol.md */
 static J *features_json(Entry *e, gboolean ok) {
   g_autoptr(GPtrArray) locs = state_locations(e->state);
@@ -413,22 +386,82 @@ static J *features_json(Entry *e, gboolean ok) {
   return a;
 }
 
+/* The graph observation, read off the schedule: a node per argument and
+ * statement in print order and one per result; an edge from each operand
+ * to its user, from each region's yielded value to its tile or sum, and
+ * from each returned value to its result.  Binders have no node. */
+typedef struct Graph {
+  J *nodes, *edges;
+  GHashTable *ids; /* SchedName* -> node id + 1 */
+  int n;
+} Graph;
+
+static int graph_node(Graph *g, const SchedName *n, const char *name,
+                      const char *kind, const Type *type, const char *axis) {
+  J *o = cJSON_CreateObject();
+  proto_put(o, "id", proto_jint(g->n));
+  proto_put(o, "name", cJSON_CreateString(name));
+  proto_put(o, "kind", cJSON_CreateString(kind));
+  J *shape = cJSON_CreateArray();
+  for (int i = 0; i < type->rank; i++)
+    cJSON_AddItemToArray(shape, proto_jint(type->dims[i]));
+  proto_put(o, "shape", shape);
+  if (axis)
+    proto_put(o, "axis", cJSON_CreateString(axis));
+  cJSON_AddItemToArray(g->nodes, o);
+  if (n)
+    g_hash_table_insert(g->ids, (gpointer)n, GINT_TO_POINTER(g->n + 1));
+  return g->n++;
+}
+
+/* An edge from the node of 'from' (none for a binder) to node 'to'. */
+static void graph_edge(Graph *g, const SchedName *from, int to) {
+  int id = GPOINTER_TO_INT(g_hash_table_lookup(g->ids, from));
+  if (!id)
+    return;
+  J *pair = cJSON_CreateArray();
+  cJSON_AddItemToArray(pair, proto_jint(id - 1));
+  cJSON_AddItemToArray(pair, proto_jint(to));
+  cJSON_AddItemToArray(g->edges, pair);
+}
+
+static void graph_region(Graph *g, const SchedRegion *r) {
+  for (guint i = 0; i < r->stmts->len; i++) {
+    const SchedStmt *s = g_ptr_array_index(r->stmts, i);
+    const Term *t = s->t;
+    int id = graph_node(g, &s->n, s->n.name,
+                        t->kind == TM_OP      ? op_name(t->op)
+                        : t->kind == TM_SLICE ? "slice"
+                        : t->kind == TM_TILE  ? "tile"
+                                              : "sum",
+                        t->type, t->axis);
+    for (int k = 0; k < s->nops; k++)
+      graph_edge(g, s->ops[k], id);
+    if (s->child) {
+      graph_region(g, s->child);
+      graph_edge(g, s->child->yield, id);
+    }
+  }
+}
+
 static J *graph_json(Entry *e) {
-  GraphCtx g = {cJSON_CreateArray(), g_hash_table_new(NULL, NULL),
-                g_array_new(FALSE, FALSE, sizeof(int)), 0};
-  schedule_walk(e->state->module, &e->state->func, graph_visit, &g);
-  J *edges = cJSON_CreateArray();
-  for (guint k = 0; k + 1 < g.edges->len; k += 2) {
-    J *pair = cJSON_CreateArray();
-    cJSON_AddItemToArray(pair, proto_jint(g_array_index(g.edges, int, k)));
-    cJSON_AddItemToArray(pair, proto_jint(g_array_index(g.edges, int, k + 1)));
-    cJSON_AddItemToArray(edges, pair);
+  const Func *f = &e->state->func;
+  g_autoptr(Schedule) sc = schedule_new(e->state->module, f);
+  Graph g = {cJSON_CreateArray(), cJSON_CreateArray(),
+             g_hash_table_new(NULL, NULL), 0};
+  for (int i = 0; i < f->nargs; i++)
+    graph_node(&g, &sc->args[i], sc->args[i].name, "arg", f->arg_types[i],
+               NULL);
+  graph_region(&g, sc->top);
+  for (int i = 0; i < f->nresults; i++) {
+    g_autofree char *name = g_strdup_printf("result%d", i);
+    int id = graph_node(&g, NULL, name, "result", f->body->args[i]->type, NULL);
+    graph_edge(&g, sc->results[i], id);
   }
   J *o = cJSON_CreateObject();
   proto_put(o, "nodes", g.nodes);
-  proto_put(o, "edges", edges);
+  proto_put(o, "edges", g.edges);
   g_hash_table_unref(g.ids);
-  g_array_unref(g.edges);
   return o;
 }
 
@@ -484,25 +517,105 @@ static const char **observe_names(J *what) {
 
 /* ------------------------------------------------------------ methods */
 
+/* Whether the canonical path 'real' is in an --allow directory. */
+static gboolean under_allowed(Proto *pr, const char *real) {
+  for (char **d = pr->allowed; d && *d; d++) {
+    g_autofree char *dir = realpath(*d, NULL);
+    gsize n = dir ? strlen(dir) : 0;
+    if (dir && strncmp(real, dir, n) == 0 &&
+        (real[n] == '/' || real[n] == '\0' || strcmp(dir, "/") == 0))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* Where 'path', which does not exist, would be: the canonical path of its
+ * deepest existing directory and the missing names after it; NULL when a
+ * missing name is '.' or '..' (they cannot be resolved) or is a link to
+ * nothing. */
+static char *missing_path(const char *path) {
+  g_autofree char *head = g_strdup(path);
+  g_autofree char *tail = NULL;
+  for (;;) {
+    while (strlen(head) > 1 && g_str_has_suffix(head, "/"))
+      head[strlen(head) - 1] = '\0';
+    char *real = realpath(head, NULL);
+    if (real) {
+      char *where = g_build_filename(real, tail, NULL);
+      free(real);
+      return where;
+    }
+    struct stat st;
+    if (errno != ENOENT || lstat(head, &st) == 0)
+      return NULL;
+    g_autofree char *base = g_path_get_basename(head);
+    if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
+        strcmp(base, "/") == 0)
+      return NULL;
+    char *longer = tail ? g_build_filename(base, tail, NULL) : g_strdup(base);
+    g_free(tail);
+    tail = longer;
+    char *up = g_path_get_dirname(head);
+    g_free(head);
+    head = up;
+  }
+}
+
+/* The canonical path of 'path' when it is in an --allow directory, or
+ * NULL after proto_fail (E_FILE).  A path outside them is refused alike
+ * whether it exists or not, so that no reply says what exists there; a
+ * path inside them that does not exist is "not found". */
+static char *allowed_path(Proto *pr, const char *path, Fail *f) {
+  char *real = realpath(path, NULL);
+  int saved = errno;
+  if (real && under_allowed(pr, real))
+    return real;
+  free(real);
+  if (!real && saved == ENOENT) {
+    g_autofree char *where = missing_path(path);
+    if (where && under_allowed(pr, where)) {
+      proto_fail(f, E_FILE, "'%s' not found", path);
+      return NULL;
+    }
+  }
+  proto_fail(f, E_FILE, "'%s' is not in a directory allowed with --allow",
+             path);
+  return NULL;
+}
+
+/* Reads a program from the --allow directories: a regular file of at
+ * most PARTIR_MAX_INPUT_BYTES (input.c; a FIFO would stop the server). */
 static gboolean read_allowed(Proto *pr, const char *path, char **text,
                              gsize *len, Fail *f) {
-  g_autofree char *real = realpath(path, NULL);
-  gboolean ok = FALSE;
-  for (char **d = pr->allowed; real && d && *d && !ok; d++) {
-    g_autofree char *dir = realpath(*d, NULL);
-    ok = dir && g_str_has_prefix(real, dir) &&
-         (real[strlen(dir)] == '/' || real[strlen(dir)] == '\0');
-  }
-  if (!ok)
-    return proto_fail(f, E_FILE,
-                      "'%s' is not in a directory allowed with --allow", path);
+  g_autofree char *real = allowed_path(pr, path, f);
+  if (!real)
+    return FALSE;
   GError *error = NULL;
-  if (!g_file_get_contents(real, text, len, &error)) {
+  if (!partir_read_file(real, PARTIR_MAX_INPUT_BYTES, text, len, &error)) {
     proto_fail(f, E_FILE, "%s", error->message);
     g_error_free(error);
     return FALSE;
   }
   return TRUE;
+}
+
+/* The hardware 'hw' names: a shipped description by NAME, or a file in
+ * the --allow directories (hw_is_path).  No reply quotes a file: an agent
+ * could otherwise read any file through GKeyFile's messages, so a file
+ * that does not parse is only "not a valid hardware description". */
+static gboolean load_hw(Proto *pr, const char *hw, Hardware *out, Fail *f) {
+  g_autofree char *real = NULL;
+  if (hw_is_path(hw) && !(real = allowed_path(pr, hw, f)))
+    return FALSE;
+  GError *error = NULL;
+  if (hw_load(real ? real : hw, out, &error))
+    return TRUE;
+  if (error->code == PARTIR_ERROR_IO) /* names the file, never quotes it */
+    proto_fail(f, real ? E_FILE : E_PARAMS, "%s", error->message);
+  else
+    proto_fail(f, E_PARAMS, "'%s' is not a valid hardware description", hw);
+  g_error_free(error);
+  return FALSE;
 }
 
 /* Makes a root entry from reset/replay parameters. */
@@ -533,12 +646,8 @@ static Entry *new_root(Proto *pr, J *p, Fail *f) {
     proto_fail(f, E_PARAMS, "%s", diag_text(why));
     return NULL;
   }
-  GError *error = NULL;
-  if (!hw_load(hw_name ? hw_name : "cpu2", &ep.hw, &error)) {
-    proto_fail(f, E_PARAMS, "%s", error->message);
-    g_error_free(error);
+  if (!load_hw(pr, hw_name ? hw_name : "cpu2", &ep.hw, f))
     return NULL;
-  }
   g_autofree char *text = NULL;
   gsize len = 0;
   if (path && !read_allowed(pr, path, &text, &len, f))
@@ -594,7 +703,8 @@ static char *action_text(Proto *pr, Entry *e, J *n, GPtrArray **legal,
 }
 
 /* Applies the actions (a JSON array, or the one string 'text') to entry
- * 'e'; the new entry, or NULL. */
+ * 'e'; the new entry, or NULL.  An action that names an axis the mesh
+ * lacks is illegal. */
 static Entry *do_step(Proto *pr, Entry *e, J *actions, const char *text1,
                       gboolean *no_effect, Fail *f) {
   State *s = state_ref(e->state);
@@ -611,8 +721,17 @@ static Entry *do_step(Proto *pr, Entry *e, J *actions, const char *text1,
         actions ? action_text(pr, &tmp, item, &legal, f) : g_strdup(text1);
     if (legal)
       g_ptr_array_unref(legal);
-    State *next = text ? run_action(pr, s, text, why) : NULL;
-    if (text && !next)
+    /* commands take any axis name, but a state bound to an axis the
+     * episode's mesh lacks could never be lowered or costed */
+    g_autofree char *axis =
+        text ? rw_script_axis_off_mesh(text, &e->ep->mesh) : NULL;
+    if (axis) {
+      g_autofree char *mesh = mesh_to_string(&e->ep->mesh);
+      proto_fail(f, E_ACTION, "'%s': axis '%s' is not an axis of the mesh (%s)",
+                 text, axis, *mesh ? mesh : "no axes");
+    }
+    State *next = text && !axis ? run_action(pr, s, text, why) : NULL;
+    if (text && !axis && !next)
       proto_fail(f, E_ACTION, "%s", diag_text(why));
     if (!next) {
       g_free(text);
@@ -702,7 +821,7 @@ static J *m_initialize(Proto *pr, J *p, Fail *f) {
     const char *path = g_ptr_array_index(pr->rs->files, i);
     g_autofree char *text = NULL;
     gsize len = 0;
-    g_file_get_contents(path, &text, &len, NULL);
+    partir_read_file(path, PARTIR_MAX_INPUT_BYTES, &text, &len, NULL);
     g_autofree char *sum = g_compute_checksum_for_data(
         G_CHECKSUM_SHA256, (const guchar *)(text ? text : ""), len);
     J *r = cJSON_CreateObject();
@@ -968,6 +1087,18 @@ static void reply_error(Io *io, J *id, int code, const char *message) {
   reply(io, id, "error", e);
 }
 
+/* Whether the request object gives "id" more than once. */
+static gboolean id_twice(const J *req) {
+  int n = 0;
+  for (const J *m = req->child; m; m = m->next)
+    n += strcmp(m->string, "id") == 0;
+  return n > 1;
+}
+
+/* Answers one request line.  A request that is not a valid JSON-RPC 2.0
+ * request gets an error reply (with a null id when its id cannot be
+ * told); a valid one without "id" is a notification: it runs, and gets
+ * no reply whatever its outcome. */
 static void handle(Proto *pr, Io *io, const char *line, gsize len) {
   g_autoptr(Diag) why = diag_new(NULL);
   J *req = proto_request_parse(line, len, why);
@@ -976,30 +1107,43 @@ static void handle(Proto *pr, Io *io, const char *line, gsize len) {
     return;
   }
   J *id = proto_member(req, "id");
+  J *version = proto_member(req, "jsonrpc");
   J *m = proto_member(req, "method");
   J *params = proto_member(req, "params");
+  const char *twice = NULL;
   if (!cJSON_IsObject(req))
     reply_error(io, NULL, E_REQUEST, "a request is a JSON object");
   else if (id && !(cJSON_IsNumber(id) && isfinite(id->valuedouble)) &&
            !cJSON_IsString(id) && !cJSON_IsNull(id))
     reply_error(io, NULL, E_REQUEST, "'id' must be a number or a string");
+  else if ((twice = proto_duplicate_key(req))) {
+    g_autofree char *msg =
+        g_strdup_printf("the key '%s' is given twice in one object", twice);
+    reply_error(io, id_twice(req) ? NULL : id, E_REQUEST, msg);
+  } else if (!cJSON_IsString(version) ||
+             strcmp(version->valuestring, "2.0") != 0)
+    reply_error(io, id, E_REQUEST, "'jsonrpc' must be \"2.0\"");
   else if (!cJSON_IsString(m))
     reply_error(io, id, E_REQUEST, "a request needs a 'method' string");
-  else if (params && !cJSON_IsObject(params))
-    reply_error(io, id, E_PARAMS, "'params' must be an object");
-  else {
+  else if (params && !cJSON_IsObject(params)) {
+    if (id)
+      reply_error(io, id, E_PARAMS, "'params' must be an object");
+  } else {
     const char *name = m->valuestring;
     gsize i = 0;
     while (i < G_N_ELEMENTS(methods) && strcmp(name, methods[i].name) != 0)
       i++;
     if (i == G_N_ELEMENTS(methods)) {
       g_autofree char *msg = g_strdup_printf("unknown method '%s'", name);
-      reply_error(io, id, E_METHOD, msg);
+      if (id)
+        reply_error(io, id, E_METHOD, msg);
     } else {
       Fail f = {0, g_string_new(NULL)};
       partir_interrupt = 0;
       J *result = methods[i].run(pr, params, &f);
-      if (result)
+      if (!id)
+        cJSON_Delete(result);
+      else if (result)
         reply(io, id, "result", result);
       else
         reply_error(io, id, f.code ? f.code : E_PARAMS, f.message->str);

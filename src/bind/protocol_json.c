@@ -184,6 +184,41 @@ J *proto_request_parse(const char *line, gsize len, Diag *why) {
   return NULL;
 }
 
+/* Whether member 'm' repeats a key: one of the members after it has
+ * 'key', or (with 'seen', the keys of the members before it) one before. */
+static gboolean key_after(const J *m, const char *key, GHashTable *seen) {
+  if (seen)
+    return !g_hash_table_add(seen, (gpointer)key);
+  for (const J *c = m->next; c; c = c->next)
+    if (strcmp(c->string, key) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* cJSON keeps every member of an object, and a lookup finds the first:
+ * a request with a key given twice would mean one thing here and perhaps
+ * another to the client's own JSON reader, so it is refused.  Objects of
+ * a few members are compared pairwise, larger ones through a set.  The
+ * recursion is as deep as cJSON nests (CJSON_NESTING_LIMIT). */
+const char *proto_duplicate_key(const J *v) {
+  if (!v || !(cJSON_IsObject(v) || cJSON_IsArray(v)))
+    return NULL;
+  if (cJSON_IsObject(v)) {
+    int n = cJSON_GetArraySize(v);
+    g_autoptr(GHashTable) seen =
+        n > 8 ? g_hash_table_new(g_str_hash, g_str_equal) : NULL;
+    for (const J *m = v->child; m; m = m->next)
+      if (key_after(m, m->string, seen))
+        return m->string;
+  }
+  for (const J *m = v->child; m; m = m->next) {
+    const char *key = m->child ? proto_duplicate_key(m) : NULL;
+    if (key)
+      return key;
+  }
+  return NULL;
+}
+
 gboolean proto_reader_line_waiting(const Reader *r) {
   return memchr(r->buf + r->start, '\n', r->len - r->start) != NULL;
 }

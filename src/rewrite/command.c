@@ -364,6 +364,92 @@ static GPtrArray *split_commands(const char *script) {
   return cmds;
 }
 
+/* Whether a command ends at 'p' (as split_commands cuts a script). */
+static gboolean at_command_end(const char *p) {
+  return *p == '\0' || *p == ';' || *p == '\n' ||
+         (*p == '.' && (p[1] == '\0' || p[1] == ';' || g_ascii_isspace(p[1])));
+}
+
+/* Whether the 'n' bytes at 'word' name an axis that 'mesh' lacks; a word
+ * that is no axis name is left to the command to refuse. */
+static gboolean axis_off_mesh(const char *word, gsize n, const Mesh *mesh) {
+  char small[64];
+  g_autofree char *big = n < sizeof small ? NULL : g_strndup(word, n);
+  const char *name = big;
+  if (!big) {
+    memcpy(small, word, n);
+    small[n] = '\0';
+    name = small;
+  }
+  if (!mesh_axis_name_ok(name))
+    return FALSE;
+  for (int k = 0; k < mesh->naxes; k++)
+    if (strcmp(mesh->names[k], name) == 0)
+      return FALSE;
+  return TRUE;
+}
+
+/* Whether the 'n' bytes at 'word' are the word 'is'. */
+static gboolean word_is(const char *word, gsize n, const char *is) {
+  return n == strlen(is) && memcmp(word, is, n) == 0;
+}
+
+/* An integer, as parse_int64 reads one, in the 'n' bytes at 'word'. */
+static gboolean is_int_word(const char *word, gsize n) {
+  g_autofree char *copy = g_strndup(word, n);
+  int64_t v;
+  return parse_int64(copy, &v);
+}
+
+char *rw_script_axis_off_mesh(const char *script, const Mesh *mesh) {
+  /* the commands and words as rw_script cuts them, without copies: this
+   * runs before every step of the agent protocol */
+  for (const char *p = script; *p;) {
+    const char *w[MAX_WORDS];
+    gsize len[MAX_WORDS];
+    int nw = 0;
+    for (;;) {
+      while (!at_command_end(p) && g_ascii_isspace(*p))
+        p++;
+      if (at_command_end(p))
+        break;
+      const char *start = p;
+      while (!at_command_end(p) && !g_ascii_isspace(*p))
+        p++;
+      if (nw < MAX_WORDS) {
+        w[nw] = start;
+        len[nw++] = (gsize)(p - start);
+      }
+    }
+    if (*p)
+      p++;
+    int axis = -1; /* the word that names an axis, if any */
+    if (nw == 5 &&
+        (word_is(w[0], len[0], "arg-tile") || word_is(w[0], len[0], "tile")))
+      axis = 4;
+    else if (nw >= 4 && word_is(w[0], len[0], "sum") &&
+             !word_is(w[3], len[3], "-"))
+      axis = 3;
+    if (axis >= 0 && axis_off_mesh(w[axis], len[axis], mesh))
+      return g_strndup(w[axis], len[axis]);
+    if (nw < 2 || !word_is(w[0], len[0], "apply"))
+      continue;
+    for (int k = 2; k < nw; k++) {
+      const char *eq = memchr(w[k], '=', len[k]);
+      if (k == 2 && word_is(w[k], len[k], "at")) {
+        k++; /* the value's name */
+        continue;
+      }
+      if (!eq)
+        continue;
+      gsize n = len[k] - (gsize)(eq + 1 - w[k]);
+      if (!is_int_word(eq + 1, n) && axis_off_mesh(eq + 1, n, mesh))
+        return g_strndup(eq + 1, n);
+    }
+  }
+  return NULL;
+}
+
 State *rw_script(const RuleSet *rs, State *in, const char *script, Diag *why,
                  GString *report) {
   g_autoptr(GPtrArray) cmds = split_commands(script);

@@ -295,5 +295,11 @@ State *rw_command(const RuleSet *rs, State *in, const char *command, Diag *why,
 /* Runs a script of commands separated by ';', newlines or '.'. */
 State *rw_script(const RuleSet *rs, State *in, const char *script, Diag *why,
                  GString *report);
+/* The first axis that a command of 'script' names and 'mesh' lacks (a
+ * new string), or NULL.  Commands name axes in arg-tile's and tile's
+ * AXIS, sum's AXIS and apply's NAME=AXIS; rules bind axes only from these
+ * and from what they match, so a script that passes brings no axis
+ * outside the mesh into a program. */
+char *rw_script_axis_off_mesh(const char *script, const Mesh *mesh);
 
 #endif

@@ -5,9 +5,13 @@ thousands of malformed messages.  Prints TAP.  Standard library only.
 usage: check_protocol.py PARTIR_REPL EXAMPLES_DIR
 """
 import json
+import os
 import random
+import select
+import shutil
 import subprocess
 import sys
+import tempfile
 
 repl, examples = sys.argv[1], sys.argv[2]
 n = 0
@@ -24,21 +28,36 @@ def tap(ok, what, why=""):
             print("# " + str(why)[:400])
 
 
-def start():
-    return subprocess.Popen([repl, "--json", "--allow", examples],
+def start(*more):
+    allow = [examples] + list(more)
+    return subprocess.Popen([repl, "--json"] + [a for d in allow for a in ("--allow", d)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             text=True, bufsize=1)
 
 
 class Client:
-    def __init__(self):
-        self.p = start()
+    def __init__(self, *more):
+        self.p = start(*more)
         self.next = 0
 
     def raw(self, line):
         self.p.stdin.write(line + "\n")
         self.p.stdin.flush()
         return self.p.stdout.readline()
+
+    def call_within(self, seconds, method, **params):
+        """A call whose reply must come within 'seconds': None (and the
+        process killed) when it does not."""
+        self.next += 1
+        self.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.next,
+                                       "method": method, "params": params}) + "\n")
+        self.p.stdin.flush()
+        ready, _, _ = select.select([self.p.stdout], [], [], seconds)
+        if not ready:
+            self.p.kill()
+            self.p.wait()
+            return None
+        return json.loads(self.p.stdout.readline())
 
     def call(self, method, **params):
         self.next += 1
@@ -306,6 +325,149 @@ tap(same and len(made) > 3,
     "after collections every live state prints and traces as it did (%d states)" % len(made))
 c.call("shutdown")
 c.p.wait(timeout=30)
+
+# ---- files and hardware: confined to --allow, regular files only, and
+# no reply quotes a file (the hardening issue's items 1, 2 and 9)
+work = tempfile.mkdtemp(prefix="partir-protocol.")
+allow = os.path.join(work, "allow")
+os.mkdir(allow)
+secret = os.path.join(work, "secret.hw")
+with open(secret, "w") as f:
+    f.write("SECRET-FIRST-LINE\n")
+with open(os.path.join(allow, "junk.hw"), "w") as f:
+    f.write("JUNK-FIRST-LINE\n")
+shutil.copy(os.path.join(os.path.dirname(os.path.abspath(examples)), "hw", "cpu2.hw"),
+            os.path.join(allow, "mine.hw"))
+fifo = os.path.join(allow, "fifo.pir")
+os.mkfifo(fifo)
+
+
+def error_of(reply):
+    """(code, message) of an error reply; (None, repr) of anything else."""
+    e = reply.get("error") if isinstance(reply, dict) else None
+    return (e["code"], e["message"]) if e else (None, repr(reply)[:200])
+
+
+c = Client(allow)
+code, msg = error_of(c.call("reset", path=mlp, hw=secret))
+tap(code == 4 and "SECRET" not in msg and "not in a directory allowed" in msg,
+    "hw: a file outside --allow is refused, its contents unquoted", (code, msg))
+code2, msg2 = error_of(c.call("reset", path=mlp, hw=os.path.join(work, "nosuch.hw")))
+tap(code2 == code and msg2.replace("nosuch", "secret") == msg,
+    "hw: a missing file outside --allow is refused alike (no existence oracle)", (msg, msg2))
+code, msg = error_of(c.call("reset", path=mlp, hw="/etc/passwd"))
+tap(code == 4 and "root" not in msg, "hw: /etc/passwd is refused, unquoted", (code, msg))
+code, msg = error_of(c.call("reset", path=mlp, hw=os.path.join(allow, "junk.hw")))
+tap(code == -32602 and "JUNK" not in msg and "not a valid hardware description" in msg,
+    "hw: an invalid file inside --allow is 'not a valid hardware description', unquoted",
+    (code, msg))
+r = c.call("reset", path=mlp, mesh="model=2", hw=os.path.join(allow, "mine.hw"))
+by_name = c.call("reset", path=mlp, mesh="model=2", hw="cpu2")
+tap("result" in r and "result" in by_name
+    and r["result"]["observation"]["cost"] == by_name["result"]["observation"]["cost"],
+    "hw: a file inside --allow and a shipped NAME both load", r)
+code, msg = error_of(c.call("reset", path=mlp, hw="nosuchhw"))
+tap(code == -32602 and "not found" in msg, "hw: an unknown NAME is not found", (code, msg))
+code, msg = error_of(c.call("reset", path=os.path.join(allow, "nosuch.pir")))
+tap(code == 4 and "not found" in msg and "not in a directory" not in msg,
+    "path: a missing file inside --allow is 'not found'", (code, msg))
+code, msg = error_of(c.call("reset", path=os.path.join(allow, "sub", "nosuch.pir")))
+tap(code == 4 and "not found" in msg, "path: ...also in a missing subdirectory", (code, msg))
+code, msg = error_of(c.call("reset", path=os.path.join(allow, "..", "nosuch.pir")))
+tap(code == 4 and "not in a directory allowed" in msg,
+    "path: a missing file that '..' takes outside --allow is refused", (code, msg))
+for param in ("path", "hw"):
+    args = {"path": fifo} if param == "path" else {"path": mlp, "hw": fifo}
+    reply = c.call_within(10, "reset", **args)
+    if reply is None:
+        tap(False, "%s: a FIFO is refused without waiting on it (no reply in 10 s)" % param)
+        c = Client(allow)
+        continue
+    code, msg = error_of(reply)
+    tap(code == 4 and "not a regular file" in msg and "fifo.pir" in msg,
+        "%s: a FIFO is refused without waiting on it" % param, (code, msg))
+tap("result" in c.call("stats"), "...and the server still answers")
+
+# ---- observations: the graph (item 6) and the actions' args (item 7)
+tiled = c.call("reset", path=examples + "/mlp_tiled.pir", mesh="model=2")["result"]["state"]
+g = c.call("observe", state=tiled, what=["graph"])["result"]["graph"]
+node = {(x["name"], x["kind"]): x["id"] for x in g["nodes"]}
+results = [x for x in g["nodes"] if x["kind"] == "result"]
+# mlp_tiled.pir: %0 = partir.tile ... { ... %3 = matmul(%2, %u); yield %3 }; return %0
+tap([node.get(("3", "matmul")), node.get(("0", "tile"))] in g["edges"],
+    "graph: an edge from the yielded %3 to its tile %0", g)
+tap(len(results) == 1 and results[0]["shape"] == [16, 256]
+    and [node.get(("0", "tile")), results[0]["id"]] in g["edges"],
+    "graph: a result node, with an edge from the returned %0", g)
+flat = c.call("reset", path=mlp, mesh="model=2")["result"]["state"]
+g = c.call("observe", state=flat, what=["graph"])["result"]["graph"]
+node = {(x["name"], x["kind"]): x["id"] for x in g["nodes"]}
+results = [x["id"] for x in g["nodes"] if x["kind"] == "result"]
+tap(results and [node.get(("1", "matmul")), results[0]] in g["edges"],
+    "graph: mlp.pir's result node takes the returned %1", g)
+acts = c.call("actions", state=flat, filter="arg-tile %w")["result"]["actions"]
+tap(len(acts) == 2 and all(a["args"].get("d") == int(a["action"].split()[2]) for a in acts)
+    and acts[0]["args"] != acts[1]["args"],
+    "actions: arg-tile's args name the dimension", acts)
+
+# ---- an axis the mesh lacks (item 8)
+code, msg = error_of(c.call("step", state=flat, actions=["arg-tile %x 0 8 nosuchaxis"]))
+tap(code == 2 and "nosuchaxis" in msg and "model=2" in msg,
+    "step: an axis the mesh lacks is an illegal action naming the axis and the mesh",
+    (code, msg))
+code, msg = error_of(c.call("step", state=flat, actions=["propagate", "tile %0 0 8 other"]))
+tap(code == 2 and "'other'" in msg, "...in any command of a step", (code, msg))
+for action in ("sum %0 128 other", "apply matmul-tile-0 at %0 w=8 a=other"):
+    code, msg = error_of(c.call("step", state=flat, actions=[action]))
+    tap(code == 2 and "axis 'other'" in msg, "...in %s" % action.split()[0], (code, msg))
+tap("result" in c.call("step", state=flat, actions=["apply matmul-tile-0 at %0 w=8 a=model"]),
+    "...while apply with the mesh's own axis steps")
+tap("result" in c.call("step", state=flat, actions=["arg-tile %x 0 8 model"]),
+    "...while the mesh's own axis steps")
+
+# ---- JSON-RPC 2.0 (item 9)
+def raw_reply(line):
+    return json.loads(c.raw(line))
+
+code, msg = error_of(raw_reply(
+    '{"jsonrpc":"2.0","id":1,"method":"shutdown","method":"initialize"}'))
+tap(code == -32600 and "method" in msg, "a key given twice is an invalid request", (code, msg))
+try:
+    alive = "result" in c.call("stats")
+except (ValueError, OSError):  # it shut down
+    alive = False
+    c = Client(allow)
+tap(alive, "...and is not acted on")
+reply = raw_reply('{"jsonrpc":"2.0","id":2,"method":"stats","params":{"collect":true,"collect":false}}')
+tap(error_of(reply)[0] == -32600 and reply["id"] == 2, "...also inside params", reply)
+reply = raw_reply('{"jsonrpc":"2.0","id":3,"id":4,"method":"stats"}')
+tap(error_of(reply)[0] == -32600 and reply["id"] is None, "...an id given twice: a null id", reply)
+for version, line in (("1.0", '{"jsonrpc":"1.0","id":5,"method":"stats"}'),
+                      ("2", '{"jsonrpc":2,"id":5,"method":"stats"}'),
+                      ("missing", '{"id":5,"method":"stats"}')):
+    reply = raw_reply(line)
+    tap(error_of(reply)[0] == -32600 and reply["id"] == 5,
+        "'jsonrpc' %s is an invalid request" % version, reply)
+c.p.kill()
+c.p.wait()
+c = Client()
+before = c.call("stats")["result"]["states"]
+c.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "reset", "params": {"path": mlp}}) + "\n")
+c.p.stdin.write('{"jsonrpc":"2.0","method":"frobnicate"}\n')
+c.p.stdin.write('{"jsonrpc":"2.0","method":"step","params":{"state":123456}}\n')
+reply = raw_reply('{"jsonrpc":"2.0","id":"after","method":"stats"}')
+tap(reply.get("id") == "after", "notifications get no reply, not even an error", reply)
+tap(reply.get("result", {}).get("states") == before + 1, "...and run", reply)
+reply = raw_reply('{"jsonrpc":"2.0","method":7}')
+tap(error_of(reply)[0] == -32600 and reply["id"] is None,
+    "an invalid request without an id is answered, with a null id", reply)
+c.p.kill()
+c.p.wait()
+p = start()
+out, _ = p.communicate('{"jsonrpc":"2.0","method":"shutdown"}\n'
+                       '{"jsonrpc":"2.0","id":1,"method":"stats"}\n', timeout=30)
+tap(out == "" and p.returncode == 0, "a shutdown notification shuts down, silently", out)
+shutil.rmtree(work)
 
 print("1..%d" % n)
 sys.exit(1 if failed else 0)
