@@ -9,6 +9,7 @@
  *   partir cost FILE --mesh MESH [--hw HW] [--set K=V]
  *   partir rules                       every rule and where it comes from
  *   partir check-rules [FILES]         every rule against the interpreter
+ *                                    (the FILEs, as --rules FILE)
  *   partir walk FILE                   random rewrites keep the meaning
  *
  * Options are declared once.  The ones several subcommands share live in
@@ -427,14 +428,15 @@ static RuleSet *load_rules(char **files) {
   return rs;
 }
 
-/* Says what 'propagate' reported, a line at a time. */
-static void print_report(const GString *report) {
+/* Says what the passes of a script on 'file' reported, a line at a time
+ * (a script may run several passes: the lines say what they are about). */
+static void print_report(const char *file, const GString *report) {
   if (!report->len)
     return;
   g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
   for (char **l = lines; *l; l++)
     if (**l)
-      g_printerr("partir: propagate: %s\n", *l);
+      g_printerr("partir: %s: %s\n", file, *l);
 }
 
 /* Appends the values of 's' where rule 'name' applies; FALSE (with a
@@ -476,7 +478,7 @@ static int cmd_rewrite(const Options *o, char **files) {
   g_autoptr(GString) report = g_string_new(NULL);
   g_autoptr(State) s =
       pipeline_rewrite(rs, s0, o->script ? o->script : "", why, report);
-  print_report(report);
+  print_report(files[0], report);
   if (!s) {
     g_printerr("partir: %s: %s\n", files[0], diag_text(why));
     return 1;
@@ -508,14 +510,34 @@ static const GOptionEntry check_rules_entries[] = {
      "random programs per operator (default 12)", "N"},
     G_OPTION_ENTRY_NULL};
 
-/* The FILEs are rule files; none means the default ones. */
+/* FALSE (with a usage message) when count option 'name' is not in
+ * [1, max]. */
+static gboolean count_ok(const char *name, gint64 n, gint64 max) {
+  if (n >= 1 && n <= max)
+    return TRUE;
+  g_printerr("partir: --%s takes a count from 1 to %" G_GINT64_FORMAT
+             ", not %" G_GINT64_FORMAT "\n",
+             name, max, n);
+  return FALSE;
+}
+
+/* The FILEs are rule files, as --rules FILE; none means the default
+ * ones. */
 static int cmd_check_rules(const Options *o, char **files) {
-  g_autoptr(RuleSet) rs = load_rules(files[0] ? files : NULL);
+  if (!count_ok("tries", o->tries, 10000))
+    return 2;
+  g_autoptr(GPtrArray) paths = g_ptr_array_new();
+  for (char **f = o->rule_files; f && *f; f++)
+    g_ptr_array_add(paths, *f);
+  for (char **f = files; *f; f++)
+    g_ptr_array_add(paths, *f);
+  g_ptr_array_add(paths, NULL);
+  g_autoptr(RuleSet) rs =
+      load_rules(paths->len > 1 ? (char **)paths->pdata : NULL);
   if (!rs)
     return 1;
   g_autoptr(GString) out = g_string_new(NULL);
-  gboolean ok = check_rules(rs, (guint32)o->check_seed,
-                            (int)CLAMP(o->tries, 1, 10000), out);
+  gboolean ok = check_rules(rs, (guint32)o->check_seed, (int)o->tries, out);
   fwrite(out->str, 1, out->len, stdout);
   return ok ? 0 : 1;
 }
@@ -530,6 +552,9 @@ static const GOptionEntry walk_entries[] = {
     G_OPTION_ENTRY_NULL};
 
 static int cmd_walk(const Options *o, char **files) {
+  if (!count_ok("walks", o->walks, 1000000) ||
+      !count_ok("steps", o->steps, 10000))
+    return 2;
   g_autoptr(RuleSet) rs = load_rules(o->rule_files);
   if (!rs)
     return 1;
@@ -537,9 +562,8 @@ static int cmd_walk(const Options *o, char **files) {
   if (!m)
     return 1;
   g_autoptr(GString) out = g_string_new(NULL);
-  gboolean ok = check_walks(rs, m, (guint32)o->check_seed,
-                            (int)CLAMP(o->walks, 1, 1000000),
-                            (int)CLAMP(o->steps, 1, 10000), out);
+  gboolean ok = check_walks(rs, m, (guint32)o->check_seed, (int)o->walks,
+                            (int)o->steps, out);
   fwrite(out->str, 1, out->len, stdout);
   if (ok)
     g_print("%s: %" G_GINT64_FORMAT " random rewrite sequences of "
@@ -757,8 +781,8 @@ static const Command commands[] = {
      rewrite_entries, cmd_rewrite},
     {"rules", "", 0, "takes no FILE (use --rules FILE)", GROUP_RULES, NULL,
      cmd_rules},
-    {"check-rules", "[RULE-FILES...]", -1, NULL, 0, check_rules_entries,
-     cmd_check_rules},
+    {"check-rules", "[RULE-FILES...]", -1, NULL, GROUP_RULES,
+     check_rules_entries, cmd_check_rules},
     {"walk", "FILE", 1, one_file, GROUP_RULES, walk_entries, cmd_walk},
     {"tactic", "SCRIPT.lua FILE", 2,
      "needs SCRIPT.lua and FILE (see 'partir help')",

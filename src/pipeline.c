@@ -65,7 +65,11 @@ gboolean pipeline_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
   out->owned = spmd_lower(rs, g, mesh, why);
   if (!out->owned)
     return FALSE;
-  spmd_fuse(rs, out->owned);
+  if (!spmd_fuse(rs, out->owned, why)) {
+    func_free(out->owned);
+    out->owned = NULL;
+    return FALSE;
+  }
   out->spmd = out->owned;
   return TRUE;
 }

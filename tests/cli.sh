@@ -153,4 +153,42 @@ end
 EOF2
 expect_fail "rewrites that would nest regions past 60 fail cleanly" \
   "regions would nest deeper than 60" "$PARTIR" tactic "$tmp/deep.lua" "$ex/mlp.pir"
+# meshes and hardware what-ifs past their limits are refused, saying the
+# limit, instead of overflowing
+expect_fail "a mesh of more than 2^31 devices is refused" \
+  "its axes make more than 2^31 devices" \
+  "$PARTIR" lower "$ex/mlp.pir" --mesh a=65536,b=65536,c=65536,d=65536
+expect_fail "a mesh axis too large says the limit" \
+  "axis 'a' has size 4000000, more than the limit of 2^20" \
+  "$PARTIR" lower "$ex/mlp.pir" --mesh a=4000000
+check "a mesh of exactly 2^31 devices is accepted" \
+  quiet "$PARTIR" lower "$ex/mlp.pir" --mesh a=1048576,b=2048
+expect_fail "a what-if factor that overflows is refused, naming the setting" \
+  "'peak_flops=1e308x': peak_flops_f32 would be inf" \
+  "$PARTIR" cost "$ex/mlp.pir" --mesh a=2 --set peak_flops=1e308x
+expect_fail "...and one that underflows to zero" \
+  "'link_bw=1e-200x': link_bw would be 0" \
+  "$PARTIR" cost "$ex/mlp.pir" --mesh a=2 --set link_bw=1e-200 --set link_bw=1e-200x
+check "...where zero is allowed, zero is fine" quiet "$PARTIR" cost "$ex/mlp.pir" \
+  --mesh a=2 --set link_latency=1e-200 --set link_latency=1e-200x
+
+# counts must be positive: a usage error (status 2) otherwise
+usage_error() {
+  d=$1 pat=$2
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  st=$?
+  if [ $st -eq 2 ] && grep -q -- "$pat" "$tmp/err" && ! grep -q 'preserve' "$tmp/out"; then
+    ok "$d"
+  else
+    not_ok "$d (status $st)"
+    show "$tmp/err"
+  fi
+}
+usage_error "walk --walks -1 is a usage error" "--walks takes a count from 1 to 1000000, not -1" \
+  "$PARTIR" walk "$ex/mlp.pir" --walks -1
+usage_error "walk --steps 0 is a usage error" "--steps takes a count from 1 to 10000, not 0" \
+  "$PARTIR" walk "$ex/mlp.pir" --steps 0
+usage_error "check-rules --tries -3 is a usage error" "--tries takes a count from 1 to 10000, not -3" \
+  "$PARTIR" check-rules --tries -3
 done_testing

@@ -25,6 +25,32 @@ RULES
 "$PARTIR" check-rules "$tmp/bad.rules" >"$tmp/out" 2>&1
 check "check-rules reports a wrong rule with an instance" \
   sh -c "test $? -eq 1 && grep -q \"FAIL after 'apply drop-neg\" '$tmp/out'"
+# every rule is checked: each failure is reported, the counts are true
+cat >"$tmp/bad3.rules" <<RULES
+include "$rules/ops.rules"
+include "$rules/partir.rules"
+rule drop-neg: neg(x) ~~> x
+rule drop-exp: exp(x) ~~> x
+rule gather-of-shard [spmd]:
+  all_gather(shard(x){axes = a, size = k, dim = d}){axes = a, size = k, dim = d}  ~~>  x
+RULES
+"$PARTIR" check-rules "$tmp/bad3.rules" >"$tmp/out" 2>&1
+check "check-rules goes on after a failing rule and exits 1" test $? -eq 1
+check "...reports each failing rule" sh -c \
+  "grep -Eq '^FAIL +drop-neg +' '$tmp/out' && grep -Eq '^FAIL +drop-exp +' '$tmp/out' &&
+   grep -Eq '^FAIL +gather-of-shard +' '$tmp/out'"
+check "...counts them in the summary" grep -Eq '^[0-9]+ rules, 3 failed,' "$tmp/out"
+check "...after a line for every rule it counts" sh -c \
+  "test \$(grep -Ec '^(ok|NONE|FAIL) +[^ :]+ +([0-9]|no instance|wrong on)' '$tmp/out') -eq \$(sed -n 's/^\([0-9]*\) rules, .*/\1/p' '$tmp/out')"
+# check-rules takes --rules (repeatable) like every command, and files
+printf 'rule drop-neg: neg(x) ~~> x\n' >"$tmp/drop-neg.rules"
+"$PARTIR" check-rules --rules "$rules/ops.rules" --rules "$rules/partir.rules" \
+  "$tmp/drop-neg.rules" >"$tmp/out" 2>&1
+check "check-rules --rules FILE --rules FILE FILE loads all three" sh -c \
+  "test $? -eq 1 && grep -q \"FAIL after 'apply drop-neg\" '$tmp/out'"
+"$PARTIR" check-rules --tries 1 --rules "$rules/ops.rules" >"$tmp/out" 2>&1
+check "...and --rules alone replaces the default rules" sh -c \
+  "test $? -eq 1 && grep -q \"no 'arg-tile' rule is loaded\" '$tmp/out'"
 # without partir.rules there is no arg-tile to make instances with
 "$PARTIR" check-rules --tries 1 "$rules/ops.rules" >"$tmp/out" 2>&1
 check "check-rules without 'arg-tile' says so (no assertion)" \
@@ -118,4 +144,38 @@ check "a file that includes itself loads once" quiet "$PARTIR" rules --rules "$t
 printf 'rule x:\n  neg(y) ~~> neg(y)\nrule x:\n  neg(y) ~~> neg(y)\n' >"$tmp/dup.rules"
 "$PARTIR" rules --rules "$tmp/dup.rules" >/dev/null 2>"$tmp/err"
 check "a duplicate rule name is refused at its line" grep -q "dup.rules:3:6: error: rule 'x' is defined twice" "$tmp/err"
+# a pass that loops fails, naming the pass, and prints or writes nothing
+printf 'func @f(%%a: tensor<4xf32>) -> tensor<4xf32> {\n  %%0 = neg(%%a)\n  return %%0\n}\n' \
+  >"$tmp/neg.pir"
+for pass in simplify fuse; do
+  cat >"$tmp/loop-$pass.rules" <<RULES
+include "$rules/ops.rules"
+include "$rules/partir.rules"
+rule neg-loop [$pass]:
+  neg(x) <~~> neg(neg(neg(x)))
+RULES
+  "$PARTIR" rewrite "$tmp/neg.pir" --rules "$tmp/loop-$pass.rules" --do "$pass" \
+    >"$tmp/out" 2>"$tmp/err"
+  check "$pass without a fixed point fails with status 1" test $? -eq 1
+  check "...says the $pass pass did not reach a fixed point" \
+    grep -q "'$pass': the $pass pass stopped without reaching a fixed point" "$tmp/err"
+  check "...and prints no program" test ! -s "$tmp/out"
+done
+"$PARTIR" rewrite "$tmp/neg.pir" --rules "$tmp/loop-simplify.rules" \
+  --do 'arg-tile 0 0 2; simplify' -o "$tmp/loop.pir" 2>/dev/null
+check "...or writes none" sh -c "test $? -eq 1 && test ! -e '$tmp/loop.pir'"
+cat >"$tmp/loop-propagate.rules" <<RULES
+include "$rules/ops.rules"
+include "$rules/partir.rules"
+rule slice-loop [propagate]:
+  slice d x[r]  ~~>  slice d (neg(neg(x)))[r]
+RULES
+"$PARTIR" rewrite "$tmp/neg.pir" --rules "$tmp/loop-propagate.rules" \
+  --do 'arg-tile 0 0 2; propagate' >"$tmp/out" 2>"$tmp/err"
+check "propagate without a fixed point fails too, naming propagate" sh -c \
+  "test $? -eq 1 && test ! -s '$tmp/out' &&
+   grep -q \"'propagate': the propagate pass stopped without reaching a fixed point\" '$tmp/err'"
+"$PARTIR" walk "$tmp/neg.pir" --rules "$tmp/loop-simplify.rules" --walks 50 >"$tmp/out" 2>&1
+check "random walks report a looping pass as a failure" sh -c \
+  "test $? -eq 1 && grep -q 'the simplify pass stopped without reaching a fixed point' '$tmp/out'"
 done_testing

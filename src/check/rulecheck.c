@@ -11,6 +11,11 @@
  *   - a written rule is looked for along random walks (below) from random
  *     operator applications, and applied wherever it matches.
  *
+ * Every rule is checked, whatever fails before it: a rule that fails is
+ * reported with the instance and left out of the walks that follow, and
+ * a pass (propagate, fuse, simplify) that fails is reported once and not
+ * taken again.
+ *
  * check_walks() takes random legal steps — arg-tile with random
  * parameters, any rule at any location where it applies, propagate, fuse,
  * simplify — and after every step checks that the printed state parses
@@ -411,8 +416,13 @@ typedef struct Walker {
   const RuleSet *rs;
   GRand *rng;
   GHashTable *applied; /* rule name -> count of checked applications */
+  GHashTable *failed;  /* names of the rules whose check failed */
+  const Rule *stepped; /* the rule the last random step applied, or NULL */
+  guint stepped_pass;  /* ... or the tag of the pass it ran, or 0 */
+  guint stopped;       /* tags of the passes that failed: not run again */
   GString *out;
-  int failures;
+  int failures;      /* every failure reported */
+  int pass_failures; /* ... of those, failures of a pass, not of a rule */
   guint32 seed;
   GHashTable *type_changes; /* probe mode: Rule* -> message; no checks */
   Reference ref;            /* outputs of the current walk's start */
@@ -503,21 +513,44 @@ static gboolean check_step(Walker *w, const State *start, const State *prev,
   return ok;
 }
 
-/* One random legal step from 's'; NULL when the chosen step did not apply. */
+/* Pass 'tag' over 's' as a step; NULL when it finds no fixed point,
+ * which is a failure, reported the first time. */
+static State *pass_step(Walker *w, State *s, guint tag, GString *step) {
+  g_autoptr(Diag) why = diag_new(NULL);
+  g_string_assign(step, tag == RULE_TAG_PROPAGATE ? "propagate"
+                        : tag == RULE_TAG_FUSE    ? "fuse"
+                                                  : "simplify");
+  if (w->stopped & tag)
+    return NULL;
+  w->stepped_pass = tag;
+  const Term *body =
+      tag == RULE_TAG_PROPAGATE
+          ? rw_propagate(w->rs, s->func.body, NULL, NULL, why)
+          : rw_fixpoint(w->rs, s->func.body, tag, NULL, NULL, why);
+  if (body)
+    return state_with_body(s, body);
+  w->stopped |= tag;
+  if (!w->type_changes) { /* probe mode checks types only */
+    w->failures++;
+    w->pass_failures++;
+    g_string_append_printf(w->out, "FAIL at '%s': %s\n", step->str,
+                           diag_text(why));
+  }
+  return NULL;
+}
+
+/* One random legal step from 's'; NULL when the chosen step did not apply.
+ * 'w->stepped' and 'w->stepped_pass' say what it was. */
 static State *random_step(Walker *w, State *s, GString *step) {
   g_autoptr(Diag) why = diag_new(NULL);
+  w->stepped = NULL;
+  w->stepped_pass = 0;
   int choice = g_rand_int_range(w->rng, 0, 10);
-  if (choice == 0) {
-    g_string_assign(step, "propagate");
-    return state_with_body(s, rw_propagate(w->rs, s->func.body, NULL, NULL));
-  }
-  if (choice == 1) {
-    g_string_assign(step, g_rand_boolean(w->rng) ? "fuse" : "simplify");
-    return state_with_body(
-        s, rw_fixpoint(w->rs, s->func.body,
-                       step->str[0] == 'f' ? RULE_TAG_FUSE : RULE_TAG_SIMPLIFY,
-                       NULL, NULL));
-  }
+  if (choice == 0)
+    return pass_step(w, s, RULE_TAG_PROPAGATE, step);
+  if (choice == 1)
+    return pass_step(
+        w, s, g_rand_boolean(w->rng) ? RULE_TAG_FUSE : RULE_TAG_SIMPLIFY, step);
   /* a rule at a location where it applies */
   g_autoptr(GPtrArray) locs = state_locations(s);
   if (locs->len == 0)
@@ -529,6 +562,8 @@ static State *random_step(Walker *w, State *s, GString *step) {
   g_autoptr(GPtrArray) cands = g_ptr_array_new();
   for (guint i = 0; i < w->rs->rules->len; i++) {
     const Rule *r = g_ptr_array_index(w->rs->rules, i);
+    if (g_hash_table_contains(w->failed, r->name))
+      continue; /* reported once: let the walks check the others */
     gboolean rev = r->kind == RULE_OP_TILE_REV || r->kind == RULE_OP_SUM_REV;
     const Term *body =
         t->kind == TM_TILE || t->kind == TM_SUM ? t->args[0] : NULL;
@@ -551,6 +586,7 @@ static State *random_step(Walker *w, State *s, GString *step) {
         g_string_append_printf(step, " %s=%" G_GINT64_FORMAT, args[i].name,
                                args[i].value);
       count(w, r);
+      w->stepped = r;
       return next;
     }
   }
@@ -592,6 +628,12 @@ static void walk(Walker *w, State *start, int steps) {
     if (!next)
       continue;
     gboolean ok = w->type_changes || check_step(w, start, s, next, step->str);
+    if (!ok && w->stepped) {
+      g_hash_table_add(w->failed, w->stepped->name);
+    } else if (!ok) {
+      w->pass_failures++;
+      w->stopped |= w->stepped_pass;
+    }
     state_unref(s);
     s = next;
     if (!ok)
@@ -604,12 +646,14 @@ static Walker walker_new(const RuleSet *rs, GString *out, guint32 seed) {
   Walker w = {.rs = rs, .out = out, .seed = seed};
   w.rng = g_rand_new_with_seed(seed);
   w.applied = g_hash_table_new(g_str_hash, g_str_equal);
+  w.failed = g_hash_table_new(g_str_hash, g_str_equal);
   return w;
 }
 
 static void walker_clear(Walker *w) {
   g_rand_free(w->rng);
   g_hash_table_unref(w->applied);
+  g_hash_table_unref(w->failed);
   reference_clear(&w->ref);
   if (w->type_changes)
     g_hash_table_unref(w->type_changes);
@@ -703,6 +747,40 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
   return checked;
 }
 
+/* Random walks from a matmul chain tiled two ways (nested regions), once
+ * per round; none once propagation has failed. */
+static void walk_matmul_chain(Walker *w) {
+  if (w->stopped & RULE_TAG_PROPAGATE)
+    return;
+  Gen c = {w->rng, g_ptr_array_new()};
+  int64_t d[4] = {4, 6, 4, 6}; /* x 4x6, y 6x4, z 4x6 */
+  const Term *x = new_arg(&c, type_tensor(DT_F32, 2, d));
+  const Term *y = new_arg(&c, type_tensor(DT_F32, 2, d + 1));
+  const Term *z = new_arg(&c, type_tensor(DT_F32, 2, d + 2));
+  g_autoptr(Diag) err = diag_new(NULL);
+  const Term *xy =
+      term_op(OP_MATMUL, 2, (const Term *[]){x, y}, attrs_empty(), NULL, err);
+  const Term *xyz =
+      term_op(OP_MATMUL, 2, (const Term *[]){xy, z}, attrs_empty(), NULL, err);
+  g_autoptr(Module) m = instance_module(&c, xyz);
+  g_ptr_array_unref(c.arg_types);
+  g_autoptr(State) s0 = state_new(m);
+  g_autoptr(Diag) why = diag_new(NULL);
+  g_autoptr(State) s = rw_script(
+      w->rs, s0, "arg-tile 0 0 2; arg-tile 1 1 2; arg-tile 2 0 2; propagate",
+      why, NULL);
+  if (!s) { /* the shapes suit the widths: propagate found no fixed point */
+    w->stopped |= RULE_TAG_PROPAGATE;
+    w->failures++;
+    w->pass_failures++;
+    g_string_append_printf(w->out, "FAIL tiling a matmul chain: %s\n",
+                           diag_text(why));
+    return;
+  }
+  for (int k = 0; k < 8; k++)
+    walk(w, s, 12);
+}
+
 gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
   /* instances are made by tiling arguments: without the rule, none */
   if (!ruleset_find(rs, "arg-tile")) {
@@ -713,7 +791,7 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
   Walker w = walker_new(rs, out, seed);
   /* written rules: random walks from random applications of every op */
   for (int round = 0; round < tries; round++)
-    for (int op = 0; op < OP_COUNT_ && w.failures == 0; op++) {
+    for (int op = 0; op < OP_COUNT_; op++) {
       Gen g = {w.rng, g_ptr_array_new()};
       const Term *t = gen_op(&g, (Op)op, -1, -1);
       if (t) {
@@ -721,48 +799,29 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
         g_autoptr(State) s = state_new(m);
         walk(&w, s, 8);
       }
-      if (op == OP_MATMUL) { /* a chain, tiled two ways: nested regions */
-        Gen c = {w.rng, g_ptr_array_new()};
-        int64_t d[4] = {4, 6, 4, 6}; /* x 4x6, y 6x4, z 4x6 */
-        const Term *x = new_arg(&c, type_tensor(DT_F32, 2, d));
-        const Term *y = new_arg(&c, type_tensor(DT_F32, 2, d + 1));
-        const Term *z = new_arg(&c, type_tensor(DT_F32, 2, d + 2));
-        g_autoptr(Diag) err = diag_new(NULL);
-        const Term *xy = term_op(OP_MATMUL, 2, (const Term *[]){x, y},
-                                 attrs_empty(), NULL, err);
-        const Term *xyz = term_op(OP_MATMUL, 2, (const Term *[]){xy, z},
-                                  attrs_empty(), NULL, err);
-        g_autoptr(Module) m = instance_module(&c, xyz);
-        g_ptr_array_unref(c.arg_types);
-        g_autoptr(State) s0 = state_new(m);
-        g_autoptr(Diag) why = diag_new(NULL);
-        g_autoptr(State) s = rw_script(
-            rs, s0, "arg-tile 0 0 2; arg-tile 1 1 2; arg-tile 2 0 2; propagate",
-            why, NULL);
-        g_assert(s); /* shapes above are chosen for these widths */
-        for (int k = 0; k < 8; k++)
-          walk(&w, s, 12);
-      }
+      if (op == OP_MATMUL)
+        walk_matmul_chain(&w);
       g_ptr_array_unref(g.arg_types);
     }
-  int unexercised = 0;
-  for (guint i = 0; i < rs->rules->len && w.failures == 0; i++) {
+  /* every rule, whatever failed before it */
+  int failed = 0, unexercised = 0;
+  for (guint i = 0; i < rs->rules->len; i++) {
     const Rule *r = g_ptr_array_index(rs->rules, i);
     int n;
-    if (r->kind == RULE_PATTERN && (r->tags & RULE_TAG_SPMD)) {
+    if (r->kind == RULE_PATTERN && (r->tags & RULE_TAG_SPMD))
       n = check_spmd_rule(r, w.rng, tries, out);
-      if (n < 0) {
-        w.failures++;
-        break;
-      }
-    } else if (r->kind == RULE_PATTERN) {
-      n = GPOINTER_TO_INT(g_hash_table_lookup(w.applied, r->name));
-    } else {
+    else if (r->kind == RULE_PATTERN)
+      n = g_hash_table_contains(w.failed, r->name)
+              ? -1
+              : GPOINTER_TO_INT(g_hash_table_lookup(w.applied, r->name));
+    else
       n = check_derived(&w, r, MAX(tries / 4, 2));
-      if (n < 0)
-        break;
-    }
-    if (n == 0) {
+    if (n < 0) {
+      failed++;
+      g_string_append_printf(
+          out, "FAIL  %-24s wrong on an instance shown above (%s)\n", r->name,
+          r->origin);
+    } else if (n == 0) {
       unexercised++;
       g_string_append_printf(out, "NONE  %-24s no instance found (%s)\n",
                              r->name, r->origin);
@@ -771,10 +830,14 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
                              n == 1 ? "" : "s");
     }
   }
-  g_string_append_printf(out, "%u rules, %d failed, %d without an instance\n",
-                         rs->rules->len, w.failures, unexercised);
+  g_string_append_printf(out, "%u rules, %d failed, %d without an instance",
+                         rs->rules->len, failed, unexercised);
+  if (w.pass_failures > 0)
+    g_string_append_printf(out, "; %d failure%s of propagate, fuse or simplify",
+                           w.pass_failures, w.pass_failures == 1 ? "" : "s");
+  g_string_append_c(out, '\n');
   walker_clear(&w);
-  return w.failures == 0 && unexercised == 0;
+  return failed == 0 && w.pass_failures == 0 && unexercised == 0;
 }
 
 gboolean check_rule_types(const RuleSet *rs, Diag *errors) {

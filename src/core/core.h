@@ -426,6 +426,8 @@ gboolean cursor_word(Cursor *c, const char *word);
 /* ----------------------------------------------------------------- mesh.c */
 
 #define MESH_MAX_AXES 8
+#define MESH_MAX_AXIS_SIZE (1 << 20)        /* devices along one axis, 2^20 */
+#define MESH_MAX_DEVICES ((int64_t)1 << 31) /* devices in a mesh, 2^31 */
 
 /* A device mesh: axis names (interned) and sizes, in the order given. */
 typedef struct Mesh {
@@ -434,8 +436,12 @@ typedef struct Mesh {
   int64_t sizes[MESH_MAX_AXES];
 } Mesh;
 
-/* Parses "batch=2,model=4" (an empty string is the empty mesh). */
+/* Parses "batch=2,model=4" (an empty string is the empty mesh); FALSE
+ * with the reason when it is malformed or past the limits above. */
 gboolean mesh_parse(const char *spec, Mesh *out, Diag *diag);
+/* FALSE with the reason when the axes of 'm' multiply to more than
+ * MESH_MAX_DEVICES devices. */
+gboolean mesh_devices_ok(const Mesh *m, Diag *diag);
 int64_t mesh_axis_size(const Mesh *m, const char *axis); /* 0 if absent */
 int mesh_axis_index(const Mesh *m, const char *axis);    /* -1 if absent */
 /* The number of devices (the product of the sizes; G_MAXINT64 when that

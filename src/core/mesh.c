@@ -8,6 +8,7 @@
  */
 #include "core/core.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,15 +21,24 @@ gboolean mesh_parse(const char *spec, Mesh *out, Diag *diag) {
     g_autofree char *item = g_strstrip(g_strdup(*p));
     char *eq = strchr(item, '=');
     char *end = NULL;
+    errno = 0;
     long long size = eq ? strtoll(eq + 1, &end, 10) : 0;
-    if (!eq || eq == item || !end || *end || end == eq + 1 || size < 1 ||
-        size > (1 << 20)) {
+    gboolean too_large = errno == ERANGE || size > MESH_MAX_AXIS_SIZE;
+    if (!eq || eq == item || !end || *end || end == eq + 1 ||
+        (size < 1 && !too_large)) {
       diag_reason(diag,
                   "mesh '%s': expected AXIS=SIZE (a positive size), got '%s'",
                   spec, item);
       return FALSE;
     }
     *eq = '\0';
+    if (too_large) { /* the size as written: strtoll saturates */
+      diag_reason(diag,
+                  "mesh '%s': axis '%s' has size %s, more than the limit of "
+                  "2^20 (%d)",
+                  spec, item, eq + 1, MESH_MAX_AXIS_SIZE);
+      return FALSE;
+    }
     if (!mesh_axis_name_ok(item)) {
       diag_reason(diag,
                   "mesh '%s': axis name '%s' must be letters, digits or '_'",
@@ -47,6 +57,25 @@ gboolean mesh_parse(const char *spec, Mesh *out, Diag *diag) {
     }
     out->names[out->naxes] = name;
     out->sizes[out->naxes++] = size;
+  }
+  if (!mesh_devices_ok(out, diag)) {
+    diag_prefix(diag, "mesh '%s': ", spec);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean mesh_devices_ok(const Mesh *m, Diag *diag) {
+  int64_t n = 1; /* stays at most MESH_MAX_DEVICES: no overflow */
+  for (int i = 0; i < m->naxes; i++) {
+    if (m->sizes[i] > MESH_MAX_DEVICES / n) {
+      diag_reason(diag,
+                  "its axes make more than 2^31 devices (the limit is "
+                  "%" G_GINT64_FORMAT ")",
+                  MESH_MAX_DEVICES);
+      return FALSE;
+    }
+    n *= m->sizes[i];
   }
   return TRUE;
 }

@@ -416,6 +416,21 @@ static void record_binder(Parser *p, const Term *t, char *binder_name) {
     g_free(binder_name);
 }
 
+/* FALSE (having failed at 'at') when dimension literal 'dim' of 'what' is
+ * too large for the term constructors' int: the literal as written, with
+ * the rank of 't' as they say it.  Smaller ones they check themselves. */
+static gboolean dim_fits(Parser *p, const char *what, int64_t dim,
+                         const Type *t, Loc at) {
+  if (dim >= G_MININT && dim <= G_MAXINT)
+    return TRUE;
+  if (t->kind != TY_TENSOR)
+    return cursor_fail(
+        &p->c, at, "%s dimension %" G_GINT64_FORMAT " out of range", what, dim);
+  return cursor_fail(
+      &p->c, at, "%s dimension %" G_GINT64_FORMAT " out of range for rank %d",
+      what, dim, t->rank);
+}
+
 static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
   if (p->c.failed)
     return NULL;
@@ -436,8 +451,8 @@ static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
     const Term *r = parse_use(p);
     if (!r || !cursor_punct(&p->c, ']'))
       return NULL;
-    if (dim < 0 || dim > PARTIR_MAX_RANK)
-      dim = PARTIR_MAX_RANK;
+    if (!dim_fits(p, "partir.slice", dim, x->type, def_loc))
+      return NULL;
     return built(p, term_slice((int)dim, x, r, err), err, def_loc);
   }
   if (token_is(&p->c.tok, "partir.tile") || token_is(&p->c.tok, "partir.sum")) {
@@ -452,8 +467,10 @@ static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
     const Term *body = parse_region(p, &range, &axis, &binder_name);
     if (!body)
       return NULL;
-    if (dim < 0 || dim > PARTIR_MAX_RANK)
-      dim = PARTIR_MAX_RANK;
+    if (tile && !dim_fits(p, "partir.tile", dim, body->type, def_loc)) {
+      g_free(binder_name);
+      return NULL;
+    }
     const Term *t = tile ? term_tile((int)dim, range, axis, body, err)
                          : term_sum(range, axis, body, err);
     if (!built(p, t, err, def_loc)) {
@@ -610,9 +627,17 @@ static gboolean parse_mesh(Parser *p, Mesh *mesh) {
         mesh->naxes == MESH_MAX_AXES)
       return cursor_fail(&p->c, at, "mesh axis '%s' needs a positive size",
                          a->keys[i]);
+    if (a->values[i].i > MESH_MAX_AXIS_SIZE)
+      return cursor_fail(&p->c, at,
+                         "mesh axis '%s' has size %" G_GINT64_FORMAT
+                         ", more than the limit of 2^20 (%d)",
+                         a->keys[i], a->values[i].i, MESH_MAX_AXIS_SIZE);
     mesh->names[mesh->naxes] = a->keys[i];
     mesh->sizes[mesh->naxes++] = a->values[i].i;
   }
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (!mesh_devices_ok(mesh, why))
+    return cursor_fail(&p->c, at, "mesh: %s", diag_text(why));
   return TRUE;
 }
 

@@ -202,14 +202,27 @@ static gboolean hp_shape(HeaderParser *hp, NpyHeader *h) {
 }
 
 /* Parses the whole header dict into 'h'; keys other than the three numpy
- * writes are skipped. */
+ * writes are skipped, and one of those three given twice is refused
+ * (Python would keep the last, a hand-edited file likely meant another). */
 static gboolean hp_dict(HeaderParser *hp, NpyHeader *h) {
   g_autoptr(GString) key = g_string_new(NULL);
   g_autoptr(GString) name = g_string_new(NULL);
   if (!hp_expect(hp, '{', "expected '{'"))
     return FALSE;
   while (!hp_accept(hp, '}')) {
-    if (!hp_string(hp, key) || !hp_expect(hp, ':', "expected ':'"))
+    hp_skip_space(hp);
+    const char *key_at = hp->p;
+    if (!hp_string(hp, key))
+      return FALSE;
+    gboolean again = (strcmp(key->str, "descr") == 0 && h->has_descr) ||
+                     (strcmp(key->str, "fortran_order") == 0 && h->has_order) ||
+                     (strcmp(key->str, "shape") == 0 && h->has_shape);
+    if (again) {
+      hp->p = key_at;
+      g_autofree char *what = g_strdup_printf("key '%s' is repeated", key->str);
+      return hp_fail(hp, what);
+    }
+    if (!hp_expect(hp, ':', "expected ':'"))
       return FALSE;
     if (strcmp(key->str, "descr") == 0) {
       hp_skip_space(hp);

@@ -162,20 +162,48 @@ static State *run_sum(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
   return rw_apply(rs, in, rule, loc, args, args[1].axis ? 2 : 1, why);
 }
 
-/* The NAME=VALUE words of 'apply' into 'args' (at most RULE_MAX_VARS; a
- * VALUE that is no integer is an axis name); their count, or -1 with the
- * reason. */
-static int parse_rule_args(char **w, int nw, RuleArg *args, Diag *why) {
+/* "its parameters: w, a" or "it takes none": what 'rule' takes. */
+static char *rule_params_text(const Rule *rule) {
+  if (rule->nparams == 0)
+    return g_strdup("it takes none");
+  GString *s = g_string_new("its parameters: ");
+  for (int i = 0; i < rule->nparams; i++)
+    g_string_append_printf(s, "%s%s", i ? ", " : "", rule->params[i]);
+  return g_string_free(s, FALSE);
+}
+
+/* The NAME=VALUE words of 'apply' into 'args' (each NAME one of the
+ * parameters of 'rule', once, so at most RULE_MAX_VARS; a VALUE that is
+ * no integer is an axis name); their count, or -1 with the reason. */
+static int parse_rule_args(const Rule *rule, char **w, int nw, RuleArg *args,
+                           Diag *why) {
   int nargs = 0;
-  for (int i = 0; i < nw && nargs < RULE_MAX_VARS; i++) {
+  for (int i = 0; i < nw; i++) {
     const char *eq = strchr(w[i], '=');
     if (!eq) {
       diag_reason(why, "apply: expected NAME=VALUE, got '%s'", w[i]);
       return -1;
     }
     g_autofree char *key = g_strndup(w[i], (gsize)(eq - w[i]));
+    const char *name = g_intern_string(key);
+    gboolean known = FALSE, repeated = FALSE;
+    for (int k = 0; k < rule->nparams; k++)
+      known |= rule->params[k] == name;
+    for (int k = 0; k < nargs; k++)
+      repeated |= args[k].name == name;
+    if (!known || repeated) {
+      g_autofree char *params = rule_params_text(rule);
+      if (!known)
+        diag_reason(why, "apply: '%s' has no parameter '%s' (%s)", rule->name,
+                    key, params);
+      else
+        diag_reason(why, "apply: parameter '%s' of '%s' is given twice (%s)",
+                    key, rule->name, params);
+      return -1;
+    }
+    g_assert(nargs < RULE_MAX_VARS); /* distinct parameters of the rule */
     RuleArg *a = &args[nargs++];
-    a->name = g_intern_string(key);
+    a->name = name;
     a->is_axis = !parse_int64(eq + 1, &a->value);
     if (a->is_axis && !axis_name_ok(eq + 1, why))
       return -1;
@@ -212,7 +240,7 @@ static State *run_apply(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
     i += 2;
   }
   RuleArg args[RULE_MAX_VARS];
-  int nargs = parse_rule_args(w + i, nw - i, args, why);
+  int nargs = parse_rule_args(rule, w + i, nw - i, args, why);
   if (nargs < 0)
     return NULL;
   if (loc)
@@ -229,20 +257,20 @@ static State *run_apply(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
 }
 
 /* 'propagate', 'fuse' or 'simplify' ('pass'): that pass over the whole
- * program, run to a fixpoint. */
+ * program, run to a fixpoint; NULL with the reason when it finds none. */
 static State *run_pass(const RuleSet *rs, State *in, const char *pass, int nw,
                        Diag *why, GString *report) {
   if (!need_args(nw, 1, 1, pass, why))
     return NULL;
   const Term *body =
       strcmp(pass, "propagate") == 0
-          ? rw_propagate(rs, in->func.body, in->module->names, report)
+          ? rw_propagate(rs, in->func.body, in->module->names, report, why)
       : strcmp(pass, "fuse") == 0
           ? rw_fixpoint(rs, in->func.body, RULE_TAG_FUSE, in->module->names,
-                        report)
+                        report, why)
           : rw_fixpoint(rs, in->func.body, RULE_TAG_SIMPLIFY, in->module->names,
-                        report);
-  return state_with_body(in, body);
+                        report, why);
+  return body ? state_with_body(in, body) : NULL;
 }
 
 /* One command, its words in 'w': the new state, or NULL with the reason

@@ -22,6 +22,11 @@
  * so are operands split along one dimension over two axes, where the
  * first operand's axis wins.
  *
+ * Every pass has fuel: a number of rewrites in proportion to the size of
+ * its input.  A rule set can loop (neg(x) ~~> neg(neg(x)) tagged
+ * [simplify]); a pass that would rewrite once its fuel is spent fails,
+ * naming itself, rather than return a program it did not finish.
+ *
  * requires: the rule set has 'fuse' (partir.rules) and the op specs.
  */
 #include "rewrite/rewrite.h"
@@ -32,9 +37,9 @@ typedef struct Norm Norm;
 typedef const Term *(*StepFn)(Norm *n, const Term *t);
 
 /* Rewrites one pass may do per node of its input (plus a constant), and
- * how deeply rewrites of rewrites may nest, before it stops and reports
- * that there is no fixed point: a rule set can loop (neg(x) ~~>
- * neg(neg(x))).  Propagation does a few rewrites per node. */
+ * how deeply rewrites of rewrites may nest, before it stops and fails
+ * without a fixed point: a rule set can loop (neg(x) ~~> neg(neg(x))).
+ * Propagation does a few rewrites per node. */
 #define NORM_FUEL_PER_NODE 64
 #define NORM_MAX_NEST 100000
 
@@ -42,6 +47,7 @@ struct Norm {
   const RuleSet *rs;
   long fuel;
   int nest;
+  gboolean stopped; /* a rewrite was due with no fuel left: no fixed point */
   GHashTable *memo;
   GPtrArray *rules; /* pattern rules tried at every node */
   StepFn step;
@@ -187,10 +193,11 @@ static const Term *norm(Norm *n, const Term *t) {
     note(n, diag_text(n->err));
     t1 = t;
   }
-  const Term *r =
-      n->fuel > 0 && n->nest < NORM_MAX_NEST ? n->step(n, t1) : NULL;
-  if (!r && (n->fuel <= 0 || n->nest >= NORM_MAX_NEST))
-    note(n, "stopped without reaching a fixed point (the rules loop?)");
+  const Term *r = n->stopped ? NULL : n->step(n, t1);
+  if (r && (n->fuel <= 0 || n->nest >= NORM_MAX_NEST)) {
+    n->stopped = TRUE; /* the caller fails: what is built is not used */
+    r = NULL;
+  }
   const Term *result = t1;
   if (r) {
     n->fuel--;
@@ -259,14 +266,20 @@ static size_t dag_size(const Term *root) {
   return g_hash_table_size(seen);
 }
 
+/* The pass named 'pass' over 'body' with 'step' and the rules tagged
+ * 'tag' (named 'tag_name'); NULL with the reason in 'why' when it runs
+ * out of fuel, and then 'report' is left as it was. */
 static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
-                       guint tag, GHashTable *names, GString *report) {
+                       guint tag, const char *pass, const char *tag_name,
+                       GHashTable *names, GString *report, Diag *why) {
   Norm n = {.rs = rs,
             .step = step,
             .report = report,
             .names = names,
             .err = diag_new(NULL)};
-  n.fuel = 1024 + NORM_FUEL_PER_NODE * (long)dag_size(body);
+  const long fuel = 1024 + NORM_FUEL_PER_NODE * (long)dag_size(body);
+  const gsize reported = report ? report->len : 0;
+  n.fuel = fuel;
   n.memo = g_hash_table_new(NULL, NULL);
   n.reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   n.rules = g_ptr_array_new();
@@ -276,7 +289,15 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
       g_ptr_array_add(n.rules, (gpointer)r);
   }
   const Term *out = norm(&n, body);
-  if (report) {
+  if (n.stopped) {
+    diag_reason(why,
+                "the %s pass stopped without reaching a fixed point after "
+                "%ld rewrites (do the [%s] rules loop?)",
+                pass, fuel - n.fuel, tag_name);
+    if (report)
+      g_string_truncate(report, reported);
+    out = NULL;
+  } else if (report) {
     AxisCheck c = {.n = &n};
     c.seen[0] = g_hash_table_new(NULL, NULL);
     check_axes(&c, 0, out);
@@ -290,11 +311,18 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
 }
 
 const Term *rw_propagate(const RuleSet *rs, const Term *body, GHashTable *names,
-                         GString *report) {
-  return run(rs, body, propagate_step, RULE_TAG_PROPAGATE, names, report);
+                         GString *report, Diag *why) {
+  return run(rs, body, propagate_step, RULE_TAG_PROPAGATE, "propagate",
+             "propagate", names, report, why);
 }
 
 const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
-                        GHashTable *names, GString *report) {
-  return run(rs, body, rules_step, tag, names, report);
+                        GHashTable *names, GString *report, Diag *why) {
+  const char *tag_name = tag == RULE_TAG_FUSE       ? "fuse"
+                         : tag == RULE_TAG_SIMPLIFY ? "simplify"
+                         : tag == RULE_TAG_SPMD     ? "spmd"
+                                                    : NULL;
+  g_assert(tag_name); /* the tag of one fixed-point pass */
+  const char *pass = tag == RULE_TAG_SPMD ? "redistribution fusion" : tag_name;
+  return run(rs, body, rules_step, tag, pass, tag_name, names, report, why);
 }

@@ -278,12 +278,14 @@ void replace_inherit_name(GHashTable *names, const Term *from, const Term *to);
 /* ------------------------------------------------------------ propagate.c */
 
 /* Pushes slices in, pulls tiles out and fuses, to a fixed point; what it
- * could not resolve goes to 'report' (may be NULL). */
+ * could not resolve goes to 'report' (may be NULL).  NULL with the reason
+ * in 'why', naming the pass, when the rules loop (no fixed point). */
 const Term *rw_propagate(const RuleSet *rs, const Term *body, GHashTable *names,
-                         GString *report);
-/* Applies the rules tagged 'tag' to a fixed point. */
+                         GString *report, Diag *why);
+/* Applies the rules tagged 'tag' (RULE_TAG_FUSE, _SIMPLIFY or _SPMD) to a
+ * fixed point; NULL with the reason in 'why' as rw_propagate. */
 const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
-                        GHashTable *names, GString *report);
+                        GHashTable *names, GString *report, Diag *why);
 
 /* -------------------------------------------------------------- command.c */
 

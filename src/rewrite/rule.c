@@ -89,14 +89,28 @@ static gboolean parse_intref(RuleParser *p, IntRef *r, const char *what) {
   return r->var != NULL;
 }
 
+/* The size or width ('what') of a range: as parse_intref, and a literal
+ * must be at least 1 (no range is empty). */
+static gboolean parse_range_int(RuleParser *p, IntRef *r, const char *what) {
+  Loc at = p->c.tok.loc;
+  g_autofree char *expected = g_strdup_printf("the range %s", what);
+  if (!parse_intref(p, r, expected))
+    return FALSE;
+  if (!r->var && r->value < 1)
+    return cursor_fail(&p->c, at,
+                       "a range %s must be at least 1, not %" G_GINT64_FORMAT,
+                       what, r->value);
+  return TRUE;
+}
+
 /* [':' 'range' '<' n ',' w '>'] */
 static gboolean parse_range_annot(RuleParser *p, IntRef *n, IntRef *w) {
   if (!token_punct(&p->c.tok, ':'))
     return TRUE;
   cursor_next(&p->c);
   return cursor_word(&p->c, "range") && cursor_punct(&p->c, '<') &&
-         parse_intref(p, n, "the range size") && cursor_punct(&p->c, ',') &&
-         parse_intref(p, w, "the range width") && cursor_punct(&p->c, '>');
+         parse_range_int(p, n, "size") && cursor_punct(&p->c, ',') &&
+         parse_range_int(p, w, "width") && cursor_punct(&p->c, '>');
 }
 
 static gboolean in_scope(RuleParser *p, const char *name) {

@@ -260,9 +260,27 @@ gboolean hw_load(const char *name_or_path, Hardware *out, GError **error) {
   return FALSE;
 }
 
-/* Sets or scales (when 'scale') one figure; 'zero_ok' as in HwKey. */
-static void apply(double *v, double x, gboolean scale) {
-  *v = scale ? *v * x : x;
+/* Sets or scales (when 'scale') figure 'k' at 'base' (a Hardware, or the
+ * HwAxis 'axis'); FALSE with the reason when the result is not finite
+ * and positive (or zero, where 'k' allows it): a factor can overflow to
+ * inf or underflow to 0. */
+static gboolean apply(void *base, const char *axis, const HwKey *k, double x,
+                      gboolean scale, const char *assignment, Diag *diag) {
+  double *v = field(base, k);
+  double r = scale ? *v * x : x;
+  if (!isfinite(r) || r < 0 || (r == 0 && !k->zero_ok)) {
+    g_autoptr(GString) shown = g_string_new(NULL);
+    attr_append_shortest_double(shown, r);
+    diag_reason(diag,
+                "hardware setting '%s': %s%s%s%s would be %s %s, not a finite "
+                "%s number",
+                assignment, axis ? "axis." : "", axis ? axis : "",
+                axis ? "." : "", k->key, shown->str, k->unit,
+                k->zero_ok ? "non-negative" : "positive");
+    return FALSE;
+  }
+  *v = r;
+  return TRUE;
 }
 
 gboolean hw_set(Hardware *hw, const char *assignment, Diag *diag) {
@@ -305,28 +323,31 @@ gboolean hw_set(Hardware *hw, const char *assignment, Diag *diag) {
                 scale ? " before 'x'" : " or a factor such as 2x");
     return FALSE;
   }
+  /* on a copy: a figure that would overflow leaves 'hw' as it was */
+  Hardware h = *hw;
+  gboolean ok = TRUE;
   if (ak) {
-    HwAxis *a = axis_entry(hw, axis, TRUE);
+    HwAxis *a = axis_entry(&h, axis, TRUE);
     if (!a) {
       diag_reason(diag, "hardware setting '%s': more than %d axes", assignment,
                   HW_MAX_AXES);
       return FALSE;
     }
-    apply(field(a, ak), x, scale);
+    ok = apply(a, a->name, ak, x, scale, assignment, diag);
   } else if (all_peaks) {
-    apply(&hw->peak_flops_f32, x, scale);
-    apply(&hw->peak_flops_bf16, x, scale);
-    apply(&hw->peak_flops_f64, x, scale);
+    for (gsize i = 0; i < G_N_ELEMENTS(hw_keys) && ok; i++)
+      if (g_str_has_prefix(hw_keys[i].key, "peak_flops_"))
+        ok = apply(&h, NULL, &hw_keys[i], x, scale, assignment, diag);
   } else {
-    apply(field(hw, hk), x, scale);
+    ok = apply(&h, NULL, hk, x, scale, assignment, diag);
     /* the default link and every axis's: "the whole mesh is 2x faster" */
-    for (int i = 0; i < hw->naxes; i++) {
-      if (strcmp(hk->key, "link_bw") == 0)
-        apply(&hw->axes[i].link_bw, x, scale);
-      else if (strcmp(hk->key, "link_latency") == 0)
-        apply(&hw->axes[i].link_latency, x, scale);
-    }
+    const HwKey *same = find_key(axis_keys, G_N_ELEMENTS(axis_keys), hk->key);
+    for (int i = 0; i < h.naxes && ok && same; i++)
+      ok = apply(&h.axes[i], h.axes[i].name, same, x, scale, assignment, diag);
   }
+  if (!ok)
+    return FALSE;
+  *hw = h;
   g_autofree char *change =
       g_strdup_printf("%s=%s%s", key, value, scale ? "x" : "");
   g_autofree char *changes = hw->changes

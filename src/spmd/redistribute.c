@@ -105,10 +105,13 @@ static const Term *shard_inputs(const Term *body, Func *f, Dist *dists) {
   return body;
 }
 
-void spmd_fuse(const RuleSet *rs, Func *f) {
+gboolean spmd_fuse(const RuleSet *rs, Func *f, Diag *why) {
   g_assert(f->spmd);
-  const Term *body = rw_fixpoint(rs, f->body, RULE_TAG_SPMD, NULL, NULL);
+  const Term *body = rw_fixpoint(rs, f->body, RULE_TAG_SPMD, NULL, NULL, why);
+  if (!body)
+    return FALSE;
   f->body = shard_inputs(body, f, f->spmd->arg_dists);
   for (int i = 0; i < f->nresults; i++)
     f->result_types[i] = f->body->args[i]->type;
+  return TRUE;
 }

@@ -31,8 +31,9 @@ Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh, Diag *why);
 
 /* Fuses the redistributions of lowered program 'f' in place: the [spmd]
  * rules of 'rs' to a fixed point, then arguments used only through one
- * 'shard' are received sharded. */
-void spmd_fuse(const RuleSet *rs, Func *f);
+ * 'shard' are received sharded.  FALSE with the reason in 'why', and 'f'
+ * unchanged, when the [spmd] rules loop. */
+gboolean spmd_fuse(const RuleSet *rs, Func *f, Diag *why);
 
 /* ------------------------------------------------------------- simulate.c */
 
@@ -93,7 +94,9 @@ gboolean hw_is_path(const char *name_or_path);
 /* Applies "KEY=VALUE": VALUE is a number, or "Nx" to multiply the current
  * value by N.  KEY is one of the [hardware] keys, "peak_flops" (every
  * dtype), or "axis.NAME.link_bw" / "axis.NAME.link_latency".  "link_bw" and
- * "link_latency" change the default and every per-axis link. */
+ * "link_latency" change the default and every per-axis link.  FALSE with
+ * the reason, and 'hw' unchanged, when a figure would not be finite and
+ * positive (latencies: non-negative), as a factor can make it. */
 gboolean hw_set(Hardware *hw, const char *assignment, Diag *diag);
 /* Peak FLOP/s for operations computing in 'dt'. */
 double hw_peak_flops(const Hardware *hw, DType dt);

@@ -521,7 +521,8 @@ static void test_does_not_fit(void) {
 /* ------------------------------------------------------------ hardware */
 
 /* hw_set: "2x" multiplies (link_bw: the default and every axis), a
- * number sets, axis.NAME.KEY overrides one axis; bad settings fail. */
+ * number sets, axis.NAME.KEY overrides one axis; bad settings fail and
+ * change nothing. */
 static void test_hw_set(void) {
   Hardware hw = test_hw();
   g_autoptr(Diag) error = diag_new(NULL);
@@ -557,6 +558,10 @@ static void test_hw_set(void) {
       {"axis..link_bw=1", "axis.NAME.link_bw"},
       {"axis.model.speed=1", "axis.NAME.link_bw"},
       {"peak_flops_f32=x", "before 'x'"},
+      /* a factor past double's range: refused, nothing half-changed (the
+       * default link would fit, model's 6e11 would not) */
+      {"peak_flops=1e308x", "peak_flops_f32 would be inf FLOP/s"},
+      {"link_bw=1e298x", "axis.model.link_bw would be inf bytes/s"},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
     Hardware before = hw;

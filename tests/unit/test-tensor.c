@@ -517,16 +517,23 @@ static const struct {
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': [[[[[[[[[["
      "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
      4, "values nested too deeply"},
+    /* a key given twice is refused, not read as its last value */
+    {"{'descr': '<f4', 'descr': '<f8', 'fortran_order': False, 'shape': (1,)"
+     ", }",
+     4, "at byte 17: key 'descr' is repeated"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'fortran_order'"
+     ": True, }",
+     4, "key 'fortran_order' is repeated"},
+    {"{'shape': (2,), 'descr': '<f4', 'fortran_order': False, 'shape': (1,)"
+     ", }",
+     4, "key 'shape' is repeated"},
     /* accepted oddities: Python 2 longs, double quotes, no trailing comma,
-     * keys numpy does not write, repeated keys (the last wins), '=' and '>' */
+     * keys numpy does not write, '=' and '>' */
     {"{'descr': '<i8', 'fortran_order': False, 'shape': (2L, 1L), }", 16, NULL},
     {"{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (1,)}", 4,
      NULL},
     {"{'shape': (1,), 'descr': '<f4', 'fortran_order': False, 'extra': [1, "
      "(2, 'x'), {'a': None}, -1.5e3], }",
-     4, NULL},
-    {"{'descr': '<f8', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)"
-     ", }",
      4, NULL},
     {"{'descr': '=f4', 'fortran_order': False, 'shape': (1,), }", 4, NULL},
     {"{'descr': '<b1', 'fortran_order': False, 'shape': (3,), }", 3, NULL},
