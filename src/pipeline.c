@@ -62,6 +62,16 @@ gboolean pipeline_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
     out->spmd = g;
     return TRUE;
   }
+  /* Lowering recurses once per level: refuse what the deep stack the
+   * front ends run on (partir_call_with_stack) was not sized for. */
+  guint32 height = 0;
+  for (int i = 0; i < g->nresults; i++)
+    height = MAX(height, g->body->args[i]->height);
+  if (height > PARTIR_MAX_HEIGHT) {
+    diag_reason(why, "the program is %u values deep; lowering takes at most %d",
+                (unsigned)height, PARTIR_MAX_HEIGHT);
+    return FALSE;
+  }
   out->owned = spmd_lower(rs, g, mesh, why);
   if (!out->owned)
     return FALSE;

@@ -126,6 +126,17 @@ expect_fail "a program over 256 MiB is refused unread" \
   "huge.pir: larger than 256 MiB" timeout 20 "$PARTIR" check "$tmp/huge.pir"
 rm -f "$tmp/huge.pir"
 
+# a 60000-deep chain lowers and costs: the lowering recursed in 18 KB
+# frames and overflowed even the deep stack (1 GiB)
+awk 'BEGIN { printf "func @f(%%x: tensor<4xf32>) -> tensor<4xf32> {\n  %%v1 = neg(%%x)\n";
+             for (i = 2; i <= 60000; i++) printf "  %%v%d = neg(%%v%d)\n", i, i - 1;
+             printf "  return %%v60000\n}\n" }' >"$tmp/deep.pir"
+"$PARTIR" lower "$tmp/deep.pir" --mesh a=2 >"$tmp/out" 2>"$tmp/err"
+check "a 60000-deep chain lowers to 60000 negs" sh -c \
+  "test $? -eq 0 && test \$(grep -c '= neg(' '$tmp/out') -eq 60000"
+"$PARTIR" cost "$tmp/deep.pir" --mesh a=2 >"$tmp/out" 2>"$tmp/err"
+check "a 60000-deep chain costs 60000 x 4 FLOPs a device" sh -c \
+  "test $? -eq 0 && grep -q 'FLOPs  *240000 ' '$tmp/out'"
 # sizes past the store's limits are refused, not overflowed
 cat >"$tmp/ovf.pir" <<'EOF2'
 func @f(%x: tensor<1x65536xf32>) -> tensor<281474976710656x65536xf32> {

@@ -128,6 +128,13 @@ printf 'source loop.cmds\n' >"$work/loop.cmds"
 printf 'source loop.cmds\n' | (cd "$work" && "$repl") >/dev/null 2>"$tmp/err"
 check "a file sourcing itself stops at a depth limit" sh -c \
   "test $? -eq 1 && grep -q 'nested more than' '$tmp/err'"
+# 'cost' on a 60000-deep chain (the lowering overflowed the stack)
+awk 'BEGIN { printf "func @f(%%x: tensor<4xf32>) -> tensor<4xf32> {\n  %%v1 = neg(%%x)\n";
+             for (i = 2; i <= 60000; i++) printf "  %%v%d = neg(%%v%d)\n", i, i - 1;
+             printf "  return %%v60000\n}\n" }' >"$tmp/deep.pir"
+printf 'cost\n' | "$repl" --mesh a=2 "$tmp/deep.pir" >"$tmp/out" 2>"$tmp/err"
+check "cost on a 60000-deep chain: 60000 x 4 FLOPs a device" sh -c \
+  "test $? -eq 0 && grep -q 'FLOPs  *240000 ' '$tmp/out'"
 awk 'BEGIN { for (i = 0; i < 300; i++) print "arg-tile 0 0 8; undo" }' >"$tmp/long"
 "$repl" --batch "$tmp/long" "$ex/mlp.pir" >/dev/null 2>&1
 check "600 commands in a row" test $? -eq 0

@@ -171,15 +171,27 @@ static void detach(Lower *lw, LVal *v) {
 
 /* ----------------------------------------------------------- lowering */
 
-static LVal lower(Lower *lw, const Term *t);
+/* The recursion below descends once per level of the global term, so
+ * its depth is the term's height (pipeline_lower refuses one higher
+ * than PARTIR_MAX_HEIGHT).  Its frames hold little more than pointers,
+ * about 200 bytes a level (-fstack-usage, -O0 to -O2 and ASan), so the
+ * deep stack of the front ends holds that height several times over:
+ * values (an LVal is most of a kilobyte) are written through 'out',
+ * operands live on the heap, and what is done once the operands are
+ * lowered is in helpers that are not inlined, so their locals stay off
+ * the recursion's stack.  The collectives lowering adds are levels of
+ * the local program (an operand gathered at every step of a chain
+ * doubles its height): a local value higher than PARTIR_MAX_HEIGHT is
+ * refused, so that the passes after lowering, which recurse too, get
+ * what they can hold. */
+static void lower(Lower *lw, const Term *t, LVal *out);
 
-static LVal lower_slice(Lower *lw, const Term *t) {
+/* slice d x[r], 'x' lowered: a local slice, or this device's chunk. */
+static G_GNUC_NO_INLINE void slice_local(Lower *lw, const Term *t, LVal *out) {
+  LVal x = *out;
   int d = t->index;
-  LVal x = lower(lw, t->args[0]);
   const Term *r = t->args[1];
   const Binder *b = &lw->binders[lw->depth - 1 - r->index];
-  if (lw->failed)
-    return x;
   if (!b->axis) { /* a sequential loop: a local slice of a whole dim */
     gather_dim(lw, &x, d);
     g_autoptr(Diag) err = diag_new(NULL);
@@ -187,7 +199,8 @@ static LVal lower_slice(Lower *lw, const Term *t) {
     x.t = term_slice(d, x.t, idx, err);
     if (!x.t)
       fail(lw, "lowering a sequential slice: %s", diag_text(err));
-    return x;
+    *out = x;
+    return;
   }
   /* The literal chunk: make x whole over the axis and along d, then cut
    * this device's part out.  The [spmd] rules fuse the pairs this makes
@@ -219,77 +232,95 @@ static LVal lower_slice(Lower *lw, const Term *t) {
   if (last >= 0)
     gather_dim(lw, &x, last);
   x.t = collective(lw, OP_SHARD, x.t, &axis, 1, d, 0);
-  return x;
+  *out = x;
+}
+
+static void lower_slice(Lower *lw, const Term *t, LVal *out) {
+  lower(lw, t->args[0], out);
+  if (!lw->failed)
+    slice_local(lw, t, out);
+}
+
+/* Whether a tile or sum can be bound where it is: its axis exists, has
+ * as many devices as the range has parts, and no enclosing region binds
+ * it already. */
+static G_GNUC_NO_INLINE gboolean region_bindable(Lower *lw, const Term *t) {
+  const Type *range = t->range;
+  const char *axis = t->axis;
+  if (!axis)
+    return TRUE;
+  int64_t size = mesh_axis_size(lw->mesh, axis);
+  if (size == 0)
+    return fail(lw,
+                "a %s is bound to axis \"%s\", which the mesh does not have",
+                t->kind == TM_TILE ? "tile" : "sum", axis);
+  if (range->n / range->w != size)
+    return fail(lw,
+                "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                "> has %" G_GINT64_FORMAT
+                " parts but axis \"%s\" has %" G_GINT64_FORMAT " devices",
+                range->n, range->w, range->n / range->w, axis, size);
+  for (int b = 0; b < lw->depth; b++)
+    if (lw->binders[b].axis == axis)
+      return fail(lw, "axis \"%s\" is bound by two nested regions", axis);
+  return TRUE;
+}
+
+/* The value of a tile or sum from its body's lowered value 'body' (whole
+ * for this r): split or partial over the region's axis, or a sequential
+ * loop around the body. */
+static G_GNUC_NO_INLINE void region_result(Lower *lw, const Term *t,
+                                           LVal *body) {
+  const char *axis = t->axis;
+  if (axis) {
+    if (t->kind == TM_TILE) {
+      int d = t->index;
+      if (body->d.naxes[d] == MESH_MAX_AXES) {
+        fail(lw, "too many axes split one dimension");
+        return;
+      }
+      memmove(&body->d.axes[d][1], &body->d.axes[d][0],
+              sizeof(char *) * (gsize)body->d.naxes[d]);
+      body->d.axes[d][0] = axis;
+      body->d.naxes[d]++;
+    } else {
+      body->d.partial[body->d.npartial++] = axis;
+    }
+    return;
+  }
+  g_autoptr(Diag) err = diag_new(NULL);
+  if (t->kind == TM_TILE)
+    gather_dim(lw, body, t->index);
+  const Term *loop = t->kind == TM_TILE
+                         ? term_tile(t->index, t->range, NULL, body->t, err)
+                         : term_sum(t->range, NULL, body->t, err);
+  if (!loop)
+    fail(lw, "lowering a sequential loop: %s", diag_text(err));
+  body->t = loop;
 }
 
 /* tile and sum: bound to an axis, or a sequential loop */
-static LVal lower_region(Lower *lw, const Term *t) {
-  const Type *range = t->range;
+static void lower_region(Lower *lw, const Term *t, LVal *out) {
   const char *axis = t->axis;
-  if (axis) {
-    int64_t size = mesh_axis_size(lw->mesh, axis);
-    if (size == 0) {
-      fail(lw, "a %s is bound to axis \"%s\", which the mesh does not have",
-           t->kind == TM_TILE ? "tile" : "sum", axis);
-      return (LVal){0};
-    }
-    if (range->n / range->w != size) {
-      fail(lw,
-           "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-           "> has %" G_GINT64_FORMAT
-           " parts but axis \"%s\" has %" G_GINT64_FORMAT " devices",
-           range->n, range->w, range->n / range->w, axis, size);
-      return (LVal){0};
-    }
-    for (int b = 0; b < lw->depth; b++)
-      if (lw->binders[b].axis == axis) {
-        fail(lw, "axis \"%s\" is bound by two nested regions", axis);
-        return (LVal){0};
-      }
-  }
+  if (!region_bindable(lw, t))
+    return;
   Binder *b = &lw->binders[lw->depth];
-  *b = (Binder){.axis = axis, .local_pos = lw->ldepth, .local_range = range};
+  *b = (Binder){.axis = axis, .local_pos = lw->ldepth, .local_range = t->range};
   lw->depth++;
   if (!axis)
     lw->ldepth++;
   GHashTable *outer = lw->memo[lw->depth];
   lw->memo[lw->depth] = g_hash_table_new_full(NULL, NULL, NULL, g_free);
-  LVal body = lower(lw, t->args[0]);
+  lower(lw, t->args[0], out);
   if (!lw->failed)
-    detach(lw, &body); /* the body's value is whole for this r */
+    detach(lw, out); /* the body's value is whole for this r */
   g_hash_table_unref(lw->memo[lw->depth]);
   lw->memo[lw->depth] = outer;
   lw->depth--;
   if (!axis)
     lw->ldepth--;
-  if (lw->failed)
-    return body;
-  if (axis) {
-    if (t->kind == TM_TILE) {
-      int d = t->index;
-      if (body.d.naxes[d] == MESH_MAX_AXES) {
-        fail(lw, "too many axes split one dimension");
-        return body;
-      }
-      memmove(&body.d.axes[d][1], &body.d.axes[d][0],
-              sizeof(char *) * (gsize)body.d.naxes[d]);
-      body.d.axes[d][0] = axis;
-      body.d.naxes[d]++;
-    } else {
-      body.d.partial[body.d.npartial++] = axis;
-    }
-    return body;
-  }
-  g_autoptr(Diag) err = diag_new(NULL);
-  if (t->kind == TM_TILE)
-    gather_dim(lw, &body, t->index);
-  const Term *loop = t->kind == TM_TILE
-                         ? term_tile(t->index, range, NULL, body.t, err)
-                         : term_sum(range, NULL, body.t, err);
-  if (!loop)
-    fail(lw, "lowering a sequential loop: %s", diag_text(err));
-  body.t = loop;
-  return body;
+  if (!lw->failed)
+    region_result(lw, t, out);
 }
 
 /* A column of a tiling spec: for each operand, the dimension that
@@ -319,20 +350,13 @@ static void gather_column(Lower *lw, LVal *args, int nargs, const int *col) {
       gather_dim(lw, &args[i], col[i]);
 }
 
-static LVal lower_op(Lower *lw, const Term *t) {
+/* op(args), its operands lowered (and summed, and detached from the
+ * axes of enclosing regions): the layout its tiling spec gives the
+ * result, the operands gathered where they disagree, and the operator on
+ * the local operands. */
+static G_GNUC_NO_INLINE void op_local(Lower *lw, const Term *t, LVal *args,
+                                      LVal *result) {
   LVal out = {.d = dist_whole(t->type->rank)};
-  LVal args[SPEC_MAX_OPERANDS];
-  if (t->nargs > SPEC_MAX_OPERANDS) {
-    fail(lw, "'%s' has too many operands to lower", op_name(t->op));
-    return out;
-  }
-  for (int i = 0; i < t->nargs; i++) {
-    args[i] = lower(lw, t->args[i]);
-    if (lw->failed)
-      return out;
-    reduce_partial(lw, &args[i]);
-    detach(lw, &args[i]);
-  }
   TileSpec spec;
   gboolean has_spec = spec_of(lw->rs, t, &spec);
   /* which operand dims the spec accounts for */
@@ -401,7 +425,7 @@ static LVal lower_op(Lower *lw, const Term *t) {
       if (!mapped[i][d])
         gather_dim(lw, &args[i], d);
   if (lw->failed)
-    return out;
+    return;
   const Term *largs[SPEC_MAX_OPERANDS];
   for (int i = 0; i < t->nargs; i++)
     largs[i] = args[i].t;
@@ -415,10 +439,26 @@ static LVal lower_op(Lower *lw, const Term *t) {
   out.t = term_op(t->op, t->nargs, largs, attrs, written, err);
   if (!out.t)
     fail(lw, "lowering '%s': %s", op_name(t->op), diag_text(err));
-  return out;
+  *result = out;
 }
 
-static LVal lower_here(Lower *lw, const Term *t);
+static void lower_op(Lower *lw, const Term *t, LVal *out) {
+  if (t->nargs > SPEC_MAX_OPERANDS) {
+    fail(lw, "'%s' has too many operands to lower", op_name(t->op));
+    return;
+  }
+  g_autofree LVal *args = g_new(LVal, (gsize)MAX(t->nargs, 1));
+  for (int i = 0; i < t->nargs; i++) {
+    lower(lw, t->args[i], &args[i]);
+    if (lw->failed)
+      return;
+    reduce_partial(lw, &args[i]);
+    detach(lw, &args[i]);
+  }
+  op_local(lw, t, args, out);
+}
+
+static void lower_here(Lower *lw, const Term *t, LVal *out);
 
 /* Local binders among the first 'depth' global ones. */
 static int local_depth_at(const Lower *lw, int depth) {
@@ -428,67 +468,86 @@ static int local_depth_at(const Lower *lw, int depth) {
   return n;
 }
 
+/* Lowers placed term 't' at the outer depth 'target' where it is
+ * computed, the binders of the regions between put back afterwards. */
+static void lower_outside(Lower *lw, int target, const Term *t, LVal *out) {
+  int depth = lw->depth, ldepth = lw->ldepth;
+  g_autofree Binder *saved =
+      g_memdup2(&lw->binders[target], sizeof(Binder) * (gsize)(depth - target));
+  lw->depth = target;
+  lw->ldepth = local_depth_at(lw, target);
+  lower_here(lw, t, out);
+  lw->depth = depth;
+  lw->ldepth = ldepth;
+  memcpy(&lw->binders[target], saved, sizeof(Binder) * (gsize)(depth - target));
+}
+
 /* Lowers 't' (seen at the current depth) where it is computed: in the
  * region of the innermost binder it uses (closed terms at the top), as
  * the printer places it.  Regions it does not use do not enclose it. */
-static LVal lower(Lower *lw, const Term *t) {
+static void lower(Lower *lw, const Term *t, LVal *out) {
   int target = term_home_depth(t, lw->depth);
   const Term *placed = term_placed(t);
-  LVal *done = g_hash_table_lookup(lw->memo[target], placed);
-  LVal v;
-  if (done) {
-    v = *done;
-  } else if (target == lw->depth) {
-    v = lower_here(lw, placed);
-  } else {
-    Binder saved[PARTIR_MAX_REGIONS + 2];
-    memcpy(saved, lw->binders, sizeof saved);
-    int depth = lw->depth, ldepth = lw->ldepth;
-    lw->depth = target;
-    lw->ldepth = local_depth_at(lw, target);
-    v = lower_here(lw, placed);
-    lw->depth = depth;
-    lw->ldepth = ldepth;
-    memcpy(lw->binders, saved, sizeof saved);
-  }
+  const LVal *done = g_hash_table_lookup(lw->memo[target], placed);
+  if (done)
+    *out = *done;
+  else if (target == lw->depth)
+    lower_here(lw, placed, out);
+  else
+    lower_outside(lw, target, placed, out);
   if (lw->failed)
-    return v;
+    return;
   /* the local term is relative to the local binders at 'target' */
   int by = lw->ldepth - local_depth_at(lw, target);
   if (by > 0)
-    v.t = term_shift(v.t, by, 0);
-  return v;
+    out->t = term_shift(out->t, by, 0);
+}
+
+/* Refuses a local term higher than the passes after lowering can hold. */
+static gboolean height_ok(Lower *lw, const Term *local) {
+  if (local->height <= PARTIR_MAX_HEIGHT)
+    return TRUE;
+  return fail(lw,
+              "the lowered program is more than %d values deep (the "
+              "collectives lowering adds are levels too)",
+              PARTIR_MAX_HEIGHT);
+}
+
+/* Checks a lowered value's local type and height and remembers it. */
+static G_GNUC_NO_INLINE void remember(Lower *lw, const Term *t, const LVal *v) {
+  if (v->t->type != local_type(lw, t->type, &v->d))
+    fail(lw, "internal: the local type of a lowered value is inconsistent");
+  else if (height_ok(lw, v->t))
+    g_hash_table_insert(lw->memo[lw->depth], (gpointer)t,
+                        g_memdup2(v, sizeof *v));
 }
 
 /* requires: t is placed at the current depth (term_placed) */
-static LVal lower_here(Lower *lw, const Term *t) {
-  GHashTable *memo = lw->memo[lw->depth];
-  LVal v = {.d = dist_whole(t->type->kind == TY_TENSOR ? t->type->rank : 0)};
+static void lower_here(Lower *lw, const Term *t, LVal *out) {
+  memset(out, 0, sizeof *out);
+  out->d.rank = t->type->kind == TY_TENSOR ? t->type->rank : 0;
   if (lw->failed)
-    return v;
+    return;
   switch (t->kind) {
   case TM_ARG:
-    v.t = t;
+    out->t = t;
     break;
   case TM_SLICE:
-    v = lower_slice(lw, t);
+    lower_slice(lw, t, out);
     break;
   case TM_TILE:
   case TM_SUM:
-    v = lower_region(lw, t);
+    lower_region(lw, t, out);
     break;
   case TM_OP:
-    v = lower_op(lw, t);
+    lower_op(lw, t, out);
     break;
   default:
     fail(lw, "cannot lower this term");
     break;
   }
-  if (!lw->failed && v.t->type != local_type(lw, t->type, &v.d))
-    fail(lw, "internal: the local type of a lowered value is inconsistent");
   if (!lw->failed)
-    g_hash_table_insert(memo, (gpointer)t, g_memdup2(&v, sizeof v));
-  return v;
+    remember(lw, t, out);
 }
 
 Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
@@ -513,10 +572,13 @@ Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
   if (g->nresults > 64)
     fail(&lw, "more than 64 results");
   for (int i = 0; i < g->nresults && !lw.failed; i++) {
-    LVal v = lower(&lw, g->body->args[i]);
+    LVal v;
+    lower(&lw, g->body->args[i], &v);
     if (lw.failed)
       break;
     reduce_partial(&lw, &v);
+    if (lw.failed || !height_ok(&lw, v.t))
+      break;
     results[i] = v.t;
     f->result_types[i] = v.t->type;
     f->spmd->result_dists[i] = v.d;

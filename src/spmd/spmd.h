@@ -24,7 +24,11 @@
  * program for every device, with collectives, each device's chunk of a
  * value taken literally (spmd_fuse fuses them); NULL with the reason in
  * 'why' (an axis the mesh lacks, a range whose parts do not match its
- * axis, an axis bound twice in a nest). */
+ * axis, an axis bound twice in a nest, a lowering more than
+ * PARTIR_MAX_HEIGHT deep).  requires: g's height is at most
+ * PARTIR_MAX_HEIGHT (pipeline_lower checks it) and the caller runs on the
+ * deep stack (partir_call_with_stack): the lowering recurses once per
+ * level. */
 Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh, Diag *why);
 
 /* --------------------------------------------------------- redistribute.c */

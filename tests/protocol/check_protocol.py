@@ -468,6 +468,20 @@ out, _ = p.communicate('{"jsonrpc":"2.0","method":"shutdown"}\n'
                        '{"jsonrpc":"2.0","id":1,"method":"stats"}\n', timeout=30)
 tap(out == "" and p.returncode == 0, "a shutdown notification shuts down, silently", out)
 shutil.rmtree(work)
+# a 60000-deep chain sent inline: reset lowers and costs it (the lowering
+# overflowed the stack and killed the server), and the server goes on
+c = Client()
+deep = ("func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %v1 = neg(%x)\n" +
+        "".join("  %%v%d = neg(%%v%d)\n" % (i, i - 1) for i in range(2, 60001)) +
+        "  return %v60000\n}\n")
+r = c.call("reset", program=deep, mesh="a=2")
+sid = r.get("result", {}).get("state")
+cost = c.call("observe", state=sid, what=["cost"]).get("result", {}).get("cost", {})
+tap(sid is not None and cost.get("flops") == 60000 * 4,
+    "reset with a 60000-deep program inline: 60000 x 4 FLOPs a device", (r, cost))
+tap("result" in c.call("stats"), "the server goes on after the deep program")
+c.call("shutdown")
+c.p.wait(timeout=30)
 
 print("1..%d" % n)
 sys.exit(1 if failed else 0)

@@ -1,8 +1,8 @@
 /* test-cost — the cost model against hand-computed figures: FLOPs of
  * matmuls, the 2-layer MLP whole and split over model=2, loops, peak live
  * bytes, ring formulas of the collectives; hardware files and "what if"
- * settings. */
-#include "spmd/spmd.h"
+ * settings; the lowering stage's height limit. */
+#include "pipeline.h"
 
 #include <glib/gstdio.h>
 #include <math.h>
@@ -500,6 +500,37 @@ static void test_refused(void) {
   func_free(g);
 }
 
+/* A program deeper than PARTIR_MAX_HEIGHT (the parser takes no such
+ * text, but rewriting grows programs) is refused before lowering, whose
+ * recursion the deep stack was sized for, with its depth and the limit.
+ * Lowering it instead overflows the stack of this thread. */
+static void test_too_deep_to_lower(void) {
+  g_autoptr(Diag) errors = diag_new(NULL);
+  RuleSet *rs = pipeline_load_rules(NULL, NULL, errors);
+  if (!rs) {
+    g_test_skip("no rules on the search path ($PARTIR_RULES)");
+    return;
+  }
+  int64_t four = 4;
+  const Type *types[] = {type_tensor(DT_F32, 1, &four)};
+  const Term *t = term_arg(0, types[0]);
+  for (int i = 0; i < PARTIR_MAX_HEIGHT + 1; i++)
+    t = op1(OP_NEG, t, NULL);
+  g_assert_cmpuint(t->height, ==, PARTIR_MAX_HEIGHT + 1);
+  Func *f = func(NULL, 1, types, t);
+  Mesh mesh;
+  g_assert_true(mesh_parse("a=2", &mesh, NULL));
+  g_auto(Lowered) l = {0};
+  g_autoptr(Diag) why = diag_new(NULL);
+  g_assert_false(pipeline_lower(rs, f, &mesh, &l, why));
+  g_assert_cmpstr(diag_text(why), ==,
+                  "the program is 1000001 values deep; lowering takes at "
+                  "most 1000000");
+  g_assert_null(l.owned);
+  func_free(f);
+  ruleset_free(rs);
+}
+
 /* "DOES NOT FIT" when the peak exceeds the device's memory. */
 static void test_does_not_fit(void) {
   Hardware hw = test_hw();
@@ -735,6 +766,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cost/collective-in-loop", test_collective_in_loop);
   g_test_add_func("/cost/refused", test_refused);
   g_test_add_func("/cost/does-not-fit", test_does_not_fit);
+  g_test_add_func("/cost/too-deep-to-lower", test_too_deep_to_lower);
   g_test_add_func("/cost/hw-set", test_hw_set);
   g_test_add_func("/cost/what-if", test_what_if);
   g_test_add_func("/cost/hw-load", test_hw_load);
