@@ -13,7 +13,7 @@
  *   term.c       the hash-consed term store
  *   typerule.c   the type rule of every operator
  *   collect.c    reclaiming terms no module or state holds
- *   process.c    interrupts and the deep-stack thread
+ *   process.c    interrupts, the deep-stack thread, memory available
  *   lex.c        tokens and the parsers' read position
  *   mesh.c       device meshes and value layouts
  *   program.c    modules and functions
@@ -342,6 +342,11 @@ extern volatile sig_atomic_t partir_interrupt;
 /* Runs 'fn(data)' on a thread whose stack is deep enough for terms of
  * PARTIR_MAX_HEIGHT; returns fn's result. */
 int partir_call_with_stack(int (*fn)(void *), void *data);
+
+/* Bytes of memory this process can still allocate: MemAvailable of
+ * /proc/meminfo (else the physical memory), less where the process's
+ * cgroup has a lower limit; 0 when unknown. */
+guint64 partir_memory_available(void);
 
 /* ------------------------------------------------------------------ lex.c */
 

@@ -94,8 +94,9 @@ GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error);
  * the REPL's and Lua's run) use. */
 Tensor *interp_random_input(const Func *f, int i, gint64 seed);
 /* FALSE, with the reason, when an argument or value of 'f' is too large
- * for the interpreter, or 'f' holds collectives outside a device: the
- * check of user input before a run. */
+ * for the interpreter, its values alive at once would exceed the memory
+ * available (an estimate from above, interp.c), or 'f' holds collectives
+ * outside a device: the check of user input before a run. */
 gboolean interp_check(const Func *f, Diag *diag);
 /* interp_run on the seeded random inputs (the same requirement). */
 GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error);

@@ -13,18 +13,100 @@
  * because the region depth and the term's smallest loose index fix the
  * depth it is used at.
  *
+ * Memory: a value leaves its table at its last use.  Before a run,
+ * 'count_uses' counts how often each term is asked for in one environment
+ * of its table: once per operand slot of every parent memoised in the
+ * same table (such a parent is evaluated once there), once by a region
+ * whose body it is when it uses the region's binder (one iteration is one
+ * environment), once per result slot.  A term also asked for from deeper
+ * (a region's iterations reuse what they do not vary in) is pinned: it
+ * lives until its table is cleared.  A count may be too high (a term
+ * shared by two regions counts the uses in both), which only keeps a
+ * value longer; never too low.  Results are references of their own.
+ * 'interp_check' refuses up front a program whose peak of live values
+ * (estimated by 'peak_bytes' below) exceeds the memory available.
+ *
  * requires: the function is well typed (every stored Term is).
  */
 #include "eval/eval.h"
 
 #include <string.h>
 
+/* The use count of a term asked for from a deeper level too. */
+#define USES_PINNED G_MAXUINT
+
 typedef struct Interp {
   Tensor *const *inputs;
   gboolean interrupted; /* partir_interrupt was seen: results are garbage */
-  int64_t start[PARTIR_MAX_REGIONS + 2]; /* binder value of region depth k */
-  GHashTable *memo[PARTIR_MAX_REGIONS + 2];
+  GHashTable *uses;     /* Term -> uses in one environment (count_uses) */
+  int64_t start[PARTIR_MAX_REGIONS + 2];    /* binder value of region depth k */
+  GHashTable *memo[PARTIR_MAX_REGIONS + 2]; /* Term -> Memo */
 } Interp;
+
+/* A memoised value and the uses left before it is dropped. */
+typedef struct Memo {
+  Tensor *value;
+  guint left; /* USES_PINNED: kept until the table is cleared */
+} Memo;
+
+static void memo_free(gpointer p) {
+  Memo *m = p;
+  tensor_unref(m->value);
+  g_free(m);
+}
+
+/* ------------------------------------------------------------ use counts */
+
+/* Whether operand 'a' of operator or slice 'p' is memoised in p's table:
+ * both closed, or both with the same innermost binder. */
+static gboolean same_table(const Term *p, const Term *a) {
+  if (term_is_closed(a))
+    return term_is_closed(p);
+  return term_lo(p) == term_lo(a);
+}
+
+static void add_use(GHashTable *uses, const Term *t, gboolean pinned) {
+  if (t->kind == TM_ARG || t->kind == TM_BVAR)
+    return; /* not memoised */
+  guint n = GPOINTER_TO_UINT(g_hash_table_lookup(uses, t));
+  if (pinned || n == USES_PINNED)
+    n = USES_PINNED;
+  else
+    n++;
+  g_hash_table_insert(uses, (gpointer)t, GUINT_TO_POINTER(n));
+}
+
+/* The uses of every term reachable from 'body' (the results' tuple), as
+ * the top of this file says.  Each distinct parent counts once: it is
+ * evaluated once in each environment of its table. */
+static GHashTable *count_uses(const Term *body) {
+  GHashTable *uses = g_hash_table_new(NULL, NULL);
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  for (int i = 0; i < body->nargs; i++) {
+    add_use(uses, body->args[i], FALSE);
+    g_ptr_array_add(todo, (gpointer)body->args[i]);
+  }
+  while (todo->len > 0) {
+    const Term *p = g_ptr_array_steal_index_fast(todo, todo->len - 1);
+    if (!g_hash_table_add(seen, (gpointer)p))
+      continue;
+    if (p->kind == TM_TILE || p->kind == TM_SUM) {
+      const Term *b = p->args[0];
+      add_use(uses, b, !(b->loose & 1));
+      g_ptr_array_add(todo, (gpointer)b);
+      continue;
+    }
+    if (p->kind != TM_OP && p->kind != TM_SLICE)
+      continue;
+    int n = p->kind == TM_SLICE ? 1 : p->nargs; /* not the slice's binder */
+    for (int i = 0; i < n; i++) {
+      add_use(uses, p->args[i], !same_table(p, p->args[i]));
+      g_ptr_array_add(todo, (gpointer)p->args[i]);
+    }
+  }
+  return uses;
+}
 
 static Tensor *eval(Interp *in, int depth, const Term *t);
 
@@ -62,8 +144,7 @@ static void clear_from(Interp *in, int level) {
 
 static GHashTable *memo_at(Interp *in, int level) {
   if (!in->memo[level])
-    in->memo[level] =
-        g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)tensor_unref);
+    in->memo[level] = g_hash_table_new_full(NULL, NULL, NULL, memo_free);
   return in->memo[level];
 }
 
@@ -129,16 +210,30 @@ static Tensor *eval_uncached(Interp *in, int depth, const Term *t) {
   }
 }
 
+/* The value of 't' seen at 'depth' (a new reference): from its table,
+ * which drops it at its last use, or computed and kept there for the
+ * uses to come. */
 static Tensor *eval(Interp *in, int depth, const Term *t) {
   if (t->kind == TM_ARG)
     return tensor_ref(in->inputs[t->index]);
   int level = term_home_depth(t, depth);
   GHashTable *memo = memo_at(in, level);
-  Tensor *v = g_hash_table_lookup(memo, t);
-  if (v)
-    return tensor_ref(v);
-  v = eval_uncached(in, depth, t);
-  g_hash_table_insert(memo, (gpointer)t, tensor_ref(v));
+  Memo *m = g_hash_table_lookup(memo, t);
+  if (m) {
+    Tensor *v = tensor_ref(m->value);
+    if (m->left != USES_PINNED && --m->left == 0)
+      g_hash_table_remove(memo, t);
+    return v;
+  }
+  Tensor *v = eval_uncached(in, depth, t);
+  guint uses = GPOINTER_TO_UINT(g_hash_table_lookup(in->uses, t));
+  g_assert(uses > 0); /* count_uses saw every term eval reaches */
+  if (uses > 1) {     /* this was one use */
+    m = g_new(Memo, 1);
+    m->value = tensor_ref(v);
+    m->left = uses == USES_PINNED ? USES_PINNED : uses - 1;
+    g_hash_table_insert(memo, (gpointer)t, m);
+  }
   return v;
 }
 
@@ -178,6 +273,206 @@ static gboolean check_sizes(const Term *root, Diag *diag) {
   return TRUE;
 }
 
+/* ----------------------------------------------------------- peak memory */
+
+/* 'peak_bytes' replays the order of 'eval' without computing: the live
+ * bytes of closed values (every value outside regions) follow the use
+ * counts exactly, as the interpreter drops them; the arguments and the
+ * results live throughout.  Inside a region it is conservative: while a
+ * region runs, every distinct value of its body (each nested body
+ * included) counts as live at once, on top of its result buffer and the
+ * closed values its body computes.  Values take 8 bytes an element; the
+ * kernels' scratch (a contraction's index tables, smaller than its
+ * operands) and the program's terms are not counted. */
+typedef struct Peak {
+  GHashTable *uses; /* count_uses */
+  GHashTable *left; /* closed Term -> uses left while memoised */
+  GHashTable *refs; /* closed Term -> references held to its value */
+  guint64 live;     /* bytes of the values alive now */
+  guint64 extra;    /* bytes counted for the regions now running */
+  guint64 peak;
+} Peak;
+
+static guint64 value_bytes(const Type *t) {
+  return (guint64)type_numel(t) * sizeof(double);
+}
+
+static void peak_hold(Peak *pk, const Term *t) {
+  guint n = GPOINTER_TO_UINT(g_hash_table_lookup(pk->refs, t));
+  if (n == 0) {
+    pk->live += value_bytes(t->type);
+    pk->peak = MAX(pk->peak, pk->live + pk->extra);
+  }
+  g_hash_table_insert(pk->refs, (gpointer)t, GUINT_TO_POINTER(n + 1));
+}
+
+static void peak_release(Peak *pk, const Term *t) {
+  guint n = GPOINTER_TO_UINT(g_hash_table_lookup(pk->refs, t));
+  g_assert(n > 0);
+  if (n > 1) {
+    g_hash_table_insert(pk->refs, (gpointer)t, GUINT_TO_POINTER(n - 1));
+    return;
+  }
+  g_hash_table_remove(pk->refs, t);
+  pk->live -= value_bytes(t->type);
+}
+
+/* Bytes of the distinct values in the body of region 'r' (relative
+ * depth 1), nested bodies included: the terms that are not closed, each
+ * once per depth it is seen at. */
+static guint64 inner_bytes(const Term *r) {
+  g_autoptr(GHashTable) seen =
+      g_hash_table_new_full(NULL, NULL, NULL, g_free); /* Term -> depths */
+  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  g_autoptr(GArray) depths = g_array_new(FALSE, FALSE, sizeof(int));
+  guint64 bytes = 0;
+  int one = 1;
+  g_ptr_array_add(todo, (gpointer)r->args[0]);
+  g_array_append_val(depths, one);
+  while (todo->len > 0) {
+    const Term *u = g_ptr_array_steal_index_fast(todo, todo->len - 1);
+    int d = g_array_index(depths, int, depths->len - 1);
+    g_array_set_size(depths, depths->len - 1);
+    if (term_is_closed(u) || u->kind == TM_BVAR)
+      continue; /* closed values are counted as they are computed */
+    guint64 *mask = g_hash_table_lookup(seen, u);
+    if (!mask) {
+      mask = g_new0(guint64, 1);
+      g_hash_table_insert(seen, (gpointer)u, mask);
+    }
+    if (*mask & ((guint64)1 << d))
+      continue;
+    *mask |= (guint64)1 << d;
+    bytes += value_bytes(u->type);
+    int inner = u->kind == TM_TILE || u->kind == TM_SUM ? d + 1 : d;
+    int n = u->kind == TM_SLICE ? 1 : u->nargs;
+    for (int i = 0; i < n; i++) {
+      g_ptr_array_add(todo, (gpointer)u->args[i]);
+      g_array_append_val(depths, inner);
+    }
+  }
+  return bytes;
+}
+
+static void peak_eval(Peak *pk, const Term *t);
+
+/* Replays the closed values that the body of a region computes, in
+ * eval's order: 'u' seen at relative depth 'd'; 'seen' holds the terms
+ * already walked, per depth. */
+static void peak_walk(Peak *pk, GHashTable *seen, const Term *u, int d) {
+  if (u->kind == TM_ARG || u->kind == TM_BVAR)
+    return;
+  if (term_is_closed(u)) { /* computed at depth 0 and kept (pinned) */
+    peak_eval(pk, u);
+    peak_release(pk, u);
+    return;
+  }
+  guint64 *mask = g_hash_table_lookup(seen, u);
+  if (!mask) {
+    mask = g_new0(guint64, 1);
+    g_hash_table_insert(seen, (gpointer)u, mask);
+  }
+  if (*mask & ((guint64)1 << d))
+    return;
+  *mask |= (guint64)1 << d;
+  int inner = u->kind == TM_TILE || u->kind == TM_SUM ? d + 1 : d;
+  int n = u->kind == TM_SLICE ? 1 : u->nargs;
+  for (int i = 0; i < n; i++)
+    peak_walk(pk, seen, u->args[i], inner);
+}
+
+/* eval of closed term 't', replayed: the caller holds a reference after. */
+static void peak_eval(Peak *pk, const Term *t) {
+  if (t->kind == TM_ARG)
+    return; /* the arguments are counted once, throughout */
+  gpointer left;
+  if (g_hash_table_lookup_extended(pk->left, t, NULL, &left)) {
+    peak_hold(pk, t);
+    guint n = GPOINTER_TO_UINT(left);
+    if (n == USES_PINNED)
+      return;
+    if (--n > 0) {
+      g_hash_table_insert(pk->left, (gpointer)t, GUINT_TO_POINTER(n));
+      return;
+    }
+    g_hash_table_remove(pk->left, t);
+    peak_release(pk, t);
+    return;
+  }
+  if (t->kind == TM_TILE || t->kind == TM_SUM) {
+    peak_hold(pk, t); /* the result buffer comes first */
+    guint64 inner = inner_bytes(t);
+    pk->extra += inner;
+    pk->peak = MAX(pk->peak, pk->live + pk->extra);
+    g_autoptr(GHashTable) seen =
+        g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    peak_walk(pk, seen, t->args[0], 1);
+    pk->extra -= inner;
+  } else { /* an operator (a slice names a binder: it is not closed) */
+    for (int i = 0; i < t->nargs; i++)
+      peak_eval(pk, t->args[i]);
+    peak_hold(pk, t);
+    for (int i = 0; i < t->nargs; i++)
+      if (t->args[i]->kind != TM_ARG)
+        peak_release(pk, t->args[i]);
+  }
+  guint uses = GPOINTER_TO_UINT(g_hash_table_lookup(pk->uses, t));
+  if (uses > 1) {
+    g_hash_table_insert(
+        pk->left, (gpointer)t,
+        GUINT_TO_POINTER(uses == USES_PINNED ? uses : uses - 1));
+    peak_hold(pk, t);
+  }
+}
+
+/* An estimate, from above, of the most bytes of values alive at once
+ * when 'f' runs (see Peak). */
+static guint64 peak_bytes(const Func *f) {
+  Peak pk = {.uses = count_uses(f->body),
+             .left = g_hash_table_new(NULL, NULL),
+             .refs = g_hash_table_new(NULL, NULL)};
+  for (int i = 0; i < f->nargs; i++)
+    pk.live += value_bytes(f->arg_types[i]);
+  pk.peak = pk.live;
+  for (int i = 0; i < f->nresults; i++)
+    peak_eval(&pk, f->body->args[i]); /* results are kept */
+  g_hash_table_unref(pk.uses);
+  g_hash_table_unref(pk.left);
+  g_hash_table_unref(pk.refs);
+  return pk.peak;
+}
+
+/* 'bytes' in decimal units, "4.3 TB" (ASCII, unlike g_format_size). */
+static char *bytes_text(guint64 bytes) {
+  static const char *const units[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1000 && u < (int)G_N_ELEMENTS(units) - 1) {
+    v /= 1000;
+    u++;
+  }
+  return u == 0 ? g_strdup_printf("%" G_GUINT64_FORMAT " B", bytes)
+                : g_strdup_printf("%.1f %s", v, units[u]);
+}
+
+/* Refuses a program whose values would not fit in memory at their peak. */
+static gboolean check_memory(const Func *f, Diag *diag) {
+  guint64 avail = partir_memory_available();
+  if (avail == 0)
+    return TRUE; /* unknown: let it run */
+  guint64 need = peak_bytes(f);
+  if (need <= avail)
+    return TRUE;
+  g_autofree char *need_text = bytes_text(need);
+  g_autofree char *avail_text = bytes_text(avail);
+  diag_reason(diag,
+              "running it needs %s (%" G_GUINT64_FORMAT
+              " bytes) of values alive at once, more than the %s "
+              "(%" G_GUINT64_FORMAT " bytes) of memory available",
+              need_text, need, avail_text, avail);
+  return FALSE;
+}
+
 Tensor *interp_random_input(const Func *f, int i, gint64 seed) {
   /* one stream per argument, so that giving one input leaves the others */
   guint32 key[2] = {(guint32)seed, (guint32)i};
@@ -192,7 +487,7 @@ gboolean interp_check(const Func *f, Diag *diag) {
   for (int i = 0; i < f->nargs; i++)
     if (too_large(f->arg_types[i], diag))
       return FALSE;
-  return check_sizes(f->body, diag);
+  return check_sizes(f->body, diag) && check_memory(f, diag);
 }
 
 GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error) {
@@ -209,13 +504,14 @@ GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error) {
 GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error) {
   for (int i = 0; i < f->nargs; i++)
     g_assert(inputs[i]->type == f->arg_types[i]);
-  Interp in = {.inputs = inputs};
+  Interp in = {.inputs = inputs, .uses = count_uses(f->body)};
   GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
   for (int i = 0; i < f->nresults && !in.interrupted; i++)
     g_ptr_array_add(out, eval(&in, 0, f->body->args[i]));
   for (int k = 0; k < PARTIR_MAX_REGIONS + 2; k++)
     if (in.memo[k])
       g_hash_table_unref(in.memo[k]);
+  g_hash_table_unref(in.uses);
   if (in.interrupted || partir_interrupt) {
     g_ptr_array_unref(out);
     g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_INTERRUPTED, "interrupted");

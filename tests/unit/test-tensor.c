@@ -1,5 +1,5 @@
-/* test-tensor.c — tensors (rounding, wrapping, printing, random fill) and
- * the .npy reader and writer.
+/* test-tensor.c — tensors (rounding, wrapping, printing, random fill),
+ * the .npy reader and writer, and the interpreter's use of memory.
  *
  * Expected values come from outside the code under test: bf16 and f32
  * roundings are derived by hand in the comments, and the .npy fixtures
@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 static char *tmp_dir; /* scratch files; removed at exit */
@@ -658,6 +659,51 @@ static void test_fuzz(void) {
   }
 }
 
+/* ------------------------------------------------------------ interpreter */
+
+/* The module of program text 'text' (it must parse). */
+static Module *parse_program(const char *text) {
+  g_autoptr(Diag) diags = diag_new(NULL);
+  Module *m = parse_text("test.pir", text, strlen(text), diags);
+  if (!m)
+    g_error("%s", diag_text(diags));
+  return m;
+}
+
+/* A chain of 64 negs of 2^21-element values (16 MiB each, 1 GiB in all)
+ * runs in a fraction of that: each value is dropped after its one use.
+ * (Kept to the end, they took 1 GiB.)  In a subprocess, so that its peak
+ * resident size is its own; the bound leaves room for a sanitizer's
+ * quarantine of freed memory. */
+static void test_interp_frees(void) {
+  if (!g_test_subprocess()) {
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+    g_test_trap_assert_passed();
+    return;
+  }
+  g_autoptr(GString) text = g_string_new(
+      "func @f(%x: tensor<8xf32>) -> tensor<8x262144xf32> {\n"
+      "  %v0 = broadcast_in_dim(%x) {dims = [0]} : tensor<8x262144xf32>\n");
+  for (int i = 1; i <= 64; i++)
+    g_string_append_printf(text, "  %%v%d = neg(%%v%d)\n", i, i - 1);
+  g_string_append(text, "  return %v64\n}\n");
+  g_autoptr(Module) m = parse_program(text->str);
+  Func *f = module_entry(m);
+  g_autoptr(Diag) why = diag_new(NULL);
+  g_assert_true(interp_check(f, why));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) out = interp_run_seeded(f, 5, &error);
+  g_assert_no_error(error);
+  /* 64 negations: the broadcast argument itself */
+  g_autoptr(Tensor) x = interp_random_input(f, 0, 5);
+  const Tensor *y = g_ptr_array_index(out, 0);
+  for (int64_t k = 0; k < 8 * 262144; k++)
+    g_assert_cmpfloat(y->f[k], ==, x->f[k / 262144]);
+  struct rusage ru;
+  g_assert_cmpint(getrusage(RUSAGE_SELF, &ru), ==, 0);
+  g_assert_cmpint(ru.ru_maxrss, <, 400 * 1024); /* KiB */
+}
+
 /* Removes the scratch directory and what is left in it. */
 static void remove_tmp_dir(void) {
   g_autoptr(GDir) dir = g_dir_open(tmp_dir, 0, NULL);
@@ -685,6 +731,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/npy/bad-headers", test_bad_headers);
   g_test_add_func("/npy/bad-files", test_bad_files);
   g_test_add_func("/npy/fuzz", test_fuzz);
+  g_test_add_func("/interp/frees", test_interp_frees);
   int status = g_test_run();
   remove_tmp_dir();
   return status;
