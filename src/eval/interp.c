@@ -26,6 +26,11 @@
  * 'interp_check' refuses up front a program whose peak of live values
  * (estimated by 'peak_bytes' below) exceeds the memory available.
  *
+ * Interrupts: 'partir_interrupt' is polled between the iterations of a
+ * region, in a sum's accumulation and inside the kernels (kernels.c);
+ * once it is seen the remaining operators are skipped and the run fails
+ * with PARTIR_ERROR_INTERRUPTED, its unfinished values discarded.
+ *
  * requires: the function is well typed (every stored Term is).
  */
 #include "eval/eval.h"
@@ -164,6 +169,10 @@ static Tensor *eval_region(Interp *in, int depth, const Term *t) {
     } else {
       int64_t n = type_numel(t->type);
       for (int64_t j = 0; j < n; j++) {
+        if ((j & 4095) == 0 && partir_interrupt) { /* as kernels.c polls */
+          in->interrupted = TRUE;
+          break;
+        }
         if (out->f)
           out->f[j] += v->f[j]; /* accumulate in double, round once */
         else                    /* wrapping, as the integer types do */
@@ -186,7 +195,11 @@ static Tensor *eval_uncached(Interp *in, int depth, const Term *t) {
         t->nargs <= 8 ? stack_args : g_new(Tensor *, (gsize)t->nargs);
     for (int i = 0; i < t->nargs; i++)
       args[i] = eval(in, depth, t->args[i]);
-    Tensor *r = kernel_eval(t, args);
+    /* Once interrupted, the run's values are discarded: skip the work.
+     * A kernel that sees the interrupt stops early (kernels.c). */
+    Tensor *r = in->interrupted ? tensor_new(t->type) : kernel_eval(t, args);
+    if (partir_interrupt)
+      in->interrupted = TRUE;
     for (int i = 0; i < t->nargs; i++)
       tensor_unref(args[i]);
     if (args != stack_args)

@@ -30,6 +30,12 @@
  * tables, so arbitrary batch/contract/free dimension orders cost one
  * table lookup per index and the common row-major case runs i-k-j over
  * contiguous rows.
+ *
+ * Interrupts: the loops over elements poll 'partir_interrupt' every
+ * KERNEL_POLL elements (a contraction after every KERNEL_POLL
+ * multiply-adds, or every row of its result when a row is longer) and
+ * stop early when it is set.  What such a kernel returns is unfinished;
+ * the interpreter, which sees the flag too, discards it ("interrupted").
  */
 #include <math.h>
 #include <string.h>
@@ -37,6 +43,16 @@
 #include "eval/eval.h"
 
 typedef Tensor *(*KernelFn)(const Term *t, Tensor *const *args);
+
+/* Elements (or multiply-adds) between two polls of 'partir_interrupt'. */
+#define KERNEL_POLL 4096
+G_STATIC_ASSERT((KERNEL_POLL & (KERNEL_POLL - 1)) == 0);
+
+/* TRUE at every KERNEL_POLL-th element 'k' once an interrupt is asked
+ * for: the loop stops there. */
+static inline gboolean stop_at(int64_t k) {
+  return (k & (KERNEL_POLL - 1)) == 0 && partir_interrupt;
+}
 
 /* ------------------------------------------------------------ helpers */
 
@@ -126,7 +142,7 @@ static void gather_strided(Tensor *out, const Tensor *src, int64_t base,
   const char *from = tensor_bytes(src);
   int64_t idx[PARTIR_MAX_RANK] = {0};
   int64_t off = base;
-  for (int64_t k = 0; k < n; k++) {
+  for (int64_t k = 0; k < n && !stop_at(k); k++) {
     memcpy(dst + k * ELEM, from + off * ELEM, ELEM);
     /* Advance the row-major counter, keeping 'off' in step. */
     for (int d = ty->rank - 1; d >= 0; d--) {
@@ -197,11 +213,11 @@ static Tensor *k_binary(const Term *t, Tensor *const *args) {
   int64_t n = type_numel(t->type);
   if (dtype_is_float(dt)) {
     const double *a = args[0]->f, *b = args[1]->f;
-    for (int64_t k = 0; k < n; k++)
+    for (int64_t k = 0; k < n && !stop_at(k); k++)
       out->f[k] = tensor_round_value(dt, binary_float(t->op, a[k], b[k]));
   } else {
     const int64_t *a = args[0]->i, *b = args[1]->i;
-    for (int64_t k = 0; k < n; k++)
+    for (int64_t k = 0; k < n && !stop_at(k); k++)
       out->i[k] = tensor_wrap_value(dt, binary_int(t->op, dt, a[k], b[k]));
   }
   return out;
@@ -251,10 +267,10 @@ static Tensor *k_unary(const Term *t, Tensor *const *args) {
   DType dt = t->type->dtype;
   int64_t n = type_numel(t->type);
   if (dtype_is_float(dt)) {
-    for (int64_t k = 0; k < n; k++)
+    for (int64_t k = 0; k < n && !stop_at(k); k++)
       out->f[k] = tensor_round_value(dt, unary_float(t->op, args[0]->f[k]));
   } else {
-    for (int64_t k = 0; k < n; k++)
+    for (int64_t k = 0; k < n && !stop_at(k); k++)
       out->i[k] = tensor_wrap_value(dt, unary_int(t->op, args[0]->i[k]));
   }
   return out;
@@ -299,13 +315,13 @@ static Tensor *k_compare(const Term *t, Tensor *const *args) {
   int64_t n = type_numel(t->type);
   if (dtype_is_float(args[0]->type->dtype)) {
     const double *a = args[0]->f, *b = args[1]->f;
-    for (int64_t k = 0; k < n; k++) {
+    for (int64_t k = 0; k < n && !stop_at(k); k++) {
       int ord = a[k] < b[k] ? -1 : a[k] > b[k] ? 1 : a[k] == b[k] ? 0 : 2;
       out->i[k] = compare_result(dir, ord);
     }
   } else {
     const int64_t *a = args[0]->i, *b = args[1]->i;
-    for (int64_t k = 0; k < n; k++) {
+    for (int64_t k = 0; k < n && !stop_at(k); k++) {
       int ord = a[k] < b[k] ? -1 : a[k] > b[k] ? 1 : 0;
       out->i[k] = compare_result(dir, ord);
     }
@@ -320,7 +336,7 @@ static Tensor *k_select(const Term *t, Tensor *const *args) {
   char *dst = tensor_bytes(out);
   const char *on_true = tensor_bytes(args[1]);
   const char *on_false = tensor_bytes(args[2]);
-  for (int64_t k = 0; k < n; k++)
+  for (int64_t k = 0; k < n && !stop_at(k); k++)
     memcpy(dst + k * ELEM, (pred[k] ? on_true : on_false) + k * ELEM, ELEM);
   return out;
 }
@@ -330,7 +346,7 @@ static Tensor *k_convert(const Term *t, Tensor *const *args) {
   Tensor *out = tensor_new(t->type);
   DType to = t->type->dtype, from = args[0]->type->dtype;
   int64_t n = type_numel(t->type);
-  for (int64_t k = 0; k < n; k++) {
+  for (int64_t k = 0; k < n && !stop_at(k); k++) {
     if (dtype_is_float(from) && dtype_is_float(to))
       out->f[k] = tensor_round_value(to, args[0]->f[k]);
     else if (dtype_is_float(from))
@@ -386,7 +402,7 @@ static Tensor *k_constant(const Term *t, Tensor *const *args) {
   /* A scalar (or a one-number list) splats. */
   g_assert(filled == 1);
   char *bytes = tensor_bytes(out);
-  for (int64_t k = 1; k < n; k++)
+  for (int64_t k = 1; k < n && !stop_at(k); k++)
     memcpy(bytes + k * ELEM, bytes, ELEM);
   return out;
 }
@@ -399,7 +415,7 @@ static Tensor *k_iota(const Term *t, Tensor *const *args) {
   int64_t strides[PARTIR_MAX_RANK];
   tensor_strides(ty, strides);
   int64_t n = type_numel(ty);
-  for (int64_t k = 0; k < n; k++) {
+  for (int64_t k = 0; k < n && !stop_at(k); k++) {
     int64_t v = (k / strides[dim]) % ty->dims[dim];
     if (dtype_is_float(ty->dtype))
       out->f[k] = int_to_float(ty->dtype, v);
@@ -517,6 +533,7 @@ static Tensor *k_dot(const Term *t, Tensor *const *args) {
 
   Tensor *out = tensor_new(t->type);
   DType dt = t->type->dtype;
+  int64_t work = 0; /* multiply-adds since the last poll */
   if (dtype_is_float(dt)) {
     const double *lhs = args[0]->f, *rhs = args[1]->f;
     for (int64_t b = 0; b < B; b++)
@@ -532,6 +549,11 @@ static Tensor *k_dot(const Term *t, Tensor *const *args) {
           else
             for (int64_t n = 0; n < N; n++)
               acc[n] += a * rrow[rno[n]];
+          if ((work += N) >= KERNEL_POLL) {
+            work = 0;
+            if (partir_interrupt)
+              goto stopped;
+          }
         }
       }
   } else {
@@ -546,9 +568,15 @@ static Tensor *k_dot(const Term *t, Tensor *const *args) {
           for (int64_t n = 0; n < N; n++)
             acc[n] = (int64_t)((uint64_t)acc[n] +
                                a * (uint64_t)rrow[contiguous ? n : rno[n]]);
+          if ((work += N) >= KERNEL_POLL) {
+            work = 0;
+            if (partir_interrupt)
+              goto stopped;
+          }
         }
       }
   }
+stopped:
   tensor_round(out);
   g_free(lbo);
   g_free(rbo);
@@ -596,7 +624,7 @@ static Tensor *k_reduce(const Term *t, Tensor *const *args) {
 
   int64_t idx[PARTIR_MAX_RANK] = {0};
   int64_t o = 0;
-  for (int64_t k = 0; k < nin; k++) {
+  for (int64_t k = 0; k < nin && !stop_at(k); k++) {
     if (is_float) {
       double v = args[0]->f[k];
       if (!is_max)

@@ -1,5 +1,6 @@
 /* test-tensor.c — tensors (rounding, wrapping, printing, random fill),
- * the .npy reader and writer, and the interpreter's use of memory.
+ * the .npy reader and writer, and the interpreter's use of memory and
+ * its interrupts.
  *
  * Expected values come from outside the code under test: bf16 and f32
  * roundings are derived by hand in the comments, and the .npy fixtures
@@ -704,6 +705,45 @@ static void test_interp_frees(void) {
   g_assert_cmpint(ru.ru_maxrss, <, 400 * 1024); /* KiB */
 }
 
+/* Ctrl-C during a long kernel: with 'partir_interrupt' set, a 2048^3
+ * matmul, an elementwise op and a reduction over 2^22 elements each stop
+ * early (on ones, a finished kernel gives 2048, -1 and 2048 in its last
+ * element; a stopped one leaves it 0), and interp_run fails with
+ * PARTIR_ERROR_INTERRUPTED at once instead of after the matmul's 8.6e9
+ * multiply-adds. */
+static void test_interp_interrupt(void) {
+  g_autoptr(Module) m = parse_program(
+      "func @f(%a: tensor<2048x2048xf32>, %b: tensor<2048x2048xf32>)\n"
+      "    -> (tensor<2048x2048xf32>, tensor<2048x2048xf32>, "
+      "tensor<2048xf32>) {\n"
+      "  %c = matmul(%a, %b)\n"
+      "  %d = neg(%a)\n"
+      "  %e = reduce_sum(%a) {dims = [1]}\n"
+      "  return %c, %d, %e\n"
+      "}\n");
+  Func *f = module_entry(m);
+  g_autoptr(Tensor) ones = tensor_new(f->arg_types[0]);
+  int64_t n = type_numel(ones->type);
+  for (int64_t k = 0; k < n; k++)
+    ones->f[k] = 1;
+  Tensor *const args[] = {ones, ones};
+  partir_interrupt = 1;
+  for (int i = 0; i < 3; i++) {
+    g_autoptr(Tensor) r = kernel_eval(f->body->args[i], args);
+    g_assert_cmpfloat(r->f[type_numel(r->type) - 1], ==, 0);
+  }
+  g_autoptr(Diag) why = diag_new(NULL);
+  g_assert_true(interp_check(f, why));
+  g_autoptr(GError) error = NULL;
+  GPtrArray *out = interp_run(f, args, &error);
+  partir_interrupt = 0;
+  g_assert_null(out);
+  g_assert_error(error, PARTIR_ERROR, PARTIR_ERROR_INTERRUPTED);
+  /* and without the interrupt the kernels finish */
+  g_autoptr(Tensor) d = kernel_eval(f->body->args[1], args);
+  g_assert_cmpfloat(d->f[n - 1], ==, -1);
+}
+
 /* Removes the scratch directory and what is left in it. */
 static void remove_tmp_dir(void) {
   g_autoptr(GDir) dir = g_dir_open(tmp_dir, 0, NULL);
@@ -732,6 +772,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/npy/bad-files", test_bad_files);
   g_test_add_func("/npy/fuzz", test_fuzz);
   g_test_add_func("/interp/frees", test_interp_frees);
+  g_test_add_func("/interp/interrupt", test_interp_interrupt);
   int status = g_test_run();
   remove_tmp_dir();
   return status;
