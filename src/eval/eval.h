@@ -67,8 +67,11 @@ GBytes *npy_encode(const Tensor *t);
 
 /* -------------------------------------------------------------- kernels.c */
 
-/* Evaluates one base operator on evaluated operands. */
+/* Evaluates one base operator on evaluated operands.  Its loops poll
+ * 'partir_interrupt' every KERNEL_POLL elements and stop early when it is
+ * set: the result is then unfinished, for the caller to discard. */
 Tensor *kernel_eval(const Term *t, Tensor *const *args);
+#define KERNEL_POLL 4096 /* a power of two */
 
 /* The collectives of one device: a struct of function pointers that the
  * SPMD simulator implements (and the runtimes will).  The kernels of the

@@ -169,7 +169,7 @@ static Tensor *eval_region(Interp *in, int depth, const Term *t) {
     } else {
       int64_t n = type_numel(t->type);
       for (int64_t j = 0; j < n; j++) {
-        if ((j & 4095) == 0 && partir_interrupt) { /* as kernels.c polls */
+        if ((j & (KERNEL_POLL - 1)) == 0 && partir_interrupt) {
           in->interrupted = TRUE;
           break;
         }

@@ -44,8 +44,6 @@
 
 typedef Tensor *(*KernelFn)(const Term *t, Tensor *const *args);
 
-/* Elements (or multiply-adds) between two polls of 'partir_interrupt'. */
-#define KERNEL_POLL 4096
 G_STATIC_ASSERT((KERNEL_POLL & (KERNEL_POLL - 1)) == 0);
 
 /* TRUE at every KERNEL_POLL-th element 'k' once an interrupt is asked

@@ -172,10 +172,10 @@ static void detach(Lower *lw, LVal *v) {
 /* ----------------------------------------------------------- lowering */
 
 /* The recursion below descends once per level of the global term, so
- * its depth is the term's height (pipeline_lower refuses one higher
- * than PARTIR_MAX_HEIGHT).  Its frames hold little more than pointers,
- * about 200 bytes a level (-fstack-usage, -O0 to -O2 and ASan), so the
- * deep stack of the front ends holds that height several times over:
+ * its depth is the term's height (pipeline_lower refuses one higher than
+ * PARTIR_MAX_HEIGHT).  Its frames hold little more than pointers, 200 to
+ * 300 bytes a level (-fstack-usage at -O0 and -O2, and with ASan), so
+ * the deep stack of the front ends holds that height several times over:
  * values (an LVal is most of a kilobyte) are written through 'out',
  * operands live on the heap, and what is done once the operands are
  * lowered is in helpers that are not inlined, so their locals stay off
