@@ -25,6 +25,7 @@
 #include "repl.h"
 
 #include <errno.h>
+#include <locale.h>
 #include <pthread.h>
 #include <readline/readline.h>
 #include <signal.h>
@@ -244,6 +245,11 @@ static void use_build_tree(const char *argv0) {
 }
 
 int main(int argc, char **argv) {
+  /* the user's character set (file names, UTF-8 in arguments, readline);
+   * numbers keep the C format, so that programs, cost tables, Lua's
+   * numbers and JSON read the same in every locale */
+  setlocale(LC_ALL, "");
+  setlocale(LC_NUMERIC, "C");
   Options o = {0};
   gboolean version = FALSE;
   GOptionEntry entries[] = {

@@ -36,6 +36,7 @@
 
 #include <errno.h>
 #include <glib/gstdio.h>
+#include <locale.h>
 #include <string.h>
 
 static void usage(FILE *to) {
@@ -829,6 +830,11 @@ static int run_job(void *data) {
 }
 
 int main(int argc, char **argv) {
+  /* the user's character set, for file names and UTF-8 in arguments and
+   * messages; numbers keep the C format, so that printed programs, cost
+   * tables and JSON read the same in every locale */
+  setlocale(LC_ALL, "");
+  setlocale(LC_NUMERIC, "C");
   if (argc < 2) {
     usage(stderr);
     return 2;

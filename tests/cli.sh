@@ -215,4 +215,44 @@ usage_error "walk --steps 0 is a usage error" "--steps takes a count from 1 to 1
   "$PARTIR" walk "$ex/mlp.pir" --steps 0
 usage_error "check-rules --tries -3 is a usage error" "--tries takes a count from 1 to 10000, not -3" \
   "$PARTIR" check-rules --tries -3
+# the locale: UTF-8 in file names, arguments and programs reads and
+# prints as typed; numbers keep the C format in every locale
+utf8=$(locale -a 2>/dev/null | grep -ix 'c\.utf-\{0,1\}8' | head -1)
+if [ -n "$utf8" ]; then
+  LC_ALL=$utf8 "$PARTIR" check "$tmp/nowhere-é.pir" 2>"$tmp/err"
+  check "UTF-8: a file name prints as typed" grep -q 'nowhere-é\.pir' "$tmp/err"
+  printf 'func @f(%%a: tensor<2xf32>) -> tensor<2xf32> {\n  %%b = add(%%a, %%a) {note = "é", x = 2!}\n  return %%b\n}\n' \
+    >"$tmp/bé.pir"
+  LC_ALL=$utf8 "$PARTIR" check "$tmp/bé.pir" 2>"$tmp/err"
+  { printf '%s:2:39: error: expected '"','"', got '"'!'"'\n' "$tmp/bé.pir"
+    printf '    %%b = add(%%a, %%a) {note = "é", x = 2!}\n%39s^\n' ''
+  } >"$tmp/caret.want"
+  check "...and a diagnostic shows the line's UTF-8, the caret under the column" \
+    cmp -s "$tmp/caret.want" "$tmp/err"
+  expect_fail "UTF-8 in --do reaches the command" "no argument '%é'" env LC_ALL=$utf8 \
+    "$PARTIR" rewrite "$ex/mlp.pir" --do 'arg-tile %é 0 8'
+  expect_fail "...and in partir-repl's options" "axis name 'é' must be" \
+    env LC_ALL=$utf8 "$PARTIR_REPL" --mesh 'é=2'
+else
+  ok "UTF-8 locale # SKIP no C.UTF-8 locale"
+fi
+# a locale whose decimal point is ',' leaves numbers alone: cost tables,
+# JSON and Lua print what they print in the C locale
+mkdir -p "$tmp/locale"
+if command -v localedef >/dev/null 2>&1 &&
+  localedef -i de_DE -f UTF-8 "$tmp/locale/de_DE.UTF-8" >/dev/null 2>&1 ||
+  test -d "$tmp/locale/de_DE.UTF-8"; then
+  "$PARTIR" tactic "$top_srcdir/tactics/megatron.lua" "$ex/mlp.pir" --mesh model=2 \
+    -o "$tmp/m.pir" >/dev/null
+  LC_ALL=C "$PARTIR" cost "$tmp/m.pir" --mesh model=2 >"$tmp/cost.c"
+  LOCPATH=$tmp/locale LC_ALL=de_DE.UTF-8 "$PARTIR" cost "$tmp/m.pir" --mesh model=2 >"$tmp/cost.de"
+  check "a ',' locale: the cost table is the C locale's" sh -c \
+    "grep -q '[0-9]\.[0-9]' '$tmp/cost.c' && cmp -s '$tmp/cost.c' '$tmp/cost.de'"
+  printf 'lua return 1.5 + 1\n' >"$tmp/lua.cmds"
+  LOCPATH=$tmp/locale LC_ALL=de_DE.UTF-8 "$PARTIR_REPL" "$ex/mlp.pir" \
+    --batch "$tmp/lua.cmds" 2>&1 | tail -n 1 >"$tmp/lua.de"
+  check "...and Lua's numbers in the REPL" grep -qxF '2.5' "$tmp/lua.de"
+else
+  ok "a ',' locale # SKIP localedef cannot make de_DE.UTF-8"
+fi
 done_testing

@@ -133,8 +133,9 @@ awk 'BEGIN { srand(7); for (i = 0; i < 4096; i++) printf "%c", int(rand() * 256)
 "$PARTIR" rules --rules "$tmp/junk.rules" >/dev/null 2>"$tmp/err"
 check "a rule file of binary junk is refused with file:line:col" \
   sh -c "test $? -eq 1 && grep -q '^.*junk.rules:1:1: error' '$tmp/err'"
-notprint=$(printf '[^\t -~]')
-check "...and the excerpt is printable ASCII" sh -c "! LC_ALL=C grep -q '$notprint' '$tmp/err'"
+notprint=$(printf '[\001-\010\013-\037\177]')
+check "...and the excerpt is valid UTF-8 without control characters" sh -c \
+  "! LC_ALL=C grep -q '$notprint' '$tmp/err' && iconv -f UTF-8 -t UTF-8 '$tmp/err' >/dev/null"
 awk 'BEGIN { printf "rule deep: "; for (i = 0; i < 100000; i++) printf "neg("; printf "x ~~> x\n" }' \
   >"$tmp/deep.rules"
 "$PARTIR" rules --rules "$tmp/deep.rules" >/dev/null 2>"$tmp/err"

@@ -2,9 +2,10 @@
  *
  * A diagnostic reads "file:line:col: error: message", then the source line
  * and a caret under the column.  Very long lines are shown as a window
- * around the column; control and non-ASCII bytes are shown as '?', so junk
- * input cannot garble a terminal.  Input without a file (a command, a
- * mesh string) gets a diagnostic without a span: its reason alone.
+ * around the column; control bytes and bytes that are not a printable
+ * UTF-8 character are shown as '?', so junk input cannot garble a
+ * terminal.  Input without a file (a command, a mesh string) gets a
+ * diagnostic without a span: its reason alone.
  * Diagnostics are collected in a Diag and printed by the front end.
  */
 #include "core/core.h"
@@ -98,14 +99,29 @@ static void show_line(Diag *d, Loc loc) {
     g_string_append(line, "...");
     g_string_append(caret, "   ");
   }
-  for (gsize i = from; i < to; i++) {
+  for (gsize i = from; i < to;) {
     unsigned char c = (unsigned char)s->text[i];
-    gboolean tab = c == '\t';
-    /* control bytes and non-ASCII bytes (possibly junk, possibly half a
-     * UTF-8 sequence cut by the window) print as '?' */
-    g_string_append_c(line, tab || (c >= 0x20 && c < 0x7f) ? (char)c : '?');
+    gsize n = 1;     /* bytes taken */
+    int columns = 1; /* columns they take on a terminal */
+    if (c == '\t' || (c >= 0x20 && c < 0x7f)) {
+      g_string_append_c(line, (char)c);
+    } else {
+      /* a printable UTF-8 character shows as itself; control bytes and
+       * other non-ASCII bytes (junk, or half a character cut by the
+       * window) print as '?' */
+      gunichar u = g_utf8_get_char_validated(s->text + i, (gssize)(to - i));
+      if (c >= 0x80 && u != (gunichar)-1 && u != (gunichar)-2 &&
+          g_unichar_isprint(u) && !g_unichar_iszerowidth(u)) {
+        n = (gsize)(g_utf8_next_char(s->text + i) - (s->text + i));
+        columns = g_unichar_iswide(u) ? 2 : 1;
+        g_string_append_len(line, s->text + i, (gssize)n);
+      } else {
+        g_string_append_c(line, '?');
+      }
+    }
     if (i < loc.offset)
-      g_string_append_c(caret, tab ? '\t' : ' ');
+      g_string_append(caret, c == '\t' ? "\t" : columns == 2 ? "  " : " ");
+    i += n;
   }
   if (cut_right)
     g_string_append(line, "...");
