@@ -15,7 +15,9 @@
  * 'partir_interrupt' (and interrupts Lua), which stops the interpreter,
  * engine scripts and Lua chunks, and the session goes on.  Without a
  * terminal (or with --batch FILE) commands are read without prompts or
- * colour, and the exit status is 1 if any command failed.
+ * colour, and the exit status is 1 if any command failed.  A FILE.pir
+ * that does not load is reported, and the session starts without a
+ * program (a failure for the exit status).
  *
  * Everything runs on one thread with a deep stack (partir_call_with_stack):
  * term traversals recurse.  Results go to stdout, errors to stderr as
@@ -191,28 +193,33 @@ static int run_session(void *data) {
   repl_session_init(s);
   repl_input_init(s);
   repl_complete_init(s);
-  int status = 0;
   if (s->interactive)
     printf("partir %s: 'help' lists the commands, Ctrl-D ends.\n",
            partir_version());
+  /* a program that does not load leaves the session without one (as
+   * 'python -i' and ghci do): fix the file and 'load' it again; without a
+   * terminal the exit status still says it failed */
   if (o->program) {
     s->changed = FALSE;
-    if (repl_cmd_load_path(s, o->program))
+    if (repl_cmd_load_path(s, o->program)) {
       repl_show_changes(s);
-    else
-      status = 1;
+    } else {
+      s->failed = TRUE;
+      repl_report_note(s,
+                       "no program loaded; fix %s and type 'load' to "
+                       "read it again",
+                       o->program);
+    }
     s->changed = FALSE;
   }
-  if (status == 0) {
-    if (s->interactive) {
-      run_interactive(s);
-    } else if (o->batch) {
-      repl_run_file(s, o->batch, FALSE);
-    } else {
-      repl_run_stream(s, stdin, "<stdin>", FALSE);
-    }
-    status = s->failed && !s->interactive ? 1 : 0;
+  if (s->interactive) {
+    run_interactive(s);
+  } else if (o->batch) {
+    repl_run_file(s, o->batch, FALSE);
+  } else {
+    repl_run_stream(s, stdin, "<stdin>", FALSE);
   }
+  int status = s->failed && !s->interactive ? 1 : 0;
   repl_session_free(s);
   repl_complete_free();
   return status;

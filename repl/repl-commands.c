@@ -94,8 +94,13 @@ static void append_location_line(GString *out, GStrv lines, const Location *l) {
 /* ------------------------------------------------------------ commands */
 
 /* Loads the program in 'path' as a new state: 'load', and the FILE.pir
- * given on the command line. */
+ * given on the command line.  The path is remembered even when the file
+ * does not parse, so that a plain 'load' reads it again once fixed. */
 gboolean repl_cmd_load_path(Session *s, const char *path) {
+  if (path != s->load_path) {
+    g_free(s->load_path);
+    s->load_path = g_strdup(path);
+  }
   GError *error = NULL;
   g_autoptr(Diag) diags = diag_new(NULL);
   g_autoptr(Module) m = pipeline_load_program(path, diags, &error);
@@ -116,7 +121,13 @@ gboolean repl_cmd_load_path(Session *s, const char *path) {
 }
 
 static gboolean cmd_load(Session *s, const char *text, int argc, char **argv) {
-  return repl_cmd_load_path(s, argv[1]);
+  if (argc == 2)
+    return repl_cmd_load_path(s, argv[1]);
+  if (!s->load_path) {
+    repl_report_error(s, "load: no file loaded yet (use 'load FILE')");
+    return FALSE;
+  }
+  return repl_cmd_load_path(s, s->load_path);
 }
 
 /* The expression form of one closed value: the entry function reduced to
@@ -596,8 +607,10 @@ static gboolean cmd_quit(Session *s, const char *text, int argc, char **argv) {
  * words after the name; 'lua' has no function: repl_run_command runs it,
  * as its code is the rest of the line. */
 const Command repl_commands[] = {
-    {"load", cmd_load, 1, 1, TRUE, COMPLETE_FILE, "load FILE",
-     "load a program (.pir); it becomes the current state", NULL},
+    {"load", cmd_load, 0, 1, TRUE, COMPLETE_FILE, "load [FILE]",
+     "load a program (.pir); it becomes the current state",
+     "Without FILE, the file last named (on the command line or by 'load')\n"
+     "is read again: fix a program that did not parse, then 'load'."},
     {"show", cmd_show, 0, ARGS_ANY, FALSE, COMPLETE_VALUE,
      "show [VALUE] [--expr]",
      "print the program, or the statement defining VALUE",

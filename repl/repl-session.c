@@ -44,6 +44,7 @@ void repl_session_free(Session *s) {
   if (s->steps)
     g_array_unref(s->steps);
   g_free(s->hw);
+  g_free(s->load_path);
   plua_close(s->lua);
   if (s->syntax)
     lua_close(s->syntax);
@@ -135,6 +136,13 @@ void repl_report_warning(Session *s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   say(s, "warning", "1;35", fmt, ap);
+  va_end(ap);
+}
+
+void repl_report_note(Session *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say(s, "note", "1;36", fmt, ap);
   va_end(ap);
 }
 

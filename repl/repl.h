@@ -58,6 +58,7 @@ struct Session {
   gboolean show;        /* print the program after it changes */
   gboolean cost;        /* print the cost after it changes */
   char *hw;             /* hardware for 'cost' (a name or a .hw file) */
+  char *load_path;      /* the file 'load' last named: plain 'load' again */
   gboolean interactive; /* readline, prompts, colour */
   gboolean echo;        /* batch: print each line after a prompt */
   gboolean color;       /* errors in colour (stderr is a terminal) */
@@ -97,9 +98,11 @@ gboolean repl_undo(Session *s);
 gboolean repl_redo(Session *s);
 /* Prints 'text' to stdout. */
 void repl_put_string(const GString *text);
-/* Prints "error: ..." (the caller returns FALSE), or "warning: ...". */
+/* Prints "error: ..." (the caller returns FALSE), "warning: ..." or
+ * "note: ...". */
 void repl_report_error(Session *s, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 void repl_report_warning(Session *s, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+void repl_report_note(Session *s, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* Prints diagnostics that carry their own location. */
 void repl_report_diagnostics(const char *text);
 /* The session's 'partir' Lua state, made on first use (NULL: no memory). */

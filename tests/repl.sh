@@ -105,6 +105,31 @@ printf 'func @f(%%a: tensor<2xf32>) -> tensor<2xf32> { return %%b }\n' >"$tmp/ba
 "$repl" "$tmp/bad.pir" </dev/null >/dev/null 2>"$tmp/err"
 check "a program that does not parse: status 1" test $? -eq 1
 check "...with the diagnostic" grep -q "bad.pir:1:" "$tmp/err"
+# ...and the session goes on without a program: fix the file, 'load' it
+cp "$tmp/bad.pir" "$tmp/fix.pir"
+mkfifo "$tmp/fix.in"
+"$repl" "$tmp/fix.pir" <"$tmp/fix.in" >"$tmp/fix.out" 2>"$tmp/fix.err" &
+pid=$!
+exec 3>"$tmp/fix.in"
+# (a REPL that has exited must not take the test down with SIGPIPE)
+(printf 'args\n' >&3) 2>/dev/null
+i=0
+while ! grep -q 'args: no program loaded' "$tmp/fix.err" && [ $i -lt 300 ] &&
+  kill -0 $pid 2>/dev/null; do
+  sleep 0.1
+  i=$((i + 1))
+done
+cp "$ex/mlp.pir" "$tmp/fix.pir"
+(printf 'load\nargs\n' >&3) 2>/dev/null
+exec 3>&-
+wait $pid
+st=$?
+check "a program that does not parse: the session starts without one" sh -c \
+  "grep -q 'fix.pir:1:54: error' '$tmp/fix.err' &&
+   grep -q \"note: no program loaded; fix .*fix.pir and type 'load'\" '$tmp/fix.err' &&
+   grep -q 'args: no program loaded' '$tmp/fix.err'"
+check "...'load' reads the fixed file" grep -q '^2  %u: tensor<256x256xf32>' "$tmp/fix.out"
+check "...and the exit status still says the first load failed" test $st -eq 1
 "$repl" --rules "$tmp/none.rules" </dev/null >/dev/null 2>"$tmp/err"
 check "--rules with a missing file: status 1, the file named" sh -c \
   "test $? -eq 1 && grep -q none.rules '$tmp/err'"
