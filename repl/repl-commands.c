@@ -556,6 +556,11 @@ static gboolean cmd_set(Session *s, const char *text, int argc, char **argv) {
     repl_put_string(out);
     return TRUE;
   }
+  if (strcmp(argv[1], "mesh") == 0 && argc == 2) {
+    g_autofree char *mesh = mesh_to_string(&s->mesh);
+    printf("mesh = %s\n", *mesh ? mesh : "none");
+    return TRUE;
+  }
   if (strcmp(argv[1], "mesh") == 0 && argc >= 3) {
     /* "batch=2,model=4", also written "batch=2, model=4" */
     g_autofree char *spec = g_strjoinv("", argv + 2);
@@ -680,9 +685,13 @@ const Command repl_commands[] = {
      "are its options."},
     {"set", cmd_set, 0, ARGS_ANY, FALSE, COMPLETE_SETTING, "set [NAME VALUE]",
      "show the settings, or set one",
-     "  set mesh batch=2,model=4   the mesh tactics and Lua see ('none': no "
-     "mesh)\n"
-     "  set show on|off            print the program after it changes"},
+     "  set mesh batch=2,model=4   the mesh tactics, Lua, lower and cost see\n"
+     "                             ('none': no mesh; 'set mesh' alone shows "
+     "it)\n"
+     "  set show on|off            print the program after it changes\n"
+     "  set cost on|off            print the cost after it changes\n"
+     "  set hw NAME                the hardware for 'cost' (cpu2, h100x8,\n"
+     "                             tpuv4, or a FILE.hw)"},
     {"help", cmd_help, 0, 1, FALSE, COMPLETE_COMMAND, "help [COMMAND]",
      "list the commands, or describe one", NULL},
     {"quit", cmd_quit, 0, ARGS_ANY, FALSE, COMPLETE_NONE, "quit",

@@ -84,6 +84,19 @@ static void add_tactics(void) {
   }
 }
 
+/* The hardware names: NAME.hw in the hardware directories. */
+static void add_hardware(void) {
+  g_auto(GStrv) dirs = hw_search_path();
+  for (char **d = dirs; *d; d++) {
+    g_autoptr(GDir) dir = g_dir_open(*d, 0, NULL);
+    const char *name;
+    while (dir && (name = g_dir_read_name(dir)))
+      if (g_str_has_suffix(name, ".hw") && name[0] != '.')
+        g_ptr_array_add(candidates,
+                        g_strndup(name, strlen(name) - strlen(".hw")));
+  }
+}
+
 /* Where the command the cursor is in starts in 'prefix' (the line up to
  * the cursor), or -1 inside a comment.  A '.' right before the cursor
  * does not end the command: it may be part of a file name. */
@@ -139,9 +152,16 @@ static void collect_candidates(Session *s, char **words, int nwords) {
     if (nwords == 1) {
       add_candidate("mesh");
       add_candidate("show");
-    } else if (nwords == 2 && strcmp(prev, "show") == 0) {
+      add_candidate("cost");
+      add_candidate("hw");
+    } else if (nwords == 2 &&
+               (strcmp(prev, "show") == 0 || strcmp(prev, "cost") == 0)) {
       add_candidate("on");
       add_candidate("off");
+    } else if (nwords == 2 && strcmp(prev, "hw") == 0) {
+      add_hardware();
+    } else if (nwords == 2 && strcmp(prev, "mesh") == 0) {
+      add_candidate("none");
     }
     break;
   case COMPLETE_ARG:

@@ -154,9 +154,13 @@ void repl_report_diagnostics(const char *text) {
 
 /* ----------------------------------------------------------------- Lua */
 
+/* Tactics that miss a mesh axis say how to set one here: 'set mesh'. */
 lua_State *repl_session_lua(Session *s) {
-  if (!s->lua)
+  if (!s->lua) {
     s->lua = plua_new(s->rs);
+    if (s->lua)
+      plua_set_mesh_hint(s->lua, "set mesh %s=N");
+  }
   return s->lua;
 }
 

@@ -59,7 +59,10 @@ function M.rep(t, cap)
   end
 end
 
--- The size of mesh axis 'axis', or an error naming the mesh's axes.
+-- The size of mesh axis 'axis', or an error naming the mesh's axes and
+-- saying how to add one in the front end running the tactic
+-- (partir.mesh_hint: "--mesh %s=N" on the command line, "set mesh %s=N"
+-- in the REPL).
 function M.axis_size(mesh, axis)
   local n = mesh and mesh[axis]
   if type(n) ~= "number" then
@@ -67,8 +70,12 @@ function M.axis_size(mesh, axis)
     for _, a in ipairs(mesh or {}) do
       names[#names + 1] = a .. "=" .. mesh[a]
     end
-    error(string.format("the mesh has no axis '%s' (mesh: %s; use --mesh %s=N)",
-      axis, #names > 0 and table.concat(names, ",") or "empty", axis), 0)
+    local P = package.loaded.partir
+    local hint = type(P) == "table" and type(P.mesh_hint) == "string"
+      and P.mesh_hint or "--mesh %s=N"
+    error(string.format("the mesh has no axis '%s' (mesh: %s; use %s)",
+      axis, #names > 0 and table.concat(names, ",") or "empty",
+      (hint:gsub("%%s", axis))), 0)
   end
   return n
 end

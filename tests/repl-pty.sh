@@ -75,6 +75,12 @@ keys C-u 'show %u' Tab
 check "Tab completes a value name" wait_for -x 'partir> show %u'
 keys C-u 'save ' "$tmp/ho" Tab
 check "Tab completes a file name after save" wait_for -F "partir> save $tmp/home/"
+keys C-u 'set ' Tab
+check "Tab after set lists every setting" wait_for -E '^cost +hw +mesh +show *$'
+keys C-u 'set cost ' Tab
+check "...and on|off after set cost" wait_for -E '^off +on *$'
+keys C-u 'set hw ' Tab
+check "...and the hardware names after set hw" wait_for -E '^cpu2 +h100x8 +tpuv4 *$'
 keys C-u
 clear
 keys 'propagate.' Enter

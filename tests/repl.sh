@@ -81,6 +81,14 @@ printf 'source replay.cmds\n' | (cd "$work" && "$repl") >"$tmp/replay.out"
 check "sourcing the output of history rebuilds the state" \
   cmp -s "$tmp/replay.want" "$tmp/replay.out"
 
+# a tactic that needs a mesh axis says how to set one in the REPL
+printf 'tactic megatron\n' | "$repl" "$ex/mlp.pir" >/dev/null 2>"$tmp/err"
+check "tactic without a mesh suggests 'set mesh model=N'" \
+  grep -qF "the mesh has no axis 'model' (mesh: empty; use set mesh model=N)" "$tmp/err"
+printf 'set mesh batch=2\ntactic megatron axis=model\n' | "$repl" "$ex/mlp.pir" >/dev/null 2>"$tmp/err"
+check "...naming the axes it has" \
+  grep -qF "(mesh: batch=2; use set mesh model=N)" "$tmp/err"
+
 # rules [PATTERN]
 printf 'rules matmul-*\n' | "$repl" >"$tmp/rules.out"
 check "rules PATTERN lists the rules whose names match" sh -c \

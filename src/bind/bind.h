@@ -26,6 +26,10 @@
  * the tactics directories ($PARTIR_TACTICS, the installed ones). */
 lua_State *plua_new(const RuleSet *rs);
 void plua_close(lua_State *L);
+/* How the front end sets a mesh axis, for tactics' errors ('partir.
+ * mesh_hint', '%s' the axis): "--mesh %s=N" unless a front end says
+ * otherwise (the REPL: "set mesh %s=N"). */
+void plua_set_mesh_hint(lua_State *L, const char *hint);
 
 /* The tactic directories: $PARTIR_TACTICS (':'-separated), then the
  * installed ones. */

@@ -634,6 +634,8 @@ static int luaopen_partir(lua_State *L) {
   luaL_newlib(L, module_funcs);
   lua_pushstring(L, partir_version());
   lua_setfield(L, -2, "version");
+  lua_pushstring(L, "--mesh %s=N");
+  lua_setfield(L, -2, "mesh_hint");
   return 1;
 }
 
@@ -669,6 +671,15 @@ lua_State *plua_new(const RuleSet *rs) {
   lua_pop(L, 1);
   add_tactics_path(L);
   return L;
+}
+
+void plua_set_mesh_hint(lua_State *L, const char *hint) {
+  lua_getglobal(L, "partir");
+  if (lua_istable(L, -1)) {
+    lua_pushstring(L, hint);
+    lua_setfield(L, -2, "mesh_hint");
+  }
+  lua_pop(L, 1);
 }
 
 void plua_close(lua_State *L) {
