@@ -446,7 +446,8 @@ static gboolean list_matches(const RuleSet *rs, State *s, const char *name,
                              GString *out) {
   const Rule *rule = ruleset_find(rs, name);
   if (!rule) {
-    g_printerr("partir: no rule '%s'\n", name);
+    g_autofree char *hint = ruleset_did_you_mean(rs, name);
+    g_printerr("partir: no rule '%s'%s\n", name, hint);
     return FALSE;
   }
   g_autoptr(GPtrArray) locs = rw_matches(rs, s, rule);
@@ -824,7 +825,13 @@ static int run_job(void *data) {
     g_print("partir %s\n", partir_version());
     return 0;
   }
-  g_printerr("partir: unknown command '%s'\n", cmd);
+  g_autoptr(GPtrArray) names = g_ptr_array_new();
+  for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+    g_ptr_array_add(names, (gpointer)commands[i].name);
+  g_ptr_array_add(names, NULL);
+  g_autofree char *hint =
+      diag_did_you_mean(cmd, (const char *const *)names->pdata);
+  g_printerr("partir: unknown command '%s'%s\n", cmd, hint);
   usage(stderr);
   return 2;
 }

@@ -30,67 +30,6 @@ static gboolean usage_error(Session *s, const char *name) {
   return FALSE;
 }
 
-/* --------------------------------------------------- the printed program */
-
-/* The canonical print of 's' as lines (no newlines). */
-static GStrv program_lines(const State *s) {
-  g_autoptr(GString) text = g_string_new(NULL);
-  state_print(text, s, FALSE);
-  return g_strsplit(text->str, "\n", -1);
-}
-
-static int indent_of(const char *line) {
-  int i = 0;
-  while (line[i] == ' ')
-    i++;
-  return i;
-}
-
-/* The line of 'lines' that defines value 'name' ("%name = ..."), or -1. */
-static int definition_line(GStrv lines, const char *name) {
-  g_autofree char *head = g_strdup_printf("%%%s = ", name);
-  for (int i = 0; lines[i]; i++)
-    if (g_str_has_prefix(lines[i] + indent_of(lines[i]), head))
-      return i;
-  return -1;
-}
-
-/* Appends the statement defining 'name', and for a tile or sum its whole
- * region, de-indented. */
-static gboolean append_definition(GString *out, GStrv lines, const char *name) {
-  int i = definition_line(lines, name);
-  if (i < 0)
-    return FALSE;
-  int indent = indent_of(lines[i]);
-  gboolean region = g_str_has_suffix(lines[i], "{");
-  for (int k = i; lines[k]; k++) {
-    g_string_append_printf(out, "%s\n",
-                           lines[k] + MIN(indent, indent_of(lines[k])));
-    if (!region ||
-        (k > i && indent_of(lines[k]) == indent && lines[k][indent] == '}'))
-      break;
-  }
-  return TRUE;
-}
-
-/* One line describing a location: "%x: TYPE" for an argument, else its
- * statement ("%0 = matmul(%x, %w)"; a region's header ends in "{ ... }"). */
-static void append_location_line(GString *out, GStrv lines, const Location *l) {
-  if (l->term->kind == TM_ARG) {
-    g_autofree char *type = type_to_string(l->term->type);
-    g_string_append_printf(out, "%%%s: %s\n", l->name, type);
-    return;
-  }
-  int i = definition_line(lines, l->name);
-  if (i < 0) {
-    g_string_append_printf(out, "%%%s\n", l->name);
-    return;
-  }
-  const char *text = lines[i] + indent_of(lines[i]);
-  g_string_append_printf(out, "%s%s\n", text,
-                         g_str_has_suffix(text, "{") ? " ... }" : "");
-}
-
 /* ------------------------------------------------------------ commands */
 
 /* Loads the program in 'path' as a new state: 'load', and the FILE.pir
@@ -183,8 +122,39 @@ static gboolean cmd_show(Session *s, const char *text, int argc, char **argv) {
     g_string_append_printf(out, "%%%s: %s (argument %d)\n", l->name, type,
                            l->term->index);
   } else {
-    g_auto(GStrv) lines = program_lines(cur);
-    append_definition(out, lines, l->name);
+    g_auto(GStrv) lines = repl_program_lines(cur);
+    repl_append_definition(out, lines, l->name);
+  }
+  repl_put_string(out);
+  return TRUE;
+}
+
+/* The names of the locations, NULL-terminated (for "did you mean"). */
+static GPtrArray *value_names(GPtrArray *locs) {
+  GPtrArray *names = g_ptr_array_new();
+  for (guint i = 0; i < locs->len; i++)
+    g_ptr_array_add(names, ((Location *)locs->pdata[i])->name);
+  g_ptr_array_add(names, NULL);
+  return names;
+}
+
+/* A mistyped value: the names are compared without their '%'. */
+static gboolean cmd_info(Session *s, const char *text, int argc, char **argv) {
+  State *cur = repl_need_program(s, "info");
+  if (!cur)
+    return FALSE;
+  g_autoptr(GString) out = g_string_new(NULL);
+  if (!repl_info(out, s, cur, argv[1])) {
+    g_autoptr(GPtrArray) locs = state_locations(cur);
+    g_autoptr(GPtrArray) names = value_names(locs);
+    const char *word = argv[1] + (argv[1][0] == '%');
+    const char *near = diag_nearest(word, (const char *const *)names->pdata);
+    if (near)
+      repl_report_error(s, "info: no value '%s' (did you mean '%%%s'?)",
+                        argv[1], near);
+    else
+      repl_report_error(s, "info: no value '%s'", argv[1]);
+    return FALSE;
   }
   repl_put_string(out);
   return TRUE;
@@ -230,14 +200,19 @@ static gboolean cmd_matches(Session *s, const char *text, int argc,
     return FALSE;
   const Rule *rule = ruleset_find(s->rs, argv[1]);
   if (!rule) {
-    repl_report_error(s, "matches: no rule '%s' (see 'rules')", argv[1]);
+    g_autofree char *hint = ruleset_did_you_mean(s->rs, argv[1]);
+    repl_report_error(s, "matches: no rule '%s'%s", argv[1],
+                      *hint ? hint : " (see 'rules')");
     return FALSE;
   }
   g_autoptr(GPtrArray) locs = rw_matches(s->rs, cur, rule);
-  g_auto(GStrv) lines = program_lines(cur);
+  g_auto(GStrv) lines = repl_program_lines(cur);
   g_autoptr(GString) out = g_string_new(NULL);
-  for (guint i = 0; i < locs->len; i++)
-    append_location_line(out, lines, g_ptr_array_index(locs, i));
+  for (guint i = 0; i < locs->len; i++) {
+    const Location *l = g_ptr_array_index(locs, i);
+    repl_append_statement(out, lines, l->name, l->term);
+    g_string_append_c(out, '\n');
+  }
   if (!locs->len)
     g_string_append_printf(out, "'%s' applies nowhere\n", rule->name);
   repl_put_string(out);
@@ -268,17 +243,22 @@ static gboolean cmd_engine(Session *s, const char *text, int argc,
   return TRUE;
 }
 
+/* 'undo [N]', 'redo [N]': N steps, 1 without N; none at all when there
+ * are fewer than N. */
 static gboolean cmd_undo(Session *s, const char *text, int argc, char **argv) {
-  if (repl_undo(s))
+  gboolean undo = strcmp(argv[0], "undo") == 0;
+  gint64 n = 1;
+  if (argc == 2 &&
+      !g_ascii_string_to_signed(argv[1], 10, 1, G_MAXINT, &n, NULL))
+    return usage_error(s, argv[0]);
+  int can = undo ? repl_undo_steps(s) : repl_redo_steps(s);
+  if (undo ? repl_undo(s, (int)n) : repl_redo(s, (int)n))
     return TRUE;
-  repl_report_error(s, "undo: nothing to undo");
-  return FALSE;
-}
-
-static gboolean cmd_redo(Session *s, const char *text, int argc, char **argv) {
-  if (repl_redo(s))
-    return TRUE;
-  repl_report_error(s, "redo: nothing to redo");
+  if (can == 0)
+    repl_report_error(s, "%s: nothing to %s", argv[0], argv[0]);
+  else
+    repl_report_error(s, "%s: only %d step%s to %s", argv[0], can,
+                      can == 1 ? "" : "s", argv[0]);
   return FALSE;
 }
 
@@ -517,10 +497,16 @@ static gboolean cmd_tactic(Session *s, const char *text, int argc,
   }
   g_autofree char *path = find_tactic(argv[1]);
   if (!path) {
-    repl_report_error(s,
-                      "tactic: no tactic '%s' (a file, or NAME for NAME.lua in "
-                      "$PARTIR_TACTICS or the installed tactics)",
-                      argv[1]);
+    g_auto(GStrv) names = plua_tactic_names();
+    const char *near = diag_nearest(argv[1], (const char *const *)names);
+    if (near)
+      repl_report_error(s, "tactic: no tactic '%s' (did you mean '%s'?)",
+                        argv[1], near);
+    else
+      repl_report_error(s,
+                        "tactic: no tactic '%s' (a file, or NAME for NAME.lua "
+                        "in $PARTIR_TACTICS or the installed tactics)",
+                        argv[1]);
     return FALSE;
   }
   State *cur = repl_need_program(s, "tactic");
@@ -649,10 +635,16 @@ const Command repl_commands[] = {
      "the [fuse] rules to a fixed point", NULL},
     {"simplify", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "simplify",
      "the [simplify] rules to a fixed point", NULL},
-    {"undo", cmd_undo, 0, 0, TRUE, COMPLETE_NONE, "undo", "go back one state",
-     NULL},
-    {"redo", cmd_redo, 0, 0, TRUE, COMPLETE_NONE, "redo",
-     "go forward one state", NULL},
+    {"info", cmd_info, 1, 1, FALSE, COMPLETE_VALUE, "info VALUE",
+     "a value's type, where it came from, and how it lies on the mesh",
+     "Where it came from: the command that made it, or its operator in the\n"
+     "program as loaded.  The tiles and sums around it, with the mesh axes\n"
+     "they are bound to; for an argument or a result, its layout in the\n"
+     "program lowered on the session's mesh."},
+    {"undo", cmd_undo, 0, 1, TRUE, COMPLETE_NONE, "undo [N]",
+     "go back one state (N states)", NULL},
+    {"redo", cmd_undo, 0, 1, TRUE, COMPLETE_NONE, "redo [N]",
+     "go forward one state (N states)", NULL},
     {"history", cmd_history, 0, 0, FALSE, COMPLETE_NONE, "history",
      "the commands that produced the current state (a script for 'source')",
      NULL},
@@ -709,12 +701,22 @@ const Command *repl_find_command(const char *name) {
   return NULL;
 }
 
+/* " (did you mean 'NAME'?)" for a command name near 'word', or "". */
+static char *command_did_you_mean(const char *word) {
+  const char *names[G_N_ELEMENTS(repl_commands) + 1];
+  for (gsize i = 0; i < repl_ncommands; i++)
+    names[i] = repl_commands[i].name;
+  names[repl_ncommands] = NULL;
+  return diag_did_you_mean(word, names);
+}
+
 static gboolean cmd_help(Session *s, const char *text, int argc, char **argv) {
   g_autoptr(GString) out = g_string_new(NULL);
   if (argc == 2) {
     const Command *c = repl_find_command(argv[1]);
     if (!c) {
-      repl_report_error(s, "help: no command '%s'", argv[1]);
+      g_autofree char *hint = command_did_you_mean(argv[1]);
+      repl_report_error(s, "help: no command '%s'%s", argv[1], hint);
       return FALSE;
     }
     g_string_append_printf(out, "%s\n  %s\n", c->usage, c->summary);
@@ -799,7 +801,9 @@ gboolean repl_run_command(Session *s, const char *text) {
   }
   const Command *c = repl_find_command(argv[0]);
   if (!c) {
-    repl_report_error(s, "unknown command '%s' (try 'help')", argv[0]);
+    g_autofree char *hint = command_did_you_mean(argv[0]);
+    repl_report_error(s, "unknown command '%s'%s", argv[0],
+                      *hint ? hint : " (try 'help')");
     return FALSE;
   }
   if (!c->changes)

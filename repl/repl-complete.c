@@ -25,6 +25,7 @@ static Session *the_session;
 static GPtrArray *candidates; /* char*: what the word may complete to */
 static guint candidate_next;
 static gboolean candidate_files; /* then file names */
+static gboolean candidate_paths; /* then file names, for a word with '/' */
 static int file_state;
 
 /* Completion works on session 's' from now on. */
@@ -47,8 +48,8 @@ static char *complete_candidate(const char *text, int state) {
     if (strncmp(c, text, n) == 0)
       return strdup(c);
   }
-  return candidate_files ? rl_filename_completion_function(text, file_state++)
-                         : NULL;
+  gboolean files = candidate_files || (candidate_paths && strchr(text, '/'));
+  return files ? rl_filename_completion_function(text, file_state++) : NULL;
 }
 
 static void add_candidate(const char *c) {
@@ -72,16 +73,11 @@ static void add_rules(Session *s) {
     add_candidate(((const Rule *)g_ptr_array_index(s->rs->rules, i))->name);
 }
 
+/* The shipped and $PARTIR_TACTICS tactics, not their helper modules. */
 static void add_tactics(void) {
-  g_auto(GStrv) dirs = plua_tactic_dirs();
-  for (char **d = dirs; *d; d++) {
-    g_autoptr(GDir) dir = g_dir_open(*d, 0, NULL);
-    const char *name;
-    while (dir && (name = g_dir_read_name(dir)))
-      if (g_str_has_suffix(name, ".lua"))
-        g_ptr_array_add(candidates,
-                        g_strndup(name, strlen(name) - strlen(".lua")));
-  }
+  g_auto(GStrv) names = plua_tactic_names();
+  for (char **n = names; *n; n++)
+    add_candidate(*n);
 }
 
 /* The hardware names: NAME.hw in the hardware directories. */
@@ -138,9 +134,9 @@ static void collect_candidates(Session *s, char **words, int nwords) {
       candidate_files = TRUE;
     break;
   case COMPLETE_TACTIC:
-    if (nwords == 1) {
+    if (nwords == 1) { /* a name, or a path once the word has a '/' */
       add_tactics();
-      candidate_files = TRUE;
+      candidate_paths = TRUE;
     }
     break;
   case COMPLETE_COMMAND:
@@ -207,10 +203,10 @@ char **repl_complete(const char *text, int start, int end) {
     if (**w)
       g_ptr_array_add(words, *w);
   g_ptr_array_set_size(candidates, 0);
-  candidate_files = FALSE;
+  candidate_files = candidate_paths = FALSE;
   collect_candidates(s, (char **)words->pdata, (int)words->len);
   g_ptr_array_free(words, TRUE);
-  if (!candidates->len && !candidate_files)
+  if (!candidates->len && !candidate_files && !candidate_paths)
     return NULL;
   return rl_completion_matches(text, complete_candidate);
 }

@@ -88,18 +88,24 @@ void repl_adopt(Session *s, State *next, const char *command) {
 
 /* The first state (a 'load') cannot be undone: there is no program
  * before it. */
-gboolean repl_undo(Session *s) {
-  if (s->top <= 0)
+int repl_undo_steps(const Session *s) { return MAX(s->top, 0); }
+
+int repl_redo_steps(const Session *s) {
+  return (int)s->steps->len - 1 - s->top;
+}
+
+gboolean repl_undo(Session *s, int n) {
+  if (n < 1 || n > repl_undo_steps(s))
     return FALSE;
-  s->top--;
+  s->top -= n;
   s->changed = TRUE;
   return TRUE;
 }
 
-gboolean repl_redo(Session *s) {
-  if (s->top + 1 >= (int)s->steps->len)
+gboolean repl_redo(Session *s, int n) {
+  if (n < 1 || n > repl_redo_steps(s))
     return FALSE;
-  s->top++;
+  s->top += n;
   s->changed = TRUE;
   return TRUE;
 }

@@ -3,6 +3,7 @@
  *
  *   repl-session.c   the session: its state stack (undo/redo), output and
  *                    error reports, the Lua state, the Ctrl-C flags
+ *   repl-describe.c  telling about a state: a value's statement, 'info'
  *   repl-commands.c  the command table, and running one command
  *   repl-input.c     logical lines, splitting them into commands, running
  *                    a line, a stream or a file ('source')
@@ -93,9 +94,13 @@ void repl_push_state(Session *s, State *next, const char *command,
 /* Takes 'next', a rewrite of the current state: a new step unless it is
  * the same program. */
 void repl_adopt(Session *s, State *next, const char *command);
-/* Moves back (forward) one step; FALSE when there is none. */
-gboolean repl_undo(Session *s);
-gboolean repl_redo(Session *s);
+/* How many steps undo (redo) can go. */
+int repl_undo_steps(const Session *s);
+int repl_redo_steps(const Session *s);
+/* Moves back (forward) 'n' steps; FALSE, and no move, when there are
+ * fewer. */
+gboolean repl_undo(Session *s, int n);
+gboolean repl_redo(Session *s, int n);
 /* Prints 'text' to stdout. */
 void repl_put_string(const GString *text);
 /* Prints "error: ..." (the caller returns FALSE), "warning: ..." or
@@ -110,6 +115,24 @@ lua_State *repl_session_lua(Session *s);
 /* Bracket a Lua call that Ctrl-C may interrupt. */
 void repl_lua_begin(lua_State *L);
 void repl_lua_end(void);
+
+/* ------------------------------------------------------- repl-describe.c */
+
+/* The canonical print of 's' as lines (no newlines). */
+GStrv repl_program_lines(const State *s);
+/* Appends the statement defining 'name' from 'lines' and, for a tile or
+ * sum, its whole region, de-indented; FALSE when there is none. */
+gboolean repl_append_definition(GString *out, GStrv lines, const char *name);
+/* Appends one line (no newline) for value 'name', term 'placed': "%x:
+ * TYPE" for an argument, else its statement ("%0 = matmul(%x, %w)"; a
+ * region's header ends in "{ ... }"). */
+void repl_append_statement(GString *out, GStrv lines, const char *name,
+                           const Term *placed);
+/* 'info': the statement of value 'name' of 'cur' (the session's current
+ * state), its type, where it came from, the regions around it and its
+ * layout on the session's mesh; FALSE when there is no such value. */
+gboolean repl_info(GString *out, const Session *s, const State *cur,
+                   const char *name);
 
 /* ------------------------------------------------------- repl-commands.c */
 

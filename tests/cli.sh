@@ -29,6 +29,14 @@ check "fmt --expr prints the talk's expression form" sh -c \
 check "--version" quiet "$PARTIR" --version
 expect_fail "no command" "usage" "$PARTIR"
 expect_fail "unknown command" "unknown command 'frob'" "$PARTIR" frob
+expect_fail "a mistyped command: did you mean" \
+  "unknown command 'rewite' (did you mean 'rewrite'?)" "$PARTIR" rewite "$ex/mlp.pir"
+expect_fail "...an engine command" "unknown command 'propagte' (did you mean 'propagate'?)" \
+  "$PARTIR" rewrite "$ex/mlp.pir" --do propagte
+expect_fail "...a rule name" "no rule 'matmul-sun' (did you mean 'matmul-sum'?)" \
+  "$PARTIR" rewrite "$ex/mlp.pir" --do 'apply matmul-sun'
+expect_fail "...and nothing when no name is near" "unknown command 'zzzzzz'\$" \
+  "$PARTIR" rewrite "$ex/mlp.pir" --do zzzzzz
 expect_fail "missing file" "nope.pir" "$PARTIR" check "$tmp/nope.pir"
 expect_fail "two files" "exactly one FILE" "$PARTIR" check "$ex/mlp.pir" "$ex/mlp.pir"
 expect_fail "unknown option" "Unknown option" "$PARTIR" run --frob "$ex/mlp.pir"

@@ -81,6 +81,13 @@ keys C-u 'set cost ' Tab
 check "...and on|off after set cost" wait_for -E '^off +on *$'
 keys C-u 'set hw ' Tab
 check "...and the hardware names after set hw" wait_for -E '^cpu2 +h100x8 +tpuv4 *$'
+# tactics: the tactic files only, not the helper module nor dot-files
+keys C-u 'tactic ' Tab
+check "Tab after tactic lists the tactics only" wait_for -E '^batch +megatron +zero *$'
+keys C-u 'tactic meg' Tab
+check "...and completes one" wait_for -x 'partir> tactic megatron'
+keys C-u 'info %' Tab
+check "Tab after info lists the values" wait_for -E '%0 +%1 +%2 +%3 +%u +%w +%x'
 keys C-u
 clear
 keys 'propagate.' Enter

@@ -99,8 +99,8 @@ check "...and says when none does" grep -qx "no rule matches 'zzz'" "$tmp/rules.
 
 # help lists every command; quit stops reading
 printf 'help\n' | "$repl" >"$tmp/help.out"
-for c in load show args rules matches apply arg-tile tile sum propagate fuse \
-  simplify undo redo history run save lua source tactic set help quit; do
+for c in load show info args rules matches apply arg-tile tile sum propagate \
+  fuse simplify undo redo history run save lua source tactic set help quit; do
   grep -q "^  $c" "$tmp/help.out" || echo "# help lacks $c"
 done >"$tmp/help.missing"
 check "help lists every command" test ! -s "$tmp/help.missing"

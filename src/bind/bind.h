@@ -34,6 +34,10 @@ void plua_set_mesh_hint(lua_State *L, const char *hint);
 /* The tactic directories: $PARTIR_TACTICS (':'-separated), then the
  * installed ones. */
 char **plua_tactic_dirs(void);
+/* The tactics there by name (NAME for NAME.lua, sorted, the first of a
+ * name only): files whose top-level 'return' gives a function, not
+ * helper modules such as 'combinators', nor dot-files. */
+char **plua_tactic_names(void);
 /* Runs the tactic file 'path': a chunk that returns a function(state,
  * mesh, options) -> state.  'options' maps option names to strings
  * (--set KEY=VALUE).  Returns the new state, or NULL with the Lua error

@@ -339,8 +339,14 @@ static int l_matches(lua_State *L) {
   State *s = check_state(L, 1);
   const char *name = luaL_checkstring(L, 2);
   const Rule *rule = ruleset_find(rules_of(L), name);
-  if (!rule)
-    return luaL_error(L, "no rule '%s'", name);
+  if (!rule) { /* no g_autofree across lua_error */
+    char *hint = ruleset_did_you_mean(rules_of(L), name);
+    luaL_where(L, 1);
+    lua_pushfstring(L, "no rule '%s'%s", name, hint);
+    g_free(hint);
+    lua_concat(L, 2);
+    return lua_error(L);
+  }
   GPtrArray *locs = rw_matches(rules_of(L), s, rule);
   lua_createtable(L, (int)locs->len, 0);
   for (guint i = 0; i < locs->len; i++) {
@@ -643,6 +649,61 @@ static int luaopen_partir(lua_State *L) {
 
 char **plua_tactic_dirs(void) {
   return partir_search_path("PARTIR_TACTICS", PARTIR_TACTICS_DIR);
+}
+
+/* Whether the Lua file 'path' looks like a tactic: its last top-level
+ * 'return' (a line that starts with it) gives a function, written
+ * 'return function' or built by a call ('return C.seq(a, b)'), and not a
+ * module table ('return M', 'return { ... }').  A guess from the text:
+ * running the file to see would run its code. */
+static gboolean is_tactic_file(const char *path) {
+  g_autofree char *text = NULL;
+  gsize len;
+  if (!g_file_get_contents(path, &text, &len, NULL) || len > (1u << 20))
+    return FALSE;
+  const char *last = NULL;
+  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+    if (strncmp(p, "return", 6) == 0 &&
+        (p[6] == ' ' || p[6] == '\t' || p[6] == '('))
+      last = p + 6;
+  if (!last)
+    return FALSE;
+  while (*last == ' ' || *last == '\t')
+    last++;
+  if (strncmp(last, "function", 8) == 0)
+    return TRUE;
+  const char *eol = strchr(last, '\n');
+  const char *paren = strchr(last, '(');
+  return paren && (!eol || paren < eol) && *last != '{';
+}
+
+/* g_ptr_array_sort's order of char* elements. */
+static gint compare_names(gconstpointer a, gconstpointer b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **plua_tactic_names(void) {
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  g_auto(GStrv) dirs = plua_tactic_dirs();
+  for (char **d = dirs; *d; d++) {
+    g_autoptr(GDir) dir = g_dir_open(*d, 0, NULL);
+    const char *file;
+    while (dir && (file = g_dir_read_name(dir))) {
+      if (file[0] == '.' || !g_str_has_suffix(file, ".lua"))
+        continue;
+      g_autofree char *path = g_build_filename(*d, file, NULL);
+      g_autofree char *name = g_strndup(file, strlen(file) - strlen(".lua"));
+      if (g_hash_table_contains(seen, name) ||
+          !g_file_test(path, G_FILE_TEST_IS_REGULAR) || !is_tactic_file(path))
+        continue;
+      g_hash_table_add(seen, name);
+      g_ptr_array_add(names, g_steal_pointer(&name));
+    }
+  }
+  g_ptr_array_sort(names, compare_names);
+  g_ptr_array_add(names, NULL);
+  return (char **)g_ptr_array_free(g_steal_pointer(&names), FALSE);
 }
 
 static void add_tactics_path(lua_State *L) {

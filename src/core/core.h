@@ -107,6 +107,13 @@ void diag_reset(Diag *d);
 /* What was reported ("" when nothing), and whether anything was. */
 const char *diag_text(const Diag *d);
 gboolean diag_any(const Diag *d);
+/* For "did you mean 'X'?": the name of 'names' (NULL-terminated) nearest
+ * to the mistyped 'word', in edits of one character (insert, delete,
+ * replace), if at most 2 and fewer than the word's length; else NULL.
+ * The first of equally near names wins. */
+const char *diag_nearest(const char *word, const char *const *names);
+/* " (did you mean 'X'?)" for the nearest name, or "". */
+char *diag_did_you_mean(const char *word, const char *const *names);
 
 /* ---------------------------------------------------------------- type.c */
 

@@ -198,3 +198,62 @@ void diag_reset(Diag *d) {
 const char *diag_text(const Diag *d) { return d->text ? d->text->str : ""; }
 
 gboolean diag_any(const Diag *d) { return d->text && d->text->len > 0; }
+
+/* ------------------------------------------------------- did you mean */
+
+#define NEAREST_MAX 2 /* edits a suggestion may be away */
+
+/* The Levenshtein distance of 'a' and 'b' (characters), or a number
+ * past 'cap' once it must be.  Two rows. */
+static glong edit_distance(const gunichar *a, glong na, const gunichar *b,
+                           glong nb, glong cap) {
+  if (ABS(na - nb) > cap)
+    return cap + 1;
+  g_autofree glong *prev = g_new(glong, nb + 1);
+  g_autofree glong *cur = g_new(glong, nb + 1);
+  for (glong j = 0; j <= nb; j++)
+    prev[j] = j;
+  for (glong i = 1; i <= na; i++) {
+    cur[0] = i;
+    glong row_min = cur[0];
+    for (glong j = 1; j <= nb; j++) {
+      glong sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+      cur[j] = MIN(sub, MIN(prev[j] + 1, cur[j - 1] + 1));
+      row_min = MIN(row_min, cur[j]);
+    }
+    if (row_min > cap)
+      return cap + 1;
+    glong *t = prev;
+    prev = cur;
+    cur = t;
+  }
+  return prev[nb];
+}
+
+const char *diag_nearest(const char *word, const char *const *names) {
+  glong nw;
+  g_autofree gunichar *w = g_utf8_to_ucs4(word, -1, NULL, &nw, NULL);
+  if (!w)
+    return NULL;
+  /* a one-letter word is near everything short: no suggestion */
+  glong cap = MIN(NEAREST_MAX, nw - 1);
+  const char *best = NULL;
+  glong best_d = cap + 1;
+  for (const char *const *n = names; n && *n; n++) {
+    glong nn;
+    g_autofree gunichar *c = g_utf8_to_ucs4(*n, -1, NULL, &nn, NULL);
+    if (!c)
+      continue;
+    glong d = edit_distance(w, nw, c, nn, best_d - 1);
+    if (d < best_d && d > 0) {
+      best = *n;
+      best_d = d;
+    }
+  }
+  return best;
+}
+
+char *diag_did_you_mean(const char *word, const char *const *names) {
+  const char *near = diag_nearest(word, names);
+  return near ? g_strdup_printf(" (did you mean '%s'?)", near) : g_strdup("");
+}

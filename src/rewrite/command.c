@@ -222,7 +222,8 @@ static State *run_apply(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
   }
   const Rule *rule = ruleset_find(rs, w[1]);
   if (!rule) {
-    diag_reason(why, "apply: no rule '%s'", w[1]);
+    g_autofree char *hint = ruleset_did_you_mean(rs, w[1]);
+    diag_reason(why, "apply: no rule '%s'%s", w[1], hint);
     return NULL;
   }
   int i = 2;
@@ -290,7 +291,11 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
   if (strcmp(cmd, "propagate") == 0 || strcmp(cmd, "fuse") == 0 ||
       strcmp(cmd, "simplify") == 0)
     return run_pass(rs, in, cmd, nw, why, report);
-  diag_reason(why, "unknown command '%s'", cmd);
+  static const char *const commands[] = {"arg-tile", "tile",      "sum",
+                                         "apply",    "propagate", "fuse",
+                                         "simplify", NULL};
+  g_autofree char *hint = diag_did_you_mean(cmd, commands);
+  diag_reason(why, "unknown command '%s'%s", cmd, hint);
   return NULL;
 }
 

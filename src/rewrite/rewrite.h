@@ -179,6 +179,9 @@ RuleSet *ruleset_load_with(const char *const *paths, const Source *extra,
 void ruleset_free(RuleSet *rs);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RuleSet, ruleset_free)
 const Rule *ruleset_find(const RuleSet *rs, const char *name);
+/* " (did you mean 'RULE'?)" for a rule name near the mistyped 'name'
+ * (diag_nearest), or "". */
+char *ruleset_did_you_mean(const RuleSet *rs, const char *name);
 /* The derived rule of 'kind' for 'op' and result dim or reduction
  * 'index' (OP-tile-D, OP-sum[-K], slice-OP-D, their -rev), or NULL. */
 const Rule *ruleset_derived(const RuleSet *rs, RuleKind kind, Op op, int index);

@@ -1126,3 +1126,12 @@ void ruleset_free(RuleSet *rs) {
 const Rule *ruleset_find(const RuleSet *rs, const char *name) {
   return g_hash_table_lookup(rs->by_name, name);
 }
+
+char *ruleset_did_you_mean(const RuleSet *rs, const char *name) {
+  g_autoptr(GPtrArray) names = g_ptr_array_new();
+  for (guint i = 0; i < rs->rules->len; i++)
+    g_ptr_array_add(
+        names, (gpointer)((const Rule *)g_ptr_array_index(rs->rules, i))->name);
+  g_ptr_array_add(names, NULL);
+  return diag_did_you_mean(name, (const char *const *)names->pdata);
+}

@@ -154,8 +154,29 @@ static void test_collect(void) {
   g_assert_cmpuint(term_store_collect(roots, 2, tables, 1), ==, 0);
 }
 
+/* "did you mean": the nearest name within two edits (Levenshtein). */
+static void test_nearest(void) {
+  const char *names[] = {"propagate",     "fuse",   "simplify", "matmul-sum",
+                         "matmul-tile-0", "résumé", NULL};
+  g_assert_cmpstr(diag_nearest("propagte", names), ==, "propagate"); /* del */
+  g_assert_cmpstr(diag_nearest("fusee", names), ==, "fuse");         /* ins */
+  g_assert_cmpstr(diag_nearest("matmul-sun", names), ==, "matmul-sum");
+  g_assert_cmpstr(diag_nearest("smiplify", names), ==, "simplify"); /* 2 */
+  g_assert_cmpstr(diag_nearest("resume", names), ==, "résumé");     /* chars */
+  g_assert_null(diag_nearest("simpfly", names)); /* 3 edits */
+  g_assert_null(diag_nearest("fuse", names));    /* itself: no hint */
+  g_assert_null(diag_nearest("f", names));       /* too short to guess */
+  g_assert_null(diag_nearest("", names));
+  /* the first of two equally near names */
+  const char *two[] = {"ab", "ac", NULL};
+  g_assert_cmpstr(diag_nearest("aa", two), ==, "ab");
+  g_autofree char *hint = diag_did_you_mean("fusse", names);
+  g_assert_cmpstr(hint, ==, " (did you mean 'fuse'?)");
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/diag/nearest", test_nearest);
   g_test_add_func("/store/hash-consing", test_hash_consing);
   g_test_add_func("/store/attrs", test_attrs_identity);
   g_test_add_func("/store/binders", test_binders);
