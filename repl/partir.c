@@ -674,7 +674,7 @@ static gboolean load_lowered(const char *path, const char *mesh_spec,
   if (!(ld->rs = load_rules(rule_files)) || !(ld->m = load_module(path)))
     return FALSE;
   g_autoptr(Diag) why = diag_new(NULL);
-  if (!pipeline_lower(ld->rs, module_entry(ld->m), &mesh, &ld->l, why)) {
+  if (!pipeline_lower(ld->rs, ld->m, module_entry(ld->m), &mesh, &ld->l, why)) {
     g_printerr("partir: %s: cannot lower on mesh %s: %s\n", path,
                mesh_spec ? mesh_spec : "(none)", diag_text(why));
     return FALSE;
@@ -709,9 +709,9 @@ static int cmd_lower(const Options *o, char **files) {
   GError *error = NULL;
   g_autoptr(GString) out = g_string_new(NULL);
   if (emit && strcmp(emit, "dot") == 0)
-    spmd_print_dot(out, l->spmd);
+    spmd_print_dot(out, l->names, l->spmd);
   else
-    print_func(out, l->owned ? NULL : ld.m, l->spmd);
+    print_func(out, l->names, l->spmd);
   if (o->stats)
     spmd_print_stats(out, l->spmd);
   status = 0;
@@ -761,7 +761,7 @@ static int cmd_cost(const Options *o, char **files) {
   }
   g_autoptr(Diag) diag = diag_new(NULL);
   g_auto(CostReport) r = {0};
-  if (!pipeline_cost(ld.m, &ld.l, &hw, &r, diag)) {
+  if (!pipeline_cost(&ld.l, &hw, &r, diag)) {
     print_reason(files[0], diag);
     loaded_clear(&ld);
     return 1;

@@ -333,7 +333,7 @@ static gboolean lower_current(Session *s, const char *cmd, Lowered *out) {
   if (!cur)
     return FALSE;
   g_autoptr(Diag) why = diag_new(NULL);
-  if (pipeline_lower(s->rs, &cur->func, &s->mesh, out, why))
+  if (pipeline_lower(s->rs, cur->module, &cur->func, &s->mesh, out, why))
     return TRUE;
   repl_report_error(s, "%s: %s", cmd, diag_text(why));
   return FALSE;
@@ -348,9 +348,9 @@ static gboolean cmd_lower(Session *s, const char *text, int argc, char **argv) {
     return FALSE;
   g_autoptr(GString) out = g_string_new(NULL);
   if (dot)
-    spmd_print_dot(out, l.spmd);
+    spmd_print_dot(out, l.names, l.spmd);
   else
-    print_func(out, NULL, l.spmd);
+    print_func(out, l.names, l.spmd);
   repl_put_string(out);
   return TRUE;
 }
@@ -380,7 +380,7 @@ static gboolean print_cost(Session *s) {
     g_error_free(error);
     return FALSE;
   }
-  gboolean ok = pipeline_cost(NULL, &l, &hw, &r, diag);
+  gboolean ok = pipeline_cost(&l, &hw, &r, diag);
   if (ok) {
     g_autoptr(GString) out = g_string_new(NULL);
     cost_print(out, &r, &hw, &s->mesh);

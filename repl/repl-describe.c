@@ -172,7 +172,7 @@ static void append_lowered(GString *out, const Session *s, const State *cur,
     return;
   g_auto(Lowered) l = {0};
   g_autoptr(Diag) why = diag_new(NULL);
-  if (!pipeline_lower(s->rs, &cur->func, &s->mesh, &l, why)) {
+  if (!pipeline_lower(s->rs, cur->module, &cur->func, &s->mesh, &l, why)) {
     g_string_append_printf(out, "  lowered: cannot be (%s)\n", diag_text(why));
     return;
   }

@@ -55,11 +55,12 @@ State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh, Diag *why) {
   return tactic->run(tactic, in, mesh, why);
 }
 
-gboolean pipeline_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
-                        Lowered *out, Diag *why) {
+gboolean pipeline_lower(const RuleSet *rs, const Module *m, const Func *g,
+                        const Mesh *mesh, Lowered *out, Diag *why) {
   *out = (Lowered){.global = g};
   if (g->spmd) {
     out->spmd = g;
+    out->names = m;
     return TRUE;
   }
   /* Lowering recurses once per level: refuse what the deep stack the
@@ -72,32 +73,34 @@ gboolean pipeline_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
                 (unsigned)height, PARTIR_MAX_HEIGHT);
     return FALSE;
   }
-  out->owned = spmd_lower(rs, g, mesh, why);
-  if (!out->owned)
-    return FALSE;
-  if (!spmd_fuse(rs, out->owned, why)) {
+  out->owned_names = module_new();
+  out->owned = spmd_lower(rs, m, g, mesh, out->owned_names, why);
+  if (!out->owned || !spmd_fuse(rs, out->owned, out->owned_names, why)) {
     func_free(out->owned);
     out->owned = NULL;
+    g_clear_pointer(&out->owned_names, module_free);
     return FALSE;
   }
   out->spmd = out->owned;
+  out->names = out->owned_names;
   return TRUE;
 }
 
 void pipeline_lowered_clear(Lowered *l) {
   func_free(l->owned);
+  module_free(l->owned_names);
   *l = (Lowered){0};
 }
 
-gboolean pipeline_cost(const Module *m, const Lowered *l, const Hardware *hw,
-                       CostReport *out, Diag *diag) {
-  return cost_estimate(l->owned ? NULL : m, l->spmd, hw, out, diag);
+gboolean pipeline_cost(const Lowered *l, const Hardware *hw, CostReport *out,
+                       Diag *diag) {
+  return cost_estimate(l->names, l->spmd, hw, out, diag);
 }
 
 gboolean pipeline_cost_state(const RuleSet *rs, const State *s,
                              const Mesh *mesh, const Hardware *hw,
                              CostReport *out, Diag *why) {
   g_auto(Lowered) l = {0};
-  return pipeline_lower(rs, &s->func, mesh, &l, why) &&
-         pipeline_cost(NULL, &l, hw, out, why);
+  return pipeline_lower(rs, s->module, &s->func, mesh, &l, why) &&
+         pipeline_cost(&l, hw, out, why);
 }

@@ -46,22 +46,24 @@ State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh, Diag *why);
 
 /* Stages 3 and 4, lower and fuse redistributions: the SPMD program a
  * function runs as on 'mesh' — the function itself when it is SPMD
- * text. */
+ * text.  'm' is the module of 'g' (may be NULL): its user's names carry
+ * over to the values of the lowering that stand for them. */
 typedef struct Lowered {
-  const Func *global; /* the program given */
-  Func *owned;        /* its lowering, when made here */
-  const Func *spmd;   /* 'global' when it is SPMD text, else 'owned' */
+  const Func *global;  /* the program given */
+  Func *owned;         /* its lowering, when made here */
+  const Func *spmd;    /* 'global' when it is SPMD text, else 'owned' */
+  const Module *names; /* the names to print 'spmd' with (may be NULL) */
+  Module *owned_names; /* the names of 'owned' */
 } Lowered;
-gboolean pipeline_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
-                        Lowered *out, Diag *why);
+gboolean pipeline_lower(const RuleSet *rs, const Module *m, const Func *g,
+                        const Mesh *mesh, Lowered *out, Diag *why);
 void pipeline_lowered_clear(Lowered *l);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Lowered, pipeline_lowered_clear)
 
 /* Stage 5, cost: the estimate of a lowered program on 'hw', naming
- * statements as module 'm' prints them when the SPMD program is the
- * module's own text ('m' may be NULL). */
-gboolean pipeline_cost(const Module *m, const Lowered *l, const Hardware *hw,
-                       CostReport *out, Diag *diag);
+ * statements as the SPMD program prints (its 'names'). */
+gboolean pipeline_cost(const Lowered *l, const Hardware *hw, CostReport *out,
+                       Diag *diag);
 /* Stages 3 to 5 at once for a state (the REPL's and the protocol's
  * reward): FALSE with the reason in 'why' when it cannot be lowered
  * or costed. */

@@ -143,6 +143,39 @@ check "...with per-device shapes on the edges" grep -q 'label="16x256 f32"' "$tm
 if command -v dot >/dev/null 2>&1; then
   check "...and Graphviz reads it" quiet dot -Tsvg "$tmp/m.dot"
 fi
+check "...with each argument's layout on its node" \
+  grep -qF '"w" [label="%w\narg 256x128 f32\n{dist = [[], [\"model\"]]}", shape=box];' "$tmp/m.dot"
+check "...and the result's" \
+  grep -qF '"@result0" [label="result0\n{dist = [[], []], replicated = [\"model\"]}", shape=doubleoctagon];' "$tmp/m.dot"
+# a loop that stays sequential is a cluster holding its body
+"$PARTIR" lower "$ex/mlp_tiled.pir" --mesh batch=2 --emit dot >"$tmp/loop.dot"
+check "--emit dot clusters the body of a loop" sh -c \
+  "sed -n '/subgraph \"cluster_0\"/,/^  }/p' '$tmp/loop.dot' >'$tmp/cluster' &&
+   grep -qF 'label=\"%0 = partir.tile 0 (%r : range<16,8>)\";' '$tmp/cluster' &&
+   grep -q '^    \"3\" \[label=\"%3\\\\nmatmul\"\];' '$tmp/cluster' &&
+   grep -qF '\"3\" -> \"0\" [label=\"yield 8x256 f32\"];' '$tmp/loop.dot'"
+
+# the user's names survive lowering: the SPMD text and its graph name
+# the values that stand for named ones, as the global program does
+tl=$tmp/tl.megatron.pir
+"$PARTIR" tactic "$top_srcdir/tactics/megatron.lua" "$ex/transformer_layer.pir" \
+  --mesh model=2 -o "$tl"
+"$PARTIR" lower "$tl" --mesh model=2 >"$tmp/tl.spmd"
+for v in ln1_mean h1 res1 ln2_xn out; do
+  grep -q "^  %$v = " "$tl" && ! grep -q "^  %$v = " "$tmp/tl.spmd" && echo "# lost %$v"
+done >"$tmp/lost"
+check "lowering keeps the user's names of the values it keeps" test ! -s "$tmp/lost"
+check "...a sum bound to an axis gives its name to its local value" \
+  grep -q '^  %attn = dot_general(' "$tmp/tl.spmd"
+check "...and the text with names parses back to itself" sh -c \
+  "'$PARTIR' fmt '$tmp/tl.spmd' | cmp -s - '$tmp/tl.spmd'"
+"$PARTIR" lower "$tl" --mesh model=2 --emit dot >"$tmp/tl.dot"
+check "...and the graph names them too" \
+  grep -qF '"res1" [label="%res1\nadd"];' "$tmp/tl.dot"
+"$PARTIR" cost "$tl" --mesh model=2 >"$tmp/tl.cost"
+peak=$(sed -n 's/^  peak at *%//p' "$tmp/tl.cost" | head -1)
+check "...and the cost's 'peak at' names a value of the printed SPMD program" \
+  grep -q "^  %$peak = " "$tmp/tl.spmd"
 
 # errors name what is wrong
 "$PARTIR" lower "$m" --mesh batch=2 >/dev/null 2>"$tmp/err"

@@ -586,16 +586,16 @@ static int lower_common(lua_State *L, gboolean stats) {
   if (!mesh_parse(spec, &mesh, why))
     return raise_error(L, why);
   Lowered low;
-  if (!pipeline_lower(rules_of(L), &s->func, &mesh, &low, why))
+  if (!pipeline_lower(rules_of(L), s->module, &s->func, &mesh, &low, why))
     return raise_error(L, why);
   diag_free(why);
   GString *text = g_string_new(NULL);
   if (stats)
     spmd_print_stats(text, low.spmd);
   else if (strcmp(emit, "dot") == 0)
-    spmd_print_dot(text, low.spmd);
+    spmd_print_dot(text, low.names, low.spmd);
   else
-    print_func(text, NULL, low.spmd);
+    print_func(text, low.names, low.spmd);
   pipeline_lowered_clear(&low);
   lua_pushlstring(L, text->str, text->len);
   g_string_free(text, TRUE);

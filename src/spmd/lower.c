@@ -31,6 +31,13 @@
  * Inside a region bound to axis A the local value of the body is the
  * whole value for this device's r, so values used there must not be
  * split by A: they are gathered over A first.
+ *
+ * Names: a local value that stands for one named global value (the
+ * value itself, this device's chunk of it, or the local value of a tile
+ * or sum bound to an axis) takes the user's name, and a loop that stays
+ * keeps its binder's name; collectives the lowering adds have none.  The
+ * names go to a Module of their own, keyed by placed local terms as the
+ * printer looks them up.
  */
 #include "spmd/spmd.h"
 
@@ -58,6 +65,8 @@ typedef struct Lower {
   /* placed global Term -> LVal*, per region depth (0: closed terms); a
    * region instance starts with a fresh table for its depth */
   GHashTable *memo[PARTIR_MAX_REGIONS + 2];
+  const Module *global_names; /* the user's names of the global values */
+  Module *local_names;        /* what the local values take, or NULL */
 } Lower;
 
 static gboolean fail(Lower *lw, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -513,13 +522,38 @@ static gboolean height_ok(Lower *lw, const Term *local) {
               PARTIR_MAX_HEIGHT);
 }
 
-/* Checks a lowered value's local type and height and remembers it. */
+/* The local value 'v' of global value 't' (placed) takes the user's
+ * name of 't'.  A tile or sum bound to an axis has the local value of its
+ * body: the region's name wins over the body's, as the later statements
+ * use it by that name.  A loop that stays keeps its binder's name. */
+static void name_local(Lower *lw, const Term *t, const LVal *v) {
+  if (!lw->local_names || !lw->global_names || t->kind == TM_ARG)
+    return;
+  const Term *local = term_placed(v->t);
+  const char *name = g_hash_table_lookup(lw->global_names->names, t);
+  gboolean region = t->kind == TM_TILE || t->kind == TM_SUM;
+  GHashTable *names = lw->local_names->names;
+  if (name && (region || !g_hash_table_contains(names, local)))
+    g_hash_table_insert(names, (gpointer)local, g_strdup(name));
+  const char *binder =
+      region && !t->axis
+          ? g_hash_table_lookup(lw->global_names->binder_names, t)
+          : NULL;
+  if (binder)
+    g_hash_table_insert(lw->local_names->binder_names, (gpointer)local,
+                        g_strdup(binder));
+}
+
+/* Checks a lowered value's local type and height, remembers it and gives
+ * it the user's name. */
 static G_GNUC_NO_INLINE void remember(Lower *lw, const Term *t, const LVal *v) {
   if (v->t->type != local_type(lw, t->type, &v->d))
     fail(lw, "internal: the local type of a lowered value is inconsistent");
-  else if (height_ok(lw, v->t))
+  else if (height_ok(lw, v->t)) {
     g_hash_table_insert(lw->memo[lw->depth], (gpointer)t,
                         g_memdup2(v, sizeof *v));
+    name_local(lw, t, v);
+  }
 }
 
 /* requires: t is placed at the current depth (term_placed) */
@@ -550,9 +584,13 @@ static void lower_here(Lower *lw, const Term *t, LVal *out) {
     remember(lw, t, out);
 }
 
-Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh,
-                 Diag *why) {
-  Lower lw = {.rs = rs, .mesh = mesh, .why = why};
+Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
+                 const Mesh *mesh, Module *names, Diag *why) {
+  Lower lw = {.rs = rs,
+              .mesh = mesh,
+              .why = why,
+              .global_names = m,
+              .local_names = names};
   lw.memo[0] = g_hash_table_new_full(NULL, NULL, NULL, g_free);
   Func *f = g_new0(Func, 1);
   f->name = g_strdup(g->name);

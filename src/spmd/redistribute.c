@@ -44,6 +44,7 @@ static void find_uses(Uses *u, const Term *t) {
 /* Replaces closed terms by map (one pass, shared subterms once). */
 typedef struct Swap {
   GHashTable *map, *memo;
+  GHashTable *names; /* value names rebuilt values keep, or NULL */
   Diag *err;
 } Swap;
 
@@ -59,17 +60,18 @@ static const Term *swap(void *ud, const Term *t) {
     return done;
   const Term *r = term_map_args(t, swap, sw, sw->err);
   g_assert(r); /* same types, no new nesting */
+  replace_inherit_name(sw->names, t, r);
   g_hash_table_insert(sw->memo, (gpointer)t, (gpointer)r);
   return r;
 }
 
 static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
-                                     gboolean *changed) {
+                                     GHashTable *names, gboolean *changed) {
   Uses u = {g_hash_table_new(NULL, NULL), f->nargs,
             g_new0(const Term *, (gsize)f->nargs + 1),
             g_new0(gboolean, (gsize)f->nargs + 1)};
   find_uses(&u, body);
-  Swap sw = {g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
+  Swap sw = {g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL), names,
              diag_new(NULL)};
   for (int i = 0; i < f->nargs; i++) {
     const Term *sh = u.only_shard[i];
@@ -97,20 +99,22 @@ static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
 
 /* Until no argument is used only through a shard: a chunk of a chunk
  * (split over two axes) is received as such. */
-static const Term *shard_inputs(const Term *body, Func *f, Dist *dists) {
+static const Term *shard_inputs(const Term *body, Func *f, Dist *dists,
+                                GHashTable *names) {
   for (gboolean changed = TRUE; changed;) {
     changed = FALSE;
-    body = shard_inputs_once(body, f, dists, &changed);
+    body = shard_inputs_once(body, f, dists, names, &changed);
   }
   return body;
 }
 
-gboolean spmd_fuse(const RuleSet *rs, Func *f, Diag *why) {
+gboolean spmd_fuse(const RuleSet *rs, Func *f, Module *names, Diag *why) {
   g_assert(f->spmd);
-  const Term *body = rw_fixpoint(rs, f->body, RULE_TAG_SPMD, NULL, NULL, why);
+  GHashTable *table = names ? names->names : NULL;
+  const Term *body = rw_fixpoint(rs, f->body, RULE_TAG_SPMD, table, NULL, why);
   if (!body)
     return FALSE;
-  f->body = shard_inputs(body, f, f->spmd->arg_dists);
+  f->body = shard_inputs(body, f, f->spmd->arg_dists, table);
   for (int i = 0; i < f->nresults; i++)
     f->result_types[i] = f->body->args[i]->type;
   return TRUE;

@@ -1,9 +1,15 @@
 /* show.c — looking at an SPMD program: collective statistics and a
  * Graphviz graph.
  *
- * Both walk the program as the printer names it (schedule_walk), so counts
+ * Both walk the program as the printer names it (its schedule), so counts
  * are per printed statement: a collective inside a sequential loop counts
- * once here (the cost model multiplies by the trip count).
+ * once here (the cost model multiplies by the trip count).  The graph has
+ * a node per statement, named as print_func names it with the same
+ * module (the user's names where the lowering kept them), and an edge per
+ * operand labelled with the per-device shape; arguments and results show
+ * their layouts (Dist); the body of each loop is a cluster, whose yield
+ * flows to the loop's node.  Result nodes are "@resultI", which no value
+ * name can be.
  */
 #include "spmd/spmd.h"
 
@@ -79,10 +85,14 @@ void spmd_print_stats(GString *out, const Func *f) {
 
 /* ---------------------------------------------------------------- DOT */
 
-typedef struct Dot {
-  GString *out;
-  GHashTable *names; /* placed Term -> node name */
-} Dot;
+/* Appends 'text' inside a DOT string: quotes and backslashes escaped. */
+static void dot_escape(GString *out, const char *text) {
+  for (const char *p = text; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      g_string_append_c(out, '\\');
+    g_string_append_c(out, *p);
+  }
+}
 
 static void dot_shape(GString *out, const Type *t) {
   for (int i = 0; i < t->rank; i++)
@@ -91,60 +101,101 @@ static void dot_shape(GString *out, const Type *t) {
   g_string_append_printf(out, "%s%s", t->rank ? " " : "", dtype_name(t->dtype));
 }
 
-static void dot_visit(void *ud, const char *name, const Term *t) {
-  Dot *d = ud;
-  g_hash_table_insert(d->names, (gpointer)t, g_strdup(name));
-  const char *what = t->kind == TM_ARG     ? "arg"
-                     : t->kind == TM_OP    ? op_name(t->op)
-                     : t->kind == TM_SLICE ? "partir.slice"
-                     : t->kind == TM_TILE  ? "partir.tile"
-                                           : "partir.sum";
-  gboolean coll =
-      t->kind == TM_OP && op_is_collective(t->op) && t->op != OP_SHARD;
-  g_string_append_printf(d->out, "  \"%s\" [label=\"%%%s\\n%s", name, name,
-                         what);
-  if (coll) {
-    g_autofree char *axes = axes_key(t);
-    g_string_append_printf(d->out, "\\nover %s", axes);
-  }
-  g_string_append_c(d->out, '"');
-  if (coll)
-    g_string_append(d->out,
-                    ", style=filled, fillcolor=\"#f4a582\", penwidth=2");
-  else if (t->kind == TM_ARG)
-    g_string_append(d->out, ", shape=box");
-  g_string_append(d->out, "];\n");
-  for (int i = 0; i < t->nargs; i++) {
-    const Term *a = t->args[i];
-    if (a->kind == TM_BVAR)
+/* "\n{dist = ...}": the layout of an argument or result, in a label. */
+static void dot_layout(GString *out, const Func *f, const Dist *d) {
+  if (!f->spmd)
+    return;
+  g_autoptr(GString) text = g_string_new(NULL);
+  dist_print(text, d, &f->spmd->mesh);
+  g_string_append(out, "\\n");
+  dot_escape(out, text->str);
+}
+
+/* An edge from the value named 'from' to 'to', labelled with the
+ * per-device shape of what flows. */
+static void dot_edge(GString *out, const char *indent, const char *from,
+                     const char *to, const Type *type, const char *what) {
+  g_string_append_printf(out, "%s\"%s\" -> \"%s\" [label=\"%s", indent, from,
+                         to, what);
+  dot_shape(out, type);
+  g_string_append(out, "\"];\n");
+}
+
+/* The statements of region 'r' at nesting 'depth': one node each, edges
+ * from their operands, and a cluster for the body of each tile or sum
+ * loop (its yield flows to the loop's node). */
+static void dot_region(GString *out, const SchedRegion *r, int depth,
+                       int *clusters) {
+  g_autofree char *indent = g_strnfill((gsize)(2 * depth + 2), ' ');
+  for (guint i = 0; i < r->stmts->len; i++) {
+    const SchedStmt *st = g_ptr_array_index(r->stmts, i);
+    const Term *t = st->t;
+    const char *name = st->n.name;
+    const char *what = t->kind == TM_OP      ? op_name(t->op)
+                       : t->kind == TM_SLICE ? "partir.slice"
+                       : t->kind == TM_TILE  ? "partir.tile"
+                                             : "partir.sum";
+    gboolean coll =
+        t->kind == TM_OP && op_is_collective(t->op) && t->op != OP_SHARD;
+    g_string_append_printf(out, "%s\"%s\" [label=\"%%%s\\n%s", indent, name,
+                           name, what);
+    if (coll) {
+      g_autofree char *axes = axes_key(t);
+      g_string_append_printf(out, "\\nover %s", axes);
+    }
+    g_string_append_c(out, '"');
+    if (coll)
+      g_string_append(out, ", style=filled, fillcolor=\"#f4a582\", penwidth=2");
+    else if (st->child)
+      g_string_append(out, ", shape=box3d");
+    g_string_append(out, "];\n");
+    for (int k = 0; k < st->nops; k++)
+      if (t->args[k]->kind != TM_BVAR) /* the loop index: no edge */
+        dot_edge(out, indent, st->ops[k]->name, name, t->args[k]->type, "");
+    if (!st->child)
       continue;
-    const char *from = g_hash_table_lookup(d->names, term_placed(a));
-    if (!from)
-      continue; /* a value of an enclosing region instance */
-    g_string_append_printf(d->out, "  \"%s\" -> \"%s\" [label=\"", from, name);
-    dot_shape(d->out, a->type); /* per-device shapes on the edges */
-    g_string_append(d->out, "\"];\n");
+    const SchedRegion *body = st->child;
+    g_string_append_printf(out, "%ssubgraph \"cluster_%d\" {\n", indent,
+                           (*clusters)++);
+    g_string_append_printf(out, "%s  label=\"%%%s = %s", indent, name, what);
+    if (t->kind == TM_TILE)
+      g_string_append_printf(out, " %d", t->index);
+    g_string_append_printf(
+        out, " (%%%s : range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ">)\";\n",
+        body->binder.name, t->range->n, t->range->w);
+    g_string_append_printf(out, "%s  style=dashed;\n", indent);
+    dot_region(out, body, depth + 1, clusters);
+    g_string_append_printf(out, "%s}\n", indent);
+    if (body->yield)
+      dot_edge(out, indent, body->yield->name, name, t->args[0]->type,
+               "yield ");
   }
 }
 
-void spmd_print_dot(GString *out, const Func *f) {
-  Dot d = {out, g_hash_table_new_full(NULL, NULL, NULL, g_free)};
-  g_string_append_printf(out,
-                         "digraph \"%s\" {\n  rankdir=TB;\n  node "
-                         "[shape=ellipse, fontname=\"monospace\"];\n",
-                         f->name);
-  schedule_walk(NULL, f, dot_visit, &d);
+void spmd_print_dot(GString *out, const Module *m, const Func *f) {
+  g_autoptr(Schedule) sc = schedule_new(m, f);
+  g_string_append(out, "digraph \"");
+  dot_escape(out, f->name);
+  g_string_append(out, "\" {\n  rankdir=TB;\n  node [shape=ellipse, "
+                       "fontname=\"monospace\"];\n");
+  for (int i = 0; i < f->nargs; i++) {
+    g_string_append_printf(out, "  \"%s\" [label=\"%%%s\\narg ",
+                           sc->args[i].name, sc->args[i].name);
+    dot_shape(out, f->arg_types[i]);
+    if (f->spmd)
+      dot_layout(out, f, &f->spmd->arg_dists[i]);
+    g_string_append(out, "\", shape=box];\n");
+  }
+  int clusters = 0;
+  dot_region(out, sc->top, 0, &clusters);
   for (int i = 0; i < f->nresults; i++) {
-    const char *from =
-        g_hash_table_lookup(d.names, term_placed(f->body->args[i]));
-    g_string_append_printf(out, "  \"result%d\" [shape=doubleoctagon];\n", i);
-    if (from) {
-      g_string_append_printf(out, "  \"%s\" -> \"result%d\" [label=\"", from,
-                             i);
-      dot_shape(out, f->body->args[i]->type);
-      g_string_append(out, "\"];\n");
-    }
+    g_string_append_printf(out, "  \"@result%d\" [label=\"result%d", i, i);
+    if (f->spmd)
+      dot_layout(out, f, &f->spmd->result_dists[i]);
+    g_string_append(out, "\", shape=doubleoctagon];\n");
+    char node[32];
+    g_snprintf(node, sizeof node, "@result%d", i);
+    dot_edge(out, "  ", sc->results[i]->name, node, f->body->args[i]->type, "");
   }
   g_string_append(out, "}\n");
-  g_hash_table_unref(d.names);
 }

@@ -25,19 +25,23 @@
  * value taken literally (spmd_fuse fuses them); NULL with the reason in
  * 'why' (an axis the mesh lacks, a range whose parts do not match its
  * axis, an axis bound twice in a nest, a lowering more than
- * PARTIR_MAX_HEIGHT deep).  requires: g's height is at most
- * PARTIR_MAX_HEIGHT (pipeline_lower checks it) and the caller runs on the
- * deep stack (partir_call_with_stack): the lowering recurses once per
- * level. */
-Func *spmd_lower(const RuleSet *rs, const Func *g, const Mesh *mesh, Diag *why);
+ * PARTIR_MAX_HEIGHT deep).  When 'm' (the module of 'g') and 'names' are
+ * given, 'names' gets the user's names of 'm' for the local values that
+ * stand for named global values (either may be NULL).
+ * requires: g's height is at most PARTIR_MAX_HEIGHT (pipeline_lower
+ * checks it) and the caller runs on the deep stack
+ * (partir_call_with_stack): the lowering recurses once per level. */
+Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
+                 const Mesh *mesh, Module *names, Diag *why);
 
 /* --------------------------------------------------------- redistribute.c */
 
 /* Fuses the redistributions of lowered program 'f' in place: the [spmd]
  * rules of 'rs' to a fixed point, then arguments used only through one
- * 'shard' are received sharded.  FALSE with the reason in 'why', and 'f'
+ * 'shard' are received sharded.  Rebuilt values keep their names in
+ * 'names' (may be NULL).  FALSE with the reason in 'why', and 'f'
  * unchanged, when the [spmd] rules loop. */
-gboolean spmd_fuse(const RuleSet *rs, Func *f, Diag *why);
+gboolean spmd_fuse(const RuleSet *rs, Func *f, Module *names, Diag *why);
 
 /* ------------------------------------------------------------- simulate.c */
 
@@ -53,9 +57,12 @@ GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
 /* ----------------------------------------------------------------- show.c */
 
 /* The collectives of an SPMD program per kind and axes (counts and local
- * bytes), and the program as a Graphviz graph. */
+ * bytes). */
 void spmd_print_stats(GString *out, const Func *f);
-void spmd_print_dot(GString *out, const Func *f);
+/* The program as a Graphviz graph, its values named as print_func names
+ * them with 'm' (may be NULL): arguments and results with their layouts,
+ * each tile or sum loop a cluster. */
+void spmd_print_dot(GString *out, const Module *m, const Func *f);
 
 /* ------------------------------------------------------------- hardware.c */
 
