@@ -169,7 +169,7 @@ static int run_session(void *data) {
   sigaddset(&sigint, SIGINT);
   pthread_sigmask(SIG_UNBLOCK, &sigint, NULL);
 
-  Session session = {.top = -1, .show = TRUE};
+  Session session = {.top = -1, .show = SHOW_SUMMARY};
   Session *s = &session;
   s->interactive = !o->batch && isatty(STDIN_FILENO);
   s->echo = o->echo;

@@ -9,9 +9,11 @@
  * program push the new state on the session's stack through repl_adopt,
  * which drops a rewrite that changed nothing.
  *
- * The program is shown once a line's rewrites are done: at the end of
- * the line (repl-input.c), or before a command that prints something else
- * ("arg-tile 0 0 8; run"): a table entry whose 'changes' is FALSE.
+ * What changed is shown once a line's rewrites are done (a summary,
+ * repl_describe_change, or with 'set show full' the whole program): at
+ * the end of the line (repl-input.c), or before a command that prints
+ * something else ("arg-tile 0 0 8; run"): a table entry whose 'changes'
+ * is FALSE.
  *
  * 'lua CODE' is no ordinary command: its code is the rest of the line,
  * not words.  'source FILE' runs a file through the session's 'run_file',
@@ -530,7 +532,8 @@ static gboolean cmd_tactic(Session *s, const char *text, int argc,
 static void append_settings(GString *out, const Session *s) {
   g_autofree char *mesh = mesh_to_string(&s->mesh);
   g_string_append_printf(out, "mesh = %s\n", *mesh ? mesh : "none");
-  g_string_append_printf(out, "show = %s\n", s->show ? "on" : "off");
+  static const char *const show[] = {"off", "on", "full"};
+  g_string_append_printf(out, "show = %s\n", show[s->show]);
   g_string_append_printf(out, "cost = %s\n", s->cost ? "on" : "off");
   g_string_append_printf(out, "hw = %s\n", s->hw ? s->hw : "cpu2");
 }
@@ -559,14 +562,17 @@ static gboolean cmd_set(Session *s, const char *text, int argc, char **argv) {
     s->mesh = mesh;
     return TRUE;
   }
-  if ((strcmp(argv[1], "show") == 0 || strcmp(argv[1], "cost") == 0) &&
-      argc == 3 &&
+  if (strcmp(argv[1], "show") == 0 && argc == 3 &&
+      (strcmp(argv[2], "on") == 0 || strcmp(argv[2], "off") == 0 ||
+       strcmp(argv[2], "full") == 0)) {
+    s->show = argv[2][0] == 'f'   ? SHOW_FULL
+              : argv[2][1] == 'n' ? SHOW_SUMMARY
+                                  : SHOW_OFF;
+    return TRUE;
+  }
+  if (strcmp(argv[1], "cost") == 0 && argc == 3 &&
       (strcmp(argv[2], "on") == 0 || strcmp(argv[2], "off") == 0)) {
-    gboolean on = strcmp(argv[2], "on") == 0;
-    if (argv[1][0] == 's')
-      s->show = on;
-    else
-      s->cost = on;
+    s->cost = strcmp(argv[2], "on") == 0;
     return TRUE;
   }
   if (strcmp(argv[1], "hw") == 0 && argc == 3) {
@@ -582,7 +588,7 @@ static gboolean cmd_set(Session *s, const char *text, int argc, char **argv) {
     return TRUE;
   }
   repl_report_error(
-      s, "usage: set [mesh AXIS=SIZE,... | mesh none | show on|off | "
+      s, "usage: set [mesh AXIS=SIZE,... | mesh none | show on|full|off | "
          "cost on|off | hw NAME]");
   return FALSE;
 }
@@ -680,7 +686,8 @@ const Command repl_commands[] = {
      "  set mesh batch=2,model=4   the mesh tactics, Lua, lower and cost see\n"
      "                             ('none': no mesh; 'set mesh' alone shows "
      "it)\n"
-     "  set show on|off            print the program after it changes\n"
+     "  set show on|full|off       after a change, print what changed (on),\n"
+     "                             the whole program (full) or nothing\n"
      "  set cost on|off            print the cost after it changes\n"
      "  set hw NAME                the hardware for 'cost' (cpu2, h100x8,\n"
      "                             tpuv4, or a FILE.hw)"},
@@ -749,25 +756,34 @@ gboolean repl_is_lua_command(const char *p) {
 }
 
 /* At the top level only: inside 'source', the 'source' line shows the
- * result.  A failure to print the cost is reported; the command that
- * changed the program stands. */
+ * result.  What changed since the state last shown (or the whole
+ * program, with 'set show full').  A failure to print the cost is
+ * reported; the command that changed the program stands. */
 void repl_show_changes(Session *s) {
   State *cur = repl_current(s);
   if (s->depth > 0)
     return;
-  if (s->show && s->changed && cur) {
+  if (s->show != SHOW_OFF && s->changed && cur) {
     g_autoptr(GString) out = g_string_new(NULL);
-    state_print(out, cur, FALSE);
+    if (s->show == SHOW_FULL)
+      state_print(out, cur, FALSE);
+    else
+      repl_describe_change(out, s, s->shown, cur);
     repl_put_string(out);
-  } else if (s->show && s->unchanged) {
+  } else if (s->show != SHOW_OFF && s->unchanged) {
     puts("no change");
   }
   if (s->cost && s->changed && cur)
     print_cost(s);
+  if (s->changed) {
+    if (s->shown)
+      state_unref(s->shown);
+    s->shown = cur ? state_ref(cur) : NULL;
+  }
   s->changed = s->unchanged = FALSE;
 }
 
-/* 'lua CODE': the program is shown before what the chunk prints. */
+/* 'lua CODE': what changed is shown before what the chunk prints. */
 static gboolean run_lua_command(Session *s, const char *text) {
   const char *code = text + 3;
   while (g_ascii_isspace(*code))
@@ -786,8 +802,8 @@ static gboolean arguments_fit(Session *s, const Command *c, int argc) {
 }
 
 /* The words are split as a shell would ('quotes', \ escapes).  A command
- * that only prints shows the program first, if the line changed it, so
- * that the output reads in order. */
+ * that only prints shows what the line changed first, so that the output
+ * reads in order. */
 gboolean repl_run_command(Session *s, const char *text) {
   if (repl_is_lua_command(text))
     return run_lua_command(s, text);

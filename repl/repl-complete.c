@@ -154,6 +154,8 @@ static void collect_candidates(Session *s, char **words, int nwords) {
                (strcmp(prev, "show") == 0 || strcmp(prev, "cost") == 0)) {
       add_candidate("on");
       add_candidate("off");
+      if (strcmp(prev, "show") == 0)
+        add_candidate("full");
     } else if (nwords == 2 && strcmp(prev, "hw") == 0) {
       add_hardware();
     } else if (nwords == 2 && strcmp(prev, "mesh") == 0) {

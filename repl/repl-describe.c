@@ -19,6 +19,16 @@
  *               sum it makes; for an argument or a result, its layout in
  *               the lowered program (lowering on the session's mesh)
  *
+ * What a line changed (repl_describe_change, printed in place of the
+ * whole program): the values of the two programs are compared as terms
+ * (hash-consed, so by pointer).  Values only the new program has are new;
+ * a new one with the operator of a value only the old one had is that
+ * value rewritten (the pairing is by operator and order, a guess where
+ * several changed); the rest of the old ones are gone.  New tiles and
+ * sums are shown as statements, other values by name, and with a mesh
+ * set, the collectives the program lowers to.  A program of another
+ * module (a 'load') is described whole.
+ *
  * Nothing here changes the session.  It calls only repl-session.c.
  */
 #include "repl.h"
@@ -249,4 +259,130 @@ gboolean repl_info(GString *out, const Session *s, const State *cur,
       break;
     }
   return TRUE;
+}
+
+/* ------------------------------------------------------- what changed */
+
+#define SUMMARY_NAMES 12  /* value names listed on one line */
+#define SUMMARY_REGIONS 6 /* new tiles and sums listed */
+
+/* Every statement of region 'r' and the regions in it, in text order. */
+static void collect_stmts(const SchedRegion *r, GPtrArray *out) {
+  for (guint i = 0; i < r->stmts->len; i++) {
+    const SchedStmt *st = g_ptr_array_index(r->stmts, i);
+    g_ptr_array_add(out, (gpointer)st);
+    if (st->child)
+      collect_stmts(st->child, out);
+  }
+}
+
+/* "LABEL: %a, %b, ... and N more\n" for the names in 'names'. */
+static void append_names(GString *out, const char *label, GPtrArray *names) {
+  if (!names->len)
+    return;
+  g_string_append_printf(out, "%s: ", label);
+  for (guint i = 0; i < names->len && i < SUMMARY_NAMES; i++)
+    g_string_append_printf(out, "%s%%%s", i ? ", " : "",
+                           (const char *)g_ptr_array_index(names, i));
+  if (names->len > SUMMARY_NAMES)
+    g_string_append_printf(out, " and %u more", names->len - SUMMARY_NAMES);
+  g_string_append_c(out, '\n');
+}
+
+/* "on MESH: the collectives" of 'st' lowered on the session's mesh. */
+static void append_collectives(GString *out, const Session *s,
+                               const State *st) {
+  if (!s->mesh.naxes)
+    return;
+  g_autofree char *mesh = mesh_to_string(&s->mesh);
+  g_auto(Lowered) l = {0};
+  g_autoptr(Diag) why = diag_new(NULL);
+  g_string_append_printf(out, "on %s: ", mesh);
+  if (pipeline_lower(s->rs, st->module, &st->func, &s->mesh, &l, why))
+    spmd_print_collectives(out, l.spmd);
+  else
+    g_string_append_printf(out, "not lowered yet (%s)", diag_text(why));
+  g_string_append_c(out, '\n');
+}
+
+void repl_describe_change(GString *out, const Session *s, const State *before,
+                          const State *after) {
+  g_autoptr(Schedule) sa = schedule_new(after->module, &after->func);
+  g_autoptr(GPtrArray) va = g_ptr_array_new();
+  collect_stmts(sa->top, va);
+  if (!before || before->module != after->module) {
+    const Func *f = &after->func;
+    g_string_append_printf(
+        out, "@%s: %d argument%s, %u value%s, %d result%s ('show' prints it)\n",
+        f->name, f->nargs, f->nargs == 1 ? "" : "s", va->len,
+        va->len == 1 ? "" : "s", f->nresults, f->nresults == 1 ? "" : "s");
+    append_collectives(out, s, after);
+    return;
+  }
+  /* values are terms: those only 'before' has are gone, those only
+   * 'after' has are new; a new value of the same operator as a gone one
+   * is that value rewritten */
+  g_autoptr(Schedule) sb = schedule_new(before->module, &before->func);
+  g_autoptr(GPtrArray) vb = g_ptr_array_new();
+  collect_stmts(sb->top, vb);
+  g_autoptr(GHashTable) in_before = g_hash_table_new(NULL, NULL);
+  g_autoptr(GHashTable) in_after = g_hash_table_new(NULL, NULL);
+  for (guint i = 0; i < vb->len; i++)
+    g_hash_table_add(in_before, (gpointer)((SchedStmt *)vb->pdata[i])->t);
+  for (guint i = 0; i < va->len; i++)
+    g_hash_table_add(in_after, (gpointer)((SchedStmt *)va->pdata[i])->t);
+  g_autoptr(GHashTable) gone = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) counted = g_hash_table_new(NULL, NULL);
+  guint ngone = 0;
+  for (guint i = 0; i < vb->len; i++) {
+    const Term *t = ((SchedStmt *)vb->pdata[i])->t;
+    if (g_hash_table_contains(in_after, t) ||
+        !g_hash_table_add(counted, (gpointer)t))
+      continue;
+    const char *kind = operator_of(t);
+    g_hash_table_insert(
+        gone, (gpointer)kind,
+        GINT_TO_POINTER(GPOINTER_TO_INT(g_hash_table_lookup(gone, kind)) + 1));
+    ngone++;
+  }
+  g_autoptr(GPtrArray) rewritten = g_ptr_array_new();
+  g_autoptr(GPtrArray) regions = g_ptr_array_new();
+  g_autoptr(GPtrArray) fresh = g_ptr_array_new();
+  g_hash_table_remove_all(counted);
+  for (guint i = 0; i < va->len; i++) {
+    const SchedStmt *st = va->pdata[i];
+    if (g_hash_table_contains(in_before, st->t) ||
+        !g_hash_table_add(counted, (gpointer)st->t))
+      continue;
+    const char *kind = operator_of(st->t);
+    int left = GPOINTER_TO_INT(g_hash_table_lookup(gone, kind));
+    if (left > 0) {
+      g_hash_table_insert(gone, (gpointer)kind, GINT_TO_POINTER(left - 1));
+      ngone--;
+      g_ptr_array_add(rewritten, st->n.name);
+    } else if (st->child) {
+      g_ptr_array_add(regions, (gpointer)st);
+    } else {
+      g_ptr_array_add(fresh, st->n.name);
+    }
+  }
+  if (!rewritten->len && !regions->len && !fresh->len && !ngone)
+    g_string_append(out, "the program shown before\n");
+  g_auto(GStrv) lines = regions->len ? repl_program_lines(after) : NULL;
+  for (guint i = 0; i < regions->len && i < SUMMARY_REGIONS; i++) {
+    const SchedStmt *st = regions->pdata[i];
+    g_string_append_printf(out,
+                           "new %s: ", st->t->kind == TM_TILE ? "tile" : "sum");
+    repl_append_statement(out, lines, st->n.name, st->t);
+    g_string_append_c(out, '\n');
+  }
+  if (regions->len > SUMMARY_REGIONS)
+    g_string_append_printf(out, "new: %u more tiles and sums\n",
+                           regions->len - SUMMARY_REGIONS);
+  append_names(out, "new", fresh);
+  append_names(out, "rewritten", rewritten);
+  if (ngone)
+    g_string_append_printf(out, "gone: %u value%s\n", ngone,
+                           ngone == 1 ? "" : "s");
+  append_collectives(out, s, after);
 }

@@ -7,7 +7,7 @@
  * commands separated by ';', or ended by a '.' followed by whitespace or
  * the end (the talk's "arg-tile 0 0 8." "propagate."); '#' starts a
  * comment; 'lua' takes the rest of the line verbatim.  The commands of one
- * line run in order and stop at the first failure; the program is shown
+ * line run in order and stop at the first failure; what changed is shown
  * once its rewrites are done: at the end of the line, or before a command
  * that prints something else ("arg-tile 0 0 8; run").
  *
@@ -135,8 +135,8 @@ gboolean repl_input_add(Session *s, GString *buf, const char *line) {
 /* -------------------------------------------------------------- running */
 
 /* Runs the commands of one logical line, stopping at the first failure
- * (or at Ctrl-C); shows the program if it changed (a sourced file's
- * lines leave that to the 'source' command).  FALSE on failure. */
+ * (or at Ctrl-C); shows what changed (a sourced file's lines leave that
+ * to the 'source' command).  FALSE on failure. */
 gboolean repl_run_line(Session *s, const char *line) {
   g_autoptr(GPtrArray) cmds = split_line(line);
   if (s->depth == 0) {

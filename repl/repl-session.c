@@ -41,6 +41,8 @@ void repl_session_init(Session *s) {
 /* The states go before the Lua state, and the Lua state before the rules
  * it was made with. */
 void repl_session_free(Session *s) {
+  if (s->shown)
+    state_unref(s->shown);
   if (s->steps)
     g_array_unref(s->steps);
   g_free(s->hw);

@@ -44,6 +44,13 @@ typedef struct Step {
 
 typedef struct Session Session;
 
+/* What the session prints after a line changes the program. */
+typedef enum {
+  SHOW_OFF,     /* nothing */
+  SHOW_SUMMARY, /* what changed (repl_describe_change) */
+  SHOW_FULL,    /* the whole program */
+} ShowMode;
+
 /* Runs the commands in file 'path' (repl_run_file): the service 'source'
  * needs from the layer that reads input. */
 typedef gboolean (*RunFileFn)(Session *s, const char *path,
@@ -56,7 +63,8 @@ struct Session {
   lua_State *lua;       /* the 'partir' Lua state, made on first use */
   lua_State *syntax;    /* a bare Lua state that only parses (continuation) */
   Mesh mesh;            /* for tactics and Lua */
-  gboolean show;        /* print the program after it changes */
+  ShowMode show;        /* what to print after the program changes */
+  State *shown;         /* the state last shown (a reference), or NULL */
   gboolean cost;        /* print the cost after it changes */
   char *hw;             /* hardware for 'cost' (a name or a .hw file) */
   char *load_path;      /* the file 'load' last named: plain 'load' again */
@@ -133,6 +141,11 @@ void repl_append_statement(GString *out, GStrv lines, const char *name,
  * layout on the session's mesh; FALSE when there is no such value. */
 gboolean repl_info(GString *out, const Session *s, const State *cur,
                    const char *name);
+/* A few lines on how 'after' differs from 'before' (NULL: no program
+ * before): values rewritten, new and gone, new tiles and sums, and on
+ * the session's mesh the collectives it lowers to. */
+void repl_describe_change(GString *out, const Session *s, const State *before,
+                          const State *after);
 
 /* ------------------------------------------------------- repl-commands.c */
 

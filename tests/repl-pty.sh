@@ -61,7 +61,8 @@ check "the prompt appears after the program" wait_for -x 'partir>'
 keys 'arg-t' Tab
 check "Tab completes a command: arg-t -> arg-tile" wait_for -x 'partir> arg-tile'
 keys '0 0 8.' Enter
-check "the command runs: the batch is tiled" wait_for -F '%1 = partir.slice 0 %x[%r]'
+check "the command runs: the batch is tiled" \
+  wait_for -xF 'new tile: %0 = partir.tile 0 (%r : !partir.range<16,8>) { ... }'
 
 clear
 keys 'apply mat' Tab
@@ -91,7 +92,7 @@ check "Tab after info lists the values" wait_for -E '%0 +%1 +%2 +%3 +%u +%w +%x'
 keys C-u
 clear
 keys 'propagate.' Enter
-check "propagate pulls the tile out" wait_for -F '%3 = matmul(%2, %u)'
+check "propagate pulls the tile out" wait_for -xF 'rewritten: %0, %2, %3'
 
 clear
 keys 'lua while true do end' Enter
@@ -107,7 +108,7 @@ check "...for a fresh prompt" wait_last 'partir>'
 clear
 keys 'undo' Enter
 check "...and the next line starts empty" \
-  wait_for -F '%2 = matmul(%0, %w)'
+  wait_for -xF 'rewritten: %0, %2, %3'
 check "...with no error" sh -c "! grep -q 'unknown command' '$tmp/pane'"
 
 keys 'quit' Enter
@@ -122,7 +123,7 @@ wait_for -x 'partir>'
 keys Up Up Up Up
 check "Up-arrow recalls a command of the last session" wait_for -x 'partir> propagate.'
 keys Up Enter
-check "...which runs again" wait_for -F '%1 = partir.slice 0 %x[%r]'
+check "...which runs again" wait_for -F 'new tile: %0 = partir.tile 0'
 keys C-d
 check "Ctrl-D ends the session" wait_for -x 'EXITED 0'
 

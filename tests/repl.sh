@@ -2,7 +2,8 @@
 # partir-repl without a terminal: scripted sessions compared with the
 # transcripts in tests/fixtures/repl (NAME.in typed, NAME.out expected:
 # stdout and stderr of 'partir-repl --echo < NAME.in', then "[exit N]").
-# The programs in the transcripts are what 'partir rewrite --do' prints;
+# After a change the session prints what changed; the programs 'show'
+# and 'set show full' print are what 'partir rewrite --do' prints, and
 # other checks compare with the CLI directly.
 . "$top_srcdir/tests/tap.sh"
 PARTIR_REPL=${PARTIR_REPL:-$top_builddir/repl/partir-repl}
@@ -36,19 +37,40 @@ check "save: the file parses back to the same text" sh -c \
 check "save: the talk's session gives examples/mlp_tiled.pir" sh -c \
   "'$PARTIR' fmt '$ex/mlp_tiled.pir' | cmp -s - '$work/tiled.pir'"
 
-# FILE.pir on the command line, no --echo: stdout is the programs only
+# FILE.pir on the command line, no --echo: stdout is what each line
+# changed, and with 'set show full' each new program
 printf 'arg-tile 0 0 8.\npropagate.\n' |
   "$repl" "$ex/mlp.pir" >"$tmp/plain.out" 2>"$tmp/plain.err"
 check "a session without a terminal succeeds" test $? -eq 0
-{
-  "$PARTIR" fmt "$ex/mlp.pir" | grep -v '^//' | sed '/^$/d'
-  "$PARTIR" rewrite "$ex/mlp.pir" --do 'arg-tile 0 0 8'
-  "$PARTIR" rewrite "$ex/mlp.pir" --do 'arg-tile 0 0 8; propagate'
-} >"$tmp/plain.want"
-check "...prints each new program, as 'partir rewrite' does" \
-  cmp -s "$tmp/plain.want" "$tmp/plain.out"
+printf '%s\n' "@mlp: 3 arguments, 2 values, 1 result ('show' prints it)" \
+  'new tile: %0 = partir.tile 0 (%r : !partir.range<16,8>) { ... }' \
+  'new: %1' 'rewritten: %2, %3' 'rewritten: %0, %2, %3' >"$tmp/plain.want"
+check "...prints what each line changed" cmp -s "$tmp/plain.want" "$tmp/plain.out"
 check "...with no prompt, colour or message" sh -c \
   "test ! -s '$tmp/plain.err' && ! grep -q 'partir>' '$tmp/plain.out' && ! grep -q \"\$(printf '\\033')\" '$tmp/plain.out'"
+printf 'set show full\narg-tile 0 0 8.\npropagate.\n' |
+  "$repl" "$ex/mlp.pir" >"$tmp/full.out" 2>&1
+{
+  sed -n 1p "$tmp/plain.want"
+  "$PARTIR" rewrite "$ex/mlp.pir" --do 'arg-tile 0 0 8'
+  "$PARTIR" rewrite "$ex/mlp.pir" --do 'arg-tile 0 0 8; propagate'
+} >"$tmp/full.want"
+check "set show full prints each new program, as 'partir rewrite' does" \
+  cmp -s "$tmp/full.want" "$tmp/full.out"
+# a 12-layer transformer: the summary is a few lines, 'show' has it all
+lua5.4 "$ex/models/transformer.lua" --layers 12 >"$tmp/t12.pir"
+printf 'set mesh model=2\ntactic megatron\n' |
+  "$repl" "$tmp/t12.pir" >"$tmp/t12.out" 2>&1
+check "a tactic on a 12-layer transformer prints a summary of a few lines" \
+  sh -c "test \$(wc -l <'$tmp/t12.out') -le 16 &&
+         grep -qx 'on model=2: 24 all_reduce over model' '$tmp/t12.out' &&
+         grep -qF 'new sum: %l0_attn = partir.sum (%r : !partir.range<4,2> @\"model\") { ... }' '$tmp/t12.out' &&
+         grep -qx 'new: 18 more tiles and sums' '$tmp/t12.out'"
+printf 'set mesh model=2\ntactic megatron\nshow\n' |
+  "$repl" "$tmp/t12.pir" 2>&1 | sed '1,/^on model=2:/d' >"$tmp/t12.show"
+"$PARTIR" tactic "$top_srcdir/tactics/megatron.lua" "$tmp/t12.pir" --mesh model=2 \
+  >"$tmp/t12.want"
+check "...and 'show' prints the whole program" cmp -s "$tmp/t12.want" "$tmp/t12.show"
 
 # --batch FILE reads commands from FILE
 printf 'arg-tile 0 0 8. propagate.\nshow\n' >"$tmp/cmds"
@@ -76,10 +98,10 @@ check "run with a bad seed is refused" grep -q 'usage: run \[--seed N\]' "$tmp/e
 # history is a script: sourcing it rebuilds the state
 printf 'arg-tile 1 1 128 model; arg-tile 2 0 128 model\npropagate.\nhistory\n' |
   (cd "$work" && "$repl" mlp.pir) | tail -n 4 >"$work/replay.cmds"
-printf 'source replay.cmds\n' | (cd "$work" && "$repl") >"$tmp/replay.out"
+printf 'source replay.cmds\nshow\n' | (cd "$work" && "$repl") >"$tmp/replay.out"
 "$PARTIR" rewrite "$ex/mlp.pir" --do 'arg-tile 1 1 128 model; arg-tile 2 0 128 model; propagate' >"$tmp/replay.want"
-check "sourcing the output of history rebuilds the state" \
-  cmp -s "$tmp/replay.want" "$tmp/replay.out"
+check "sourcing the output of history rebuilds the state" sh -c \
+  "tail -n \$(wc -l <'$tmp/replay.want') '$tmp/replay.out' | cmp -s - '$tmp/replay.want'"
 
 # a tactic that needs a mesh axis says how to set one in the REPL
 printf 'tactic megatron\n' | "$repl" "$ex/mlp.pir" >/dev/null 2>"$tmp/err"

@@ -83,6 +83,22 @@ void spmd_print_stats(GString *out, const Func *f) {
   g_ptr_array_unref(st.order);
 }
 
+void spmd_print_collectives(GString *out, const Func *f) {
+  Stats st = {
+      g_hash_table_new_full(g_str_hash, g_str_equal, NULL, stat_row_free),
+      g_ptr_array_new()};
+  schedule_walk(NULL, f, stat_visit, &st);
+  if (st.order->len == 0)
+    g_string_append(out, "no collectives");
+  for (guint i = 0; i < st.order->len; i++) {
+    StatRow *r = g_hash_table_lookup(st.rows, g_ptr_array_index(st.order, i));
+    g_string_append_printf(out, "%s%d %s", i ? ", " : "", r->count,
+                           r->kind_axes);
+  }
+  g_hash_table_unref(st.rows);
+  g_ptr_array_unref(st.order);
+}
+
 /* ---------------------------------------------------------------- DOT */
 
 /* Appends 'text' inside a DOT string: quotes and backslashes escaped. */

@@ -59,6 +59,9 @@ GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
 /* The collectives of an SPMD program per kind and axes (counts and local
  * bytes). */
 void spmd_print_stats(GString *out, const Func *f);
+/* The same on one line: "2 all_reduce over model, 1 all_gather over
+ * batch" (or "no collectives"). */
+void spmd_print_collectives(GString *out, const Func *f);
 /* The program as a Graphviz graph, its values named as print_func names
  * them with 'm' (may be NULL): arguments and results with their layouts,
  * each tile or sum loop a cluster. */
