@@ -522,7 +522,7 @@ static void test_too_deep_to_lower(void) {
   g_assert_true(mesh_parse("a=2", &mesh, NULL));
   g_auto(Lowered) l = {0};
   g_autoptr(Diag) why = diag_new(NULL);
-  g_assert_false(pipeline_lower(rs, f, &mesh, &l, why));
+  g_assert_false(pipeline_lower(rs, NULL, f, &mesh, &l, why));
   g_assert_cmpstr(diag_text(why), ==,
                   "the program is 1000001 values deep; lowering takes at "
                   "most 1000000");
