@@ -200,8 +200,7 @@ void attr_value_print(GString *out, const AttrValue *v) {
     if (symbol_is_bare(v->sym)) {
       g_string_append(out, v->sym);
     } else {
-      g_autofree char *esc = g_strescape(v->sym, NULL);
-      g_string_append_printf(out, "\"%s\"", esc);
+      lex_append_string(out, v->sym);
     }
     return;
   case AV_LIST:

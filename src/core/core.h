@@ -409,6 +409,9 @@ gboolean token_punct(const Token *tok, char c);
 gboolean token_op(const Token *tok, const char *op);
 /* A short printable description of a token for "expected X, got Y". */
 char *token_describe(const Token *tok);
+/* Appends 's' as a string literal: in quotes, with the escapes the lexer
+ * reads back ('\"', '\\', '\n'); every other byte as it is. */
+void lex_append_string(GString *out, const char *s);
 
 /* A parser's read position: the current token, where the last consumed
  * token ended, and whether a diagnostic has been reported (the parser

@@ -118,6 +118,19 @@ static void lex_number(Lexer *lx, Token *tok) {
   tok->i = v;
 }
 
+void lex_append_string(GString *out, const char *s) {
+  g_string_append_c(out, '"');
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\')
+      g_string_append_c(out, '\\');
+    if (*s == '\n')
+      g_string_append(out, "\\n");
+    else
+      g_string_append_c(out, *s);
+  }
+  g_string_append_c(out, '"');
+}
+
 static void lex_string(Lexer *lx, Token *tok) {
   advance(lx); /* opening quote */
   GString *s = g_string_new(NULL);

@@ -122,8 +122,11 @@ char *mesh_to_string(const Mesh *m) {
 
 static void print_axes(GString *out, const char *const *axes, int n) {
   g_string_append_c(out, '[');
-  for (int k = 0; k < n; k++)
-    g_string_append_printf(out, "%s\"%s\"", k ? ", " : "", axes[k]);
+  for (int k = 0; k < n; k++) {
+    if (k)
+      g_string_append(out, ", ");
+    lex_append_string(out, axes[k]);
+  }
   g_string_append_c(out, ']');
 }
 

@@ -155,7 +155,11 @@ static gboolean parse_attr_value(Parser *p, AttrValue *v) {
         return FALSE;
       }
       cursor_next(&p->c); /* ']' */
-      return !p->c.failed;
+      if (p->c.failed) {  /* after the list: the caller drops 'v' */
+        attr_value_clear(v);
+        return FALSE;
+      }
+      return TRUE;
     }
     break;
   default:
@@ -396,9 +400,10 @@ static const Term *parse_region(Parser *p, const Type **range,
   /* the binder itself belongs to the enclosing scope's list but must not
    * be visible after the region */
   b->visible = FALSE;
-  if (body)
-    *binder_name = g_steal_pointer(&name);
-  return p->c.failed ? NULL : body;
+  if (!body || p->c.failed) /* the name goes out only with a body */
+    return NULL;
+  *binder_name = g_steal_pointer(&name);
+  return body;
 }
 
 static const Term *built(Parser *p, const Term *t, Diag *err, Loc at) {
@@ -611,33 +616,46 @@ static gboolean check_replicated(Parser *p, const Replicated *r,
                      said->str, axes->str);
 }
 
-/* mesh {batch = 2, model = 4} */
+/* mesh {batch = 2, model = 4}: the axes in the order written, which
+ * numbers the devices (attributes would sort them). */
 static gboolean parse_mesh(Parser *p, Mesh *mesh) {
-  Loc at = p->c.tok.loc;
-  const Attrs *a;
-  if (!cursor_word(&p->c, "mesh") || !token_punct(&p->c.tok, '{') ||
-      !parse_attrs(p, &a)) {
-    if (!p->c.failed)
-      cursor_expected(&p->c, "'mesh {axis = size, ...}'");
-    return FALSE;
-  }
   memset(mesh, 0, sizeof *mesh);
-  for (int i = 0; i < a->count; i++) {
-    if (a->values[i].kind != AV_INT || a->values[i].i < 1 ||
-        mesh->naxes == MESH_MAX_AXES)
+  Loc start = p->c.tok.loc;
+  if (!cursor_word(&p->c, "mesh"))
+    return FALSE;
+  if (!token_punct(&p->c.tok, '{'))
+    return cursor_expected(&p->c, "'mesh {axis = size, ...}'");
+  cursor_next(&p->c);
+  while (!p->c.failed && !token_punct(&p->c.tok, '}')) {
+    if (mesh->naxes > 0 && !cursor_punct(&p->c, ','))
+      return FALSE;
+    Loc at = p->c.tok.loc;
+    if (p->c.tok.kind != TK_IDENT)
+      return cursor_expected(&p->c, "a mesh axis name");
+    g_autofree char *name = token_name(&p->c.tok);
+    const char *axis = g_intern_string(name);
+    cursor_next(&p->c);
+    int64_t size = 0;
+    if (!cursor_punct(&p->c, '=') || !parse_int(p, "the axis size", &size))
+      return FALSE;
+    if (size < 1 || mesh->naxes == MESH_MAX_AXES)
       return cursor_fail(&p->c, at, "mesh axis '%s' needs a positive size",
-                         a->keys[i]);
-    if (a->values[i].i > MESH_MAX_AXIS_SIZE)
+                         axis);
+    if (size > MESH_MAX_AXIS_SIZE)
       return cursor_fail(&p->c, at,
                          "mesh axis '%s' has size %" G_GINT64_FORMAT
                          ", more than the limit of 2^20 (%d)",
-                         a->keys[i], a->values[i].i, MESH_MAX_AXIS_SIZE);
-    mesh->names[mesh->naxes] = a->keys[i];
-    mesh->sizes[mesh->naxes++] = a->values[i].i;
+                         axis, size, MESH_MAX_AXIS_SIZE);
+    if (mesh_axis_index(mesh, axis) >= 0)
+      return cursor_fail(&p->c, at, "mesh axis '%s' given twice", axis);
+    mesh->names[mesh->naxes] = axis;
+    mesh->sizes[mesh->naxes++] = size;
   }
+  if (!cursor_punct(&p->c, '}'))
+    return FALSE;
   g_autoptr(Diag) why = diag_new(NULL);
   if (!mesh_devices_ok(mesh, why))
-    return cursor_fail(&p->c, at, "mesh: %s", diag_text(why));
+    return cursor_fail(&p->c, start, "mesh: %s", diag_text(why));
   return TRUE;
 }
 

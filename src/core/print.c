@@ -22,8 +22,8 @@ static void emit_binder(GString *out, const Term *t, const Region *child) {
   g_string_append_printf(out, "(%%%s : ", child->binder.name);
   type_print(out, t->range);
   if (t->axis) {
-    g_autofree char *esc = g_strescape(t->axis, NULL);
-    g_string_append_printf(out, " @\"%s\"", esc);
+    g_string_append(out, " @");
+    lex_append_string(out, t->axis);
   }
   g_string_append(out, ") {\n");
 }

@@ -45,6 +45,11 @@ static double *field(void *base, const HwKey *k) {
   return (double *)((char *)base + k->offset);
 }
 
+/* What a figure may be: finite, positive (or zero when 'zero_ok'). */
+static gboolean figure_ok(double v, gboolean zero_ok) {
+  return isfinite(v) && v >= 0 && (v > 0 || zero_ok);
+}
+
 /* Parses a finite number, positive (or zero when 'zero_ok'); the whole
  * of 'text' but surrounding blanks. */
 static gboolean parse_number(const char *text, gboolean zero_ok, double *out) {
@@ -56,7 +61,7 @@ static gboolean parse_number(const char *text, gboolean zero_ok, double *out) {
   double v = g_ascii_strtod(text, &end);
   while (g_ascii_isspace(*end))
     end++;
-  if (end == text || *end || !isfinite(v) || v < 0 || (v == 0 && !zero_ok))
+  if (end == text || *end || !figure_ok(v, zero_ok))
     return FALSE;
   *out = v;
   return TRUE;
@@ -347,18 +352,26 @@ gboolean hw_set(Hardware *hw, const char *assignment, Diag *diag) {
   }
   if (!ok)
     return FALSE;
-  *hw = h;
   g_autofree char *change =
       g_strdup_printf("%s=%s%s", key, value, scale ? "x" : "");
   g_autofree char *changes = hw->changes
                                  ? g_strconcat(hw->changes, ", ", change, NULL)
                                  : g_strdup(change);
-  hw->changes = g_intern_string(changes);
+  h.changes = g_intern_string(changes);
+  *hw = h;
   return TRUE;
 }
 
+/* The name as GKeyFile writes a string, so that hw_load reads back the
+ * same name (g_strescape's octal escapes are no key-file escapes). */
+static char *keyfile_string(const char *s) {
+  g_autoptr(GKeyFile) kf = g_key_file_new();
+  g_key_file_set_string(kf, "hardware", "name", s);
+  return g_key_file_get_value(kf, "hardware", "name", NULL);
+}
+
 void hw_print(GString *out, const Hardware *hw) {
-  g_autofree char *name = g_strescape(hw->name ? hw->name : "", NULL);
+  g_autofree char *name = keyfile_string(hw->name ? hw->name : "");
   g_string_append_printf(out, "[hardware]\nname=%s\n", name);
   for (gsize i = 0; i < G_N_ELEMENTS(hw_keys); i++) {
     g_string_append_printf(out, "%s=", hw_keys[i].key);

@@ -1,0 +1,11 @@
+func @f(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %0 = partir.tile 0 (%r : !partir.range<8,4>) {
+    %a = partir.slice 0 %x[%r]
+    partir.yield %a
+  }
+  %1 = partir.tile 0 (%q : !partir.range<8,4>) {
+    %b = partir.slice 0 %x[%q]
+    partir.yield %b
+  }
+  return %0, %1
+}

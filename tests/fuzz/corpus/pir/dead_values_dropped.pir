@@ -1,0 +1,5 @@
+func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %unused = exp(%a)
+  %x = neg(%a)
+  return %x
+}

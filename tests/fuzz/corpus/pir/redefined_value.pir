@@ -1,0 +1,5 @@
+func @f(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %b = exp(%a)
+  %b = neg(%a)
+  return %b
+}
