@@ -263,4 +263,7 @@ if command -v localedef >/dev/null 2>&1 &&
 else
   ok "a ',' locale # SKIP localedef cannot make de_DE.UTF-8"
 fi
+# an unknown hardware name lists the shipped ones, sorted
+expect_fail "an unknown --hw lists the known names in order" \
+  "known: cpu2, h100x8, tpuv4" "$PARTIR" cost "$ex/mlp.pir" --hw nosuch
 done_testing

@@ -220,6 +220,11 @@ char **hw_search_path(void) {
   return partir_search_path("PARTIR_HW", PARTIR_DATADIR "/hw");
 }
 
+/* g_ptr_array_sort passes pointers to the elements, not the strings. */
+static int compare_names(gconstpointer a, gconstpointer b) {
+  return g_ascii_strcasecmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* "a, b, c": the NAME of every NAME.hw in 'dirs', sorted, once each. */
 static char *known_names(char **dirs) {
   g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
@@ -230,7 +235,7 @@ static char *known_names(char **dirs) {
       if (g_str_has_suffix(entry, ".hw") && strlen(entry) > 3)
         g_ptr_array_add(names, g_strndup(entry, strlen(entry) - 3));
   }
-  g_ptr_array_sort(names, (GCompareFunc)g_ascii_strcasecmp);
+  g_ptr_array_sort(names, compare_names);
   GString *s = g_string_new(NULL);
   for (guint i = 0; i < names->len; i++) {
     const char *n = g_ptr_array_index(names, i);
