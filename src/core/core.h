@@ -22,6 +22,7 @@
  *   print.c      canonical text
  *   print_expr.c the compact expression form
  *   paths.c      search paths of data files
+ *   input.c      input files read whole: regular files only, up to a size
  *   output.c     output files written whole or not at all
  *   error.c      the GError domain (environment errors)
  */
