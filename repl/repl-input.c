@@ -51,8 +51,7 @@ const char *repl_command_end(const char *p, const char **next) {
   return q;
 }
 
-/* The commands of a logical line, stripped, empty ones left out. */
-static GPtrArray *split_line(const char *line) {
+GPtrArray *repl_split_line(const char *line) {
   GPtrArray *cmds = g_ptr_array_new_with_free_func(g_free);
   const char *p = line;
   while (*p) {
@@ -138,7 +137,7 @@ gboolean repl_input_add(Session *s, GString *buf, const char *line) {
  * (or at Ctrl-C); shows what changed (a sourced file's lines leave that
  * to the 'source' command).  FALSE on failure. */
 gboolean repl_run_line(Session *s, const char *line) {
-  g_autoptr(GPtrArray) cmds = split_line(line);
+  g_autoptr(GPtrArray) cmds = repl_split_line(line);
   if (s->depth == 0) {
     s->changed = s->unchanged = FALSE;
     repl_got_sigint = 0;

@@ -192,6 +192,9 @@ gboolean repl_cmd_load_path(Session *s, const char *path);
 
 /* ---------------------------------------------------------- repl-input.c */
 
+/* The commands of a logical line, stripped, empty ones left out. */
+GPtrArray *repl_split_line(const char *line);
+
 /* Makes 'source' in session 's' run files through repl_run_file. */
 void repl_input_init(Session *s);
 /* Where the command at 'p' ends; '*next' is where the next may start. */

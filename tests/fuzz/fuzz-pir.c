@@ -22,16 +22,7 @@ static void fuzz_pir(const uint8_t *data, size_t size) {
   }
   g_autoptr(GString) once = g_string_new(NULL);
   print_module(once, m);
-  g_autoptr(Diag) again_errors = diag_new(NULL);
-  g_autoptr(Module) again =
-      pipeline_read_program("print.pir", once->str, once->len, again_errors);
-  if (!again)
-    fuzz_fail("the print does not parse:\n%s\nprint:\n%s",
-              diag_text(again_errors), once->str);
-  g_autoptr(GString) twice = g_string_new(NULL);
-  print_module(twice, again);
-  if (strcmp(once->str, twice->str) != 0)
-    fuzz_fail("the print is not stable:\n%s\nthen:\n%s", once->str, twice->str);
+  g_autoptr(Module) again = fuzz_reparse("print.pir", once, TRUE);
   if (m->funcs->len != again->funcs->len)
     fuzz_fail("%u functions parse back as %u", m->funcs->len,
               again->funcs->len);

@@ -45,19 +45,10 @@ static gboolean command_allowed(const char *text) {
 /* TRUE when every command of logical line 'line' may run; the line is
  * split as repl-input.c splits it. */
 static gboolean line_allowed(const char *line) {
-  const char *p = line;
-  while (*p) {
-    while (g_ascii_isspace(*p))
-      p++;
-    if (!*p)
-      break;
-    const char *next;
-    const char *end = repl_command_end(p, &next);
-    g_autofree char *cmd = g_strstrip(g_strndup(p, (gsize)(end - p)));
-    if (*cmd && !command_allowed(cmd))
+  g_autoptr(GPtrArray) cmds = repl_split_line(line);
+  for (guint i = 0; i < cmds->len; i++)
+    if (!command_allowed(g_ptr_array_index(cmds, i)))
       return FALSE;
-    p = next;
-  }
   return TRUE;
 }
 

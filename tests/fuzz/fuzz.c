@@ -232,3 +232,20 @@ void fuzz_check_hw_roundtrip(const Hardware *hw) {
     fuzz_fail("the printed hardware loads as something else:\n%s\nthen:\n%s",
               once->str, twice->str);
 }
+
+Module *fuzz_reparse(const char *name, const GString *once, gboolean whole) {
+  g_autoptr(Diag) errors = diag_new(NULL);
+  Module *m = pipeline_read_program(name, once->str, once->len, errors);
+  if (!m)
+    fuzz_fail("%s: the print does not parse back:\n%s\nprint:\n%s", name,
+              diag_text(errors), once->str);
+  g_autoptr(GString) twice = g_string_new(NULL);
+  if (whole)
+    print_module(twice, m);
+  else
+    print_func(twice, m, module_entry(m));
+  if (strcmp(once->str, twice->str) != 0)
+    fuzz_fail("%s: the print is not stable:\n%s\nthen:\n%s", name, once->str,
+              twice->str);
+  return m;
+}

@@ -65,5 +65,9 @@ gboolean fuzz_names_special_file(const uint8_t *data, size_t size);
 /* print(load(print(hw))) must be print(hw): the hardware harnesses'
  * oracle (the file goes under $TMPDIR). */
 void fuzz_check_hw_roundtrip(const Hardware *hw);
+/* Parses the print 'once' back (named 'name' in diagnostics) and checks
+ * that printing the result gives 'once' again (the whole module when
+ * 'whole', else its entry); returns the module parsed back. */
+Module *fuzz_reparse(const char *name, const GString *once, gboolean whole);
 
 #endif
