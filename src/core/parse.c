@@ -630,9 +630,11 @@ static gboolean parse_mesh(Parser *p, Mesh *mesh) {
     if (mesh->naxes > 0 && !cursor_punct(&p->c, ','))
       return FALSE;
     Loc at = p->c.tok.loc;
-    if (p->c.tok.kind != TK_IDENT)
+    if (p->c.tok.kind != TK_IDENT && p->c.tok.kind != TK_STRING)
       return cursor_expected(&p->c, "a mesh axis name");
-    g_autofree char *name = token_name(&p->c.tok);
+    /* a name that is no identifier ("0model") is written quoted */
+    g_autofree char *name = p->c.tok.kind == TK_STRING ? g_strdup(p->c.tok.text)
+                                                       : token_name(&p->c.tok);
     const char *axis = g_intern_string(name);
     cursor_next(&p->c);
     int64_t size = 0;

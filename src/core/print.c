@@ -99,9 +99,14 @@ void print_func(GString *out, const Module *m, const Func *f) {
     g_string_append_c(out, ')');
   if (sp) {
     g_string_append(out, " mesh {");
-    for (int i = 0; i < sp->mesh.naxes; i++)
-      g_string_append_printf(out, "%s%s = %" G_GINT64_FORMAT, i ? ", " : "",
-                             sp->mesh.names[i], sp->mesh.sizes[i]);
+    for (int i = 0; i < sp->mesh.naxes; i++) {
+      /* an axis name the lexer would not read bare ("0model") is quoted,
+       * as symbols in attributes are */
+      AttrValue name = {.kind = AV_SYMBOL, .sym = sp->mesh.names[i]};
+      g_string_append(out, i ? ", " : "");
+      attr_value_print(out, &name);
+      g_string_append_printf(out, " = %" G_GINT64_FORMAT, sp->mesh.sizes[i]);
+    }
     g_string_append_c(out, '}');
   }
   g_string_append(out, " {\n");
