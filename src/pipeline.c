@@ -2,19 +2,28 @@
  *
  *   0. rules     rule files -> RuleSet (rewrite/rule.c), then the
  *                load-time check that no rule changes a type
- *                (check/rulecheck.c)
+ *                (check/rulecheck.c).
+ *                requires: nothing.
  *   1. parse     text -> Module, types checked as terms are built
- *                (core/parse.c); StableHLO import will join here
+ *                (core/parse.c); StableHLO import will join here.
+ *                requires: nothing (bad text is a Diag).
  *   2. rewrite   engine commands (rewrite/command.c) or a tactic (the
  *                Tactic interface; Lua in bind/lua.c), propagation
- *                included
+ *                included.
+ *                requires: a RuleSet from 0; a State of a Module from 1.
  *   3. lower     a partitioned function -> the per-device SPMD program,
- *                each device's chunk taken literally (spmd/lower.c)
+ *                each device's chunk taken literally (spmd/lower.c).
+ *                requires: a well-typed function (any stored term);
+ *                its height at most PARTIR_MAX_HEIGHT (checked here);
+ *                the caller on the deep stack (partir_call_with_stack).
  *   4. fuse      redistribution fusion: the [spmd] rules, then arguments
- *                received sharded (spmd/redistribute.c)
+ *                received sharded (spmd/redistribute.c).
+ *                requires: an SPMD program from 3.
  *   5. cost      per-device FLOPs, memory, communication, time
- *                (spmd/cost.c)
- *   (6. compile and 7. execute, with codegen/, come next)
+ *                (spmd/cost.c).
+ *                requires: an SPMD program from 4 (or SPMD text from 1)
+ *                and a Hardware (spmd/hardware.c).
+ *   (6. compile and 7. execute, with codegen/, come next.)
  *
  * Each stage requires what the one before it gives: a stage never
  * re-checks its input.  Front ends call these functions and print.
