@@ -312,7 +312,7 @@ static void visit_value(void *ud, const char *name, const Term *t) {
       const Term *a = t->args[i];
       if (a->kind == TM_BVAR)
         continue;
-      const char *an = g_hash_table_lookup(c->names, term_placed(a));
+      const char *an = g_hash_table_lookup(c->names, a);
       lua_pushstring(L, an ? an : "?");
       lua_rawseti(L, -2, ++k);
     }

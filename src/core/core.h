@@ -43,7 +43,7 @@
 
 #define PARTIR_MAX_RANK 8     /* tensor rank limit; checked by the parser */
 #define PARTIR_MAX_DEPTH 200  /* list / expression nesting limit in parsers */
-#define PARTIR_MAX_REGIONS 60 /* tile/sum nesting limit (loose-index masks) */
+#define PARTIR_MAX_REGIONS 60 /* tile/sum nesting limit (level bit masks) */
 /* Term height limit: traversals recurse on term structure, and front ends
  * run them on a thread with a large stack (partir_call_with_stack). */
 #define PARTIR_MAX_HEIGHT 1000000
@@ -229,54 +229,66 @@ typedef enum {
 } TermKind;
 
 /* A node of the term store.  Terms are immutable and hash-consed: two
- * structurally equal terms are the same pointer.  Binders are locally
- * nameless: a range variable is a de Bruijn index counting the tile/sum
- * binders between the occurrence and its binder, so alpha-equivalent
- * terms are also the same pointer. 'loose' has bit i set when index i
- * occurs loose (not under its binder) in the term. */
+ * structurally equal terms are the same pointer.  Binders use de Bruijn
+ * *levels*: a range variable is the number of region binders enclosing
+ * its own binder, so a value means the same term however deep the region
+ * that uses it (docs/architecture.md, "Binders").  A region is always
+ * built at its home: its binder's level is one more than the highest
+ * level its body uses from outside (0 when it uses none), so each
+ * computation has exactly one term.  'loose' has bit l set when level l
+ * occurs free in the term. */
 typedef struct Term Term;
 struct Term {
   TermKind kind;
   Op op;     /* TM_OP */
-  int index; /* TM_ARG: arg no; TM_BVAR: de Bruijn; SLICE/TILE: dim */
+  int index; /* TM_ARG: arg no; TM_BVAR: level; SLICE/TILE: dim */
   int nargs;
   const Type *type;   /* result type (TY_RANGE for TM_BVAR) */
   const Type *range;  /* TM_TILE, TM_SUM: the binder's range type */
   const char *axis;   /* TM_TILE, TM_SUM: interned mesh axis or NULL */
+  int binder;         /* TM_TILE, TM_SUM: the level of the region's binder
+                         (its home, term_home) */
   const Attrs *attrs; /* TM_OP */
-  guint64 loose;      /* bit i: de Bruijn index i occurs loose */
+  guint64 loose;      /* bit l: level l occurs free */
   guint32 height;     /* longest path to a leaf; bounds recursion depth */
   guint64 content;    /* a hash of the term's content alone (no addresses):
                          the same in every run, for agents' state hashes */
-  guint16 nest;       /* tiles/sums nested where the term is computed
-                         (closed operands are computed outside), at
-                         most PARTIR_MAX_REGIONS */
   guint8 marked;      /* term_store_collect's mark (clear between runs) */
   guint hash;
   const Term *args[];
 };
 
 static inline gboolean term_is_closed(const Term *t) { return t->loose == 0; }
-/* The innermost binder the term refers to (its smallest loose index). */
-static inline int term_lo(const Term *t) { return __builtin_ctzll(t->loose); }
-/* The region depth where 't', seen at 'depth', is computed: the region
- * of the innermost binder it uses (0, the top, for closed terms). */
-static inline int term_home_depth(const Term *t, int depth) {
-  return term_is_closed(t) ? 0 : depth - term_lo(t);
+/* The region depth where 't' is computed: one more than the highest level
+ * it uses (0, the top, for closed terms).  For a tile or sum it is also
+ * the level of the region's own binder. */
+static inline int term_home(const Term *t) {
+  return t->loose ? 64 - __builtin_clzll(t->loose) : 0;
+}
+static inline gboolean term_uses(const Term *t, int level) {
+  return (t->loose >> level) & 1;
 }
 
 const Term *term_arg(int index, const Type *type);
-const Term *term_bvar(int index, const Type *range);
+const Term *term_bvar(int level, const Type *range);
 /* Builds an operator node, type-checking it.  'written' is the result
  * type written in the source, or NULL.  On a type error returns NULL and
  * sets 'err' to the message (no location; the caller adds it). */
 const Term *term_op(Op op, int nargs, const Term *const *args,
                     const Attrs *attrs, const Type *written, Diag *err);
 const Term *term_slice(int dim, const Term *x, const Term *r, Diag *err);
+/* A region whose body refers to its binder as level 'level' (any level
+ * above the others the body uses: the constructor moves the binder to
+ * the region's home, term_region_level).  NULL + err when the range or
+ * the body's type does not fit, or regions would nest deeper than
+ * PARTIR_MAX_REGIONS. */
 const Term *term_tile(int dim, const Type *range, const char *axis,
-                      const Term *body, Diag *err);
+                      const Term *body, int level, Diag *err);
 const Term *term_sum(const Type *range, const char *axis, const Term *body,
-                     Diag *err);
+                     int level, Diag *err);
+/* The level a region's binder takes at its home, for a body that uses it
+ * as 'level': one more than the highest other level the body uses. */
+int term_region_level(const Term *body, int level);
 const Term *term_tuple(int n, const Term *const *args);
 /* Rebuilds 't' with new operands (same kind/op/attrs); NULL + err when the
  * new operands do not type-check. */
@@ -285,16 +297,31 @@ const Term *term_with_args(const Term *t, const Term *const *args, Diag *err);
  * changes; NULL + err when the store refuses the rebuilt term. */
 typedef const Term *(*TermMapFn)(void *ud, const Term *arg);
 const Term *term_map_args(const Term *t, TermMapFn fn, void *ud, Diag *err);
-/* Adds 'by' to every loose index >= 'cutoff' (by may be negative when the
- * caller knows no index below -by is loose). */
-const Term *term_shift(const Term *t, int by, int cutoff);
+/* Renaming free levels.  Levels mapped by relevel_map are replaced by
+ * the level given (the binder of the same range); regions inside whose
+ * outside levels change move to their new home.  One Relevel keeps its
+ * results, so applying it to many terms of one body costs the body once.
+ * relevel_apply returns NULL + err only when a region would nest deeper
+ * than PARTIR_MAX_REGIONS. */
+typedef struct Relevel Relevel;
+Relevel *relevel_new(void);
+void relevel_map(Relevel *rl, int from, int to);
+const Term *relevel_apply(Relevel *rl, const Term *t, Diag *err);
+void relevel_free(Relevel *rl);
+/* While 'names' (a module's value names, Term -> name) is set, a term
+ * that relevel rebuilds takes the name of the term it renames, when it
+ * has none: renaming levels does not change what a value computes.  The
+ * rewrite passes set it for their duration; NULL stops it. */
+void term_carry_names(GHashTable *names);
+/* 't' with level 'from' renamed 'to' (one relevel_apply). */
+const Term *term_rename_level(const Term *t, int from, int to, Diag *err);
+
 size_t term_store_size(void);  /* nodes in the store */
 size_t term_store_bytes(void); /* bytes of those nodes (not the index) */
 /* Frees every term that no root reaches, and removes from 'tables'
  * (hash tables keyed by terms: the modules' name tables) the entries
- * whose key is freed.  A term stays when a root reaches it or its placed
- * form (term_placed), under which the name tables know values.  Returns
- * the number of terms freed.
+ * whose key is freed.  A term stays when a root reaches it.  Returns the
+ * number of terms freed.
  * requires: no other pointer to a term is held anywhere (the caller owns
  * every live term through 'roots': no pass is running). */
 size_t term_store_collect(const Term *const *roots, gsize nroots,
@@ -533,11 +560,6 @@ void func_free(Func *f);
 
 /* ---------------------------------------------------------------- parse.c */
 
-/* The form under which the printer and the name tables know 't': closed
- * terms as they are; others shifted so that the innermost binder they
- * use is index 0 (the binder of the region where 't' is printed). */
-const Term *term_placed(const Term *t);
-
 /* Parses and type-checks a whole file.  On error returns NULL and leaves
  * the diagnostics in 'diag'. */
 Module *parse_module(const Source *src, Diag *diag);
@@ -566,7 +588,7 @@ typedef struct SchedRegion SchedRegion;
 
 typedef struct SchedStmt {
   SchedName n;
-  const Term *t; /* placed form */
+  const Term *t;
   int nops;
   SchedName **ops;    /* operands (TM_OP, TM_SLICE) */
   SchedRegion *child; /* TM_TILE, TM_SUM */
@@ -575,7 +597,7 @@ typedef struct SchedStmt {
 struct SchedRegion {
   SchedName binder;
   GPtrArray *stmts; /* SchedStmt*, in order */
-  GHashTable *memo; /* placed Term -> SchedStmt* (while scheduling) */
+  GHashTable *memo; /* Term -> SchedStmt* (while scheduling) */
   SchedName *yield;
 };
 

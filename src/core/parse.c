@@ -7,9 +7,11 @@
  * user gave are recorded in the Module's name tables for the printer.
  *
  * Regions (tile, sum) nest; 'depth' counts the enclosing binders.  A
- * binder opened at depth k (its region has depth k+1) is referenced at
- * depth D as de Bruijn index D-k-1; a value defined at depth p and used at
- * depth D is shifted by D-p.  Names defined in a region go out of sight
+ * binder opened at depth k (its region has depth k+1) is level k, and a
+ * value means the same term at any depth.  A region written deeper than
+ * its home (its body does not use every binder around it) moves to its
+ * home when it closes: its body is renamed, and so are the keys of the
+ * names recorded inside it.  Names defined in a region go out of sight
  * when it closes but stay reserved: a name is defined once per function.
  *
  * Errors stop the parse at the first problem: one diagnostic with the
@@ -31,11 +33,18 @@ typedef struct ValueDef {
   Loc loc;
 } ValueDef;
 
+/* A name recorded for the printer: the table and the key it is under. */
+typedef struct Recorded {
+  GHashTable *table;
+  const Term *key;
+} Recorded;
+
 typedef struct Parser {
   Cursor c;
   Module *m;
   GHashTable *defs; /* name -> ValueDef*, per function */
   GPtrArray *scope; /* names defined in open regions, NULL marks a region */
+  GArray *recorded; /* Recorded, in open regions (to rename their keys) */
   int depth;
   int nest; /* attribute list nesting */
 } Parser;
@@ -238,11 +247,11 @@ static ValueDef *define(Parser *p, const char *name, Loc loc) {
 
 /* Records a user name for a value for the printer (first name wins). */
 static void record_name(Parser *p, const char *name, const Term *t) {
-  if (name_is_anonymous(name))
+  if (name_is_anonymous(name) || g_hash_table_contains(p->m->names, t))
     return;
-  const Term *key = term_placed(t);
-  if (!g_hash_table_contains(p->m->names, key))
-    g_hash_table_insert(p->m->names, (gpointer)key, g_strdup(name));
+  g_hash_table_insert(p->m->names, (gpointer)t, g_strdup(name));
+  if (p->depth > 0)
+    g_array_append_val(p->recorded, ((Recorded){p->m->names, t}));
 }
 
 /* Reads a '%name' use and returns its Term as seen at the current depth. */
@@ -268,9 +277,7 @@ static const Term *parse_use(Parser *p) {
     return NULL;
   }
   cursor_next(&p->c);
-  if (d->binder)
-    return term_bvar(p->depth - d->depth - 1, d->range);
-  return term_shift(d->term, p->depth - d->depth, 0);
+  return d->binder ? term_bvar(d->depth, d->range) : d->term;
 }
 
 static gboolean check_height(Parser *p, const Term *t, Loc at) {
@@ -336,11 +343,46 @@ static void close_scope(Parser *p) {
   }
 }
 
+/* Moves a region's body from binder level 'level' to the region's home
+ * level, renaming the keys of the names recorded since 'mark'. */
+static const Term *move_home(Parser *p, const Term *body, int *level,
+                             guint mark, Loc at) {
+  int home = term_region_level(body, *level);
+  if (home == *level || !term_uses(body, *level)) {
+    *level = home;
+    return body;
+  }
+  Relevel *rl = relevel_new();
+  relevel_map(rl, *level, home);
+  g_autoptr(Diag) err = diag_new(NULL);
+  const Term *r = relevel_apply(rl, body, err);
+  for (guint i = mark; r && i < p->recorded->len; i++) {
+    Recorded *n = &g_array_index(p->recorded, Recorded, i);
+    const Term *key = relevel_apply(rl, n->key, err);
+    char *name;
+    if (key == n->key ||
+        !g_hash_table_steal_extended(n->table, n->key, NULL, (gpointer *)&name))
+      continue;
+    if (g_hash_table_contains(n->table, key))
+      g_free(name);
+    else
+      g_hash_table_insert(n->table, (gpointer)key, name);
+    n->key = key;
+  }
+  relevel_free(rl);
+  if (!r)
+    cursor_fail(&p->c, at, "%s", diag_text(err));
+  *level = home;
+  return r;
+}
+
 /* binder := '(' %name ':' rangetype ['@' axis] ')' ; then '{' stmts
- * 'partir.yield' %v '}'.  Returns the body as seen inside the region; the
- * binder's range, axis and name come back through the out parameters. */
+ * 'partir.yield' %v '}'.  Returns the body as seen inside the region, its
+ * binder at the region's home level (in 'level'); the binder's range,
+ * axis and name come back through the out parameters. */
 static const Term *parse_region(Parser *p, const Type **range,
-                                const char **axis, char **binder_name) {
+                                const char **axis, char **binder_name,
+                                int *level) {
   *axis = NULL;
   *binder_name = NULL;
   if (!cursor_punct(&p->c, '('))
@@ -380,6 +422,8 @@ static const Term *parse_region(Parser *p, const Type **range,
   b->binder = TRUE;
   b->range = *range;
   g_ptr_array_add(p->scope, NULL); /* region marker */
+  guint mark = p->recorded->len;
+  *level = p->depth;
   p->depth++;
   const Term *body = NULL;
   if (parse_stmts(p, "partir.yield", open)) {
@@ -400,7 +444,11 @@ static const Term *parse_region(Parser *p, const Type **range,
   /* the binder itself belongs to the enclosing scope's list but must not
    * be visible after the region */
   b->visible = FALSE;
-  if (!body || p->c.failed) /* the name goes out only with a body */
+  if (body && !p->c.failed)
+    body = move_home(p, body, level, mark, open);
+  if (p->depth == 0)
+    g_array_set_size(p->recorded, 0); /* top-level keys never move */
+  if (!body || p->c.failed)           /* the name goes out only with a body */
     return NULL;
   *binder_name = g_steal_pointer(&name);
   return body;
@@ -413,12 +461,14 @@ static const Term *built(Parser *p, const Term *t, Diag *err, Loc at) {
 }
 
 static void record_binder(Parser *p, const Term *t, char *binder_name) {
-  const Term *key = term_placed(t);
-  if (!g_hash_table_contains(p->m->binder_names, key) &&
-      !name_is_anonymous(binder_name))
-    g_hash_table_insert(p->m->binder_names, (gpointer)key, binder_name);
-  else
+  if (g_hash_table_contains(p->m->binder_names, t) ||
+      name_is_anonymous(binder_name)) {
     g_free(binder_name);
+    return;
+  }
+  g_hash_table_insert(p->m->binder_names, (gpointer)t, binder_name);
+  if (p->depth > 0)
+    g_array_append_val(p->recorded, ((Recorded){p->m->binder_names, t}));
 }
 
 /* FALSE (having failed at 'at') when dimension literal 'dim' of 'what' is
@@ -469,15 +519,16 @@ static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
     const Type *range;
     const char *axis;
     char *binder_name;
-    const Term *body = parse_region(p, &range, &axis, &binder_name);
+    int level;
+    const Term *body = parse_region(p, &range, &axis, &binder_name, &level);
     if (!body)
       return NULL;
     if (tile && !dim_fits(p, "partir.tile", dim, body->type, def_loc)) {
       g_free(binder_name);
       return NULL;
     }
-    const Term *t = tile ? term_tile((int)dim, range, axis, body, err)
-                         : term_sum(range, axis, body, err);
+    const Term *t = tile ? term_tile((int)dim, range, axis, body, level, err)
+                         : term_sum(range, axis, body, level, err);
     if (!built(p, t, err, def_loc)) {
       g_free(binder_name);
       return NULL;
@@ -851,8 +902,10 @@ static Func *parse_func(Parser *p) {
   g_autoptr(GHashTable) defs =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   g_autoptr(GPtrArray) scope = g_ptr_array_new();
+  g_autoptr(GArray) recorded = g_array_new(FALSE, FALSE, sizeof(Recorded));
   p->defs = defs;
   p->scope = scope;
+  p->recorded = recorded;
   p->depth = 0;
   Func *f = g_new0(Func, 1);
   f->name = token_name(&p->c.tok);

@@ -14,9 +14,9 @@
 typedef struct ExprPrinter {
   const Module *m;
   const Func *f;
-  GHashTable *uses;  /* closed Term -> use count */
-  GHashTable *bound; /* closed Term -> let name */
-  const char *binders[PARTIR_MAX_REGIONS + 2];
+  GHashTable *uses;                            /* closed Term -> use count */
+  GHashTable *bound;                           /* closed Term -> let name */
+  const char *binders[PARTIR_MAX_REGIONS + 2]; /* by level */
   int nlets;
 } ExprPrinter;
 
@@ -35,11 +35,14 @@ static void expr(ExprPrinter *ep, GString *out, int depth, const Term *t);
 
 static void expr_binder(ExprPrinter *ep, GString *out, int depth,
                         const Term *t) {
-  const char *user = g_hash_table_lookup(ep->m->binder_names, term_placed(t));
+  const char *user = g_hash_table_lookup(ep->m->binder_names, t);
   char *name = user    ? g_strdup(user)
                : depth ? g_strdup_printf("r%d", depth)
                        : g_strdup("r");
-  ep->binders[depth + 1] = name;
+  /* written inline, a region may sit deeper than its level: inside it,
+   * its level names its binder */
+  const char *outer = ep->binders[t->binder];
+  ep->binders[t->binder] = name;
   g_string_append_printf(
       out, "(\\%s:range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ">", name,
       t->range->n, t->range->w);
@@ -48,7 +51,7 @@ static void expr_binder(ExprPrinter *ep, GString *out, int depth,
   g_string_append(out, " -> ");
   expr(ep, out, depth + 1, t->args[0]);
   g_string_append_c(out, ')');
-  ep->binders[depth + 1] = NULL;
+  ep->binders[t->binder] = outer;
   g_free(name);
 }
 
@@ -63,7 +66,7 @@ static void expr(ExprPrinter *ep, GString *out, int depth, const Term *t) {
     g_string_append(out, ep->f->arg_names[t->index]);
     return;
   case TM_BVAR:
-    g_string_append(out, ep->binders[depth - t->index]);
+    g_string_append(out, ep->binders[t->index]);
     return;
   case TM_OP:
     g_string_append_printf(out, "%s(", op_name(t->op));

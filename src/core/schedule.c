@@ -7,10 +7,10 @@
  *
  * 1. schedule: a depth-first walk from the results, operands before users
  *    (so the order is a deterministic function of the term).  Each value
- *    is placed in the region of the innermost binder it uses — closed
- *    values at the top, loop-invariant code hoisted out of tiles — in the
- *    form term_placed() gives it, and appears once per region instance
- *    (sibling tiles that use the same loose term each hold it).
+ *    is placed in the region of the innermost binder it uses (its home,
+ *    term_home) — closed values at the top, loop-invariant code hoisted
+ *    out of tiles — and appears once per region instance (sibling tiles
+ *    that use the same open term each hold it).
  * 2. name: in textual order, every value takes the user's name from the
  *    module's tables when it has one not yet taken, else a fresh number
  *    (%0, %1, ... in order of definition); binders take their user name
@@ -66,10 +66,11 @@ static void region_free(Region *r) {
 static Named *schedule_value(Namer *pr, int depth, const Term *t) {
   if (t->kind == TM_ARG)
     return &pr->args[t->index];
-  if (t->kind == TM_BVAR)
-    return &pr->open[depth - t->index]->binder;
-  int target = term_home_depth(t, depth);
-  const Term *placed = term_placed(t);
+  if (t->kind == TM_BVAR) /* level l: the binder of the region at depth l+1 */
+    return &pr->open[t->index + 1]->binder;
+  g_assert(term_home(t) <= depth);
+  int target = term_home(t);
+  const Term *placed = t;
   Region *r = pr->open[target];
   Stmt *s = g_hash_table_lookup(r->memo, placed);
   if (s)

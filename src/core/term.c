@@ -6,11 +6,16 @@
  * therefore pointer equality, and a rewrite that rebuilds the path to the
  * root shares every untouched subterm with the old term.
  *
- * Binders are locally nameless (de Bruijn indices), so alpha-equivalent
- * terms are one node too.  Each node records which indices occur loose in
- * it ('loose' mask), which lets term_shift() stop at closed subterms and
- * lets the printer place a value in the region of the innermost binder it
- * uses.
+ * Binders are nameless: a range variable is its binder's de Bruijn
+ * *level* (how many binders enclose that binder), and every region is
+ * built at its home, so alpha-equivalent terms are one node too, and a
+ * value computed in one region and used in a region nested inside it is
+ * the same node in both (with de Bruijn indices it would be a shifted
+ * copy under every binder between: in a stack of layers, each layer's
+ * regions held a copy of every earlier layer).  Each node records which
+ * levels occur free in it ('loose' mask): the printer, the interpreter
+ * and the lowering place a value in the region of the highest level it
+ * uses, and renaming (relevel) stops at terms that use no renamed level.
  *
  * Constructors type-check: a node exists only if it is well typed (the
  * operator rules are in typerule.c).  Nodes live until a collection
@@ -30,7 +35,7 @@ static gboolean term_equal(gconstpointer pa, gconstpointer pb) {
   const Term *a = pa, *b = pb;
   if (a->kind != b->kind || a->op != b->op || a->index != b->index ||
       a->nargs != b->nargs || a->type != b->type || a->range != b->range ||
-      a->axis != b->axis || a->attrs != b->attrs)
+      a->axis != b->axis || a->attrs != b->attrs || a->binder != b->binder)
     return FALSE;
   for (int i = 0; i < a->nargs; i++)
     if (a->args[i] != b->args[i])
@@ -76,6 +81,8 @@ static guint64 value_content(const AttrValue *v) {
 static guint64 content_hash(const Term *k) {
   guint64 h = mix(k->kind, k->op);
   h = mix(h, (guint64)(gint64)k->index);
+  if (k->kind == TM_TILE || k->kind == TM_SUM)
+    h = mix(h, (guint64)(gint64)k->binder);
   if (k->type)
     h = mix(h, type_content(k->type));
   if (k->range)
@@ -95,6 +102,7 @@ static guint64 content_hash(const Term *k) {
 static const Term *term_intern(Term *key) {
   guint h = (guint)key->kind * 131u + (guint)key->op;
   h = h * 1000003u + (guint)key->index;
+  h = h * 1000003u + (guint)key->binder;
   h = h * 1000003u + g_direct_hash(key->type);
   h = h * 1000003u + g_direct_hash(key->range);
   h = h * 1000003u + g_direct_hash(key->axis);
@@ -110,21 +118,14 @@ static const Term *term_intern(Term *key) {
 
   guint64 loose = 0;
   guint32 height = 0;
-  guint16 nest = 0;
   for (int i = 0; i < key->nargs; i++) {
     loose |= key->args[i]->loose;
     height = MAX(height, key->args[i]->height + 1);
-    /* a closed operand is computed at the top, outside any region here */
-    if (key->args[i]->loose)
-      nest = MAX(nest, key->args[i]->nest);
   }
-  if (key->kind == TM_TILE || key->kind == TM_SUM)
-    nest++;
-  key->nest = nest;
   if (key->kind == TM_BVAR)
     loose = G_GUINT64_CONSTANT(1) << key->index;
   if (key->kind == TM_TILE || key->kind == TM_SUM)
-    loose >>= 1; /* the body's index 0 is bound here */
+    loose &= ~(G_GUINT64_CONSTANT(1) << key->binder); /* bound here */
   key->loose = loose;
   key->height = height;
   key->content = content_hash(key);
@@ -148,8 +149,6 @@ static void mark(GPtrArray *todo) {
     for (int i = 0; i < t->nargs; i++)
       if (!t->args[i]->marked)
         g_ptr_array_add(todo, (gpointer)t->args[i]);
-    if (!term_is_closed(t) && term_lo(t) > 0) /* may make it: unmarked */
-      g_ptr_array_add(todo, (gpointer)term_placed(t));
   }
 }
 
@@ -207,11 +206,11 @@ const Term *term_arg(int index, const Type *type) {
   return term_intern(k);
 }
 
-const Term *term_bvar(int index, const Type *range) {
-  g_assert(index >= 0 && index < 64 && range->kind == TY_RANGE);
+const Term *term_bvar(int level, const Type *range) {
+  g_assert(level >= 0 && level < 64 && range->kind == TY_RANGE);
   KEY(k, 0);
   k->kind = TM_BVAR;
-  k->index = index;
+  k->index = level;
   k->type = range;
   return term_intern(k);
 }
@@ -310,19 +309,33 @@ static gboolean check_range(const Type *range, Diag *err) {
   return TRUE;
 }
 
-/* Regions nest at most PARTIR_MAX_REGIONS deep: binder indices, the
- * printer and the interpreter rely on it. */
-static gboolean check_nest(const Term *body, Diag *err) {
-  if ((body->loose ? body->nest : 0) + 1 > PARTIR_MAX_REGIONS) {
+int term_region_level(const Term *body, int level) {
+  guint64 outside = body->loose & ~(G_GUINT64_CONSTANT(1) << level);
+  g_assert((outside >> level) == 0); /* the binder is above what it uses */
+  return outside ? 64 - __builtin_clzll(outside) : 0;
+}
+
+/* The body with its binder at its home level, or NULL + err.  Regions
+ * nest at most PARTIR_MAX_REGIONS deep: levels are bits of 64-bit masks.
+ * Only the nesting of the printed program counts, never the length of a
+ * chain of regions computed one after another. */
+static const Term *region_body(const Term *body, int level, int *home,
+                               Diag *err) {
+  *home = term_region_level(body, level);
+  if (*home >= PARTIR_MAX_REGIONS) {
     diag_reason(err, "regions would nest deeper than %d", PARTIR_MAX_REGIONS);
-    return FALSE;
+    return NULL;
   }
-  return TRUE;
+  if (*home == level || !term_uses(body, level))
+    return body;
+  return term_rename_level(body, level, *home, err);
 }
 
 const Term *term_tile(int dim, const Type *range, const char *axis,
-                      const Term *body, Diag *err) {
-  if (!check_range(range, err) || !check_nest(body, err))
+                      const Term *body, int level, Diag *err) {
+  int home;
+  if (!check_range(range, err) ||
+      !(body = region_body(body, level, &home, err)))
     return NULL;
   const Type *bt = body->type;
   if (bt->kind != TY_TENSOR) {
@@ -353,13 +366,16 @@ const Term *term_tile(int dim, const Type *range, const char *axis,
   k->type = type;
   k->range = range;
   k->axis = axis;
+  k->binder = home;
   k->args[0] = body;
   return term_intern(k);
 }
 
 const Term *term_sum(const Type *range, const char *axis, const Term *body,
-                     Diag *err) {
-  if (!check_range(range, err) || !check_nest(body, err))
+                     int level, Diag *err) {
+  int home;
+  if (!check_range(range, err) ||
+      !(body = region_body(body, level, &home, err)))
     return NULL;
   if (body->type->kind != TY_TENSOR) {
     diag_reason(err, "partir.sum body yields a range, not a tensor");
@@ -375,6 +391,7 @@ const Term *term_sum(const Type *range, const char *axis, const Term *body,
   k->type = body->type;
   k->range = range;
   k->axis = axis;
+  k->binder = home;
   k->args[0] = body;
   return term_intern(k);
 }
@@ -401,9 +418,9 @@ const Term *term_with_args(const Term *t, const Term *const *args, Diag *err) {
   case TM_SLICE:
     return term_slice(t->index, args[0], args[1], err);
   case TM_TILE:
-    return term_tile(t->index, t->range, t->axis, args[0], err);
+    return term_tile(t->index, t->range, t->axis, args[0], t->binder, err);
   case TM_SUM:
-    return term_sum(t->range, t->axis, args[0], err);
+    return term_sum(t->range, t->axis, args[0], t->binder, err);
   case TM_TUPLE:
     return term_tuple(t->nargs, args);
   }
@@ -425,39 +442,141 @@ const Term *term_map_args(const Term *t, TermMapFn fn, void *ud, Diag *err) {
   return r;
 }
 
-static const Term *shift_rec(const Term *t, int by, int cutoff,
-                             GHashTable *memo) {
-  if ((t->loose >> cutoff) == 0)
+/* ------------------------------------------------------------- relevel */
+
+/* Renaming levels.  'to[l]' is the level l becomes ('mask' has bit l set
+ * when it differs from l).  A region whose outside levels change moves to
+ * its new home: its own level is renamed too while its body is rebuilt
+ * (and, inside it, the same level means its binder, not an outer one).
+ * The result for a term depends only on how the levels it uses are
+ * renamed, so it is kept in the table of the highest renamed level it
+ * uses: that table lives as long as that renaming does. */
+static GHashTable *carried_names; /* term_carry_names */
+
+void term_carry_names(GHashTable *names) { carried_names = names; }
+
+struct Relevel {
+  int to[64];
+  guint64 mask;
+  GHashTable *memo[64];
+  Diag *err;
+  gboolean failed;
+};
+
+Relevel *relevel_new(void) {
+  Relevel *rl = g_new0(Relevel, 1);
+  for (int l = 0; l < 64; l++)
+    rl->to[l] = l;
+  return rl;
+}
+
+void relevel_map(Relevel *rl, int from, int to) {
+  g_assert(from >= 0 && from < 64 && to >= 0 && to < 64);
+  rl->to[from] = to;
+  if (from != to)
+    rl->mask |= G_GUINT64_CONSTANT(1) << from;
+  else
+    rl->mask &= ~(G_GUINT64_CONSTANT(1) << from);
+}
+
+void relevel_free(Relevel *rl) {
+  for (int l = 0; l < 64; l++)
+    if (rl->memo[l])
+      g_hash_table_unref(rl->memo[l]);
+  g_free(rl);
+}
+
+static const Term *relevel_rec(Relevel *rl, const Term *t);
+
+/* A region whose outside levels are renamed: rebuilt at its new home. */
+static const Term *relevel_region(Relevel *rl, const Term *t) {
+  guint64 outside = 0;
+  for (guint64 m = t->loose; m; m &= m - 1)
+    outside |= G_GUINT64_CONSTANT(1) << rl->to[__builtin_ctzll(m)];
+  int k = t->binder;
+  int home = outside ? 64 - __builtin_clzll(outside) : 0;
+  if (home >= PARTIR_MAX_REGIONS) {
+    diag_reason(rl->err, "regions would nest deeper than %d",
+                PARTIR_MAX_REGIONS);
+    rl->failed = TRUE;
     return t;
-  if (t->kind == TM_BVAR) {
-    g_assert(t->index + by >= 0 && t->index + by < 64);
-    return term_bvar(t->index + by, t->type);
   }
-  /* memo entries are per cutoff: key on (t, cutoff) by offsetting */
-  gpointer key = (gpointer)((guintptr)t + (guintptr)cutoff);
-  const Term *done = g_hash_table_lookup(memo, key);
-  if (done)
-    return done;
-  int inner = cutoff + (t->kind == TM_TILE || t->kind == TM_SUM);
-  const Term *stack_args[8];
-  const Term **args =
-      t->nargs <= 8 ? stack_args : g_new(const Term *, (gsize)t->nargs);
-  for (int i = 0; i < t->nargs; i++)
-    args[i] = shift_rec(t->args[i], by, inner, memo);
-  const Term *r = rebuild_same_types(t, args);
-  if (args != stack_args)
-    g_free(args);
-  g_hash_table_insert(memo, key, (gpointer)r);
+  /* inside, level k is this region's binder: its own renaming and table */
+  int saved_to = rl->to[k];
+  guint64 saved_mask = rl->mask;
+  GHashTable *saved_memo = rl->memo[k];
+  rl->memo[k] = NULL;
+  relevel_map(rl, k, home);
+  const Term *body = relevel_rec(rl, t->args[0]);
+  if (rl->memo[k])
+    g_hash_table_unref(rl->memo[k]);
+  rl->memo[k] = saved_memo;
+  rl->to[k] = saved_to;
+  rl->mask = saved_mask;
+  if (rl->failed)
+    return t;
+  const Term *r =
+      t->kind == TM_TILE
+          ? term_tile(t->index, t->range, t->axis, body, home, rl->err)
+          : term_sum(t->range, t->axis, body, home, rl->err);
+  if (!r) {
+    rl->failed = TRUE;
+    return t;
+  }
   return r;
 }
 
-const Term *term_shift(const Term *t, int by, int cutoff) {
-  if (by == 0 || (t->loose >> cutoff) == 0)
+static const Term *relevel_rec(Relevel *rl, const Term *t) {
+  guint64 used = t->loose & rl->mask;
+  if (!used || rl->failed)
     return t;
-  g_autoptr(GHashTable) memo = g_hash_table_new(NULL, NULL);
-  return shift_rec(t, by, cutoff, memo);
+  if (t->kind == TM_BVAR)
+    return term_bvar(rl->to[t->index], t->type);
+  int top = 63 - __builtin_clzll(used);
+  if (!rl->memo[top])
+    rl->memo[top] = g_hash_table_new(NULL, NULL);
+  const Term *done = g_hash_table_lookup(rl->memo[top], t);
+  if (done)
+    return done;
+  const Term *r;
+  if (t->kind == TM_TILE || t->kind == TM_SUM) {
+    r = relevel_region(rl, t);
+  } else {
+    const Term *stack_args[8];
+    const Term **args =
+        t->nargs <= 8 ? stack_args : g_new(const Term *, (gsize)t->nargs);
+    for (int i = 0; i < t->nargs; i++)
+      args[i] = relevel_rec(rl, t->args[i]);
+    r = rebuild_same_types(t, args);
+    if (args != stack_args)
+      g_free(args);
+  }
+  if (rl->failed)
+    return t;
+  const char *name =
+      carried_names ? g_hash_table_lookup(carried_names, t) : NULL;
+  if (name && !g_hash_table_contains(carried_names, r))
+    g_hash_table_insert(carried_names, (gpointer)r, g_strdup(name));
+  /* the region's table may have been replaced while its body was built */
+  if (!rl->memo[top])
+    rl->memo[top] = g_hash_table_new(NULL, NULL);
+  g_hash_table_insert(rl->memo[top], (gpointer)t, (gpointer)r);
+  return r;
 }
 
-const Term *term_placed(const Term *t) {
-  return term_is_closed(t) ? t : term_shift(t, -term_lo(t), 0);
+const Term *relevel_apply(Relevel *rl, const Term *t, Diag *err) {
+  rl->err = err;
+  rl->failed = FALSE;
+  const Term *r = relevel_rec(rl, t);
+  return rl->failed ? NULL : r;
+}
+
+const Term *term_rename_level(const Term *t, int from, int to, Diag *err) {
+  if (from == to || !term_uses(t, from))
+    return t;
+  Relevel *rl = relevel_new();
+  relevel_map(rl, from, to);
+  const Term *r = relevel_apply(rl, t, err);
+  relevel_free(rl);
+  return r;
 }

@@ -7,11 +7,13 @@
  * code are checked against, so it favours plainness over speed.
  *
  * Sharing: each distinct term is evaluated once per environment.  A term
- * is memoised in the table of the region of the innermost binder it uses
- * (closed terms at depth 0); entering a new iteration of a region clears
- * that region's table.  Within one table a term pointer has one meaning,
- * because the region depth and the term's smallest loose index fix the
- * depth it is used at.
+ * is memoised in the table of its home, the region depth of the highest
+ * binder level it uses (closed terms at depth 0); entering a new
+ * iteration of a region clears that region's table.  A region is run at
+ * its home: when one is needed inside a deeper region (a value computed
+ * once per outer iteration, first asked for from inside), the tables and
+ * binder values of the depths it uses are set aside while it runs, so
+ * within one table a term pointer has one meaning.
  *
  * Memory: a value leaves its table at its last use.  Before a run,
  * 'count_uses' counts how often each term is asked for in one environment
@@ -46,6 +48,7 @@ typedef struct Interp {
   GHashTable *uses;     /* Term -> uses in one environment (count_uses) */
   int64_t start[PARTIR_MAX_REGIONS + 2];    /* binder value of region depth k */
   GHashTable *memo[PARTIR_MAX_REGIONS + 2]; /* Term -> Memo */
+  int depth; /* the deepest region body running */
 } Interp;
 
 /* A memoised value and the uses left before it is dropped. */
@@ -65,9 +68,7 @@ static void memo_free(gpointer p) {
 /* Whether operand 'a' of operator or slice 'p' is memoised in p's table:
  * both closed, or both with the same innermost binder. */
 static gboolean same_table(const Term *p, const Term *a) {
-  if (term_is_closed(a))
-    return term_is_closed(p);
-  return term_lo(p) == term_lo(a);
+  return term_home(p) == term_home(a);
 }
 
 static void add_use(GHashTable *uses, const Term *t, gboolean pinned) {
@@ -98,7 +99,7 @@ static GHashTable *count_uses(const Term *body) {
       continue;
     if (p->kind == TM_TILE || p->kind == TM_SUM) {
       const Term *b = p->args[0];
-      add_use(uses, b, !(b->loose & 1));
+      add_use(uses, b, !term_uses(b, p->binder));
       g_ptr_array_add(todo, (gpointer)b);
       continue;
     }
@@ -113,7 +114,7 @@ static GHashTable *count_uses(const Term *body) {
   return uses;
 }
 
-static Tensor *eval(Interp *in, int depth, const Term *t);
+static Tensor *eval(Interp *in, const Term *t);
 
 /* Views a shape as [outer, size of dim d, inner] for chunk copies. */
 static void split_at(const Type *ty, int d, int64_t *outer, int64_t *inner) {
@@ -153,17 +154,27 @@ static GHashTable *memo_at(Interp *in, int level) {
   return in->memo[level];
 }
 
-static Tensor *eval_region(Interp *in, int depth, const Term *t) {
+/* Runs a region at its home: the tables and binder values of the depths
+ * its body uses are its own while it runs. */
+static Tensor *eval_region(Interp *in, const Term *t) {
   const Type *range = t->range;
   int64_t count = range->n / range->w;
   Tensor *out = tensor_new(t->type);
-  int inner = depth + 1;
+  int inner = t->binder + 1, outer_depth = in->depth;
+  GHashTable *saved_memo[PARTIR_MAX_REGIONS + 2];
+  int64_t saved_start[PARTIR_MAX_REGIONS + 2];
+  for (int k = inner; k <= outer_depth; k++) {
+    saved_memo[k] = in->memo[k];
+    saved_start[k] = in->start[k];
+    in->memo[k] = NULL;
+  }
+  in->depth = inner;
   for (int64_t k = 0; k < count && !in->interrupted; k++) {
     if (partir_interrupt)
       in->interrupted = TRUE;
     in->start[inner] = k * range->w;
     clear_from(in, inner);
-    Tensor *v = eval(in, inner, t->args[0]);
+    Tensor *v = eval(in, t->args[0]);
     if (t->kind == TM_TILE) {
       copy_chunk(out, k * range->w, v, 0, t->index, range->w);
     } else {
@@ -181,20 +192,28 @@ static Tensor *eval_region(Interp *in, int depth, const Term *t) {
     }
     tensor_unref(v);
   }
-  clear_from(in, inner);
+  for (int k = inner; k < PARTIR_MAX_REGIONS + 2 && in->memo[k]; k++) {
+    g_hash_table_unref(in->memo[k]);
+    in->memo[k] = NULL;
+  }
+  for (int k = inner; k <= outer_depth; k++) {
+    in->memo[k] = saved_memo[k];
+    in->start[k] = saved_start[k];
+  }
+  in->depth = outer_depth;
   if (t->kind == TM_SUM)
     tensor_round(out);
   return out;
 }
 
-static Tensor *eval_uncached(Interp *in, int depth, const Term *t) {
+static Tensor *eval_uncached(Interp *in, const Term *t) {
   switch (t->kind) {
   case TM_OP: {
     Tensor *stack_args[8];
     Tensor **args =
         t->nargs <= 8 ? stack_args : g_new(Tensor *, (gsize)t->nargs);
     for (int i = 0; i < t->nargs; i++)
-      args[i] = eval(in, depth, t->args[i]);
+      args[i] = eval(in, t->args[i]);
     /* Once interrupted, the run's values are discarded: skip the work.
      * A kernel that sees the interrupt stops early (kernels.c). */
     Tensor *r = in->interrupted ? tensor_new(t->type) : kernel_eval(t, args);
@@ -207,29 +226,31 @@ static Tensor *eval_uncached(Interp *in, int depth, const Term *t) {
     return r;
   }
   case TM_SLICE: {
-    Tensor *x = eval(in, depth, t->args[0]);
+    Tensor *x = eval(in, t->args[0]);
     const Term *r = t->args[1];
     g_assert(r->kind == TM_BVAR);
     Tensor *out = tensor_new(t->type);
-    copy_chunk(out, 0, x, in->start[depth - r->index], t->index, r->type->w);
+    /* level l is the binder of the region whose body is at depth l+1 */
+    copy_chunk(out, 0, x, in->start[r->index + 1], t->index, r->type->w);
     tensor_unref(x);
     return out;
   }
   case TM_TILE:
   case TM_SUM:
-    return eval_region(in, depth, t);
+    return eval_region(in, t);
   default:
     g_assert_not_reached();
   }
 }
 
-/* The value of 't' seen at 'depth' (a new reference): from its table,
+/* The value of 't' (a new reference): from its table,
  * which drops it at its last use, or computed and kept there for the
  * uses to come. */
-static Tensor *eval(Interp *in, int depth, const Term *t) {
+static Tensor *eval(Interp *in, const Term *t) {
   if (t->kind == TM_ARG)
     return tensor_ref(in->inputs[t->index]);
-  int level = term_home_depth(t, depth);
+  int level = term_home(t);
+  g_assert(level <= in->depth);
   GHashTable *memo = memo_at(in, level);
   Memo *m = g_hash_table_lookup(memo, t);
   if (m) {
@@ -238,7 +259,7 @@ static Tensor *eval(Interp *in, int depth, const Term *t) {
       g_hash_table_remove(memo, t);
     return v;
   }
-  Tensor *v = eval_uncached(in, depth, t);
+  Tensor *v = eval_uncached(in, t);
   guint uses = GPOINTER_TO_UINT(g_hash_table_lookup(in->uses, t));
   g_assert(uses > 0); /* count_uses saw every term eval reaches */
   if (uses > 1) {     /* this was one use */
@@ -520,7 +541,7 @@ GPtrArray *interp_run(const Func *f, Tensor *const *inputs, GError **error) {
   Interp in = {.inputs = inputs, .uses = count_uses(f->body)};
   GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
   for (int i = 0; i < f->nresults && !in.interrupted; i++)
-    g_ptr_array_add(out, eval(&in, 0, f->body->args[i]));
+    g_ptr_array_add(out, eval(&in, f->body->args[i]));
   for (int k = 0; k < PARTIR_MAX_REGIONS + 2; k++)
     if (in.memo[k])
       g_hash_table_unref(in.memo[k]);

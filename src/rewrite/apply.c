@@ -58,13 +58,12 @@ const Attrs *rw_slice_attrs_follow(const Attrs *a, const Type *from,
   return attrs_intern(a->count, keys, vals);
 }
 
-/* op(operands, each sliced along dims[i] (>= 0) by range value 'r');
- * 'lift' shifts the operands under one new binder first. */
+/* op(operands, each sliced along dims[i] (>= 0) by range value 'r'). */
 static const Term *sliced_op(const Term *t, const int *dims, const Term *r,
-                             gboolean lift, const Type *written, Diag *why) {
+                             const Type *written, Diag *why) {
   const Term *args[SPEC_MAX_OPERANDS];
   for (int i = 0; i < t->nargs; i++) {
-    const Term *a = lift ? term_shift(t->args[i], 1, 0) : t->args[i];
+    const Term *a = t->args[i];
     if (dims[i] >= 0 && !(a = term_slice(dims[i], a, r, why)))
       return NULL;
     args[i] = a;
@@ -105,7 +104,7 @@ static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
                 op_name(b->op));
     return NULL;
   }
-  const Term *r = term_bvar(0, t->range);
+  const Term *r = term_bvar(t->binder, t->range);
   const Term *args[SPEC_MAX_OPERANDS];
   for (int i = 0; i < b->nargs; i++) {
     int c = tile ? spec.out[k][i] : spec.red[k][i];
@@ -120,11 +119,11 @@ static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
       }
       a = a->args[0];
     }
-    if (a->loose & 1) {
+    if (term_uses(a, t->binder)) {
       diag_reason(why, "operand %d depends on the region's binder", i + 1);
       return NULL;
     }
-    args[i] = term_shift(a, -1, 0);
+    args[i] = a;
   }
   const Attrs *attrs =
       b->op == OP_SLICE
@@ -163,7 +162,7 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
     int dims[SPEC_MAX_OPERANDS];
     for (int i = 0; i < opt->nargs; i++)
       dims[i] = spec.out[k][i];
-    return sliced_op(opt, dims, t->args[1], FALSE, t->type, why);
+    return sliced_op(opt, dims, t->args[1], t->type, why);
   }
   gboolean have_w;
   int64_t w = arg_int(args, nargs, "w", &have_w);
@@ -202,14 +201,17 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
     return NULL;
   }
   const Type *range = type_range(n, w);
-  const Term *r = term_bvar(0, range);
+  /* the new region sits where t is computed: its binder is t's home */
+  int level = term_home(t);
+  const Term *r = term_bvar(level, range);
   const Type *written =
       rule->kind == RULE_OP_TILE ? type_with_dim(t->type, k, w) : t->type;
-  const Term *body = sliced_op(t, dims, r, TRUE, written, why);
+  const Term *body = sliced_op(t, dims, r, written, why);
   if (!body)
     return NULL;
-  return rule->kind == RULE_OP_TILE ? term_tile(k, range, axis, body, why)
-                                    : term_sum(range, axis, body, why);
+  return rule->kind == RULE_OP_TILE
+             ? term_tile(k, range, axis, body, level, why)
+             : term_sum(range, axis, body, level, why);
 }
 
 const Term *rw_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
@@ -260,8 +262,11 @@ State *rw_with_replacement(State *in, const Location *loc, const Term *to,
 State *rw_apply(const RuleSet *rs, State *in, const Rule *rule,
                 const Location *loc, const RuleArg *args, int nargs,
                 Diag *why) {
+  term_carry_names(in->module->names);
   const Term *to = rw_apply_at(rs, rule, loc, args, nargs, why);
-  return to ? rw_with_replacement(in, loc, to, rule, why) : NULL;
+  State *out = to ? rw_with_replacement(in, loc, to, rule, why) : NULL;
+  term_carry_names(NULL);
+  return out;
 }
 
 GPtrArray *rw_matches(const RuleSet *rs, const State *s, const Rule *rule) {

@@ -1,16 +1,17 @@
 /* match.c — matching a written rule and building its right side.
  *
- * Patterns name binders ('\r'); terms use de Bruijn indices.  While
+ * Patterns name binders ('\r'); terms use de Bruijn levels.  While
  * matching, 'scope' lists the rule binders entered so far (innermost
- * last), so a binder reference 'r' matches the index equal to its
- * distance.  A pattern variable matched under k binders records the term
- * together with those binders' names.  Building the right side, every
- * variable is re-indexed into the right side's scope: an index that
- * pointed at a rule binder now points at the right-side binder of the
- * same name (or, under a substitution e{s/r}, is replaced by s); indices
- * beyond the rule's binders point outside the matched term and are
- * shifted by the difference in depth.  A variable whose term uses a
- * binder the right side does not have makes the match fail, which is how
+ * last) with the level each has in the term, so a binder reference 'r'
+ * matches the variable of that level.  A pattern variable records the
+ * term together with the rule binders around it.  Building the right
+ * side, each right-side region is placed at its home first (its level is
+ * one more than the highest level its body will use from outside), then
+ * every variable's levels are renamed into the right side's: a level that
+ * was a rule binder becomes the right-side binder of the same name (or,
+ * under a substitution e{s/r}, the level of s); other levels lie outside
+ * the matched term and stay.  A variable whose term uses a binder the
+ * right side does not have makes the match fail, which is how
  * 'tile d (\r -> slice d x[r]) ~~> x' refuses an x that depends on r.
  *
  * Building goes through the type-checking constructors, so a right side
@@ -20,11 +21,25 @@
 
 #include <string.h>
 
+/* The rule binders around a place of the left side (outermost first). */
+typedef struct Scope {
+  int n;
+  const char *names[PARTIR_MAX_REGIONS];
+  int levels[PARTIR_MAX_REGIONS]; /* their levels in the matched term */
+} Scope;
+
+/* The rule binder whose level is 'level' in 'sc', or NULL. */
+static const char *scope_name_at(const Scope *sc, int level) {
+  for (int i = sc->n - 1; i >= 0; i--)
+    if (sc->levels[i] == level)
+      return sc->names[i];
+  return NULL;
+}
+
 typedef struct TermVar {
   const char *name;
   const Term *t;
-  int k;                                 /* rule binders in scope */
-  const char *scope[PARTIR_MAX_REGIONS]; /* their names, outermost first */
+  Scope scope;
 } TermVar;
 
 typedef struct Binder {
@@ -47,8 +62,7 @@ typedef struct Env {
   int naxes;
   Binder binders[RULE_MAX_VARS];
   int nbinders;
-  const char *scope[PARTIR_MAX_REGIONS];
-  int nscope;
+  Scope scope;
   Diag *why;
 } Env;
 
@@ -144,30 +158,19 @@ static const char **axis_slot(Env *e, const char *name, gboolean create) {
   return &e->axes[e->naxes++];
 }
 
-/* The term 't', matched under 'k' rule binders, seen outside all of them;
- * NULL when it uses one of them. */
-static const Term *lower(const Term *t, int k) {
-  if (k == 0)
-    return t;
-  if (t->loose & ((G_GUINT64_CONSTANT(1) << k) - 1))
-    return NULL;
-  return term_shift(t, -k, 0);
-}
-
 static gboolean match(Env *e, const Pat *pt, const Term *t);
 
+/* Two occurrences of a variable match when they are the same term and
+ * every level it uses means the same binder at both places. */
 static gboolean match_var(Env *e, const Pat *pt, const Term *t) {
   for (int i = 0; i < e->nterms; i++) {
     TermVar *v = &e->terms[i];
     if (v->name != pt->name)
       continue;
-    gboolean same;
-    if (v->k == e->nscope &&
-        memcmp(v->scope, e->scope, sizeof(char *) * (gsize)v->k) == 0) {
-      same = v->t == t;
-    } else {
-      const Term *outside = lower(v->t, v->k);
-      same = outside && outside == lower(t, e->nscope);
+    gboolean same = v->t == t;
+    for (guint64 m = t->loose; same && m; m &= m - 1) {
+      int l = __builtin_ctzll(m);
+      same = scope_name_at(&v->scope, l) == scope_name_at(&e->scope, l);
     }
     if (!same)
       diag_reason(e->why, "the two occurrences of '%s' differ", pt->name);
@@ -178,8 +181,9 @@ static gboolean match_var(Env *e, const Pat *pt, const Term *t) {
   TermVar *v = &e->terms[e->nterms++];
   v->name = pt->name;
   v->t = t;
-  v->k = e->nscope;
-  memcpy(v->scope, e->scope, sizeof(char *) * (gsize)e->nscope);
+  v->scope.n = e->scope.n;
+  memcpy(v->scope.names, e->scope.names, sizeof(char *) * (gsize)e->scope.n);
+  memcpy(v->scope.levels, e->scope.levels, sizeof(int) * (gsize)e->scope.n);
   return TRUE;
 }
 
@@ -193,12 +197,13 @@ static gboolean match_binder(Env *e, const Pat *pt, const Term *t) {
       return FALSE;
     *slot = t->axis;
   }
-  if (e->nbinders == RULE_MAX_VARS || e->nscope == PARTIR_MAX_REGIONS)
+  if (e->nbinders == RULE_MAX_VARS || e->scope.n == PARTIR_MAX_REGIONS)
     return FALSE;
   e->binders[e->nbinders++] = (Binder){pt->name, t->range, t->axis};
-  e->scope[e->nscope++] = pt->name;
+  e->scope.names[e->scope.n] = pt->name;
+  e->scope.levels[e->scope.n++] = t->binder;
   gboolean ok = match(e, pt->args[0], t->args[0]);
-  e->nscope--;
+  e->scope.n--;
   return ok;
 }
 
@@ -207,9 +212,9 @@ static gboolean match(Env *e, const Pat *pt, const Term *t) {
   case PT_VAR:
     return match_var(e, pt, t);
   case PT_BIND:
-    for (int i = e->nscope - 1; i >= 0; i--)
-      if (e->scope[i] == pt->name)
-        return t->kind == TM_BVAR && t->index == e->nscope - 1 - i;
+    for (int i = e->scope.n - 1; i >= 0; i--)
+      if (e->scope.names[i] == pt->name)
+        return t->kind == TM_BVAR && t->index == e->scope.levels[i];
     return FALSE;
   case PT_OP:
     if (t->kind != TM_OP || t->op != pt->op || t->nargs != pt->nargs) {
@@ -362,109 +367,97 @@ static gboolean check_conds(Env *e, const Rule *r) {
 
 /* -------------------------------------------------------------- building */
 
-typedef struct Reindex {
-  int k;                               /* indices below k are rule binders */
-  const Term *map[PARTIR_MAX_REGIONS]; /* their replacements (target scope) */
-  int m;                               /* depth of the target scope */
-  GHashTable *memo;
-  gboolean ok;
-} Reindex;
-
-static const Term *reindex(Reindex *ri, const Term *t, int cutoff) {
-  if ((t->loose >> cutoff) == 0)
-    return t;
-  if (t->kind == TM_BVAR) {
-    int j = t->index - cutoff;
-    if (j < ri->k) {
-      if (!ri->map[j]) {
-        ri->ok = FALSE;
-        return t;
-      }
-      return term_shift(ri->map[j], cutoff, 0);
-    }
-    return term_bvar(j - ri->k + ri->m + cutoff, t->type);
-  }
-  gpointer key = (gpointer)((guintptr)t + (guintptr)cutoff);
-  const Term *done = g_hash_table_lookup(ri->memo, key);
-  if (done)
-    return done;
-  int inner = cutoff + (t->kind == TM_TILE || t->kind == TM_SUM);
-  const Term *args[SPEC_MAX_OPERANDS];
-  const Term **a = t->nargs <= SPEC_MAX_OPERANDS
-                       ? args
-                       : g_new(const Term *, (gsize)t->nargs);
-  for (int i = 0; i < t->nargs; i++)
-    a[i] = reindex(ri, t->args[i], inner);
-  g_autoptr(Diag) err = diag_new(NULL);
-  const Term *r = ri->ok ? term_with_args(t, a, err) : t;
-  if (a != args)
-    g_free(a);
-  if (!r) {
-    ri->ok = FALSE;
-    return t;
-  }
-  g_hash_table_insert(ri->memo, key, (gpointer)r);
-  return r;
-}
-
-static const Binder *lhs_binder(Env *e, const char *name);
-
-typedef struct Builder {
-  Env *env;
-  const char *scope[PARTIR_MAX_REGIONS]; /* right-side binders */
-  int nscope;
-} Builder;
-
-/* The variable's term in the builder's scope; 'subst_name' (a rule
- * binder) is replaced by 'subst' when given. */
-static const Term *build_var(Builder *b, const TermVar *v,
-                             const char *subst_name, const Term *subst) {
-  Reindex ri = {.k = v->k, .m = b->nscope, .ok = TRUE};
-  for (int j = 0; j < v->k; j++) {
-    const char *name = v->scope[v->k - 1 - j];
-    ri.map[j] = NULL;
-    if (name == subst_name) {
-      ri.map[j] = subst;
-      continue;
-    }
-    for (int pos = b->nscope - 1; pos >= 0; pos--)
-      if (b->scope[pos] == name) {
-        const Binder *bi = NULL;
-        for (int q = 0; q < b->env->nbinders; q++)
-          if (b->env->binders[q].name == name)
-            bi = &b->env->binders[q];
-        ri.map[j] = term_bvar(b->nscope - 1 - pos, bi->range);
-        break;
-      }
-  }
-  /* the common case (fuse in propagate): every rule binder keeps its
-   * index and nothing outside moves, so the term is already right */
-  gboolean identity = ri.m == ri.k || (v->t->loose >> ri.k) == 0;
-  for (int j = 0; j < ri.k && identity; j++) {
-    const Binder *bi = lhs_binder(b->env, v->scope[v->k - 1 - j]);
-    identity = !(v->t->loose & (G_GUINT64_CONSTANT(1) << j)) ||
-               (ri.map[j] && bi && ri.map[j] == term_bvar(j, bi->range));
-  }
-  if (identity)
-    return v->t;
-  ri.memo = g_hash_table_new(NULL, NULL);
-  const Term *r = reindex(&ri, v->t, 0);
-  g_hash_table_unref(ri.memo);
-  if (!ri.ok) {
-    diag_reason(b->env->why,
-                "'%s' depends on a binder the right side "
-                "does not have",
-                v->name);
-    return NULL;
-  }
-  return r;
-}
-
 static const Binder *lhs_binder(Env *e, const char *name) {
   for (int q = 0; q < e->nbinders; q++)
     if (e->binders[q].name == name)
       return &e->binders[q];
   return NULL;
+}
+
+/* The right side's binders open while building (outermost first), with
+ * the levels they were given. */
+typedef struct Builder {
+  Env *env;
+  Scope scope;
+} Builder;
+
+/* The level of right-side binder 'name' where the builder is, or -1. */
+static int builder_level(const Builder *b, const char *name) {
+  for (int i = b->scope.n - 1; i >= 0; i--)
+    if (b->scope.names[i] == name)
+      return b->scope.levels[i];
+  return -1;
+}
+
+static TermVar *term_var(Env *e, const char *name);
+
+/* The levels the term built from 'pt' will use from outside: binders open
+ * in the builder count, binders the pattern will open itself do not. */
+static guint64 outside_mask(Builder *b, const Pat *pt) {
+  switch (pt->kind) {
+  case PT_BIND: {
+    int l = builder_level(b, pt->name);
+    return l >= 0 ? G_GUINT64_CONSTANT(1) << l : 0;
+  }
+  case PT_VAR:
+  case PT_SUBST: {
+    const TermVar *v =
+        term_var(b->env, pt->kind == PT_VAR ? pt->name : pt->args[0]->name);
+    if (!v)
+      return 0;
+    guint64 out = 0;
+    for (guint64 m = v->t->loose; m; m &= m - 1) {
+      int l = __builtin_ctzll(m);
+      const char *name = scope_name_at(&v->scope, l);
+      if (!name) /* a level outside the matched term */
+        out |= G_GUINT64_CONSTANT(1) << l;
+      else if (pt->kind == PT_SUBST && name == pt->name)
+        out |= outside_mask(b, pt->args[1]);
+      else if (builder_level(b, name) >= 0)
+        out |= G_GUINT64_CONSTANT(1) << builder_level(b, name);
+    }
+    return out;
+  }
+  default: {
+    guint64 out = 0;
+    for (int i = 0; i < pt->nargs; i++)
+      out |= outside_mask(b, pt->args[i]);
+    return out;
+  }
+  }
+}
+
+/* The variable's term in the builder's scope; 'subst_name' (a rule
+ * binder) becomes level 'subst' (>= 0) when given. */
+static const Term *build_var(Builder *b, const TermVar *v,
+                             const char *subst_name, int subst) {
+  Relevel *rl = NULL;
+  for (guint64 m = v->t->loose; m; m &= m - 1) {
+    int l = __builtin_ctzll(m);
+    const char *name = scope_name_at(&v->scope, l);
+    if (!name)
+      continue; /* outside the matched term: the same level here */
+    int to = name == subst_name ? subst : builder_level(b, name);
+    if (to < 0) {
+      diag_reason(b->env->why,
+                  "'%s' depends on a binder the right side "
+                  "does not have",
+                  v->name);
+      if (rl)
+        relevel_free(rl);
+      return NULL;
+    }
+    if (to != l && !rl)
+      rl = relevel_new();
+    if (rl)
+      relevel_map(rl, l, to);
+  }
+  /* the common case (fuse in propagate): every binder keeps its level */
+  if (!rl)
+    return v->t;
+  const Term *r = relevel_apply(rl, v->t, b->env->why);
+  relevel_free(rl);
+  return r;
 }
 
 static gboolean int_of(Builder *b, const IntRef *r, int64_t *out) {
@@ -508,12 +501,12 @@ static const Attrs *build_attrs(Builder *b, const Pat *pt) {
 }
 
 static const Term *build_bind(Builder *b, const char *name) {
-  for (int pos = b->nscope - 1; pos >= 0; pos--)
-    if (b->scope[pos] == name) {
-      const Binder *bi = lhs_binder(b->env, name);
-      g_assert(bi);
-      return term_bvar(b->nscope - 1 - pos, bi->range);
-    }
+  int l = builder_level(b, name);
+  if (l >= 0) {
+    const Binder *bi = lhs_binder(b->env, name);
+    g_assert(bi);
+    return term_bvar(l, bi->range);
+  }
   diag_reason(b->env->why, "binder '%s' is not in scope", name);
   return NULL;
 }
@@ -549,11 +542,20 @@ static const Term *build_region(Builder *b, const Pat *pt) {
       return NULL;
     e->binders[e->nbinders++] = (Binder){pt->name, range, axis};
   }
-  if (b->nscope == PARTIR_MAX_REGIONS)
+  if (b->scope.n == PARTIR_MAX_REGIONS)
     return NULL;
-  b->scope[b->nscope++] = pt->name;
+  /* the region sits at its home: above every level its body uses */
+  guint64 outside = outside_mask(b, pt->args[0]);
+  int level = outside ? 64 - __builtin_clzll(outside) : 0;
+  if (level >= PARTIR_MAX_REGIONS) {
+    diag_reason(e->why, "regions would nest deeper than %d",
+                PARTIR_MAX_REGIONS);
+    return NULL;
+  }
+  b->scope.names[b->scope.n] = pt->name;
+  b->scope.levels[b->scope.n++] = level;
   const Term *body = build(b, pt->args[0]);
-  b->nscope--;
+  b->scope.n--;
   if (!body)
     return NULL;
   int64_t dim = 0;
@@ -561,8 +563,8 @@ static const Term *build_region(Builder *b, const Pat *pt) {
     return NULL;
   const Term *t = pt->kind == PT_TILE
                       ? term_tile((int)CLAMP(dim, -1, PARTIR_MAX_RANK), range,
-                                  axis, body, e->why)
-                      : term_sum(range, axis, body, e->why);
+                                  axis, body, level, e->why)
+                      : term_sum(range, axis, body, level, e->why);
   return t;
 }
 
@@ -570,17 +572,22 @@ static const Term *build(Builder *b, const Pat *pt) {
   Env *e = b->env;
   switch (pt->kind) {
   case PT_VAR:
-    return build_var(b, term_var(e, pt->name), NULL, NULL);
+    return build_var(b, term_var(e, pt->name), NULL, -1);
   case PT_BIND:
     return build_bind(b, pt->name);
   case PT_SUBST: {
     const Pat *sp = pt->args[1];
     const Term *s = sp->kind == PT_BIND
                         ? build_bind(b, sp->name)
-                        : build_var(b, term_var(e, sp->name), NULL, NULL);
+                        : build_var(b, term_var(e, sp->name), NULL, -1);
     if (!s)
       return NULL;
-    return build_var(b, term_var(e, pt->args[0]->name), pt->name, s);
+    if (s->kind != TM_BVAR) {
+      diag_reason(e->why, "the value substituted for '%s' is not a binder",
+                  pt->name);
+      return NULL;
+    }
+    return build_var(b, term_var(e, pt->args[0]->name), pt->name, s->index);
   }
   case PT_OP: {
     const Term *args[SPEC_MAX_OPERANDS];
@@ -628,7 +635,7 @@ const Term *match_apply(const Rule *rule, const Term *t, const RuleArg *args,
   /* not zeroed: every table is read only below its count (it is large:
    * clearing it was most of the cost of a small rewrite) */
   Env *e = g_new(Env, 1);
-  e->nterms = e->nints = e->nattrs = e->naxes = e->nbinders = e->nscope = 0;
+  e->nterms = e->nints = e->nattrs = e->naxes = e->nbinders = e->scope.n = 0;
   e->why = why;
   diag_reset(why);
   for (int i = 0; i < nargs; i++) {
@@ -652,7 +659,7 @@ const Term *match_apply(const Rule *rule, const Term *t, const RuleArg *args,
     }
   }
   if (match(e, rule->lhs, t) && check_conds(e, rule)) {
-    Builder b = {.env = e};
+    Builder b = {.env = e}; /* scope.n = 0: no binder open */
     out = build(&b, rule->rhs);
   } else if (!diag_any(why)) {
     diag_reason(why, "'%s' does not match here", rule->name);

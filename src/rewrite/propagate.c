@@ -220,14 +220,15 @@ static const Term *norm(Norm *n, const Term *t) {
 typedef struct AxisCheck {
   Norm *n;
   const char *axes[PARTIR_MAX_REGIONS + 2]; /* region depth -> its axis */
-  GHashTable *seen[PARTIR_MAX_REGIONS + 2]; /* placed terms, per region */
+  GHashTable *seen[PARTIR_MAX_REGIONS + 2]; /* terms, per region */
 } AxisCheck;
 
 static void check_axes(AxisCheck *c, int depth, const Term *t) {
   if (t->kind == TM_ARG || t->kind == TM_BVAR)
     return;
-  int target = term_home_depth(t, depth);
-  const Term *placed = term_placed(t);
+  int target = term_home(t);
+  const Term *placed = t;
+  g_assert(target <= depth);
   if (!g_hash_table_add(c->seen[target], (gpointer)placed))
     return;
   if (placed->kind != TM_TILE && placed->kind != TM_SUM) {
@@ -288,7 +289,9 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
     if (r->kind == RULE_PATTERN && (r->tags & tag))
       g_ptr_array_add(n.rules, (gpointer)r);
   }
+  term_carry_names(names);
   const Term *out = norm(&n, body);
+  term_carry_names(NULL);
   if (n.stopped) {
     diag_reason(why,
                 "the %s pass stopped without reaching a fixed point after "

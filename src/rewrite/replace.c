@@ -2,22 +2,23 @@
  *
  * A rewrite at a location makes a new term for one value; every use of
  * that value must see it.  One rebuilding pass over the body replaces
- * every occurrence of the old (placed) term by the new one, shifted to
- * each place's binder depth, and gives rebuilt values the user's names
- * of the values they replace.  Unchanged subterms are shared.
+ * every occurrence of the old term by the new one (a term means the same
+ * at every depth: binders are levels), and gives rebuilt values the
+ * user's names of the values they replace.  Unchanged subterms are
+ * shared.
  */
 #include "rewrite/rewrite.h"
 
 void replace_inherit_name(GHashTable *names, const Term *from, const Term *to) {
-  if (!names || from == to || !term_is_closed(from) || !term_is_closed(to))
+  if (!names || from == to)
     return;
   const char *name = g_hash_table_lookup(names, from);
   if (name && !g_hash_table_contains(names, to))
     g_hash_table_insert(names, (gpointer)to, g_strdup(name));
 }
 
-/* One rebuilding pass: either every occurrence of 'from' (a placed term)
- * becomes 'to', or every argument i becomes args_to[i] (when not NULL). */
+/* One rebuilding pass: either every occurrence of 'from' becomes 'to', or every
+ * argument i becomes args_to[i] (when not NULL). */
 typedef struct Replace {
   const Term *from, *to;
   const Term *const *args_to;
@@ -38,12 +39,9 @@ static const Term *replace_rec(Replace *rp, const Term *t) {
   if (rp->args_to && t->kind == TM_ARG)
     return t->index < rp->nargs && rp->args_to[t->index] ? rp->args_to[t->index]
                                                          : t;
-  /* cheap filter before comparing placed forms (shifting preserves these) */
-  if (from && t->kind == from->kind && t->type == from->type &&
-      t->op == from->op && t->height == from->height &&
-      term_placed(t) == from) {
+  if (from && t == from) {
     replace_inherit_name(rp->names, t, rp->to);
-    return term_is_closed(t) ? rp->to : term_shift(rp->to, term_lo(t), 0);
+    return rp->to;
   }
   if (t->nargs == 0 || (from && t->height < from->height))
     return t;

@@ -93,7 +93,7 @@ static gboolean check_program(const Func *f, Diag *diag) {
 
 /* A value of the schedule: an argument or a statement. */
 typedef struct Value {
-  const Term *t; /* placed form */
+  const Term *t; /* the value's term */
   char *name;    /* printed name */
   int pos;       /* statement number; -1 for arguments */
   int last;      /* last statement it is needed at */
@@ -103,9 +103,9 @@ typedef struct Value {
 /* A region instance being walked (depth 0: the function body). */
 typedef struct Open {
   int stmt;          /* its tile/sum value; -1 at depth 0 */
-  const Term *yield; /* placed yield; NULL when no statement is placed in it */
+  const Term *yield; /* its yield; NULL when no statement is placed in it */
   double mult;       /* evaluations of each of its statements per step */
-  GHashTable *defs;  /* placed Term -> value index + 1 */
+  GHashTable *defs;  /* Term -> value index + 1 */
   GArray *crossing;  /* int: values of outer regions used inside it */
 } Open;
 
@@ -138,9 +138,9 @@ static void open_region(Walk *w, int stmt, const Term *yield, double mult) {
 static void use(Walk *w, const Term *u, int depth, int pos) {
   if (u->kind == TM_BVAR || u->kind == TM_ARG) /* ranges; args live always */
     return;
-  int target = term_home_depth(u, depth);
+  int target = term_home(u);
   g_assert(target >= 0 && target <= depth);
-  gpointer found = g_hash_table_lookup(w->open[target].defs, term_placed(u));
+  gpointer found = g_hash_table_lookup(w->open[target].defs, u);
   g_assert(found);
   int i = GPOINTER_TO_INT(found) - 1;
   Value *v = value_at(w, i);
@@ -263,7 +263,7 @@ static void visit(void *ud, const char *name, const Term *t) {
   int pos = w->npos++;
   Open *here = &w->open[w->depth];
   /* the walk's region is where the printer placed the statement */
-  g_assert(w->depth == 0 ? term_is_closed(t) : (t->loose & 1) != 0);
+  g_assert(term_home(t) == w->depth);
   int i = add_value(w, t, name, pos);
   g_hash_table_insert(here->defs, (gpointer)t, GINT_TO_POINTER(i + 1));
   switch (t->kind) {
@@ -279,7 +279,8 @@ static void visit(void *ud, const char *name, const Term *t) {
   case TM_SUM: {
     const Term *body = t->args[0];
     int64_t count = (t->range->n + t->range->w - 1) / t->range->w;
-    gboolean empty = (body->loose & 1) == 0; /* body computed outside */
+    /* a body that does not use the binder is computed outside */
+    gboolean empty = !term_uses(body, t->binder);
     open_region(w, i, empty ? NULL : body, here->mult * (double)count);
     if (!empty)
       return; /* its statements follow; the last one closes it */

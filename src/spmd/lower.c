@@ -36,7 +36,7 @@
  * value itself, this device's chunk of it, or the local value of a tile
  * or sum bound to an axis) takes the user's name, and a loop that stays
  * keeps its binder's name; collectives the lowering adds have none.  The
- * names go to a Module of their own, keyed by placed local terms as the
+ * names go to a Module of their own, keyed by local terms as the
  * printer looks them up.
  */
 #include "spmd/spmd.h"
@@ -59,11 +59,11 @@ typedef struct Lower {
   const Mesh *mesh;
   Diag *why;
   gboolean failed;
-  Binder binders[PARTIR_MAX_REGIONS + 2];
-  int depth;  /* global binders entered */
+  Binder binders[PARTIR_MAX_REGIONS + 2]; /* by level */
+  int depth;                              /* global binders entered */
   int ldepth; /* local (sequential) binders entered */
-  /* placed global Term -> LVal*, per region depth (0: closed terms); a
-   * region instance starts with a fresh table for its depth */
+  /* global Term -> LVal*, per region depth (0: closed terms); a region
+   * instance starts with a fresh table for its depth */
   GHashTable *memo[PARTIR_MAX_REGIONS + 2];
   const Module *global_names; /* the user's names of the global values */
   Module *local_names;        /* what the local values take, or NULL */
@@ -200,11 +200,12 @@ static G_GNUC_NO_INLINE void slice_local(Lower *lw, const Term *t, LVal *out) {
   LVal x = *out;
   int d = t->index;
   const Term *r = t->args[1];
-  const Binder *b = &lw->binders[lw->depth - 1 - r->index];
+  const Binder *b = &lw->binders[r->index];
   if (!b->axis) { /* a sequential loop: a local slice of a whole dim */
     gather_dim(lw, &x, d);
     g_autoptr(Diag) err = diag_new(NULL);
-    const Term *idx = term_bvar(lw->ldepth - 1 - b->local_pos, b->local_range);
+    /* the local level: the sequential binders around it */
+    const Term *idx = term_bvar(b->local_pos, b->local_range);
     x.t = term_slice(d, x.t, idx, err);
     if (!x.t)
       fail(lw, "lowering a sequential slice: %s", diag_text(err));
@@ -300,9 +301,11 @@ static G_GNUC_NO_INLINE void region_result(Lower *lw, const Term *t,
   g_autoptr(Diag) err = diag_new(NULL);
   if (t->kind == TM_TILE)
     gather_dim(lw, body, t->index);
-  const Term *loop = t->kind == TM_TILE
-                         ? term_tile(t->index, t->range, NULL, body->t, err)
-                         : term_sum(t->range, NULL, body->t, err);
+  int level = lw->binders[t->binder].local_pos;
+  const Term *loop =
+      t->kind == TM_TILE
+          ? term_tile(t->index, t->range, NULL, body->t, level, err)
+          : term_sum(t->range, NULL, body->t, level, err);
   if (!loop)
     fail(lw, "lowering a sequential loop: %s", diag_text(err));
   body->t = loop;
@@ -477,7 +480,7 @@ static int local_depth_at(const Lower *lw, int depth) {
   return n;
 }
 
-/* Lowers placed term 't' at the outer depth 'target' where it is
+/* Lowers term 't' at the outer depth 'target' where it is
  * computed, the binders of the regions between put back afterwards. */
 static void lower_outside(Lower *lw, int target, const Term *t, LVal *out) {
   int depth = lw->depth, ldepth = lw->ldepth;
@@ -495,21 +498,15 @@ static void lower_outside(Lower *lw, int target, const Term *t, LVal *out) {
  * region of the innermost binder it uses (closed terms at the top), as
  * the printer places it.  Regions it does not use do not enclose it. */
 static void lower(Lower *lw, const Term *t, LVal *out) {
-  int target = term_home_depth(t, lw->depth);
-  const Term *placed = term_placed(t);
-  const LVal *done = g_hash_table_lookup(lw->memo[target], placed);
+  int target = term_home(t);
+  g_assert(target <= lw->depth);
+  const LVal *done = g_hash_table_lookup(lw->memo[target], t);
   if (done)
     *out = *done;
   else if (target == lw->depth)
-    lower_here(lw, placed, out);
+    lower_here(lw, t, out);
   else
-    lower_outside(lw, target, placed, out);
-  if (lw->failed)
-    return;
-  /* the local term is relative to the local binders at 'target' */
-  int by = lw->ldepth - local_depth_at(lw, target);
-  if (by > 0)
-    out->t = term_shift(out->t, by, 0);
+    lower_outside(lw, target, t, out);
 }
 
 /* Refuses a local term higher than the passes after lowering can hold. */
@@ -522,14 +519,14 @@ static gboolean height_ok(Lower *lw, const Term *local) {
               PARTIR_MAX_HEIGHT);
 }
 
-/* The local value 'v' of global value 't' (placed) takes the user's
+/* The local value 'v' of global value 't' takes the user's
  * name of 't'.  A tile or sum bound to an axis has the local value of its
  * body: the region's name wins over the body's, as the later statements
  * use it by that name.  A loop that stays keeps its binder's name. */
 static void name_local(Lower *lw, const Term *t, const LVal *v) {
   if (!lw->local_names || !lw->global_names || t->kind == TM_ARG)
     return;
-  const Term *local = term_placed(v->t);
+  const Term *local = v->t;
   const char *name = g_hash_table_lookup(lw->global_names->names, t);
   gboolean region = t->kind == TM_TILE || t->kind == TM_SUM;
   GHashTable *names = lw->local_names->names;
@@ -556,7 +553,7 @@ static G_GNUC_NO_INLINE void remember(Lower *lw, const Term *t, const LVal *v) {
   }
 }
 
-/* requires: t is placed at the current depth (term_placed) */
+/* requires: t is computed at the current depth (its home) */
 static void lower_here(Lower *lw, const Term *t, LVal *out) {
   memset(out, 0, sizeof *out);
   out->d.rank = t->type->kind == TY_TENSOR ? t->type->rank : 0;

@@ -41,9 +41,11 @@ static const Term *slice(int dim, const Term *x, const Type *range) {
   return t;
 }
 
+/* A tile whose binder is the highest level its body uses. */
 static const Term *tile(int dim, const Type *range, const Term *body) {
   g_autoptr(Diag) err = diag_new(NULL);
-  const Term *t = term_tile(dim, range, NULL, body, err);
+  int level = term_home(body) > 0 ? term_home(body) - 1 : 0;
+  const Term *t = term_tile(dim, range, NULL, body, level, err);
   if (!t)
     g_error("%s", diag_text(err));
   return t;
@@ -301,8 +303,8 @@ static void test_nested_loops(void) {
   const Term *x = term_arg(0, types[0]);
   const Type *r0 = type_range(16, 8), *r1 = type_range(256, 64);
   g_autoptr(Diag) err = diag_new(NULL);
-  const Term *outer = term_slice(0, x, term_bvar(1, r0), err); /* [8,256] */
-  const Term *inner = term_slice(1, outer, term_bvar(0, r1), err);
+  const Term *outer = term_slice(0, x, term_bvar(0, r0), err); /* [8,256] */
+  const Term *inner = term_slice(1, outer, term_bvar(1, r1), err);
   g_assert_nonnull(inner);
   const Term *t = tile(0, r0, tile(1, r1, op1(OP_EXP, inner, NULL)));
   Func *f = func(NULL, 1, types, t);
@@ -486,7 +488,7 @@ static void test_refused(void) {
   g_autoptr(Diag) err = diag_new(NULL);
   const Type *range = type_range(16, 8);
   const Term *t =
-      term_tile(0, range, g_intern_string("batch"), slice(0, x, range), err);
+      term_tile(0, range, g_intern_string("batch"), slice(0, x, range), 0, err);
   Func *f = func("batch=2", 1, types, t);
   g_auto(CostReport) r = {0};
   g_autoptr(Diag) error = diag_new(NULL);

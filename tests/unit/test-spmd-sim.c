@@ -512,7 +512,7 @@ static void test_collective_in_tile(void) {
   const Term *row = term_slice(0, x, term_bvar(0, range), err);
   g_assert_nonnull(row);
   const Term *body = coll(OP_ALL_REDUCE, row, "d", 2, NULL, 0, NULL, 0);
-  const Term *tile = term_tile(0, range, NULL, body, err);
+  const Term *tile = term_tile(0, range, NULL, body, 0, err);
   g_assert_nonnull(tile);
   Func *f = spmd_func1("d=2", F32_2(2, 3), "[d][]", tile, "[][]");
   g_autoptr(Tensor) in = tensor_iota(F32_2(4, 3), 0, 1);
@@ -617,8 +617,9 @@ static void test_interrupt(void) {
   const Type *local = F32_2(n, 1);
   const Type *range = type_range(n, 1);
   const Term *row = term_slice(0, term_arg(0, local), term_bvar(0, range), err);
-  const Term *tile = term_tile(
-      0, range, NULL, coll(OP_ALL_REDUCE, row, "x", 8, NULL, 0, NULL, 0), err);
+  const Term *tile =
+      term_tile(0, range, NULL,
+                coll(OP_ALL_REDUCE, row, "x", 8, NULL, 0, NULL, 0), 0, err);
   g_assert_nonnull(tile);
   Func *f = spmd_func1("x=8", local, "[][]", tile, "[][]");
   g_autoptr(Tensor) in = tensor_new(local);

@@ -72,62 +72,84 @@ static void test_binders(void) {
   g_assert_nonnull(s);
   g_assert_cmpint(s->type->dims[0], ==, 8);
   g_assert_cmpuint(s->loose, ==, 1); /* uses index 0 */
-  const Term *t1 = term_tile(0, range, NULL, s, err);
-  const Term *t2 = term_tile(0, range, NULL, term_slice(0, x, r, err), err);
+  const Term *t1 = term_tile(0, range, NULL, s, 0, err);
+  const Term *t2 = term_tile(0, range, NULL, term_slice(0, x, r, err), 0, err);
   g_assert_true(t1 == t2);
   g_assert_true(term_is_closed(t1));
   g_assert_cmpint(t1->type->dims[0], ==, 16);
   /* the axis is part of the term */
-  const Term *t3 = term_tile(0, range, g_intern_string("batch"), s, err);
+  const Term *t3 = term_tile(0, range, g_intern_string("batch"), s, 0, err);
   g_assert_true(t3 != t1);
   /* a tile whose body has the wrong width is refused with the reason */
-  g_assert_null(term_tile(0, range, NULL, x, err));
+  g_assert_null(term_tile(0, range, NULL, x, 0, err));
   g_assert_nonnull(strstr(diag_text(err), "yields size 16"));
 }
 
-/* term_shift moves loose indices and leaves bound ones alone. */
-static void test_shift(void) {
+/* Binders are levels: a value used inside a nested region is the same
+ * term as outside it, and a region is built at its home level. */
+static void test_levels(void) {
   g_autoptr(Diag) err = diag_new(NULL);
   const Term *x = term_arg(0, f32(8, 8));
   const Type *range = type_range(8, 4);
-  const Term *s0 = term_slice(0, x, term_bvar(0, range), err);
-  const Term *s1 = term_slice(0, x, term_bvar(1, range), err);
-  g_assert_true(term_shift(s0, 1, 0) == s1);
-  g_assert_true(term_shift(s1, -1, 0) == s0);
-  g_assert_true(term_placed(s1) == s0);
-  /* inside a tile, index 0 is bound: shifting the tile moves only the
-   * outer reference */
-  const Term *inner = op2(OP_ADD, term_slice(1, s1, term_bvar(0, range), err),
-                          term_slice(1, s1, term_bvar(0, range), err));
-  const Term *tile = term_tile(1, range, NULL, inner, err);
+  /* xs uses level 0: computed in the region at depth 1 */
+  const Term *xs = term_slice(0, x, term_bvar(0, range), err);
+  g_assert_cmpuint(xs->loose, ==, 1);
+  g_assert_cmpint(term_home(xs), ==, 1);
+  /* a tile nested in level 0's region uses xs as it is (no shifted copy):
+   * its binder is level 1, its body uses levels 0 and 1 */
+  const Term *inner = op2(OP_ADD, term_slice(1, xs, term_bvar(1, range), err),
+                          term_slice(1, xs, term_bvar(1, range), err));
+  const Term *tile = term_tile(1, range, NULL, inner, 1, err);
   g_assert_nonnull(tile);
-  g_assert_cmpuint(tile->loose, ==, 1); /* s1's index 1 is index 0 outside */
-  const Term *shifted = term_shift(tile, 2, 0);
-  g_assert_cmpuint(shifted->loose, ==, 4);
-  g_assert_true(term_shift(shifted, -2, 0) == tile);
-  /* closed terms are returned as they are */
-  g_assert_true(term_shift(x, 3, 0) == x);
+  g_assert_cmpint(tile->binder, ==, 1);
+  g_assert_cmpuint(tile->loose, ==, 1); /* level 0 is used from outside */
+  g_assert_true(tile->args[0]->args[0]->args[0] == xs);
+  /* a body given with its binder at a level higher than its home (here
+   * 5, as a parser sees it five regions deep) moves to the home: level 1 */
+  const Term *deep = op2(OP_ADD, term_slice(1, xs, term_bvar(5, range), err),
+                         term_slice(1, xs, term_bvar(5, range), err));
+  g_assert_true(term_tile(1, range, NULL, deep, 5, err) == tile);
+  /* a closed body's region sits at the top: level 0 */
+  const Term *top = term_tile(
+      1, range, NULL, term_slice(1, x, term_bvar(3, range), err), 3, err);
+  g_assert_cmpint(top->binder, ==, 0);
+  g_assert_true(term_is_closed(top));
+  /* renaming level 0 to 2 moves the nested tile to level 3 */
+  const Term *moved = term_rename_level(tile, 0, 2, err);
+  g_assert_nonnull(moved);
+  g_assert_cmpint(moved->binder, ==, 3);
+  g_assert_cmpuint(moved->loose, ==, 4);
+  g_assert_true(term_rename_level(moved, 2, 0, err) == tile);
+  /* terms that do not use the renamed level are returned as they are */
+  g_assert_true(term_rename_level(x, 0, 3, err) == x);
+  g_assert_true(term_rename_level(tile, 1, 4, err) == tile); /* 1 is bound */
+  /* the nesting limit counts levels, and says so */
+  const Term *far = term_slice(0, x, term_bvar(PARTIR_MAX_REGIONS, range), err);
+  const Term *farther =
+      term_slice(1, far, term_bvar(PARTIR_MAX_REGIONS + 1, range), err);
+  g_assert_nonnull(farther);
+  g_assert_null(
+      term_tile(1, range, NULL, farther, PARTIR_MAX_REGIONS + 1, err));
+  g_assert_nonnull(strstr(diag_text(err), "nest deeper than"));
 }
 
-/* term_store_collect frees what no root reaches, keeps what one does
- * (and the placed forms of what it reaches, which name tables use as
- * keys), and drops the name entries of what it frees. */
+/* term_store_collect frees what no root reaches, keeps what one does,
+ * and drops the name entries of what it frees. */
 static void test_collect(void) {
   g_autoptr(Diag) err = diag_new(NULL);
   const Term *x = term_arg(0, f32(6, 10)); /* shapes no other test uses */
   const Term *y = term_arg(1, f32(10, 6));
   const Term *root = op2(OP_MATMUL, x, y);
   const Term *garbage = op2(OP_MATMUL, y, x);
-  /* nested tiles: the inner body slices x by the outer binder (index 1),
-   * whose placed form (index 0) is a term of its own */
+  /* nested tiles: the inner body slices x by the outer binder (level 0),
+   * a term inside the outer region that names know */
   const Type *r6 = type_range(6, 3), *r10 = type_range(10, 5);
-  const Term *xs = term_slice(0, x, term_bvar(1, r6), err);
-  const Term *inner =
-      term_tile(1, r10, NULL, term_slice(1, xs, term_bvar(0, r10), err), err);
-  const Term *nest = term_tile(0, r6, NULL, inner, err);
+  const Term *xs = term_slice(0, x, term_bvar(0, r6), err);
+  const Term *inner = term_tile(
+      1, r10, NULL, term_slice(1, xs, term_bvar(1, r10), err), 1, err);
+  const Term *nest = term_tile(0, r6, NULL, inner, 0, err);
   g_assert_nonnull(nest);
-  const Term *placed = term_placed(xs);
-  g_assert_true(placed != xs);
+  const Term *placed = xs;
   g_autoptr(GHashTable) names = g_hash_table_new(NULL, NULL);
   g_hash_table_insert(names, (gpointer)root, "r");
   g_hash_table_insert(names, (gpointer)garbage, "g");
@@ -143,7 +165,7 @@ static void test_collect(void) {
   size_t live = term_store_size();
   g_assert_true(
       op2(OP_MATMUL, term_arg(0, f32(6, 10)), term_arg(1, f32(10, 6))) == root);
-  g_assert_true(term_placed(xs) == placed);
+  g_assert_true(term_slice(0, x, term_bvar(0, r6), err) == placed);
   g_assert_cmpuint(term_store_size(), ==, live);
   /* what went is made anew */
   op2(OP_MATMUL, y, x);
@@ -180,7 +202,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/store/hash-consing", test_hash_consing);
   g_test_add_func("/store/attrs", test_attrs_identity);
   g_test_add_func("/store/binders", test_binders);
-  g_test_add_func("/store/shift", test_shift);
+  g_test_add_func("/store/levels", test_levels);
   g_test_add_func("/store/collect", test_collect);
   return g_test_run();
 }
