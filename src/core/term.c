@@ -27,6 +27,7 @@
 #include <string.h>
 
 static GHashTable *store;
+static void relevel_cache_clear(void);
 static size_t store_bytes; /* bytes of Term nodes allocated */
 
 static guint term_hash(gconstpointer p) { return ((const Term *)p)->hash; }
@@ -170,6 +171,7 @@ size_t term_store_collect(const Term *const *roots, gsize nroots,
                           GHashTable *const *tables, gsize ntables) {
   if (!store)
     return 0;
+  relevel_cache_clear(); /* its terms may be freed */
   GPtrArray *todo = g_ptr_array_new();
   for (gsize i = 0; i < nroots; i++)
     g_ptr_array_add(todo, (gpointer)roots[i]);
@@ -444,6 +446,38 @@ const Term *term_map_args(const Term *t, TermMapFn fn, void *ud, Diag *err) {
 
 /* ------------------------------------------------------------- relevel */
 
+/* Renamings done before, across calls: (term, how its free levels are
+ * renamed) -> result.  Hash-consing makes the result a function of that
+ * key, and a propagation renames the same values again and again (a tile
+ * pushed into a region and pulled out again renames everything computed
+ * from it, and the next layer's turn renames that again): the cache makes
+ * each such renaming cost only what is new.  Cleared by a collection
+ * (its terms may go) and when it grows past RELEVEL_CACHE_MAX. */
+#define RELEVEL_CACHE_MAX (1u << 22)
+#define RELEVEL_SIG_PAIRS 5 /* renamed levels a cached key can describe */
+
+typedef struct RelevelKey {
+  const Term *t;
+  guint64 sig; /* the renamed free levels' (from, to) pairs, packed */
+} RelevelKey;
+
+static GHashTable *relevel_cache;
+
+static guint relevel_key_hash(gconstpointer p) {
+  const RelevelKey *k = p;
+  return g_direct_hash(k->t) ^ (guint)(k->sig * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15) >> 32);
+}
+
+static gboolean relevel_key_equal(gconstpointer a, gconstpointer b) {
+  const RelevelKey *x = a, *y = b;
+  return x->t == y->t && x->sig == y->sig;
+}
+
+static void relevel_cache_clear(void) {
+  if (relevel_cache)
+    g_hash_table_remove_all(relevel_cache);
+}
+
 /* Renaming levels.  'to[l]' is the level l becomes ('mask' has bit l set
  * when it differs from l).  A region whose outside levels change moves to
  * its new home: its own level is renamed too while its body is rebuilt
@@ -532,6 +566,21 @@ static const Term *relevel_rec(Relevel *rl, const Term *t) {
     return t;
   if (t->kind == TM_BVAR)
     return term_bvar(rl->to[t->index], t->type);
+  /* the key of the cache: the renaming of the levels t uses */
+  RelevelKey key = {t, 0};
+  gboolean cached = __builtin_popcountll(used) <= RELEVEL_SIG_PAIRS;
+  for (guint64 m = used; cached && m; m &= m - 1) {
+    int l = __builtin_ctzll(m);
+    key.sig = key.sig << 12 | (guint64)l << 6 | (guint64)rl->to[l];
+  }
+  if (cached) {
+    if (!relevel_cache)
+      relevel_cache = g_hash_table_new_full(relevel_key_hash,
+                                            relevel_key_equal, g_free, NULL);
+    const Term *done = g_hash_table_lookup(relevel_cache, &key);
+    if (done)
+      return done;
+  }
   int top = 63 - __builtin_clzll(used);
   if (!rl->memo[top])
     rl->memo[top] = g_hash_table_new(NULL, NULL);
@@ -561,6 +610,12 @@ static const Term *relevel_rec(Relevel *rl, const Term *t) {
   if (!rl->memo[top])
     rl->memo[top] = g_hash_table_new(NULL, NULL);
   g_hash_table_insert(rl->memo[top], (gpointer)t, (gpointer)r);
+  if (cached) {
+    if (g_hash_table_size(relevel_cache) >= RELEVEL_CACHE_MAX)
+      relevel_cache_clear();
+    g_hash_table_insert(relevel_cache, g_memdup2(&key, sizeof key),
+                        (gpointer)r);
+  }
   return r;
 }
 
