@@ -680,7 +680,8 @@ const Command repl_commands[] = {
      "tactic SCRIPT [KEY=VALUE...]",
      "run a Lua tactic (a file, or NAME for a shipped one) with the mesh",
      "The script returns a function(state, mesh, options); KEY=VALUE pairs\n"
-     "are its options."},
+     "are its options.  What propagate could not resolve fails the tactic\n"
+     "(unless it passes {tolerate = true}), and the program stays as it was."},
     {"set", cmd_set, 0, ARGS_ANY, FALSE, COMPLETE_SETTING, "set [NAME VALUE]",
      "show the settings, or set one",
      "  set mesh batch=2,model=4   the mesh tactics, Lua, lower and cost see\n"

@@ -6,6 +6,9 @@
 -- options: axis   the mesh axis (default "batch")
 --          inputs comma-separated argument names (default: the first)
 --          dim    the batch dimension (default 0)
+--
+-- What propagate could not resolve (its report) fails the tactic with
+-- the report: it does not tolerate a partly propagated program.
 local C = require "combinators"
 
 return function(s, mesh, opts)

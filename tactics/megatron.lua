@@ -13,6 +13,10 @@
 -- propagation.
 --
 -- options: axis  the mesh axis (default "model")
+--
+-- What propagate could not resolve (its report) fails the tactic with
+-- the report: a weight whose split does not reach its block is not
+-- Megatron, so it is not tolerated.
 local C = require "combinators"
 
 local function is_contraction(v)

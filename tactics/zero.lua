@@ -8,6 +8,8 @@
 -- options: axis    the mesh axis (default "data")
 --          inputs  comma-separated arguments that are not parameters
 --                  (default: the first argument)
+--
+-- It runs no pass, so it has no report to fail on (docs/lua.md).
 local C = require "combinators"
 
 return function(s, mesh, opts)

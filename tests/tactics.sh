@@ -266,6 +266,33 @@ fails set-no-key 2 "--set =v: expected KEY=VALUE" "$tactics/batch.lua" "$ex/mlp.
 fails mesh-size 2 "expected AXIS=SIZE (a positive size), got 'model=0'" \
   "$tactics/megatron.lua" "$ex/mlp.pir" --mesh model=0
 fails mesh-twice 2 "axis 'model' given twice" "$tactics/megatron.lua" "$ex/mlp.pir" --mesh model=2,model=4
+# ---- a propagation report fails the tactic, unless the tactic tolerates
+# it: x split by columns of 128 and w by rows of 64 tile w's rows twice
+# with different widths, which propagate cannot resolve (the report
+# 'partir rewrite' prints as a warning)
+conflict='arg-tile %x 1 128; arg-tile %w 0 64; propagate'
+report="conflicting tilings of dimension 0: a slice of width 128 of a tile of width 64"
+printf 'return function(s)\n  return (s:exec("%s"))\nend\n' "$conflict" >"$tmp/report-exec.lua"
+fails report-exec 1 "exec: its passes did not resolve: $report (s:exec(script, {tolerate = true}) accepts it" \
+  "$tmp/report-exec.lua" "$ex/mlp.pir"
+printf 'return function(s)\n  return (s:arg_tile("x", 1, 128):arg_tile("w", 0, 64):propagate())\nend\n' \
+  >"$tmp/report-propagate.lua"
+fails report-propagate 1 "propagate did not resolve: $report (s:propagate{tolerate = true}" \
+  "$tmp/report-propagate.lua" "$ex/mlp.pir"
+"$PARTIR" rewrite "$ex/mlp.pir" --do "$conflict" >"$tmp/report-want.pir" 2>"$tmp/report-want.err"
+check "report: 'partir rewrite' of the same script warns and prints the program" \
+  grep -qF "mlp.pir: $report" "$tmp/report-want.err"
+printf 'return function(s)\n  return (s:exec("%s", { tolerate = true }))\nend\n' "$conflict" \
+  >"$tmp/report-tolerated.lua"
+tactic report-tolerated "$tmp/report-tolerated.lua" "$ex/mlp.pir" x=1
+check "report-tolerated: prints what 'partir rewrite' prints" \
+  cmp -s "$tmp/report-tolerated.pir" "$tmp/report-want.pir"
+check "report-tolerated: says nothing on stderr" test ! -s "$tmp/report-tolerated.err"
+same_outputs report-tolerated "$ex/mlp.pir"
+# propagate{tolerate = true} returns the report as its second result
+printf 'return function(s)\n  local t, r = s:arg_tile("x", 1, 128):arg_tile("w", 0, 64):propagate { tolerate = true }\n  assert(#r == 1, #r)\n  error(r[1], 0)\nend\n' \
+  >"$tmp/report-lines.lua"
+fails report-lines 1 "report-lines.lua: $report" "$tmp/report-lines.lua" "$ex/mlp.pir"
 printf 'return function(s) return s end\n' >"$tmp/identity.lua"
 "$PARTIR" tactic "$tmp/identity.lua" "$ex/mlp.pir" >"$tmp/identity.txt"
 "$PARTIR" fmt "$ex/mlp.pir" >"$tmp/mlp.txt"

@@ -12,8 +12,14 @@
  *   s:matches(rule) s:apply(rule [, at [, params]])
  *   s:arg_tile(arg, dim, width [, axis]) s:tile(value, dim, width [, axis])
  *   s:sum(value, width [, axis [, reduction]])
- *   s:propagate() -> state, {report lines}   s:fuse() s:simplify()
- *   s:exec("cmd; cmd")  s:run([seed]) -> {{type, shape, values}}
+ *   s:propagate([opts]) -> state, {report lines}   s:fuse() s:simplify()
+ *   s:exec("cmd; cmd" [, opts]) -> state, {report lines}
+ *   s:run([seed]) -> {{type, shape, values}}
+ *
+ * What a pass could not resolve (its report) fails the verb, so a tactic
+ * fails loudly instead of returning a degraded program; a tactic that
+ * expects it passes {tolerate = true} as the pass verb's options, and
+ * gets the report lines back instead.
  *
  * Error discipline (STYLE.md): arguments are checked first with
  * luaL_check*, the work runs in helpers that return a result or fill a
@@ -359,13 +365,85 @@ static int l_matches(lua_State *L) {
 
 /* ---------------------------------------------------------- rewriting */
 
-/* Runs engine commands on 's'; pushes the new state, or raises. */
-static int run_commands(lua_State *L, State *s, const char *script,
-                        gboolean want_report) {
+/* What a verb does with what its passes could not resolve (propagate's
+ * report: a tiling it cannot carry, conflicting tilings, an axis bound
+ * twice, regions nested past the store's limit, ...). */
+typedef enum ReportMode {
+  REPORT_NONE,     /* the verb runs no pass: nothing to collect */
+  REPORT_FAIL,     /* a report is an error: the tactic fails loudly */
+  REPORT_TOLERATE, /* {tolerate = true}: the report is returned */
+} ReportMode;
+
+/* The report mode of a pass verb from its options table at index 'i'
+ * (absent or nil: fail on a report; {tolerate = true}: return it).
+ * Raises on anything else, before any C resource is held. */
+static ReportMode check_report_opts(lua_State *L, int i) {
+  if (lua_isnoneornil(L, i))
+    return REPORT_FAIL;
+  luaL_checktype(L, i, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, i)) {
+    if (lua_type(L, -2) != LUA_TSTRING ||
+        strcmp(lua_tostring(L, -2), "tolerate") != 0)
+      luaL_argerror(L, i, "the only option is 'tolerate'");
+    lua_pop(L, 1);
+  }
+  lua_getfield(L, i, "tolerate");
+  gboolean tolerate = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return tolerate ? REPORT_TOLERATE : REPORT_FAIL;
+}
+
+/* At most this many lines of a report go into the error it raises. */
+#define REPORT_LINES_SHOWN 5
+
+/* The error for the report 'lines' of 'verb' ('n' lines that are not
+ * empty): the lines themselves, and how a tactic that expects them
+ * accepts them ('tolerant'). */
+static char *report_error(const char *verb, const char *tolerant, char **lines,
+                          int n) {
+  GString *msg = g_string_new(NULL);
+  if (strcmp(verb, "exec") == 0)
+    g_string_assign(msg, "exec: its passes did not resolve: ");
+  else
+    g_string_printf(msg, "%s did not resolve: ", verb);
+  int shown = 0;
+  for (char **l = lines; *l; l++) {
+    if (!**l)
+      continue;
+    if (shown == REPORT_LINES_SHOWN) {
+      g_string_append_printf(msg, "; and %d more", n - shown);
+      break;
+    }
+    g_string_append_printf(msg, "%s%s", shown++ > 0 ? "; " : "", *l);
+  }
+  g_string_append_printf(msg, " (%s accepts it and returns the report)",
+                         tolerant);
+  return g_string_free(msg, FALSE);
+}
+
+/* The way to tolerate a report, as the error about it says. */
+static const char *tolerant_form(const char *verb) {
+  if (strcmp(verb, "exec") == 0)
+    return "s:exec(script, {tolerate = true})";
+  if (strcmp(verb, "propagate") == 0)
+    return "s:propagate{tolerate = true}";
+  if (strcmp(verb, "fuse") == 0)
+    return "s:fuse{tolerate = true}";
+  return "s:simplify{tolerate = true}";
+}
+
+/* Runs engine commands on 's' for the Lua verb 'verb'.  Pushes the new
+ * state, then (when 'nret' is 2) a table of the report lines: empty
+ * unless the report is tolerated.  A report that is not tolerated raises
+ * it, so that a tactic never goes on with a program its passes left
+ * unresolved; so does a command that fails. */
+static int run_commands(lua_State *L, State *s, const char *verb,
+                        const char *script, ReportMode mode, int nret) {
   collect_maybe(); /* a safe point: states hold every term in use */
   Diag *why = diag_new(NULL);
-  /* no report asked for: propagate skips the walk that makes it */
-  GString *report = want_report ? g_string_new(NULL) : NULL;
+  /* no pass to report on: propagate would skip the walk that checks axes */
+  GString *report = mode != REPORT_NONE ? g_string_new(NULL) : NULL;
   State *next = pipeline_rewrite(rules_of(L), s, script, why, report);
   if (!next) {
     if (report)
@@ -373,18 +451,33 @@ static int run_commands(lua_State *L, State *s, const char *script,
     return raise_error(L, why);
   }
   diag_free(why);
-  push_state(L, next);
-  if (!report)
-    return 1;
-  lua_newtable(L);
-  g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
-  g_string_free(report, TRUE);
+  char **lines = g_strsplit(report ? report->str : "", "\n", -1);
+  if (report)
+    g_string_free(report, TRUE);
   int n = 0;
+  for (char **l = lines; *l; l++)
+    n += **l != 0;
+  if (n > 0 && mode == REPORT_FAIL) {
+    state_unref(next);
+    char *msg = report_error(verb, tolerant_form(verb), lines, n);
+    g_strfreev(lines);
+    lua_pushstring(L, msg);
+    g_free(msg);
+    return lua_error(L);
+  }
+  push_state(L, next);
+  if (nret == 1) {
+    g_strfreev(lines);
+    return 1;
+  }
+  lua_createtable(L, n, 0);
+  n = 0;
   for (char **l = lines; *l; l++)
     if (**l) {
       lua_pushstring(L, *l);
       lua_rawseti(L, -2, ++n);
     }
+  g_strfreev(lines);
   return 2;
 }
 
@@ -442,7 +535,7 @@ static int l_arg_tile(lua_State *L) {
   const char *cmd =
       lua_pushfstring(L, "arg-tile %s %I %I %s", arg, (LUAI_UACINT)dim,
                       (LUAI_UACINT)width, axis ? axis : "");
-  return run_commands(L, s, cmd, FALSE);
+  return run_commands(L, s, "", cmd, REPORT_NONE, 1);
 }
 
 static int l_tile(lua_State *L) {
@@ -454,7 +547,7 @@ static int l_tile(lua_State *L) {
   const char *axis = opt_axis(L, 5);
   const char *cmd = lua_pushfstring(L, "tile %s %I %I %s", v, (LUAI_UACINT)dim,
                                     (LUAI_UACINT)width, axis ? axis : "");
-  return run_commands(L, s, cmd, FALSE);
+  return run_commands(L, s, "", cmd, REPORT_NONE, 1);
 }
 
 static int l_sum(lua_State *L) {
@@ -467,7 +560,7 @@ static int l_sum(lua_State *L) {
   lua_Integer k = luaL_optinteger(L, 5, 0);
   const char *cmd = lua_pushfstring(L, "sum %s %I %s %I", v, (LUAI_UACINT)width,
                                     axis ? axis : "-", (LUAI_UACINT)k);
-  return run_commands(L, s, cmd, FALSE);
+  return run_commands(L, s, "", cmd, REPORT_NONE, 1);
 }
 
 static int l_apply(lua_State *L) {
@@ -517,24 +610,35 @@ static int l_apply(lua_State *L) {
   }
   lua_pushlstring(L, cmd->str, cmd->len);
   g_string_free(cmd, TRUE);
-  return run_commands(L, s, lua_tostring(L, -1), FALSE);
+  return run_commands(L, s, "", lua_tostring(L, -1), REPORT_NONE, 1);
 }
 
+/* s:propagate([opts]) -> state, {report}: a report fails the verb
+ * unless opts.tolerate (then the report is the second result). */
 static int l_propagate(lua_State *L) {
-  return run_commands(L, check_state(L, 1), "propagate", TRUE);
+  State *s = check_state(L, 1);
+  ReportMode mode = check_report_opts(L, 2);
+  return run_commands(L, s, "propagate", "propagate", mode, 2);
 }
 
-static int l_fuse(lua_State *L) {
-  return run_commands(L, check_state(L, 1), "fuse", FALSE);
+/* s:fuse([opts]), s:simplify([opts]) -> state (and the report when
+ * tolerated): these passes report only the store's limits and axes bound
+ * twice. */
+static int pass_common(lua_State *L, const char *pass) {
+  State *s = check_state(L, 1);
+  ReportMode mode = check_report_opts(L, 2);
+  return run_commands(L, s, pass, pass, mode, mode == REPORT_TOLERATE ? 2 : 1);
 }
 
-static int l_simplify(lua_State *L) {
-  return run_commands(L, check_state(L, 1), "simplify", FALSE);
-}
+static int l_fuse(lua_State *L) { return pass_common(L, "fuse"); }
+static int l_simplify(lua_State *L) { return pass_common(L, "simplify"); }
 
+/* s:exec(script [, opts]) -> state, {report}: as s:propagate. */
 static int l_exec(lua_State *L) {
   State *s = check_state(L, 1);
-  return run_commands(L, s, luaL_checkstring(L, 2), TRUE);
+  const char *script = luaL_checkstring(L, 2);
+  ReportMode mode = check_report_opts(L, 3);
+  return run_commands(L, s, "exec", script, mode, 2);
 }
 
 /* Runs the interpreter on seeded random inputs. */

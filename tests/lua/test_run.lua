@@ -81,7 +81,7 @@ func @g(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> (tensor<2x3xf32>, tensor<3x
     { "ZeRO (w and u stored by rows)", s:arg_tile("%w", 0, 64, "data"):arg_tile("%u", 0, 64, "data") },
     { "batch then Megatron", s:arg_tile(0, 0, 8, "batch"):propagate()
       :arg_tile("%w", 1, 128, "model"):arg_tile("%u", 0, 128, "model"):propagate() },
-    { "a conflicting tiling left in place", s:arg_tile("%x", 1, 128):arg_tile("%w", 0, 64):propagate() },
+    { "a conflicting tiling left in place", s:arg_tile("%x", 1, 128):arg_tile("%w", 0, 64):propagate { tolerate = true } },
   }
   for seed = 1, 2 do
     local want_r = s:run(seed)
@@ -102,7 +102,8 @@ func @g(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> (tensor<2x3xf32>, tensor<3x
     { "Megatron over 2", megatron(tf, { model = 2 }, {}) },
     { "Megatron over 4", megatron(tf, { model = 4 }, {}) },
     { "batch then Megatron", C.seq(batch, megatron)(tf, { batch = 2, model = 4 }, {}) },
-    { "the sequence split by 4", tf:arg_tile("%x", 1, 2, "seq"):propagate() },
+    { "the sequence split by 4 (reduce_max cannot carry it: tolerated)",
+      tf:arg_tile("%x", 1, 2, "seq"):propagate { tolerate = true } },
   }
   for _, f in ipairs(tf_forms) do
     t:ok(f[2] ~= tf, "transformer: " .. f[1] .. " changes the program")

@@ -104,12 +104,35 @@ return function(s, mesh, opts)
   t:ok(type(report) == "table" and #report == 0, "...with an empty report")
   local same, rep0 = s:propagate()
   t:ok(same == s and #rep0 == 0, "propagate with nothing tiled changes nothing")
-  local _, rep1 = s:arg_tile("%x", 1, 128):arg_tile("%w", 0, 64):propagate()
+  local conflict = s:arg_tile("%x", 1, 128):arg_tile("%w", 0, 64)
+  local c1, rep1 = conflict:propagate({ tolerate = true })
   t:same_list(rep1, { "conflicting tilings of dimension 0: a slice of width 128 of a tile of width 64" },
-    "propagate reports two tilings of w's rows with different widths")
-  local _, rep2 = s:arg_tile("%x", 0, 8, "a"):arg_tile("%w", 1, 128, "a"):propagate()
+    "propagate{tolerate = true} reports two tilings of w's rows with different widths")
+  t:ok(getmetatable(c1) == getmetatable(s) and c1 ~= conflict, "...and returns the state it reached")
+  t:fails("propagate did not resolve: conflicting tilings of dimension 0: a slice of width 128 "
+    .. "of a tile of width 64 (s:propagate{tolerate = true} accepts it and returns the report)",
+    "propagate fails with its report when not told to tolerate it", conflict.propagate, conflict)
+  t:fails("propagate did not resolve: conflicting", "...and so with {tolerate = false}",
+    conflict.propagate, conflict, { tolerate = false })
+  t:fails("the only option is 'tolerate'", "propagate: an unknown option",
+    conflict.propagate, conflict, { tolerant = true })
+  t:fails("table expected, got boolean", "propagate: options that are not a table",
+    conflict.propagate, conflict, true)
+  local _, rep2 = s:arg_tile("%x", 0, 8, "a"):arg_tile("%w", 1, 128, "a"):propagate { tolerate = true }
   t:same_list(rep2, { 'axis "a" is bound by two nested regions' },
     "propagate reports one axis bound by two nested regions")
+  local nested = s:arg_tile("%x", 0, 8, "a"):arg_tile("%w", 1, 128, "a")
+  t:fails('propagate did not resolve: axis "a" is bound by two nested regions',
+    "...and fails with it when not told to tolerate it", nested.propagate, nested)
+  local both = nested:propagate { tolerate = true } -- the axis stays bound twice
+  local fused, frep = both:fuse { tolerate = true }
+  t:same_list(frep, { 'axis "a" is bound by two nested regions' }, "fuse{tolerate = true} returns its report")
+  t:ok(fused == both, "...and the state (nothing to fuse)")
+  t:fails('fuse did not resolve: axis "a" is bound by two nested regions (s:fuse{tolerate = true}',
+    "fuse fails with its report when not told to tolerate it", both.fuse, both)
+  t:fails('simplify did not resolve: axis "a"', "...and so does simplify", both.simplify, both)
+  t:is(select("#", both:simplify { tolerate = true }), 2, "simplify{tolerate = true} returns two values")
+  t:is(select("#", s:simplify()), 1, "simplify with nothing to report returns one value")
 
   -- fuse, simplify
   local u = a:apply("matmul-tile-0", "%2", { w = 8 })
@@ -131,8 +154,16 @@ return function(s, mesh, opts)
   t:ok(s:exec("arg-tile 1 1 128 model\narg-tile 2 0 128 model\npropagate") == m,
     "exec takes one command a line")
   t:ok(s:exec("") == s, "exec of nothing is the input")
-  local _, xrep = s:exec("arg-tile 0 0 8 a; arg-tile 1 1 128 a; propagate")
-  t:same_list(xrep, { 'axis "a" is bound by two nested regions' }, "exec returns propagate's report")
+  local _, xrep = s:exec("arg-tile 0 0 8 a; arg-tile 1 1 128 a; propagate", { tolerate = true })
+  t:same_list(xrep, { 'axis "a" is bound by two nested regions' },
+    "exec(script, {tolerate = true}) returns propagate's report")
+  t:fails("exec: its passes did not resolve: axis \"a\" is bound by two nested regions "
+    .. "(s:exec(script, {tolerate = true}) accepts it and returns the report)",
+    "exec fails with propagate's report when not told to tolerate it",
+    s.exec, s, "arg-tile 0 0 8 a; arg-tile 1 1 128 a; propagate")
+  t:ok(s:exec("arg-tile 0 0 8 a; arg-tile 1 1 128 a") ~= nil,
+    "...a script with no pass has nothing to report")
+  t:fails("the only option is 'tolerate'", "exec: an unknown option", s.exec, s, "propagate", { x = 1 })
   t:fails("'frob': unknown command 'frob'", "exec: an unknown command", s.exec, s, "frob")
   local err = t:fails("'arg-tile 0 0 5'", "exec: the failing command is named",
     s.exec, s, "propagate; arg-tile 0 0 5; propagate")
