@@ -1,5 +1,9 @@
 -- combinators.lua: tactics are functions (state, mesh, options) -> state;
--- these build bigger ones from smaller ones.
+-- these build bigger ones from smaller ones.  Each takes exactly the
+-- tactics it is given and refuses anything else, naming the argument;
+-- the one exception is the value 'require' returns after a module it
+-- loads (is_loader_data), so C.seq(require "batch", require "megatron")
+-- works.
 --
 --   seq(t1, t2, ...)   t1, then t2 on its result, ...
 --   try(t)             t, or the input unchanged if t fails
@@ -10,17 +14,78 @@
 -- and helpers shared by the tactics in this directory.
 local M = {}
 
+-- Whether 'data' is what 'require' returned after the module 't': Lua
+-- 5.4's require returns the loader data (the file the module came from)
+-- as a second value when it loads the module, though not when the
+-- module was already loaded.  So C.seq(require "batch", require
+-- "megatron") passes the path of megatron.lua after the last tactic the
+-- first time it runs and not the second; a tactic module cannot return
+-- one value only.  The combinators drop that one trailing value, and
+-- only when it is exactly the file (or ":preload:") that 'require' gave
+-- for a module whose value is 't': any other extra value stays an error.
+local function is_loader_data(t, data)
+  if type(data) ~= "string" then
+    return false
+  end
+  for name, value in pairs(package.loaded) do
+    if rawequal(value, t) and type(name) == "string" then
+      if data == ":preload:" and package.preload[name] ~= nil then
+        return true
+      end
+      if package.searchpath(name, package.path) == data or
+          package.searchpath(name, package.cpath) == data then
+        return true
+      end
+    end
+  end
+  return false
+end
+
+-- The 'n' arguments of combinator 'name', 'args' (a table.pack), with
+-- require's loader data after the last one dropped; the count.
+local function drop_loader_data(args)
+  local n = args.n
+  if n >= 2 and is_loader_data(args[n - 1], args[n]) then
+    args[n], n = nil, n - 1
+  end
+  return n
+end
+
+-- Raises unless argument 'i' of combinator 'name' is a tactic (a
+-- function), at 'level' (the caller of the combinator).
+local function check_tactic(name, i, t, level)
+  if type(t) ~= "function" then
+    error(string.format("%s: argument %d is a %s, not a tactic (a function(state, mesh, options))",
+      name, i, type(t)), level + 1)
+  end
+end
+
+-- The tactics given to combinator 'name': every argument must be one.
+local function tactics(name, ...)
+  local args = table.pack(...)
+  local n = drop_loader_data(args)
+  for i = 1, n do
+    check_tactic(name, i, args[i], 3)
+  end
+  return args, n
+end
+
 function M.seq(...)
-  local ts = { ... }
+  local ts, n = tactics("seq", ...)
   return function(s, mesh, opts)
-    for _, t in ipairs(ts) do
-      s = t(s, mesh, opts)
+    for i = 1, n do
+      s = ts[i](s, mesh, opts)
     end
     return s
   end
 end
 
-function M.try(t)
+function M.try(...)
+  local ts, n = tactics("try", ...)
+  if n ~= 1 then
+    error(string.format("try: takes one tactic, got %d arguments", n), 2)
+  end
+  local t = ts[1]
   return function(s, mesh, opts)
     local ok, r = pcall(t, s, mesh, opts)
     if ok then
@@ -31,11 +96,11 @@ function M.try(t)
 end
 
 function M.first(...)
-  local ts = { ... }
+  local ts, n = tactics("first", ...)
   return function(s, mesh, opts)
     local why = {}
-    for _, t in ipairs(ts) do
-      local ok, r = pcall(t, s, mesh, opts)
+    for i = 1, n do
+      local ok, r = pcall(ts[i], s, mesh, opts)
       if ok then
         return r
       end
@@ -45,7 +110,17 @@ function M.first(...)
   end
 end
 
-function M.rep(t, cap)
+function M.rep(...)
+  local args = table.pack(...)
+  local n = drop_loader_data(args)
+  if n < 1 or n > 2 then
+    error(string.format("rep: takes a tactic and a cap, got %d arguments", n), 2)
+  end
+  local t, cap = args[1], args[2]
+  check_tactic("rep", 1, t, 2)
+  if cap ~= nil and type(cap) ~= "number" then
+    error(string.format("rep: argument 2 (the cap) is a %s, not a number", type(cap)), 2)
+  end
   cap = cap or 100
   return function(s, mesh, opts)
     for _ = 1, cap do

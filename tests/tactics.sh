@@ -168,6 +168,40 @@ expect_regions megatron-batch "sum@model" "sum@model/tile@batch"
 check "megatron-batch: the result checks" quiet "$PARTIR" check "$tmp/megatron-batch.pir"
 same_outputs megatron-batch "$ex/mlp.pir"
 
+# ---- C.seq(require "batch", require "megatron"): Lua 5.4's require
+# returns the file it loaded as a second value, which seq takes as
+# require's and not as a tactic.  By hand: batch splits x's batch of 2
+# over batch (one tile, holding the whole layer, no collective: the
+# parameters are replicated); Megatron ends the attention block and the
+# MLP in one sum over model each, so each layer lowers to exactly two
+# all-reduces over model (2 x 8 x 32 f32 / 2 batch shards = 1024 bytes
+# each) and none over batch.
+printf 'local C = require "combinators"\nreturn C.seq(require "batch", require "megatron")\n' \
+  >"$tmp/require-seq.lua"
+tactic require-seq "$tmp/require-seq.lua" "$ex/transformer_layer.pir" batch=2,model=2
+expect_regions require-seq "tile@batch" "tile@batch/sum@model" "tile@batch/sum@model"
+# collectives FILE [PATTERN]: the collective statements of a lowered
+# program (those matching PATTERN too, when given).
+collectives() {
+  grep -E '= (all_reduce|all_gather|reduce_scatter|all_to_all)\(' "$1" | grep -c -- "${2:-}"
+}
+"$PARTIR" lower "$tmp/require-seq.pir" --mesh batch=2,model=2 --stats >"$tmp/require-seq.spmd"
+check "require-seq: lowers to 2 collectives, all-reduces over model of 1024 bytes each" \
+  test "$(collectives "$tmp/require-seq.spmd")" -eq 2 \
+  -a "$(collectives "$tmp/require-seq.spmd" 'all_reduce(.*{axes = \[model\], size = 2}')" -eq 2 \
+  -a "$(grep -Ec '^  all_reduce over model +2 +2048 bytes$' "$tmp/require-seq.spmd")" -eq 1
+same_outputs require-seq "$ex/transformer_layer.pir"
+lua5.4 "$ex/models/transformer.lua" --layers 2 >"$tmp/require-tf2.pir"
+tactic require-seq-tf2 "$tmp/require-seq.lua" "$tmp/require-tf2.pir" batch=2,model=2
+expect_regions require-seq-tf2 "tile@batch" "tile@batch/sum@model" "tile@batch/sum@model" \
+  "tile@batch/sum@model" "tile@batch/sum@model"
+"$PARTIR" lower "$tmp/require-seq-tf2.pir" --mesh batch=2,model=2 --stats >"$tmp/require-seq-tf2.spmd"
+check "require-seq-tf2: two layers lower to 4 collectives, all-reduces over model" \
+  test "$(collectives "$tmp/require-seq-tf2.spmd")" -eq 4 \
+  -a "$(collectives "$tmp/require-seq-tf2.spmd" 'all_reduce(.*{axes = \[model\], size = 2}')" -eq 4 \
+  -a "$(grep -Ec '^  all_reduce over model +4 +4096 bytes$' "$tmp/require-seq-tf2.spmd")" -eq 1
+same_outputs require-seq-tf2 "$tmp/require-tf2.pir"
+
 # ---- Megatron on the transformer layer: attention by heads, MLP by
 # columns then rows: one sum each
 # (tap.sh counts in 'n': the loop uses 'parts')
@@ -266,6 +300,11 @@ fails set-no-key 2 "--set =v: expected KEY=VALUE" "$tactics/batch.lua" "$ex/mlp.
 fails mesh-size 2 "expected AXIS=SIZE (a positive size), got 'model=0'" \
   "$tactics/megatron.lua" "$ex/mlp.pir" --mesh model=0
 fails mesh-twice 2 "axis 'model' given twice" "$tactics/megatron.lua" "$ex/mlp.pir" --mesh model=2,model=4
+printf 'local C = require "combinators"\nlocal t = C.seq(require "batch", "megatron")\nreturn t\n' \
+  >"$tmp/seq-string.lua"
+fails seq-string 1 "seq-string.lua:2: seq: argument 2 is a string, not a tactic" \
+  "$tmp/seq-string.lua" "$ex/mlp.pir" --mesh batch=2
+
 # ---- a propagation report fails the tactic, unless the tactic tolerates
 # it: x split by columns of 128 and w by rows of 64 tile w's rows twice
 # with different widths, which propagate cannot resolve (the report

@@ -88,6 +88,54 @@ return function(s, mesh, opts)
   calls = 0
   t:ok(C.rep(count(tile_x), 0)(s) == s and calls == 0, "rep(t, 0) runs nothing")
 
+  -- exactly the tactics given: anything else is refused, naming its place
+  t:fails("seq: argument 2 is a string, not a tactic (a function(state, mesh, options))",
+    "seq refuses a string among its tactics", C.seq, tile_x, "/tmp/batch.lua")
+  t:fails("seq: argument 2 is a nil", "seq refuses a nil between tactics", C.seq, tile_x, nil, propagate)
+  t:fails("seq: argument 1 is a number", "...and a number", C.seq, 3)
+  t:fails("seq: argument 3 is a table", "...and a table", C.seq, tile_x, propagate, {})
+  t:fails("first: argument 2 is a string", "first refuses a string", C.first, tile_x, "x")
+  t:fails("try: argument 1 is a nil", "try refuses nil", C.try, nil)
+  t:fails("try: takes one tactic, got 2 arguments", "try refuses two tactics", C.try, tile_x, propagate)
+  t:fails("rep: argument 1 is a string", "rep refuses a string for its tactic", C.rep, "t")
+  t:fails("rep: argument 2 (the cap) is a string, not a number", "rep refuses a string cap",
+    C.rep, tile_x, "3")
+  t:fails("rep: takes a tactic and a cap, got 3 arguments", "rep refuses a third argument",
+    C.rep, tile_x, 3, 4)
+  local ok, where = pcall(function()
+    local r = C.seq(tile_x, 42) -- not a tail call: this line is the caller
+    return r
+  end)
+  t:ok(not ok and where:find("test_combinators.lua:%d+: seq:") ~= nil,
+    "the error points at the line that called seq", where)
+  -- ...except what 'require' returns after a module it loads (Lua 5.4):
+  -- the file it came from, which ends the argument list here
+  package.loaded.batch, package.loaded.megatron = nil, nil
+  local n = select("#", require "megatron")
+  t:is(n, 2, "require of a module not yet loaded returns two values")
+  t:is(select("#", require "megatron"), 1, "...and one once it is loaded")
+  package.loaded.megatron = nil
+  local bm = t:lives("seq(require \"batch\", require \"megatron\") builds a tactic",
+    function() return C.seq(require "batch", require "megatron") end)
+  local bm2 = C.seq(require "batch", require "megatron") -- loaded: one value each
+  local mesh2 = { "batch", "model", batch = 2, model = 2 }
+  t:ok(bm and bm(s, mesh2, {}) == bm2(s, mesh2, {}) and bm2(s, mesh2, {}) ==
+    C.seq(package.loaded.batch, package.loaded.megatron)(s, mesh2, {}),
+    "...which runs batch then Megatron, as when the modules were loaded")
+  package.loaded.batch = nil
+  t:lives("try(require \"batch\") takes require's loader data too",
+    function() return C.try(require "batch") end)
+  package.loaded.batch = nil
+  t:lives("rep(require \"batch\") takes it for its cap",
+    function() return C.rep(require "batch") end)
+  package.loaded.batch = nil
+  t:lives("first(require \"batch\")", function() return C.first(require "batch") end)
+  local path = package.searchpath("megatron", package.path)
+  t:fails("seq: argument 2 is a string", "...but not the file of another module",
+    C.seq, require "batch", path)
+  t:fails("seq: argument 2 is a string", "...nor its own file when it is not the last argument",
+    C.seq, require "megatron", path, propagate)
+
   -- helpers
   t:is(C.axis_size({ "batch", batch = 2 }, "batch"), 2, "axis_size of a mesh axis")
   t:fails("the mesh has no axis 'model' (mesh: batch=2; use --mesh model=N)",
