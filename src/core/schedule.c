@@ -32,7 +32,8 @@ typedef struct Namer {
   Named *args;
   GHashTable *reserved; /* user names: fresh names avoid them */
   GHashTable *taken;    /* names already given in this function */
-  int next_number;
+  int next_number;      /* fresh value names are tried from %N on */
+  int next_binder;      /* fresh binder names are tried from %rN on */
 } Namer;
 
 static Region *region_new(const char *binder_user) {
@@ -129,12 +130,19 @@ static void name_value(Namer *pr, Named *n) {
   }
 }
 
+/* A binder takes its user name when free, else the first free of %r,
+ * %r1, %r2, ...  Names are only ever added to 'taken' (and 'reserved'
+ * is fixed), so every candidate below the one last given stays
+ * unavailable: the search goes on from there ('next_binder'), and naming
+ * B binders tries O(B) candidates in all, not O(B^2) (issue 12: ZeRO on
+ * a 4000-layer MLP).  The names are the same as searching from %r. */
 static void name_binder(Namer *pr, Named *n) {
   if (n->user && !g_hash_table_contains(pr->taken, n->user)) {
     take(pr, n, g_strdup(n->user));
     return;
   }
-  for (int i = 0;; i++) {
+  for (;;) {
+    int i = pr->next_binder++;
     char *cand = i ? g_strdup_printf("r%d", i) : g_strdup("r");
     if (name_free(pr, cand)) {
       take(pr, n, cand);
