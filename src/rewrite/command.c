@@ -69,8 +69,10 @@ static State *cmd_tile(const RuleSet *rs, State *in, const Location *loc,
 }
 
 /* The argument named by 'word' (an index, "x" or "%x"), or -1 with the
- * reason. */
-static int resolve_arg(const State *in, const char *word, Diag *why) {
+ * reason.  'by_name' (may be NULL) maps the arguments' names to their
+ * index + 1, the first of a name, as the scan finds them. */
+static int resolve_arg(const State *in, GHashTable *by_name, const char *word,
+                       Diag *why) {
   int64_t index = -1;
   if (parse_int64(word, &index)) {
     if (index < 0 || index >= in->func.nargs) {
@@ -83,9 +85,14 @@ static int resolve_arg(const State *in, const char *word, Diag *why) {
     return (int)index;
   }
   const char *name = word[0] == '%' ? word + 1 : word;
-  for (int i = 0; i < in->func.nargs; i++)
-    if (strcmp(in->func.arg_names[i], name) == 0)
-      return i;
+  if (by_name) {
+    int found = GPOINTER_TO_INT(g_hash_table_lookup(by_name, name));
+    if (found > 0)
+      return found - 1;
+  } else
+    for (int i = 0; i < in->func.nargs; i++)
+      if (strcmp(in->func.arg_names[i], name) == 0)
+        return i;
   diag_reason(why, "arg-tile: no argument '%s'", word);
   return -1;
 }
@@ -101,7 +108,7 @@ static State *run_arg_tile(const RuleSet *rs, State *in, char **w, int nw,
                            Diag *why) {
   if (!need_args(nw, 4, 5, "arg-tile ARG DIM WIDTH [AXIS]", why))
     return NULL;
-  int index = resolve_arg(in, w[1], why);
+  int index = resolve_arg(in, NULL, w[1], why);
   if (index < 0)
     return NULL;
   Location arg = arg_location(in, index);
@@ -337,6 +344,9 @@ State *rw_command(const RuleSet *rs, State *in, const char *command, Diag *why,
 static State *arg_tile_run(const RuleSet *rs, State *in, GPtrArray *cmds,
                            guint *i, Diag *why, gboolean *failed) {
   g_autofree const Term **to = g_new0(const Term *, (gsize)in->func.nargs + 1);
+  /* the arguments by name, made at the first arg-tile: a run that splits
+   * every weight of a deep model looks each up in constant time */
+  g_autoptr(GHashTable) by_name = NULL;
   guint k = *i;
   for (; k < cmds->len; k++) {
     const char *text = g_ptr_array_index(cmds, k);
@@ -345,8 +355,14 @@ static State *arg_tile_run(const RuleSet *rs, State *in, GPtrArray *cmds,
     int nw = command_words(text, &words, w, why);
     if (nw < 4 || nw > 5 || strcmp(w[0], "arg-tile") != 0)
       break;
+    if (!by_name) {
+      by_name = g_hash_table_new(g_str_hash, g_str_equal);
+      for (int a = in->func.nargs - 1; a >= 0; a--) /* the first wins */
+        g_hash_table_insert(by_name, (gpointer)in->func.arg_names[a],
+                            GINT_TO_POINTER(a + 1));
+    }
     g_autoptr(Diag) ignore = diag_new(NULL);
-    int index = resolve_arg(in, w[1], ignore);
+    int index = resolve_arg(in, by_name, w[1], ignore);
     if (index < 0 || to[index])
       break; /* a second split of one argument sees the first */
     Location arg = arg_location(in, index);
