@@ -295,7 +295,7 @@ static gboolean load_input(const Func *f, const char *spec, Tensor **inputs,
       type_with_dtype(t->type, DT_BF16) == want) {
     Tensor *b = tensor_new(want);
     for (int64_t i = 0; i < type_numel(want); i++)
-      b->f[i] = tensor_round_value(DT_BF16, t->f[i]);
+      tensor_set_float(b, i, tensor_get_float(t, i));
     tensor_unref(t);
     t = b;
   }

@@ -193,10 +193,12 @@ static gboolean check_result(const Stanza *s, GPtrArray *results,
                   : strcmp(*w, "inf") == 0  ? INFINITY
                   : strcmp(*w, "-inf") == 0 ? -INFINITY
                                             : g_ascii_strtod(*w, NULL);
-    if (t->f ? !close_enough(t->type->dtype, t->f[k], want)
-             : (double)t->i[k] != want) {
+    double got = tensor_get_double(t, k);
+    if (dtype_is_float(t->type->dtype)
+            ? !close_enough(t->type->dtype, got, want)
+            : got != want) {
       diag_reason(why, "element %" G_GINT64_FORMAT ": got %.17g, expected %s",
-                  k, t->f ? t->f[k] : (double)t->i[k], *w);
+                  k, got, *w);
       return FALSE;
     }
     k++;
@@ -480,17 +482,18 @@ static void npy_close(const char *a, const char *b, double rtol, double atol) {
   if (!npy_read(a, &x, &error) || !npy_read(b, &y, &error)) {
     tap(FALSE, "%s ~ %s: %s", a, b, error->message);
     g_error_free(error);
-  } else if (x->type != y->type || !x->f) {
+  } else if (x->type != y->type || !dtype_is_float(x->type->dtype)) {
     tap(FALSE, "%s ~ %s: types differ or are not floating", a, b);
   } else {
     int64_t n = type_numel(x->type), bad = -1;
     for (int64_t i = 0; i < n && bad < 0; i++)
-      if (!(fabs(x->f[i] - y->f[i]) <= atol + rtol * fabs(y->f[i])))
+      if (!(fabs(tensor_get_float(x, i) - tensor_get_float(y, i)) <=
+            atol + rtol * fabs(tensor_get_float(y, i))))
         bad = i;
     tap(bad < 0, "%s ~ %s", a, b);
     if (bad >= 0)
-      printf("# element %" G_GINT64_FORMAT ": %.9g vs %.9g\n", bad, x->f[bad],
-             y->f[bad]);
+      printf("# element %" G_GINT64_FORMAT ": %.9g vs %.9g\n", bad,
+             tensor_get_float(x, bad), tensor_get_float(y, bad));
   }
   if (x)
     tensor_unref(x);

@@ -667,10 +667,10 @@ static int l_run(lua_State *L) {
     int64_t n = type_numel(t->type);
     lua_createtable(L, (int)MIN(n, G_MAXINT), 0);
     for (int64_t i = 0; i < n; i++) {
-      if (t->f)
-        lua_pushnumber(L, t->f[i]);
+      if (dtype_is_float(t->type->dtype))
+        lua_pushnumber(L, tensor_get_float(t, i));
       else
-        lua_pushinteger(L, t->i[i]);
+        lua_pushinteger(L, tensor_get_int(t, i));
       lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "values");

@@ -16,33 +16,141 @@
 
 #include "core/core.h"
 
+#include <math.h>
+#include <string.h>
+
 /* Largest tensor the interpreter will allocate (elements): the bound of
  * interp_check, and of the .npy files read for it. */
 #define INTERP_MAX_ELEMS ((int64_t)1 << 29)
 
 /* --------------------------------------------------------------- tensor.c */
 
-/* A dense tensor value of the interpreter.  Floating types are held as
- * doubles rounded to their type after every operation (f32 through float,
- * bf16 to 8 significant bits, round to nearest even); integer types as
- * int64 wrapped to their width; i1 as 0/1. */
+/* A dense tensor value of the interpreter: its elements in row-major
+ * order, each stored at its dtype's own width (dtype_storage_bytes): f32
+ * as float, f64 as double, bf16 as the top 16 bits of an f32, i32 as
+ * int32, i64 as int64, i1 as one byte 0 or 1.  Kernels read and write
+ * elements through the accessors below, which compute in double (floats,
+ * bf16 through f32) or int64 (integers) and round or wrap on the way in. */
 typedef struct Tensor {
   int refcount;
   const Type *type;
-  double *f;  /* dtype_is_float */
-  int64_t *i; /* otherwise */
+  void *data; /* type_numel elements of dtype_storage_bytes each */
 } Tensor;
 
 Tensor *tensor_new(const Type *type); /* zero-filled */
 Tensor *tensor_ref(Tensor *t);
 void tensor_unref(Tensor *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Tensor, tensor_unref)
+/* The bytes the elements of a tensor of 'type' take. */
+guint64 tensor_type_bytes(const Type *type);
+
+/* bf16 is the top half of an f32: 'tensor_bf16_from_f32' rounds to
+ * nearest even (overflow gives infinity; NaN stays a quiet NaN). */
+static inline uint16_t tensor_bf16_from_f32(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  if (isnan(f))
+    return (uint16_t)(bits >> 16 | 0x40u);
+  bits += 0x7fffu + (bits >> 16 & 1u);
+  return (uint16_t)(bits >> 16);
+}
+
+static inline float tensor_bf16_to_f32(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/* Element 'k' of a floating tensor, exactly. */
+static inline double tensor_get_float(const Tensor *t, int64_t k) {
+  switch (t->type->dtype) {
+  case DT_F32:
+    return ((const float *)t->data)[k];
+  case DT_F64:
+    return ((const double *)t->data)[k];
+  case DT_BF16:
+    return tensor_bf16_to_f32(((const uint16_t *)t->data)[k]);
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* Stores 'v' rounded to the floating tensor's dtype (bf16 through f32). */
+static inline void tensor_set_float(Tensor *t, int64_t k, double v) {
+  switch (t->type->dtype) {
+  case DT_F32:
+    ((float *)t->data)[k] = (float)v;
+    break;
+  case DT_F64:
+    ((double *)t->data)[k] = v;
+    break;
+  case DT_BF16:
+    ((uint16_t *)t->data)[k] = tensor_bf16_from_f32((float)v);
+    break;
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* Element 'k' of an integer tensor. */
+static inline int64_t tensor_get_int(const Tensor *t, int64_t k) {
+  switch (t->type->dtype) {
+  case DT_I32:
+    return ((const int32_t *)t->data)[k];
+  case DT_I64:
+    return ((const int64_t *)t->data)[k];
+  case DT_I1:
+    return ((const uint8_t *)t->data)[k];
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* Stores 'v' wrapped to the integer tensor's dtype: two's complement for
+ * i32, 'v != 0' for i1. */
+static inline void tensor_set_int(Tensor *t, int64_t k, int64_t v) {
+  switch (t->type->dtype) {
+  case DT_I32:
+    ((int32_t *)t->data)[k] = (int32_t)(uint32_t)(uint64_t)v;
+    break;
+  case DT_I64:
+    ((int64_t *)t->data)[k] = v;
+    break;
+  case DT_I1:
+    ((uint8_t *)t->data)[k] = v != 0;
+    break;
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* Element 'k' of any tensor as a double (integers converted). */
+static inline double tensor_get_double(const Tensor *t, int64_t k) {
+  return dtype_is_float(t->type->dtype) ? tensor_get_float(t, k)
+                                        : (double)tensor_get_int(t, k);
+}
+
 /* One value rounded (floats) or wrapped (integers) to 'dt'. */
 double tensor_round_value(DType dt, double v);
 int64_t tensor_wrap_value(DType dt, int64_t v);
-/* Rounds (or wraps) every element to the tensor's dtype: the one rounding
- * after accumulating a sum in double (or in wrapping int64). */
-void tensor_round(Tensor *t);
+
+/* Sums accumulate in double (floating types) or wrapping int64 (integer
+ * types) and round once at the end: 'tensor_new_acc' gives a zeroed
+ * accumulator for values of 'type' (its shape in f64 or i64),
+ * 'tensor_acc_add' adds element 'j' of 'x' to element 'k' of 'acc', and
+ * 'tensor_from_acc' rounds every element to 'type' (a new tensor). */
+Tensor *tensor_new_acc(const Type *type);
+static inline void tensor_acc_add(Tensor *acc, int64_t k, const Tensor *x,
+                                  int64_t j) {
+  if (acc->type->dtype == DT_F64) {
+    ((double *)acc->data)[k] += tensor_get_float(x, j);
+  } else {
+    int64_t *a = (int64_t *)acc->data + k;
+    *a = (int64_t)((uint64_t)*a + (uint64_t)tensor_get_int(x, j));
+  }
+}
+Tensor *tensor_from_acc(const Tensor *acc, const Type *type);
 /* Row-major strides of a shape. */
 void tensor_strides(const Type *t, int64_t *strides);
 /* Readable text: shape, dtype, the values, or a summary when large. */
@@ -55,8 +163,8 @@ gboolean tensor_results_agree(GPtrArray *a, GPtrArray *b, Diag *why);
 
 /* ------------------------------------------------------------------ npy.c */
 
-/* The largest .npy file read: INTERP_MAX_ELEMS elements of 8 bytes, and
- * 1 MiB for the preamble and the header. */
+/* The largest .npy file read: INTERP_MAX_ELEMS elements of 8 bytes (the
+ * widest dtype), and 1 MiB for the preamble and the header. */
 #define NPY_MAX_BYTES ((gsize)INTERP_MAX_ELEMS * 8 + ((gsize)1 << 20))
 
 /* Reads a .npy file: a regular file of at most NPY_MAX_BYTES, holding at

@@ -133,13 +133,12 @@ static void copy_chunk(Tensor *dst, int64_t dst_off, const Tensor *src,
   int64_t outer, inner;
   split_at(dst->type, d, &outer, &inner);
   int64_t dn = dst->type->dims[d], sn = src->type->dims[d];
-  gsize bytes = (gsize)(count * inner) * sizeof(double);
+  int64_t width = (int64_t)dtype_storage_bytes(dst->type->dtype);
+  g_assert(src->type->dtype == dst->type->dtype);
   for (int64_t o = 0; o < outer; o++) {
     int64_t di = (o * dn + dst_off) * inner, si = (o * sn + src_off) * inner;
-    if (dst->f)
-      memcpy(dst->f + di, src->f + si, bytes);
-    else
-      memcpy(dst->i + di, src->i + si, bytes);
+    memcpy((char *)dst->data + di * width, (const char *)src->data + si * width,
+           (gsize)(count * inner * width));
   }
 }
 
@@ -155,11 +154,14 @@ static GHashTable *memo_at(Interp *in, int level) {
 }
 
 /* Runs a region at its home: the tables and binder values of the depths
- * its body uses are its own while it runs. */
+ * its body uses are its own while it runs.  A tile copies each
+ * iteration's value into its chunk of the result; a sum adds them up in
+ * an accumulator (tensor_new_acc) and rounds once. */
 static Tensor *eval_region(Interp *in, const Term *t) {
   const Type *range = t->range;
   int64_t count = range->n / range->w;
-  Tensor *out = tensor_new(t->type);
+  Tensor *out =
+      t->kind == TM_TILE ? tensor_new(t->type) : tensor_new_acc(t->type);
   int inner = t->binder + 1, outer_depth = in->depth;
   GHashTable *saved_memo[PARTIR_MAX_REGIONS + 2];
   int64_t saved_start[PARTIR_MAX_REGIONS + 2];
@@ -184,10 +186,7 @@ static Tensor *eval_region(Interp *in, const Term *t) {
           in->interrupted = TRUE;
           break;
         }
-        if (out->f)
-          out->f[j] += v->f[j]; /* accumulate in double, round once */
-        else                    /* wrapping, as the integer types do */
-          out->i[j] = (int64_t)((uint64_t)out->i[j] + (uint64_t)v->i[j]);
+        tensor_acc_add(out, j, v, j);
       }
     }
     tensor_unref(v);
@@ -201,8 +200,11 @@ static Tensor *eval_region(Interp *in, const Term *t) {
     in->start[k] = saved_start[k];
   }
   in->depth = outer_depth;
-  if (t->kind == TM_SUM)
-    tensor_round(out);
+  if (t->kind == TM_SUM) {
+    Tensor *acc = out;
+    out = tensor_from_acc(acc, t->type);
+    tensor_unref(acc);
+  }
   return out;
 }
 

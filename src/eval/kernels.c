@@ -9,22 +9,28 @@
  * its operands (never modified, never unreferenced) and returns a fresh
  * Tensor of t->type with refcount 1.
  *
- * Values follow the Tensor conventions of eval.h: floating types
- * are doubles already rounded to their element type, integer types are
- * int64 already wrapped to their width, i1 is 0/1.  So:
+ * Values follow the Tensor conventions of eval.h: each element is stored
+ * at its dtype's width, and read as a double (floating types) or an int64
+ * (integer types, i1 as 0/1) through tensor_get_float / tensor_get_int.
+ * So:
  *
  *  - Elementwise float results are computed in double and rounded once
- *    by tensor_round_value (which takes bf16 through f32, so bf16 is
+ *    as tensor_set_float stores them (bf16 through f32, so bf16 is
  *    "computed in f32" as the language says).
  *  - Integer arithmetic is done in uint64 (wrapping, no UB) and wrapped
- *    to the width afterwards.  Integer div never traps: x/0 is -1 and
- *    INT_MIN/-1 is INT_MIN (XLA's choice).  The type rules keep i1 out
- *    of arithmetic, iota, contractions and reductions.
+ *    to the width as tensor_set_int stores it.  Integer div never traps:
+ *    x/0 is -1 and INT_MIN/-1 is INT_MIN (XLA's choice).  The type rules
+ *    keep i1 out of arithmetic, iota, contractions and reductions.
  *  - Contractions and reductions accumulate in double (int64 for integer
- *    types) and round once at the end, as docs/language.md specifies.
+ *    types) and round once at the end, as docs/language.md specifies: a
+ *    contraction in a row of accumulators, a reduction in one accumulator
+ *    per result element, which folds its operand elements in row-major
+ *    order.
  *
- * Data movement (broadcast_in_dim, transpose, static slice) is one
- * strided gather: every result element reads the operand at
+ * Data movement (broadcast_in_dim, transpose, static slice, select,
+ * reshape, concatenate) copies elements as they are stored, without
+ * looking at their values.  The first three are one strided gather:
+ * every result element reads the operand at
  * 'base + sum(index[d] * stride[d])', where a stride of 0 broadcasts.
  * dot_general is lowered to a batched [B,M,K]x[B,K,N] loop over offset
  * tables, so arbitrary batch/contract/free dimension orders cost one
@@ -118,15 +124,63 @@ static int attr_ints(const Term *t, const char *key, int64_t *out) {
   return v->count;
 }
 
-/* Reads a required integer attribute. */
-/* Element storage of a tensor: both representations are 8 bytes wide, so
- * data movement can copy raw elements without looking at the dtype. */
-static char *tensor_bytes(const Tensor *x) {
-  return dtype_is_float(x->type->dtype) ? (char *)x->f : (char *)x->i;
+/* The bytes of one element of 'x' as stored. */
+static gsize elem_bytes(const Tensor *x) {
+  return dtype_storage_bytes(x->type->dtype);
 }
 
-G_STATIC_ASSERT(sizeof(double) == sizeof(int64_t));
-#define ELEM ((gsize)sizeof(double))
+/* Copies element 'from' of 'src' to element 'to' of 'dst' (same dtype),
+ * as stored: a fixed-size move per width. */
+static inline void copy_elem(Tensor *dst, int64_t to, const Tensor *src,
+                             int64_t from, gsize width) {
+  char *d = (char *)dst->data + to * (int64_t)width;
+  const char *s = (const char *)src->data + from * (int64_t)width;
+  switch (width) {
+  case 1:
+    memcpy(d, s, 1);
+    break;
+  case 2:
+    memcpy(d, s, 2);
+    break;
+  case 4:
+    memcpy(d, s, 4);
+    break;
+  case 8:
+    memcpy(d, s, 8);
+    break;
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* A row-major walk over the index space 'sizes[0..rank)' that keeps
+ * 'off' = base + sum(index[d] * strides[d]) in step. */
+typedef struct Walk {
+  int rank;
+  const int64_t *sizes, *strides;
+  int64_t idx[PARTIR_MAX_RANK];
+  int64_t off;
+} Walk;
+
+static void walk_start(Walk *w, int rank, const int64_t *sizes,
+                       const int64_t *strides, int64_t base) {
+  w->rank = rank;
+  w->sizes = sizes;
+  w->strides = strides;
+  memset(w->idx, 0, sizeof w->idx);
+  w->off = base;
+}
+
+/* Steps to the next index (after the last, back to the first). */
+static inline void walk_next(Walk *w) {
+  for (int d = w->rank - 1; d >= 0; d--) {
+    w->off += w->strides[d];
+    if (++w->idx[d] < w->sizes[d])
+      return;
+    w->off -= w->strides[d] * w->sizes[d];
+    w->idx[d] = 0;
+  }
+}
 
 /* Fills 'out' (row-major over its own shape) with the elements of 'src'
  * at 'base + sum(index[d] * strides[d])'. */
@@ -134,22 +188,12 @@ static void gather_strided(Tensor *out, const Tensor *src, int64_t base,
                            const int64_t *strides) {
   const Type *ty = out->type;
   int64_t n = type_numel(ty);
-  if (n == 0)
-    return;
-  char *dst = tensor_bytes(out);
-  const char *from = tensor_bytes(src);
-  int64_t idx[PARTIR_MAX_RANK] = {0};
-  int64_t off = base;
+  gsize width = elem_bytes(out);
+  Walk w;
+  walk_start(&w, ty->rank, ty->dims, strides, base);
   for (int64_t k = 0; k < n && !stop_at(k); k++) {
-    memcpy(dst + k * ELEM, from + off * ELEM, ELEM);
-    /* Advance the row-major counter, keeping 'off' in step. */
-    for (int d = ty->rank - 1; d >= 0; d--) {
-      off += strides[d];
-      if (++idx[d] < ty->dims[d])
-        break;
-      off -= strides[d] * ty->dims[d];
-      idx[d] = 0;
-    }
+    copy_elem(out, k, src, w.off, width);
+    walk_next(&w);
   }
 }
 
@@ -209,14 +253,17 @@ static Tensor *k_binary(const Term *t, Tensor *const *args) {
   Tensor *out = tensor_new(t->type);
   DType dt = t->type->dtype;
   int64_t n = type_numel(t->type);
+  const Tensor *a = args[0], *b = args[1];
   if (dtype_is_float(dt)) {
-    const double *a = args[0]->f, *b = args[1]->f;
     for (int64_t k = 0; k < n && !stop_at(k); k++)
-      out->f[k] = tensor_round_value(dt, binary_float(t->op, a[k], b[k]));
+      tensor_set_float(
+          out, k,
+          binary_float(t->op, tensor_get_float(a, k), tensor_get_float(b, k)));
   } else {
-    const int64_t *a = args[0]->i, *b = args[1]->i;
     for (int64_t k = 0; k < n && !stop_at(k); k++)
-      out->i[k] = tensor_wrap_value(dt, binary_int(t->op, dt, a[k], b[k]));
+      tensor_set_int(
+          out, k,
+          binary_int(t->op, dt, tensor_get_int(a, k), tensor_get_int(b, k)));
   }
   return out;
 }
@@ -266,10 +313,11 @@ static Tensor *k_unary(const Term *t, Tensor *const *args) {
   int64_t n = type_numel(t->type);
   if (dtype_is_float(dt)) {
     for (int64_t k = 0; k < n && !stop_at(k); k++)
-      out->f[k] = tensor_round_value(dt, unary_float(t->op, args[0]->f[k]));
+      tensor_set_float(out, k,
+                       unary_float(t->op, tensor_get_float(args[0], k)));
   } else {
     for (int64_t k = 0; k < n && !stop_at(k); k++)
-      out->i[k] = tensor_wrap_value(dt, unary_int(t->op, args[0]->i[k]));
+      tensor_set_int(out, k, unary_int(t->op, tensor_get_int(args[0], k)));
   }
   return out;
 }
@@ -311,17 +359,18 @@ static Tensor *k_compare(const Term *t, Tensor *const *args) {
   Tensor *out = tensor_new(t->type);
   Direction dir = direction_of(t);
   int64_t n = type_numel(t->type);
-  if (dtype_is_float(args[0]->type->dtype)) {
-    const double *a = args[0]->f, *b = args[1]->f;
+  const Tensor *a = args[0], *b = args[1];
+  if (dtype_is_float(a->type->dtype)) {
     for (int64_t k = 0; k < n && !stop_at(k); k++) {
-      int ord = a[k] < b[k] ? -1 : a[k] > b[k] ? 1 : a[k] == b[k] ? 0 : 2;
-      out->i[k] = compare_result(dir, ord);
+      double x = tensor_get_float(a, k), y = tensor_get_float(b, k);
+      int ord = x < y ? -1 : x > y ? 1 : x == y ? 0 : 2;
+      tensor_set_int(out, k, compare_result(dir, ord));
     }
   } else {
-    const int64_t *a = args[0]->i, *b = args[1]->i;
     for (int64_t k = 0; k < n && !stop_at(k); k++) {
-      int ord = a[k] < b[k] ? -1 : a[k] > b[k] ? 1 : 0;
-      out->i[k] = compare_result(dir, ord);
+      int64_t x = tensor_get_int(a, k), y = tensor_get_int(b, k);
+      int ord = x < y ? -1 : x > y ? 1 : 0;
+      tensor_set_int(out, k, compare_result(dir, ord));
     }
   }
   return out;
@@ -330,12 +379,9 @@ static Tensor *k_compare(const Term *t, Tensor *const *args) {
 static Tensor *k_select(const Term *t, Tensor *const *args) {
   Tensor *out = tensor_new(t->type);
   int64_t n = type_numel(t->type);
-  const int64_t *pred = args[0]->i;
-  char *dst = tensor_bytes(out);
-  const char *on_true = tensor_bytes(args[1]);
-  const char *on_false = tensor_bytes(args[2]);
+  gsize width = elem_bytes(out);
   for (int64_t k = 0; k < n && !stop_at(k); k++)
-    memcpy(dst + k * ELEM, (pred[k] ? on_true : on_false) + k * ELEM, ELEM);
+    copy_elem(out, k, tensor_get_int(args[0], k) ? args[1] : args[2], k, width);
   return out;
 }
 
@@ -344,17 +390,16 @@ static Tensor *k_convert(const Term *t, Tensor *const *args) {
   Tensor *out = tensor_new(t->type);
   DType to = t->type->dtype, from = args[0]->type->dtype;
   int64_t n = type_numel(t->type);
+  const Tensor *x = args[0];
   for (int64_t k = 0; k < n && !stop_at(k); k++) {
     if (dtype_is_float(from) && dtype_is_float(to))
-      out->f[k] = tensor_round_value(to, args[0]->f[k]);
+      tensor_set_float(out, k, tensor_get_float(x, k));
     else if (dtype_is_float(from))
-      out->i[k] = float_to_int(to, args[0]->f[k]);
+      tensor_set_int(out, k, float_to_int(to, tensor_get_float(x, k)));
     else if (dtype_is_float(to))
-      out->f[k] = int_to_float(to, args[0]->i[k]);
-    else if (to == DT_I1)
-      out->i[k] = args[0]->i[k] != 0;
+      tensor_set_float(out, k, int_to_float(to, tensor_get_int(x, k)));
     else
-      out->i[k] = tensor_wrap_value(to, args[0]->i[k]);
+      tensor_set_int(out, k, tensor_get_int(x, k));
   }
   return out;
 }
@@ -375,14 +420,11 @@ static void constant_fill(Tensor *out, const AttrValue *v, int64_t *pos) {
   g_assert(*pos < type_numel(out->type));
   int64_t k = (*pos)++;
   if (dtype_is_float(dt))
-    out->f[k] = v->kind == AV_INT ? int_to_float(dt, v->i)
-                                  : tensor_round_value(dt, v->f);
+    tensor_set_float(out, k, v->kind == AV_INT ? int_to_float(dt, v->i) : v->f);
   else if (v->kind == AV_FLOAT)
-    out->i[k] = float_to_int(dt, v->f);
-  else if (dt == DT_I1)
-    out->i[k] = v->i != 0;
+    tensor_set_int(out, k, float_to_int(dt, v->f));
   else
-    out->i[k] = tensor_wrap_value(dt, v->i);
+    tensor_set_int(out, k, v->i);
 }
 
 /* 'value' is a scalar, splatted, or a list of exactly numel numbers. */
@@ -399,9 +441,9 @@ static Tensor *k_constant(const Term *t, Tensor *const *args) {
     return out;
   /* A scalar (or a one-number list) splats. */
   g_assert(filled == 1);
-  char *bytes = tensor_bytes(out);
+  gsize width = elem_bytes(out);
   for (int64_t k = 1; k < n && !stop_at(k); k++)
-    memcpy(bytes + k * ELEM, bytes, ELEM);
+    copy_elem(out, k, out, 0, width);
   return out;
 }
 
@@ -416,9 +458,9 @@ static Tensor *k_iota(const Term *t, Tensor *const *args) {
   for (int64_t k = 0; k < n && !stop_at(k); k++) {
     int64_t v = (k / strides[dim]) % ty->dims[dim];
     if (dtype_is_float(ty->dtype))
-      out->f[k] = int_to_float(ty->dtype, v);
+      tensor_set_float(out, k, int_to_float(ty->dtype, v));
     else
-      out->i[k] = tensor_wrap_value(ty->dtype, v);
+      tensor_set_int(out, k, v);
   }
   return out;
 }
@@ -488,11 +530,42 @@ static void dot_side(const Type *ty, int nbatch, const int64_t *batch,
   }
 }
 
+/* acc[n] += a * x[base + offs[n]] for n < count, 'x' a floating tensor
+ * ('base + n' when 'offs' is NULL): one loop per storage type, so that
+ * the dtype is looked at once a row, not once an element. */
+static void axpy_float_row(double *acc, double a, const Tensor *x, int64_t base,
+                           const int64_t *offs, int64_t count) {
+#define AXPY_ROW(TYPE, TO_DOUBLE)                                              \
+  do {                                                                         \
+    const TYPE *from = (const TYPE *)x->data + base;                           \
+    if (offs)                                                                  \
+      for (int64_t n = 0; n < count; n++)                                      \
+        acc[n] += a * TO_DOUBLE(from[offs[n]]);                                \
+    else                                                                       \
+      for (int64_t n = 0; n < count; n++)                                      \
+        acc[n] += a * TO_DOUBLE(from[n]);                                      \
+  } while (0)
+  switch (x->type->dtype) {
+  case DT_F32:
+    AXPY_ROW(float, (double));
+    break;
+  case DT_F64:
+    AXPY_ROW(double, );
+    break;
+  case DT_BF16:
+    AXPY_ROW(uint16_t, (double)tensor_bf16_to_f32);
+    break;
+  default:
+    g_assert_not_reached();
+  }
+#undef AXPY_ROW
+}
+
 /* matmul and dot_general.  The result is [batch..., lhs free...,
- * rhs free...], i.e. a row-major [B, M, N] block; it is computed as
- * out[b,m,:] += lhs[b,m,k] * rhs[b,k,:] over k (i-k-j order), with
- * double (float types) or wrapping int64 (integer types) accumulators
- * held in the result's own storage and rounded once at the end. */
+ * rhs free...], i.e. a row-major [B, M, N] block; each row out[b,m,:] is
+ * computed as acc[:] += lhs[b,m,k] * rhs[b,k,:] over k (i-k-j order) in
+ * a row of double (float types) or wrapping int64 (integer types)
+ * accumulators, and rounded once as it is stored. */
 static Tensor *k_dot(const Term *t, Tensor *const *args) {
   int64_t lb[PARTIR_MAX_RANK], rb[PARTIR_MAX_RANK];
   int64_t lc[PARTIR_MAX_RANK], rc[PARTIR_MAX_RANK];
@@ -529,53 +602,48 @@ static Tensor *k_dot(const Term *t, Tensor *const *args) {
   for (int64_t n = 0; n < N && contiguous; n++)
     contiguous = rno[n] == n;
 
+  const Tensor *lhs = args[0], *rhs = args[1];
   Tensor *out = tensor_new(t->type);
-  DType dt = t->type->dtype;
+  gboolean is_float = dtype_is_float(t->type->dtype);
+  double *facc = is_float ? g_new(double, MAX(N, 1)) : NULL;
+  int64_t *iacc = is_float ? NULL : g_new(int64_t, MAX(N, 1));
   int64_t work = 0; /* multiply-adds since the last poll */
-  if (dtype_is_float(dt)) {
-    const double *lhs = args[0]->f, *rhs = args[1]->f;
-    for (int64_t b = 0; b < B; b++)
-      for (int64_t m = 0; m < M; m++) {
-        double *acc = out->f + (b * M + m) * N;
-        const double *lrow = lhs + lbo[b] + lmo[m];
-        for (int64_t k = 0; k < K; k++) {
-          double a = lrow[lko[k]];
-          const double *rrow = rhs + rbo[b] + rko[k];
-          if (contiguous)
-            for (int64_t n = 0; n < N; n++)
-              acc[n] += a * rrow[n];
-          else
-            for (int64_t n = 0; n < N; n++)
-              acc[n] += a * rrow[rno[n]];
-          if ((work += N) >= KERNEL_POLL) {
-            work = 0;
-            if (partir_interrupt)
-              goto stopped;
-          }
-        }
-      }
-  } else {
-    const int64_t *lhs = args[0]->i, *rhs = args[1]->i;
-    for (int64_t b = 0; b < B; b++)
-      for (int64_t m = 0; m < M; m++) {
-        int64_t *acc = out->i + (b * M + m) * N;
-        const int64_t *lrow = lhs + lbo[b] + lmo[m];
-        for (int64_t k = 0; k < K; k++) {
-          uint64_t a = (uint64_t)lrow[lko[k]];
-          const int64_t *rrow = rhs + rbo[b] + rko[k];
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t m = 0; m < M; m++) {
+      int64_t lrow = lbo[b] + lmo[m];
+      if (is_float)
+        memset(facc, 0, (gsize)N * sizeof *facc);
+      else
+        memset(iacc, 0, (gsize)N * sizeof *iacc);
+      for (int64_t k = 0; k < K; k++) {
+        int64_t rrow = rbo[b] + rko[k];
+        if (is_float) {
+          double a = tensor_get_float(lhs, lrow + lko[k]);
+          axpy_float_row(facc, a, rhs, rrow, contiguous ? NULL : rno, N);
+        } else {
+          uint64_t a = (uint64_t)tensor_get_int(lhs, lrow + lko[k]);
           for (int64_t n = 0; n < N; n++)
-            acc[n] = (int64_t)((uint64_t)acc[n] +
-                               a * (uint64_t)rrow[contiguous ? n : rno[n]]);
-          if ((work += N) >= KERNEL_POLL) {
-            work = 0;
-            if (partir_interrupt)
-              goto stopped;
-          }
+            iacc[n] =
+                (int64_t)((uint64_t)iacc[n] +
+                          a * (uint64_t)tensor_get_int(rhs, rrow + rno[n]));
+        }
+        if ((work += N) >= KERNEL_POLL) {
+          work = 0;
+          if (partir_interrupt)
+            goto stopped;
         }
       }
-  }
+      int64_t row = (b * M + m) * N;
+      for (int64_t n = 0; n < N; n++) {
+        if (is_float)
+          tensor_set_float(out, row + n, facc[n]);
+        else
+          tensor_set_int(out, row + n, iacc[n]);
+      }
+    }
 stopped:
-  tensor_round(out);
+  g_free(facc);
+  g_free(iacc);
   g_free(lbo);
   g_free(rbo);
   g_free(lmo);
@@ -587,11 +655,14 @@ stopped:
 
 /* ----------------------------------------------------------- reductions */
 
-/* reduce_sum and reduce_max over 'dims'.  Walks the operand row-major,
- * tracking the offset of the result element each operand element folds
- * into (reduced dimensions have result stride 0). */
+/* reduce_sum and reduce_max over 'dims'.  Each result element folds the
+ * operand elements that reduce into it, in row-major order, in one
+ * accumulator (double or wrapping int64 for a sum): two walks over the
+ * operand, one over the kept dimensions and one, for each result
+ * element, over the reduced ones. */
 static Tensor *k_reduce(const Term *t, Tensor *const *args) {
-  const Type *in = args[0]->type;
+  const Tensor *x = args[0];
+  const Type *in = x->type;
   DType dt = in->dtype;
   gboolean is_max = t->op == OP_REDUCE_MAX;
   int64_t dims[PARTIR_MAX_RANK];
@@ -601,50 +672,58 @@ static Tensor *k_reduce(const Term *t, Tensor *const *args) {
     g_assert(dims[j] >= 0 && dims[j] < in->rank);
     reduced[dims[j]] = TRUE;
   }
-  /* Result strides laid over the operand's dimensions. */
-  int64_t out_strides[PARTIR_MAX_RANK], stride = 1;
-  for (int d = in->rank - 1; d >= 0; d--) {
-    out_strides[d] = reduced[d] ? 0 : stride;
-    if (!reduced[d])
-      stride *= in->dims[d];
+  /* The kept and the reduced dimensions, with the operand's strides. */
+  int64_t strides[PARTIR_MAX_RANK];
+  int64_t kept_size[PARTIR_MAX_RANK], kept_stride[PARTIR_MAX_RANK];
+  int64_t red_size[PARTIR_MAX_RANK], red_stride[PARTIR_MAX_RANK];
+  int nkept = 0, nred = 0;
+  int64_t per_out = 1; /* operand elements per result element */
+  tensor_strides(in, strides);
+  for (int d = 0; d < in->rank; d++) {
+    if (reduced[d]) {
+      red_size[nred] = in->dims[d];
+      red_stride[nred++] = strides[d];
+      per_out *= in->dims[d];
+    } else {
+      kept_size[nkept] = in->dims[d];
+      kept_stride[nkept++] = strides[d];
+    }
   }
 
   Tensor *out = tensor_new(t->type);
-  int64_t nout = type_numel(t->type), nin = type_numel(in);
-  g_assert(nout == stride);
+  int64_t nout = type_numel(t->type);
   gboolean is_float = dtype_is_float(dt);
-  for (int64_t k = 0; k < nout && is_max; k++) {
-    if (is_float)
-      out->f[k] = -INFINITY;
-    else
-      out->i[k] = dtype_int_min(dt);
-  }
-
-  int64_t idx[PARTIR_MAX_RANK] = {0};
-  int64_t o = 0;
-  for (int64_t k = 0; k < nin && !stop_at(k); k++) {
+  int64_t k = 0; /* operand elements folded so far */
+  Walk kept, red;
+  walk_start(&kept, nkept, kept_size, kept_stride, 0);
+  for (int64_t o = 0; o < nout; o++, walk_next(&kept)) {
+    walk_start(&red, nred, red_size, red_stride, kept.off);
     if (is_float) {
-      double v = args[0]->f[k];
-      if (!is_max)
-        out->f[o] += v;
-      else if (isnan(v) || v > out->f[o])
-        out->f[o] = v; /* once NaN, 'v > NaN' is false: it sticks */
+      double acc = is_max ? -INFINITY : 0;
+      for (int64_t j = 0; j < per_out; j++, k++, walk_next(&red)) {
+        if (stop_at(k))
+          return out;
+        double v = tensor_get_float(x, red.off);
+        if (!is_max)
+          acc += v;
+        else if (isnan(v) || v > acc)
+          acc = v; /* once NaN, 'v > NaN' is false: it sticks */
+      }
+      tensor_set_float(out, o, acc);
     } else {
-      int64_t v = args[0]->i[k];
-      if (!is_max)
-        out->i[o] = (int64_t)((uint64_t)out->i[o] + (uint64_t)v);
-      else if (v > out->i[o])
-        out->i[o] = v;
-    }
-    for (int d = in->rank - 1; d >= 0; d--) {
-      o += out_strides[d];
-      if (++idx[d] < in->dims[d])
-        break;
-      o -= out_strides[d] * in->dims[d];
-      idx[d] = 0;
+      int64_t acc = is_max ? dtype_int_min(dt) : 0;
+      for (int64_t j = 0; j < per_out; j++, k++, walk_next(&red)) {
+        if (stop_at(k))
+          return out;
+        int64_t v = tensor_get_int(x, red.off);
+        if (!is_max)
+          acc = (int64_t)((uint64_t)acc + (uint64_t)v);
+        else if (v > acc)
+          acc = v;
+      }
+      tensor_set_int(out, o, acc);
     }
   }
-  tensor_round(out);
   return out;
 }
 
@@ -684,10 +763,8 @@ static Tensor *k_transpose(const Term *t, Tensor *const *args) {
 
 static Tensor *k_reshape(const Term *t, Tensor *const *args) {
   Tensor *out = tensor_new(t->type);
-  int64_t n = type_numel(t->type);
-  g_assert(n == type_numel(args[0]->type));
-  if (n > 0)
-    memcpy(tensor_bytes(out), tensor_bytes(args[0]), (gsize)n * ELEM);
+  g_assert(type_numel(t->type) == type_numel(args[0]->type));
+  memcpy(out->data, args[0]->data, tensor_type_bytes(t->type));
   return out;
 }
 
@@ -703,14 +780,15 @@ static Tensor *k_concatenate(const Term *t, Tensor *const *args) {
   for (int d = (int)dim + 1; d < ty->rank; d++)
     inner *= ty->dims[d];
   Tensor *out = tensor_new(ty);
-  char *dst = tensor_bytes(out);
+  char *dst = out->data;
+  gsize elem = elem_bytes(out);
   int64_t row = ty->dims[dim] * inner, col = 0;
   for (int a = 0; a < t->nargs; a++) {
     int64_t width = args[a]->type->dims[dim] * inner;
-    const char *src = tensor_bytes(args[a]);
+    const char *src = args[a]->data;
     for (int64_t o = 0; o < outer && width > 0; o++)
-      memcpy(dst + (o * row + col) * ELEM, src + o * width * ELEM,
-             (gsize)width * ELEM);
+      memcpy(dst + (o * row + col) * (int64_t)elem,
+             src + o * width * (int64_t)elem, (gsize)width * elem);
     col += width;
   }
   g_assert(col == row);

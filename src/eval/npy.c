@@ -22,7 +22,10 @@
  * tensor is written as '<f4', and reading never gives bf16.
  *
  * The writer produces exactly what numpy.save produces for the same
- * array (version 1.0, numpy's key order, spacing and padding).
+ * array (version 1.0, numpy's key order, spacing and padding).  Both
+ * copy the elements as a Tensor stores them (eval.h), which is the
+ * little-endian .npy layout on a little-endian machine; only bf16 is
+ * converted (to f32).
  */
 #include "eval/eval.h"
 
@@ -304,37 +307,29 @@ static void append_shape_tuple(GString *out, int rank, const int64_t *dims) {
   g_string_append(out, rank == 1 ? ",)" : ")");
 }
 
-/* Converts 'n' elements of 'd' at 'data' into 't'. */
+/* Reverses the bytes of each of the 'n' elements of 'size' bytes at
+ * 'data': between the file's byte order and the machine's. */
+static void swap_elements(guint8 *data, int64_t n, int size) {
+  for (int64_t k = 0; k < n; k++)
+    for (int lo = 0, hi = size - 1; lo < hi; lo++, hi--) {
+      guint8 c = data[k * size + lo];
+      data[k * size + lo] = data[k * size + hi];
+      data[k * size + hi] = c;
+    }
+}
+
+/* Copies 'n' elements of 'd' at 'data' into 't', whose dtype is d's and
+ * so has the same width: byteswapped when the file's byte order is not
+ * the machine's; a boolean byte other than 0 is 1. */
 static void decode_data(Tensor *t, const NpyDType *d, gboolean big_endian,
                         const guint8 *data, int64_t n) {
-  gboolean swap = big_endian != (G_BYTE_ORDER == G_BIG_ENDIAN);
-  for (int64_t k = 0; k < n; k++) {
-    const guint8 *e = data + k * d->size;
-    if (d->size == 1) {
-      t->i[k] = e[0] != 0;
-    } else if (d->size == 4) {
-      uint32_t bits;
-      memcpy(&bits, e, 4);
-      if (swap)
-        bits = GUINT32_SWAP_LE_BE(bits);
-      if (d->kind == 'f') {
-        float v;
-        memcpy(&v, &bits, 4);
-        t->f[k] = v;
-      } else {
-        t->i[k] = (int32_t)bits;
-      }
-    } else {
-      uint64_t bits;
-      memcpy(&bits, e, 8);
-      if (swap)
-        bits = GUINT64_SWAP_LE_BE(bits);
-      if (d->kind == 'f')
-        memcpy(&t->f[k], &bits, 8);
-      else
-        t->i[k] = (int64_t)bits;
-    }
-  }
+  g_assert(dtype_storage_bytes(d->dtype) == (gsize)d->size);
+  guint8 *e = t->data;
+  memcpy(e, data, (gsize)n * (gsize)d->size);
+  if (big_endian != (G_BYTE_ORDER == G_BIG_ENDIAN))
+    swap_elements(e, n, d->size);
+  for (int64_t k = 0; d->size == 1 && k < n; k++)
+    e[k] = e[k] != 0;
 }
 
 #define FORMAT_ERROR(...)                                                      \
@@ -491,44 +486,24 @@ GBytes *npy_encode(const Tensor *t) {
   g_byte_array_append(out, hlen_le, 2);
   g_byte_array_append(out, (const guint8 *)dict->str, (guint)dict->len);
 
-  for (int64_t k = 0; k < n; k++) {
-    guint8 e[8];
-    guint size;
-    switch (ty->dtype) {
-    case DT_F32:
-    case DT_BF16: {
-      float v = (float)t->f[k];
+  if (ty->dtype == DT_BF16) {
+    for (int64_t k = 0; k < n; k++) {
+      float v = (float)tensor_get_float(t, k);
       uint32_t bits;
-      memcpy(&bits, &v, 4);
+      memcpy(&bits, &v, sizeof bits);
       bits = GUINT32_TO_LE(bits);
-      memcpy(e, &bits, size = 4);
-      break;
+      g_byte_array_append(out, (const guint8 *)&bits, sizeof bits);
     }
-    case DT_F64: {
-      uint64_t bits;
-      memcpy(&bits, &t->f[k], 8);
-      bits = GUINT64_TO_LE(bits);
-      memcpy(e, &bits, size = 8);
-      break;
-    }
-    case DT_I32: {
-      uint32_t bits = GUINT32_TO_LE((uint32_t)t->i[k]);
-      memcpy(e, &bits, size = 4);
-      break;
-    }
-    case DT_I64: {
-      uint64_t bits = GUINT64_TO_LE((uint64_t)t->i[k]);
-      memcpy(e, &bits, size = 8);
-      break;
-    }
-    case DT_I1:
-      e[0] = t->i[k] != 0;
-      size = 1;
-      break;
-    default:
-      g_assert_not_reached();
-    }
-    g_byte_array_append(out, e, size);
+    return g_byte_array_free_to_bytes(out);
   }
+  /* the elements as stored, in chunks that a guint length can hold */
+  gsize at = out->len, size = tensor_type_bytes(ty);
+  for (gsize done = 0; done < size;) {
+    guint chunk = (guint)MIN(size - done, (gsize)1 << 30);
+    g_byte_array_append(out, (const guint8 *)t->data + done, chunk);
+    done += chunk;
+  }
+  if (G_BYTE_ORDER == G_BIG_ENDIAN)
+    swap_elements(out->data + at, n, (int)dtype_storage_bytes(ty->dtype));
   return g_byte_array_free_to_bytes(out);
 }

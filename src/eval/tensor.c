@@ -1,25 +1,32 @@
 /* tensor.c — dense tensor values of the reference interpreter.
  *
  * A Tensor is a refcounted block of elements in row-major order, one
- * element per index of its Type's shape (a rank-0 tensor has one).  The
- * storage is wider than the element type so that kernels can be written
- * once per family:
+ * element per index of its Type's shape (a rank-0 tensor has one), each
+ * at its dtype's own width (dtype_storage_bytes):
  *
- *   f32, f64, bf16   'f', doubles; every stored value is exactly
- *                    representable in the element type (tensor_round_value)
- *   i32, i64, i1     'i', int64s; i32 values are wrapped to 32 bits and
- *                    i1 values are 0 or 1 (tensor_wrap_value)
+ *   f32 float, f64 double, bf16 the top 16 bits of an f32,
+ *   i32 int32_t, i64 int64_t, i1 one byte, 0 or 1
  *
- * Exactly one of 'f' and 'i' is non-NULL, even for tensors with no
- * elements.  Kernels allocate with tensor_new, fill, and keep the
- * invariant by rounding or wrapping every result they store.
+ * so a value takes the memory its type says, as on a device.  Kernels
+ * compute floats in double (bf16 through f32) and integers in int64, and
+ * store through tensor_set_float and tensor_set_int (eval.h), which round
+ * or wrap to the dtype: every stored value is one of its type.  Sums
+ * (contractions, reductions, the 'sum' region, all-reduce) accumulate in
+ * a wider accumulator and round once (tensor_new_acc).
+ *
+ * 'data' is never NULL, even for tensors with no elements.
  */
 #include "eval/eval.h"
 
 #include <math.h>
 #include <string.h>
 
-/* Allocates a zero-filled tensor of 'type' with one reference. */
+guint64 tensor_type_bytes(const Type *type) {
+  return (guint64)type_numel(type) * dtype_storage_bytes(type->dtype);
+}
+
+/* Allocates a zero-filled tensor of 'type' with one reference (all-zero
+ * bits are 0 in every dtype). */
 Tensor *tensor_new(const Type *type) {
   g_assert(type != NULL && type->kind == TY_TENSOR);
   int64_t n = type_numel(type);
@@ -27,11 +34,7 @@ Tensor *tensor_new(const Type *type) {
   Tensor *t = g_new0(Tensor, 1);
   t->refcount = 1;
   t->type = type;
-  gsize alloc = (gsize)MAX(n, 1);
-  if (dtype_is_float(type->dtype))
-    t->f = g_new0(double, alloc);
-  else
-    t->i = g_new0(int64_t, alloc);
+  t->data = g_malloc0(MAX(tensor_type_bytes(type), 1));
   return t;
 }
 
@@ -47,8 +50,7 @@ void tensor_unref(Tensor *t) {
   g_assert(t->refcount > 0);
   if (!g_atomic_int_dec_and_test(&t->refcount))
     return;
-  g_free(t->f);
-  g_free(t->i);
+  g_free(t->data);
   g_free(t);
 }
 
@@ -62,17 +64,8 @@ double tensor_round_value(DType dt, double v) {
     return v;
   case DT_F32:
     return (double)(float)v;
-  case DT_BF16: {
-    float f = (float)v;
-    if (isnan(f))
-      return v;
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    bits += 0x7fffu + ((bits >> 16) & 1u);
-    bits &= 0xffff0000u;
-    memcpy(&f, &bits, sizeof f);
-    return (double)f;
-  }
+  case DT_BF16:
+    return isnan(v) ? v : tensor_bf16_to_f32(tensor_bf16_from_f32((float)v));
   default:
     g_assert_not_reached();
   }
@@ -92,15 +85,22 @@ int64_t tensor_wrap_value(DType dt, int64_t v) {
   }
 }
 
-void tensor_round(Tensor *t) {
-  int64_t n = type_numel(t->type);
-  DType dt = t->type->dtype;
-  for (int64_t j = 0; j < n; j++) {
-    if (t->f)
-      t->f[j] = tensor_round_value(dt, t->f[j]);
+Tensor *tensor_new_acc(const Type *type) {
+  DType wide = dtype_is_float(type->dtype) ? DT_F64 : DT_I64;
+  return tensor_new(type_with_dtype(type, wide));
+}
+
+Tensor *tensor_from_acc(const Tensor *acc, const Type *type) {
+  Tensor *t = tensor_new(type);
+  int64_t n = type_numel(type);
+  g_assert(type_numel(acc->type) == n);
+  for (int64_t k = 0; k < n; k++) {
+    if (acc->type->dtype == DT_F64)
+      tensor_set_float(t, k, ((const double *)acc->data)[k]);
     else
-      t->i[j] = tensor_wrap_value(dt, t->i[j]);
+      tensor_set_int(t, k, ((const int64_t *)acc->data)[k]);
   }
+  return t;
 }
 
 void tensor_strides(const Type *t, int64_t *strides) {
@@ -129,11 +129,11 @@ static void append_float(GString *out, DType dt, double v) {
 static void append_elem(GString *out, const Tensor *t, int64_t k) {
   DType dt = t->type->dtype;
   if (dtype_is_float(dt))
-    append_float(out, dt, t->f[k]);
+    append_float(out, dt, tensor_get_float(t, k));
   else if (dt == DT_I1)
-    g_string_append(out, t->i[k] ? "true" : "false");
+    g_string_append(out, tensor_get_int(t, k) ? "true" : "false");
   else
-    g_string_append_printf(out, "%" G_GINT64_FORMAT, t->i[k]);
+    g_string_append_printf(out, "%" G_GINT64_FORMAT, tensor_get_int(t, k));
 }
 
 /* Appends the sub-tensor at dimension 'd' starting at element 'base' as
@@ -173,22 +173,22 @@ static void append_summary(GString *out, const Tensor *t, int64_t n) {
   gboolean has_nan = FALSE;
   for (int64_t k = 0; k < n; k++) {
     if (is_float) {
-      double v = t->f[k];
+      double v = tensor_get_float(t, k);
       sum += v;
       if (isnan(v)) {
         has_nan = TRUE;
         continue;
       }
-      if (kmin < 0 || v < t->f[kmin])
+      if (kmin < 0 || v < tensor_get_float(t, kmin))
         kmin = k;
-      if (kmax < 0 || v > t->f[kmax])
+      if (kmax < 0 || v > tensor_get_float(t, kmax))
         kmax = k;
     } else {
-      int64_t v = t->i[k];
+      int64_t v = tensor_get_int(t, k);
       sum += (double)v;
-      if (kmin < 0 || v < t->i[kmin])
+      if (kmin < 0 || v < tensor_get_int(t, kmin))
         kmin = k;
-      if (kmax < 0 || v > t->i[kmax])
+      if (kmax < 0 || v > tensor_get_int(t, kmax))
         kmax = k;
     }
   }
@@ -245,11 +245,11 @@ void tensor_fill_random(Tensor *t, GRand *rng) {
   int64_t n = type_numel(t->type);
   for (int64_t k = 0; k < n; k++) {
     if (dtype_is_float(dt))
-      t->f[k] = tensor_round_value(dt, g_rand_double_range(rng, -1, 1));
+      tensor_set_float(t, k, g_rand_double_range(rng, -1, 1));
     else if (dt == DT_I1)
-      t->i[k] = g_rand_int_range(rng, 0, 2);
+      tensor_set_int(t, k, g_rand_int_range(rng, 0, 2));
     else
-      t->i[k] = g_rand_int_range(rng, -10, 11);
+      tensor_set_int(t, k, g_rand_int_range(rng, -10, 11));
   }
 }
 
@@ -264,13 +264,13 @@ gboolean tensor_results_agree(GPtrArray *a, GPtrArray *b, Diag *why) {
      * few roundings of the parts, which may be larger than the result */
     double scale = 0;
     for (int64_t i = 0; i < type_numel(x->type); i++) {
-      double u = x->f ? x->f[i] : (double)x->i[i];
+      double u = tensor_get_double(x, i);
       if (isfinite(u))
         scale = MAX(scale, fabs(u));
     }
     for (int64_t i = 0; i < type_numel(x->type); i++) {
-      double u = x->f ? x->f[i] : (double)x->i[i];
-      double v = y->f ? y->f[i] : (double)y->i[i];
+      double u = tensor_get_double(x, i);
+      double v = tensor_get_double(y, i);
       if (!(fabs(u - v) <= 1e-6 + 1e-5 * fabs(u) + 1e-4 * scale) &&
           !(isnan(u) && isnan(v)) && u != v) {
         diag_reason(why,

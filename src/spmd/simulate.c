@@ -130,14 +130,16 @@ static char *device_name(const Mesh *m, const int64_t *coords) {
 
 /* ---------------------------------------------------------- tensor boxes */
 
-/* Copies (or, when 'add', adds) the box of shape 'box' at 'src_off' in
- * 'src' to the box at 'dst_off' in 'dst'; both have dst's rank and
- * dtype.  Integer sums wrap in uint64 (the caller wraps to the dtype). */
+/* Copies the box of shape 'box' at 'src_off' in 'src' to the box at
+ * 'dst_off' in 'dst'; both have dst's rank and dtype.  When 'add', 'dst'
+ * is an accumulator for src's type instead (tensor_new_acc), and the box
+ * is added to it (the caller rounds once, tensor_from_acc). */
 static void box_transfer(Tensor *dst, const int64_t *dst_off, const Tensor *src,
                          const int64_t *src_off, const int64_t *box,
                          gboolean add) {
   int rank = dst->type->rank;
-  g_assert(src->type->rank == rank && src->type->dtype == dst->type->dtype);
+  g_assert(src->type->rank == rank &&
+           (add || src->type->dtype == dst->type->dtype));
   for (int k = 0; k < rank; k++)
     if (box[k] == 0)
       return;
@@ -153,17 +155,13 @@ static void box_transfer(Tensor *dst, const int64_t *dst_off, const Tensor *src,
       di += (dst_off[k] + at) * dst_strides[k];
       si += (src_off[k] + at) * src_strides[k];
     }
-    if (dst->f && add) {
+    if (add) {
       for (int64_t j = 0; j < run; j++)
-        dst->f[di + j] += src->f[si + j];
-    } else if (add) {
-      for (int64_t j = 0; j < run; j++)
-        dst->i[di + j] =
-            (int64_t)((uint64_t)dst->i[di + j] + (uint64_t)src->i[si + j]);
-    } else if (dst->f) {
-      memcpy(dst->f + di, src->f + si, (gsize)run * sizeof(double));
+        tensor_acc_add(dst, di + j, src, si + j);
     } else {
-      memcpy(dst->i + di, src->i + si, (gsize)run * sizeof(int64_t));
+      gsize width = dtype_storage_bytes(dst->type->dtype);
+      memcpy((char *)dst->data + di * (int64_t)width,
+             (const char *)src->data + si * (int64_t)width, (gsize)run * width);
     }
     int k = rank - 2;
     while (k >= 0 && ++idx[k] == box[k])
@@ -291,7 +289,8 @@ static Tensor *comm_collective(Collectives *self, const Term *t, Tensor *x) {
   for (int k = 0; k < naxes; k++)
     g = g * w->mesh->sizes[axes[k]] + c->coords[axes[k]];
 
-  Tensor *out = tensor_new(t->type);
+  gboolean reduces = t->op == OP_ALL_REDUCE || t->op == OP_REDUCE_SCATTER;
+  Tensor *out = reduces ? tensor_new_acc(t->type) : tensor_new(t->type);
   int64_t box[PARTIR_MAX_RANK], src_off[PARTIR_MAX_RANK] = {0},
                                 dst_off[PARTIR_MAX_RANK] = {0};
   memcpy(box, t->type->dims, sizeof box);
@@ -301,8 +300,10 @@ static Tensor *comm_collective(Collectives *self, const Term *t, Tensor *x) {
     box_transfer(out, zero_offsets, x, src_off, box, FALSE);
     return out;
   }
-  if (!world_post(w, c->device, x))
-    return out;
+  if (!world_post(w, c->device, x)) {
+    tensor_unref(out);
+    return tensor_new(t->type);
+  }
   for (int64_t j = 0; j < size; j++) {
     const Tensor *from = w->slots[group_member(c, axes, naxes, j)];
     g_assert(from && from->type == x->type);
@@ -338,9 +339,12 @@ static Tensor *comm_collective(Collectives *self, const Term *t, Tensor *x) {
       g_assert_not_reached();
     }
   }
-  if (t->op == OP_ALL_REDUCE || t->op == OP_REDUCE_SCATTER)
-    tensor_round(out);
   world_release(w, c->device);
+  if (reduces) {
+    Tensor *acc = out;
+    out = tensor_from_acc(acc, t->type);
+    tensor_unref(acc);
+  }
   return out;
 }
 
@@ -454,18 +458,19 @@ static gboolean replicas_agree(const Tensor *ref, const Tensor *other,
                                int64_t *at) {
   int64_t n = type_numel(ref->type);
   double scale = 0;
-  for (int64_t j = 0; ref->f && j < n; j++)
-    if (isfinite(ref->f[j]))
-      scale = MAX(scale, fabs(ref->f[j]));
+  gboolean is_float = dtype_is_float(ref->type->dtype);
+  for (int64_t j = 0; is_float && j < n; j++)
+    if (isfinite(tensor_get_float(ref, j)))
+      scale = MAX(scale, fabs(tensor_get_float(ref, j)));
   for (int64_t j = 0; j < n; j++) {
     gboolean ok;
-    if (ref->f) {
-      double a = ref->f[j], b = other->f[j];
+    if (is_float) {
+      double a = tensor_get_float(ref, j), b = tensor_get_float(other, j);
       ok = a == b || (isnan(a) && isnan(b)) ||
            (isfinite(a) && isfinite(b) &&
             fabs(a - b) <= 1e-5 * fabs(a) + 1e-6 * scale);
     } else {
-      ok = ref->i[j] == other->i[j];
+      ok = tensor_get_int(ref, j) == tensor_get_int(other, j);
     }
     if (!ok) {
       *at = j;
@@ -476,10 +481,10 @@ static gboolean replicas_agree(const Tensor *ref, const Tensor *other,
 }
 
 static void print_element(GString *out, const Tensor *t, int64_t j) {
-  if (t->f)
-    g_string_append_printf(out, "%.9g", t->f[j]);
+  if (dtype_is_float(t->type->dtype))
+    g_string_append_printf(out, "%.9g", tensor_get_float(t, j));
   else
-    g_string_append_printf(out, "%" G_GINT64_FORMAT, t->i[j]);
+    g_string_append_printf(out, "%" G_GINT64_FORMAT, tensor_get_int(t, j));
 }
 
 /* "[1, 0]": the index of element 'j' of a tensor of type 't'. */
@@ -571,7 +576,7 @@ static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
       representative &= roles[a] == ROLE_SPLIT || coords[a] == 0;
     if (!representative)
       continue;
-    g_autoptr(Tensor) sum = tensor_new(local);
+    g_autoptr(Tensor) acc = tensor_new_acc(local);
     for (int other = 0; other < ndevices; other++) {
       gboolean same_part = TRUE; /* differs only on partial axes */
       for (int a = 0; a < m->naxes; a++)
@@ -582,11 +587,11 @@ static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
         replica_zero &=
             roles[a] != ROLE_REPLICATED || devs[other].comm.coords[a] == 0;
       if (same_part && replica_zero)
-        box_transfer(sum, zero_offsets,
+        box_transfer(acc, zero_offsets,
                      g_ptr_array_index(devs[other].results, i), zero_offsets,
                      local->dims, TRUE);
     }
-    tensor_round(sum);
+    g_autoptr(Tensor) sum = tensor_from_acc(acc, local);
     int64_t off[PARTIR_MAX_RANK];
     chunk_offsets(m, d, local, coords, off);
     box_transfer(out, off, sum, zero_offsets, local->dims, FALSE);

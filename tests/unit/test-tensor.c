@@ -151,10 +151,9 @@ static void test_wrap(void) {
 static void test_new_and_strides(void) {
   int64_t dims[] = {2, 3, 4};
   g_autoptr(Tensor) t = tensor_new(type_tensor(DT_BF16, 3, dims));
-  g_assert_nonnull(t->f);
-  g_assert_null(t->i);
+  g_assert_nonnull(t->data);
   for (int k = 0; k < 24; k++)
-    g_assert_cmpfloat(t->f[k], ==, 0.0);
+    g_assert_cmpfloat(tensor_get_float(t, k), ==, 0.0);
   int64_t strides[3];
   tensor_strides(t->type, strides);
   g_assert_cmpint(strides[0], ==, 12);
@@ -162,19 +161,70 @@ static void test_new_and_strides(void) {
   g_assert_cmpint(strides[2], ==, 1);
 
   g_autoptr(Tensor) s = tensor_new(type_tensor(DT_I1, 0, NULL));
-  g_assert_nonnull(s->i);
-  g_assert_null(s->f);
-  g_assert_cmpint(s->i[0], ==, 0);
+  g_assert_nonnull(s->data);
+  g_assert_cmpint(tensor_get_int(s, 0), ==, 0);
 
   int64_t empty[] = {0, 5};
   g_autoptr(Tensor) e = tensor_new(type_tensor(DT_F32, 2, empty));
-  g_assert_nonnull(e->f);
+  g_assert_nonnull(e->data);
 
   Tensor *r = tensor_ref(t);
   g_assert_true(r == t);
   g_assert_cmpint(t->refcount, ==, 2);
   tensor_unref(r);
   g_assert_cmpint(t->refcount, ==, 1);
+}
+
+/* Each dtype is stored at its own width: the bytes a tensor takes, and
+ * the stored elements read back as their C types.  By hand: 1.5 is
+ * 0x3FC00000 in f32, so 0x3FC0 in bf16; 0.1f is 0x3DCCCCCD, whose low
+ * half 0xCCCD > 0x8000 rounds the bf16 up to 0x3DCD; 2^32 + 5 wraps to 5
+ * in i32; 7 is 1 in i1. */
+static void test_storage_width(void) {
+  int64_t d3[] = {3};
+  static const guint64 bytes[DT_COUNT_] = {
+      [DT_F32] = 12, [DT_F64] = 24, [DT_BF16] = 6,
+      [DT_I32] = 12, [DT_I64] = 24, [DT_I1] = 3,
+  };
+  for (int dt = 0; dt < DT_COUNT_; dt++)
+    g_assert_cmpuint(tensor_type_bytes(type_tensor((DType)dt, 1, d3)), ==,
+                     bytes[dt]);
+
+  g_autoptr(Tensor) f32 = tensor_new(type_tensor(DT_F32, 1, d3));
+  tensor_set_float(f32, 1, 1.5);
+  tensor_set_float(f32, 2, 0.1);
+  const float *fv = f32->data;
+  g_assert_true(fv[0] == 0.0f && fv[1] == 1.5f && fv[2] == 0.1f);
+
+  g_autoptr(Tensor) f64 = tensor_new(type_tensor(DT_F64, 1, d3));
+  tensor_set_float(f64, 2, 0.1);
+  g_assert_true(((const double *)f64->data)[2] == 0.1);
+
+  g_autoptr(Tensor) bf = tensor_new(type_tensor(DT_BF16, 1, d3));
+  tensor_set_float(bf, 1, 1.5);
+  tensor_set_float(bf, 2, 0.1);
+  const uint16_t *hv = bf->data;
+  g_assert_cmphex(hv[0], ==, 0);
+  g_assert_cmphex(hv[1], ==, 0x3FC0);
+  g_assert_cmphex(hv[2], ==, 0x3DCD);
+  g_assert_cmpfloat(tensor_get_float(bf, 2), ==, 205.0 / 2048);
+
+  g_autoptr(Tensor) i32 = tensor_new(type_tensor(DT_I32, 1, d3));
+  tensor_set_int(i32, 0, ((int64_t)1 << 32) + 5);
+  tensor_set_int(i32, 1, -7);
+  const int32_t *iv = i32->data;
+  g_assert_cmpint(iv[0], ==, 5);
+  g_assert_cmpint(iv[1], ==, -7);
+
+  g_autoptr(Tensor) i64 = tensor_new(type_tensor(DT_I64, 1, d3));
+  tensor_set_int(i64, 1, INT64_MIN);
+  g_assert_cmpint(((const int64_t *)i64->data)[1], ==, INT64_MIN);
+
+  g_autoptr(Tensor) b = tensor_new(type_tensor(DT_I1, 1, d3));
+  tensor_set_int(b, 0, 7);
+  tensor_set_int(b, 2, 1);
+  const uint8_t *bv = b->data;
+  g_assert_true(bv[0] == 1 && bv[1] == 0 && bv[2] == 1);
 }
 
 /* Builds a tensor of 'dt' and shape 'dims' from doubles (ints cast). */
@@ -184,9 +234,9 @@ static Tensor *tensor_from(DType dt, int rank, const int64_t *dims,
   int64_t n = type_numel(t->type);
   for (int64_t k = 0; k < n; k++) {
     if (dtype_is_float(dt))
-      t->f[k] = tensor_round_value(dt, vals[k]);
+      tensor_set_float(t, k, vals[k]);
     else
-      t->i[k] = tensor_wrap_value(dt, (int64_t)vals[k]);
+      tensor_set_int(t, k, (int64_t)vals[k]);
   }
   return t;
 }
@@ -237,8 +287,8 @@ static void test_print(void) {
               "shape 2x3 i32: min -2 max 600 mean 101.8333 "
               "first [1, -2, 3, 4, ...]\n");
   g_autoptr(Tensor) i64 = tensor_new(type_tensor(DT_I64, 1, d3));
-  i64->i[0] = INT64_MIN;
-  i64->i[2] = INT64_MAX;
+  tensor_set_int(i64, 0, INT64_MIN);
+  tensor_set_int(i64, 2, INT64_MAX);
   check_print(i64, 10,
               "tensor<3xi64>\n[-9223372036854775808, 0, "
               "9223372036854775807]\n");
@@ -279,17 +329,17 @@ static void test_fill_random(void) {
     gboolean seen_lo = FALSE, seen_hi = FALSE;
     for (int k = 0; k < 2000; k++) {
       if (dtype_is_float((DType)dt)) {
-        double v = a->f[k];
-        g_assert_cmpfloat(v, ==, b->f[k]);
+        double v = tensor_get_float(a, k);
+        g_assert_cmpfloat(v, ==, tensor_get_float(b, k));
         g_assert_cmpfloat(v, >=, -1.0);
         g_assert_cmpfloat(v, <=, 1.0);
         g_assert_cmpfloat(tensor_round_value((DType)dt, v), ==, v);
         seen_lo |= v < -0.9;
         seen_hi |= v > 0.9;
       } else {
-        int64_t v = a->i[k];
+        int64_t v = tensor_get_int(a, k);
         int64_t lo = dt == DT_I1 ? 0 : -10, hi = dt == DT_I1 ? 1 : 10;
-        g_assert_cmpint(v, ==, b->i[k]);
+        g_assert_cmpint(v, ==, tensor_get_int(b, k));
         g_assert_cmpint(v, >=, lo);
         g_assert_cmpint(v, <=, hi);
         seen_lo |= v == lo;
@@ -359,11 +409,11 @@ static void check_expected(const Expected *e, const Tensor *t) {
   g_assert_cmpint(type_numel(t->type), ==, e->numel);
   for (int64_t k = 0; k < e->numel; k++) {
     if (dtype_is_float(e->dtype)) {
-      if (!same_double(t->f[k], e->f[k]))
+      if (!same_double(tensor_get_float(t, k), e->f[k]))
         g_error("%s[%" G_GINT64_FORMAT "] = %.17g, want %.17g", e->file, k,
-                t->f[k], e->f[k]);
+                tensor_get_float(t, k), e->f[k]);
     } else {
-      g_assert_cmpint(t->i[k], ==, e->i[k]);
+      g_assert_cmpint(tensor_get_int(t, k), ==, e->i[k]);
     }
   }
 }
@@ -400,14 +450,14 @@ static void test_round_trip(void) {
       g_autoptr(Tensor) t = tensor_new(type_tensor((DType)dt, rank, dims));
       tensor_fill_random(t, rng);
       if (dtype_is_float((DType)dt) && rank == 2) {
-        t->f[0] = NAN;
-        t->f[1] = -INFINITY;
-        t->f[2] = -0.0;
-        t->f[3] = tensor_round_value((DType)dt, 1e30);
+        tensor_set_float(t, 0, NAN);
+        tensor_set_float(t, 1, -INFINITY);
+        tensor_set_float(t, 2, -0.0);
+        tensor_set_float(t, 3, 1e30);
       } else if ((dt == DT_I32 || dt == DT_I64) && rank == 2) {
-        t->i[0] = tensor_wrap_value((DType)dt, INT64_MIN);
-        t->i[1] = tensor_wrap_value((DType)dt, INT64_MAX);
-        t->i[2] = dt == DT_I32 ? INT32_MIN : INT64_MIN;
+        tensor_set_int(t, 0, INT64_MIN);
+        tensor_set_int(t, 1, INT64_MAX);
+        tensor_set_int(t, 2, dt == DT_I32 ? INT32_MIN : INT64_MIN);
       }
       g_autoptr(GBytes) enc = npy_encode(t);
       gsize len = g_bytes_get_size(enc);
@@ -430,9 +480,10 @@ static void test_round_trip(void) {
       g_assert_true(back->type == type_with_dtype(t->type, want));
       for (int64_t k = 0; k < type_numel(t->type); k++) {
         if (dtype_is_float((DType)dt))
-          g_assert_true(same_double(back->f[k], t->f[k]));
+          g_assert_true(
+              same_double(tensor_get_float(back, k), tensor_get_float(t, k)));
         else
-          g_assert_cmpint(back->i[k], ==, t->i[k]);
+          g_assert_cmpint(tensor_get_int(back, k), ==, tensor_get_int(t, k));
       }
       g_remove(path);
     }
@@ -671,11 +722,11 @@ static Module *parse_program(const char *text) {
   return m;
 }
 
-/* A chain of 64 negs of 2^21-element values (16 MiB each, 1 GiB in all)
- * runs in a fraction of that: each value is dropped after its one use.
- * (Kept to the end, they took 1 GiB.)  In a subprocess, so that its peak
- * resident size is its own; the bound leaves room for a sanitizer's
- * quarantine of freed memory. */
+/* A chain of 64 negs of 2^21-element f32 values (8 MiB each, 512 MiB in
+ * all) runs in a fraction of that: each value is dropped after its one
+ * use.  (Kept to the end, they took 512 MiB; 1 GiB as doubles.)  In a
+ * subprocess, so that its peak resident size is its own; the bound
+ * leaves room for a sanitizer's quarantine of freed memory. */
 static void test_interp_frees(void) {
   if (!g_test_subprocess()) {
     g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
@@ -699,10 +750,40 @@ static void test_interp_frees(void) {
   g_autoptr(Tensor) x = interp_random_input(f, 0, 5);
   const Tensor *y = g_ptr_array_index(out, 0);
   for (int64_t k = 0; k < 8 * 262144; k++)
-    g_assert_cmpfloat(y->f[k], ==, x->f[k / 262144]);
+    g_assert_cmpfloat(tensor_get_float(y, k), ==,
+                      tensor_get_float(x, k / 262144));
   struct rusage ru;
   g_assert_cmpint(getrusage(RUSAGE_SELF, &ru), ==, 0);
   g_assert_cmpint(ru.ru_maxrss, <, 400 * 1024); /* KiB */
+}
+
+/* An f32 result of 2^25 elements takes 128 MiB, as a device would hold
+ * it (stored as doubles it took 256 MiB): the run's peak resident size
+ * stays under 200 MiB.  In a subprocess, as above. */
+static void test_interp_f32_width(void) {
+  if (!g_test_subprocess()) {
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+    g_test_trap_assert_passed();
+    return;
+  }
+  g_autoptr(Module) m = parse_program(
+      "func @f(%x: tensor<8xf32>) -> tensor<8x4194304xf32> {\n"
+      "  %v = broadcast_in_dim(%x) {dims = [0]} : tensor<8x4194304xf32>\n"
+      "  return %v\n"
+      "}\n");
+  Func *f = module_entry(m);
+  g_autoptr(Diag) why = diag_new(NULL);
+  g_assert_true(interp_check(f, why));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) out = interp_run_seeded(f, 3, &error);
+  g_assert_no_error(error);
+  g_autoptr(Tensor) x = interp_random_input(f, 0, 3);
+  const Tensor *v = g_ptr_array_index(out, 0);
+  g_assert_cmpfloat(tensor_get_float(v, 5 * 4194304 + 17), ==,
+                    tensor_get_float(x, 5));
+  struct rusage ru;
+  g_assert_cmpint(getrusage(RUSAGE_SELF, &ru), ==, 0);
+  g_assert_cmpint(ru.ru_maxrss, <, 200 * 1024); /* KiB */
 }
 
 /* Ctrl-C during a long kernel: with 'partir_interrupt' set, a 2048^3
@@ -725,12 +806,12 @@ static void test_interp_interrupt(void) {
   g_autoptr(Tensor) ones = tensor_new(f->arg_types[0]);
   int64_t n = type_numel(ones->type);
   for (int64_t k = 0; k < n; k++)
-    ones->f[k] = 1;
+    tensor_set_float(ones, k, 1);
   Tensor *const args[] = {ones, ones};
   partir_interrupt = 1;
   for (int i = 0; i < 3; i++) {
     g_autoptr(Tensor) r = kernel_eval(f->body->args[i], args);
-    g_assert_cmpfloat(r->f[type_numel(r->type) - 1], ==, 0);
+    g_assert_cmpfloat(tensor_get_float(r, type_numel(r->type) - 1), ==, 0);
   }
   g_autoptr(Diag) why = diag_new(NULL);
   g_assert_true(interp_check(f, why));
@@ -741,7 +822,7 @@ static void test_interp_interrupt(void) {
   g_assert_error(error, PARTIR_ERROR, PARTIR_ERROR_INTERRUPTED);
   /* and without the interrupt the kernels finish */
   g_autoptr(Tensor) d = kernel_eval(f->body->args[1], args);
-  g_assert_cmpfloat(d->f[n - 1], ==, -1);
+  g_assert_cmpfloat(tensor_get_float(d, n - 1), ==, -1);
 }
 
 /* Removes the scratch directory and what is left in it. */
@@ -764,6 +845,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/tensor/round-f32", test_round_f32);
   g_test_add_func("/tensor/wrap", test_wrap);
   g_test_add_func("/tensor/new-and-strides", test_new_and_strides);
+  g_test_add_func("/tensor/storage-width", test_storage_width);
   g_test_add_func("/tensor/print", test_print);
   g_test_add_func("/tensor/fill-random", test_fill_random);
   g_test_add_func("/npy/read-fixtures", test_read_fixtures);
@@ -772,6 +854,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/npy/bad-files", test_bad_files);
   g_test_add_func("/npy/fuzz", test_fuzz);
   g_test_add_func("/interp/frees", test_interp_frees);
+  g_test_add_func("/interp/f32-width", test_interp_f32_width);
   g_test_add_func("/interp/interrupt", test_interp_interrupt);
   int status = g_test_run();
   remove_tmp_dir();
