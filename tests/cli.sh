@@ -160,18 +160,27 @@ printf 'func @f(%%x: tensor<281474976710656xf32>) -> tensor<281474976710656xf32>
   >"$tmp/big.pir"
 expect_fail "an argument too large to interpret is refused before allocating" \
   "too large for the reference interpreter" "$PARTIR" run "$tmp/big.pir"
-# 1000 values of 2^29 elements (4 GiB each, under the limit), all alive
-# when %s999 is computed: 1001 x 2^32 bytes and the 64-byte argument, by
+# N values of 2^29 elements (under the limit), all alive when %sN-1 is
+# computed, with the 8-element argument: each dtype at its own width, by
 # hand; far more than any memory, refused up front (it grew to the OOM
-# killer)
-awk 'BEGIN { printf "func @f(%%x: tensor<8xf32>) -> tensor<8x67108864xf32> {\n";
-             printf "  %%v1 = broadcast_in_dim(%%x) {dims = [0]} : tensor<8x67108864xf32>\n";
-             for (i = 2; i <= 1000; i++) printf "  %%v%d = neg(%%v%d)\n", i, i - 1;
-             printf "  %%s999 = add(%%v1000, %%v999)\n";
-             for (i = 998; i >= 1; i--) printf "  %%s%d = add(%%s%d, %%v%d)\n", i, i + 1, i;
-             printf "  return %%s1\n}\n" }' >"$tmp/alive.pir"
+# killer).  f32: 1000 values, 1001 x 2^31 + 32 bytes (it was twice that
+# when f32 was stored as double); bf16: 2000 values, 2001 x 2^30 + 16.
+alive() { # DTYPE N
+  awk -v t="$1" -v n="$2" 'BEGIN {
+    printf "func @f(%%x: tensor<8x%s>) -> tensor<8x67108864x%s> {\n", t, t;
+    printf "  %%v1 = broadcast_in_dim(%%x) {dims = [0]} : tensor<8x67108864x%s>\n", t;
+    for (i = 2; i <= n; i++) printf "  %%v%d = neg(%%v%d)\n", i, i - 1;
+    printf "  %%s%d = add(%%v%d, %%v%d)\n", n - 1, n, n - 1;
+    for (i = n - 2; i >= 1; i--) printf "  %%s%d = add(%%s%d, %%v%d)\n", i, i + 1, i;
+    printf "  return %%s1\n}\n" }' >"$tmp/alive.pir"
+}
+alive f32 1000
 expect_fail "values alive at once past the memory available are refused up front" \
-  "running it needs 4.3 TB (4299262263360 bytes) of values alive at once, more than the" \
+  "running it needs 2.1 TB (2149631131680 bytes) of values alive at once, more than the" \
+  "$PARTIR" run "$tmp/alive.pir"
+alive bf16 2000
+expect_fail "...counting bf16 values at 2 bytes an element" \
+  "running it needs 2.1 TB (2148557389840 bytes) of values alive at once" \
   "$PARTIR" run "$tmp/alive.pir"
 # regions nested past the limit by rewriting: refused with the reason
 cat >"$tmp/deep.lua" <<'EOF2'

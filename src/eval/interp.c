@@ -317,9 +317,12 @@ static gboolean check_sizes(const Term *root, Diag *diag) {
  * results live throughout.  Inside a region it is conservative: while a
  * region runs, every distinct value of its body (each nested body
  * included) counts as live at once, on top of its result buffer and the
- * closed values its body computes.  Values take 8 bytes an element; the
- * kernels' scratch (a contraction's index tables, smaller than its
- * operands) and the program's terms are not counted. */
+ * closed values its body computes, and, for a sum, its accumulator.
+ * Values take the bytes of their dtype (tensor_type_bytes), a sum's
+ * accumulator 8 bytes an element (tensor_new_acc); the kernels' scratch
+ * (a contraction's index tables and its row of accumulators, no larger
+ * than its operands and result at 8 bytes an element) and the program's
+ * terms are not counted. */
 typedef struct Peak {
   GHashTable *uses; /* count_uses */
   GHashTable *left; /* closed Term -> uses left while memoised */
@@ -329,14 +332,15 @@ typedef struct Peak {
   guint64 peak;
 } Peak;
 
-static guint64 value_bytes(const Type *t) {
-  return (guint64)type_numel(t) * sizeof(double);
+/* The accumulator of a sum region 't' (tensor_new_acc); 0 for a tile. */
+static guint64 acc_bytes(const Term *t) {
+  return t->kind == TM_SUM ? (guint64)type_numel(t->type) * sizeof(double) : 0;
 }
 
 static void peak_hold(Peak *pk, const Term *t) {
   guint n = GPOINTER_TO_UINT(g_hash_table_lookup(pk->refs, t));
   if (n == 0) {
-    pk->live += value_bytes(t->type);
+    pk->live += tensor_type_bytes(t->type);
     pk->peak = MAX(pk->peak, pk->live + pk->extra);
   }
   g_hash_table_insert(pk->refs, (gpointer)t, GUINT_TO_POINTER(n + 1));
@@ -350,7 +354,7 @@ static void peak_release(Peak *pk, const Term *t) {
     return;
   }
   g_hash_table_remove(pk->refs, t);
-  pk->live -= value_bytes(t->type);
+  pk->live -= tensor_type_bytes(t->type);
 }
 
 /* Bytes of the distinct values in the body of region 'r' (relative
@@ -379,7 +383,7 @@ static guint64 inner_bytes(const Term *r) {
     if (*mask & ((guint64)1 << d))
       continue;
     *mask |= (guint64)1 << d;
-    bytes += value_bytes(u->type);
+    bytes += tensor_type_bytes(u->type) + acc_bytes(u);
     int inner = u->kind == TM_TILE || u->kind == TM_SUM ? d + 1 : d;
     int n = u->kind == TM_SLICE ? 1 : u->nargs;
     for (int i = 0; i < n; i++) {
@@ -437,7 +441,7 @@ static void peak_eval(Peak *pk, const Term *t) {
   }
   if (t->kind == TM_TILE || t->kind == TM_SUM) {
     peak_hold(pk, t); /* the result buffer comes first */
-    guint64 inner = inner_bytes(t);
+    guint64 inner = inner_bytes(t) + acc_bytes(t);
     pk->extra += inner;
     pk->peak = MAX(pk->peak, pk->live + pk->extra);
     g_autoptr(GHashTable) seen =
@@ -468,7 +472,7 @@ static guint64 peak_bytes(const Func *f) {
              .left = g_hash_table_new(NULL, NULL),
              .refs = g_hash_table_new(NULL, NULL)};
   for (int i = 0; i < f->nargs; i++)
-    pk.live += value_bytes(f->arg_types[i]);
+    pk.live += tensor_type_bytes(f->arg_types[i]);
   pk.peak = pk.live;
   for (int i = 0; i < f->nresults; i++)
     peak_eval(&pk, f->body->args[i]); /* results are kept */
