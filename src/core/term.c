@@ -465,7 +465,8 @@ static GHashTable *relevel_cache;
 
 static guint relevel_key_hash(gconstpointer p) {
   const RelevelKey *k = p;
-  return g_direct_hash(k->t) ^ (guint)(k->sig * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15) >> 32);
+  return g_direct_hash(k->t) ^
+         (guint)(k->sig * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15) >> 32);
 }
 
 static gboolean relevel_key_equal(gconstpointer a, gconstpointer b) {
@@ -575,8 +576,8 @@ static const Term *relevel_rec(Relevel *rl, const Term *t) {
   }
   if (cached) {
     if (!relevel_cache)
-      relevel_cache = g_hash_table_new_full(relevel_key_hash,
-                                            relevel_key_equal, g_free, NULL);
+      relevel_cache = g_hash_table_new_full(relevel_key_hash, relevel_key_equal,
+                                            g_free, NULL);
     const Term *done = g_hash_table_lookup(relevel_cache, &key);
     if (done)
       return done;

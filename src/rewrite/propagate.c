@@ -121,6 +121,40 @@ static void note_axis_conflicts(Norm *n, const Term *t, const TileSpec *spec,
   }
 }
 
+/* Whether the body of region 'a' does no arithmetic in the region: what
+ * depends on its binder only moves data (slices, broadcasts, reshapes,
+ * transposes, converts).  What does not depend on it is computed outside
+ * the region and is not looked at.  Gives up (FALSE) after a few nodes. */
+static gboolean body_moves_data_only(const Term *a) {
+  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_ptr_array_add(todo, (gpointer)a->args[0]);
+  int budget = 64;
+  while (todo->len > 0) {
+    const Term *u = g_ptr_array_steal_index_fast(todo, todo->len - 1);
+    if (!term_uses(u, a->binder) || !g_hash_table_add(seen, (gpointer)u))
+      continue;
+    if (--budget < 0 || u->kind == TM_TILE || u->kind == TM_SUM ||
+        (u->kind == TM_OP && op_flops(u) > 0))
+      return FALSE;
+    for (int i = 0; i < u->nargs; i++)
+      g_ptr_array_add(todo, (gpointer)u->args[i]);
+  }
+  return TRUE;
+}
+
+/* Pulling the tile of operand 'a' out of 't' puts a's body where 't' is
+ * computed.  When that is deeper than 'a' (t uses binders 'a' does not),
+ * the body would run again in every iteration of the regions between:
+ * work that tiling does not require, and which compounds through a chain
+ * of such values (a sequence split of attention, whose keys every query
+ * chunk uses, grew a 12-layer transformer to a million values).  Such a
+ * tile stays whole where it is, used whole inside (the lowering gathers
+ * it), unless its body only moves data. */
+static gboolean pull_duplicates_work(const Term *t, const Term *a) {
+  return term_home(t) > term_home(a) && !body_moves_data_only(a);
+}
+
 /* Pulls the first tiled operand's tile out of operator 't'. */
 static const Term *pull_tile(Norm *n, const Term *t) {
   TileSpec spec;
@@ -128,7 +162,7 @@ static const Term *pull_tile(Norm *n, const Term *t) {
     return NULL;
   for (int i = 0; i < t->nargs; i++) {
     const Term *a = t->args[i];
-    if (a->kind != TM_TILE)
+    if (a->kind != TM_TILE || pull_duplicates_work(t, a))
       continue;
     int c = a->index;
     const Rule *rule = NULL;
