@@ -1,23 +1,36 @@
 #!/bin/sh
-# run.sh — the rewrite benchmark (make bench).
+# run.sh — the benchmarks (make bench).
 #
 # Generates MLPs of 10, 100 and 1000 layers and transformers of 1, 10 and
 # 100 layers with examples/models/*.lua into a temporary directory, then
-# runs tests/bench/bench-rewrite on them, which prints the table.  Run it
-# from the build directory; the environment may set:
-#   BENCH_REWRITE  the benchmark binary (default tests/bench/bench-rewrite)
-#   BENCH_RUNS     runs per program, the median is reported (default 5)
+# runs tests/bench/bench-rewrite on them, which prints the table.  Then
+# generates GPT-3-shaped transformers of 12, 24, 48 and 96 layers and runs
+# tests/bench/bench-gpt3 on them with three strategies (the tactics in
+# tests/bench/tactics/).  Run it from the build directory; the environment
+# may set:
+#   BENCH_REWRITE  the rewrite benchmark (default tests/bench/bench-rewrite)
+#   BENCH_GPT3     the GPT-3 benchmark (default tests/bench/bench-gpt3)
+#   BENCH_RUNS     runs per program, the median is reported (default 5 for
+#                  bench-rewrite, 3 for bench-gpt3)
 #   LUA            a Lua 5.4 interpreter (default lua5.4)
 #   PARTIR_RULES   rule directory (default the source tree's rules/)
+#   PARTIR_TACTICS tactic directory (default the source tree's tactics/)
+#   PARTIR_HW      hardware directory (default the source tree's hw/)
 #   top_srcdir     the source tree (default: two levels above this script)
+# The exit status is 1 when bench-gpt3 finds a wrong count of all-reduces;
+# timings never fail it.
 set -e
 
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${BENCH_REWRITE:=tests/bench/bench-rewrite}"
+: "${BENCH_GPT3:=tests/bench/bench-gpt3}"
+gpt3_runs=${BENCH_RUNS:-3}
 : "${BENCH_RUNS:=5}"
 : "${LUA:=lua5.4}"
 : "${PARTIR_RULES:=$top_srcdir/rules}"
-export PARTIR_RULES
+: "${PARTIR_TACTICS:=$top_srcdir/tactics}"
+: "${PARTIR_HW:=$top_srcdir/hw}"
+export PARTIR_RULES PARTIR_TACTICS PARTIR_HW
 
 if ! command -v "$LUA" >/dev/null 2>&1; then
   echo "bench: no '$LUA' to generate the programs (apt-get install lua5.4," \
@@ -27,6 +40,11 @@ fi
 if ! test -x "$BENCH_REWRITE"; then
   echo "bench: no $BENCH_REWRITE (build it: make tests/bench/bench-rewrite," \
     "or set BENCH_REWRITE)" >&2
+  exit 1
+fi
+if ! test -x "$BENCH_GPT3"; then
+  echo "bench: no $BENCH_GPT3 (build it: make tests/bench/bench-gpt3," \
+    "or set BENCH_GPT3)" >&2
   exit 1
 fi
 
@@ -55,6 +73,25 @@ echo "mlp: --batch 16 --width 256; transformer: --batch 16 --seq 16" \
   --one 'apply relu-tile-0 at %a900 w=8' \
   --one 'tile %h500 0 8'
 
+# GPT-3 shapes (issue 12): parse -> tactic -> lower -> cost per strategy
+gpt3_shape="--batch 8 --seq 2048 --d_model 12288 --heads 96 --d_ff 49152"
+set --
+for n in 12 24 48 96; do
+  # shellcheck disable=SC2086 # the shape is several arguments
+  "$LUA" "$models/transformer.lua" --layers $n $gpt3_shape \
+    >"$tmp/gpt3-$n.pir"
+  set -- "$@" "$tmp/gpt3-$n.pir"
+done
+bench_tactics=$top_srcdir/tests/bench/tactics
+echo
+echo "gpt3: $gpt3_shape"
+gpt3_status=0
+"$BENCH_GPT3" --runs "$gpt3_runs" --mesh batch=8,model=8 --hw h100x8 \
+  --strategy "batch+megatron=$bench_tactics/batch-megatron.lua" \
+  --strategy "megatron+batch=$bench_tactics/megatron-batch.lua" \
+  --strategy "batch+megatron+zero=$bench_tactics/batch-megatron-zero.lua" \
+  "$@" || gpt3_status=$?
+
 # the agent protocol over a pipe
 if command -v python3 >/dev/null 2>&1; then
   echo
@@ -63,3 +100,5 @@ if command -v python3 >/dev/null 2>&1; then
     "${PARTIR:-$abs_top_builddir/repl/partir}" \
     "$(cd "$top_srcdir/examples" && pwd)" "$tmp"
 fi
+
+exit $gpt3_status
