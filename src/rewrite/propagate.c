@@ -349,8 +349,11 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
 
 const Term *rw_propagate(const RuleSet *rs, const Term *body, GHashTable *names,
                          GString *report, Diag *why) {
-  return run(rs, body, propagate_step, RULE_TAG_PROPAGATE, "propagate",
-             "propagate", names, report, why);
+  const Term *out = run(rs, body, propagate_step, RULE_TAG_PROPAGATE,
+                        "propagate", "propagate", names, report, why);
+  /* pulling tiles out makes sibling regions that each compute what they
+   * share: compute it once (dedup.c) */
+  return out ? rw_dedup(out, names) : NULL;
 }
 
 const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,

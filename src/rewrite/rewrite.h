@@ -12,6 +12,7 @@
  *   apply.c      applying any rule at a value; where a rule applies
  *   replace.c    replacing a value everywhere in a program
  *   propagate.c  propagate, fuse, simplify (fixed points)
+ *   dedup.c      one computation, one region (after propagate)
  *   command.c    the command language: arg-tile, tile, sum, apply ...
  *   state.c      program states and locations
  */
@@ -289,6 +290,14 @@ const Term *rw_propagate(const RuleSet *rs, const Term *body, GHashTable *names,
  * fixed point; NULL with the reason in 'why' as rw_propagate. */
 const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
                         GHashTable *names, GString *report, Diag *why);
+
+/* ---------------------------------------------------------------- dedup.c */
+
+/* 'body' where no value is computed by two different regions: each such
+ * value is computed once, in a tile of its own over the regions' range,
+ * and the regions read its chunks (the inverse of fusion).  Rebuilt
+ * values keep the user's 'names' (may be NULL). */
+const Term *rw_dedup(const Term *body, GHashTable *names);
 
 /* -------------------------------------------------------------- command.c */
 

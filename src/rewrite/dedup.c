@@ -1,0 +1,229 @@
+/* dedup.c — one computation, one region: outlining work that two regions
+ * would both do.
+ *
+ * A value that uses binder level L is computed inside the region that
+ * binds L — in every such region that reaches it.  Two different regions
+ * at level L over the same range (sibling tiles after propagation: the
+ * keys and the values of an attention split along the sequence, each
+ * pulled out of the layers before it) that reach the same value both
+ * compute it, and so do the regions after them: the program grows with
+ * the square of its depth, or worse.  Tiling never requires that.
+ *
+ * This pass finds such values and computes each once, in a tile of its
+ * own over the same range, placed where the regions are (at level L):
+ *
+ *   X(r) used in R1 and R2   ~~>   V = tile d (\r -> X(r));
+ *                                  slice d V[r] in R1 and in R2
+ *
+ * the inverse of fusion (a slice of a tile by the tile's range is its
+ * body).  Only the largest shared values are outlined (those used by a
+ * value that is not itself shared, or yielded); what they use goes with
+ * them.  A new tile can be shared by regions one level out: the pass
+ * repeats until nothing is shared.  A value without a dimension of the
+ * range's width, or shared by regions over different ranges or axes,
+ * stays as it is.
+ *
+ * Linear in the printed program per round: every value is walked once
+ * per region that computes it.
+ */
+#include "rewrite/rewrite.h"
+
+#define DEDUP_MAX_ROUNDS 16
+
+/* What the walk learns about a value computed inside regions. */
+typedef struct Owned {
+  const Term *owner;  /* the first region computing it */
+  gboolean shared;    /* a second, different region computes it too */
+  gboolean mixed;     /* its regions differ in range or axis */
+  gboolean maximal;   /* used by a value of its region that is not shared */
+  const Term *parent; /* while walking one region: the region, or NULL */
+} Owned;
+
+typedef struct Dedup {
+  GHashTable *owned; /* Term -> Owned* (terms with home > 0) */
+  GPtrArray *regions;
+  GHashTable *computes; /* Term -> 1 + computes() (memo) */
+} Dedup;
+
+/* Whether 't' does arithmetic where it is computed: an operator with
+ * FLOPs or a region among it and the values of its depth it uses.  A
+ * value that only moves data (a chunk of a value computed outside) is
+ * cheaper to repeat than to outline. */
+static gboolean computes(Dedup *d, const Term *t) {
+  gpointer memo = g_hash_table_lookup(d->computes, t);
+  if (memo)
+    return GPOINTER_TO_INT(memo) - 1;
+  gboolean yes = t->kind == TM_TILE || t->kind == TM_SUM ||
+                 (t->kind == TM_OP && op_flops(t) > 0);
+  for (int i = 0; i < t->nargs && !yes; i++)
+    if (term_home(t->args[i]) == term_home(t))
+      yes = computes(d, t->args[i]);
+  g_hash_table_insert(d->computes, (gpointer)t, GINT_TO_POINTER(yes + 1));
+  return yes;
+}
+
+static Owned *owned_of(Dedup *d, const Term *t) {
+  Owned *o = g_hash_table_lookup(d->owned, t);
+  if (!o) {
+    o = g_new0(Owned, 1);
+    g_hash_table_insert(d->owned, (gpointer)t, o);
+  }
+  return o;
+}
+
+/* The values region 'r' computes: those reachable from its body whose
+ * home is its body's depth ('visit' is called on each once, with
+ * 'via': the value of that depth the walk came through, or NULL for the
+ * body itself). */
+typedef void (*VisitFn)(Dedup *d, const Term *r, const Term *t,
+                        const Term *via);
+
+static void walk_region(Dedup *d, const Term *r, VisitFn visit) {
+  int home = r->binder + 1;
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  g_autoptr(GPtrArray) vias = g_ptr_array_new();
+  g_ptr_array_add(todo, (gpointer)r->args[0]);
+  g_ptr_array_add(vias, NULL);
+  while (todo->len > 0) {
+    const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
+    const Term *via = g_ptr_array_steal_index_fast(vias, vias->len - 1);
+    if (term_home(t) < home || t->kind == TM_BVAR)
+      continue; /* computed outside */
+    if (term_home(t) == home)
+      visit(d, r, t, via);
+    if (!g_hash_table_add(seen, (gpointer)t))
+      continue;
+    /* deeper values belong to nested regions; what they use from this
+     * depth is used through the value of this depth that holds them */
+    const Term *next_via = term_home(t) == home ? t : via;
+    for (int i = 0; i < t->nargs; i++) {
+      g_ptr_array_add(todo, (gpointer)t->args[i]);
+      g_ptr_array_add(vias, (gpointer)next_via);
+    }
+  }
+}
+
+static void count_owner(Dedup *d, const Term *r, const Term *t,
+                        const Term *via) {
+  Owned *o = owned_of(d, t);
+  if (!o->owner) {
+    o->owner = r;
+  } else if (o->owner != r) {
+    o->shared = TRUE;
+    if (o->owner->range != r->range || o->owner->axis != r->axis)
+      o->mixed = TRUE;
+  }
+}
+
+static void mark_maximal(Dedup *d, const Term *r, const Term *t,
+                         const Term *via) {
+  Owned *o = owned_of(d, t);
+  if (!o->shared || o->maximal)
+    return;
+  Owned *p = via ? g_hash_table_lookup(d->owned, via) : NULL;
+  if (!via || !p || !p->shared)
+    o->maximal = TRUE;
+}
+
+static void collect_regions(Dedup *d, const Term *body) {
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  g_ptr_array_add(todo, (gpointer)body);
+  while (todo->len > 0) {
+    const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
+    if (!g_hash_table_add(seen, (gpointer)t))
+      continue;
+    if (t->kind == TM_TILE || t->kind == TM_SUM)
+      g_ptr_array_add(d->regions, (gpointer)t);
+    for (int i = 0; i < t->nargs; i++)
+      g_ptr_array_add(todo, (gpointer)t->args[i]);
+  }
+}
+
+/* The dimension of 't' that a tile over 'range' can concatenate, or -1. */
+static int outline_dim(const Term *t, const Type *range) {
+  if (t->type->kind != TY_TENSOR)
+    return -1;
+  for (int i = 0; i < t->type->rank; i++)
+    if (t->type->dims[i] == range->w)
+      return i;
+  return -1;
+}
+
+typedef struct Rebuild {
+  Dedup *d;
+  GHashTable *memo;
+  GHashTable *names;
+  Diag *err;
+  int outlined;
+} Rebuild;
+
+static const Term *rebuild(Rebuild *rb, const Term *t);
+
+static const Term *rebuild_arg(void *rb, const Term *t) {
+  return rebuild(rb, t);
+}
+
+static const Term *rebuild(Rebuild *rb, const Term *t) {
+  if (t->nargs == 0)
+    return t;
+  const Term *done = g_hash_table_lookup(rb->memo, t);
+  if (done)
+    return done;
+  const Term *r = term_map_args(t, rebuild_arg, rb, rb->err);
+  if (!r)
+    r = t;
+  else if (r != t)
+    replace_inherit_name(rb->names, t, r);
+  Owned *o = g_hash_table_lookup(rb->d->owned, t);
+  if (o && o->maximal && !o->mixed && computes(rb->d, t)) {
+    const Term *owner = o->owner;
+    int level = owner->binder, dim = outline_dim(r, owner->range);
+    const Term *v =
+        dim < 0 ? NULL
+                : term_tile(dim, owner->range, owner->axis, r, level, rb->err);
+    const Term *s =
+        v ? term_slice(dim, v, term_bvar(level, owner->range), rb->err) : NULL;
+    if (s) {
+      replace_inherit_name(rb->names, t, v);
+      r = s;
+      rb->outlined++;
+    }
+  }
+  g_hash_table_insert(rb->memo, (gpointer)t, (gpointer)r);
+  return r;
+}
+
+/* One round: NULL when nothing is shared, else the rebuilt body. */
+static const Term *dedup_round(const Term *body, GHashTable *names) {
+  Dedup d = {.owned = g_hash_table_new_full(NULL, NULL, NULL, g_free),
+             .regions = g_ptr_array_new(),
+             .computes = g_hash_table_new(NULL, NULL)};
+  collect_regions(&d, body);
+  for (guint i = 0; i < d.regions->len; i++)
+    walk_region(&d, g_ptr_array_index(d.regions, i), count_owner);
+  for (guint i = 0; i < d.regions->len; i++)
+    walk_region(&d, g_ptr_array_index(d.regions, i), mark_maximal);
+  Rebuild rb = {.d = &d,
+                .memo = g_hash_table_new(NULL, NULL),
+                .names = names,
+                .err = diag_new(NULL)};
+  const Term *out = rebuild(&rb, body);
+  g_hash_table_unref(rb.memo);
+  diag_free(rb.err);
+  g_hash_table_unref(d.owned);
+  g_hash_table_unref(d.computes);
+  g_ptr_array_unref(d.regions);
+  return rb.outlined > 0 ? out : NULL;
+}
+
+const Term *rw_dedup(const Term *body, GHashTable *names) {
+  for (int round = 0; round < DEDUP_MAX_ROUNDS; round++) {
+    const Term *next = dedup_round(body, names);
+    if (!next || next == body)
+      return body;
+    body = next;
+  }
+  return body;
+}
