@@ -562,7 +562,8 @@ static State *random_step(Walker *w, State *s, GString *step) {
   g_autoptr(GPtrArray) cands = g_ptr_array_new();
   for (guint i = 0; i < w->rs->rules->len; i++) {
     const Rule *r = g_ptr_array_index(w->rs->rules, i);
-    if (g_hash_table_contains(w->failed, r->name))
+    if (g_hash_table_size(w->failed) && /* hashing every name is slow */
+        g_hash_table_contains(w->failed, r->name))
       continue; /* reported once: let the walks check the others */
     gboolean rev = r->kind == RULE_OP_TILE_REV || r->kind == RULE_OP_SUM_REV;
     const Term *body =
