@@ -11,6 +11,8 @@
 #                     (relative to SRCDIR; headers are left out here)
 #   FUZZ_TARGETS      the harnesses to run (names: pir, npy, ...)
 #   FUZZ_SECONDS      seconds each (default 60)
+#   FUZZ_RUNS         stop each harness after this many inputs (default:
+#                     only the time limit), e.g. 1000000
 #   FUZZ_JOBS         parallel compiles (default 2)
 #
 # 1. Build, in BUILDDIR only (the normal build is untouched): the
@@ -34,6 +36,7 @@ set -u
 srcdir=$1
 build=$2
 secs=${FUZZ_SECONDS:-60}
+runs=${FUZZ_RUNS:+-runs=$FUZZ_RUNS}
 jobs=${FUZZ_JOBS:-2}
 targets=${FUZZ_TARGETS:-pir rules repl protocol npy hw hwset mesh lower}
 : "${FUZZ_CC:?FUZZ_CC: clang with libFuzzer}"
@@ -163,10 +166,11 @@ for h in $targets; do
   echo "fuzz-$h: ${secs}s on $(ls "$work/corpus" | wc -l) seed inputs"
   (cd "$srcdir" || exit 1
     ulimit -s "$stack_kb" 2>/dev/null
+    # shellcheck disable=SC2086 # $runs is one option or none
     TMPDIR=$build/tmp/$h \
       ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
       UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-      "$build/fuzz-$h" -max_total_time="$secs" -timeout=10 \
+      "$build/fuzz-$h" -max_total_time="$secs" $runs -timeout=10 \
       -rss_limit_mb=2048 -close_fd_mask=3 -print_final_stats=1 \
       -print_coverage=1 -artifact_prefix="$work/" "$work/corpus") \
     >"$work/log" 2>&1
