@@ -335,36 +335,55 @@ State *rw_command(const RuleSet *rs, State *in, const char *command, Diag *why,
   return run_command(rs, in, w, nw, why, report);
 }
 
+/* The argument that the arg-tile command 'text' splits, when it is one
+ * that can join a run (arg_tile_run); -1 otherwise.  'words' and 'w' as
+ * command_words leaves them. */
+static int run_member(const State *in, GHashTable *by_name, const char *text,
+                      GStrv *words, char **w, int *nw) {
+  g_autoptr(Diag) ignore = diag_new(NULL);
+  *nw = command_words(text, words, w, ignore);
+  if (*nw < 4 || *nw > 5 || strcmp(w[0], "arg-tile") != 0)
+    return -1;
+  return resolve_arg(in, by_name, w[1], ignore);
+}
+
 /* Applies the run of arg-tile commands starting at cmds[*i] that split
  * different arguments in one pass over the program (an arg-tile's
  * replacement depends only on its argument), so a tactic that splits
  * every weight of a deep model stays linear.  Returns NULL with nothing
- * in 'why' when fewer than two commands form such a run; *i is left on
- * the last command used. */
+ * in 'why' when fewer than two commands form such a run, before building
+ * any tile: the command then runs alone, and builds its tile once; *i is
+ * left on the last command used. */
 static State *arg_tile_run(const RuleSet *rs, State *in, GPtrArray *cmds,
                            guint *i, Diag *why, gboolean *failed) {
   g_autofree const Term **to = g_new0(const Term *, (gsize)in->func.nargs + 1);
-  /* the arguments by name, made at the first arg-tile: a run that splits
-   * every weight of a deep model looks each up in constant time */
-  g_autoptr(GHashTable) by_name = NULL;
+  g_autofree gboolean *taken = g_new0(gboolean, (gsize)in->func.nargs + 1);
+  /* the arguments by name: a run that splits every weight of a deep model
+   * looks each up in constant time */
+  g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal);
+  for (int a = in->func.nargs - 1; a >= 0; a--) /* the first wins */
+    g_hash_table_insert(by_name, (gpointer)in->func.arg_names[a],
+                        GINT_TO_POINTER(a + 1));
   guint k = *i;
-  for (; k < cmds->len; k++) {
-    const char *text = g_ptr_array_index(cmds, k);
+  for (; k < cmds->len; k++) { /* how long the run is */
     g_auto(GStrv) words = NULL;
     char *w[MAX_WORDS];
-    int nw = command_words(text, &words, w, why);
-    if (nw < 4 || nw > 5 || strcmp(w[0], "arg-tile") != 0)
-      break;
-    if (!by_name) {
-      by_name = g_hash_table_new(g_str_hash, g_str_equal);
-      for (int a = in->func.nargs - 1; a >= 0; a--) /* the first wins */
-        g_hash_table_insert(by_name, (gpointer)in->func.arg_names[a],
-                            GINT_TO_POINTER(a + 1));
-    }
-    g_autoptr(Diag) ignore = diag_new(NULL);
-    int index = resolve_arg(in, by_name, w[1], ignore);
-    if (index < 0 || to[index])
+    int nw;
+    int index =
+        run_member(in, by_name, g_ptr_array_index(cmds, k), &words, w, &nw);
+    if (index < 0 || taken[index])
       break; /* a second split of one argument sees the first */
+    taken[index] = TRUE;
+  }
+  diag_reset(why);
+  if (k - *i < 2)
+    return NULL;
+  for (guint c = *i; c < k; c++) {
+    const char *text = g_ptr_array_index(cmds, c);
+    g_auto(GStrv) words = NULL;
+    char *w[MAX_WORDS];
+    int nw;
+    int index = run_member(in, by_name, text, &words, w, &nw);
     Location arg = arg_location(in, index);
     to[index] = tile_replacement(rs, &arg, w + 2, nw - 2, why);
     if (!to[index]) {
@@ -374,9 +393,6 @@ static State *arg_tile_run(const RuleSet *rs, State *in, GPtrArray *cmds,
       return NULL;
     }
   }
-  diag_reset(why);
-  if (k - *i < 2)
-    return NULL;
   const Term *body =
       replace_args(in->func.body, to, in->func.nargs, in->module->names, why);
   if (!body) {
