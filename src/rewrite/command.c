@@ -281,6 +281,79 @@ static State *run_pass(const RuleSet *rs, State *in, const char *pass, int nw,
   return body ? state_with_body(in, body) : NULL;
 }
 
+/* Whether 'propagate' rewrites at 't' itself, as its step does
+ * (propagate.c: pull_tile for an operator, then the [propagate] rules and
+ * slice-OP-D for a slice): some operand's tile can be pulled out, or a
+ * rule applies to the slice. */
+static gboolean propagate_rewrites_here(const RuleSet *rs, const Term *t,
+                                        Diag *why) {
+  static const char *w_key, *a_key;
+  if (!w_key) {
+    w_key = g_intern_static_string("w");
+    a_key = g_intern_static_string("a");
+  }
+  TileSpec spec;
+  if (t->kind == TM_OP) {
+    if (!spec_of(rs, t, &spec))
+      return FALSE;
+    for (int i = 0; i < t->nargs; i++) {
+      const Term *a = t->args[i];
+      if (a->kind != TM_TILE)
+        continue;
+      const Rule *rule = NULL;
+      for (int d = 0; d < spec.nout && !rule; d++)
+        if (spec.out_ok[d] && spec.out[d][i] == a->index)
+          rule = ruleset_derived(rs, RULE_OP_TILE, t->op, d);
+      for (int k = 0; k < spec.nred && !rule; k++)
+        if (spec.red[k][i] == a->index)
+          rule = ruleset_derived(rs, RULE_OP_SUM, t->op, k);
+      RuleArg args[2] = {{w_key, FALSE, a->range->w, NULL},
+                         {a_key, TRUE, 0, a->axis}};
+      if (rule && rw_apply_here(rs, rule, t, args, a->axis ? 2 : 1, why))
+        return TRUE;
+    }
+    return FALSE;
+  }
+  if (t->kind != TM_SLICE)
+    return FALSE;
+  for (guint i = 0; i < rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(rs->rules, i);
+    if (r->kind == RULE_PATTERN && (r->tags & RULE_TAG_PROPAGATE) &&
+        match_head_may_match(r, t) && rw_apply_here(rs, r, t, NULL, 0, why))
+      return TRUE;
+  }
+  const Term *x = t->args[0];
+  const Rule *slice_op =
+      x->kind == TM_OP ? ruleset_derived(rs, RULE_SLICE_OP, x->op, t->index)
+                       : NULL;
+  RuleArg w0 = {w_key, FALSE, 0, NULL};
+  return slice_op && rw_apply_here(rs, slice_op, t, &w0, 1, why);
+}
+
+static gboolean pending_rec(const RuleSet *rs, const Term *t, GHashTable *memo,
+                            Diag *why) {
+  if (t->nargs == 0)
+    return FALSE;
+  gpointer key = GSIZE_TO_POINTER((gsize)t->content);
+  gpointer known = g_hash_table_lookup(memo, key);
+  if (known)
+    return GPOINTER_TO_INT(known) == 2;
+  gboolean pending = FALSE;
+  for (int i = 0; i < t->nargs && !pending; i++)
+    pending = pending_rec(rs, t->args[i], memo, why);
+  if (!pending)
+    pending = propagate_rewrites_here(rs, t, why);
+  g_hash_table_insert(memo, key, GINT_TO_POINTER(pending ? 2 : 1));
+  return pending;
+}
+
+gboolean rw_propagate_pending(const RuleSet *rs, const Term *body,
+                              GHashTable *memo) {
+  g_autoptr(GHashTable) own = memo ? NULL : g_hash_table_new(NULL, NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
+  return pending_rec(rs, body, memo ? memo : own, why);
+}
+
 /* One command, its words in 'w': the new state, or NULL with the reason
  * in 'why'.  Passes append what they did to 'report'. */
 static State *run_command(const RuleSet *rs, State *in, char **w, int nw,

@@ -309,6 +309,20 @@ State *rw_command(const RuleSet *rs, State *in, const char *command, Diag *why,
 /* Runs a script of commands separated by ';', newlines or '.'. */
 State *rw_script(const RuleSet *rs, State *in, const char *script, Diag *why,
                  GString *report);
+/* Whether the 'propagate' command would rewrite anything in 'body':
+ * whether its step applies at some value (propagate.c), decided by the
+ * rules alone, without running the pass.  When none applies, propagate
+ * returns the program as it was; when one does, it changes the program
+ * (unless later rewrites build it back, or the pass fails for want of a
+ * fixed point).  Rewrites do not depend on a term's context, so 'memo'
+ * (may be NULL; g_hash_table_new (NULL, NULL)) can be kept across states:
+ * it answers by the terms' content hashes (as pointer-sized keys), holds
+ * no term and outlives collections; a new state costs the values it
+ * made.  Two terms that share a content hash share an answer.  Here,
+ * not in propagate.c, while propagate.c is being rewritten (it mirrors
+ * propagate_step). */
+gboolean rw_propagate_pending(const RuleSet *rs, const Term *body,
+                              GHashTable *memo);
 /* The first axis that a command of 'script' names and 'mesh' lacks (a
  * new string), or NULL.  Commands name axes in arg-tile's and tile's
  * AXIS, sum's AXIS and apply's NAME=AXIS; rules bind axes only from these
