@@ -124,6 +124,8 @@ void proto_put(J *o, const char *key, J *v);
 /* Appends 'v' as JSON text ('null' for NULL); proto_append_json releases it. */
 void proto_write_json(GString *out, const J *v);
 void proto_append_json(GString *out, J *v);
+/* Appends the JSON string for 's', escaped as cJSON escapes it. */
+void proto_append_json_string(GString *out, const char *s);
 /* A value whose JSON text is 'text' as it stands (taken). */
 J *proto_raw_json(GString *text);
 

@@ -38,10 +38,12 @@
 typedef struct Episode {
   Mesh mesh;
   Hardware hw;
-  double root_time; /* NAN when the root cannot be costed */
-  gint64 max_steps; /* 'truncated' from this many actions on; 0: never */
-  int args_legal;   /* some arg-tile applies: -1 not known yet, 0, 1 (it
-                       depends on the signature and the mesh alone) */
+  double root_time;  /* NAN when the root cannot be costed */
+  gint64 max_steps;  /* 'truncated' from this many actions on; 0: never */
+  int args_legal;    /* some arg-tile applies: -1 not known yet, 0, 1 (it
+                        depends on the signature and the mesh alone) */
+  GArray *arg_legal; /* Legal: the arg-tile actions; NULL: not listed */
+  GHashTable *memo;  /* the mesh's memo (Proto.memos) */
 } Episode;
 
 /* The actions from the root, shared by an entry and its descendants, so
@@ -61,6 +63,7 @@ typedef struct Entry {
   gboolean costed;
   gboolean cost_ok;
   CostReport cost;
+  struct ActionList *legal; /* the legal actions, once listed (may go) */
 } Entry;
 
 typedef struct Proto {
@@ -70,6 +73,10 @@ typedef struct Proto {
   gint64 next_id;
   char **allowed;
   GPtrArray *episodes;
+  GHashTable *memos;   /* mesh text -> its memo: content -> TermLegal* */
+  GHashTable *pending; /* rw_propagate_pending's memo */
+  GQueue *listed;      /* ids whose entries keep an action list, oldest first */
+  size_t collected;    /* collect_freed() when 'pending' was last emptied */
   gboolean quit;
 } Proto;
 
@@ -81,11 +88,20 @@ static void trace_unref(Trace *t) {
   }
 }
 
+static void action_list_free(struct ActionList *l);
+
 static void entry_free(Entry *e) {
+  action_list_free(e->legal);
   state_unref(e->state);
   trace_unref(e->trace);
   cost_report_clear(&e->cost);
   g_free(e);
+}
+
+static void episode_free(Episode *ep) {
+  if (ep->arg_legal)
+    g_array_unref(ep->arg_legal);
+  g_free(ep);
 }
 
 /* ------------------------------------------------------------ params */
@@ -124,34 +140,100 @@ static gboolean entry_cost(Proto *pr, Entry *e) {
 
 /* ------------------------------------------------------------ actions */
 
-typedef struct Action {
-  char *text; /* the REPL command */
-  char *rule;
-  char *location;
-  gint64 w;
-  const char *axis;
-  const Term *placed; /* where the rule applies (not for propagate) */
-  int dim;            /* arg-tile's dimension */
-} Action;
+/* The legal actions of a state are its argument splits, the derived
+ * tiling rules of its operator values, and propagate; the first two are
+ * legal where their rule applies (rw_apply_here: the matcher or the
+ * operator's tiling spec, at one value), propagate where its step
+ * applies somewhere (rw_propagate_pending).  No pass runs over the whole
+ * program per action.  Whether a tiling rule applies at an operator
+ * value depends on what apply.c reads of it: its operator, attributes
+ * and type, and its operands' types, loose binders and nesting (the new
+ * region's limit), not on the operands themselves.  A rewrite rebuilds
+ * every value downstream of the one it changes, but most keep that
+ * signature, so the answers are kept by signature (per mesh: the widths
+ * come from the axes' sizes): a 12-layer transformer has a few dozen.
+ * The memos hold no term, so collections leave them valid; they are
+ * emptied when they grow past MEMO_MAX.  A state's list is kept with its
+ * entry (the LIST_CACHE entries listed last), so that a step by index
+ * takes its action from it.  The step applies the rule again, which
+ * checks it in full: an action listed in error would be refused with
+ * the rule's reason, the state unchanged, never misapplied. */
 
-static void action_free(gpointer p) {
-  Action *a = p;
-  g_free(a->text);
-  g_free(a->rule);
-  g_free(a->location);
-  g_free(a);
+#define LIST_CACHE 32  /* states whose action lists are kept */
+#define MEMO_MAX 65536 /* terms a memo answers for before it is emptied */
+
+/* A legal action. */
+typedef struct Legal {
+  const Rule *rule; /* NULL: propagate */
+  gint64 w;
+  const char *axis; /* interned, the mesh's */
+  int dim;          /* arg-tile's dimension */
+  int arg;          /* arg-tile's argument; -1: a value's rule */
+  guint loc;        /* the value: an index into ActionList.locs */
+} Legal;
+
+/* What a tiling rule reads of an operand. */
+typedef struct OperandSig {
+  const Type *type; /* interned */
+  guint64 loose;
+  guint nest;
+} OperandSig;
+
+/* The rules that apply at operator values of one signature (a memo's
+ * keys and values). */
+typedef struct TermLegal {
+  Op op;
+  const Attrs *attrs; /* interned */
+  const Type *type;   /* interned */
+  int nargs;
+  OperandSig *args;
+  guint n;
+  Legal *at;
+} TermLegal;
+
+static void term_legal_free(TermLegal *tl) {
+  g_free(tl->args);
+  g_free(tl->at);
+  g_free(tl);
 }
 
-static Action *add_candidate(GPtrArray *out, char *text, const char *rule,
-                             const char *loc, gint64 w, const char *axis) {
-  Action *a = g_new0(Action, 1);
-  a->text = text;
-  a->rule = g_strdup(rule);
-  a->location = g_strdup(loc);
-  a->w = w;
-  a->axis = axis;
-  g_ptr_array_add(out, a);
-  return a;
+static guint term_legal_hash(gconstpointer p) {
+  const TermLegal *k = p;
+  guint64 h = (guint64)k->op * 1000003u ^ (guint64)(gsize)k->attrs ^
+              (guint64)(gsize)k->type * 31u;
+  for (int i = 0; i < k->nargs; i++)
+    h = h * G_GUINT64_CONSTANT(1099511628211) ^
+        (guint64)(gsize)k->args[i].type ^ k->args[i].loose * 7u ^
+        k->args[i].nest;
+  return (guint)(h ^ h >> 32);
+}
+
+static gboolean term_legal_equal(gconstpointer pa, gconstpointer pb) {
+  const TermLegal *a = pa, *b = pb;
+  if (a->op != b->op || a->attrs != b->attrs || a->type != b->type ||
+      a->nargs != b->nargs)
+    return FALSE;
+  for (int i = 0; i < a->nargs; i++)
+    if (a->args[i].type != b->args[i].type ||
+        a->args[i].loose != b->args[i].loose ||
+        a->args[i].nest != b->args[i].nest)
+      return FALSE;
+  return TRUE;
+}
+
+/* A state's legal actions, in the order 'actions' lists them. */
+typedef struct ActionList {
+  GArray *items;   /* Legal; NULL: not listed yet */
+  GPtrArray *locs; /* Location*: the state's values */
+} ActionList;
+
+static void action_list_free(ActionList *l) {
+  if (!l)
+    return;
+  if (l->items)
+    g_array_unref(l->items);
+  g_ptr_array_unref(l->locs);
+  g_free(l);
 }
 
 /* The width that splits dimension 'd' of argument 'i' over mesh axis
@@ -162,89 +244,11 @@ static int64_t arg_split_width(const Func *f, int i, int d, const Mesh *mesh,
   return n % size == 0 ? n / size : 0;
 }
 
-/* Every candidate action, in a stable order: split each argument's
- * dimensions over each mesh axis that divides them, tile or split each
- * operator's result or reduction over each such axis, propagate. */
-static GPtrArray *candidates(Proto *pr, const Entry *e) {
-  GPtrArray *out = g_ptr_array_new_with_free_func(action_free);
-  const Mesh *mesh = &e->ep->mesh;
-  const Func *f = &e->state->func;
-  for (int i = 0; i < f->nargs; i++)
-    for (int d = 0; d < f->arg_types[i]->rank; d++)
-      for (int k = 0; k < mesh->naxes; k++) {
-        int64_t w = arg_split_width(f, i, d, mesh, k);
-        if (w < 1)
-          continue;
-        Action *a = add_candidate(
-            out,
-            g_strdup_printf("arg-tile %%%s %d %" G_GINT64_FORMAT " %s",
-                            f->arg_names[i], d, w, mesh->names[k]),
-            "arg-tile", f->arg_names[i], w, mesh->names[k]);
-        a->placed = term_arg(i, f->arg_types[i]);
-        a->dim = d;
-      }
-  g_autoptr(GPtrArray) locs = state_locations(e->state);
-  for (guint l = 0; l < locs->len; l++) {
-    const Location *loc = g_ptr_array_index(locs, l);
-    TileSpec spec;
-    if (loc->term->kind != TM_OP || !spec_of(pr->rs, loc->term, &spec))
-      continue;
-    for (int kind = 0; kind < 2; kind++) {
-      int count = kind == 0 ? spec.nout : spec.nred;
-      for (int d = 0; d < count; d++) {
-        int64_t n = -1;
-        if (kind == 0 && spec.out_ok[d])
-          n = loc->term->type->dims[d];
-        for (int a = 0; kind == 1 && a < loc->term->nargs; a++)
-          if (spec.red[d][a] >= 0)
-            n = loc->term->args[a]->type->dims[spec.red[d][a]];
-        if (n < 0)
-          continue;
-        const Rule *derived = ruleset_derived(
-            pr->rs, kind == 0 ? RULE_OP_TILE : RULE_OP_SUM, loc->term->op, d);
-        if (!derived)
-          continue;
-        const char *rule = derived->name;
-        for (int k = 0; k < mesh->naxes; k++) {
-          int64_t size = mesh->sizes[k];
-          if (n % size != 0)
-            continue;
-          Action *a = add_candidate(
-              out,
-              g_strdup_printf("apply %s at %%%s w=%" G_GINT64_FORMAT " a=%s",
-                              rule, loc->name, n / size, mesh->names[k]),
-              rule, loc->name, n / size, mesh->names[k]);
-          a->placed = loc->term;
-        }
-      }
-    }
-  }
-  add_candidate(out, g_strdup("propagate"), "propagate", NULL, 0, NULL);
-  return out;
-}
-
-/* Runs one action; NULL with the reason when it does not apply.  No
- * report: what propagate could not resolve is not part of a reply, and
- * asking for it costs a walk of the program. */
-static State *run_action(Proto *pr, State *s, const char *text, Diag *why) {
-  return pipeline_rewrite(pr->rs, s, text, why, NULL);
-}
-
-static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
-                              const char *filter, gint64 limit);
-
-/* The legal actions: the candidates that apply and change the program. */
-static GPtrArray *legal_actions(Proto *pr, const Entry *e, const char *filter,
-                                gint64 limit) {
-  return legal_among(pr, e, candidates(pr, e), filter, limit);
-}
-
-/* Whether rule 'r' applies at value 'at' with width 'w' over 'axis'
- * (interned) and, for arg-tile, dimension 'd'.  A rule at one value
- * changes the program exactly when it applies there, so there is no need
- * to rebuild the program. */
-static gboolean applies_at(Proto *pr, const Rule *r, const Term *at, int64_t w,
-                           const char *axis, int d, Diag *why) {
+/* What rule 'r' makes of 't' with width 'w' over 'axis' and, for
+ * arg-tile, dimension 'd'; NULL when it does not apply.  A rule at one
+ * value changes the program exactly when it applies there. */
+static const Term *apply_with(Proto *pr, const Rule *r, const Term *t,
+                              int64_t w, const char *axis, int d, Diag *why) {
   static const char *w_key, *a_key, *d_key;
   if (!w_key) {
     w_key = g_intern_static_string("w");
@@ -254,84 +258,245 @@ static gboolean applies_at(Proto *pr, const Rule *r, const Term *at, int64_t w,
   RuleArg args[3] = {
       {w_key, FALSE, w, NULL}, {a_key, TRUE, 0, axis}, {d_key, FALSE, d, NULL}};
   int nargs = r && strcmp(r->name, "arg-tile") == 0 ? 3 : 2;
-  return r && rw_apply_here(pr->rs, r, at, args, nargs, why) != NULL;
+  return r ? rw_apply_here(pr->rs, r, t, args, nargs, why) : NULL;
+}
+
+/* The argument splits that apply: each argument's dimensions over each
+ * mesh axis that divides them.  They depend on the signature and the
+ * mesh alone, so they are found once per episode. */
+static GArray *arg_legal(Proto *pr, Episode *ep, const Func *f) {
+  if (ep->arg_legal)
+    return ep->arg_legal;
+  ep->arg_legal = g_array_new(FALSE, FALSE, sizeof(Legal));
+  const Rule *rule = ruleset_find(pr->rs, "arg-tile");
+  g_autoptr(Diag) why = diag_new(NULL);
+  for (int i = 0; i < f->nargs; i++)
+    for (int d = 0; d < f->arg_types[i]->rank; d++)
+      for (int k = 0; k < ep->mesh.naxes; k++) {
+        int64_t w = arg_split_width(f, i, d, &ep->mesh, k);
+        const char *axis = ep->mesh.names[k];
+        if (w >= 1 && apply_with(pr, rule, term_arg(i, f->arg_types[i]), w,
+                                 axis, d, why)) {
+          Legal a = {rule, w, axis, d, i, 0};
+          g_array_append_val(ep->arg_legal, a);
+        }
+      }
+  ep->args_legal = ep->arg_legal->len > 0;
+  return ep->arg_legal;
+}
+
+/* The rules that apply at operator value 't' (placed): each tiling rule
+ * of the operator (OP-tile-D, OP-sum[-K]) over each axis that divides
+ * the size it splits; kept by signature in the mesh's memo. */
+static const TermLegal *term_legal(Proto *pr, Episode *ep, const Term *t) {
+  static const TermLegal none = {0};
+  TileSpec spec;
+  if (t->kind != TM_OP || t->nargs > SPEC_MAX_OPERANDS)
+    return &none; /* no spec takes more operands */
+  OperandSig args[SPEC_MAX_OPERANDS];
+  TermLegal key = {.op = t->op,
+                   .attrs = t->attrs,
+                   .type = t->type,
+                   .nargs = t->nargs,
+                   .args = args};
+  for (int i = 0; i < t->nargs; i++)
+    args[i] =
+        (OperandSig){t->args[i]->type, t->args[i]->loose, t->args[i]->nest};
+  const TermLegal *known = g_hash_table_lookup(ep->memo, &key);
+  if (known)
+    return known;
+  g_autoptr(GArray) found = g_array_new(FALSE, FALSE, sizeof(Legal));
+  g_autoptr(Diag) why = diag_new(NULL);
+  const Mesh *mesh = &ep->mesh;
+  gboolean tiles = spec_of(pr->rs, t, &spec);
+  for (int kind = 0; tiles && kind < 2; kind++) {
+    int count = kind == 0 ? spec.nout : spec.nred;
+    for (int d = 0; d < count; d++) {
+      int64_t n = -1;
+      if (kind == 0 && spec.out_ok[d])
+        n = t->type->dims[d];
+      for (int a = 0; kind == 1 && a < t->nargs; a++)
+        if (spec.red[d][a] >= 0)
+          n = t->args[a]->type->dims[spec.red[d][a]];
+      const Rule *rule =
+          n < 0 ? NULL
+                : ruleset_derived(
+                      pr->rs, kind == 0 ? RULE_OP_TILE : RULE_OP_SUM, t->op, d);
+      for (int k = 0; rule && k < mesh->naxes; k++) {
+        if (n % mesh->sizes[k] != 0)
+          continue;
+        int64_t w = n / mesh->sizes[k];
+        if (apply_with(pr, rule, t, w, mesh->names[k], 0, why)) {
+          Legal a = {rule, w, mesh->names[k], 0, -1, 0};
+          g_array_append_val(found, a);
+        }
+      }
+    }
+  }
+  TermLegal *tl = g_memdup2(&key, sizeof key);
+  tl->args = g_memdup2(args, (gsize)t->nargs * sizeof *args);
+  tl->n = found->len;
+  tl->at = g_memdup2(found->data, found->len * sizeof(Legal));
+  g_hash_table_add(ep->memo, tl);
+  return tl;
+}
+
+/* The legal actions of 's' in episode 'ep', in a stable order: the
+ * argument splits, then each value's rules in print order, then
+ * propagate when it would rewrite something. */
+static ActionList *list_actions(Proto *pr, Episode *ep, State *s,
+                                ActionList *l) {
+  if (!l) {
+    l = g_new0(ActionList, 1);
+    l->locs = state_locations(s);
+  }
+  l->items = g_array_copy(arg_legal(pr, ep, &s->func));
+  for (guint i = 0; i < l->locs->len; i++) {
+    const Location *loc = g_ptr_array_index(l->locs, i);
+    const TermLegal *tl = term_legal(pr, ep, loc->term);
+    for (guint k = 0; k < tl->n; k++) {
+      Legal a = tl->at[k];
+      a.loc = i;
+      g_array_append_val(l->items, a);
+    }
+  }
+  if (rw_propagate_pending(pr->rs, s->func.body, pr->pending)) {
+    Legal a = {.arg = -1};
+    g_array_append_val(l->items, a);
+  }
+  return l;
+}
+
+/* The values of entry 'e' (state_locations), kept with its action list
+ * while it is among the LIST_CACHE entries listed last: 'features' and
+ * the listing of the actions that follows read them once. */
+static ActionList *entry_locations(Proto *pr, Entry *e) {
+  if (e->legal)
+    return e->legal;
+  e->legal = g_new0(ActionList, 1);
+  e->legal->locs = state_locations(e->state);
+  g_queue_push_tail(pr->listed, GSIZE_TO_POINTER((gsize)e->id));
+  while (g_queue_get_length(pr->listed) > LIST_CACHE) {
+    gint64 id = (gint64)GPOINTER_TO_SIZE(g_queue_pop_head(pr->listed));
+    Entry *old = g_hash_table_lookup(pr->entries, &id);
+    if (old && old != e) {
+      action_list_free(old->legal);
+      old->legal = NULL;
+    }
+  }
+  return e->legal;
+}
+
+/* The legal actions of entry 'e', listed once and kept with its values. */
+static ActionList *entry_actions(Proto *pr, Entry *e) {
+  ActionList *l = entry_locations(pr, e);
+  return l->items ? l : list_actions(pr, e->ep, e->state, l);
+}
+
+/* Empties the memos that have grown past MEMO_MAX, and propagate's after
+ * each collection (it answers for terms, many of them now gone), so that
+ * a long session runs in flat memory. */
+static void memos_trim(Proto *pr) {
+  GHashTableIter it;
+  gpointer memo;
+  g_hash_table_iter_init(&it, pr->memos);
+  while (g_hash_table_iter_next(&it, NULL, &memo))
+    if (g_hash_table_size(memo) > MEMO_MAX)
+      g_hash_table_remove_all(memo);
+  if (g_hash_table_size(pr->pending) > MEMO_MAX ||
+      pr->collected != collect_freed()) {
+    g_hash_table_remove_all(pr->pending);
+    pr->collected = collect_freed();
+  }
+}
+
+/* The action's command, as a step by string would give it. */
+static void legal_text(GString *out, const State *s, const ActionList *l,
+                       const Legal *a) {
+  if (!a->rule)
+    g_string_append(out, "propagate");
+  else if (a->arg >= 0)
+    g_string_append_printf(out, "arg-tile %%%s %d %" G_GINT64_FORMAT " %s",
+                           s->func.arg_names[a->arg], a->dim, a->w, a->axis);
+  else
+    g_string_append_printf(
+        out, "apply %s at %%%s w=%" G_GINT64_FORMAT " a=%s", a->rule->name,
+        ((const Location *)g_ptr_array_index(l->locs, a->loc))->name, a->w,
+        a->axis);
+}
+
+/* Appends {index, action, rule, location, args} for the action whose
+ * command is 'text' (as cJSON would write the object). */
+static void legal_json(GString *out, const State *s, const ActionList *l,
+                       guint index, const Legal *a, const char *text) {
+  g_string_append_printf(out, "{\"index\":%u,\"action\":", index);
+  proto_append_json_string(out, text);
+  g_string_append(out, ",\"rule\":");
+  if (!a->rule) {
+    g_string_append(out, "\"propagate\",\"location\":null,\"args\":{}}");
+    return;
+  }
+  proto_append_json_string(out, a->rule->name);
+  g_string_append(out, ",\"location\":");
+  proto_append_json_string(
+      out, a->arg >= 0
+               ? s->func.arg_names[a->arg]
+               : ((const Location *)g_ptr_array_index(l->locs, a->loc))->name);
+  g_string_append(out, ",\"args\":{");
+  if (a->arg >= 0)
+    g_string_append_printf(out, "\"d\":%d,", a->dim);
+  g_string_append_printf(out, "\"w\":%" G_GINT64_FORMAT ",\"axis\":", a->w);
+  proto_append_json_string(out, a->axis);
+  g_string_append(out, "}}");
+}
+
+/* Runs one command; NULL with the reason when it does not apply.  No
+ * report: what propagate could not resolve is not part of a reply, and
+ * asking for it costs a walk of the program. */
+static State *run_action(Proto *pr, State *s, const char *text, Diag *why) {
+  return pipeline_rewrite(pr->rs, s, text, why, NULL);
+}
+
+/* Runs legal action 'a' of 's' (listed in 'l'), whose command is 'text',
+ * as the command would: the rule at the value, checked in full, then the
+ * replacement everywhere; failing as the command fails ("'TEXT': RULE at
+ * %v: why"), without finding the value by its name. */
+static State *run_legal(Proto *pr, State *s, const ActionList *l,
+                        const Legal *a, const char *text, Diag *why) {
+  if (!a->rule)
+    return run_action(pr, s, text, why);
+  Location arg = {0};
+  const Location *loc = g_ptr_array_index(l->locs, a->loc);
+  if (a->arg >= 0) {
+    arg.name = s->func.arg_names[a->arg];
+    arg.term = term_arg(a->arg, s->func.arg_types[a->arg]);
+    loc = &arg;
+  }
+  const Term *to =
+      apply_with(pr, a->rule, loc->term, a->w, a->axis, a->dim, why);
+  if (!to) {
+    g_autofree char *reason = g_strdup(diag_text(why));
+    diag_reason(why, "%s at %%%s: %s", a->rule->name, loc->name, reason);
+  }
+  State *next =
+      to ? rw_with_replacement(s, loc, to, a->arg >= 0 ? NULL : a->rule, why)
+         : NULL;
+  if (!next) {
+    g_autofree char *reason = g_strdup(diag_text(why));
+    diag_reason(why, "'%s': %s", text, reason);
+  }
+  return next;
 }
 
 /* Whether any action is legal ('terminated' is its negation), found
- * without listing them: the argument actions come first and need no walk
- * of the program, and usually one of them applies. */
-static gboolean any_legal_action(Proto *pr, const Entry *e) {
-  const Mesh *mesh = &e->ep->mesh;
-  const Func *f = &e->state->func;
-  for (int i = 0; i < f->nargs && e->ep->args_legal < 0; i++)
-    for (int d = 0; d < f->arg_types[i]->rank && e->ep->args_legal < 0; d++)
-      for (int k = 0; k < mesh->naxes; k++) {
-        int64_t w = arg_split_width(f, i, d, mesh, k);
-        g_autoptr(Diag) why = diag_new(NULL);
-        if (w >= 1 && applies_at(pr, ruleset_find(pr->rs, "arg-tile"),
-                                 term_arg(i, f->arg_types[i]), w,
-                                 mesh->names[k], d, why)) {
-          e->ep->args_legal = 1;
-          break;
-        }
-      }
+ * without listing them when an argument split applies (it depends on
+ * the signature and the mesh alone). */
+static gboolean any_legal_action(Proto *pr, Entry *e) {
+  if (e->legal && e->legal->items)
+    return e->legal->items->len > 0;
   if (e->ep->args_legal < 0)
-    e->ep->args_legal = 0;
-  if (e->ep->args_legal)
-    return TRUE;
-  g_autoptr(GPtrArray) legal = legal_actions(pr, e, NULL, 1);
-  return legal->len > 0;
-}
-
-/* The actions of 'all' (taken) that apply and change the program. */
-static GPtrArray *legal_among(Proto *pr, const Entry *e, GPtrArray *all,
-                              const char *filter, gint64 limit) {
-  GPtrArray *out = g_ptr_array_new_with_free_func(action_free);
-  g_autoptr(Diag) why = diag_new(NULL);
-  for (guint i = 0; i < all->len && (limit < 0 || out->len < (guint)limit);
-       i++) {
-    Action *a = g_ptr_array_index(all, i);
-    if (filter && !strstr(a->text, filter))
-      continue;
-    gboolean changes;
-    if (a->placed) {
-      changes = applies_at(pr, ruleset_find(pr->rs, a->rule), a->placed, a->w,
-                           a->axis, a->dim, why);
-    } else {
-      State *next = run_action(pr, e->state, a->text, why);
-      changes = next && next->func.body != e->state->func.body;
-      if (next)
-        state_unref(next);
-    }
-    if (changes) {
-      all->pdata[i] = NULL;
-      g_ptr_array_add(out, a);
-    }
-  }
-  g_ptr_array_set_free_func(all, NULL);
-  for (guint i = 0; i < all->len; i++)
-    if (all->pdata[i])
-      action_free(all->pdata[i]);
-  g_ptr_array_unref(all);
-  return out;
-}
-
-static J *action_json(guint index, const Action *a) {
-  J *o = cJSON_CreateObject();
-  proto_put(o, "index", proto_jint(index));
-  proto_put(o, "action", cJSON_CreateString(a->text));
-  proto_put(o, "rule", cJSON_CreateString(a->rule));
-  proto_put(o, "location",
-            a->location ? cJSON_CreateString(a->location) : NULL);
-  J *args = cJSON_CreateObject();
-  if (strcmp(a->rule, "arg-tile") == 0)
-    proto_put(args, "d", proto_jint(a->dim));
-  if (a->axis) {
-    proto_put(args, "w", proto_jint(a->w));
-    proto_put(args, "axis", cJSON_CreateString(a->axis));
-  }
-  proto_put(o, "args", args);
-  return o;
+    arg_legal(pr, e->ep, &e->state->func);
+  return e->ep->args_legal || entry_actions(pr, e)->items->len > 0;
 }
 
 /* -------------------------------------------------------- observations */
@@ -364,8 +529,8 @@ static J *cost_json(const CostReport *r) {
 }
 
 /* features: documented in docs/protocol.md */
-static J *features_json(Entry *e, gboolean ok) {
-  g_autoptr(GPtrArray) locs = state_locations(e->state);
+static J *features_json(Proto *pr, Entry *e, gboolean ok) {
+  const GPtrArray *locs = entry_locations(pr, e)->locs;
   int tiles = 0, sums = 0;
   for (guint k = 0; k < locs->len; k++) {
     const Term *t = ((Location *)g_ptr_array_index(locs, k))->term;
@@ -483,12 +648,11 @@ static J *observation_json(Proto *pr, Entry *e, const char *const *what,
       if (strcmp(w, "cost") == 0)
         proto_put(o, "cost", ok ? cost_json(&e->cost) : NULL);
       else
-        proto_put(o, "features", features_json(e, ok));
+        proto_put(o, "features", features_json(pr, e, ok));
     } else if (strcmp(w, "graph") == 0) {
       proto_put(o, "graph", graph_json(e));
     } else if (strcmp(w, "legal") == 0) {
-      g_autoptr(GPtrArray) legal = legal_actions(pr, e, NULL, -1);
-      proto_put(o, "legal", proto_jint(legal->len));
+      proto_put(o, "legal", proto_jint(entry_actions(pr, e)->items->len));
     } else {
       cJSON_Delete(o);
       proto_fail(f, E_PARAMS,
@@ -664,6 +828,13 @@ static Entry *new_root(Proto *pr, J *p, Fail *f) {
   e->state = state_new(m);
   module_free(m);
   e->ep = g_memdup2(&ep, sizeof ep);
+  g_autofree char *mesh = mesh_to_string(&ep.mesh);
+  e->ep->memo = g_hash_table_lookup(pr->memos, mesh);
+  if (!e->ep->memo) {
+    e->ep->memo = g_hash_table_new_full(term_legal_hash, term_legal_equal,
+                                        (GDestroyNotify)term_legal_free, NULL);
+    g_hash_table_insert(pr->memos, g_steal_pointer(&mesh), e->ep->memo);
+  }
   g_ptr_array_add(pr->episodes, e->ep);
   e->ep->root_time = entry_cost(pr, e) ? e->cost.total_time : NAN;
   return e;
@@ -681,66 +852,76 @@ static J *reward_json(Proto *pr, Entry *parent, Entry *child) {
   return o;
 }
 
-/* An action given as a string, or as an index into the legal actions. */
-static char *action_text(Proto *pr, Entry *e, J *n, GPtrArray **legal,
-                         Fail *f) {
-  if (cJSON_IsString(n))
-    return g_strdup(n->valuestring);
-  if (proto_is_int(n)) {
-    if (!*legal)
-      *legal = legal_actions(pr, e, NULL, -1);
-    gint64 i = (gint64)n->valuedouble;
-    if (i < 0 || i >= (gint64)(*legal)->len) {
-      proto_fail(f, E_ACTION,
-                 "no legal action %" G_GINT64_FORMAT " (there are %u)", i,
-                 (*legal)->len);
-      return NULL;
-    }
-    return g_strdup(((Action *)g_ptr_array_index(*legal, i))->text);
-  }
-  proto_fail(f, E_PARAMS, "an action is a command string or an index");
-  return NULL;
-}
-
-/* Applies the actions (a JSON array, or the one string 'text') to entry
- * 'e'; the new entry, or NULL.  An action that names an axis the mesh
- * lacks is illegal. */
-static Entry *do_step(Proto *pr, Entry *e, J *actions, const char *text1,
-                      gboolean *no_effect, Fail *f) {
-  State *s = state_ref(e->state);
-  g_autoptr(GString) trace = g_string_new(NULL);
+/* Runs one action of a step on 's', a state of entry 'e' (the entry's
+ * own, or one a step's earlier actions made): 'n' is a command string or
+ * an index into the state's legal actions ('index' when 'n' is NULL, as
+ * expand gives them).  The new state with the command appended to
+ * 'trace', or NULL after proto_fail.  A command that names an axis the
+ * mesh lacks is illegal: commands take any axis name, but a state bound
+ * to an axis the episode's mesh lacks could never be lowered or costed. */
+static State *step_one(Proto *pr, Entry *e, State *s, J *n, gint64 index,
+                       GString *trace, Fail *f) {
   g_autoptr(Diag) why = diag_new(NULL);
-  J *item = actions ? actions->child : NULL;
-  gint64 taken = 0;
-  for (gboolean first = TRUE; actions ? item != NULL : first;
-       first = FALSE, item = item ? item->next : NULL, taken++) {
-    GPtrArray *legal = NULL;
-    Entry tmp = *e;
-    tmp.state = s;
-    char *text =
-        actions ? action_text(pr, &tmp, item, &legal, f) : g_strdup(text1);
-    if (legal)
-      g_ptr_array_unref(legal);
-    /* commands take any axis name, but a state bound to an axis the
-     * episode's mesh lacks could never be lowered or costed */
-    g_autofree char *axis =
-        text ? rw_script_axis_off_mesh(text, &e->ep->mesh) : NULL;
+  gsize start = trace->len;
+  if (trace->len)
+    g_string_append(trace, "; ");
+  if (n && cJSON_IsString(n)) {
+    const char *text = n->valuestring;
+    g_autofree char *axis = rw_script_axis_off_mesh(text, &e->ep->mesh);
     if (axis) {
       g_autofree char *mesh = mesh_to_string(&e->ep->mesh);
       proto_fail(f, E_ACTION, "'%s': axis '%s' is not an axis of the mesh (%s)",
                  text, axis, *mesh ? mesh : "no axes");
-    }
-    State *next = text && !axis ? run_action(pr, s, text, why) : NULL;
-    if (text && !axis && !next)
-      proto_fail(f, E_ACTION, "%s", diag_text(why));
-    if (!next) {
-      g_free(text);
-      state_unref(s);
       return NULL;
     }
-    g_string_append_printf(trace, "%s%s", trace->len ? "; " : "", text);
-    g_free(text);
+    State *next = run_action(pr, s, text, why);
+    if (!next)
+      proto_fail(f, E_ACTION, "%s", diag_text(why));
+    g_string_append(trace, text);
+    return next;
+  }
+  if (n && !proto_is_int(n)) {
+    proto_fail(f, E_PARAMS, "an action is a command string or an index");
+    return NULL;
+  }
+  if (n)
+    index = (gint64)n->valuedouble;
+  /* the entry's list is kept; a state between two actions of one step
+   * has no entry, and its list is made for this action alone */
+  ActionList *own = s == e->state ? NULL : list_actions(pr, e->ep, s, NULL);
+  ActionList *l = own ? own : entry_actions(pr, e);
+  State *next = NULL;
+  if (index < 0 || index >= (gint64)l->items->len) {
+    proto_fail(f, E_ACTION,
+               "no legal action %" G_GINT64_FORMAT " (there are %u)", index,
+               l->items->len);
+  } else {
+    const Legal *a = &g_array_index(l->items, Legal, index);
+    legal_text(trace, s, l, a);
+    next = run_legal(pr, s, l, a, trace->str + start + (start ? 2 : 0), why);
+    if (!next)
+      proto_fail(f, E_ACTION, "%s", diag_text(why));
+  }
+  action_list_free(own);
+  if (!next)
+    g_string_truncate(trace, start);
+  return next;
+}
+
+/* Applies the actions (a JSON array, or the one legal action 'index') to
+ * entry 'e'; the new entry, or NULL after proto_fail. */
+static Entry *do_step(Proto *pr, Entry *e, J *actions, gint64 index,
+                      gboolean *no_effect, Fail *f) {
+  State *s = state_ref(e->state);
+  g_autoptr(GString) trace = g_string_new(NULL);
+  J *item = actions ? actions->child : NULL;
+  gint64 taken = 0;
+  for (gboolean first = TRUE; actions ? item != NULL : first;
+       first = FALSE, item = item ? item->next : NULL, taken++) {
+    State *next = step_one(pr, e, s, item, index, trace, f);
     state_unref(s);
+    if (!next)
+      return NULL;
     s = next;
   }
   *no_effect = s->func.body == e->state->func.body;
@@ -865,6 +1046,10 @@ static J *m_reset(Proto *pr, J *p, Fail *f) {
   return o;
 }
 
+/* The legal actions, each with its index in the whole list (the one a
+ * step's index names; a filter or a limit does not renumber them), the
+ * number listed and the number there are.  Written as text: a list can
+ * hold thousands of actions. */
 static J *m_actions(Proto *pr, J *p, Fail *f) {
   gint64 limit = -1;
   const char *filter;
@@ -872,14 +1057,24 @@ static J *m_actions(Proto *pr, J *p, Fail *f) {
   if (!e || !proto_get_int(p, "limit", FALSE, &limit, f) ||
       !proto_get_string(p, "filter", FALSE, &filter, f))
     return NULL;
-  g_autoptr(GPtrArray) legal = legal_actions(pr, e, filter, limit);
-  J *list = cJSON_CreateArray();
-  for (guint i = 0; i < legal->len; i++)
-    cJSON_AddItemToArray(list, action_json(i, g_ptr_array_index(legal, i)));
-  J *o = cJSON_CreateObject();
-  proto_put(o, "actions", list);
-  proto_put(o, "count", proto_jint(legal->len));
-  return o;
+  const ActionList *l = entry_actions(pr, e);
+  GString *t = g_string_sized_new(64 + 128 * (gsize)l->items->len);
+  g_autoptr(GString) text = g_string_new(NULL);
+  g_string_append(t, "{\"actions\":[");
+  gint64 count = 0;
+  for (guint i = 0; i < l->items->len && (limit < 0 || count < limit); i++) {
+    const Legal *a = &g_array_index(l->items, Legal, i);
+    g_string_truncate(text, 0);
+    legal_text(text, e->state, l, a);
+    if (filter && !strstr(text->str, filter))
+      continue;
+    if (count++)
+      g_string_append_c(t, ',');
+    legal_json(t, e->state, l, i, a, text->str);
+  }
+  g_string_append_printf(t, "],\"count\":%" G_GINT64_FORMAT ",\"total\":%u}",
+                         count, l->items->len);
+  return proto_raw_json(t);
 }
 
 static J *m_step(Proto *pr, J *p, Fail *f) {
@@ -894,7 +1089,7 @@ static J *m_step(Proto *pr, J *p, Fail *f) {
     proto_fail(f, E_PARAMS, "missing parameter 'actions'");
     return NULL;
   }
-  Entry *c = do_step(pr, e, actions, NULL, &no_effect, f);
+  Entry *c = do_step(pr, e, actions, -1, &no_effect, f);
   if (!c)
     return NULL;
   g_autofree const char **names = observe_names(observe);
@@ -910,21 +1105,25 @@ static J *m_expand(Proto *pr, J *p, Fail *f) {
       !proto_get_bool(p, "reward", &reward, f))
     return NULL;
   g_autofree const char **names = observe_names(observe);
-  g_autoptr(GPtrArray) legal = legal_actions(pr, e, NULL, -1);
+  guint count = entry_actions(pr, e)->items->len;
   J *children = cJSON_CreateArray();
-  for (guint i = 0; i < legal->len; i++) {
-    const Action *a = g_ptr_array_index(legal, i);
+  g_autoptr(GString) text = g_string_new(NULL);
+  for (guint i = 0; i < count; i++) {
+    /* listed again if a child's listing pushed it out of the cache */
+    const ActionList *l = entry_actions(pr, e);
+    g_string_truncate(text, 0);
+    legal_text(text, e->state, l, &g_array_index(l->items, Legal, i));
     Fail cf = {0, g_string_new(NULL)};
     gboolean no_effect = FALSE;
-    Entry *c = do_step(pr, e, NULL, a->text, &no_effect, &cf);
+    Entry *c = do_step(pr, e, NULL, i, &no_effect, &cf);
     J *o = NULL;
     if (c) {
-      o = step_json(pr, e, c, add_entry(pr, c), i, a->text, names, reward,
+      o = step_json(pr, e, c, add_entry(pr, c), i, text->str, names, reward,
                     no_effect, &cf);
     } else {
       o = cJSON_CreateObject();
       proto_put(o, "index", proto_jint(i));
-      proto_put(o, "action", cJSON_CreateString(a->text));
+      proto_put(o, "action", cJSON_CreateString(text->str));
       J *err = cJSON_CreateObject();
       proto_put(err, "code", proto_jint(cf.code));
       proto_put(err, "message", cJSON_CreateString(cf.message->str));
@@ -987,7 +1186,7 @@ static J *m_replay(Proto *pr, J *p, Fail *f) {
     return NULL;
   add_entry(pr, root);
   gboolean no_effect;
-  Entry *c = do_step(pr, root, trace, NULL, &no_effect, f);
+  Entry *c = do_step(pr, root, trace, -1, &no_effect, f);
   if (!c)
     return NULL;
   return step_json(pr, root, c, add_entry(pr, c), -1, NULL, NULL, TRUE,
@@ -1159,7 +1358,11 @@ int proto_run(RuleSet *rs, char **allowed, FILE *in) {
   Proto pr = {.rs = rs, .allowed = allowed, .collected0 = collect_freed()};
   pr.entries = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL,
                                      (GDestroyNotify)entry_free);
-  pr.episodes = g_ptr_array_new_with_free_func(g_free);
+  pr.episodes = g_ptr_array_new_with_free_func((GDestroyNotify)episode_free);
+  pr.memos = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                   (GDestroyNotify)g_hash_table_unref);
+  pr.pending = g_hash_table_new(NULL, NULL);
+  pr.listed = g_queue_new();
   Io io = {g_string_new(NULL)};
   Reader r = {.fd = fileno(in), .cap = 65536 + 1};
   r.buf = g_malloc(r.cap); /* never NULL: memchr and memmove read it */
@@ -1174,6 +1377,7 @@ int proto_run(RuleSet *rs, char **allowed, FILE *in) {
     if (n > 0)
       handle(&pr, &io, line, n);
     collect_maybe(); /* a safe point: only entries hold terms */
+    memos_trim(&pr);
     if (io.out->len > 0 &&
         (!proto_reader_line_waiting(&r) || io.out->len > (1u << 20)))
       flush_out(&io);
@@ -1183,5 +1387,8 @@ int proto_run(RuleSet *rs, char **allowed, FILE *in) {
   g_string_free(io.out, TRUE);
   g_hash_table_unref(pr.entries);
   g_ptr_array_unref(pr.episodes);
+  g_hash_table_unref(pr.memos);
+  g_hash_table_unref(pr.pending);
+  g_queue_free(pr.listed);
   return 0;
 }

@@ -122,6 +122,44 @@ void proto_append_json(GString *out, J *v) {
   cJSON_Delete(v);
 }
 
+void proto_append_json_string(GString *out, const char *s) {
+  g_string_append_c(out, '"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const char *esc = NULL;
+    switch (*p) {
+    case '"':
+      esc = "\\\"";
+      break;
+    case '\\':
+      esc = "\\\\";
+      break;
+    case '\b':
+      esc = "\\b";
+      break;
+    case '\f':
+      esc = "\\f";
+      break;
+    case '\n':
+      esc = "\\n";
+      break;
+    case '\r':
+      esc = "\\r";
+      break;
+    case '\t':
+      esc = "\\t";
+      break;
+    default:
+      if (*p < 32)
+        g_string_append_printf(out, "\\u%04x", *p);
+      else
+        g_string_append_c(out, (char)*p);
+      continue;
+    }
+    g_string_append(out, esc);
+  }
+  g_string_append_c(out, '"');
+}
+
 /* A value whose JSON text is 'text' as it stands (taken: GLib and cJSON
  * both allocate with malloc, so cJSON_Delete frees the buffer). */
 J *proto_raw_json(GString *text) {
