@@ -195,9 +195,10 @@ class PartirEnv:
     def step(self, action):
         if self.state is None:
             raise RuntimeError("step before reset")
+        sent = action  # an index goes as it is: the engine keeps the list
         if isinstance(action, int) and self._legal and 0 <= action < len(self._legal):
             action = self._legal[action]  # the string the index named
-        r = self.client.step(state=self.state, actions=[action],
+        r = self.client.step(state=self.state, actions=[sent],
                              observe=self.OBSERVE, reward=True)
         self.state, self._legal = r["state"], None
         self.steps += 1
