@@ -99,6 +99,10 @@ if command -v python3 >/dev/null 2>&1; then
     "${PARTIR_REPL:-$abs_top_builddir/repl/partir-repl}" \
     "${PARTIR:-$abs_top_builddir/repl/partir}" \
     "$(cd "$top_srcdir/examples" && pwd)" "$tmp"
+  echo
+  python3 "$top_srcdir/tests/bench/bench-walk.py" \
+    "${PARTIR_REPL:-$abs_top_builddir/repl/partir-repl}" "$tmp" \
+    --models "$top_srcdir/examples/models"
 fi
 
 exit $gpt3_status
