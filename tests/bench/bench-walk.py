@@ -66,20 +66,27 @@ class Server:
         return self.p.stdout.readline()
 
     def call(self, method, **params):
-        r = json.loads(self.send(method, **params))
+        line = self.send(method, **params)
+        if not line.startswith("{"):
+            raise EOFError(method)
+        r = json.loads(line)
         if "error" in r:
             raise RuntimeError("%s: %s" % (method, r["error"]))
         return r["result"]
 
     def close(self):
-        self.p.stdin.close()
-        self.p.wait()
+        try:
+            self.p.stdin.close()
+        except BrokenPipeError:
+            pass
+        return self.p.wait()
 
 
 rng = random.Random(args.seed)
 walk_time = 0.0
 steps = 0
 failed = 0
+crashes = []  # (walk, depth, action index, exit status)
 latency = []  # (depth, seconds, actions listed)
 sizes = []
 cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -95,12 +102,21 @@ for walk in range(args.walks):
         if depth == args.steps:
             break
         t = time.perf_counter()
-        total = s.call("actions", state=state, limit=0)["total"]
+        try:
+            total = s.call("actions", state=state, limit=0)["total"]
+        except EOFError:
+            crashes.append((walk, depth, -1, s.close()))
+            break
         if total == 0:
             break
-        r = json.loads(s.send("step", state=state, actions=[rng.randrange(total)],
-                              observe=["features"]))
+        index = rng.randrange(total)
+        line = s.send("step", state=state, actions=[index], observe=["features"])
         walk_time += time.perf_counter() - t
+        if not line.startswith("{"):  # the server died (an assertion's
+            # message may reach stdout): say where, and walk on afresh
+            crashes.append((walk, depth, index, s.close()))
+            break
+        r = json.loads(line)
         steps += 1
         if "error" in r:  # a listed action that fails: the state stays
             failed += 1
@@ -136,4 +152,7 @@ if sizes:
     print("program size (values) reached: min %d, p10 %.0f, median %.0f, p90 %.0f,"
           " max %d (the root has %d)" % (min(sizes), q[0], statistics.median(sizes),
                                          q[8], max(sizes), root_size))
+for walk, depth, index, status in crashes:
+    print("walk %d: the server died (status %d) stepping action %d at depth %d"
+          % (walk, status, index, depth))
 sys.stdout.flush()
