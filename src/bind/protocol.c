@@ -175,8 +175,7 @@ typedef struct Legal {
 /* What a tiling rule reads of an operand. */
 typedef struct OperandSig {
   const Type *type; /* interned */
-  guint64 loose;
-  guint nest;
+  guint64 loose;    /* the levels it uses: where a new region would sit */
 } OperandSig;
 
 /* The rules that apply at operator values of one signature (a memo's
@@ -203,8 +202,7 @@ static guint term_legal_hash(gconstpointer p) {
               (guint64)(gsize)k->type * 31u;
   for (int i = 0; i < k->nargs; i++)
     h = h * G_GUINT64_CONSTANT(1099511628211) ^
-        (guint64)(gsize)k->args[i].type ^ k->args[i].loose * 7u ^
-        k->args[i].nest;
+        (guint64)(gsize)k->args[i].type ^ k->args[i].loose * 7u;
   return (guint)(h ^ h >> 32);
 }
 
@@ -215,8 +213,7 @@ static gboolean term_legal_equal(gconstpointer pa, gconstpointer pb) {
     return FALSE;
   for (int i = 0; i < a->nargs; i++)
     if (a->args[i].type != b->args[i].type ||
-        a->args[i].loose != b->args[i].loose ||
-        a->args[i].nest != b->args[i].nest)
+        a->args[i].loose != b->args[i].loose)
       return FALSE;
   return TRUE;
 }
@@ -285,7 +282,7 @@ static GArray *arg_legal(Proto *pr, Episode *ep, const Func *f) {
   return ep->arg_legal;
 }
 
-/* The rules that apply at operator value 't' (placed): each tiling rule
+/* The rules that apply at operator value 't': each tiling rule
  * of the operator (OP-tile-D, OP-sum[-K]) over each axis that divides
  * the size it splits; kept by signature in the mesh's memo. */
 static const TermLegal *term_legal(Proto *pr, Episode *ep, const Term *t) {
@@ -300,8 +297,7 @@ static const TermLegal *term_legal(Proto *pr, Episode *ep, const Term *t) {
                    .nargs = t->nargs,
                    .args = args};
   for (int i = 0; i < t->nargs; i++)
-    args[i] =
-        (OperandSig){t->args[i]->type, t->args[i]->loose, t->args[i]->nest};
+    args[i] = (OperandSig){t->args[i]->type, t->args[i]->loose};
   const TermLegal *known = g_hash_table_lookup(ep->memo, &key);
   if (known)
     return known;

@@ -210,6 +210,46 @@ static const Term *propagate_step(Norm *n, const Term *t) {
   return NULL;
 }
 
+/* Whether propagate_step rewrites somewhere in 't': the step itself at
+ * every value, no pass.  'memo' is keyed by content hash (the answer
+ * depends on the term alone), so it holds no term and outlives
+ * collections. */
+static gboolean pending_rec(Norm *n, const Term *t, GHashTable *memo) {
+  if (t->nargs == 0)
+    return FALSE;
+  gpointer key = GSIZE_TO_POINTER((gsize)t->content);
+  gpointer known = g_hash_table_lookup(memo, key);
+  if (known)
+    return GPOINTER_TO_INT(known) == 2;
+  gboolean pending = FALSE;
+  for (int i = 0; i < t->nargs && !pending; i++)
+    pending = pending_rec(n, t->args[i], memo);
+  if (!pending)
+    pending = propagate_step(n, t) != NULL;
+  g_hash_table_insert(memo, key, GINT_TO_POINTER(pending ? 2 : 1));
+  return pending;
+}
+
+static void norm_rules(Norm *n, guint tag) {
+  n->rules = g_ptr_array_new();
+  for (guint i = 0; i < n->rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(n->rs->rules, i);
+    if (r->kind == RULE_PATTERN && (r->tags & tag))
+      g_ptr_array_add(n->rules, (gpointer)r);
+  }
+}
+
+gboolean rw_propagate_pending(const RuleSet *rs, const Term *body,
+                              GHashTable *memo) {
+  Norm n = {.rs = rs, .err = diag_new(NULL)}; /* no report: no notes */
+  norm_rules(&n, RULE_TAG_PROPAGATE);
+  g_autoptr(GHashTable) own = memo ? NULL : g_hash_table_new(NULL, NULL);
+  gboolean pending = pending_rec(&n, body, memo ? memo : own);
+  g_ptr_array_unref(n.rules);
+  diag_free(n.err);
+  return pending;
+}
+
 static const Term *rules_step(Norm *n, const Term *t) {
   return try_rules(n, t);
 }
@@ -317,12 +357,7 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
   n.fuel = fuel;
   n.memo = g_hash_table_new(NULL, NULL);
   n.reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  n.rules = g_ptr_array_new();
-  for (guint i = 0; i < rs->rules->len; i++) {
-    const Rule *r = g_ptr_array_index(rs->rules, i);
-    if (r->kind == RULE_PATTERN && (r->tags & tag))
-      g_ptr_array_add(n.rules, (gpointer)r);
-  }
+  norm_rules(&n, tag);
   term_carry_names(names);
   const Term *out = norm(&n, body);
   term_carry_names(NULL);

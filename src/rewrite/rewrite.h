@@ -318,9 +318,7 @@ State *rw_script(const RuleSet *rs, State *in, const char *script, Diag *why,
  * (may be NULL; g_hash_table_new (NULL, NULL)) can be kept across states:
  * it answers by the terms' content hashes (as pointer-sized keys), holds
  * no term and outlives collections; a new state costs the values it
- * made.  Two terms that share a content hash share an answer.  Here,
- * not in propagate.c, while propagate.c is being rewritten (it mirrors
- * propagate_step). */
+ * made.  Two terms that share a content hash share an answer. */
 gboolean rw_propagate_pending(const RuleSet *rs, const Term *body,
                               GHashTable *memo);
 /* The first axis that a command of 'script' names and 'mesh' lacks (a
