@@ -1,5 +1,6 @@
 /* dedup.c — one computation, one region: outlining work that two regions
- * would both do.
+ * would both do, or that a region would redo in every iteration of the
+ * regions around it.
  *
  * A value that uses binder level L is computed inside the region that
  * binds L — in every such region that reaches it.  Two different regions
@@ -16,26 +17,36 @@
  *                                  slice d V[r] in R1 and in R2
  *
  * the inverse of fusion (a slice of a tile by the tile's range is its
- * body).  Only the largest shared values are outlined (those used by a
- * value that is not itself shared, or yielded); what they use goes with
- * them.  A new tile can be shared by regions one level out: the pass
- * repeats until nothing is shared.  A value without a dimension of the
- * range's width, or shared by regions over different ranges or axes,
- * stays as it is.
+ * body).  The same outlining hoists a value out of the regions around its
+ * own when it uses none of their binders (loop-invariant code motion):
+ * a value computed in a region at level L that uses level L but not L-1
+ * runs again in every iteration of the region at L-1; its tile, built
+ * with binder L, sits at its home outside them (two tilings of one
+ * model nest a region over one axis inside a region over another, and
+ * each layer's keys, which need every chunk of the sequence, ran once
+ * per chunk of the queries).  Only the largest such values are outlined
+ * (those used by a value that is not itself outlined with them, or
+ * yielded); what they use goes with them.  A new tile can be shared by regions
+ * one level out: the pass repeats until nothing is shared.  A value without a
+ * dimension of the range's width, or shared by regions over different ranges or
+ * axes, stays as it is.
  *
  * Linear in the printed program per round: every value is walked once
- * per region that computes it.
+ * per region that computes it.  Rounds stop when nothing is outlined.
  */
 #include "rewrite/rewrite.h"
 
-#define DEDUP_MAX_ROUNDS 16
+/* Outlining a value can make what it uses shared in turn: rounds go on
+ * until nothing is (a few on the models we know; 40 on a 12-layer
+ * transformer tiled over two axes in conflicting ways). */
+#define DEDUP_MAX_ROUNDS 64
 
 /* What the walk learns about a value computed inside regions. */
 typedef struct Owned {
   const Term *owner;  /* the first region computing it */
   gboolean shared;    /* a second, different region computes it too */
   gboolean mixed;     /* its regions differ in range or axis */
-  gboolean maximal;   /* used by a value of its region that is not shared */
+  gboolean maximal;   /* used by a value of its region not outlined with it */
   const Term *parent; /* while walking one region: the region, or NULL */
 } Owned;
 
@@ -53,9 +64,11 @@ static gboolean computes(Dedup *d, const Term *t) {
   gpointer memo = g_hash_table_lookup(d->computes, t);
   if (memo)
     return GPOINTER_TO_INT(memo) - 1;
-  gboolean yes = t->kind == TM_TILE || t->kind == TM_SUM ||
-                 (t->kind == TM_OP && op_flops(t) > 0);
-  for (int i = 0; i < t->nargs && !yes; i++)
+  gboolean yes = t->kind == TM_OP && op_flops(t) > 0;
+  if (t->kind == TM_TILE || t->kind == TM_SUM) /* what its body computes */
+    yes = term_uses(t->args[0], t->binder) && computes(d, t->args[0]);
+  for (int i = 0;
+       i < t->nargs && !yes && t->kind != TM_TILE && t->kind != TM_SUM; i++)
     if (term_home(t->args[i]) == term_home(t))
       yes = computes(d, t->args[i]);
   g_hash_table_insert(d->computes, (gpointer)t, GINT_TO_POINTER(yes + 1));
@@ -116,13 +129,30 @@ static void count_owner(Dedup *d, const Term *r, const Term *t,
   }
 }
 
+/* Where a tile of 't', computed in a region with binder 'level', would
+ * sit: one above the other levels it uses. */
+static int hoist_target(const Term *t, int level) {
+  return term_region_level(t, level);
+}
+
+/* Whether 't' (computed in region 'r') should be outlined: shared with
+ * another region, or using none of the binders between its home and the
+ * level it could sit at. */
+static gboolean outlined(Dedup *d, const Term *r, const Term *t) {
+  Owned *o = g_hash_table_lookup(d->owned, t);
+  return o && (o->shared || hoist_target(t, r->binder) < r->binder);
+}
+
 static void mark_maximal(Dedup *d, const Term *r, const Term *t,
                          const Term *via) {
   Owned *o = owned_of(d, t);
-  if (!o->shared || o->maximal)
+  if (o->maximal || !outlined(d, r, t))
     return;
-  Owned *p = via ? g_hash_table_lookup(d->owned, via) : NULL;
-  if (!via || !p || !p->shared)
+  /* a user outlined with it takes it along: the same sharing, and a tile
+   * at the same place */
+  if (!via || !outlined(d, r, via) ||
+      hoist_target(via, r->binder) != hoist_target(t, r->binder) ||
+      owned_of(d, via)->shared != o->shared)
     o->maximal = TRUE;
 }
 
@@ -151,6 +181,23 @@ static int outline_dim(const Term *t, const Type *range) {
   return -1;
 }
 
+/* tile d (\r -> slice d x[r]) where x is itself a tile of d over the same
+ * range and axis is x: outlining builds such tiles of tiles (a region
+ * whose work went to another outlined value reads its chunks). */
+static const Term *without_retile(const Term *t) {
+  if (t->kind != TM_TILE)
+    return t;
+  const Term *b = t->args[0];
+  if (b->kind != TM_SLICE || b->index != t->index ||
+      b->args[1]->kind != TM_BVAR || b->args[1]->index != t->binder)
+    return t;
+  const Term *x = b->args[0];
+  if (x->kind != TM_TILE || x->index != t->index || x->range != t->range ||
+      x->axis != t->axis || term_uses(x, t->binder))
+    return t;
+  return x;
+}
+
 typedef struct Rebuild {
   Dedup *d;
   GHashTable *memo;
@@ -174,15 +221,18 @@ static const Term *rebuild(Rebuild *rb, const Term *t) {
   const Term *r = term_map_args(t, rebuild_arg, rb, rb->err);
   if (!r)
     r = t;
-  else if (r != t)
+  r = without_retile(r);
+  if (r != t)
     replace_inherit_name(rb->names, t, r);
   Owned *o = g_hash_table_lookup(rb->d->owned, t);
-  if (o && o->maximal && !o->mixed && computes(rb->d, t)) {
+  if (o && o->maximal && !o->mixed && computes(rb->d, r)) {
     const Term *owner = o->owner;
     int level = owner->binder, dim = outline_dim(r, owner->range);
     const Term *v =
         dim < 0 ? NULL
                 : term_tile(dim, owner->range, owner->axis, r, level, rb->err);
+    if (v)
+      v = without_retile(v);
     const Term *s =
         v ? term_slice(dim, v, term_bvar(level, owner->range), rb->err) : NULL;
     if (s) {
