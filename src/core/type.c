@@ -50,8 +50,13 @@ static gboolean type_equal(gconstpointer a, gconstpointer b) {
   return memcmp(x->dims, y->dims, sizeof(int64_t) * (gsize)x->rank) == 0;
 }
 
+/* Types are made from any thread: the SPMD simulator's devices run on
+ * threads, and a sum's accumulator is a type of its own
+ * (tensor_new_acc).  Terms are not (the store is one thread's). */
 static const Type *type_intern(const Type *key) {
+  static GMutex lock;
   static GHashTable *table;
+  g_mutex_lock(&lock);
   if (!table)
     table = g_hash_table_new(type_hash, type_equal);
   Type *t = g_hash_table_lookup(table, key);
@@ -59,6 +64,7 @@ static const Type *type_intern(const Type *key) {
     t = g_memdup2(key, sizeof *key);
     g_hash_table_add(table, t);
   }
+  g_mutex_unlock(&lock);
   return t;
 }
 
