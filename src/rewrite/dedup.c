@@ -31,8 +31,9 @@
  * dimension of the range's width, or shared by regions over different ranges or
  * axes, stays as it is.
  *
- * Linear in the printed program per round: every value is walked once
- * per region that computes it.  Rounds stop when nothing is outlined.
+ * Each round walks every value once per region around it (the program's
+ * size times its nesting, which the printed program bounds).  Rounds
+ * stop when nothing is outlined.
  */
 #include "rewrite/rewrite.h"
 
@@ -47,7 +48,6 @@ typedef struct Owned {
   gboolean shared;    /* a second, different region computes it too */
   gboolean mixed;     /* its regions differ in range or axis */
   gboolean maximal;   /* used by a value of its region not outlined with it */
-  const Term *parent; /* while walking one region: the region, or NULL */
 } Owned;
 
 typedef struct Dedup {
@@ -85,9 +85,9 @@ static Owned *owned_of(Dedup *d, const Term *t) {
 }
 
 /* The values region 'r' computes: those reachable from its body whose
- * home is its body's depth ('visit' is called on each once, with
- * 'via': the value of that depth the walk came through, or NULL for the
- * body itself). */
+ * home is its body's depth.  'visit' is called at every use of one, with
+ * 'via': the value of that depth the use comes from (the nested region,
+ * for a use inside one), or NULL for the body itself. */
 typedef void (*VisitFn)(Dedup *d, const Term *r, const Term *t,
                         const Term *via);
 
