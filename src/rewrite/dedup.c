@@ -44,10 +44,10 @@
 
 /* What the walk learns about a value computed inside regions. */
 typedef struct Owned {
-  const Term *owner;  /* the first region computing it */
-  gboolean shared;    /* a second, different region computes it too */
-  gboolean mixed;     /* its regions differ in range or axis */
-  gboolean maximal;   /* used by a value of its region not outlined with it */
+  const Term *owner; /* the first region computing it */
+  gboolean shared;   /* a second, different region computes it too */
+  gboolean mixed;    /* its regions differ in range or axis */
+  gboolean maximal;  /* used by a value of its region not outlined with it */
 } Owned;
 
 typedef struct Dedup {
