@@ -178,6 +178,11 @@ static gboolean cmd_args(Session *s, const char *text, int argc, char **argv) {
 
 static gboolean cmd_rules(Session *s, const char *text, int argc, char **argv) {
   const char *pattern = argc == 2 ? argv[1] : NULL;
+  if (pattern && !g_utf8_validate(pattern, -1, NULL)) {
+    /* GLib's glob matching requires UTF-8 (and asserts otherwise) */
+    repl_report_error(s, "rules: the pattern is not valid UTF-8");
+    return FALSE;
+  }
   gboolean glob = pattern && strpbrk(pattern, "*?") != NULL;
   g_autoptr(GString) out = g_string_new(NULL);
   int shown = 0;
