@@ -97,20 +97,26 @@ for walk in range(args.walks):
     for depth in range(args.steps + 1):
         if depth % args.every == 0 or depth == args.steps:
             t = time.perf_counter()
-            line = s.send("actions", state=state)
+            try:
+                line = s.send("actions", state=state)
+            except BrokenPipeError:  # the server died: the step below says so
+                line = ""
             latency.append((depth, time.perf_counter() - t, line.count('"index"')))
         if depth == args.steps:
             break
         t = time.perf_counter()
         try:
             total = s.call("actions", state=state, limit=0)["total"]
-        except EOFError:
+        except (EOFError, BrokenPipeError):  # the server died
             crashes.append((walk, depth, -1, s.close()))
             break
         if total == 0:
             break
         index = rng.randrange(total)
-        line = s.send("step", state=state, actions=[index], observe=["features"])
+        try:
+            line = s.send("step", state=state, actions=[index], observe=["features"])
+        except BrokenPipeError:
+            line = ""
         walk_time += time.perf_counter() - t
         if not line.startswith("{"):  # the server died (an assertion's
             # message may reach stdout): say where, and walk on afresh
