@@ -36,6 +36,7 @@
  * is not a timing) makes the exit status 1.  Everything runs on a deep
  * stack (partir_call_with_stack), as repl/partir does.
  */
+#include "bench-stats.h"
 #include "bind/bind.h"
 
 #include <errno.h>
@@ -94,23 +95,6 @@ typedef struct Bench {
 
 /* ------------------------------------------------------------- helpers */
 
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof(double), compare_doubles);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static double process_cpu_ms(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
-    return 0;
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static double wall_ms(void) { return (double)g_get_monotonic_time() / 1000.0; }
 
 /* The number of layers: the digits that end the file's base name before
@@ -138,7 +122,9 @@ typedef struct Mark {
   double cpu, wall;
 } Mark;
 
-static Mark mark_now(void) { return (Mark){process_cpu_ms(), wall_ms()}; }
+static Mark mark_now(void) {
+  return (Mark){bench_cpu_ms(CLOCK_PROCESS_CPUTIME_ID), wall_ms()};
+}
 
 static void record(RunResult *r, int phase, Mark *from) {
   Mark now = mark_now();
@@ -305,8 +291,8 @@ static gboolean measure(const Bench *b, const char *strategy,
   }
   if (ok) {
     for (int p = 0; p <= NPHASES; p++) {
-      out->cpu_ms[p] = median(cpu[p], runs);
-      out->wall_ms[p] = median(wall[p], runs);
+      out->cpu_ms[p] = bench_median(cpu[p], runs);
+      out->wall_ms[p] = bench_median(wall[p], runs);
     }
     out->rss_mb = (double)rss_max / 1024.0;
     out->counts_ok =

@@ -34,6 +34,7 @@
  * (pipeline_load_rules with no paths).  Everything runs on a deep stack
  * (partir_call_with_stack), as repl/partir does.
  */
+#include "bench-stats.h"
 #include "pipeline.h"
 
 #include <errno.h>
@@ -65,16 +66,6 @@ typedef struct Sample {
 } Sample;
 
 /* ------------------------------------------------------------- helpers */
-
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof(double), compare_doubles);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void count_rec(const Term *t, GHashTable *seen) {
   if (!g_hash_table_add(seen, (gpointer)t))
@@ -133,14 +124,6 @@ static Module *load_program(const char *path) {
   return m;
 }
 
-/* CPU time of the calling thread, in milliseconds. */
-static double thread_cpu_ms(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-    return 0;
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* Runs the script once on a fresh state; the result (NULL on failure,
  * with the reason printed) and the milliseconds it took ('cpu_ms' may
  * be NULL). */
@@ -149,12 +132,12 @@ static State *run_script(const RuleSet *rs, Module *m, const char *script,
   g_autoptr(State) s0 = state_new(m);
   g_autoptr(Diag) why = diag_new(NULL);
   g_string_truncate(report, 0);
-  double c0 = thread_cpu_ms();
+  double c0 = bench_cpu_ms(CLOCK_THREAD_CPUTIME_ID);
   gint64 t0 = g_get_monotonic_time();
   State *s = rw_script(rs, s0, script, why, report);
   *ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
   if (cpu_ms)
-    *cpu_ms = thread_cpu_ms() - c0;
+    *cpu_ms = bench_cpu_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
   if (!s)
     g_printerr("bench-rewrite: %s\n", diag_text(why));
   return s;
@@ -214,8 +197,8 @@ static gboolean time_cold(const RuleSet *rs, Module *m, const Options *o,
     cpu[i] = t[1];
   }
   if (ok) {
-    *ms_out = median(ms, o->runs);
-    *cpu_out = median(cpu, o->runs);
+    *ms_out = bench_median(ms, o->runs);
+    *cpu_out = bench_median(cpu, o->runs);
   }
   g_free(ms);
   g_free(cpu);
@@ -252,7 +235,7 @@ static gboolean measure(const RuleSet *rs, const char *path, const Options *o,
     g_assert(again && again->func.body == s->func.body); /* deterministic */
     state_unref(again);
   }
-  out->warm_ms = median(ms, o->runs);
+  out->warm_ms = bench_median(ms, o->runs);
   g_free(ms);
   return TRUE;
 }
