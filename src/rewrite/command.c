@@ -358,14 +358,19 @@ static State *arg_tile_run(const RuleSet *rs, State *in, GPtrArray *cmds,
                            guint *i, Diag *why, gboolean *failed) {
   g_autofree const Term **to = g_new0(const Term *, (gsize)in->func.nargs + 1);
   g_autofree gboolean *taken = g_new0(gboolean, (gsize)in->func.nargs + 1);
-  /* the arguments by name: a run that splits every weight of a deep model
-   * looks each up in constant time */
-  g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal);
-  for (int a = in->func.nargs - 1; a >= 0; a--) /* the first wins */
-    g_hash_table_insert(by_name, (gpointer)in->func.arg_names[a],
-                        GINT_TO_POINTER(a + 1));
+  /* the arguments by name, made once a run has a second arg-tile (a lone
+   * one, the protocol's step, looks its argument up by scanning): a run
+   * that splits every weight of a deep model looks each up in constant
+   * time */
+  g_autoptr(GHashTable) by_name = NULL;
   guint k = *i;
   for (; k < cmds->len; k++) { /* how long the run is */
+    if (k == *i + 1) {
+      by_name = g_hash_table_new(g_str_hash, g_str_equal);
+      for (int a = in->func.nargs - 1; a >= 0; a--) /* the first wins */
+        g_hash_table_insert(by_name, (gpointer)in->func.arg_names[a],
+                            GINT_TO_POINTER(a + 1));
+    }
     g_auto(GStrv) words = NULL;
     char *w[MAX_WORDS];
     int nw;
