@@ -14,6 +14,9 @@
 #   FUZZ_RUNS         stop each harness after this many inputs (default:
 #                     only the time limit), e.g. 1000000
 #   FUZZ_JOBS         parallel compiles (default 2)
+#   FUZZ_TIMEOUT      seconds one input may take before libFuzzer calls
+#                     it a hang (default 10; a long campaign on a loaded
+#                     machine may need more, a real hang still trips it)
 #
 # 1. Build, in BUILDDIR only (the normal build is untouched): the
 #    sources compiled again with FUZZ_CC and
@@ -38,6 +41,7 @@ build=$2
 secs=${FUZZ_SECONDS:-60}
 runs=${FUZZ_RUNS:+-runs=$FUZZ_RUNS}
 jobs=${FUZZ_JOBS:-2}
+timeout=${FUZZ_TIMEOUT:-10}
 targets=${FUZZ_TARGETS:-pir rules repl protocol npy hw hwset mesh lower}
 : "${FUZZ_CC:?FUZZ_CC: clang with libFuzzer}"
 mkdir -p "$build/obj" "$build/work" "$build/tmp" || exit 1
@@ -170,7 +174,7 @@ for h in $targets; do
     TMPDIR=$build/tmp/$h \
       ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
       UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-      "$build/fuzz-$h" -max_total_time="$secs" $runs -timeout=10 \
+      "$build/fuzz-$h" -max_total_time="$secs" $runs -timeout="$timeout" \
       -rss_limit_mb=2048 -close_fd_mask=3 -print_final_stats=1 \
       -print_coverage=1 -artifact_prefix="$work/" "$work/corpus") \
     >"$work/log" 2>&1
