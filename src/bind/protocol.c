@@ -352,6 +352,8 @@ static ActionList *list_actions(Proto *pr, Episode *ep, State *s,
     const TermLegal *tl = term_legal(pr, ep, loc->term);
     for (guint k = 0; k < tl->n; k++) {
       Legal a = tl->at[k];
+      if (location_inside_axis(loc, a.axis))
+        continue; /* the axis would be bound twice in one nest */
       a.loc = i;
       g_array_append_val(l->items, a);
     }

@@ -316,7 +316,15 @@ void term_carry_names(GHashTable *names);
 /* 't' with level 'from' renamed 'to' (one relevel_apply). */
 const Term *term_rename_level(const Term *t, int from, int to, Diag *err);
 
-size_t term_store_size(void);  /* nodes in the store */
+size_t term_store_size(void); /* nodes in the store */
+/* A ceiling on the store's size while a rewrite pass runs ('max' nodes;
+ * 0: none); returns the one before.  Renaming levels (relevel) fails once
+ * the store is past it, and the passes check it between rewrites: a rule
+ * set or a program that would blow up stops with a message instead of
+ * filling the memory. */
+size_t term_store_ceiling(size_t max);
+
+gboolean term_store_past_ceiling(void);
 size_t term_store_bytes(void); /* bytes of those nodes (not the index) */
 /* Frees every term that no root reaches, and removes from 'tables'
  * (hash tables keyed by terms: the modules' name tables) the entries
@@ -617,6 +625,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(Schedule, schedule_free)
 typedef void (*ScheduleVisit)(void *ud, const char *name, const Term *placed);
 void schedule_walk(const Module *m, const Func *f, ScheduleVisit visit,
                    void *ud);
+/* The same walk, also telling the axes of the regions around each value,
+ * outermost first (NULL for a region over no axis). */
+typedef void (*ScheduleVisitAround)(void *ud, const char *name,
+                                    const Term *placed,
+                                    const char *const *around, int naround);
+void schedule_walk_around(const Module *m, const Func *f,
+                          ScheduleVisitAround visit, void *ud);
 
 /* ---------------------------------------------------------------- print.c */
 

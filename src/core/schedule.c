@@ -218,19 +218,51 @@ void schedule_free(Schedule *sc) {
   g_free(sc);
 }
 
-static void walk_region(const Region *r, ScheduleVisit visit, void *ud) {
+/* The walk's visitor and the axes of the regions it is inside. */
+typedef struct Walk {
+  ScheduleVisit visit;
+  ScheduleVisitAround visit_around;
+  void *ud;
+  const char *around[PARTIR_MAX_REGIONS + 1];
+  int naround;
+} Walk;
+
+static void walk_visit(Walk *w, const char *name, const Term *t) {
+  if (w->visit)
+    w->visit(w->ud, name, t);
+  else
+    w->visit_around(w->ud, name, t, w->around, w->naround);
+}
+
+static void walk_region(Walk *w, const Region *r) {
   for (guint i = 0; i < r->stmts->len; i++) {
     const Stmt *s = g_ptr_array_index(r->stmts, i);
-    visit(ud, s->n.name, s->t);
-    if (s->child)
-      walk_region(s->child, visit, ud);
+    walk_visit(w, s->n.name, s->t);
+    if (!s->child)
+      continue;
+    /* a region's depth is its binder's level, below the store's limit */
+    g_assert(w->naround <= PARTIR_MAX_REGIONS);
+    w->around[w->naround++] = s->t->axis;
+    walk_region(w, s->child);
+    w->naround--;
   }
+}
+
+static void walk_func(const Module *m, const Func *f, Walk *w) {
+  g_autoptr(Schedule) sc = schedule_new(m, f);
+  for (int i = 0; i < f->nargs; i++)
+    walk_visit(w, sc->args[i].name, term_arg(i, f->arg_types[i]));
+  walk_region(w, sc->top);
 }
 
 void schedule_walk(const Module *m, const Func *f, ScheduleVisit visit,
                    void *ud) {
-  g_autoptr(Schedule) sc = schedule_new(m, f);
-  for (int i = 0; i < f->nargs; i++)
-    visit(ud, sc->args[i].name, term_arg(i, f->arg_types[i]));
-  walk_region(sc->top, visit, ud);
+  Walk w = {.visit = visit, .ud = ud};
+  walk_func(m, f, &w);
+}
+
+void schedule_walk_around(const Module *m, const Func *f,
+                          ScheduleVisitAround visit, void *ud) {
+  Walk w = {.visit_around = visit, .ud = ud};
+  walk_func(m, f, &w);
 }

@@ -141,6 +141,18 @@ static const Term *term_intern(Term *key) {
 
 size_t term_store_size(void) { return store ? g_hash_table_size(store) : 0; }
 
+static size_t store_ceiling;
+
+size_t term_store_ceiling(size_t max) {
+  size_t before = store_ceiling;
+  store_ceiling = max;
+  return before;
+}
+
+gboolean term_store_past_ceiling(void) {
+  return store_ceiling && term_store_size() > store_ceiling;
+}
+
 static void mark(GPtrArray *todo) {
   while (todo->len > 0) {
     Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
@@ -446,32 +458,43 @@ const Term *term_map_args(const Term *t, TermMapFn fn, void *ud, Diag *err) {
 
 /* ------------------------------------------------------------- relevel */
 
-/* Renamings done before, across calls: (term, how its free levels are
- * renamed) -> result.  Hash-consing makes the result a function of that
- * key, and a propagation renames the same values again and again (a tile
- * pushed into a region and pulled out again renames everything computed
- * from it, and the next layer's turn renames that again): the cache makes
- * each such renaming cost only what is new.  Cleared by a collection
- * (its terms may go) and when it grows past RELEVEL_CACHE_MAX. */
+/* Renamings done before, within a call and across calls: (term, the
+ * level each of its free levels becomes) -> result.  Hash-consing makes
+ * the result a function of that key alone, so one table serves every
+ * region and every call: within a call it makes a renaming cost the
+ * size of its result (a value reached from many regions, under many
+ * nested regions, is renamed once per distinct renaming of what it uses,
+ * never once per path to it), and across calls it keeps a propagation
+ * from renaming the same values again and again (a tile pushed into a
+ * region and pulled out again renames everything computed from it, and
+ * the next layer's turn renames that again).  The key spells out the
+ * whole renaming of the term's free levels: a key that described only
+ * some of them would need a table per region as well, whose entries die
+ * with the region, and nested regions sharing their bodies would then be
+ * renamed once per path — exponential in the nesting.  Cleared by a
+ * collection (its terms may go) and, between calls, when it has grown
+ * past RELEVEL_CACHE_MAX; never during a call. */
 #define RELEVEL_CACHE_MAX (1u << 22)
-#define RELEVEL_SIG_PAIRS 5 /* renamed levels a cached key can describe */
 
 typedef struct RelevelKey {
   const Term *t;
-  guint64 sig; /* the renamed free levels' (from, to) pairs, packed */
+  guint8 n;      /* free levels of t */
+  guint8 to[64]; /* what each becomes, lowest level first (n used) */
 } RelevelKey;
 
 static GHashTable *relevel_cache;
 
 static guint relevel_key_hash(gconstpointer p) {
   const RelevelKey *k = p;
-  return g_direct_hash(k->t) ^
-         (guint)(k->sig * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15) >> 32);
+  guint h = g_direct_hash(k->t);
+  for (int i = 0; i < k->n; i++)
+    h = h * 31u + k->to[i];
+  return h;
 }
 
 static gboolean relevel_key_equal(gconstpointer a, gconstpointer b) {
   const RelevelKey *x = a, *y = b;
-  return x->t == y->t && x->sig == y->sig;
+  return x->t == y->t && x->n == y->n && memcmp(x->to, y->to, x->n) == 0;
 }
 
 static void relevel_cache_clear(void) {
@@ -482,10 +505,7 @@ static void relevel_cache_clear(void) {
 /* Renaming levels.  'to[l]' is the level l becomes ('mask' has bit l set
  * when it differs from l).  A region whose outside levels change moves to
  * its new home: its own level is renamed too while its body is rebuilt
- * (and, inside it, the same level means its binder, not an outer one).
- * The result for a term depends only on how the levels it uses are
- * renamed, so it is kept in the table of the highest renamed level it
- * uses: that table lives as long as that renaming does. */
+ * (and, inside it, the same level means its binder, not an outer one). */
 static GHashTable *carried_names; /* term_carry_names */
 
 void term_carry_names(GHashTable *names) { carried_names = names; }
@@ -493,7 +513,6 @@ void term_carry_names(GHashTable *names) { carried_names = names; }
 struct Relevel {
   int to[64];
   guint64 mask;
-  GHashTable *memo[64];
   Diag *err;
   gboolean failed;
 };
@@ -514,12 +533,7 @@ void relevel_map(Relevel *rl, int from, int to) {
     rl->mask &= ~(G_GUINT64_CONSTANT(1) << from);
 }
 
-void relevel_free(Relevel *rl) {
-  for (int l = 0; l < 64; l++)
-    if (rl->memo[l])
-      g_hash_table_unref(rl->memo[l]);
-  g_free(rl);
-}
+void relevel_free(Relevel *rl) { g_free(rl); }
 
 static const Term *relevel_rec(Relevel *rl, const Term *t);
 
@@ -536,16 +550,11 @@ static const Term *relevel_region(Relevel *rl, const Term *t) {
     rl->failed = TRUE;
     return t;
   }
-  /* inside, level k is this region's binder: its own renaming and table */
+  /* inside, level k is this region's binder: its own renaming */
   int saved_to = rl->to[k];
   guint64 saved_mask = rl->mask;
-  GHashTable *saved_memo = rl->memo[k];
-  rl->memo[k] = NULL;
   relevel_map(rl, k, home);
   const Term *body = relevel_rec(rl, t->args[0]);
-  if (rl->memo[k])
-    g_hash_table_unref(rl->memo[k]);
-  rl->memo[k] = saved_memo;
   rl->to[k] = saved_to;
   rl->mask = saved_mask;
   if (rl->failed)
@@ -562,30 +571,25 @@ static const Term *relevel_region(Relevel *rl, const Term *t) {
 }
 
 static const Term *relevel_rec(Relevel *rl, const Term *t) {
-  guint64 used = t->loose & rl->mask;
-  if (!used || rl->failed)
+  if (!(t->loose & rl->mask) || rl->failed)
     return t;
+  if (term_store_past_ceiling()) {
+    diag_reason(rl->err, "the rewrite would build more than %zu terms",
+                store_ceiling);
+    rl->failed = TRUE;
+    return t;
+  }
   if (t->kind == TM_BVAR)
     return term_bvar(rl->to[t->index], t->type);
-  /* the key of the cache: the renaming of the levels t uses */
-  RelevelKey key = {t, 0};
-  gboolean cached = __builtin_popcountll(used) <= RELEVEL_SIG_PAIRS;
-  for (guint64 m = used; cached && m; m &= m - 1) {
-    int l = __builtin_ctzll(m);
-    key.sig = key.sig << 12 | (guint64)l << 6 | (guint64)rl->to[l];
-  }
-  if (cached) {
-    if (!relevel_cache)
-      relevel_cache = g_hash_table_new_full(relevel_key_hash, relevel_key_equal,
-                                            g_free, NULL);
-    const Term *done = g_hash_table_lookup(relevel_cache, &key);
-    if (done)
-      return done;
-  }
-  int top = 63 - __builtin_clzll(used);
-  if (!rl->memo[top])
-    rl->memo[top] = g_hash_table_new(NULL, NULL);
-  const Term *done = g_hash_table_lookup(rl->memo[top], t);
+  RelevelKey key;
+  key.t = t;
+  key.n = 0;
+  for (guint64 m = t->loose; m; m &= m - 1)
+    key.to[key.n++] = (guint8)rl->to[__builtin_ctzll(m)];
+  if (!relevel_cache)
+    relevel_cache = g_hash_table_new_full(relevel_key_hash, relevel_key_equal,
+                                          g_free, NULL);
+  const Term *done = g_hash_table_lookup(relevel_cache, &key);
   if (done)
     return done;
   const Term *r;
@@ -607,22 +611,16 @@ static const Term *relevel_rec(Relevel *rl, const Term *t) {
       carried_names ? g_hash_table_lookup(carried_names, t) : NULL;
   if (name && !g_hash_table_contains(carried_names, r))
     g_hash_table_insert(carried_names, (gpointer)r, g_strdup(name));
-  /* the region's table may have been replaced while its body was built */
-  if (!rl->memo[top])
-    rl->memo[top] = g_hash_table_new(NULL, NULL);
-  g_hash_table_insert(rl->memo[top], (gpointer)t, (gpointer)r);
-  if (cached) {
-    if (g_hash_table_size(relevel_cache) >= RELEVEL_CACHE_MAX)
-      relevel_cache_clear();
-    g_hash_table_insert(relevel_cache, g_memdup2(&key, sizeof key),
-                        (gpointer)r);
-  }
+  gsize size = G_STRUCT_OFFSET(RelevelKey, to) + key.n;
+  g_hash_table_insert(relevel_cache, g_memdup2(&key, size), (gpointer)r);
   return r;
 }
 
 const Term *relevel_apply(Relevel *rl, const Term *t, Diag *err) {
   rl->err = err;
   rl->failed = FALSE;
+  if (relevel_cache && g_hash_table_size(relevel_cache) >= RELEVEL_CACHE_MAX)
+    relevel_cache_clear();
   const Term *r = relevel_rec(rl, t);
   return rl->failed ? NULL : r;
 }

@@ -237,6 +237,15 @@ const Term *rw_apply_here(const RuleSet *rs, const Rule *rule, const Term *t,
 const Term *rw_apply_at(const RuleSet *rs, const Rule *rule,
                         const Location *loc, const RuleArg *args, int nargs,
                         Diag *why) {
+  for (int i = 0; i < nargs; i++)
+    if (args[i].is_axis && location_inside_axis(loc, args[i].axis)) {
+      diag_reason(why,
+                  "%s at %%%s: %%%s is inside a region over \"%s\" already "
+                  "(one nest binds an axis once: each device has one index "
+                  "along it)",
+                  rule->name, loc->name, loc->name, args[i].axis);
+      return NULL;
+    }
   const Term *to = rw_apply_here(rs, rule, loc->term, args, nargs, why);
   if (!to) {
     g_autofree char *reason = g_strdup(diag_text(why));

@@ -20,7 +20,9 @@
  * operator cannot carry, two tilings of one dimension with different
  * widths, an axis used twice in one nest — is left in place and reported;
  * so are operands split along one dimension over two axes, where the
- * first operand's axis wins.
+ * first operand's axis wins.  An axis used twice in one nest is a program
+ * no device runs: a pass run without a report (the agent protocol's
+ * steps) fails on it instead.
  *
  * Every pass has fuel: a number of rewrites in proportion to the size of
  * its input.  A rule set can loop (neg(x) ~~> neg(neg(x)) tagged
@@ -43,19 +45,104 @@ typedef const Term *(*StepFn)(Norm *n, const Term *t);
 #define NORM_FUEL_PER_NODE 64
 #define NORM_MAX_NEST 100000
 
+/* New terms a pass may build per node of its input (plus a constant)
+ * before it stops: a tiling that nests a region inside another over the
+ * same axis can make propagation rebuild a program in ever deeper
+ * regions, each rewrite renaming all it moves.  The passes we know build
+ * a few terms per node (batch, Megatron and ZeRO composed on the
+ * GPT-3-shaped transformer: at most 4.6). */
+#define NORM_TERMS_PER_NODE 64
+#define NORM_TERMS_BASE 65536
+
 struct Norm {
   const RuleSet *rs;
   long fuel;
   int nest;
-  gboolean stopped; /* a rewrite was due with no fuel left: no fixed point */
-  GHashTable *memo;
-  GPtrArray *rules; /* pattern rules tried at every node */
+  gboolean stopped;  /* a rewrite was due with no fuel left: no fixed point */
+  gboolean grew;     /* ... or with the store past its ceiling */
+  GHashTable *memos; /* context -> (Term -> result) */
+  GPtrArray *rules;  /* pattern rules tried at every node */
   StepFn step;
   GString *report;
   GHashTable *reported;
   GHashTable *names; /* the module's value names, or NULL */
   Diag *err;         /* why the store refused a rebuilt term */
+  GHashTable *nests; /* context -> (Term -> nests_own_axis's answer) */
+  /* Where the value being normalised sits: axes[k] is the axis of the
+   * region binding level k on the way down (NULL: none), ctx[d] a hash
+   * of axes[0..d-1].  A value at home h is inside the regions binding
+   * levels 0..h-1, whatever path reaches it. */
+  const char *axes[PARTIR_MAX_REGIONS + 1];
+  guint64 ctx[PARTIR_MAX_REGIONS + 2];
 };
+
+/* The regions around a value at home 'h', as a memo key: two places
+ * with the same axes around them rewrite a value alike. */
+static guint64 context_at(const Norm *n, int h) { return n->ctx[h]; }
+
+/* Enters the body of region 't': its level is bound over its axis.  A
+ * region at the same level may be inside the body (one that does not use
+ * t's binder sits beside t): what this replaces comes back when the body
+ * is done (leave_region). */
+typedef struct Around {
+  const char *axis;
+  guint64 ctx;
+} Around;
+
+static Around enter_region(Norm *n, const Term *t) {
+  int k = t->binder;
+  Around was = {n->axes[k], n->ctx[k + 1]};
+  n->axes[k] = t->axis;
+  n->ctx[k + 1] = (n->ctx[k] ^ (t->axis ? g_str_hash(t->axis) : 0x5bd1e995u)) *
+                  G_GUINT64_CONSTANT(0xff51afd7ed558ccd);
+  return was;
+}
+
+static void leave_region(Norm *n, const Term *t, Around was) {
+  n->axes[t->binder] = was.axis;
+  n->ctx[t->binder + 1] = was.ctx;
+}
+
+/* The table for the values at home 'h' on the current path, from
+ * 'tables' (context -> table). */
+static GHashTable *table_at(Norm *n, GHashTable *tables, int h) {
+  gpointer key = GSIZE_TO_POINTER((gsize)context_at(n, h));
+  GHashTable *table = g_hash_table_lookup(tables, key);
+  if (!table) {
+    table = g_hash_table_new(NULL, NULL);
+    g_hash_table_insert(tables, key, table);
+  }
+  return table;
+}
+
+/* The axis of a region in 't' that sits inside a region over that same
+ * axis, or NULL: one nest binds an axis once (each device has one index
+ * along it).  The regions around 't' are those on n->axes.  Each value
+ * is looked at once per context in a pass (n->nests), so checking every
+ * rewrite's result costs, over the pass, the size of the program. */
+static const char NESTS_NONE[] = "";
+
+static const char *nests_own_axis(Norm *n, const Term *t) {
+  if (t->nargs == 0)
+    return NULL;
+  GHashTable *known = table_at(n, n->nests, term_home(t));
+  const char *axis = g_hash_table_lookup(known, t);
+  if (axis)
+    return axis == NESTS_NONE ? NULL : axis;
+  gboolean region = t->kind == TM_TILE || t->kind == TM_SUM;
+  for (int k = 0; region && t->axis && k < t->binder && !axis; k++)
+    if (n->axes[k] == t->axis)
+      axis = t->axis;
+  if (!axis) {
+    Around was = region ? enter_region(n, t) : (Around){0};
+    for (int i = 0; i < t->nargs && !axis; i++)
+      axis = nests_own_axis(n, t->args[i]);
+    if (region)
+      leave_region(n, t, was);
+  }
+  g_hash_table_insert(known, (gpointer)t, (gpointer)(axis ? axis : NESTS_NONE));
+  return axis;
+}
 
 static void note(Norm *n, const char *msg) {
   if (!n->report || !g_hash_table_add(n->reported, g_strdup(msg)))
@@ -65,13 +152,24 @@ static void note(Norm *n, const char *msg) {
 
 static const Term *norm(Norm *n, const Term *t);
 
-/* Tries the pattern rules at 't'. */
+/* Tries the pattern rules at 't'.  A rule whose result is a region over
+ * an axis that a region around 't' binds already (a slice of a tile
+ * pushed into it across a region over the tile's axis) is passed over:
+ * the slice of the tile stays, and the lowering redistributes it. */
 static const Term *try_rules(Norm *n, const Term *t) {
   for (guint i = 0; i < n->rules->len; i++) {
     const Rule *r = g_ptr_array_index(n->rules, i);
     if (!match_head_may_match(r, t))
       continue;
     const Term *out = rw_apply_here(n->rs, r, t, NULL, 0, n->err);
+    const char *nested = out ? nests_own_axis(n, out) : NULL;
+    if (nested) {
+      g_autofree char *msg = g_strdup_printf(
+          "'%s' would bind axis \"%s\" inside a region over it: not applied",
+          r->name, nested);
+      note(n, msg);
+      continue;
+    }
     if (out)
       return out;
   }
@@ -174,6 +272,15 @@ static const Term *pull_tile(Norm *n, const Term *t) {
         rule = ruleset_derived(n->rs, RULE_OP_SUM, t->op, k);
     const char *name = rule ? rule->name : NULL;
     const Term *out = apply_derived_rule(n, rule, t, a->range->w, a->axis);
+    const char *nested = out ? nests_own_axis(n, out) : NULL;
+    if (nested) {
+      g_autofree char *msg = g_strdup_printf(
+          "operand %d of '%s': pulling its tile out would bind axis \"%s\" "
+          "inside a region over it: the tile is used whole there",
+          i + 1, op_name(t->op), nested);
+      note(n, msg);
+      continue;
+    }
     if (out) {
       note_axis_conflicts(n, t, &spec, i);
       return out;
@@ -217,13 +324,18 @@ static const Term *propagate_step(Norm *n, const Term *t) {
 static gboolean pending_rec(Norm *n, const Term *t, GHashTable *memo) {
   if (t->nargs == 0)
     return FALSE;
-  gpointer key = GSIZE_TO_POINTER((gsize)t->content);
+  gpointer key = GSIZE_TO_POINTER(
+      (gsize)(t->content ^ context_at(n, term_home(t)) * 0x9e3779b97f4a7c15u));
   gpointer known = g_hash_table_lookup(memo, key);
   if (known)
     return GPOINTER_TO_INT(known) == 2;
   gboolean pending = FALSE;
+  gboolean region = t->kind == TM_TILE || t->kind == TM_SUM;
+  Around was = region ? enter_region(n, t) : (Around){0};
   for (int i = 0; i < t->nargs && !pending; i++)
     pending = pending_rec(n, t->args[i], memo);
+  if (region)
+    leave_region(n, t, was);
   if (!pending)
     pending = propagate_step(n, t) != NULL;
   g_hash_table_insert(memo, key, GINT_TO_POINTER(pending ? 2 : 1));
@@ -242,9 +354,12 @@ static void norm_rules(Norm *n, guint tag) {
 gboolean rw_propagate_pending(const RuleSet *rs, const Term *body,
                               GHashTable *memo) {
   Norm n = {.rs = rs, .err = diag_new(NULL)}; /* no report: no notes */
+  n.nests = g_hash_table_new_full(NULL, NULL, NULL,
+                                  (GDestroyNotify)g_hash_table_unref);
   norm_rules(&n, RULE_TAG_PROPAGATE);
   g_autoptr(GHashTable) own = memo ? NULL : g_hash_table_new(NULL, NULL);
   gboolean pending = pending_rec(&n, body, memo ? memo : own);
+  g_hash_table_unref(n.nests);
   g_ptr_array_unref(n.rules);
   diag_free(n.err);
   return pending;
@@ -259,17 +374,24 @@ static const Term *norm_arg(void *n, const Term *t) { return norm(n, t); }
 static const Term *norm(Norm *n, const Term *t) {
   if (t->nargs == 0)
     return t;
-  const Term *done = g_hash_table_lookup(n->memo, t);
+  GHashTable *memo = table_at(n, n->memos, term_home(t));
+  const Term *done = g_hash_table_lookup(memo, t);
   if (done)
     return done;
+  gboolean region = t->kind == TM_TILE || t->kind == TM_SUM;
+  Around was = region ? enter_region(n, t) : (Around){0};
   const Term *t1 = term_map_args(t, norm_arg, n, n->err);
+  if (region)
+    leave_region(n, t, was);
   if (!t1) { /* only the store's limits (nesting) can refuse it */
     note(n, diag_text(n->err));
     t1 = t;
   }
   const Term *r = n->stopped ? NULL : n->step(n, t1);
-  if (r && (n->fuel <= 0 || n->nest >= NORM_MAX_NEST)) {
+  if (r &&
+      (n->fuel <= 0 || n->nest >= NORM_MAX_NEST || term_store_past_ceiling())) {
     n->stopped = TRUE; /* the caller fails: what is built is not used */
+    n->grew = term_store_past_ceiling();
     r = NULL;
   }
   const Term *result = t1;
@@ -281,8 +403,9 @@ static const Term *norm(Norm *n, const Term *t) {
   }
   /* the result computes what t computed: it keeps t's name */
   replace_inherit_name(n->names, t, result);
-  g_hash_table_insert(n->memo, (gpointer)t, (gpointer)result);
-  g_hash_table_insert(n->memo, (gpointer)result, (gpointer)result);
+  g_hash_table_insert(memo, (gpointer)t, (gpointer)result);
+  g_hash_table_insert(table_at(n, n->memos, term_home(result)),
+                      (gpointer)result, (gpointer)result);
   return result;
 }
 
@@ -293,6 +416,7 @@ static const Term *norm(Norm *n, const Term *t) {
  * once per region instance, as printed: linear in the printed program. */
 typedef struct AxisCheck {
   Norm *n;
+  const char *twice; /* the first axis bound twice in one nest */
   const char *axes[PARTIR_MAX_REGIONS + 2]; /* region depth -> its axis */
   GHashTable *seen[PARTIR_MAX_REGIONS + 2]; /* terms, per region */
 } AxisCheck;
@@ -315,6 +439,8 @@ static void check_axes(AxisCheck *c, int depth, const Term *t) {
       g_autofree char *msg = g_strdup_printf(
           "axis \"%s\" is bound by two nested regions", placed->axis);
       note(c->n, msg);
+      if (!c->twice)
+        c->twice = placed->axis;
     }
   if (target + 1 > PARTIR_MAX_REGIONS)
     return;
@@ -352,16 +478,32 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
             .report = report,
             .names = names,
             .err = diag_new(NULL)};
-  const long fuel = 1024 + NORM_FUEL_PER_NODE * (long)dag_size(body);
+  const size_t size = dag_size(body);
+  const long fuel = 1024 + NORM_FUEL_PER_NODE * (long)size;
+  const size_t new_terms = NORM_TERMS_BASE + NORM_TERMS_PER_NODE * size;
+  const size_t ceiling = term_store_ceiling(term_store_size() + new_terms);
   const gsize reported = report ? report->len : 0;
   n.fuel = fuel;
-  n.memo = g_hash_table_new(NULL, NULL);
+  n.memos = g_hash_table_new_full(NULL, NULL, NULL,
+                                  (GDestroyNotify)g_hash_table_unref);
+  n.nests = g_hash_table_new_full(NULL, NULL, NULL,
+                                  (GDestroyNotify)g_hash_table_unref);
   n.reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   norm_rules(&n, tag);
   term_carry_names(names);
   const Term *out = norm(&n, body);
   term_carry_names(NULL);
-  if (n.stopped) {
+  term_store_ceiling(ceiling);
+  if (n.stopped && n.grew) {
+    diag_reason(why,
+                "the %s pass stopped after %ld rewrites: it would build more "
+                "than %zu new terms from a program of %zu (a tiling that "
+                "nests regions over one axis, or [%s] rules that grow?)",
+                pass, fuel - n.fuel, new_terms, size, tag_name);
+    if (report)
+      g_string_truncate(report, reported);
+    out = NULL;
+  } else if (n.stopped) {
     diag_reason(why,
                 "the %s pass stopped without reaching a fixed point after "
                 "%ld rewrites (do the [%s] rules loop?)",
@@ -369,13 +511,24 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
     if (report)
       g_string_truncate(report, reported);
     out = NULL;
-  } else if (report) {
+  } else {
+    /* with a report, the nest is reported (a tactic fails on it); without
+     * one (the agent protocol) the pass fails: no state it reaches may be
+     * one that no device program runs */
     AxisCheck c = {.n = &n};
     c.seen[0] = g_hash_table_new(NULL, NULL);
     check_axes(&c, 0, out);
     g_hash_table_unref(c.seen[0]);
+    if (c.twice && !report) {
+      diag_reason(why,
+                  "the %s pass would bind axis \"%s\" in two nested regions "
+                  "(no device program runs that)",
+                  pass, c.twice);
+      out = NULL;
+    }
   }
-  g_hash_table_unref(n.memo);
+  g_hash_table_unref(n.memos);
+  g_hash_table_unref(n.nests);
   g_hash_table_unref(n.reported);
   diag_free(n.err);
   g_ptr_array_unref(n.rules);

@@ -225,8 +225,10 @@ void state_print(GString *out, const State *s, gboolean expr);
 
 /* A location: a value of the printed program. */
 typedef struct Location {
-  char *name;       /* printed SSA name without '%' */
-  const Term *term; /* placed form */
+  char *name;          /* printed SSA name without '%' */
+  const Term *term;    /* placed form */
+  const char **around; /* axes of the regions around it (interned) */
+  int naround;
 } Location;
 
 /* Every value (arguments first, then statements in print order). */
@@ -234,6 +236,10 @@ GPtrArray *state_locations(const State *s); /* Location* */
 void location_free(Location *l);
 /* The location printed as 'name' ("%3" or "3"), or NULL. */
 const Location *state_find_location(GPtrArray *locs, const char *name);
+/* Whether a region over 'axis' is around the value at 'l': a tile or sum
+ * over that axis there would bind the axis twice in one nest, which no
+ * device program can run (each device has one index along an axis). */
+gboolean location_inside_axis(const Location *l, const char *axis);
 
 /* ---------------------------------------------------------------- apply.c */
 

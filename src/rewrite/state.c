@@ -47,20 +47,38 @@ void location_free(Location *l) {
   if (!l)
     return;
   g_free(l->name);
+  g_free(l->around);
   g_free(l);
 }
 
-static void add_location(void *ud, const char *name, const Term *placed) {
+static void add_location(void *ud, const char *name, const Term *placed,
+                         const char *const *around, int naround) {
   Location *l = g_new0(Location, 1);
   l->name = g_strdup(name);
   l->term = placed;
+  int n = 0;
+  for (int i = 0; i < naround; i++)
+    n += around[i] != NULL;
+  if (n > 0) {
+    l->around = g_new(const char *, (gsize)n);
+    for (int i = 0; i < naround; i++)
+      if (around[i])
+        l->around[l->naround++] = around[i];
+  }
   g_ptr_array_add(ud, l);
+}
+
+gboolean location_inside_axis(const Location *l, const char *axis) {
+  for (int i = 0; axis && i < l->naround; i++)
+    if (l->around[i] == axis)
+      return TRUE;
+  return FALSE;
 }
 
 GPtrArray *state_locations(const State *s) {
   GPtrArray *out =
       g_ptr_array_new_with_free_func((GDestroyNotify)location_free);
-  schedule_walk(s->module, &s->func, add_location, out);
+  schedule_walk_around(s->module, &s->func, add_location, out);
   return out;
 }
 

@@ -237,6 +237,43 @@ tap(c.call("trace", state=x2)["result"]["actions"] == ["arg-tile %x 0 8 model", 
 c.call("shutdown")
 c.p.wait(timeout=30)
 
+# one nest binds an axis once: no listed action splits a value over an
+# axis of a region it is in, and propagate does not push a slice of a tile
+# over 'batch' into a region over 'batch' (the slice stays; the lowering
+# moves the data), so it is not offered where that is all it could do
+nest = """func @f(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %0 = partir.tile 0 (%r : !partir.range<8,4> @"batch") {
+    %1 = partir.slice 0 %x[%r]
+    %2 = neg(%1)
+    partir.yield %2
+  }
+  return %0
+}
+"""
+c = Client()
+r = c.call("reset", program=nest, mesh="batch=2,model=2")["result"]["state"]
+listed = c.call("actions", state=r)["result"]["actions"]
+inside = [a for a in listed if a["location"] in ("1", "2")]
+tap(inside and all(a["args"]["axis"] == "model" for a in inside),
+    "values inside a region over 'batch' are offered splits over 'model' only",
+    [a["action"] for a in inside])
+tap(any(a["action"] == "arg-tile %x 1 2 batch" for a in listed),
+    "...while the argument, outside every region, may be split over 'batch'")
+x1 = c.call("step", state=r, actions=["arg-tile %x 1 2 batch"], reward=False)["result"]["state"]
+listed = c.call("actions", state=x1)["result"]["actions"]
+tap(not any(a["action"] == "propagate" for a in listed),
+    "propagate is not offered when all it could do is bind 'batch' twice in one nest",
+    [a["action"] for a in listed])
+reply = c.call("step", state=x1, actions=["propagate"], observe=["program", "cost"])
+res = reply.get("result", {})
+tap(res.get("no_effect") is True and "cost" in res.get("observation", {}),
+    "...and stepping it changes nothing: the state still lowers and costs", reply)
+reply = c.call("step", state=r, actions=["apply neg-tile-1 at %2 w=2 a=batch"], reward=False)
+tap("inside a region over \"batch\" already" in reply.get("error", {}).get("message", ""),
+    "a split over 'batch' of a value inside a region over 'batch' is refused", reply)
+c.call("shutdown")
+c.p.wait(timeout=30)
+
 # reclaiming: a long random search that drops what it leaves behind
 def rss_kb(pid):
     with open("/proc/%d/status" % pid) as f:

@@ -133,6 +133,53 @@ static void test_levels(void) {
   g_assert_nonnull(strstr(diag_text(err), "nest deeper than"));
 }
 
+/* body_k of a nest D deep: slices by levels k and k-1, and two regions
+ * (a tile along each dimension) at level k+1 over the same body_(k+1):
+ * every body is reached along 2^k paths. */
+static const Term *shared_nest(const Term *x, int k, int depth) {
+  g_autoptr(Diag) err = diag_new(NULL);
+  const Type *whole = type_range(8, 8);
+  const Term *here = term_slice(0, x, term_bvar(k, whole), err);
+  if (k > 0)
+    here = op2(OP_ADD, here, term_slice(1, x, term_bvar(k - 1, whole), err));
+  if (k == depth)
+    return here;
+  const Term *inner = shared_nest(x, k + 1, depth);
+  const Term *a = term_tile(0, whole, NULL, inner, k + 1, err);
+  const Term *b = term_tile(1, whole, NULL, inner, k + 1, err);
+  g_assert_nonnull(a);
+  g_assert_nonnull(b);
+  g_assert_cmpint(a->binder, ==, k + 1);
+  return op2(OP_ADD, here, op2(OP_ADD, a, b));
+}
+
+/* Renaming a level moves every region of such a nest: the renaming costs
+ * what it builds (a few terms per level), never a walk of every path
+ * (2^30 here), and the store's ceiling stops one that would build too
+ * much, with the reason. */
+static void test_relevel_shared_nest(void) {
+  g_autoptr(Diag) err = diag_new(NULL);
+  const int depth = 30;
+  const Term *x = term_arg(0, f32(8, 8));
+  const Term *nest = shared_nest(x, 0, depth);
+  g_assert_cmpuint(nest->loose, ==, 1); /* level 0 is free */
+  size_t before = term_store_size();
+  const Term *moved = term_rename_level(nest, 0, 3, err);
+  g_assert_nonnull(moved);
+  /* per level: two slices, two adds, two tiles, one add, bvars */
+  g_assert_cmpuint(term_store_size() - before, <=, 10 * (depth + 1));
+  g_assert_cmpuint(moved->loose, ==, 8);
+  g_assert_cmpint(moved->args[1]->args[0]->binder, ==, 4);
+  g_assert_true(term_rename_level(moved, 3, 0, err) == nest);
+  /* past the ceiling, a renaming fails and says why */
+  size_t ceiling = term_store_ceiling(term_store_size() + 5);
+  g_assert_cmpuint(ceiling, ==, 0);
+  g_assert_null(term_rename_level(nest, 0, 4, err));
+  g_assert_nonnull(strstr(diag_text(err), "would build more than"));
+  term_store_ceiling(0);
+  g_assert_nonnull(term_rename_level(nest, 0, 4, err));
+}
+
 /* term_store_collect frees what no root reaches, keeps what one does,
  * and drops the name entries of what it frees. */
 static void test_collect(void) {
@@ -203,6 +250,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/store/attrs", test_attrs_identity);
   g_test_add_func("/store/binders", test_binders);
   g_test_add_func("/store/levels", test_levels);
+  g_test_add_func("/store/relevel-shared-nest", test_relevel_shared_nest);
   g_test_add_func("/store/collect", test_collect);
   return g_test_run();
 }
