@@ -46,7 +46,9 @@
 typedef struct Owned {
   const Term *owner; /* the first region computing it */
   gboolean shared;   /* a second, different region computes it too */
-  gboolean mixed;    /* its regions differ in range or axis */
+  gboolean mixed;    /* its regions differ in axis (a value that uses a
+                        binder has its range: regions that share it have
+                        the same range) */
   gboolean maximal;  /* used by a value of its region not outlined with it */
 } Owned;
 
@@ -200,6 +202,7 @@ static const Term *without_retile(const Term *t) {
 
 typedef struct Rebuild {
   Dedup *d;
+  gboolean mixed; /* outline values of regions over different axes too */
   GHashTable *memo;
   GHashTable *names;
   Diag *err;
@@ -225,7 +228,7 @@ static const Term *rebuild(Rebuild *rb, const Term *t) {
   if (r != t)
     replace_inherit_name(rb->names, t, r);
   Owned *o = g_hash_table_lookup(rb->d->owned, t);
-  if (o && o->maximal && !o->mixed && computes(rb->d, r)) {
+  if (o && o->maximal && (rb->mixed || !o->mixed) && computes(rb->d, r)) {
     const Term *owner = o->owner;
     int level = owner->binder, dim = outline_dim(r, owner->range);
     const Term *v =
@@ -245,8 +248,17 @@ static const Term *rebuild(Rebuild *rb, const Term *t) {
   return r;
 }
 
-/* One round: NULL when nothing is shared, else the rebuilt body. */
-static const Term *dedup_round(const Term *body, GHashTable *names) {
+/* One round: NULL when nothing is shared, else the rebuilt body.  With
+ * 'mixed', a value that regions over different axes compute goes to a
+ * tile over the axis of the first region the walk meets (a fixed order:
+ * the result is deterministic), and the others read its chunks through a
+ * change of layout (the lowering moves the data): moving a value costs less
+ * than computing it again, and propagate would otherwise leave a copy of a
+ * whole chain of layers in each (a sequence split over one axis in some layers
+ * and the other in the rest made every layer recompute all the layers before
+ * it). */
+static const Term *dedup_round(const Term *body, GHashTable *names,
+                               gboolean mixed) {
   Dedup d = {.owned = g_hash_table_new_full(NULL, NULL, NULL, g_free),
              .regions = g_ptr_array_new(),
              .computes = g_hash_table_new(NULL, NULL)};
@@ -256,6 +268,7 @@ static const Term *dedup_round(const Term *body, GHashTable *names) {
   for (guint i = 0; i < d.regions->len; i++)
     walk_region(&d, g_ptr_array_index(d.regions, i), mark_maximal);
   Rebuild rb = {.d = &d,
+                .mixed = mixed,
                 .memo = g_hash_table_new(NULL, NULL),
                 .names = names,
                 .err = diag_new(NULL)};
@@ -268,9 +281,18 @@ static const Term *dedup_round(const Term *body, GHashTable *names) {
   return rb.outlined > 0 ? out : NULL;
 }
 
+/* A tile over one axis outlined from regions over another can land inside
+ * a region over its own axis (the regions over the other axis sit in
+ * one); a round that would bind an axis twice in one nest is done again
+ * without outlining across axes, and dropped if it still would. */
 const Term *rw_dedup(const Term *body, GHashTable *names) {
+  gboolean nested = rw_axes_bound_twice(body, NULL) != NULL;
   for (int round = 0; round < DEDUP_MAX_ROUNDS; round++) {
-    const Term *next = dedup_round(body, names);
+    const Term *next = dedup_round(body, names, TRUE);
+    if (next && !nested && rw_axes_bound_twice(next, NULL))
+      next = dedup_round(body, names, FALSE);
+    if (next && !nested && rw_axes_bound_twice(next, NULL))
+      return body; /* never a program no device runs */
     if (!next || next == body)
       return body;
     body = next;

@@ -409,51 +409,6 @@ static const Term *norm(Norm *n, const Term *t) {
   return result;
 }
 
-/* Reports an axis bound twice in one nest of tiles and sums.  Nesting is
- * where values are computed, as the printer places them (print.c): a
- * value sits in the region of the innermost binder it uses, so a closed
- * value used inside a region is not nested in it.  Each value is visited
- * once per region instance, as printed: linear in the printed program. */
-typedef struct AxisCheck {
-  Norm *n;
-  const char *twice; /* the first axis bound twice in one nest */
-  const char *axes[PARTIR_MAX_REGIONS + 2]; /* region depth -> its axis */
-  GHashTable *seen[PARTIR_MAX_REGIONS + 2]; /* terms, per region */
-} AxisCheck;
-
-static void check_axes(AxisCheck *c, int depth, const Term *t) {
-  if (t->kind == TM_ARG || t->kind == TM_BVAR)
-    return;
-  int target = term_home(t);
-  const Term *placed = t;
-  g_assert(target <= depth);
-  if (!g_hash_table_add(c->seen[target], (gpointer)placed))
-    return;
-  if (placed->kind != TM_TILE && placed->kind != TM_SUM) {
-    for (int i = 0; i < placed->nargs; i++)
-      check_axes(c, target, placed->args[i]);
-    return;
-  }
-  for (int k = 1; k <= target && placed->axis; k++)
-    if (c->axes[k] == placed->axis) {
-      g_autofree char *msg = g_strdup_printf(
-          "axis \"%s\" is bound by two nested regions", placed->axis);
-      note(c->n, msg);
-      if (!c->twice)
-        c->twice = placed->axis;
-    }
-  if (target + 1 > PARTIR_MAX_REGIONS)
-    return;
-  GHashTable *outer_seen = c->seen[target + 1];
-  const char *outer_axis = c->axes[target + 1];
-  c->seen[target + 1] = g_hash_table_new(NULL, NULL);
-  c->axes[target + 1] = placed->axis;
-  check_axes(c, target + 1, placed->args[0]);
-  g_hash_table_unref(c->seen[target + 1]);
-  c->seen[target + 1] = outer_seen;
-  c->axes[target + 1] = outer_axis;
-}
-
 static size_t dag_size(const Term *root) {
   g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
   g_autoptr(GPtrArray) todo = g_ptr_array_new();
@@ -515,15 +470,19 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
     /* with a report, the nest is reported (a tactic fails on it); without
      * one (the agent protocol) the pass fails: no state it reaches may be
      * one that no device program runs */
-    AxisCheck c = {.n = &n};
-    c.seen[0] = g_hash_table_new(NULL, NULL);
-    check_axes(&c, 0, out);
-    g_hash_table_unref(c.seen[0]);
-    if (c.twice && !report) {
+    g_autoptr(GPtrArray) twice = g_ptr_array_new();
+    rw_axes_bound_twice(out, twice);
+    for (guint i = 0; i < twice->len; i++) {
+      g_autofree char *msg =
+          g_strdup_printf("axis \"%s\" is bound by two nested regions",
+                          (const char *)g_ptr_array_index(twice, i));
+      note(&n, msg);
+    }
+    if (twice->len > 0 && !report) {
       diag_reason(why,
                   "the %s pass would bind axis \"%s\" in two nested regions "
                   "(no device program runs that)",
-                  pass, c.twice);
+                  pass, (const char *)g_ptr_array_index(twice, 0));
       out = NULL;
     }
   }

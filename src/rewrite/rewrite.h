@@ -297,6 +297,12 @@ const Term *rw_propagate(const RuleSet *rs, const Term *body, GHashTable *names,
 const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
                         GHashTable *names, GString *report, Diag *why);
 
+/* ----------------------------------------------------------------- nest.c */
+
+/* The first axis that 'body' binds in two nested regions, or NULL; every
+ * such place's axis is added to 'found' (may be NULL). */
+const char *rw_axes_bound_twice(const Term *body, GPtrArray *found);
+
 /* ---------------------------------------------------------------- dedup.c */
 
 /* 'body' where no value is computed by two different regions: each such
@@ -320,11 +326,13 @@ State *rw_script(const RuleSet *rs, State *in, const char *script, Diag *why,
  * rules alone, without running the pass.  When none applies, propagate
  * returns the program as it was; when one does, it changes the program
  * (unless later rewrites build it back, or the pass fails for want of a
- * fixed point).  Rewrites do not depend on a term's context, so 'memo'
+ * fixed point).  A rewrite depends on a term and the axes of the regions
+ * around it (none nests a region in one over its own axis), so 'memo'
  * (may be NULL; g_hash_table_new (NULL, NULL)) can be kept across states:
- * it answers by the terms' content hashes (as pointer-sized keys), holds
- * no term and outlives collections; a new state costs the values it
- * made.  Two terms that share a content hash share an answer. */
+ * it answers by the terms' content hashes mixed with those axes (as
+ * pointer-sized keys), holds no term and outlives collections; a new
+ * state costs the values it made.  Two keys that collide share an
+ * answer. */
 gboolean rw_propagate_pending(const RuleSet *rs, const Term *body,
                               GHashTable *memo);
 /* The first axis that a command of 'script' names and 'mesh' lacks (a

@@ -25,8 +25,9 @@ WALKS (WALK_WALKS), PROPAGATE (WALK_PROPAGATE) and WORKERS
 request that takes more than CALL_SECONDS fails the test (the server is
 killed) rather than hang it.
 
-usage: walk_size.py PARTIR_REPL DIR NAME:FILE:MESH...
-  (FILE in DIR, which the server may read: --allow DIR)
+usage: walk_size.py PARTIR_REPL DIR NAME:FILE:MESH[:PROPAGATE[:WALKS]]...
+  (FILE in DIR, which the server may read: --allow DIR; PROPAGATE and
+  WALKS, when given, are that program's, over the defaults below)
 """
 import json
 import os
@@ -41,15 +42,16 @@ import time
 # at all: a value needed in two layouts (whole and split, or split two
 # ways) exists once in each, with the slices and tiles that make them,
 # and each tiling a walk asks for can add a layout to the values it
-# reaches; propagate computes each value once per layout (dedup.c), so
-# the growth follows the number of layouts, not the depth of the model
-# or of the walk's rewrites.  Measured (seed 12): uniform walks reach
-# 1.9 (transformer) and 3.8 (GPT-3 shape).  Walks that propagate
-# often, tiling over two axes in conflicting ways (a region over one
-# axis nested in a region over the other), reach far more: the compute
-# is not repeated, but every value needed in both layouts is moved
-# between them with slices and tiles (docs/architecture.md, "One
-# computation, one region").
+# reaches; propagate computes each value once (dedup.c: once per program,
+# even when regions over different axes need it), so the growth follows
+# the number of layouts, not the depth of the model or of the walk's
+# rewrites.  Measured (seed 12, 200 walks): uniform walks reach 1.04
+# (transformer) and 1.45 (GPT-3 shape); walks that take propagate half
+# the time it is listed (100 walks, the third and fourth programs of
+# tests/walk.sh) reach 3.75 and 3.37.  Before dedup outlined values
+# shared across axes, such a walk reached 5.3: a sequence split over one
+# axis in some layers and the other in the rest made every layer
+# recompute all the layers before it.
 FACTOR = 4.0
 WALKS = 200  # walks per program
 STEPS = 10  # actions per walk
@@ -151,9 +153,10 @@ class Walks:
         self.seconds = {"actions": 0.0, "step": 0.0}  # in requests, summed
 
 
-def walk(client, root, root_size, w, seen):
-    """Walk number 'w': STEPS random legal actions from state 'root',
-    each step's size ratio and the walk's trace added to 'seen'."""
+def walk(client, root, root_size, w, seen, propagate):
+    """Walk number 'w': STEPS random legal actions from state 'root'
+    ('propagate': the chance of taking it when listed), each step's size
+    ratio and the walk's trace added to 'seen'."""
     rng = random.Random(SEED * 100003 + w)
     state, trace, largest, states = root, [], 1.0, []
     for _ in range(STEPS):
@@ -164,7 +167,7 @@ def walk(client, root, root_size, w, seen):
         result = None
         while actions and result is None:
             pick = rng.randrange(len(actions))
-            if PROPAGATE and rng.random() < PROPAGATE:
+            if propagate and rng.random() < propagate:
                 pick = next((i for i, a in enumerate(actions)
                              if a["rule"] == "propagate"), pick)
             action = actions.pop(pick)
@@ -190,9 +193,9 @@ def walk(client, root, root_size, w, seen):
     client.call("drop", states=states)
 
 
-def walk_program(name, path, mesh):
-    """WALKS walks from the root of 'path' on 'mesh', shared among WORKERS
-    servers (walk w on server w % WORKERS); TAP for the whole."""
+def walk_program(name, path, mesh, propagate, walks):
+    """'walks' walks from the root of 'path' on 'mesh', shared among
+    WORKERS servers (walk w on server w % WORKERS); TAP for the whole."""
     started = time.monotonic()
     clients = [Client() for _ in range(WORKERS)]
     try:
@@ -205,13 +208,14 @@ def walk_program(name, path, mesh):
         return
     root_size = size(roots[0]["observation"]["program"])
     tap(root_size > 0, "%s: the root defines %d values" % (name, root_size))
-    per_walk = [Walks() for _ in range(WALKS)]
+    per_walk = [Walks() for _ in range(walks)]
     errors = []
 
     def work(k):
         try:
-            for w in range(k, WALKS, WORKERS):
-                walk(clients[k], roots[k]["state"], root_size, w, per_walk[w])
+            for w in range(k, walks, WORKERS):
+                walk(clients[k], roots[k]["state"], root_size, w, per_walk[w],
+                     propagate)
         except Error as e:
             errors.append(e)
 
@@ -244,7 +248,7 @@ def walk_program(name, path, mesh):
     worst = max(walk_max)
     over = [m for m in walk_max if m[0] > FACTOR]
     tap(not over, "%s: %d walks of %d actions on %s stay within %g times the root's %d values"
-        " (largest ratio %.3f)" % (name, WALKS, STEPS, mesh, FACTOR, root_size, worst[0]))
+        " (largest ratio %.3f)" % (name, walks, STEPS, mesh, FACTOR, root_size, worst[0]))
     comment("%s: %d steps, ratio to the root after each: min %.3f, median %.3f, "
             "p90 %.3f, p99 %.3f, max %.3f (walk %d)"
             % (name, len(ratios), ratios[0], quantile(ratios, 0.5), quantile(ratios, 0.9),
@@ -270,7 +274,10 @@ def walk_program(name, path, mesh):
 
 
 for spec in programs:
-    name, path, mesh = spec.split(":")
-    walk_program(name, path, mesh)
+    fields = spec.split(":")
+    name, path, mesh = fields[:3]
+    walk_program(name, path, mesh,
+                 float(fields[3]) if len(fields) > 3 else PROPAGATE,
+                 int(fields[4]) if len(fields) > 4 else WALKS)
 print("1..%d" % n)
 sys.exit(1 if failed else 0)
