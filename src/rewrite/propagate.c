@@ -68,6 +68,8 @@ struct Norm {
   GHashTable *names; /* the module's value names, or NULL */
   Diag *err;         /* why the store refused a rebuilt term */
   GHashTable *nests; /* context -> (Term -> nests_own_axis's answer) */
+  gboolean flat;     /* no axes to keep apart (a device's own program,
+                        the [spmd] rules): one context, no nest checks */
   /* Where the value being normalised sits: axes[k] is the axis of the
    * region binding level k on the way down (NULL: none), ctx[d] a hash
    * of axes[0..d-1].  A value at home h is inside the regions binding
@@ -78,7 +80,9 @@ struct Norm {
 
 /* The regions around a value at home 'h', as a memo key: two places
  * with the same axes around them rewrite a value alike. */
-static guint64 context_at(const Norm *n, int h) { return n->ctx[h]; }
+static guint64 context_at(const Norm *n, int h) {
+  return n->flat ? 0 : n->ctx[h];
+}
 
 /* Enters the body of region 't': its level is bound over its axis.  A
  * region at the same level may be inside the body (one that does not use
@@ -123,7 +127,7 @@ static GHashTable *table_at(Norm *n, GHashTable *tables, int h) {
 static const char NESTS_NONE[] = "";
 
 static const char *nests_own_axis(Norm *n, const Term *t) {
-  if (t->nargs == 0)
+  if (t->nargs == 0 || n->flat)
     return NULL;
   GHashTable *known = table_at(n, n->nests, term_home(t));
   const char *axis = g_hash_table_lookup(known, t);
@@ -432,6 +436,7 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
             .step = step,
             .report = report,
             .names = names,
+            .flat = tag == RULE_TAG_SPMD,
             .err = diag_new(NULL)};
   const size_t size = dag_size(body);
   const long fuel = 1024 + NORM_FUEL_PER_NODE * (long)size;
@@ -466,10 +471,11 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
     if (report)
       g_string_truncate(report, reported);
     out = NULL;
-  } else {
+  } else if (!n.flat) {
     /* with a report, the nest is reported (a tactic fails on it); without
      * one (the agent protocol) the pass fails: no state it reaches may be
-     * one that no device program runs */
+     * one that no device program runs.  (A device's own program, which
+     * the [spmd] rules rewrite, binds no axis.) */
     g_autoptr(GPtrArray) twice = g_ptr_array_new();
     rw_axes_bound_twice(out, twice);
     for (guint i = 0; i < twice->len; i++) {
