@@ -3,6 +3,8 @@
  *   partir check FILE                  parse and type-check
  *   partir fmt FILE [--expr]           canonical print (or expression form)
  *   partir run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]
+ *   partir exec FILE [same options as run]  compiled for this CPU (LLVM)
+ *   partir compile FILE [--emit llvm|asm] [-o OUT]  the compiled code
  *   partir rewrite FILE --do 'arg-tile 0 0 8; propagate' [-o OUT] [--expr]
  *   partir tactic SCRIPT.lua FILE [--mesh batch=2,model=4] [--set K=V] [-o OUT]
  *   partir lower FILE --mesh MESH [--emit spmd|dot] [--stats] [--simulate]
@@ -33,6 +35,7 @@
  * traversals recurse).
  */
 #include "bind/bind.h"
+#include "codegen/codegen.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -48,6 +51,11 @@ static void usage(FILE *to) {
         "form)\n"
         "  run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]\n"
         "                        run the reference interpreter\n"
+        "  exec FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]\n"
+        "                        run it compiled for this CPU (one device)\n"
+        "  compile FILE [--emit llvm|asm] [-o OUT]\n"
+        "                        the code 'exec' runs: optimized LLVM IR or\n"
+        "                        the host's assembly\n"
         "  rewrite FILE --do 'CMD; CMD...' [-o OUT] [--expr]\n"
         "                        partition: arg-tile ARG DIM WIDTH [AXIS],\n"
         "                        tile VALUE DIM WIDTH [AXIS], sum VALUE WIDTH\n"
@@ -387,7 +395,8 @@ static const GOptionEntry run_entries[] = {
      "write each result to DIR/NAME.npy", "DIR"},
     G_OPTION_ENTRY_NULL};
 
-static int cmd_run(const Options *o, char **files) {
+/* run and exec: the interpreter's results, or the compiled code's. */
+static int run_program(const Options *o, char **files, gboolean compiled) {
   g_autoptr(Module) m = load_module(files[0]);
   if (!m)
     return 1;
@@ -396,8 +405,13 @@ static int cmd_run(const Options *o, char **files) {
   GError *error = NULL;
   g_autoptr(Diag) diag = diag_new(NULL);
   GPtrArray *results = NULL;
-  if (run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
-    results = interp_run(f, inputs, &error);
+  /* compile first: a program the code generator refuses is refused
+   * before any input is read */
+  g_autoptr(Compiled) code = compiled ? codegen_compile(m, f, diag) : NULL;
+  if ((!compiled || code) &&
+      run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
+    results =
+        compiled ? codegen_run(code, inputs) : interp_run(f, inputs, &error);
   if (results && o->output_dir)
     write_outputs(o->output_dir, m, f, results, &error);
   int status = 0;
@@ -418,6 +432,41 @@ static int cmd_run(const Options *o, char **files) {
       tensor_unref(inputs[i]);
   g_free(inputs);
   return status;
+}
+
+static int cmd_run(const Options *o, char **files) {
+  return run_program(o, files, FALSE);
+}
+
+static int cmd_exec(const Options *o, char **files) {
+  return run_program(o, files, TRUE);
+}
+
+static const GOptionEntry compile_entries[] = {
+    {"emit", 'e', 0, G_OPTION_ARG_STRING, &opt.emit,
+     "what to show: llvm (optimized IR, the default) or asm", "llvm|asm"},
+    G_OPTION_ENTRY_NULL};
+
+static int cmd_compile(const Options *o, char **files) {
+  const char *emit = o->emit ? o->emit : "llvm";
+  if (strcmp(emit, "llvm") != 0 && strcmp(emit, "asm") != 0) {
+    g_printerr("partir: --emit must be llvm or asm, not '%s'\n", emit);
+    return 2;
+  }
+  g_autoptr(Module) m = load_module(files[0]);
+  if (!m)
+    return 1;
+  g_autoptr(Diag) diag = diag_new(NULL);
+  char *text =
+      codegen_text(m, module_entry(m),
+                   strcmp(emit, "asm") == 0 ? EMIT_ASM : EMIT_LLVM, diag);
+  if (!text) {
+    print_reason(files[0], diag);
+    return 1;
+  }
+  g_autoptr(GString) out = g_string_new(text);
+  g_free(text);
+  return write_result(o->output, out);
 }
 
 /* Loads the rule files named by --rules, or the default ones. */
@@ -779,6 +828,9 @@ static const Command commands[] = {
     {"check", "FILE", 1, one_file, 0, NULL, cmd_check},
     {"fmt", "FILE", 1, one_file, GROUP_EXPR, NULL, cmd_fmt},
     {"run", "FILE", 1, one_file, 0, run_entries, cmd_run},
+    {"exec", "FILE", 1, one_file, 0, run_entries, cmd_exec},
+    {"compile", "FILE", 1, one_file, GROUP_OUTPUT, compile_entries,
+     cmd_compile},
     {"rewrite", "FILE", 1, one_file, GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR,
      rewrite_entries, cmd_rewrite},
     {"rules", "", 0, "takes no FILE (use --rules FILE)", GROUP_RULES, NULL,

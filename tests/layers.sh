@@ -34,7 +34,8 @@ layer_of() {
 
 # includes ROOT: "FILE TARGET" for every quoted include of every source
 # file under ROOT (paths relative to ROOT; TARGET '?X' when X is not
-# found next to FILE or under src/).
+# found next to FILE, under src/ or under ROOT: codegen/ sits beside
+# src/).
 includes() {
   (cd "$1" && find src repl codegen -name '*.[ch]' -o -name '*.def' 2>/dev/null) |
     sort | while read -r f; do
@@ -46,6 +47,8 @@ includes() {
             echo "$f $dir/$inc"
           elif [ -f "$1/src/$inc" ]; then
             echo "$f src/$inc"
+          elif [ -f "$1/$inc" ]; then
+            echo "$f $inc"
           else
             echo "$f ?$inc"
           fi

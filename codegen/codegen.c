@@ -1,0 +1,222 @@
+/* codegen.c — the plan of a function (a buffer per value), compiling it,
+ * running it.
+ *
+ * The plan follows the printer's schedule (schedule_walk): arguments,
+ * then each value after its operands, each with its printed name for
+ * messages.  Constants and iotas are evaluated once, when compiling, by
+ * the interpreter's own kernel (they depend on nothing), and passed in as
+ * buffers; every other value is computed by the generated code into a
+ * buffer of its own (no reuse yet: memory is the sum of the values').
+ */
+#include "codegen/internal.h"
+
+#include <stdatomic.h>
+
+struct Compiled {
+  Plan *plan;
+  JitCode *code;
+};
+
+typedef struct PlanWalk {
+  Plan *plan;
+  Diag *why;
+  gboolean failed;
+} PlanWalk;
+
+/* Why the code generator does not handle 't', or NULL. */
+static const char *unsupported(const Term *t) {
+  switch (t->kind) {
+  case TM_OP:
+    break;
+  case TM_TILE:
+  case TM_SUM:
+  case TM_SLICE:
+    return "partir regions (tile, sum, slice) are not compiled yet: run the "
+           "partitioned program on the simulator ('partir lower "
+           "--simulate')";
+  default:
+    return "this value cannot be compiled";
+  }
+  switch (t->op) {
+  case OP_ALL_REDUCE:
+  case OP_ALL_GATHER:
+  case OP_REDUCE_SCATTER:
+  case OP_ALL_TO_ALL:
+  case OP_SHARD:
+    return "collectives are not compiled yet: run the SPMD program on the "
+           "simulator ('partir lower --simulate')";
+  default:
+    return NULL;
+  }
+}
+
+static void plan_visit(void *ud, const char *name, const Term *t) {
+  PlanWalk *w = ud;
+  if (w->failed)
+    return;
+  const char *why = t->kind == TM_ARG ? NULL : unsupported(t);
+  if (why) {
+    diag_reason(w->why, "%%%s: %s", name, why);
+    w->failed = TRUE;
+    return;
+  }
+  Slot s = {.t = t,
+            .type = t->type,
+            .name = g_intern_string(name),
+            .arg = t->kind == TM_ARG ? t->index : -1};
+  if (t->kind == TM_OP && (t->op == OP_CONSTANT || t->op == OP_IOTA))
+    s.value = kernel_eval(t, NULL);
+  g_array_append_val(w->plan->slots, s);
+  g_hash_table_insert(w->plan->index, (gpointer)t,
+                      GINT_TO_POINTER((int)w->plan->slots->len));
+}
+
+Plan *plan_new(const Module *m, const Func *f, Diag *why) {
+  if (f->spmd) {
+    diag_reason(why, "SPMD programs are not compiled yet: run them on the "
+                     "simulator ('partir lower --simulate')");
+    return NULL;
+  }
+  if (!interp_check(f, why))
+    return NULL; /* too large for memory, or not runnable */
+  Plan *p = g_new0(Plan, 1);
+  p->slots = g_array_new(FALSE, TRUE, sizeof(Slot));
+  p->index = g_hash_table_new(NULL, NULL);
+  PlanWalk w = {.plan = p, .why = why};
+  schedule_walk(m, f, plan_visit, &w);
+  if (w.failed) {
+    plan_free(p);
+    return NULL;
+  }
+  p->nresults = f->nresults;
+  p->results = g_new(int, (gsize)MAX(f->nresults, 1));
+  for (int i = 0; i < f->nresults; i++)
+    p->results[i] =
+        GPOINTER_TO_INT(g_hash_table_lookup(p->index, f->body->args[i])) - 1;
+  return p;
+}
+
+void plan_free(Plan *p) {
+  if (!p)
+    return;
+  for (guint s = 0; s < p->slots->len; s++) {
+    Slot *slot = &g_array_index(p->slots, Slot, s);
+    if (slot->value)
+      tensor_unref(slot->value);
+  }
+  g_array_unref(p->slots);
+  g_hash_table_unref(p->index);
+  g_free(p->results);
+  g_free(p);
+}
+
+/* The entry function's name: one per compile (one JIT holds them all). */
+static char *entry_name(void) {
+  static atomic_uint next;
+  return g_strdup_printf("partir_main_%u", atomic_fetch_add(&next, 1));
+}
+
+/* The plan's module, optimized for the host: NULL with the reason. */
+static LLVMModuleRef optimized(LLVMContextRef ctx, const Plan *p,
+                               const char *entry, LLVMTargetMachineRef tm,
+                               Diag *why) {
+  LLVMModuleRef mod = emit_module(ctx, p, entry);
+  if (!jit_optimize(mod, tm, why)) {
+    LLVMDisposeModule(mod);
+    return NULL;
+  }
+  return mod;
+}
+
+Compiled *codegen_compile(const Module *m, const Func *f, Diag *why) {
+  Plan *p = plan_new(m, f, why);
+  if (!p)
+    return NULL;
+  LLVMTargetMachineRef tm = jit_host_machine(why);
+  if (!tm) {
+    plan_free(p);
+    return NULL;
+  }
+  g_autofree char *entry = entry_name();
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = optimized(ctx, p, entry, tm, why);
+  JitCode *code = mod ? jit_load(mod, tm, entry, why) : NULL;
+  if (mod)
+    LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  LLVMDisposeTargetMachine(tm);
+  if (!code) {
+    plan_free(p);
+    return NULL;
+  }
+  Compiled *c = g_new0(Compiled, 1);
+  c->plan = p;
+  c->code = code;
+  return c;
+}
+
+void codegen_free(Compiled *c) {
+  if (!c)
+    return;
+  jit_unload(c->code);
+  plan_free(c->plan);
+  g_free(c);
+}
+
+GPtrArray *codegen_run(Compiled *c, Tensor *const *args) {
+  GArray *slots = c->plan->slots;
+  g_autofree void **bufs = g_new0(void *, MAX(slots->len, 1));
+  g_autofree Tensor **held = g_new0(Tensor *, MAX(slots->len, 1));
+  for (guint s = 0; s < slots->len; s++) {
+    Slot *slot = &g_array_index(slots, Slot, s);
+    Tensor *t = slot->arg >= 0 ? tensor_ref(args[slot->arg])
+                : slot->value  ? tensor_ref(slot->value)
+                               : tensor_new(slot->type);
+    g_assert(t->type == slot->type);
+    held[s] = t;
+    bufs[s] = t->data;
+  }
+  jit_entry(c->code)(bufs);
+  GPtrArray *results =
+      g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
+  for (int i = 0; i < c->plan->nresults; i++)
+    g_ptr_array_add(results, tensor_ref(held[c->plan->results[i]]));
+  for (guint s = 0; s < slots->len; s++)
+    tensor_unref(held[s]);
+  return results;
+}
+
+char *codegen_text(const Module *m, const Func *f, CodegenEmit what,
+                   Diag *why) {
+  Plan *p = plan_new(m, f, why);
+  if (!p)
+    return NULL;
+  LLVMTargetMachineRef tm = jit_host_machine(why);
+  char *text = NULL;
+  if (tm) {
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod = optimized(ctx, p, "partir_main", tm, why);
+    if (mod && what == EMIT_LLVM) {
+      char *s = LLVMPrintModuleToString(mod);
+      text = g_strdup(s);
+      LLVMDisposeMessage(s);
+    } else if (mod) {
+      char *msg = NULL;
+      LLVMMemoryBufferRef buf = NULL;
+      if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg,
+                                              &buf)) {
+        diag_reason(why, "LLVM could not emit assembly: %s", msg);
+        LLVMDisposeMessage(msg);
+      } else {
+        text = g_strndup(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+        LLVMDisposeMemoryBuffer(buf);
+      }
+    }
+    if (mod)
+      LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    LLVMDisposeTargetMachine(tm);
+  }
+  plan_free(p);
+  return text;
+}

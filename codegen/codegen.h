@@ -1,0 +1,47 @@
+/* codegen.h — native code for one device's program (layer 4).
+ *
+ * A function becomes LLVM IR through the LLVM-C API (emit.c), is
+ * optimized for the host CPU and loaded with ORC LLJIT (jit.c), and runs
+ * on tensors (codegen.c).  Every compiled value computes exactly what the
+ * reference interpreter computes (src/eval/kernels.c): floating values in
+ * double, rounded once to their type as they are stored; integers
+ * wrapping; sums and contractions accumulating in double or int64 in the
+ * interpreter's order; libm's exp, log, tanh and pow.  So a compiled
+ * result equals the interpreter's bit for bit, which the tests check.
+ *
+ *   codegen.c  the plan (a buffer per value), compiling, running
+ *   emit.c     the IR: a loop nest per operator
+ *   jit.c      the host's target machine, the O3 pipeline, LLJIT
+ *
+ * What this first version leaves for later (docs/codegen.md): fusion of
+ * elementwise chains (each operator writes its own buffer), buffer reuse,
+ * polynomial transcendentals, blocked matmul, tiles and sums (regions)
+ * and collectives, so SPMD programs still run on the simulator.
+ */
+#ifndef PARTIR_CODEGEN_H
+#define PARTIR_CODEGEN_H
+
+#include "eval/eval.h"
+
+/* A compiled function, ready to run. */
+typedef struct Compiled Compiled;
+
+/* Compiles 'f' (names from 'm', may be NULL) for the host CPU.  NULL with
+ * the reason in 'why' for a program the code generator does not handle:
+ * it names the value ("%x: ...") before anything runs. */
+Compiled *codegen_compile(const Module *m, const Func *f, Diag *why);
+void codegen_free(Compiled *c);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Compiled, codegen_free)
+
+/* Runs 'c' on 'args' (one per argument, of the function's types): its
+ * results, new tensors, in order. */
+GPtrArray *codegen_run(Compiled *c, Tensor *const *args);
+
+/* What 'partir compile --emit' shows. */
+typedef enum { EMIT_LLVM, EMIT_ASM } CodegenEmit;
+
+/* The optimized module as LLVM IR or as the host's assembly (a new
+ * string), or NULL with the reason. */
+char *codegen_text(const Module *m, const Func *f, CodegenEmit what, Diag *why);
+
+#endif

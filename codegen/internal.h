@@ -1,0 +1,53 @@
+/* internal.h — what the code generator's files share (codegen/ only):
+ * the plan, the IR emitter and the JIT.  Only these files see LLVM. */
+#ifndef PARTIR_CODEGEN_INTERNAL_H
+#define PARTIR_CODEGEN_INTERNAL_H
+
+#include "codegen/codegen.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+/* One buffer per value: an argument (its tensor is passed in), a
+ * constant or iota (evaluated once, when compiling, by the interpreter's
+ * kernel), or a value the code computes. */
+typedef struct Slot {
+  const Term *t;
+  const Type *type;
+  const char *name; /* the printed name, for messages */
+  int arg;          /* argument number, or -1 */
+  Tensor *value;    /* constant's value, or NULL */
+} Slot;
+
+typedef struct Plan {
+  GArray *slots;     /* Slot */
+  GHashTable *index; /* Term -> slot + 1 */
+  int *results;      /* per result: its slot */
+  int nresults;
+} Plan;
+
+/* The plan of 'f', or NULL with the reason (an operator or a construct
+ * the code generator does not handle, named by its value). */
+Plan *plan_new(const Module *m, const Func *f, Diag *why);
+void plan_free(Plan *p);
+
+/* The IR of 'p': 'void ENTRY(ptr bufs)' in a new module of 'ctx', bufs[i]
+ * the buffer of slot i. */
+LLVMModuleRef emit_module(LLVMContextRef ctx, const Plan *p, const char *entry);
+
+/* The host's target machine (CPU name and features), or NULL + why. */
+LLVMTargetMachineRef jit_host_machine(Diag *why);
+/* Runs the O3 pipeline on 'mod' for 'tm'. */
+gboolean jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, Diag *why);
+
+/* A module loaded into the process's JIT, until jit_unload. */
+typedef struct JitCode JitCode;
+typedef void (*EntryFn)(void **bufs);
+/* Emits 'mod' (optimized, for 'tm') as an object in memory and loads it;
+ * 'entry' is its function.  NULL with the reason. */
+JitCode *jit_load(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *entry,
+                  Diag *why);
+EntryFn jit_entry(JitCode *code);
+void jit_unload(JitCode *code);
+
+#endif

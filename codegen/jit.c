@@ -1,0 +1,180 @@
+/* jit.c — the host's target machine, the O3 pipeline, and ORC LLJIT.
+ *
+ * One LLJIT serves the process.  A program is optimized for the host CPU
+ * (its name and features: without a target machine nothing vectorizes),
+ * emitted as an object in memory, and added under a resource tracker of
+ * its own, which jit_unload removes: the JIT's memory stays flat over
+ * many compiles.  libm's functions (exp, log, tanh, pow) resolve from the
+ * process.
+ */
+#include "codegen/internal.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+struct JitCode {
+  LLVMOrcResourceTrackerRef tracker;
+  EntryFn entry;
+};
+
+static GMutex jit_lock;
+static LLVMOrcLLJITRef jit;
+
+/* Takes 'err': its message as the reason, prefixed by 'what'. */
+static void take_error(LLVMErrorRef err, const char *what, Diag *why) {
+  char *msg = LLVMGetErrorMessage(err);
+  diag_reason(why, "%s: %s", what, msg);
+  LLVMDisposeErrorMessage(msg);
+}
+
+static gsize native_ready;
+
+static gboolean native_init(Diag *why) {
+  if (g_once_init_enter(&native_ready)) {
+    gsize ok = LLVMInitializeNativeTarget() == 0 &&
+                       LLVMInitializeNativeAsmPrinter() == 0
+                   ? 1
+                   : 2;
+    g_once_init_leave(&native_ready, ok);
+  }
+  if (native_ready != 1)
+    diag_reason(why, "LLVM has no code generator for this host");
+  return native_ready == 1;
+}
+
+LLVMTargetMachineRef jit_host_machine(Diag *why) {
+  if (!native_init(why))
+    return NULL;
+  char *triple = LLVMGetDefaultTargetTriple();
+  LLVMTargetRef target = NULL;
+  char *msg = NULL;
+  if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+    diag_reason(why, "no LLVM target for %s: %s", triple, msg);
+    LLVMDisposeMessage(msg);
+    LLVMDisposeMessage(triple);
+    return NULL;
+  }
+  char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
+      target, triple, cpu, features, LLVMCodeGenLevelAggressive,
+      LLVMRelocDefault, LLVMCodeModelJITDefault);
+  LLVMDisposeMessage(cpu);
+  LLVMDisposeMessage(features);
+  LLVMDisposeMessage(triple);
+  if (!tm)
+    diag_reason(why, "LLVM made no target machine for this host");
+  return tm;
+}
+
+gboolean jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, Diag *why) {
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  LLVMSetTarget(mod, triple);
+  LLVMDisposeMessage(triple);
+  LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(mod, layout);
+  LLVMDisposeTargetData(layout);
+  /* 512-bit vectors where the CPU has them (the default prefers 256) */
+  char *features = LLVMGetTargetMachineFeatureString(tm);
+  gboolean avx512 = features && strstr(features, "+avx512f") != NULL;
+  LLVMDisposeMessage(features);
+  if (avx512)
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f;
+         f = LLVMGetNextFunction(f))
+      if (!LLVMIsDeclaration(f))
+        LLVMAddAttributeAtIndex(
+            f, LLVMAttributeFunctionIndex,
+            LLVMCreateStringAttribute(LLVMGetModuleContext(mod),
+                                      "prefer-vector-width", 19, "512", 3));
+  char *msg = NULL;
+  if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+    diag_reason(why, "internal: the generated IR is invalid: %s", msg);
+    LLVMDisposeMessage(msg);
+    return FALSE;
+  }
+  LLVMDisposeMessage(msg);
+  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef err = LLVMRunPasses(mod, "default<O3>", tm, opts);
+  LLVMDisposePassBuilderOptions(opts);
+  if (err) {
+    take_error(err, "LLVM's optimizer", why);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* The process's LLJIT, made at the first load (under jit_lock). */
+static gboolean jit_ready(Diag *why) {
+  if (jit)
+    return TRUE;
+  LLVMErrorRef err = LLVMOrcCreateLLJIT(&jit, NULL);
+  if (err) {
+    jit = NULL;
+    take_error(err, "LLVM's JIT", why);
+    return FALSE;
+  }
+  LLVMOrcDefinitionGeneratorRef gen = NULL;
+  err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+      &gen, LLVMOrcLLJITGetGlobalPrefix(jit), NULL, NULL);
+  if (err) {
+    take_error(err, "LLVM's JIT: the process's symbols", why);
+    return FALSE;
+  }
+  LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(jit), gen);
+  return TRUE;
+}
+
+JitCode *jit_load(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *entry,
+                  Diag *why) {
+  char *msg = NULL;
+  LLVMMemoryBufferRef obj = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg,
+                                          &obj)) {
+    diag_reason(why, "LLVM could not emit the object: %s", msg);
+    LLVMDisposeMessage(msg);
+    return NULL;
+  }
+  g_mutex_lock(&jit_lock);
+  JitCode *code = NULL;
+  if (jit_ready(why)) {
+    LLVMOrcJITDylibRef main = LLVMOrcLLJITGetMainJITDylib(jit);
+    LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(main);
+    LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(jit, rt, obj);
+    obj = NULL; /* the JIT owns it now */
+    LLVMOrcExecutorAddress addr = 0;
+    if (!err)
+      err = LLVMOrcLLJITLookup(jit, &addr, entry);
+    if (err) {
+      take_error(err, "LLVM's JIT", why);
+      LLVMErrorRef gone = LLVMOrcResourceTrackerRemove(rt);
+      if (gone)
+        LLVMConsumeError(gone);
+      LLVMOrcReleaseResourceTracker(rt);
+    } else {
+      code = g_new0(JitCode, 1);
+      code->tracker = rt;
+      code->entry = (EntryFn)(uintptr_t)addr;
+    }
+  }
+  g_mutex_unlock(&jit_lock);
+  if (obj)
+    LLVMDisposeMemoryBuffer(obj);
+  return code;
+}
+
+EntryFn jit_entry(JitCode *code) { return code->entry; }
+
+void jit_unload(JitCode *code) {
+  if (!code)
+    return;
+  g_mutex_lock(&jit_lock);
+  LLVMErrorRef err = LLVMOrcResourceTrackerRemove(code->tracker);
+  if (err)
+    LLVMConsumeError(err); /* the memory stays mapped: nothing to undo */
+  LLVMOrcReleaseResourceTracker(code->tracker);
+  g_mutex_unlock(&jit_lock);
+  g_free(code);
+}

@@ -1,0 +1,106 @@
+#!/bin/sh
+# Compiled execution on one device (codegen/): 'partir exec' must give
+# exactly what the reference interpreter ('partir run') gives, bit for
+# bit (the .npy files of --output compared with cmp), because the code
+# generator mirrors the interpreter's arithmetic (docs/codegen.md).
+#
+#   - every program of tests/fixtures/kernels.test (the interpreter's
+#     kernel tests, values from NumPy): those without partir regions
+#     compile and agree; those with regions are refused with a message
+#     that names the value, before any input is read;
+#   - the examples and generated models (MLP, transformer layer, a
+#     12-layer transformer) on random inputs (--seed);
+#   - 'partir compile' shows the optimized IR and the host's assembly,
+#     and refuses an unknown --emit.
+. "$top_srcdir/tests/tap.sh"
+PARTIR=${PARTIR:-$top_builddir/repl/partir}
+
+# same NAME FILE [ARGS...]: exec and run write the same .npy files.
+same() {
+  name=$1
+  file=$2
+  shift 2
+  rm -rf "$tmp/run" "$tmp/exec"
+  mkdir -p "$tmp/run" "$tmp/exec"
+  if ! $VALGRIND "$PARTIR" run "$file" --output "$tmp/run" "$@" \
+    >/dev/null 2>"$tmp/err"; then
+    not_ok "$name: the interpreter runs it"
+    show "$tmp/err"
+    return
+  fi
+  if ! $VALGRIND "$PARTIR" exec "$file" --output "$tmp/exec" "$@" \
+    >/dev/null 2>"$tmp/err"; then
+    not_ok "$name: compiled, it runs"
+    show "$tmp/err"
+    return
+  fi
+  for f in "$tmp/run"/*.npy; do
+    if ! cmp -s "$f" "$tmp/exec/$(basename "$f")"; then
+      not_ok "$name: compiled, $(basename "$f") differs from the interpreter's"
+      return
+    fi
+  done
+  ok "$name: compiled, its results equal the interpreter's bit for bit"
+}
+
+# The kernel fixtures, one file each.
+mkdir -p "$tmp/kernels"
+awk -v dir="$tmp/kernels" '
+  /^%%RUN / { file = dir "/" $2 ".pir"; copy = 1; next }
+  /^%%/ { copy = 0 }
+  copy { print > file }' "$top_srcdir/tests/fixtures/kernels.test"
+compiled=0
+refused=0
+for file in "$tmp/kernels"/*.pir; do
+  name=$(basename "$file" .pir)
+  # the fixtures of programs the interpreter refuses are not run here
+  "$PARTIR" run "$file" >/dev/null 2>&1 || continue
+  if grep -q 'partir\.' "$file"; then
+    if "$PARTIR" exec "$file" >/dev/null 2>"$tmp/err"; then
+      not_ok "$name: a program with regions is refused (it ran)"
+    elif grep -q "^partir: .*: %[A-Za-z0-9_]*: partir regions (tile, sum, slice) are not compiled yet" "$tmp/err"; then
+      refused=$((refused + 1))
+    else
+      not_ok "$name: a program with regions is refused with the reason"
+      show "$tmp/err"
+    fi
+    continue
+  fi
+  before=$failed
+  same "kernels/$name" "$file"
+  [ "$failed" = "$before" ] && compiled=$((compiled + 1))
+done
+# 136 of the 154 fixtures have no region (counted when written: grep -L)
+check "kernel fixtures: $compiled without regions compiled and agree (136)" \
+  test "$compiled" -eq 136
+check "kernel fixtures: $refused with regions refused, naming the value (18)" \
+  test "$refused" -eq 18
+
+# Examples and models, on random inputs.
+same "examples/mlp.pir" "$top_srcdir/examples/mlp.pir" --seed 3
+same "examples/transformer_layer.pir" \
+  "$top_srcdir/examples/transformer_layer.pir" --seed 4
+lua5.4 "$top_srcdir/examples/models/transformer.lua" --layers 12 >"$tmp/t12.pir"
+same "12-layer transformer" "$tmp/t12.pir" --seed 5
+lua5.4 "$top_srcdir/examples/models/mlp.lua" --layers 8 --batch 16 \
+  --width 64 >"$tmp/mlp8.pir"
+same "8-layer MLP" "$tmp/mlp8.pir" --seed 6
+
+# compile: the code.
+"$PARTIR" compile "$top_srcdir/examples/mlp.pir" >"$tmp/ll" 2>"$tmp/err"
+check "compile: the optimized IR defines the entry" \
+  grep -q '^define void @partir_main(ptr' "$tmp/ll"
+"$PARTIR" compile "$top_srcdir/examples/mlp.pir" --emit asm >"$tmp/s" 2>&1
+check "compile --emit asm: the host's assembly of the entry" \
+  grep -q '^partir_main:' "$tmp/s"
+"$PARTIR" compile "$top_srcdir/examples/mlp.pir" --emit obj >/dev/null \
+  2>"$tmp/err"
+status=$?
+check "compile --emit obj: refused as a usage error (exit 2)" test $status -eq 2
+check "...saying what --emit takes" grep -q 'must be llvm or asm' "$tmp/err"
+"$PARTIR" exec "$top_srcdir/examples/mlp_tiled.pir" >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "exec of a partitioned program: exit 1" test $status -eq 1
+check "...naming the region's value, nothing printed" \
+  sh -c "grep -q 'mlp_tiled.pir: %0: partir regions' '$tmp/err' && ! test -s '$tmp/out'"
+done_testing
