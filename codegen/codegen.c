@@ -201,13 +201,8 @@ char *codegen_text(const Module *m, const Func *f, CodegenEmit what,
       text = g_strdup(s);
       LLVMDisposeMessage(s);
     } else if (mod) {
-      char *msg = NULL;
-      LLVMMemoryBufferRef buf = NULL;
-      if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg,
-                                              &buf)) {
-        diag_reason(why, "LLVM could not emit assembly: %s", msg);
-        LLVMDisposeMessage(msg);
-      } else {
+      LLVMMemoryBufferRef buf = jit_emit(mod, tm, LLVMAssemblyFile, why);
+      if (buf) {
         text = g_strndup(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
         LLVMDisposeMemoryBuffer(buf);
       }

@@ -489,42 +489,11 @@ static void emit_gather(Gen *g, int s, int src, int64_t base,
   nest_close(g, &n);
 }
 
-static void emit_broadcast(Gen *g, int s, const Term *t) {
-  const Type *in = t->args[0]->type;
-  int64_t dims[PARTIR_MAX_RANK], in_strides[PARTIR_MAX_RANK];
-  int64_t strides[PARTIR_MAX_RANK] = {0};
-  attr_ints(t, "dims", dims);
-  strides_of(in, in_strides);
-  for (int j = 0; j < in->rank; j++)
-    strides[dims[j]] = in->dims[j] == 1 ? 0 : in_strides[j];
-  emit_gather(g, s, OPERAND(0), 0, strides);
-}
-
-static void emit_transpose(Gen *g, int s, const Term *t) {
-  const Type *in = t->args[0]->type;
-  int64_t perm[PARTIR_MAX_RANK], in_strides[PARTIR_MAX_RANK];
+/* broadcast_in_dim, transpose and the static slice: the interpreter's
+ * strides (kernel_gather_strides). */
+static void emit_strided(Gen *g, int s, const Term *t) {
   int64_t strides[PARTIR_MAX_RANK];
-  attr_ints(t, "permutation", perm);
-  strides_of(in, in_strides);
-  for (int j = 0; j < in->rank; j++)
-    strides[j] = in_strides[perm[j]];
-  emit_gather(g, s, OPERAND(0), 0, strides);
-}
-
-static void emit_static_slice(Gen *g, int s, const Term *t) {
-  const Type *in = t->args[0]->type;
-  int64_t start[PARTIR_MAX_RANK], step[PARTIR_MAX_RANK];
-  int64_t in_strides[PARTIR_MAX_RANK], strides[PARTIR_MAX_RANK];
-  attr_ints(t, "start", start);
-  int nstep = attr_ints(t, "strides", step);
-  for (int d = nstep; d < in->rank; d++)
-    step[d] = 1;
-  strides_of(in, in_strides);
-  int64_t base = 0;
-  for (int d = 0; d < in->rank; d++) {
-    base += start[d] * in_strides[d];
-    strides[d] = step[d] * in_strides[d];
-  }
+  int64_t base = kernel_gather_strides(t, strides);
   emit_gather(g, s, OPERAND(0), base, strides);
 }
 
@@ -738,13 +707,9 @@ static void emit_op(Gen *g, const Term *t) {
   int s = 0; /* the result's buffer */
   switch (t->op) {
   case OP_BROADCAST_IN_DIM:
-    emit_broadcast(g, s, t);
-    break;
   case OP_TRANSPOSE:
-    emit_transpose(g, s, t);
-    break;
   case OP_SLICE:
-    emit_static_slice(g, s, t);
+    emit_strided(g, s, t);
     break;
   case OP_RESHAPE:
     emit_reshape(g, s, t);

@@ -40,6 +40,10 @@ LLVMTargetMachineRef jit_host_machine(Diag *why);
 /* Runs the O3 pipeline on 'mod' for 'tm'. */
 gboolean jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, Diag *why);
 
+/* 'mod' as an object or as assembly text, in memory; NULL + why. */
+LLVMMemoryBufferRef jit_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                             LLVMCodeGenFileType kind, Diag *why);
+
 /* A module loaded into the process's JIT, until jit_unload. */
 typedef struct JitCode JitCode;
 typedef void (*EntryFn)(void **bufs);

@@ -127,16 +127,24 @@ static gboolean jit_ready(Diag *why) {
   return TRUE;
 }
 
-JitCode *jit_load(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *entry,
-                  Diag *why) {
+LLVMMemoryBufferRef jit_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                             LLVMCodeGenFileType kind, Diag *why) {
   char *msg = NULL;
-  LLVMMemoryBufferRef obj = NULL;
-  if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg,
-                                          &obj)) {
-    diag_reason(why, "LLVM could not emit the object: %s", msg);
+  LLVMMemoryBufferRef out = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, kind, &msg, &out)) {
+    diag_reason(why, "LLVM could not emit the %s: %s",
+                kind == LLVMObjectFile ? "object" : "assembly", msg);
     LLVMDisposeMessage(msg);
     return NULL;
   }
+  return out;
+}
+
+JitCode *jit_load(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *entry,
+                  Diag *why) {
+  LLVMMemoryBufferRef obj = jit_emit(mod, tm, LLVMObjectFile, why);
+  if (!obj)
+    return NULL;
   g_mutex_lock(&jit_lock);
   JitCode *code = NULL;
   if (jit_ready(why)) {

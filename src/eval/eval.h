@@ -179,6 +179,11 @@ GBytes *npy_encode(const Tensor *t);
  * 'partir_interrupt' every KERNEL_POLL elements and stop early when it is
  * set: the result is then unfinished, for the caller to discard. */
 Tensor *kernel_eval(const Term *t, Tensor *const *args);
+/* broadcast_in_dim, transpose and the static slice are one strided
+ * gather: result element i is the operand's element at
+ * base + sum(i[d] * strides[d]).  Fills 'strides' (the result's rank),
+ * returns base. */
+int64_t kernel_gather_strides(const Term *t, int64_t *strides);
 #define KERNEL_POLL 4096 /* a power of two */
 
 /* The collectives of one device: a struct of function pointers that the

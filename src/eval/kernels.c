@@ -729,35 +729,60 @@ static Tensor *k_reduce(const Term *t, Tensor *const *args) {
 
 /* -------------------------------------------------------- data movement */
 
-static Tensor *k_broadcast_in_dim(const Term *t, Tensor *const *args) {
-  const Type *in = args[0]->type;
-  int64_t dims[PARTIR_MAX_RANK], in_strides[PARTIR_MAX_RANK];
-  int64_t strides[PARTIR_MAX_RANK] = {0};
-  int ndims G_GNUC_UNUSED = attr_ints(t, "dims", dims);
-  g_assert(ndims == in->rank);
+/* broadcast_in_dim, transpose and the static slice are one strided
+ * gather: the result element at index i is the operand's element at
+ * base + sum(i[d] * strides[d]) (a stride of 0 broadcasts).  Returns the
+ * base; the code generator reads the same strides. */
+int64_t kernel_gather_strides(const Term *t, int64_t *strides) {
+  const Type *in = t->args[0]->type;
+  int64_t idx[PARTIR_MAX_RANK], in_strides[PARTIR_MAX_RANK];
   tensor_strides(in, in_strides);
-  for (int j = 0; j < in->rank; j++) {
-    g_assert(dims[j] >= 0 && dims[j] < t->type->rank);
-    strides[dims[j]] = in->dims[j] == 1 ? 0 : in_strides[j];
+  int64_t base = 0;
+  switch (t->op) {
+  case OP_BROADCAST_IN_DIM: {
+    int n G_GNUC_UNUSED = attr_ints(t, "dims", idx);
+    g_assert(n == in->rank);
+    for (int d = 0; d < t->type->rank; d++)
+      strides[d] = 0;
+    for (int j = 0; j < in->rank; j++) {
+      g_assert(idx[j] >= 0 && idx[j] < t->type->rank);
+      strides[idx[j]] = in->dims[j] == 1 ? 0 : in_strides[j];
+    }
+    return 0;
   }
-  Tensor *out = tensor_new(t->type);
-  gather_strided(out, args[0], 0, strides);
-  return out;
+  case OP_TRANSPOSE: {
+    int n G_GNUC_UNUSED = attr_ints(t, "permutation", idx);
+    g_assert(n == in->rank);
+    for (int j = 0; j < in->rank; j++) {
+      g_assert(idx[j] >= 0 && idx[j] < in->rank);
+      strides[j] = in_strides[idx[j]];
+    }
+    return 0;
+  }
+  case OP_SLICE: {
+    int64_t step[PARTIR_MAX_RANK];
+    int n G_GNUC_UNUSED = attr_ints(t, "start", idx);
+    int nstep = attr_ints(t, "strides", step);
+    g_assert(n == in->rank && (nstep == 0 || nstep == in->rank));
+    for (int d = nstep; d < in->rank; d++)
+      step[d] = 1;
+    for (int d = 0; d < in->rank; d++) {
+      base += idx[d] * in_strides[d];
+      strides[d] = step[d] * in_strides[d];
+    }
+    return base;
+  }
+  default:
+    g_assert_not_reached();
+  }
 }
 
-static Tensor *k_transpose(const Term *t, Tensor *const *args) {
-  const Type *in = args[0]->type;
-  int64_t perm[PARTIR_MAX_RANK], in_strides[PARTIR_MAX_RANK];
+/* broadcast_in_dim, transpose and the static slice. */
+static Tensor *k_gather(const Term *t, Tensor *const *args) {
   int64_t strides[PARTIR_MAX_RANK];
-  int nperm G_GNUC_UNUSED = attr_ints(t, "permutation", perm);
-  g_assert(nperm == in->rank);
-  tensor_strides(in, in_strides);
-  for (int j = 0; j < in->rank; j++) {
-    g_assert(perm[j] >= 0 && perm[j] < in->rank);
-    strides[j] = in_strides[perm[j]];
-  }
+  int64_t base = kernel_gather_strides(t, strides);
   Tensor *out = tensor_new(t->type);
-  gather_strided(out, args[0], 0, strides);
+  gather_strided(out, args[0], base, strides);
   return out;
 }
 
@@ -792,27 +817,6 @@ static Tensor *k_concatenate(const Term *t, Tensor *const *args) {
     col += width;
   }
   g_assert(col == row);
-  return out;
-}
-
-/* The static 'slice' operator: start, limit, optional strides. */
-static Tensor *k_static_slice(const Term *t, Tensor *const *args) {
-  const Type *in = args[0]->type;
-  int64_t start[PARTIR_MAX_RANK], step[PARTIR_MAX_RANK];
-  int64_t in_strides[PARTIR_MAX_RANK], strides[PARTIR_MAX_RANK];
-  int nstart G_GNUC_UNUSED = attr_ints(t, "start", start);
-  int nstep = attr_ints(t, "strides", step);
-  g_assert(nstart == in->rank && (nstep == 0 || nstep == in->rank));
-  for (int d = nstep; d < in->rank; d++)
-    step[d] = 1;
-  tensor_strides(in, in_strides);
-  int64_t base = 0;
-  for (int d = 0; d < in->rank; d++) {
-    base += start[d] * in_strides[d];
-    strides[d] = step[d] * in_strides[d];
-  }
-  Tensor *out = tensor_new(t->type);
-  gather_strided(out, args[0], base, strides);
   return out;
 }
 
