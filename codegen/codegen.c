@@ -1,12 +1,13 @@
 /* codegen.c — the plan of a function (a buffer per value), compiling it,
  * running it.
  *
- * The plan follows the printer's schedule (schedule_walk): arguments,
- * then each value after its operands, each with its printed name for
- * messages.  Constants and iotas are evaluated once, when compiling, by
- * the interpreter's own kernel (they depend on nothing), and passed in as
- * buffers; every other value is computed by the generated code into a
- * buffer of its own (no reuse yet: memory is the sum of the values').
+ * The plan follows the printer's schedule (schedule_new): arguments,
+ * then each value after its operands, a region's statements after it,
+ * each with its printed name for messages.  Constants and iotas are evaluated
+ * once, when compiling, by the interpreter's own kernel (they depend on
+ * nothing), and passed in as buffers; every other value is computed by the
+ * generated code into a buffer of its own (no reuse yet: memory is the sum of
+ * the values').
  */
 #include "codegen/internal.h"
 
@@ -25,18 +26,8 @@ typedef struct PlanWalk {
 
 /* Why the code generator does not handle 't', or NULL. */
 static const char *unsupported(const Term *t) {
-  switch (t->kind) {
-  case TM_OP:
-    break;
-  case TM_TILE:
-  case TM_SUM:
-  case TM_SLICE:
-    return "partir regions (tile, sum, slice) are not compiled yet: run the "
-           "partitioned program on the simulator ('partir lower "
-           "--simulate')";
-  default:
-    return "this value cannot be compiled";
-  }
+  if (t->kind != TM_OP)
+    return NULL;
   switch (t->op) {
   case OP_ALL_REDUCE:
   case OP_ALL_GATHER:
@@ -50,11 +41,15 @@ static const char *unsupported(const Term *t) {
   }
 }
 
-static void plan_visit(void *ud, const char *name, const Term *t) {
-  PlanWalk *w = ud;
+static int add_slot(Plan *p, Slot s) {
+  g_array_append_val(p->slots, s);
+  return (int)p->slots->len - 1;
+}
+
+static void plan_value(PlanWalk *w, const char *name, const Term *t) {
   if (w->failed)
     return;
-  const char *why = t->kind == TM_ARG ? NULL : unsupported(t);
+  const char *why = unsupported(t);
   if (why) {
     diag_reason(w->why, "%%%s: %s", name, why);
     w->failed = TRUE;
@@ -63,12 +58,30 @@ static void plan_visit(void *ud, const char *name, const Term *t) {
   Slot s = {.t = t,
             .type = t->type,
             .name = g_intern_string(name),
-            .arg = t->kind == TM_ARG ? t->index : -1};
+            .arg = t->kind == TM_ARG ? t->index : -1,
+            .acc = -1};
   if (t->kind == TM_OP && (t->op == OP_CONSTANT || t->op == OP_IOTA))
     s.value = kernel_eval(t, NULL);
-  g_array_append_val(w->plan->slots, s);
-  g_hash_table_insert(w->plan->index, (gpointer)t,
-                      GINT_TO_POINTER((int)w->plan->slots->len));
+  int at = add_slot(w->plan, s);
+  g_hash_table_insert(w->plan->index, (gpointer)t, GINT_TO_POINTER(at + 1));
+  if (t->kind == TM_SUM) {
+    Slot acc = {.type = type_with_dtype(
+                    t->type, dtype_is_float(t->type->dtype) ? DT_F64 : DT_I64),
+                .name = s.name,
+                .arg = -1,
+                .acc = -1};
+    int a = add_slot(w->plan, acc);
+    g_array_index(w->plan->slots, Slot, at).acc = a;
+  }
+}
+
+static void plan_region(PlanWalk *w, const SchedRegion *r) {
+  for (guint i = 0; i < r->stmts->len; i++) {
+    const SchedStmt *st = g_ptr_array_index(r->stmts, i);
+    plan_value(w, st->n.name, st->t);
+    if (st->child)
+      plan_region(w, st->child);
+  }
 }
 
 Plan *plan_new(const Module *m, const Func *f, Diag *why) {
@@ -80,10 +93,13 @@ Plan *plan_new(const Module *m, const Func *f, Diag *why) {
   if (!interp_check(f, why))
     return NULL; /* too large for memory, or not runnable */
   Plan *p = g_new0(Plan, 1);
+  p->sched = schedule_new(m, f);
   p->slots = g_array_new(FALSE, TRUE, sizeof(Slot));
   p->index = g_hash_table_new(NULL, NULL);
   PlanWalk w = {.plan = p, .why = why};
-  schedule_walk(m, f, plan_visit, &w);
+  for (int i = 0; i < f->nargs; i++)
+    plan_value(&w, p->sched->args[i].name, term_arg(i, f->arg_types[i]));
+  plan_region(&w, p->sched->top);
   if (w.failed) {
     plan_free(p);
     return NULL;
@@ -106,6 +122,7 @@ void plan_free(Plan *p) {
   }
   g_array_unref(p->slots);
   g_hash_table_unref(p->index);
+  schedule_free(p->sched);
   g_free(p->results);
   g_free(p);
 }

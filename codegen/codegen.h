@@ -1,4 +1,4 @@
-/* codegen.h — native code for one device's program (layer 4).
+/* codegen.h — native code for a program on one device (layer 4).
  *
  * A function becomes LLVM IR through the LLVM-C API (emit.c), is
  * optimized for the host CPU and loaded with ORC LLJIT (jit.c), and runs
@@ -13,10 +13,11 @@
  *   emit.c     the IR: a loop nest per operator
  *   jit.c      the host's target machine, the O3 pipeline, LLJIT
  *
- * What this first version leaves for later (docs/codegen.md): fusion of
- * elementwise chains (each operator writes its own buffer), buffer reuse,
- * polynomial transcendentals, blocked matmul, tiles and sums (regions)
- * and collectives, so SPMD programs still run on the simulator.
+ * Tiles and sums are loops.  What this first version leaves for later
+ * (docs/codegen.md): collectives (SPMD programs still run on the
+ * simulator) and the threaded runtime, fusion of elementwise chains
+ * (each operator writes its own buffer), buffer reuse, polynomial
+ * transcendentals, a blocked matmul.
  */
 #ifndef PARTIR_CODEGEN_H
 #define PARTIR_CODEGEN_H
@@ -27,8 +28,8 @@
 typedef struct Compiled Compiled;
 
 /* Compiles 'f' (names from 'm', may be NULL) for the host CPU.  NULL with
- * the reason in 'why' for a program the code generator does not handle:
- * it names the value ("%x: ...") before anything runs. */
+ * the reason in 'why' for a program the code generator does not handle
+ * (an SPMD program; a collective, named by its value: "%x: ..."). */
 Compiled *codegen_compile(const Module *m, const Func *f, Diag *why);
 void codegen_free(Compiled *c);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Compiled, codegen_free)

@@ -1,9 +1,12 @@
 /* emit.c — a plan's LLVM IR: one loop nest per operator.
  *
- * The entry 'void ENTRY(ptr bufs)' (bufs[i]: the buffer of slot i) calls,
- * in plan order (an operand's slot before its users'), for each computed
- * value the function of its kind of operator (op_function) with its
- * buffers.  Each operator mirrors its
+ * The entry 'void ENTRY(ptr bufs)' (bufs[i]: the buffer of slot i) walks
+ * the printer's schedule: for each computed value it calls the function
+ * of its kind (op_function, chunk_function) with its buffers, and a tile
+ * or sum is a loop over its range's chunks around its body's statements,
+ * each iteration's value put into its chunk (a tile) or added to a
+ * double or i64 accumulator rounded once at the end (a sum), as the
+ * interpreter's eval_region does.  Each operator mirrors its
  * interpreter kernel (src/eval/kernels.c), so the results agree bit for
  * bit:
  *
@@ -32,7 +35,7 @@ typedef struct Gen {
   LLVMBuilderRef b;
   LLVMValueRef fn;
   LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, vd;
-  const Term *cur;    /* the operator being emitted */
+  const Type **vt;    /* the types of the function's buffers */
   LLVMValueRef *base; /* its buffers: the result's, then each operand's */
   LLVMValueRef acc_f, acc_i; /* entry-block accumulators: double, i64 */
 } Gen;
@@ -47,9 +50,7 @@ static LLVMValueRef cf64(Gen *g, double v) { return LLVMConstReal(g->f64, v); }
  * result's, OPERAND(k) operand k's. */
 #define OPERAND(k) ((k) + 1)
 
-static const Type *vtype(Gen *g, int v) {
-  return v == 0 ? g->cur->type : g->cur->args[v - 1]->type;
-}
+static const Type *vtype(Gen *g, int v) { return g->vt[v]; }
 
 /* The storage type of an element of 'dt'. */
 static LLVMTypeRef storage(Gen *g, DType dt) {
@@ -733,59 +734,287 @@ static void emit_op(Gen *g, const Term *t) {
 
 /* The buffers of slot 's' and of its operands, read from 'bufs' at the
  * entry of the function that computes 's'. */
-/* The function computing values like 't' (operator, attributes and
- * types): 'void f(ptr result, ptr operand0, ...)', never inlined.  Values
- * alike share it (each layer of a model the same few), so the optimizer
- * works on each kind of operator once: compiling takes time in proportion
- * to the kinds of operators, not to the program. */
-static LLVMValueRef op_function(Gen *g, const Term *t, GHashTable *made,
-                                LLVMTypeRef *fty_out) {
-  int n = t->nargs + 1;
-  g_autofree LLVMTypeRef *params = g_new(LLVMTypeRef, (gsize)n);
+/* A new function 'void NAME(ptr b0, ..., ptr b[n-1] [, i64 index])',
+ * internal and never inlined, its buffers of types 'vt', the builder in
+ * its entry block.  Its body follows; then finish_function. */
+static LLVMValueRef new_function(Gen *g, const char *name, int n,
+                                 gboolean index, const Type **vt,
+                                 LLVMTypeRef *fty) {
+  g_autofree LLVMTypeRef *params = g_new(LLVMTypeRef, (gsize)n + 1);
   for (int k = 0; k < n; k++)
     params[k] = g->ptr;
-  *fty_out = LLVMFunctionType(g->vd, params, (unsigned)n, 0);
-  GString *key = g_string_new(NULL);
-  g_string_append_printf(key, "%d %p %p", (int)t->op, (const void *)t->attrs,
-                         (const void *)t->type);
-  for (int k = 0; k < t->nargs; k++)
-    g_string_append_printf(key, " %p", (const void *)t->args[k]->type);
-  LLVMValueRef fn = g_hash_table_lookup(made, key->str);
-  if (fn) {
-    g_string_free(key, TRUE);
-    return fn;
-  }
-  g_autofree char *name =
-      g_strdup_printf("%s_%u", op_name(t->op), g_hash_table_size(made));
-  fn = LLVMAddFunction(g->mod, name, *fty_out);
+  params[n] = g->i64;
+  *fty = LLVMFunctionType(g->vd, params, (unsigned)(n + index), 0);
+  LLVMValueRef fn = LLVMAddFunction(g->mod, name, *fty);
   LLVMSetLinkage(fn, LLVMInternalLinkage);
   LLVMAddAttributeAtIndex(
       fn, LLVMAttributeFunctionIndex,
       LLVMCreateEnumAttribute(
           g->ctx, LLVMGetEnumAttributeKindForName("noinline", 8), 0));
   g->fn = fn;
-  g->cur = t;
-  g_autofree LLVMValueRef *base = g_new(LLVMValueRef, (gsize)n);
+  g->vt = vt;
+  g->base = g_new(LLVMValueRef, (gsize)n);
   for (int k = 0; k < n; k++)
-    base[k] = LLVMGetParam(fn, (unsigned)k);
-  g->base = base;
+    g->base[k] = LLVMGetParam(fn, (unsigned)k);
   LLVMPositionBuilderAtEnd(g->b,
                            LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
   /* the accumulators, in the entry block (mem2reg makes them registers) */
   g->acc_f = LLVMBuildAlloca(g->b, g->f64, "acc");
   g->acc_i = LLVMBuildAlloca(g->b, g->i64, "iacc");
-  emit_op(g, t);
-  LLVMBuildRetVoid(g->b);
-  g->base = NULL;
-  g_hash_table_insert(made, g_string_free(key, FALSE), fn);
   return fn;
 }
 
+static void finish_function(Gen *g) {
+  LLVMBuildRetVoid(g->b);
+  g_clear_pointer(&g->base, g_free);
+  g->vt = NULL;
+}
+
+/* A function made once per kind of value (the key), as 'made' remembers:
+ * values alike share it (each layer of a model the same few), so the
+ * optimizer works on each kind once and compiling takes time in
+ * proportion to the kinds, not to the program. */
+typedef struct Fn {
+  LLVMValueRef fn;
+  LLVMTypeRef ty;
+} Fn;
+
+static Fn *fn_known(GHashTable *made, const char *key) {
+  return g_hash_table_lookup(made, key);
+}
+
+static Fn *fn_remember(GHashTable *made, char *key, LLVMValueRef fn,
+                       LLVMTypeRef ty) {
+  Fn *f = g_new(Fn, 1);
+  f->fn = fn;
+  f->ty = ty;
+  g_hash_table_insert(made, key, f);
+  return f;
+}
+
+/* The types of 't' and of its operands, for a key and for vt. */
+static char *types_key(const Term *t, int nargs) {
+  GString *key = g_string_new(NULL);
+  g_string_append_printf(key, "%p", (const void *)t->type);
+  for (int k = 0; k < nargs; k++)
+    g_string_append_printf(key, " %p", (const void *)t->args[k]->type);
+  return g_string_free(key, FALSE);
+}
+
+/* 'void f(ptr result, ptr operand0, ...)' computing operator 't'. */
+static Fn *op_function(Gen *g, const Term *t, GHashTable *made) {
+  g_autofree char *types = types_key(t, t->nargs);
+  char *key =
+      g_strdup_printf("op %d %p %s", (int)t->op, (const void *)t->attrs, types);
+  Fn *known = fn_known(made, key);
+  if (known) {
+    g_free(key);
+    return known;
+  }
+  int n = t->nargs + 1;
+  g_autofree const Type **vt = g_new(const Type *, (gsize)n);
+  vt[0] = t->type;
+  for (int k = 0; k < t->nargs; k++)
+    vt[k + 1] = t->args[k]->type;
+  g_autofree char *name =
+      g_strdup_printf("%s_%u", op_name(t->op), g_hash_table_size(made));
+  LLVMTypeRef ty;
+  LLVMValueRef fn = new_function(g, name, n, FALSE, vt, &ty);
+  emit_op(g, t);
+  finish_function(g);
+  return fn_remember(made, key, fn, ty);
+}
+
+/* 'void f(ptr a, ptr b, i64 r)' copying between a chunk-sized value and
+ * chunk r (width w along dim d) of a whole one: 'slice d x[r]' reads the
+ * chunk (a = the slice, b = x); a tile's iteration r writes it (a = the
+ * tile, b = its body's value). */
+static Fn *chunk_function(Gen *g, gboolean put, int d, int64_t w,
+                          const Type *whole, const Type *chunk,
+                          GHashTable *made) {
+  char *key =
+      g_strdup_printf("%s %d %" G_GINT64_FORMAT " %p %p", put ? "put" : "slice",
+                      d, w, (const void *)whole, (const void *)chunk);
+  Fn *known = fn_known(made, key);
+  if (known) {
+    g_free(key);
+    return known;
+  }
+  /* buffer 0 is the one written */
+  const Type *vt[2] = {put ? whole : chunk, put ? chunk : whole};
+  int at_whole = put ? 0 : 1, at_chunk = 1 - at_whole;
+  g_autofree char *name =
+      g_strdup_printf("%s_%u", put ? "tile" : "slice", g_hash_table_size(made));
+  LLVMTypeRef ty;
+  LLVMValueRef fn = new_function(g, name, 2, TRUE, vt, &ty);
+  int64_t strides[2][PARTIR_MAX_RANK];
+  strides_of(whole, strides[at_whole]);
+  strides_of(chunk, strides[at_chunk]);
+  const int64_t *sets[2] = {strides[0], strides[1]};
+  LLVMValueRef bases[2];
+  bases[at_chunk] = c64(g, 0);
+  bases[at_whole] = LLVMBuildNSWMul(g->b, LLVMGetParam(fn, 2),
+                                    c64(g, w * strides[at_whole][d]), "");
+  Nest nest;
+  nest_open(g, &nest, chunk->rank, chunk->dims, 2, sets, bases);
+  store_raw(g, 0, nest.off[0], load_raw(g, 1, nest.off[1]));
+  nest_close(g, &nest);
+  finish_function(g);
+  return fn_remember(made, key, fn, ty);
+}
+
+/* A sum's accumulator (double, or i64 for integers): 'zero' sets it to 0,
+ * 'add' adds an iteration's body value, 'round' stores it rounded (or
+ * wrapped) into the sum's result, once, as the interpreter does
+ * (tensor_new_acc, tensor_from_acc). */
+typedef enum { ACC_ZERO, ACC_ADD, ACC_ROUND } AccStep;
+
+static Fn *acc_function(Gen *g, AccStep step, const Type *acc,
+                        const Type *other, GHashTable *made) {
+  static const char *const names[] = {"acc_zero", "acc_add", "acc_round"};
+  char *key = g_strdup_printf("%s %p %p", names[step], (const void *)acc,
+                              (const void *)other);
+  Fn *known = fn_known(made, key);
+  if (known) {
+    g_free(key);
+    return known;
+  }
+  /* buffers: 0 the accumulator (ACC_ROUND: the result), 1 the other */
+  const Type *vt[2] = {step == ACC_ROUND ? other : acc,
+                       step == ACC_ROUND ? acc : other};
+  g_autofree char *name =
+      g_strdup_printf("%s_%u", names[step], g_hash_table_size(made));
+  LLVMTypeRef ty;
+  LLVMValueRef fn =
+      new_function(g, name, step == ACC_ZERO ? 1 : 2, FALSE, vt, &ty);
+  gboolean is_float = dtype_is_float(acc->dtype);
+  Loop l;
+  LLVMValueRef i = loop_open(g, type_numel(acc), &l);
+  switch (step) {
+  case ACC_ZERO:
+    store_elem(g, 0, i, is_float ? cf64(g, 0) : c64(g, 0));
+    break;
+  case ACC_ADD: {
+    LLVMValueRef a = load_elem(g, 0, i), v = load_elem(g, 1, i);
+    store_elem(g, 0, i,
+               is_float ? LLVMBuildFAdd(g->b, a, v, "")
+                        : LLVMBuildAdd(g->b, a, v, ""));
+    break;
+  }
+  case ACC_ROUND:
+    store_elem(g, 0, i, load_elem(g, 1, i));
+    break;
+  }
+  loop_close(g, &l);
+  finish_function(g);
+  return fn_remember(made, key, fn, ty);
+}
+
+/* ------------------------------------------------------------ the entry */
+
+typedef struct Entry {
+  Gen *g;
+  const Plan *p;
+  GHashTable *made;
+  LLVMValueRef fn, bufs;
+  LLVMValueRef ivs[PARTIR_MAX_REGIONS + 1]; /* per level: the iteration */
+} Entry;
+
+static int slot_index(const Plan *p, const Term *t) {
+  return GPOINTER_TO_INT(g_hash_table_lookup(p->index, t)) - 1;
+}
+
 /* The buffer of slot 's', read from 'bufs' in the entry function. */
-static LLVMValueRef buffer(Gen *g, LLVMValueRef bufs, int s) {
-  LLVMValueRef i = c64(g, s);
-  LLVMValueRef at = LLVMBuildGEP2(g->b, g->ptr, bufs, &i, 1, "");
-  return LLVMBuildLoad2(g->b, g->ptr, at, "buf");
+static LLVMValueRef buffer(Entry *e, int s) {
+  LLVMValueRef i = c64(e->g, s);
+  LLVMValueRef at = LLVMBuildGEP2(e->g->b, e->g->ptr, e->bufs, &i, 1, "");
+  return LLVMBuildLoad2(e->g->b, e->g->ptr, at, "buf");
+}
+
+/* Calls 'f' from the entry, where the builder is left. */
+static void call(Entry *e, Fn *f, LLVMValueRef *args, int n) {
+  LLVMBuildCall2(e->g->b, f->ty, f->fn, args, (unsigned)n, "");
+}
+
+/* Functions are made on the way (each in its own blocks): the entry's
+ * place is kept and the builder put back there after each. */
+static void back_to_entry(Entry *e, LLVMBasicBlockRef at) {
+  e->g->fn = e->fn;
+  LLVMPositionBuilderAtEnd(e->g->b, at);
+}
+
+static void emit_statements(Entry *e, const SchedRegion *r);
+
+/* A tile or sum: a loop over its range's chunks in the entry. */
+static void emit_region(Entry *e, const Term *t, const SchedRegion *body) {
+  Gen *g = e->g;
+  int s = slot_index(e->p, t), b = slot_index(e->p, t->args[0]);
+  const Slot *slot = &g_array_index(e->p->slots, Slot, s);
+  LLVMBasicBlockRef at = LLVMGetInsertBlock(g->b);
+  Fn *put = NULL, *zero = NULL, *round = NULL;
+  const Type *acc =
+      slot->acc >= 0 ? g_array_index(e->p->slots, Slot, slot->acc).type : NULL;
+  if (t->kind == TM_TILE) {
+    put = chunk_function(g, TRUE, t->index, t->range->w, t->type,
+                         t->args[0]->type, e->made);
+  } else {
+    zero = acc_function(g, ACC_ZERO, acc, NULL, e->made);
+    put = acc_function(g, ACC_ADD, acc, t->args[0]->type, e->made);
+    round = acc_function(g, ACC_ROUND, acc, t->type, e->made);
+  }
+  back_to_entry(e, at);
+  LLVMValueRef accbuf = acc ? buffer(e, slot->acc) : NULL;
+  if (zero)
+    call(e, zero, &accbuf, 1);
+  Loop l;
+  e->ivs[t->binder] = loop_open(g, t->range->n / t->range->w, &l);
+  emit_statements(e, body);
+  if (t->kind == TM_TILE) {
+    LLVMValueRef args[3] = {buffer(e, s), buffer(e, b), e->ivs[t->binder]};
+    call(e, put, args, 3);
+  } else {
+    LLVMValueRef args[2] = {accbuf, buffer(e, b)};
+    call(e, put, args, 2);
+  }
+  loop_close(g, &l);
+  if (round) {
+    LLVMValueRef args[2] = {buffer(e, s), accbuf};
+    call(e, round, args, 2);
+  }
+}
+
+static void emit_statement(Entry *e, const SchedStmt *st) {
+  Gen *g = e->g;
+  const Term *t = st->t;
+  int s = slot_index(e->p, t);
+  const Slot *slot = &g_array_index(e->p->slots, Slot, s);
+  if (slot->value || type_numel(slot->type) == 0)
+    return; /* evaluated when compiling, or empty */
+  LLVMBasicBlockRef at = LLVMGetInsertBlock(g->b);
+  if (t->kind == TM_TILE || t->kind == TM_SUM) {
+    emit_region(e, t, st->child);
+  } else if (t->kind == TM_SLICE) {
+    Fn *f = chunk_function(g, FALSE, t->index, t->args[1]->type->w,
+                           t->args[0]->type, t->type, e->made);
+    back_to_entry(e, at);
+    LLVMValueRef args[3] = {buffer(e, s),
+                            buffer(e, slot_index(e->p, t->args[0])),
+                            e->ivs[t->args[1]->index]};
+    call(e, f, args, 3);
+  } else {
+    Fn *f = op_function(g, t, e->made);
+    back_to_entry(e, at);
+    g_autofree LLVMValueRef *args = g_new(LLVMValueRef, (gsize)t->nargs + 1);
+    args[0] = buffer(e, s);
+    for (int k = 0; k < t->nargs; k++)
+      args[k + 1] = buffer(e, slot_index(e->p, t->args[k]));
+    call(e, f, args, t->nargs + 1);
+  }
+}
+
+static void emit_statements(Entry *e, const SchedRegion *r) {
+  for (guint i = 0; i < r->stmts->len; i++)
+    emit_statement(e, g_ptr_array_index(r->stmts, i));
 }
 
 LLVMModuleRef emit_module(LLVMContextRef ctx, const Plan *p,
@@ -802,35 +1031,17 @@ LLVMModuleRef emit_module(LLVMContextRef ctx, const Plan *p,
   g.f64 = LLVMDoubleTypeInContext(ctx);
   g.ptr = LLVMPointerTypeInContext(ctx, 0);
   g.vd = LLVMVoidTypeInContext(ctx);
-  g_autoptr(GHashTable) made =
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  /* the operators' functions first, then the entry that calls them */
-  guint n = p->slots->len;
-  g_autofree LLVMValueRef *fns = g_new0(LLVMValueRef, MAX(n, 1));
-  g_autofree LLVMTypeRef *ftys = g_new0(LLVMTypeRef, MAX(n, 1));
-  for (guint s = 0; s < n; s++) {
-    const Slot *slot = &g_array_index(p->slots, Slot, s);
-    if (slot->arg < 0 && !slot->value && type_numel(slot->type) > 0)
-      fns[s] = op_function(&g, slot->t, made, &ftys[s]);
-  }
+  Entry e = {.g = &g, .p = p};
+  e.made = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   LLVMTypeRef ety = LLVMFunctionType(g.vd, &g.ptr, 1, 0);
-  LLVMValueRef main = LLVMAddFunction(g.mod, entry, ety);
+  e.fn = LLVMAddFunction(g.mod, entry, ety);
+  e.bufs = LLVMGetParam(e.fn, 0);
+  g.fn = e.fn;
   LLVMPositionBuilderAtEnd(g.b,
-                           LLVMAppendBasicBlockInContext(ctx, main, "entry"));
-  LLVMValueRef bufs = LLVMGetParam(main, 0);
-  for (guint s = 0; s < n; s++) {
-    if (!fns[s])
-      continue; /* given, evaluated when compiling, or empty */
-    const Term *t = g_array_index(p->slots, Slot, s).t;
-    g_autofree LLVMValueRef *args = g_new(LLVMValueRef, (gsize)t->nargs + 1);
-    args[0] = buffer(&g, bufs, (int)s);
-    for (int k = 0; k < t->nargs; k++)
-      args[k + 1] = buffer(
-          &g, bufs,
-          GPOINTER_TO_INT(g_hash_table_lookup(p->index, t->args[k])) - 1);
-    LLVMBuildCall2(g.b, ftys[s], fns[s], args, (unsigned)t->nargs + 1, "");
-  }
+                           LLVMAppendBasicBlockInContext(ctx, e.fn, "entry"));
+  emit_statements(&e, p->sched->top);
   LLVMBuildRetVoid(g.b);
+  g_hash_table_unref(e.made);
   LLVMDisposeBuilder(g.b);
   return g.mod;
 }

@@ -10,16 +10,20 @@
 
 /* One buffer per value: an argument (its tensor is passed in), a
  * constant or iota (evaluated once, when compiling, by the interpreter's
- * kernel), or a value the code computes. */
+ * kernel), or a value the code computes.  A value inside a tile or sum
+ * has one buffer, which each iteration overwrites; a sum also has an
+ * accumulator. */
 typedef struct Slot {
-  const Term *t;
+  const Term *t; /* NULL for a sum's accumulator */
   const Type *type;
   const char *name; /* the printed name, for messages */
   int arg;          /* argument number, or -1 */
   Tensor *value;    /* constant's value, or NULL */
+  int acc;          /* a sum's accumulator slot (double or i64), or -1 */
 } Slot;
 
 typedef struct Plan {
+  Schedule *sched;   /* the printer's: regions and their statements */
   GArray *slots;     /* Slot */
   GHashTable *index; /* Term -> slot + 1 */
   int *results;      /* per result: its slot */

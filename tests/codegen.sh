@@ -5,11 +5,12 @@
 # generator mirrors the interpreter's arithmetic (docs/codegen.md).
 #
 #   - every program of tests/fixtures/kernels.test (the interpreter's
-#     kernel tests, values from NumPy): those without partir regions
-#     compile and agree; those with regions are refused with a message
-#     that names the value, before any input is read;
+#     kernel tests, values from NumPy), tiles and sums included;
 #   - the examples and generated models (MLP, transformer layer, a
-#     12-layer transformer) on random inputs (--seed);
+#     12-layer transformer) on random inputs (--seed), and partitioned
+#     ones (mlp_tiled.pir, a 4-layer transformer after batch, Megatron
+#     and ZeRO tactics), whose regions run as loops on one device;
+#   - an SPMD program is refused (collectives are not compiled yet);
 #   - 'partir compile' shows the optimized IR and the host's assembly,
 #     and refuses an unknown --emit.
 . "$top_srcdir/tests/tap.sh"
@@ -50,31 +51,15 @@ awk -v dir="$tmp/kernels" '
   /^%%/ { copy = 0 }
   copy { print > file }' "$top_srcdir/tests/fixtures/kernels.test"
 compiled=0
-refused=0
 for file in "$tmp/kernels"/*.pir; do
   name=$(basename "$file" .pir)
-  # the fixtures of programs the interpreter refuses are not run here
-  "$PARTIR" run "$file" >/dev/null 2>&1 || continue
-  if grep -q 'partir\.' "$file"; then
-    if "$PARTIR" exec "$file" >/dev/null 2>"$tmp/err"; then
-      not_ok "$name: a program with regions is refused (it ran)"
-    elif grep -q "^partir: .*: %[A-Za-z0-9_]*: partir regions (tile, sum, slice) are not compiled yet" "$tmp/err"; then
-      refused=$((refused + 1))
-    else
-      not_ok "$name: a program with regions is refused with the reason"
-      show "$tmp/err"
-    fi
-    continue
-  fi
   before=$failed
   same "kernels/$name" "$file"
   [ "$failed" = "$before" ] && compiled=$((compiled + 1))
 done
-# 136 of the 154 fixtures have no region (counted when written: grep -L)
-check "kernel fixtures: $compiled without regions compiled and agree (136)" \
-  test "$compiled" -eq 136
-check "kernel fixtures: $refused with regions refused, naming the value (18)" \
-  test "$refused" -eq 18
+# 154 programs, 18 of them with tiles and sums (counted when written)
+check "kernel fixtures: all $compiled compiled and agree (154)" \
+  test "$compiled" -eq 154
 
 # Examples and models, on random inputs.
 same "examples/mlp.pir" "$top_srcdir/examples/mlp.pir" --seed 3
@@ -85,6 +70,21 @@ same "12-layer transformer" "$tmp/t12.pir" --seed 5
 lua5.4 "$top_srcdir/examples/models/mlp.lua" --layers 8 --batch 16 \
   --width 64 >"$tmp/mlp8.pir"
 same "8-layer MLP" "$tmp/mlp8.pir" --seed 6
+
+# Partitioned programs run on one device: their tiles and sums are loops.
+same "examples/mlp_tiled.pir" "$top_srcdir/examples/mlp_tiled.pir" --seed 7
+lua5.4 "$top_srcdir/examples/models/transformer.lua" --layers 4 --batch 4 \
+  --seq 8 --d_model 32 --heads 4 --d_ff 64 >"$tmp/t4.pir"
+for tactic in batch-megatron megatron-batch batch-megatron-zero; do
+  if "$PARTIR" tactic "$top_srcdir/tests/bench/tactics/$tactic.lua" \
+    "$tmp/t4.pir" --mesh batch=2,model=2 -o "$tmp/t4-$tactic.pir" \
+    2>"$tmp/err"; then
+    same "4-layer transformer, $tactic" "$tmp/t4-$tactic.pir" --seed 8
+  else
+    not_ok "4-layer transformer, $tactic: the tactic runs"
+    show "$tmp/err"
+  fi
+done
 
 # compile: the code.
 "$PARTIR" compile "$top_srcdir/examples/mlp.pir" >"$tmp/ll" 2>"$tmp/err"
@@ -98,9 +98,12 @@ check "compile --emit asm: the host's assembly of the entry" \
 status=$?
 check "compile --emit obj: refused as a usage error (exit 2)" test $status -eq 2
 check "...saying what --emit takes" grep -q 'must be llvm or asm' "$tmp/err"
-"$PARTIR" exec "$top_srcdir/examples/mlp_tiled.pir" >"$tmp/out" 2>"$tmp/err"
+"$PARTIR" lower "$top_srcdir/examples/mlp_tiled.pir" --mesh batch=2 \
+  -o "$tmp/spmd.pir" 2>/dev/null
+"$PARTIR" exec "$tmp/spmd.pir" >"$tmp/out" 2>"$tmp/err"
 status=$?
-check "exec of a partitioned program: exit 1" test $status -eq 1
-check "...naming the region's value, nothing printed" \
-  sh -c "grep -q 'mlp_tiled.pir: %0: partir regions' '$tmp/err' && ! test -s '$tmp/out'"
+check "exec of an SPMD program: exit 1 (its collectives are not compiled yet)" \
+  test $status -eq 1
+check "...saying so, nothing printed" \
+  sh -c "grep -q 'spmd.pir: SPMD programs are not compiled yet' '$tmp/err' && ! test -s '$tmp/out'"
 done_testing
