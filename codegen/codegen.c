@@ -11,6 +11,8 @@
  */
 #include "codegen/internal.h"
 
+#include "spmd/spmd.h"
+
 #include <stdatomic.h>
 
 struct Compiled {
@@ -21,25 +23,7 @@ struct Compiled {
 typedef struct PlanWalk {
   Plan *plan;
   Diag *why;
-  gboolean failed;
 } PlanWalk;
-
-/* Why the code generator does not handle 't', or NULL. */
-static const char *unsupported(const Term *t) {
-  if (t->kind != TM_OP)
-    return NULL;
-  switch (t->op) {
-  case OP_ALL_REDUCE:
-  case OP_ALL_GATHER:
-  case OP_REDUCE_SCATTER:
-  case OP_ALL_TO_ALL:
-  case OP_SHARD:
-    return "collectives are not compiled yet: run the SPMD program on the "
-           "simulator ('partir lower --simulate')";
-  default:
-    return NULL;
-  }
-}
 
 static int add_slot(Plan *p, Slot s) {
   g_array_append_val(p->slots, s);
@@ -47,14 +31,6 @@ static int add_slot(Plan *p, Slot s) {
 }
 
 static void plan_value(PlanWalk *w, const char *name, const Term *t) {
-  if (w->failed)
-    return;
-  const char *why = unsupported(t);
-  if (why) {
-    diag_reason(w->why, "%%%s: %s", name, why);
-    w->failed = TRUE;
-    return;
-  }
   Slot s = {.t = t,
             .type = t->type,
             .name = g_intern_string(name),
@@ -85,25 +61,24 @@ static void plan_region(PlanWalk *w, const SchedRegion *r) {
 }
 
 Plan *plan_new(const Module *m, const Func *f, Diag *why) {
-  if (f->spmd) {
-    diag_reason(why, "SPMD programs are not compiled yet: run them on the "
-                     "simulator ('partir lower --simulate')");
-    return NULL;
-  }
-  if (!interp_check(f, why))
+  /* an SPMD program's collectives are checked as a device's (spmd_run
+   * runs it on devices): with a device's Collectives in place */
+  Collectives probe = {0}, *saved = kernel_comm;
+  if (f->spmd)
+    kernel_comm = &probe;
+  gboolean ok = interp_check(f, why);
+  kernel_comm = saved;
+  if (!ok)
     return NULL; /* too large for memory, or not runnable */
   Plan *p = g_new0(Plan, 1);
   p->sched = schedule_new(m, f);
   p->slots = g_array_new(FALSE, TRUE, sizeof(Slot));
   p->index = g_hash_table_new(NULL, NULL);
+  p->spmd = f->spmd != NULL;
   PlanWalk w = {.plan = p, .why = why};
   for (int i = 0; i < f->nargs; i++)
     plan_value(&w, p->sched->args[i].name, term_arg(i, f->arg_types[i]));
   plan_region(&w, p->sched->top);
-  if (w.failed) {
-    plan_free(p);
-    return NULL;
-  }
   p->nresults = f->nresults;
   p->results = g_new(int, (gsize)MAX(f->nresults, 1));
   for (int i = 0; i < f->nresults; i++)
@@ -181,6 +156,8 @@ void codegen_free(Compiled *c) {
 }
 
 GPtrArray *codegen_run(Compiled *c, Tensor *const *args) {
+  /* a device's program: only on a device (its collectives need one) */
+  g_return_val_if_fail(!c->plan->spmd || kernel_comm, NULL);
   GArray *slots = c->plan->slots;
   g_autofree void **bufs = g_new0(void *, MAX(slots->len, 1));
   g_autofree Tensor **held = g_new0(Tensor *, MAX(slots->len, 1));
@@ -201,6 +178,20 @@ GPtrArray *codegen_run(Compiled *c, Tensor *const *args) {
   for (guint s = 0; s < slots->len; s++)
     tensor_unref(held[s]);
   return results;
+}
+
+static GPtrArray *run_device(void *data, const Func *f, Tensor *const *inputs,
+                             GError **error) {
+  (void)f;
+  (void)error; /* compiled code does not fail once it runs */
+  return codegen_run(data, inputs);
+}
+
+GPtrArray *codegen_run_spmd(Compiled *c, const Func *f,
+                            Tensor *const *global_inputs, Diag *diag,
+                            GError **error) {
+  g_assert(c->plan->spmd && f->spmd);
+  return spmd_run(f, global_inputs, run_device, c, diag, error);
 }
 
 char *codegen_text(const Module *m, const Func *f, CodegenEmit what,

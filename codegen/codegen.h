@@ -11,13 +11,14 @@
  *
  *   codegen.c  the plan (a buffer per value), compiling, running
  *   emit.c     the IR: a loop nest per operator
+ *   runtime.c  what the generated code calls (collectives)
  *   jit.c      the host's target machine, the O3 pipeline, LLJIT
  *
- * Tiles and sums are loops.  What this first version leaves for later
- * (docs/codegen.md): collectives (SPMD programs still run on the
- * simulator) and the threaded runtime, fusion of elementwise chains
- * (each operator writes its own buffer), buffer reuse, polynomial
- * transcendentals, a blocked matmul.
+ * Tiles and sums are loops; an SPMD program runs on a thread a device
+ * (codegen_run_spmd).  What this first version leaves for later
+ * (docs/codegen.md): fusion of elementwise chains (each operator writes
+ * its own buffer), buffer reuse, polynomial transcendentals, a blocked
+ * matmul, collectives faster than the simulator's.
  */
 #ifndef PARTIR_CODEGEN_H
 #define PARTIR_CODEGEN_H
@@ -27,16 +28,24 @@
 /* A compiled function, ready to run. */
 typedef struct Compiled Compiled;
 
-/* Compiles 'f' (names from 'm', may be NULL) for the host CPU.  NULL with
- * the reason in 'why' for a program the code generator does not handle
- * (an SPMD program; a collective, named by its value: "%x: ..."). */
+/* Compiles 'f' (names from 'm', may be NULL) for the host CPU, an SPMD
+ * program too (a device's program).  NULL with the reason in 'why'. */
 Compiled *codegen_compile(const Module *m, const Func *f, Diag *why);
 void codegen_free(Compiled *c);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Compiled, codegen_free)
 
 /* Runs 'c' on 'args' (one per argument, of the function's types): its
- * results, new tensors, in order. */
+ * results, new tensors, in order.  An SPMD program runs only on a
+ * device (codegen_run_spmd). */
 GPtrArray *codegen_run(Compiled *c, Tensor *const *args);
+
+/* Runs SPMD program 'f', compiled as 'c', on one thread per device of its
+ * mesh, on the global inputs: as spmd_simulate (scatter, run, gather),
+ * each device running the compiled code, its collectives in shared
+ * memory.  NULL with the reason (diag) or the error. */
+GPtrArray *codegen_run_spmd(Compiled *c, const Func *f,
+                            Tensor *const *global_inputs, Diag *diag,
+                            GError **error);
 
 /* What 'partir compile --emit' shows. */
 typedef enum { EMIT_LLVM, EMIT_ASM } CodegenEmit;

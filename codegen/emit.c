@@ -704,9 +704,32 @@ static void emit_dot(Gen *g, int s, const Term *t) {
 
 /* ------------------------------------------------------------- module */
 
+/* A collective: the runtime's codegen_rt_collective with the term (both
+ * addresses in this process, where the code runs). */
+static void emit_collective(Gen *g, const Term *t) {
+  LLVMTypeRef params[3] = {g->ptr, g->ptr, g->ptr};
+  LLVMTypeRef fty = LLVMFunctionType(g->vd, params, 3, 0);
+  LLVMValueRef fn = LLVMConstIntToPtr(
+      LLVMConstInt(g->i64, (unsigned long long)(uintptr_t)codegen_rt_collective,
+                   0),
+      g->ptr);
+  LLVMValueRef args[3] = {
+      LLVMConstIntToPtr(
+          LLVMConstInt(g->i64, (unsigned long long)(uintptr_t)t, 0), g->ptr),
+      g->base[OPERAND(0)], g->base[0]};
+  LLVMBuildCall2(g->b, fty, fn, args, 3, "");
+}
+
 static void emit_op(Gen *g, const Term *t) {
   int s = 0; /* the result's buffer */
   switch (t->op) {
+  case OP_ALL_REDUCE:
+  case OP_ALL_GATHER:
+  case OP_REDUCE_SCATTER:
+  case OP_ALL_TO_ALL:
+  case OP_SHARD:
+    emit_collective(g, t);
+    break;
   case OP_BROADCAST_IN_DIM:
   case OP_TRANSPOSE:
   case OP_SLICE:

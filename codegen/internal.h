@@ -23,6 +23,7 @@ typedef struct Slot {
 } Slot;
 
 typedef struct Plan {
+  gboolean spmd;     /* a device's program: it runs on a device */
   Schedule *sched;   /* the printer's: regions and their statements */
   GArray *slots;     /* Slot */
   GHashTable *index; /* Term -> slot + 1 */
@@ -30,10 +31,15 @@ typedef struct Plan {
   int nresults;
 } Plan;
 
-/* The plan of 'f', or NULL with the reason (an operator or a construct
- * the code generator does not handle, named by its value). */
+/* The plan of 'f', or NULL with the reason (a program too large for
+ * memory). */
 Plan *plan_new(const Module *m, const Func *f, Diag *why);
 void plan_free(Plan *p);
+
+/* A collective of the generated code: 't' on this device's operand 'in'
+ * (t's operand type), its result written to 'out', through the device's
+ * Collectives (kernel_comm, set on the device's thread). */
+void codegen_rt_collective(const Term *t, const void *in, void *out);
 
 /* The IR of 'p': 'void ENTRY(ptr bufs)' in a new module of 'ctx', bufs[i]
  * the buffer of slot i. */

@@ -3,7 +3,8 @@
  *   partir check FILE                  parse and type-check
  *   partir fmt FILE [--expr]           canonical print (or expression form)
  *   partir run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]
- *   partir exec FILE [same options as run]  compiled for this CPU (LLVM)
+ *   partir exec FILE [--mesh MESH] [run's options]  compiled (LLVM): one
+ *                                    device, or a thread per device
  *   partir compile FILE [--emit llvm|asm] [-o OUT]  the compiled code
  *   partir rewrite FILE --do 'arg-tile 0 0 8; propagate' [-o OUT] [--expr]
  *   partir tactic SCRIPT.lua FILE [--mesh batch=2,model=4] [--set K=V] [-o OUT]
@@ -51,8 +52,11 @@ static void usage(FILE *to) {
         "form)\n"
         "  run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]\n"
         "                        run the reference interpreter\n"
-        "  exec FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]\n"
-        "                        run it compiled for this CPU (one device)\n"
+        "  exec FILE [--mesh batch=2,model=2] [--input NAME=FILE.npy]...\n"
+        "       [--seed N] [--output DIR]\n"
+        "                        run it compiled for this CPU: on one\n"
+        "                        device, or lowered on the mesh, a thread\n"
+        "                        a device\n"
         "  compile FILE [--emit llvm|asm] [-o OUT]\n"
         "                        the code 'exec' runs: optimized LLVM IR or\n"
         "                        the host's assembly\n"
@@ -395,26 +399,90 @@ static const GOptionEntry run_entries[] = {
      "write each result to DIR/NAME.npy", "DIR"},
     G_OPTION_ENTRY_NULL};
 
-/* run and exec: the interpreter's results, or the compiled code's. */
+/* Loads the rule files named by --rules, or the default ones. */
+static RuleSet *load_rules(char **files) {
+  g_autoptr(Diag) errors = diag_new(NULL);
+  RuleSet *rs = pipeline_load_rules((const char *const *)files, NULL, errors);
+  if (!rs)
+    fputs(diag_text(errors), stderr);
+  return rs;
+}
+
+typedef struct Loaded {
+  RuleSet *rs;
+  Module *m;
+  Lowered l; /* the file's own when it is SPMD text, else its lowering */
+} Loaded;
+
+static void loaded_clear(Loaded *ld) {
+  pipeline_lowered_clear(&ld->l);
+  module_free(ld->m);
+  ruleset_free(ld->rs);
+}
+
+/* FALSE (after saying why) when the mesh, the rules, the file or the
+ * lowering fail; the status to return is in *status. */
+static gboolean load_lowered(const char *path, const char *mesh_spec,
+                             char **rule_files, Loaded *ld, int *status) {
+  memset(ld, 0, sizeof *ld);
+  Mesh mesh;
+  g_autoptr(Diag) diag = diag_new(NULL);
+  if (!mesh_parse(mesh_spec, &mesh, diag)) {
+    print_reason(NULL, diag);
+    *status = 2;
+    return FALSE;
+  }
+  *status = 1;
+  if (!(ld->rs = load_rules(rule_files)) || !(ld->m = load_module(path)))
+    return FALSE;
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (!pipeline_lower(ld->rs, ld->m, module_entry(ld->m), &mesh, &ld->l, why)) {
+    g_printerr("partir: %s: cannot lower on mesh %s: %s\n", path,
+               mesh_spec ? mesh_spec : "(none)", diag_text(why));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* run and exec: the interpreter's results, or the compiled code's; with
+ * --mesh (exec), the program lowered on the mesh, each device's program
+ * compiled and run on its own thread. */
 static int run_program(const Options *o, char **files, gboolean compiled) {
-  g_autoptr(Module) m = load_module(files[0]);
-  if (!m)
+  Loaded ld = {0};
+  int status = 1;
+  if (compiled && o->mesh) {
+    if (!load_lowered(files[0], o->mesh, o->rule_files, &ld, &status)) {
+      loaded_clear(&ld);
+      return status;
+    }
+  } else if (!(ld.m = load_module(files[0]))) {
     return 1;
-  Func *f = module_entry(m);
+  }
+  const Module *m = ld.m;
+  const Func *f = o->mesh ? ld.l.global : module_entry(ld.m);
+  const Func *device = o->mesh ? ld.l.spmd : f;
+  g_autoptr(Diag) diag = diag_new(NULL);
+  if (compiled && f->spmd)
+    diag_reason(diag, "this is a device's program: give exec the program "
+                      "before lowering, and its --mesh");
   Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
   GError *error = NULL;
-  g_autoptr(Diag) diag = diag_new(NULL);
   GPtrArray *results = NULL;
   /* compile first: a program the code generator refuses is refused
    * before any input is read */
-  g_autoptr(Compiled) code = compiled ? codegen_compile(m, f, diag) : NULL;
+  g_autoptr(Compiled) code =
+      compiled && !diag_any(diag)
+          ? codegen_compile(o->mesh ? ld.l.names : m, device, diag)
+          : NULL;
   if ((!compiled || code) &&
       run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
-    results =
-        compiled ? codegen_run(code, inputs) : interp_run(f, inputs, &error);
+    results = !compiled ? interp_run(f, inputs, &error)
+              : device->spmd
+                  ? codegen_run_spmd(code, device, inputs, diag, &error)
+                  : codegen_run(code, inputs);
   if (results && o->output_dir)
     write_outputs(o->output_dir, m, f, results, &error);
-  int status = 0;
+  status = 0;
   if (error || diag_any(diag)) {
     if (error)
       print_error(files[0], error);
@@ -431,6 +499,7 @@ static int run_program(const Options *o, char **files, gboolean compiled) {
     if (inputs[i])
       tensor_unref(inputs[i]);
   g_free(inputs);
+  loaded_clear(&ld);
   return status;
 }
 
@@ -467,15 +536,6 @@ static int cmd_compile(const Options *o, char **files) {
   g_autoptr(GString) out = g_string_new(text);
   g_free(text);
   return write_result(o->output, out);
-}
-
-/* Loads the rule files named by --rules, or the default ones. */
-static RuleSet *load_rules(char **files) {
-  g_autoptr(Diag) errors = diag_new(NULL);
-  RuleSet *rs = pipeline_load_rules((const char *const *)files, NULL, errors);
-  if (!rs)
-    fputs(diag_text(errors), stderr);
-  return rs;
 }
 
 /* Says what the passes of a script on 'file' reported, a line at a time
@@ -695,42 +755,6 @@ static int cmd_tactic(const Options *o, char **files) {
 }
 
 /* A program file and the SPMD program it runs as on a mesh. */
-typedef struct Loaded {
-  RuleSet *rs;
-  Module *m;
-  Lowered l; /* the file's own when it is SPMD text, else its lowering */
-} Loaded;
-
-static void loaded_clear(Loaded *ld) {
-  pipeline_lowered_clear(&ld->l);
-  module_free(ld->m);
-  ruleset_free(ld->rs);
-}
-
-/* FALSE (after saying why) when the mesh, the rules, the file or the
- * lowering fail; the status to return is in *status. */
-static gboolean load_lowered(const char *path, const char *mesh_spec,
-                             char **rule_files, Loaded *ld, int *status) {
-  memset(ld, 0, sizeof *ld);
-  Mesh mesh;
-  g_autoptr(Diag) diag = diag_new(NULL);
-  if (!mesh_parse(mesh_spec, &mesh, diag)) {
-    print_reason(NULL, diag);
-    *status = 2;
-    return FALSE;
-  }
-  *status = 1;
-  if (!(ld->rs = load_rules(rule_files)) || !(ld->m = load_module(path)))
-    return FALSE;
-  g_autoptr(Diag) why = diag_new(NULL);
-  if (!pipeline_lower(ld->rs, ld->m, module_entry(ld->m), &mesh, &ld->l, why)) {
-    g_printerr("partir: %s: cannot lower on mesh %s: %s\n", path,
-               mesh_spec ? mesh_spec : "(none)", diag_text(why));
-    return FALSE;
-  }
-  return TRUE;
-}
-
 static const GOptionEntry lower_entries[] = {
     {"emit", 'e', 0, G_OPTION_ARG_STRING, &opt.emit,
      "what to print: spmd (default) or dot", "spmd|dot"},
@@ -828,7 +852,8 @@ static const Command commands[] = {
     {"check", "FILE", 1, one_file, 0, NULL, cmd_check},
     {"fmt", "FILE", 1, one_file, GROUP_EXPR, NULL, cmd_fmt},
     {"run", "FILE", 1, one_file, 0, run_entries, cmd_run},
-    {"exec", "FILE", 1, one_file, 0, run_entries, cmd_exec},
+    {"exec", "FILE", 1, one_file, GROUP_MESH | GROUP_RULES, run_entries,
+     cmd_exec},
     {"compile", "FILE", 1, one_file, GROUP_OUTPUT, compile_entries,
      cmd_compile},
     {"rewrite", "FILE", 1, one_file, GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR,

@@ -10,13 +10,19 @@
 #     12-layer transformer) on random inputs (--seed), and partitioned
 #     ones (mlp_tiled.pir, a 4-layer transformer after batch, Megatron
 #     and ZeRO tactics), whose regions run as loops on one device;
-#   - an SPMD program is refused (collectives are not compiled yet);
+#   - with --mesh, the program lowered and each device's program
+#     compiled, run on a thread per device (the simulator's collectives):
+#     the global results again equal the interpreter's;
+#   - a device's program given alone (SPMD text) is refused, saying what
+#     to give;
 #   - 'partir compile' shows the optimized IR and the host's assembly,
 #     and refuses an unknown --emit.
 . "$top_srcdir/tests/tap.sh"
 PARTIR=${PARTIR:-$top_builddir/repl/partir}
+mesh=
 
-# same NAME FILE [ARGS...]: exec and run write the same .npy files.
+# same NAME FILE [ARGS...]: exec and run write the same .npy files
+# (exec with --mesh $mesh when 'mesh' is set).
 same() {
   name=$1
   file=$2
@@ -29,7 +35,8 @@ same() {
     show "$tmp/err"
     return
   fi
-  if ! $VALGRIND "$PARTIR" exec "$file" --output "$tmp/exec" "$@" \
+  if ! $VALGRIND "$PARTIR" exec "$file" --output "$tmp/exec" \
+    ${mesh:+--mesh "$mesh"} "$@" \
     >/dev/null 2>"$tmp/err"; then
     not_ok "$name: compiled, it runs"
     show "$tmp/err"
@@ -73,6 +80,10 @@ same "8-layer MLP" "$tmp/mlp8.pir" --seed 6
 
 # Partitioned programs run on one device: their tiles and sums are loops.
 same "examples/mlp_tiled.pir" "$top_srcdir/examples/mlp_tiled.pir" --seed 7
+mesh=batch=2
+same "examples/mlp_tiled.pir on batch=2" "$top_srcdir/examples/mlp_tiled.pir" \
+  --seed 7
+mesh=
 lua5.4 "$top_srcdir/examples/models/transformer.lua" --layers 4 --batch 4 \
   --seq 8 --d_model 32 --heads 4 --d_ff 64 >"$tmp/t4.pir"
 for tactic in batch-megatron megatron-batch batch-megatron-zero; do
@@ -80,6 +91,11 @@ for tactic in batch-megatron megatron-batch batch-megatron-zero; do
     "$tmp/t4.pir" --mesh batch=2,model=2 -o "$tmp/t4-$tactic.pir" \
     2>"$tmp/err"; then
     same "4-layer transformer, $tactic" "$tmp/t4-$tactic.pir" --seed 8
+    # lowered on its mesh: four devices, each on its thread, compiled
+    mesh=batch=2,model=2
+    same "4-layer transformer, $tactic, on batch=2,model=2" \
+      "$tmp/t4-$tactic.pir" --seed 8
+    mesh=
   else
     not_ok "4-layer transformer, $tactic: the tactic runs"
     show "$tmp/err"
@@ -102,8 +118,8 @@ check "...saying what --emit takes" grep -q 'must be llvm or asm' "$tmp/err"
   -o "$tmp/spmd.pir" 2>/dev/null
 "$PARTIR" exec "$tmp/spmd.pir" >"$tmp/out" 2>"$tmp/err"
 status=$?
-check "exec of an SPMD program: exit 1 (its collectives are not compiled yet)" \
+check "exec of a device's program (SPMD text) without its global program: exit 1" \
   test $status -eq 1
-check "...saying so, nothing printed" \
-  sh -c "grep -q 'spmd.pir: SPMD programs are not compiled yet' '$tmp/err' && ! test -s '$tmp/out'"
+check "...saying what to give, nothing printed" \
+  sh -c "grep -q \"spmd.pir: this is a device's program: give exec the program before lowering, and its --mesh\" '$tmp/err' && ! test -s '$tmp/out'"
 done_testing

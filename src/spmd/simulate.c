@@ -13,6 +13,8 @@
  *   2. run      every device runs the reference interpreter (interp_run)
  *               on its own thread, with 'kernel_comm' naming its Comm;
  *               the kernels of the collectives call comm_collective();
+ *               or, through spmd_run, its compiled program (a higher
+ *               layer's runner), whose collectives call the same;
  *   3. gather   each global result is assembled from the local ones by
  *               its Dist: split dimensions are placed by coordinates,
  *               partial axes are summed, and replicated axes are CHECKED
@@ -85,6 +87,8 @@ struct World {
 typedef struct Device {
   Comm comm;
   const Func *f;
+  SpmdDeviceRun run; /* how the device runs its program */
+  void *run_data;
   Tensor **inputs;    /* local, one per argument */
   GPtrArray *results; /* local, from interp_run; NULL on failure */
   GError *error;
@@ -505,7 +509,8 @@ static void print_index(GString *out, const Type *t, int64_t j) {
 static void *device_main(void *p) {
   Device *d = p;
   kernel_comm = &d->comm.ops;
-  d->results = interp_run(d->f, d->inputs, &d->error);
+  d->results = d->run ? d->run(d->run_data, d->f, d->inputs, &d->error)
+                      : interp_run(d->f, d->inputs, &d->error);
   kernel_comm = NULL;
   if (!d->results)
     world_break(d->comm.world);
@@ -685,6 +690,12 @@ static gboolean check_program(const Func *f, Tensor *const *global_inputs,
 
 GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
                          Diag *diag, GError **error) {
+  return spmd_run(f, global_inputs, NULL, NULL, diag, error);
+}
+
+GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
+                    SpmdDeviceRun run, void *run_data, Diag *diag,
+                    GError **error) {
   if (!f->spmd) {
     diag_reason(diag,
                 "'%s' is not an SPMD program (it has no mesh and layouts)",
@@ -718,6 +729,8 @@ GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
     devs[dev].comm.device = dev;
     device_coords(m, dev, devs[dev].comm.coords);
     devs[dev].f = f;
+    devs[dev].run = run;
+    devs[dev].run_data = run_data;
     devs[dev].inputs = scatter_inputs(f, global_inputs, devs[dev].comm.coords);
   }
 

@@ -53,6 +53,14 @@ gboolean spmd_fuse(const RuleSet *rs, Func *f, Module *names, Diag *why);
  * device's run fails (interrupted) or its thread cannot start. */
 GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
                          Diag *diag, GError **error);
+/* The same with each device running its program through 'run' (on the
+ * device's thread, 'kernel_comm' set: its collectives go through it),
+ * instead of the interpreter: the threaded runtime of compiled code. */
+typedef GPtrArray *(*SpmdDeviceRun)(void *data, const Func *f,
+                                    Tensor *const *inputs, GError **error);
+GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
+                    SpmdDeviceRun run, void *run_data, Diag *diag,
+                    GError **error);
 
 /* ----------------------------------------------------------------- show.c */
 
