@@ -447,7 +447,7 @@ void cost_print(GString *out, const CostReport *r, const Hardware *hw,
       r->ndevices == 1 ? "" : "s", hw->name);
   if (hw->source)
     g_string_append_printf(out, " (%s)", hw->source);
-  if (hw->changes)
+  if (hw->changes[0])
     g_string_append_printf(out, " with %s", hw->changes);
   g_string_append_c(out, '\n');
 

@@ -359,10 +359,17 @@ gboolean hw_set(Hardware *hw, const char *assignment, Diag *diag) {
     return FALSE;
   g_autofree char *change =
       g_strdup_printf("%s=%s%s", key, value, scale ? "x" : "");
-  g_autofree char *changes = hw->changes
+  g_autofree char *changes = hw->changes[0]
                                  ? g_strconcat(hw->changes, ", ", change, NULL)
                                  : g_strdup(change);
-  h.changes = g_intern_string(changes);
+  if (strlen(changes) >= sizeof h.changes) {
+    diag_reason(diag,
+                "hardware setting '%s': the settings would take more than %d "
+                "characters to record",
+                assignment, HW_CHANGES_MAX - 1);
+    return FALSE;
+  }
+  g_strlcpy(h.changes, changes, sizeof h.changes);
   *hw = h;
   return TRUE;
 }

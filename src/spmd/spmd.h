@@ -86,13 +86,17 @@ typedef struct HwAxis {
   double link_latency; /* seconds per collective step */
 } HwAxis;
 
+/* The what-ifs one description records (hw_set refuses more): held in
+ * the value itself, so copies need no allocation and none outlives it. */
+#define HW_CHANGES_MAX 512
+
 /* One device of a machine and the links between devices.  A plain value:
  * copy it to ask "what if" (hw_set) and keep the original. */
 typedef struct Hardware {
-  const char *name;      /* interned */
-  const char *source;    /* interned file it was loaded from, or NULL */
-  const char *changes;   /* interned "link_bw=2x, ..." from hw_set, or NULL */
-  double peak_flops_f32; /* FLOP/s; also i32, i64, i1 */
+  const char *name;             /* interned */
+  const char *source;           /* interned file it was loaded from, or NULL */
+  char changes[HW_CHANGES_MAX]; /* "link_bw=2x, ..." from hw_set, or "" */
+  double peak_flops_f32;        /* FLOP/s; also i32, i64, i1 */
   double peak_flops_bf16;
   double peak_flops_f64;
   double memory_bytes; /* capacity of one device */

@@ -26,7 +26,8 @@ static void fuzz_hwset(const uint8_t *data, size_t size) {
   for (char **line = lines; *line; line++) {
     g_autoptr(GString) before = g_string_new(NULL);
     hw_print(before, &hw);
-    const char *changes = hw.changes;
+    char changes[HW_CHANGES_MAX];
+    g_strlcpy(changes, hw.changes, sizeof changes);
     g_autoptr(Diag) why = diag_new(NULL);
     if (hw_set(&hw, *line, why))
       continue;
@@ -34,7 +35,8 @@ static void fuzz_hwset(const uint8_t *data, size_t size) {
       fuzz_fail("'%s' is refused without a reason", *line);
     g_autoptr(GString) after = g_string_new(NULL);
     hw_print(after, &hw);
-    if (strcmp(before->str, after->str) != 0 || hw.changes != changes)
+    if (strcmp(before->str, after->str) != 0 ||
+        strcmp(hw.changes, changes) != 0)
       fuzz_fail("'%s' is refused but changed the description", *line);
   }
   fuzz_check_hw_roundtrip(&hw);

@@ -118,7 +118,7 @@ static Hardware test_hw(void) {
 
 /* Field by field (struct copies need not copy padding). */
 static gboolean hw_equal(const Hardware *a, const Hardware *b) {
-  if (a->name != b->name || a->changes != b->changes ||
+  if (a->name != b->name || strcmp(a->changes, b->changes) != 0 ||
       a->peak_flops_f32 != b->peak_flops_f32 ||
       a->peak_flops_bf16 != b->peak_flops_bf16 ||
       a->peak_flops_f64 != b->peak_flops_f64 ||
@@ -581,6 +581,19 @@ static void test_hw_set(void) {
   g_assert_cmpstr(hw.changes, ==,
                   "axis.model.link_bw=3e11, link_bw=2x, memory_bytes=80e9, "
                   "peak_flops=2x, link_latency=0");
+  /* what-ifs are recorded in the value (no allocation outlives it), up
+   * to HW_CHANGES_MAX - 1 characters: then refused, the value unchanged.
+   * the 85 characters above and 35 ", link_bw=1x" (12 each) make 505;
+   * a 36th would make 517 */
+  {
+    Hardware many = hw;
+    int applied = 0;
+    while (hw_set(&many, "link_bw=1x", error))
+      applied++;
+    g_assert_cmpint(applied, ==, 35);
+    g_assert_cmpuint(strlen(many.changes), <, HW_CHANGES_MAX);
+    g_assert_nonnull(strstr(diag_text(error), "more than 511 characters"));
+  }
 
   const char *bad[][2] = {
       {"speed=2x", "peak_flops_f32, peak_flops_bf16"},
