@@ -25,6 +25,12 @@ typedef struct PlanWalk {
   Diag *why;
 } PlanWalk;
 
+/* The length of list attribute 'key' of 't', 0 when it has none. */
+static int attr_count(const Term *t, const char *key) {
+  const AttrValue *v = attrs_get(t->attrs, key);
+  return v ? v->count : 0;
+}
+
 static int add_slot(Plan *p, Slot s) {
   g_array_append_val(p->slots, s);
   return (int)p->slots->len - 1;
@@ -40,14 +46,26 @@ static void plan_value(PlanWalk *w, const char *name, const Term *t) {
     s.value = kernel_eval(t, NULL);
   int at = add_slot(w->plan, s);
   g_hash_table_insert(w->plan->index, (gpointer)t, GINT_TO_POINTER(at + 1));
-  if (t->kind == TM_SUM) {
-    Slot acc = {.type = type_with_dtype(
-                    t->type, dtype_is_float(t->type->dtype) ? DT_F64 : DT_I64),
-                .name = s.name,
-                .arg = -1,
-                .acc = -1};
-    int a = add_slot(w->plan, acc);
-    g_array_index(w->plan->slots, Slot, at).acc = a;
+  /* accumulators: a sum's, the result's shape; a contraction's, one
+   * row of its result (its rhs free dimensions) */
+  const Type *acc = NULL;
+  DType wide = dtype_is_float(t->type->dtype) ? DT_F64 : DT_I64;
+  if (t->kind == TM_SUM)
+    acc = type_with_dtype(t->type, wide);
+  if (t->kind == TM_OP && (t->op == OP_MATMUL || t->op == OP_DOT_GENERAL)) {
+    int rhs_free = t->args[1]->type->rank -
+                   (t->op == OP_MATMUL ? 1
+                                       : attr_count(t, "rhs_batch") +
+                                             attr_count(t, "rhs_contract"));
+    int64_t n = 1;
+    for (int d = t->type->rank - rhs_free; d < t->type->rank; d++)
+      n *= t->type->dims[d];
+    acc = type_tensor(wide, 1, &n);
+  }
+  if (acc) {
+    Slot a = {.type = acc, .name = s.name, .arg = -1, .acc = -1};
+    int i = add_slot(w->plan, a);
+    g_array_index(w->plan->slots, Slot, at).acc = i;
   }
 }
 

@@ -620,9 +620,14 @@ static void emit_reduce(Gen *g, int s, const Term *t) {
   nest_close(g, &kept);
 }
 
-/* matmul and dot_general: the result is [batch..., lhs free...,
- * rhs free...]; each element sums lhs * rhs over the contracting indices
- * in row-major order (the kernel's k loop). */
+/* matmul and dot_general, in the interpreter's order: the result is
+ * [batch..., lhs free..., rhs free...], a row-major [B, M, N] block; for
+ * each (b, m) a row of N accumulators (buffer DOT_ROW: double, or i64)
+ * gets acc[n] += lhs[b,m,k] * rhs[b,k,n] for each k in row-major order,
+ * reading rhs rows contiguously, and is stored rounded.  Each element
+ * sums its products in k order, as the kernel does. */
+#define DOT_ROW 3
+
 static void emit_dot(Gen *g, int s, const Term *t) {
   int64_t lb[PARTIR_MAX_RANK], rb[PARTIR_MAX_RANK];
   int64_t lc[PARTIR_MAX_RANK], rc[PARTIR_MAX_RANK];
@@ -642,29 +647,37 @@ static void emit_dot(Gen *g, int s, const Term *t) {
   strides_of(rt, rs);
   strides_of(t->type, os);
   gboolean lused[PARTIR_MAX_RANK] = {FALSE}, rused[PARTIR_MAX_RANK] = {FALSE};
-  /* the result's index space, with each operand's stride per index */
+  /* the rows: batch and lhs free indices, each operand's stride per index */
   int64_t size[PARTIR_MAX_RANK], lstr[PARTIR_MAX_RANK] = {0},
                                  rstr[PARTIR_MAX_RANK] = {0};
-  int rank = 0;
+  int rows = 0;
   for (int j = 0; j < nb; j++) {
     lused[lb[j]] = rused[rb[j]] = TRUE;
-    size[rank] = lt->dims[lb[j]];
-    lstr[rank] = ls[lb[j]];
-    rstr[rank++] = rs[rb[j]];
+    size[rows] = lt->dims[lb[j]];
+    lstr[rows] = ls[lb[j]];
+    rstr[rows++] = rs[rb[j]];
   }
   for (int j = 0; j < nc; j++)
     lused[lc[j]] = rused[rc[j]] = TRUE;
   for (int d = 0; d < lt->rank; d++)
     if (!lused[d]) {
-      size[rank] = lt->dims[d];
-      lstr[rank++] = ls[d];
+      size[rows] = lt->dims[d];
+      lstr[rows++] = ls[d];
     }
+  /* a row: the rhs free indices, row-major in the row, rhs's strides */
+  int64_t nsize[PARTIR_MAX_RANK], nrow[PARTIR_MAX_RANK], nrhs[PARTIR_MAX_RANK];
+  int ncols = 0;
   for (int d = 0; d < rt->rank; d++)
     if (!rused[d]) {
-      size[rank] = rt->dims[d];
-      rstr[rank++] = rs[d];
+      nsize[ncols] = rt->dims[d];
+      nrhs[ncols++] = rs[d];
     }
-  g_assert(rank == t->type->rank);
+  int64_t n = 1;
+  for (int j = ncols - 1; j >= 0; j--) {
+    nrow[j] = n;
+    n *= nsize[j];
+  }
+  g_assert(rows + ncols == t->type->rank);
   int64_t csize[PARTIR_MAX_RANK], clstr[PARTIR_MAX_RANK],
       crstr[PARTIR_MAX_RANK];
   for (int j = 0; j < nc; j++) {
@@ -674,32 +687,40 @@ static void emit_dot(Gen *g, int s, const Term *t) {
   }
   int l = OPERAND(0), r = OPERAND(1);
   gboolean is_float = dtype_is_float(t->type->dtype);
-  LLVMTypeRef aty = acc_type(g, t->type->dtype);
-  const int64_t *out_sets[3] = {os, lstr, rstr};
-  LLVMValueRef zeros[3] = {c64(g, 0), c64(g, 0), c64(g, 0)};
-  Nest out;
-  nest_open(g, &out, rank, size, 3, out_sets, zeros);
-  LLVMValueRef accp = acc_of(g, t->type->dtype);
   LLVMValueRef zero = is_float ? cf64(g, 0) : c64(g, 0);
-  LLVMBuildStore(g->b, zero, accp);
-  if (any_empty(nc, csize)) { /* an empty sum */
-    store_elem(g, s, out.off[0], zero);
-    nest_close(g, &out);
-    return;
+  const int64_t *row_sets[3] = {os, lstr, rstr};
+  LLVMValueRef zeros[3] = {c64(g, 0), c64(g, 0), c64(g, 0)};
+  Nest row;
+  nest_open(g, &row, rows, size, 3, row_sets, zeros);
+  Loop z;
+  store_elem(g, DOT_ROW, loop_open(g, n, &z), zero);
+  loop_close(g, &z);
+  /* (an empty contraction sums nothing; one over no dimension is a nest
+   * of rank 0: one product) */
+  if (!any_empty(nc, csize)) {
+    const int64_t *c_sets[2] = {clstr, crstr};
+    Nest k;
+    nest_open(g, &k, nc, csize, 2, c_sets, &row.off[1]);
+    LLVMValueRef a = load_elem(g, l, k.off[0]);
+    const int64_t *n_sets[2] = {nrow, nrhs};
+    LLVMValueRef n_bases[2] = {c64(g, 0), k.off[1]};
+    Nest cols;
+    nest_open(g, &cols, ncols, nsize, 2, n_sets, n_bases);
+    LLVMValueRef acc = load_elem(g, DOT_ROW, cols.off[0]);
+    LLVMValueRef b = load_elem(g, r, cols.off[1]);
+    store_elem(g, DOT_ROW, cols.off[0],
+               is_float
+                   ? LLVMBuildFAdd(g->b, acc, LLVMBuildFMul(g->b, a, b, ""), "")
+                   : LLVMBuildAdd(g->b, acc, LLVMBuildMul(g->b, a, b, ""), ""));
+    nest_close(g, &cols);
+    nest_close(g, &k);
   }
-  /* (a contraction over no dimension is a nest of rank 0: one product) */
-  const int64_t *c_sets[2] = {clstr, crstr};
-  Nest k;
-  nest_open(g, &k, nc, csize, 2, c_sets, &out.off[1]);
-  LLVMValueRef a = load_elem(g, l, k.off[0]), b = load_elem(g, r, k.off[1]);
-  LLVMValueRef acc = LLVMBuildLoad2(g->b, aty, accp, "");
-  LLVMValueRef next =
-      is_float ? LLVMBuildFAdd(g->b, acc, LLVMBuildFMul(g->b, a, b, ""), "")
-               : LLVMBuildAdd(g->b, acc, LLVMBuildMul(g->b, a, b, ""), "");
-  LLVMBuildStore(g->b, next, accp);
-  nest_close(g, &k);
-  store_elem(g, s, out.off[0], LLVMBuildLoad2(g->b, aty, accp, ""));
-  nest_close(g, &out);
+  Loop o;
+  LLVMValueRef j = loop_open(g, n, &o);
+  store_elem(g, s, LLVMBuildNSWAdd(g->b, row.off[0], j, ""),
+             load_elem(g, DOT_ROW, j));
+  loop_close(g, &o);
+  nest_close(g, &row);
 }
 
 /* ------------------------------------------------------------- module */
@@ -824,21 +845,26 @@ static char *types_key(const Term *t, int nargs) {
   return g_string_free(key, FALSE);
 }
 
-/* 'void f(ptr result, ptr operand0, ...)' computing operator 't'. */
-static Fn *op_function(Gen *g, const Term *t, GHashTable *made) {
+/* 'void f(ptr result, ptr operand0, ... [, ptr scratch])' computing
+ * operator 't' ('scratch': the type of its scratch buffer, or NULL). */
+static Fn *op_function(Gen *g, const Term *t, const Type *scratch,
+                       GHashTable *made) {
   g_autofree char *types = types_key(t, t->nargs);
   char *key =
-      g_strdup_printf("op %d %p %s", (int)t->op, (const void *)t->attrs, types);
+      g_strdup_printf("op %d %p %s %p", (int)t->op, (const void *)t->attrs,
+                      types, (const void *)scratch);
   Fn *known = fn_known(made, key);
   if (known) {
     g_free(key);
     return known;
   }
-  int n = t->nargs + 1;
+  int n = t->nargs + 1 + (scratch != NULL);
   g_autofree const Type **vt = g_new(const Type *, (gsize)n);
   vt[0] = t->type;
   for (int k = 0; k < t->nargs; k++)
     vt[k + 1] = t->args[k]->type;
+  if (scratch)
+    vt[n - 1] = scratch;
   g_autofree char *name =
       g_strdup_printf("%s_%u", op_name(t->op), g_hash_table_size(made));
   LLVMTypeRef ty;
@@ -1025,13 +1051,19 @@ static void emit_statement(Entry *e, const SchedStmt *st) {
                             e->ivs[t->args[1]->index]};
     call(e, f, args, 3);
   } else {
-    Fn *f = op_function(g, t, e->made);
+    const Type *scratch = slot->acc >= 0
+                              ? g_array_index(e->p->slots, Slot, slot->acc).type
+                              : NULL;
+    Fn *f = op_function(g, t, scratch, e->made);
     back_to_entry(e, at);
-    g_autofree LLVMValueRef *args = g_new(LLVMValueRef, (gsize)t->nargs + 1);
-    args[0] = buffer(e, s);
+    g_autofree LLVMValueRef *args = g_new(LLVMValueRef, (gsize)t->nargs + 2);
+    int n = 0;
+    args[n++] = buffer(e, s);
     for (int k = 0; k < t->nargs; k++)
-      args[k + 1] = buffer(e, slot_index(e->p, t->args[k]));
-    call(e, f, args, t->nargs + 1);
+      args[n++] = buffer(e, slot_index(e->p, t->args[k]));
+    if (scratch)
+      args[n++] = buffer(e, slot->acc);
+    call(e, f, args, n);
   }
 }
 

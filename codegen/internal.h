@@ -19,7 +19,8 @@ typedef struct Slot {
   const char *name; /* the printed name, for messages */
   int arg;          /* argument number, or -1 */
   Tensor *value;    /* constant's value, or NULL */
-  int acc;          /* a sum's accumulator slot (double or i64), or -1 */
+  int acc;          /* accumulators (double or i64): a sum's, or a
+                       contraction's row; or -1 */
 } Slot;
 
 typedef struct Plan {
