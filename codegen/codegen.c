@@ -173,6 +173,9 @@ void codegen_free(Compiled *c) {
   g_free(c);
 }
 
+/* Device threads run one Compiled at once: its constants are read through
+ * their data only (a tensor's reference count is not atomic), and a
+ * result that is a constant is returned as a copy. */
 GPtrArray *codegen_run(Compiled *c, Tensor *const *args) {
   /* a device's program: only on a device (its collectives need one) */
   g_return_val_if_fail(!c->plan->spmd || kernel_comm, NULL);
@@ -181,20 +184,29 @@ GPtrArray *codegen_run(Compiled *c, Tensor *const *args) {
   g_autofree Tensor **held = g_new0(Tensor *, MAX(slots->len, 1));
   for (guint s = 0; s < slots->len; s++) {
     Slot *slot = &g_array_index(slots, Slot, s);
-    Tensor *t = slot->arg >= 0 ? tensor_ref(args[slot->arg])
-                : slot->value  ? tensor_ref(slot->value)
-                               : tensor_new(slot->type);
-    g_assert(t->type == slot->type);
-    held[s] = t;
-    bufs[s] = t->data;
+    if (slot->value) {
+      bufs[s] = slot->value->data;
+      continue;
+    }
+    held[s] =
+        slot->arg >= 0 ? tensor_ref(args[slot->arg]) : tensor_new(slot->type);
+    g_assert(held[s]->type == slot->type);
+    bufs[s] = held[s]->data;
   }
   jit_entry(c->code)(bufs);
   GPtrArray *results =
       g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
-  for (int i = 0; i < c->plan->nresults; i++)
-    g_ptr_array_add(results, tensor_ref(held[c->plan->results[i]]));
+  for (int i = 0; i < c->plan->nresults; i++) {
+    int s = c->plan->results[i];
+    const Slot *slot = &g_array_index(slots, Slot, s);
+    Tensor *r = held[s] ? tensor_ref(held[s]) : tensor_new(slot->type);
+    if (!held[s])
+      memcpy(r->data, slot->value->data, tensor_type_bytes(slot->type));
+    g_ptr_array_add(results, r);
+  }
   for (guint s = 0; s < slots->len; s++)
-    tensor_unref(held[s]);
+    if (held[s])
+      tensor_unref(held[s]);
   return results;
 }
 
