@@ -9,8 +9,12 @@
  */
 #include "codegen/internal.h"
 
+#include <stdio.h>
+#include <unistd.h>
+
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
+#include <llvm-c/ErrorHandling.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
@@ -33,8 +37,17 @@ static void take_error(LLVMErrorRef err, const char *what, Diag *why) {
 
 static gsize native_ready;
 
+/* LLVM's fatal errors (an internal failure: the IR is verified first)
+ * end the process: with a message naming LLVM, not an abort. */
+static void fatal_error(const char *reason) {
+  fprintf(stderr, "partir: LLVM failed: %s\n", reason);
+  fflush(stderr);
+  _exit(70); /* EX_SOFTWARE */
+}
+
 static gboolean native_init(Diag *why) {
   if (g_once_init_enter(&native_ready)) {
+    LLVMInstallFatalErrorHandler(fatal_error);
     gsize ok = LLVMInitializeNativeTarget() == 0 &&
                        LLVMInitializeNativeAsmPrinter() == 0
                    ? 1
