@@ -22,7 +22,6 @@ struct Compiled {
 
 typedef struct PlanWalk {
   Plan *plan;
-  Diag *why;
 } PlanWalk;
 
 /* The length of list attribute 'key' of 't', 0 when it has none. */
@@ -93,7 +92,7 @@ Plan *plan_new(const Module *m, const Func *f, Diag *why) {
   p->slots = g_array_new(FALSE, TRUE, sizeof(Slot));
   p->index = g_hash_table_new(NULL, NULL);
   p->spmd = f->spmd != NULL;
-  PlanWalk w = {.plan = p, .why = why};
+  PlanWalk w = {.plan = p};
   for (int i = 0; i < f->nargs; i++)
     plan_value(&w, p->sched->args[i].name, term_arg(i, f->arg_types[i]));
   plan_region(&w, p->sched->top);
