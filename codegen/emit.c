@@ -230,7 +230,7 @@ static void strides_of(const Type *ty, int64_t *strides) {
   tensor_strides(ty, strides);
 }
 
-/* ---------------------------------------------------------- libm calls */
+/* ------------------------------------------ libm calls and intrinsics */
 
 static LLVMValueRef libm(Gen *g, const char *name, LLVMValueRef *args,
                          int nargs) {
@@ -242,12 +242,9 @@ static LLVMValueRef libm(Gen *g, const char *name, LLVMValueRef *args,
   return LLVMBuildCall2(g->b, fty, f, args, (unsigned)nargs, "");
 }
 
+/* llvm.sqrt is exact, as libm's sqrt */
 static LLVMValueRef sqrt_f64(Gen *g, LLVMValueRef x) {
-  LLVMTypeRef fty = LLVMFunctionType(g->f64, &g->f64, 1, 0);
-  LLVMValueRef f = LLVMGetNamedFunction(g->mod, "llvm.sqrt.f64");
-  if (!f)
-    f = LLVMAddFunction(g->mod, "llvm.sqrt.f64", fty);
-  return LLVMBuildCall2(g->b, fty, f, &x, 1, ""); /* exact, as libm's */
+  return libm(g, "llvm.sqrt.f64", &x, 1);
 }
 
 /* ---------------------------------------------------------- elementwise */
