@@ -77,7 +77,8 @@ static void plan_region(PlanWalk *w, const SchedRegion *r) {
   }
 }
 
-Plan *plan_new(const Module *m, const Func *f, Diag *why) {
+Plan *plan_new(const Module *m, const Func *f, const CodegenOptions *o,
+               Diag *why) {
   /* an SPMD program's collectives are checked as a device's (spmd_run
    * runs it on devices): with a device's Collectives in place */
   Collectives probe = {0}, *saved = kernel_comm;
@@ -92,6 +93,8 @@ Plan *plan_new(const Module *m, const Func *f, Diag *why) {
   p->slots = g_array_new(FALSE, TRUE, sizeof(Slot));
   p->index = g_hash_table_new(NULL, NULL);
   p->spmd = f->spmd != NULL;
+  if (o)
+    p->opt = *o;
   PlanWalk w = {.plan = p};
   for (int i = 0; i < f->nargs; i++)
     plan_value(&w, p->sched->args[i].name, term_arg(i, f->arg_types[i]));
@@ -137,8 +140,9 @@ static LLVMModuleRef optimized(LLVMContextRef ctx, const Plan *p,
   return mod;
 }
 
-Compiled *codegen_compile(const Module *m, const Func *f, Diag *why) {
-  Plan *p = plan_new(m, f, why);
+Compiled *codegen_compile(const Module *m, const Func *f,
+                          const CodegenOptions *o, Diag *why) {
+  Plan *p = plan_new(m, f, o, why);
   if (!p)
     return NULL;
   LLVMTargetMachineRef tm = jit_host_machine(why);
@@ -223,9 +227,9 @@ GPtrArray *codegen_run_spmd(Compiled *c, const Func *f,
   return spmd_run(f, global_inputs, run_device, c, diag, error);
 }
 
-char *codegen_text(const Module *m, const Func *f, CodegenEmit what,
-                   Diag *why) {
-  Plan *p = plan_new(m, f, why);
+char *codegen_text(const Module *m, const Func *f, const CodegenOptions *o,
+                   CodegenEmit what, Diag *why) {
+  Plan *p = plan_new(m, f, o, why);
   if (!p)
     return NULL;
   LLVMTargetMachineRef tm = jit_host_machine(why);

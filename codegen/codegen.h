@@ -28,9 +28,29 @@
 /* A compiled function, ready to run. */
 typedef struct Compiled Compiled;
 
+/* How matrix products are computed. */
+typedef enum {
+  CODEGEN_BLAS_NONE,     /* the generated kernel */
+  CODEGEN_BLAS_OPENBLAS, /* cblas_sgemm/dgemm for f32 and f64 */
+} CodegenBlas;
+
+/* What the code is compiled for.  Zero is the default: fast arithmetic
+ * (each value computed in its own type), the generated matmul kernel,
+ * no profiling. */
+typedef struct CodegenOptions {
+  /* the interpreter's arithmetic, bit for bit (doubles rounded on
+   * store, libm's transcendentals, sums in double in its order) */
+  gboolean exact;
+  CodegenBlas blas;
+  /* time each kernel and collective (codegen_profile) */
+  gboolean profile;
+} CodegenOptions;
+
 /* Compiles 'f' (names from 'm', may be NULL) for the host CPU, an SPMD
- * program too (a device's program).  NULL with the reason in 'why'. */
-Compiled *codegen_compile(const Module *m, const Func *f, Diag *why);
+ * program too (a device's program), as 'o' says (NULL: the defaults).
+ * NULL with the reason in 'why'. */
+Compiled *codegen_compile(const Module *m, const Func *f,
+                          const CodegenOptions *o, Diag *why);
 void codegen_free(Compiled *c);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Compiled, codegen_free)
 
@@ -52,6 +72,7 @@ typedef enum { EMIT_LLVM, EMIT_ASM } CodegenEmit;
 
 /* The optimized module as LLVM IR or as the host's assembly (a new
  * string), or NULL with the reason. */
-char *codegen_text(const Module *m, const Func *f, CodegenEmit what, Diag *why);
+char *codegen_text(const Module *m, const Func *f, const CodegenOptions *o,
+                   CodegenEmit what, Diag *why);
 
 #endif

@@ -24,6 +24,7 @@ typedef struct Slot {
 } Slot;
 
 typedef struct Plan {
+  CodegenOptions opt;
   gboolean spmd;     /* a device's program: it runs on a device */
   Schedule *sched;   /* the printer's: regions and their statements */
   GArray *slots;     /* Slot */
@@ -34,7 +35,8 @@ typedef struct Plan {
 
 /* The plan of 'f', or NULL with the reason (a program too large for
  * memory). */
-Plan *plan_new(const Module *m, const Func *f, Diag *why);
+Plan *plan_new(const Module *m, const Func *f, const CodegenOptions *o,
+               Diag *why);
 void plan_free(Plan *p);
 
 /* A collective of the generated code: 't' on this device's operand 'in'

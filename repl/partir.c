@@ -472,7 +472,7 @@ static int run_program(const Options *o, char **files, gboolean compiled) {
    * before any input is read */
   g_autoptr(Compiled) code =
       compiled && !diag_any(diag)
-          ? codegen_compile(o->mesh ? ld.l.names : m, device, diag)
+          ? codegen_compile(o->mesh ? ld.l.names : m, device, NULL, diag)
           : NULL;
   if ((!compiled || code) &&
       run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
@@ -527,7 +527,7 @@ static int cmd_compile(const Options *o, char **files) {
     return 1;
   g_autoptr(Diag) diag = diag_new(NULL);
   char *text =
-      codegen_text(m, module_entry(m),
+      codegen_text(m, module_entry(m), NULL,
                    strcmp(emit, "asm") == 0 ? EMIT_ASM : EMIT_LLVM, diag);
   if (!text) {
     print_reason(files[0], diag);

@@ -29,7 +29,7 @@ static void check_same(const char *text, guint64 seed) {
   g_autoptr(Module) m = parse(text);
   const Func *f = module_entry(m);
   g_autoptr(Diag) why = diag_new(NULL);
-  g_autoptr(Compiled) c = codegen_compile(m, f, why);
+  g_autoptr(Compiled) c = codegen_compile(m, f, NULL, why);
   g_assert_nonnull(c);
   Tensor *args[2] = {interp_random_input(f, 0, seed),
                      interp_random_input(f, 1, seed)};
@@ -114,7 +114,7 @@ static void test_memory_flat(void) {
     if (i == 50)
       start = rss_kb();
     g_autoptr(Diag) why = diag_new(NULL);
-    Compiled *c = codegen_compile(m, f, why);
+    Compiled *c = codegen_compile(m, f, NULL, why);
     g_assert_nonnull(c);
     codegen_free(c);
   }
