@@ -18,11 +18,17 @@
 struct Compiled {
   Plan *plan;
   JitCode *code;
+  Profile *profile; /* compiled with 'profile', else NULL */
 };
 
 typedef struct PlanWalk {
   Plan *plan;
+  const SchedRegion *region; /* the one being walked */
 } PlanWalk;
+
+int plan_slot(const Plan *p, const Term *t) {
+  return GPOINTER_TO_INT(g_hash_table_lookup(p->index, t)) - 1;
+}
 
 /* The length of list attribute 'key' of 't', 0 when it has none. */
 static int attr_count(const Term *t, const char *key) {
@@ -40,7 +46,8 @@ static void plan_value(PlanWalk *w, const char *name, const Term *t) {
             .type = t->type,
             .name = g_intern_string(name),
             .arg = t->kind == TM_ARG ? t->index : -1,
-            .acc = -1};
+            .acc = -1,
+            .region = w->region};
   if (t->kind == TM_OP && (t->op == OP_CONSTANT || t->op == OP_IOTA))
     s.value = kernel_eval(t, NULL);
   int at = add_slot(w->plan, s);
@@ -48,9 +55,13 @@ static void plan_value(PlanWalk *w, const char *name, const Term *t) {
   /* accumulators: a sum's, the result's shape; a contraction's, one
    * row of its result (its rhs free dimensions) */
   const Type *acc = NULL;
-  DType wide = dtype_is_float(t->type->dtype) ? DT_F64 : DT_I64;
+  DType dt = t->type->dtype;
+  DType wide = dtype_is_float(dt) ? DT_F64 : DT_I64;
   if (t->kind == TM_SUM)
     acc = type_with_dtype(t->type, wide);
+  /* a contraction's row: fast arithmetic accumulates in the compute type */
+  if (!w->plan->opt.exact && dtype_is_float(dt) && dt != DT_F64)
+    wide = DT_F32;
   if (t->kind == TM_OP && (t->op == OP_MATMUL || t->op == OP_DOT_GENERAL)) {
     int rhs_free = t->args[1]->type->rank -
                    (t->op == OP_MATMUL ? 1
@@ -71,6 +82,7 @@ static void plan_value(PlanWalk *w, const char *name, const Term *t) {
 static void plan_region(PlanWalk *w, const SchedRegion *r) {
   for (guint i = 0; i < r->stmts->len; i++) {
     const SchedStmt *st = g_ptr_array_index(r->stmts, i);
+    w->region = r;
     plan_value(w, st->n.name, st->t);
     if (st->child)
       plan_region(w, st->child);
@@ -95,15 +107,15 @@ Plan *plan_new(const Module *m, const Func *f, const CodegenOptions *o,
   p->spmd = f->spmd != NULL;
   if (o)
     p->opt = *o;
-  PlanWalk w = {.plan = p};
+  PlanWalk w = {.plan = p, .region = p->sched->top};
   for (int i = 0; i < f->nargs; i++)
     plan_value(&w, p->sched->args[i].name, term_arg(i, f->arg_types[i]));
   plan_region(&w, p->sched->top);
   p->nresults = f->nresults;
   p->results = g_new(int, (gsize)MAX(f->nresults, 1));
   for (int i = 0; i < f->nresults; i++)
-    p->results[i] =
-        GPOINTER_TO_INT(g_hash_table_lookup(p->index, f->body->args[i])) - 1;
+    p->results[i] = plan_slot(p, f->body->args[i]);
+  plan_fuse(p);
   return p;
 }
 
@@ -165,6 +177,8 @@ Compiled *codegen_compile(const Module *m, const Func *f,
   Compiled *c = g_new0(Compiled, 1);
   c->plan = p;
   c->code = code;
+  if (p->opt.profile)
+    c->profile = profile_new((int)p->slots->len);
   return c;
 }
 
@@ -172,6 +186,7 @@ void codegen_free(Compiled *c) {
   if (!c)
     return;
   jit_unload(c->code);
+  profile_free(c->profile);
   plan_free(c->plan);
   g_free(c);
 }
@@ -191,12 +206,16 @@ GPtrArray *codegen_run(Compiled *c, Tensor *const *args) {
       bufs[s] = slot->value->data;
       continue;
     }
+    if (slot->fused)
+      continue; /* computed where it is read */
     held[s] =
         slot->arg >= 0 ? tensor_ref(args[slot->arg]) : tensor_new(slot->type);
     g_assert(held[s]->type == slot->type);
     bufs[s] = held[s]->data;
   }
+  profile_enter(c->profile);
   jit_entry(c->code)(bufs);
+  profile_leave();
   GPtrArray *results =
       g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
   for (int i = 0; i < c->plan->nresults; i++) {
@@ -213,6 +232,11 @@ GPtrArray *codegen_run(Compiled *c, Tensor *const *args) {
   return results;
 }
 
+void codegen_profile_report(Compiled *c, GString *out) {
+  if (c->profile)
+    profile_report(c->profile, c->plan, out);
+}
+
 static GPtrArray *run_device(void *data, const Func *f, Tensor *const *inputs,
                              GError **error) {
   (void)f;
@@ -227,31 +251,49 @@ GPtrArray *codegen_run_spmd(Compiled *c, const Func *f,
   return spmd_run(f, global_inputs, run_device, c, diag, error);
 }
 
+/* The optimized module of 'p' as text or an object: NULL + why. */
+static char *module_text(const Plan *p, CodegenEmit what, gsize *len,
+                         Diag *why) {
+  LLVMTargetMachineRef tm = jit_host_machine(why);
+  if (!tm)
+    return NULL;
+  char *text = NULL;
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = optimized(ctx, p, "partir_main", tm, why);
+  if (mod && what == EMIT_LLVM) {
+    char *s = LLVMPrintModuleToString(mod);
+    text = g_strdup(s);
+    *len = strlen(text);
+    LLVMDisposeMessage(s);
+  } else if (mod) {
+    LLVMMemoryBufferRef buf = jit_emit(
+        mod, tm, what == EMIT_ASM ? LLVMAssemblyFile : LLVMObjectFile, why);
+    if (buf) {
+      *len = LLVMGetBufferSize(buf);
+      text = g_malloc(*len + 1); /* an object holds NULs */
+      memcpy(text, LLVMGetBufferStart(buf), *len);
+      text[*len] = '\0';
+      LLVMDisposeMemoryBuffer(buf);
+    }
+  }
+  if (mod)
+    LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  LLVMDisposeTargetMachine(tm);
+  return text;
+}
+
 char *codegen_text(const Module *m, const Func *f, const CodegenOptions *o,
-                   CodegenEmit what, Diag *why) {
+                   CodegenEmit what, gsize *len, Diag *why) {
   Plan *p = plan_new(m, f, o, why);
   if (!p)
     return NULL;
-  LLVMTargetMachineRef tm = jit_host_machine(why);
-  char *text = NULL;
-  if (tm) {
-    LLVMContextRef ctx = LLVMContextCreate();
-    LLVMModuleRef mod = optimized(ctx, p, "partir_main", tm, why);
-    if (mod && what == EMIT_LLVM) {
-      char *s = LLVMPrintModuleToString(mod);
-      text = g_strdup(s);
-      LLVMDisposeMessage(s);
-    } else if (mod) {
-      LLVMMemoryBufferRef buf = jit_emit(mod, tm, LLVMAssemblyFile, why);
-      if (buf) {
-        text = g_strndup(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
-        LLVMDisposeMemoryBuffer(buf);
-      }
-    }
-    if (mod)
-      LLVMDisposeModule(mod);
-    LLVMContextDispose(ctx);
-    LLVMDisposeTargetMachine(tm);
+  char *text;
+  if (what == EMIT_FUSION) {
+    text = plan_fusion_text(p);
+    *len = strlen(text);
+  } else {
+    text = module_text(p, what, len, why);
   }
   plan_free(p);
   return text;

@@ -67,12 +67,22 @@ GPtrArray *codegen_run_spmd(Compiled *c, const Func *f,
                             Tensor *const *global_inputs, Diag *diag,
                             GError **error);
 
-/* What 'partir compile --emit' shows. */
-typedef enum { EMIT_LLVM, EMIT_ASM } CodegenEmit;
+/* Compiled with 'profile': the time each kernel and collective took,
+ * summed over the runs so far (on a device thread: the first device's),
+ * the largest first, as a table. */
+void codegen_profile_report(Compiled *c, GString *out);
 
-/* The optimized module as LLVM IR or as the host's assembly (a new
- * string), or NULL with the reason. */
+/* What 'partir compile --emit' shows. */
+typedef enum {
+  EMIT_LLVM,   /* the optimized module as LLVM IR */
+  EMIT_ASM,    /* the host's assembly */
+  EMIT_OBJ,    /* an ELF object (binary) */
+  EMIT_FUSION, /* the kernels: what each computes and reads */
+} CodegenEmit;
+
+/* 'what' for 'f' (a new buffer of *len bytes, NUL-terminated), or NULL
+ * with the reason. */
 char *codegen_text(const Module *m, const Func *f, const CodegenOptions *o,
-                   CodegenEmit what, Diag *why);
+                   CodegenEmit what, gsize *len, Diag *why);
 
 #endif

@@ -16,11 +16,13 @@
 typedef struct Slot {
   const Term *t; /* NULL for a sum's accumulator */
   const Type *type;
-  const char *name; /* the printed name, for messages */
-  int arg;          /* argument number, or -1 */
-  Tensor *value;    /* constant's value, or NULL */
-  int acc;          /* accumulators (double or i64): a sum's, or a
-                       contraction's row; or -1 */
+  const char *name;          /* the printed name, for messages */
+  int arg;                   /* argument number, or -1 */
+  Tensor *value;             /* constant's value, or NULL */
+  int acc;                   /* accumulators (double or i64): a sum's, or a
+                                contraction's row; or -1 */
+  gboolean fused;            /* computed inside its users' loops: no buffer */
+  const SchedRegion *region; /* where the schedule puts it */
 } Slot;
 
 typedef struct Plan {
@@ -33,6 +35,18 @@ typedef struct Plan {
   int nresults;
 } Plan;
 
+/* The slot of 't' in 'p', or -1. */
+int plan_slot(const Plan *p, const Term *t);
+
+/* fuse.c: marks the values computed inside their users' loops (Slot.
+ * fused), and prints the decision (partir compile --emit fusion). */
+void plan_fuse(Plan *p);
+char *plan_fusion_text(const Plan *p);
+/* Whether kernels of 't' read fused operands (reductions and
+ * concatenate too); whether 't' may itself be fused. */
+gboolean fuse_absorbs(const Term *t);
+gboolean fuse_fusible(const Term *t);
+
 /* The plan of 'f', or NULL with the reason (a program too large for
  * memory). */
 Plan *plan_new(const Module *m, const Func *f, const CodegenOptions *o,
@@ -43,6 +57,19 @@ void plan_free(Plan *p);
  * (t's operand type), its result written to 'out', through the device's
  * Collectives (kernel_comm, set on the device's thread). */
 void codegen_rt_collective(const Term *t, const void *in, void *out);
+
+/* profile.c: what a profiled program's entry calls around each kernel
+ * (slot: the value it computes), and the counters it adds to. */
+void codegen_rt_clock_start(void);
+void codegen_rt_clock_stop(int64_t slot);
+typedef struct Profile Profile;
+Profile *profile_new(int nslots);
+void profile_free(Profile *pr);
+/* This thread runs a program with counters 'pr' (NULL: not profiled),
+ * until profile_leave. */
+void profile_enter(Profile *pr);
+void profile_leave(void);
+void profile_report(const Profile *pr, const Plan *p, GString *out);
 
 /* The IR of 'p': 'void ENTRY(ptr bufs)' in a new module of 'ctx', bufs[i]
  * the buffer of slot i. */

@@ -148,6 +148,11 @@ typedef struct Options {
   gint64 tries;       /* check-rules --tries */
   gint64 walks;       /* walk --walks */
   gint64 steps;       /* walk --steps */
+  gboolean exact;     /* exec and compile --exact */
+  char *blas;         /* exec and compile --blas */
+  gint64 repeat;      /* exec --repeat */
+  gboolean profile;   /* exec --profile */
+  char *runtime;      /* exec --runtime */
 } Options;
 
 /* The job's options, at their defaults until a subcommand parses them
@@ -166,6 +171,8 @@ static void options_clear(Options *o) {
   g_free(o->matches);
   g_strfreev(o->tactic_sets);
   g_free(o->emit);
+  g_free(o->blas);
+  g_free(o->runtime);
 }
 
 /* The option groups several subcommands share, each declared here once. */
@@ -175,6 +182,8 @@ typedef enum OptionGroup {
   GROUP_OUTPUT = 1 << 2,   /* -o OUT */
   GROUP_RULES = 1 << 3,    /* --rules */
   GROUP_EXPR = 1 << 4,     /* --expr */
+  GROUP_CODEGEN = 1 << 5,  /* --exact, --blas */
+  GROUP_EXEC = 1 << 6,     /* --repeat, --profile, --runtime */
 } OptionGroup;
 
 static const GOptionEntry mesh_entries[] = {
@@ -207,6 +216,25 @@ static const GOptionEntry expr_entries[] = {
      "print the compact expression form", NULL},
     G_OPTION_ENTRY_NULL};
 
+static const GOptionEntry codegen_entries[] = {
+    {"exact", 0, 0, G_OPTION_ARG_NONE, &opt.exact,
+     "the interpreter's arithmetic, bit for bit (else each value in its "
+     "own type, with polynomial transcendentals)",
+     NULL},
+    {"blas", 0, 0, G_OPTION_ARG_STRING, &opt.blas,
+     "matrix products: none (the generated kernel, the default) or openblas",
+     "none|openblas"},
+    G_OPTION_ENTRY_NULL};
+
+static const GOptionEntry exec_entries[] = {
+    {"repeat", 0, 0, G_OPTION_ARG_INT64, &opt.repeat,
+     "then run N more steps and report their min and median time", "N"},
+    {"profile", 0, 0, G_OPTION_ARG_NONE, &opt.profile,
+     "report the time of each kernel and collective", NULL},
+    {"runtime", 0, 0, G_OPTION_ARG_STRING, &opt.runtime,
+     "where the devices run: threads (the default: one per device)", "threads"},
+    G_OPTION_ENTRY_NULL};
+
 /* In the order --help lists them, after a subcommand's own entries. */
 static const struct {
   OptionGroup group;
@@ -214,7 +242,8 @@ static const struct {
 } option_groups[] = {
     {GROUP_MESH, mesh_entries},     {GROUP_HARDWARE, hardware_entries},
     {GROUP_OUTPUT, output_entries}, {GROUP_RULES, rules_entries},
-    {GROUP_EXPR, expr_entries},
+    {GROUP_EXPR, expr_entries},     {GROUP_CODEGEN, codegen_entries},
+    {GROUP_EXEC, exec_entries},
 };
 
 /* One subcommand: what it takes and what runs it. */
@@ -444,19 +473,92 @@ static gboolean load_lowered(const char *path, const char *mesh_spec,
   return TRUE;
 }
 
+/* The code generator's options from --exact and --blas: FALSE (with a
+ * message) when they are wrong. */
+static gboolean codegen_options(const Options *o, CodegenOptions *co) {
+  *co = (CodegenOptions){.exact = o->exact, .profile = o->profile};
+  if (!o->blas || strcmp(o->blas, "none") == 0)
+    return TRUE;
+  if (strcmp(o->blas, "openblas") != 0) {
+    g_printerr("partir: --blas must be none or openblas, not '%s'\n", o->blas);
+    return FALSE;
+  }
+  co->blas = CODEGEN_BLAS_OPENBLAS;
+  return TRUE;
+}
+
+/* exec's options: FALSE (with a message) when they are wrong. */
+static gboolean exec_options(const Options *o, CodegenOptions *co) {
+  if (o->runtime && strcmp(o->runtime, "threads") != 0) {
+    g_printerr("partir: --runtime must be threads, not '%s' (MPI and CUDA "
+               "runtimes are not built)\n",
+               o->runtime);
+    return FALSE;
+  }
+  if (o->repeat < 0) {
+    g_printerr("partir: --repeat must be 0 or more, not %" G_GINT64_FORMAT "\n",
+               o->repeat);
+    return FALSE;
+  }
+  return codegen_options(o, co);
+}
+
+/* One step of compiled code: on one device, or a thread per device. */
+static GPtrArray *exec_step(Compiled *code, const Func *device,
+                            Tensor *const *inputs, Diag *diag, GError **error) {
+  return device->spmd ? codegen_run_spmd(code, device, inputs, diag, error)
+                      : codegen_run(code, inputs);
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* --repeat N: N more steps on the same inputs, each timed; their min and
+ * median on stderr (stdout keeps the results). */
+static void exec_repeat(Compiled *code, const Func *device,
+                        Tensor *const *inputs, gint64 n, Diag *diag,
+                        GError **error) {
+  g_autofree double *secs = g_new(double, (gsize)n);
+  for (gint64 i = 0; i < n; i++) {
+    gint64 start = g_get_monotonic_time();
+    GPtrArray *r = exec_step(code, device, inputs, diag, error);
+    secs[i] = (double)(g_get_monotonic_time() - start) / 1e6;
+    if (!r)
+      return;
+    g_ptr_array_unref(r);
+  }
+  qsort(secs, (size_t)n, sizeof *secs, compare_doubles);
+  double median = n % 2 ? secs[n / 2] : (secs[n / 2 - 1] + secs[n / 2]) / 2;
+  g_printerr("partir: %" G_GINT64_FORMAT " steps: min %.3f ms, median %.3f "
+             "ms\n",
+             n, secs[0] * 1e3, median * 1e3);
+}
+
+/* The program of 'path' (and with --mesh, its lowering): FALSE after
+ * saying why, the status to return in *status. */
+static gboolean load_program(const char *path, const Options *o, Loaded *ld,
+                             int *status) {
+  if (o->mesh)
+    return load_lowered(path, o->mesh, o->rule_files, ld, status);
+  memset(ld, 0, sizeof *ld);
+  *status = 1;
+  return (ld->m = load_module(path)) != NULL;
+}
+
 /* run and exec: the interpreter's results, or the compiled code's; with
  * --mesh (exec), the program lowered on the mesh, each device's program
  * compiled and run on its own thread. */
 static int run_program(const Options *o, char **files, gboolean compiled) {
   Loaded ld = {0};
   int status = 1;
-  if (compiled && o->mesh) {
-    if (!load_lowered(files[0], o->mesh, o->rule_files, &ld, &status)) {
-      loaded_clear(&ld);
-      return status;
-    }
-  } else if (!(ld.m = load_module(files[0]))) {
-    return 1;
+  CodegenOptions co;
+  if (compiled && !exec_options(o, &co))
+    return 2;
+  if (!load_program(files[0], o, &ld, &status)) {
+    loaded_clear(&ld);
+    return status;
   }
   const Module *m = ld.m;
   const Func *f = o->mesh ? ld.l.global : module_entry(ld.m);
@@ -472,14 +574,14 @@ static int run_program(const Options *o, char **files, gboolean compiled) {
    * before any input is read */
   g_autoptr(Compiled) code =
       compiled && !diag_any(diag)
-          ? codegen_compile(o->mesh ? ld.l.names : m, device, NULL, diag)
+          ? codegen_compile(o->mesh ? ld.l.names : m, device, &co, diag)
           : NULL;
   if ((!compiled || code) &&
       run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
     results = !compiled ? interp_run(f, inputs, &error)
-              : device->spmd
-                  ? codegen_run_spmd(code, device, inputs, diag, &error)
-                  : codegen_run(code, inputs);
+                        : exec_step(code, device, inputs, diag, &error);
+  if (results && compiled && o->repeat > 0)
+    exec_repeat(code, device, inputs, o->repeat, diag, &error);
   if (results && o->output_dir)
     write_outputs(o->output_dir, m, f, results, &error);
   status = 0;
@@ -492,6 +594,11 @@ static int run_program(const Options *o, char **files, gboolean compiled) {
     status = 1;
   } else {
     run_print_results(m, f, results);
+    if (compiled && o->profile) {
+      g_autoptr(GString) out = g_string_new(NULL);
+      codegen_profile_report(code, out);
+      fputs(out->str, stderr);
+    }
   }
   if (results)
     g_ptr_array_unref(results);
@@ -513,28 +620,45 @@ static int cmd_exec(const Options *o, char **files) {
 
 static const GOptionEntry compile_entries[] = {
     {"emit", 'e', 0, G_OPTION_ARG_STRING, &opt.emit,
-     "what to show: llvm (optimized IR, the default) or asm", "llvm|asm"},
+     "what to show: llvm (optimized IR, the default), asm, obj (an ELF "
+     "object) or fusion (the kernels and what each fuses)",
+     "llvm|asm|obj|fusion"},
     G_OPTION_ENTRY_NULL};
 
 static int cmd_compile(const Options *o, char **files) {
+  static const char *const names[] = {"llvm", "asm", "obj", "fusion"};
+  static const CodegenEmit kinds[] = {EMIT_LLVM, EMIT_ASM, EMIT_OBJ,
+                                      EMIT_FUSION};
   const char *emit = o->emit ? o->emit : "llvm";
-  if (strcmp(emit, "llvm") != 0 && strcmp(emit, "asm") != 0) {
-    g_printerr("partir: --emit must be llvm or asm, not '%s'\n", emit);
+  int at = -1;
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+    if (strcmp(emit, names[i]) == 0)
+      at = (int)i;
+  CodegenOptions co;
+  if (at < 0) {
+    g_printerr("partir: --emit must be llvm, asm, obj or fusion, not '%s'\n",
+               emit);
     return 2;
   }
-  g_autoptr(Module) m = load_module(files[0]);
-  if (!m)
-    return 1;
+  if (!codegen_options(o, &co))
+    return 2;
+  Loaded ld = {0};
+  int status = 1;
+  if (!load_program(files[0], o, &ld, &status))
+    return status;
+  const Func *f = o->mesh ? ld.l.spmd : module_entry(ld.m);
   g_autoptr(Diag) diag = diag_new(NULL);
+  gsize len = 0;
   char *text =
-      codegen_text(m, module_entry(m), NULL,
-                   strcmp(emit, "asm") == 0 ? EMIT_ASM : EMIT_LLVM, diag);
+      codegen_text(o->mesh ? ld.l.names : ld.m, f, &co, kinds[at], &len, diag);
   if (!text) {
     print_reason(files[0], diag);
+    loaded_clear(&ld);
     return 1;
   }
-  g_autoptr(GString) out = g_string_new(text);
+  g_autoptr(GString) out = g_string_new_len(text, (gssize)len);
   g_free(text);
+  loaded_clear(&ld);
   return write_result(o->output, out);
 }
 
@@ -852,9 +976,11 @@ static const Command commands[] = {
     {"check", "FILE", 1, one_file, 0, NULL, cmd_check},
     {"fmt", "FILE", 1, one_file, GROUP_EXPR, NULL, cmd_fmt},
     {"run", "FILE", 1, one_file, 0, run_entries, cmd_run},
-    {"exec", "FILE", 1, one_file, GROUP_MESH | GROUP_RULES, run_entries,
+    {"exec", "FILE", 1, one_file,
+     GROUP_MESH | GROUP_RULES | GROUP_CODEGEN | GROUP_EXEC, run_entries,
      cmd_exec},
-    {"compile", "FILE", 1, one_file, GROUP_OUTPUT, compile_entries,
+    {"compile", "FILE", 1, one_file,
+     GROUP_MESH | GROUP_OUTPUT | GROUP_RULES | GROUP_CODEGEN, compile_entries,
      cmd_compile},
     {"rewrite", "FILE", 1, one_file, GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR,
      rewrite_entries, cmd_rewrite},

@@ -3,6 +3,10 @@
  *   fixture-runner FILE.test...      stanza files (below)
  *   fixture-runner --roundtrip FILE.pir...
  *   fixture-runner --npy-close A.npy B.npy RTOL ATOL
+ *   fixture-runner --npy-near GOT.npy WANT.npy REL
+ *                  every |got - want| <= REL * max|want| (NaN where want
+ *                  is NaN, infinities equal; integers exactly equal);
+ *                  prints the largest error in units of max|want|
  *
  * Stanzas, many per file ('#' lines between stanzas are comments):
  *
@@ -501,6 +505,44 @@ static void npy_close(const char *a, const char *b, double rtol, double atol) {
     tensor_unref(y);
 }
 
+/* --npy-near: 'got' within 'rel' of the largest magnitude of 'want'
+ * (errors of a sum are bounded relative to its terms, not its result). */
+static void npy_near(const char *got, const char *want, double rel) {
+  GError *error = NULL;
+  Tensor *x = NULL, *y = NULL;
+  if (!npy_read(got, &x, &error) || !npy_read(want, &y, &error)) {
+    tap(FALSE, "%s ~ %s: %s", got, want, error->message);
+    g_error_free(error);
+  } else if (x->type != y->type) {
+    tap(FALSE, "%s ~ %s: their types differ", got, want);
+  } else {
+    int64_t n = type_numel(x->type), bad = -1;
+    gboolean is_float = dtype_is_float(x->type->dtype);
+    double scale = 0, worst = 0;
+    for (int64_t i = 0; i < n; i++)
+      if (is_float && isfinite(tensor_get_double(y, i)))
+        scale = MAX(scale, fabs(tensor_get_double(y, i)));
+    for (int64_t i = 0; i < n && bad < 0; i++) {
+      double a = tensor_get_double(x, i), b = tensor_get_double(y, i);
+      double err = fabs(a - b);
+      gboolean same = a == b || (isnan(a) && isnan(b));
+      if (!same && (!is_float || !isfinite(b) || !(err <= rel * scale)))
+        bad = i;
+      else if (!same)
+        worst = MAX(worst, err / scale);
+    }
+    tap(bad < 0, "%s ~ %s: largest error %.3g of max|want| (allowed %.3g)",
+        got, want, worst, rel);
+    if (bad >= 0)
+      printf("# element %" G_GINT64_FORMAT ": %.9g, want %.9g\n", bad,
+             tensor_get_double(x, bad), tensor_get_double(y, bad));
+  }
+  if (x)
+    tensor_unref(x);
+  if (y)
+    tensor_unref(y);
+}
+
 static int run_all(void *data) {
   Args *a = data;
   gboolean roundtrip = FALSE;
@@ -512,6 +554,10 @@ static int run_all(void *data) {
                 g_ascii_strtod(a->argv[i + 3], NULL),
                 g_ascii_strtod(a->argv[i + 4], NULL));
       i += 4;
+    } else if (strcmp(a->argv[i], "--npy-near") == 0 && i + 3 < a->argc) {
+      npy_near(a->argv[i + 1], a->argv[i + 2],
+               g_ascii_strtod(a->argv[i + 3], NULL));
+      i += 3;
     } else if (roundtrip) {
       roundtrip_file(a->argv[i]);
     } else {

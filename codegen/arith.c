@@ -1,0 +1,398 @@
+/* arith.c — one element: loading it into its compute type, storing it
+ * rounded, and each elementwise operator on it.
+ *
+ * Exact arithmetic mirrors the interpreter's kernels (src/eval/
+ * kernels.c) so that results agree bit for bit: elements widened to
+ * double or i64 as tensor_get_* does, rounded or wrapped as tensor_set_*
+ * does, the kernels' NaN rules, XLA's integer division, libm's exp, log,
+ * tanh and pow.  Fast arithmetic computes f32 and bf16 in float and f64
+ * in double, with the polynomial transcendentals of mathfn.c; integers
+ * are computed alike in both (they are exact).
+ */
+#include "codegen/gen.h"
+
+LLVMTypeRef storage(Gen *g, DType dt) {
+  switch (dt) {
+  case DT_F32:
+    return g->f32;
+  case DT_F64:
+    return g->f64;
+  case DT_BF16:
+    return g->i16;
+  case DT_I32:
+    return g->i32;
+  case DT_I64:
+    return g->i64;
+  case DT_I1:
+    return g->i8;
+  default:
+    g_assert_not_reached();
+  }
+}
+
+LLVMTypeRef compute_type(Gen *g, DType dt) {
+  if (!dtype_is_float(dt))
+    return g->i64;
+  return g->exact || dt == DT_F64 ? g->f64 : g->f32;
+}
+
+static LLVMValueRef elem_ptr(Gen *g, int s, LLVMValueRef off) {
+  LLVMTypeRef ty = storage(g, g->vt[s]->dtype);
+  return LLVMBuildGEP2(g->b, ty, g->base[s], &off, 1, "");
+}
+
+LLVMValueRef load_raw(Gen *g, int s, LLVMValueRef off) {
+  LLVMTypeRef ty = storage(g, g->vt[s]->dtype);
+  return LLVMBuildLoad2(g->b, ty, elem_ptr(g, s, off), "");
+}
+
+void store_raw(Gen *g, int s, LLVMValueRef off, LLVMValueRef v) {
+  LLVMBuildStore(g->b, v, elem_ptr(g, s, off));
+}
+
+/* A float (f32) widened to the compute type of 'dt'. */
+static LLVMValueRef from_float(Gen *g, DType dt, LLVMValueRef f) {
+  LLVMTypeRef ty = compute_type(g, dt);
+  return ty == g->f32 ? f : LLVMBuildFPExt(g->b, f, ty, "");
+}
+
+/* bf16 bits to the f32 they are the top half of. */
+static LLVMValueRef f32_from_bf16(Gen *g, LLVMValueRef v) {
+  LLVMValueRef wide = LLVMBuildZExt(g->b, v, g->i32, "");
+  wide = LLVMBuildShl(g->b, wide, LLVMConstInt(g->i32, 16, 0), "");
+  return LLVMBuildBitCast(g->b, wide, g->f32, "");
+}
+
+/* bf16 from an f32: round to nearest even, NaN kept quiet (as
+ * tensor_bf16_from_f32). */
+static LLVMValueRef bf16_from_f32(Gen *g, LLVMValueRef f) {
+  LLVMValueRef bits = LLVMBuildBitCast(g->b, f, g->i32, "");
+  LLVMValueRef c16 = LLVMConstInt(g->i32, 16, 0);
+  LLVMValueRef hi = LLVMBuildLShr(g->b, bits, c16, "");
+  LLVMValueRef nan_bits =
+      LLVMBuildOr(g->b, hi, LLVMConstInt(g->i32, 0x40, 0), "");
+  LLVMValueRef odd = LLVMBuildAnd(g->b, hi, LLVMConstInt(g->i32, 1, 0), "");
+  LLVMValueRef bias =
+      LLVMBuildAdd(g->b, LLVMConstInt(g->i32, 0x7fff, 0), odd, "");
+  LLVMValueRef rounded =
+      LLVMBuildLShr(g->b, LLVMBuildAdd(g->b, bits, bias, ""), c16, "");
+  LLVMValueRef r = LLVMBuildSelect(g->b, is_nan(g, f), nan_bits, rounded, "");
+  return LLVMBuildTrunc(g->b, r, g->i16, "");
+}
+
+/* A floating value as an f32 (the compute type is float or double). */
+static LLVMValueRef to_float(Gen *g, LLVMValueRef v) {
+  return LLVMTypeOf(v) == g->f32 ? v : LLVMBuildFPTrunc(g->b, v, g->f32, "");
+}
+
+LLVMValueRef load_elem(Gen *g, int s, LLVMValueRef off) {
+  DType dt = g->vt[s]->dtype;
+  LLVMValueRef v = load_raw(g, s, off);
+  switch (dt) {
+  case DT_F32:
+    return from_float(g, dt, v);
+  case DT_F64:
+    return v;
+  case DT_BF16:
+    return from_float(g, dt, f32_from_bf16(g, v));
+  case DT_I32:
+    return LLVMBuildSExt(g->b, v, g->i64, "");
+  case DT_I64:
+    return v;
+  case DT_I1:
+    return LLVMBuildZExt(g->b, v, g->i64, "");
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* 'v' (compute type of dt) as stored: rounded or wrapped. */
+static LLVMValueRef to_storage(Gen *g, DType dt, LLVMValueRef v) {
+  switch (dt) {
+  case DT_F32:
+    return to_float(g, v);
+  case DT_F64:
+    return v;
+  case DT_BF16:
+    return bf16_from_f32(g, to_float(g, v));
+  case DT_I32:
+    return LLVMBuildTrunc(g->b, v, g->i32, "");
+  case DT_I64:
+    return v;
+  case DT_I1:
+    return LLVMBuildZExt(g->b, LLVMBuildICmp(g->b, LLVMIntNE, v, c64(g, 0), ""),
+                         g->i8, "");
+  default:
+    g_assert_not_reached();
+  }
+}
+
+void store_elem(Gen *g, int s, LLVMValueRef off, LLVMValueRef v) {
+  store_raw(g, s, off, to_storage(g, g->vt[s]->dtype, v));
+}
+
+/* Stored 'raw' of 'dt' back in its compute type (as load_elem). */
+static LLVMValueRef from_storage(Gen *g, DType dt, LLVMValueRef raw) {
+  switch (dt) {
+  case DT_F32:
+    return from_float(g, dt, raw);
+  case DT_BF16:
+    return from_float(g, dt, f32_from_bf16(g, raw));
+  case DT_I32:
+    return LLVMBuildSExt(g->b, raw, g->i64, "");
+  case DT_I1:
+    return LLVMBuildZExt(g->b, raw, g->i64, "");
+  default:
+    return raw;
+  }
+}
+
+LLVMValueRef round_to(Gen *g, DType dt, LLVMValueRef v) {
+  if (dt == DT_F64 || dt == DT_I64 || (!g->exact && dtype_is_float(dt)))
+    return v;
+  return from_storage(g, dt, to_storage(g, dt, v));
+}
+
+LLVMValueRef is_nan(Gen *g, LLVMValueRef x) {
+  return LLVMBuildFCmp(g->b, LLVMRealUNO, x, x, "");
+}
+
+/* ------------------------------------------------------ transcendentals */
+
+/* libm's 'name' on doubles (exact arithmetic: the interpreter's calls). */
+static LLVMValueRef libm(Gen *g, const char *name, LLVMValueRef *args,
+                         int nargs) {
+  LLVMTypeRef params[2] = {g->f64, g->f64};
+  return ir_call(g, name, g->f64, params, args, nargs);
+}
+
+/* Fast exp, log, tanh and logistic in the value's own type. */
+static LLVMValueRef math_fast(Gen *g, Op op, LLVMValueRef x) {
+  gboolean f = LLVMTypeOf(x) == g->f32;
+  LLVMTypeRef ty = LLVMTypeOf(x);
+  switch (op) {
+  case OP_EXP:
+    return ir_intrinsic(g, "llvm.exp", &x, 1);
+  case OP_LOG:
+    return ir_intrinsic(g, "llvm.log", &x, 1);
+  case OP_TANH:
+    return ir_call(g, f ? "tanhf" : "tanh", ty, &ty, &x, 1);
+  case OP_LOGISTIC: {
+    LLVMValueRef nx = LLVMBuildFNeg(g->b, x, "");
+    LLVMValueRef e = ir_intrinsic(g, "llvm.exp", &nx, 1);
+    return LLVMBuildFDiv(g->b, cfl(g, x, 1.0),
+                         LLVMBuildFAdd(g->b, cfl(g, x, 1.0), e, ""), "");
+  }
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* exp, log, tanh, logistic, sqrt, rsqrt in the value's own type. */
+static LLVMValueRef transcendental(Gen *g, Op op, LLVMValueRef x) {
+  if (op == OP_SQRT || op == OP_RSQRT) { /* correctly rounded, as libm */
+    LLVMValueRef r = ir_intrinsic(g, "llvm.sqrt", &x, 1);
+    return op == OP_SQRT ? r : LLVMBuildFDiv(g->b, cfl(g, x, 1.0), r, "");
+  }
+  if (g->exact) {
+    if (op == OP_LOGISTIC) {
+      LLVMValueRef nx = LLVMBuildFNeg(g->b, x, "");
+      LLVMValueRef e = libm(g, "exp", &nx, 1);
+      return LLVMBuildFDiv(g->b, cf64(g, 1.0),
+                           LLVMBuildFAdd(g->b, cf64(g, 1.0), e, ""), "");
+    }
+    return libm(g, op == OP_EXP ? "exp" : op == OP_LOG ? "log" : "tanh", &x, 1);
+  }
+  return math_fast(g, op, x);
+}
+
+/* ---------------------------------------------------------- elementwise */
+
+static LLVMValueRef binary_float(Gen *g, Op op, LLVMValueRef a,
+                                 LLVMValueRef b) {
+  switch (op) {
+  case OP_ADD:
+    return LLVMBuildFAdd(g->b, a, b, "");
+  case OP_SUB:
+    return LLVMBuildFSub(g->b, a, b, "");
+  case OP_MUL:
+    return LLVMBuildFMul(g->b, a, b, "");
+  case OP_DIV:
+    return LLVMBuildFDiv(g->b, a, b, "");
+  case OP_MAX:
+  case OP_MIN: {
+    LLVMValueRef pick =
+        LLVMBuildFCmp(g->b, op == OP_MAX ? LLVMRealOGT : LLVMRealOLT, a, b, "");
+    LLVMValueRef r = LLVMBuildSelect(g->b, pick, a, b, "");
+    LLVMValueRef nan = LLVMBuildOr(g->b, is_nan(g, a), is_nan(g, b), "");
+    return LLVMBuildSelect(g->b, nan, cfl(g, a, NAN), r, "");
+  }
+  case OP_POW: {
+    LLVMValueRef args[2] = {a, b};
+    if (LLVMTypeOf(a) == g->f64)
+      return libm(g, "pow", args, 2);
+    LLVMTypeRef params[2] = {g->f32, g->f32};
+    return ir_call(g, "powf", g->f32, params, args, 2);
+  }
+  default:
+    g_assert_not_reached();
+  }
+}
+
+static LLVMValueRef binary_int(Gen *g, Op op, DType dt, LLVMValueRef a,
+                               LLVMValueRef b) {
+  switch (op) {
+  case OP_ADD:
+    return LLVMBuildAdd(g->b, a, b, "");
+  case OP_SUB:
+    return LLVMBuildSub(g->b, a, b, "");
+  case OP_MUL:
+    return LLVMBuildMul(g->b, a, b, "");
+  case OP_DIV: { /* x/0 is -1, MIN/-1 is MIN (XLA), never a trap */
+    LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, b, c64(g, 0), "");
+    LLVMValueRef min = c64(g, dt == DT_I32 ? INT32_MIN : INT64_MIN);
+    LLVMValueRef overflow =
+        LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, b, c64(g, -1), ""),
+                     LLVMBuildICmp(g->b, LLVMIntEQ, a, min, ""), "");
+    LLVMValueRef unsafe = LLVMBuildOr(g->b, zero, overflow, "");
+    LLVMValueRef d = LLVMBuildSelect(g->b, unsafe, c64(g, 1), b, "");
+    LLVMValueRef q = LLVMBuildSDiv(g->b, a, d, "");
+    q = LLVMBuildSelect(g->b, overflow, a, q, "");
+    return LLVMBuildSelect(g->b, zero, c64(g, -1), q, "");
+  }
+  case OP_MAX:
+  case OP_MIN: {
+    LLVMValueRef pick =
+        LLVMBuildICmp(g->b, op == OP_MAX ? LLVMIntSGT : LLVMIntSLT, a, b, "");
+    return LLVMBuildSelect(g->b, pick, a, b, "");
+  }
+  default:
+    g_assert_not_reached();
+  }
+}
+
+static LLVMValueRef unary_float(Gen *g, Op op, LLVMValueRef x) {
+  switch (op) {
+  case OP_NEG:
+    return LLVMBuildFNeg(g->b, x, "");
+  case OP_ABS: /* as fabs: the sign bit cleared (-0 and NaNs too) */
+    return ir_intrinsic(g, "llvm.fabs", &x, 1);
+  case OP_RELU: { /* NaN stays, else max(x, 0) */
+    LLVMValueRef zero = cfl(g, x, 0);
+    LLVMValueRef pos = LLVMBuildFCmp(g->b, LLVMRealOGT, x, zero, "");
+    LLVMValueRef r = LLVMBuildSelect(g->b, pos, x, zero, "");
+    return LLVMBuildSelect(g->b, is_nan(g, x), x, r, "");
+  }
+  default:
+    return transcendental(g, op, x);
+  }
+}
+
+static LLVMValueRef unary_int(Gen *g, Op op, LLVMValueRef x) {
+  switch (op) {
+  case OP_NEG:
+    return LLVMBuildSub(g->b, c64(g, 0), x, "");
+  case OP_ABS: {
+    LLVMValueRef neg = LLVMBuildICmp(g->b, LLVMIntSLT, x, c64(g, 0), "");
+    return LLVMBuildSelect(g->b, neg, LLVMBuildSub(g->b, c64(g, 0), x, ""), x,
+                           "");
+  }
+  case OP_RELU: {
+    LLVMValueRef pos = LLVMBuildICmp(g->b, LLVMIntSGT, x, c64(g, 0), "");
+    return LLVMBuildSelect(g->b, pos, x, c64(g, 0), "");
+  }
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* Comparison 'dir' of 'a' and 'b': true or false, as an i1 (NE is true
+ * when unordered, the others false). */
+static LLVMValueRef compare(Gen *g, const char *dir, gboolean is_float,
+                            LLVMValueRef a, LLVMValueRef b) {
+  static const struct {
+    const char *name;
+    LLVMRealPredicate real;
+    LLVMIntPredicate integer;
+  } preds[] = {
+      {"EQ", LLVMRealOEQ, LLVMIntEQ},  {"NE", LLVMRealUNE, LLVMIntNE},
+      {"LT", LLVMRealOLT, LLVMIntSLT}, {"LE", LLVMRealOLE, LLVMIntSLE},
+      {"GT", LLVMRealOGT, LLVMIntSGT}, {"GE", LLVMRealOGE, LLVMIntSGE}};
+  for (guint j = 0; j < G_N_ELEMENTS(preds); j++)
+    if (strcmp(dir, preds[j].name) == 0)
+      return is_float ? LLVMBuildFCmp(g->b, preds[j].real, a, b, "")
+                      : LLVMBuildICmp(g->b, preds[j].integer, a, b, "");
+  g_assert_not_reached(); /* the type rule checked the direction */
+}
+
+/* convert: float to float rounds; float to integer truncates toward
+ * zero, saturates and gives 0 for NaN (to i1: x != 0); integer to f32
+ * rounds once (as (float)v), to the other floats through double. */
+static LLVMValueRef convert(Gen *g, DType from, DType to, LLVMValueRef x) {
+  gboolean ff = dtype_is_float(from), tf = dtype_is_float(to);
+  LLVMTypeRef ty = compute_type(g, to);
+  if (ff && tf) {
+    if (LLVMTypeOf(x) != ty)
+      x = ty == g->f64 ? LLVMBuildFPExt(g->b, x, ty, "")
+                       : LLVMBuildFPTrunc(g->b, x, ty, "");
+    /* fast arithmetic keeps bf16 in float: the conversion rounds */
+    return to == DT_BF16 && !g->exact
+               ? from_float(g, to, f32_from_bf16(g, bf16_from_f32(g, x)))
+               : x;
+  }
+  if (!ff && !tf)
+    return x;
+  if (ff) {
+    if (LLVMTypeOf(x) != g->f64)
+      x = LLVMBuildFPExt(g->b, x, g->f64, "");
+    if (to == DT_I1)
+      return LLVMBuildZExt(g->b,
+                           LLVMBuildFCmp(g->b, LLVMRealUNE, x, cf64(g, 0), ""),
+                           g->i64, "");
+    double lo = to == DT_I32 ? (double)INT32_MIN : (double)INT64_MIN;
+    int64_t min = to == DT_I32 ? INT32_MIN : INT64_MIN;
+    int64_t max = to == DT_I32 ? INT32_MAX : INT64_MAX;
+    LLVMValueRef low = LLVMBuildFCmp(g->b, LLVMRealOLE, x, cf64(g, lo), "");
+    LLVMValueRef high = LLVMBuildFCmp(g->b, LLVMRealOGE, x, cf64(g, -lo), "");
+    LLVMValueRef inside = LLVMBuildNot(
+        g->b,
+        LLVMBuildOr(g->b, LLVMBuildOr(g->b, low, high, ""), is_nan(g, x), ""),
+        "");
+    /* fptosi of a value outside i64 is poison: convert a safe one */
+    LLVMValueRef safe = LLVMBuildSelect(g->b, inside, x, cf64(g, 0), "");
+    LLVMValueRef v = LLVMBuildFPToSI(g->b, safe, g->i64, "");
+    v = LLVMBuildSelect(g->b, low, c64(g, min), v, "");
+    v = LLVMBuildSelect(g->b, high, c64(g, max), v, "");
+    return LLVMBuildSelect(g->b, is_nan(g, x), c64(g, 0), v, "");
+  }
+  if (to == DT_F32)
+    return from_float(g, to, LLVMBuildSIToFP(g->b, x, g->f32, ""));
+  LLVMValueRef d = LLVMBuildSIToFP(g->b, x, g->f64, "");
+  if (to == DT_F64 || g->exact)
+    return d;
+  return from_float(g, to, f32_from_bf16(g, bf16_from_f32(g, to_float(g, d))));
+}
+
+LLVMValueRef arith_op(Gen *g, const Term *t, LLVMValueRef *v) {
+  DType in = t->args[0]->type->dtype;
+  switch (t->op) {
+  case OP_SELECT:
+    return LLVMBuildSelect(g->b,
+                           LLVMBuildICmp(g->b, LLVMIntNE, v[0], c64(g, 0), ""),
+                           v[1], v[2], "");
+  case OP_COMPARE: {
+    const char *dir = attrs_get(t->attrs, "direction")->sym;
+    return LLVMBuildZExt(g->b, compare(g, dir, dtype_is_float(in), v[0], v[1]),
+                         g->i64, "");
+  }
+  case OP_CONVERT:
+    return convert(g, in, t->type->dtype, v[0]);
+  default:
+    if (t->nargs == 2)
+      return dtype_is_float(in)
+                 ? binary_float(g, t->op, v[0], v[1])
+                 : binary_int(g, t->op, t->type->dtype, v[0], v[1]);
+    return dtype_is_float(in) ? unary_float(g, t->op, v[0])
+                              : unary_int(g, t->op, v[0]);
+  }
+}

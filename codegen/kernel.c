@@ -1,0 +1,375 @@
+/* kernel.c — the loop nest of a value with a buffer, its fused operands
+ * computed inside it.
+ *
+ * A kernel computes one value (its root) element by element.  An
+ * element of the root, or of an operand, is named by an index (Ix) into
+ * its value's shape; a fused operand is computed at the index its user
+ * maps it to (the same index for an elementwise operator, a permuted,
+ * broadcast or strided one for transpose, broadcast_in_dim and slice,
+ * the same linear offset for reshape), a leaf is loaded from its
+ * buffer.  So a chain of elementwise operators and index maps reads
+ * each of its inputs once per element and writes only its root.
+ *
+ * Roots: an elementwise operator or index map (one nest over its shape,
+ * or one flat loop when no index map needs the multi-index), a
+ * reduction (a nest over the kept dimensions around one over the
+ * reduced ones, an accumulator per result element), concatenate (a nest
+ * per operand, into its place), a collective (a call into the runtime),
+ * a contraction (dot.c).
+ */
+#include "codegen/gen.h"
+
+/* An index into a value of type 'ty': its multi-index, its linear
+ * offset, or both, each computed from the other when first needed. */
+typedef struct Ix {
+  const Type *ty;
+  LLVMValueRef lin;                /* or NULL */
+  LLVMValueRef d[PARTIR_MAX_RANK]; /* valid when has_d */
+  gboolean has_d;
+} Ix;
+
+static LLVMValueRef ix_lin(Gen *g, Ix *ix) {
+  if (!ix->lin) {
+    int64_t strides[PARTIR_MAX_RANK];
+    strides_of(ix->ty, strides);
+    ix->lin = c64(g, 0);
+    for (int d = 0; d < ix->ty->rank; d++)
+      ix->lin = LLVMBuildNSWAdd(
+          g->b, ix->lin,
+          LLVMBuildNSWMul(g->b, ix->d[d], c64(g, strides[d]), ""), "");
+  }
+  return ix->lin;
+}
+
+static LLVMValueRef ix_dim(Gen *g, Ix *ix, int d) {
+  if (!ix->has_d) {
+    int64_t strides[PARTIR_MAX_RANK];
+    strides_of(ix->ty, strides);
+    for (int j = 0; j < ix->ty->rank; j++) {
+      LLVMValueRef q = LLVMBuildUDiv(g->b, ix->lin, c64(g, strides[j]), "");
+      ix->d[j] =
+          j == 0 ? q : LLVMBuildURem(g->b, q, c64(g, ix->ty->dims[j]), "");
+    }
+    ix->has_d = TRUE;
+  }
+  return ix->d[d];
+}
+
+typedef struct Kern {
+  Gen *g;
+  const Plan *p;
+  const Term *root;
+  GHashTable *leaf;  /* Term -> parameter number */
+  GPtrArray *leaves; /* the leaves in parameter order */
+  GString *key;
+  gboolean needs_d; /* an index map reads the multi-index */
+} Kern;
+
+static gboolean is_leaf(const Kern *k, const Term *t) {
+  return t != k->root &&
+         !g_array_index(k->p->slots, Slot, plan_slot(k->p, t)).fused;
+}
+
+/* The key of the kernel's tree, its leaves numbered as first met. */
+static void walk_tree(Kern *k, const Term *t) {
+  if (is_leaf(k, t)) {
+    gpointer at = g_hash_table_lookup(k->leaf, t);
+    if (!at) {
+      g_ptr_array_add(k->leaves, (gpointer)t);
+      at = GINT_TO_POINTER(k->leaves->len);
+      g_hash_table_insert(k->leaf, (gpointer)t, at);
+    }
+    g_string_append_printf(k->key, " L%d:%p", GPOINTER_TO_INT(at),
+                           (const void *)t->type);
+    return;
+  }
+  g_string_append_printf(k->key, " (%d %p %p", (int)t->op,
+                         (const void *)t->attrs, (const void *)t->type);
+  if (t->op == OP_BROADCAST_IN_DIM || t->op == OP_TRANSPOSE ||
+      t->op == OP_SLICE)
+    k->needs_d = TRUE; /* its index map reads the multi-index */
+  for (int a = 0; a < t->nargs; a++) {
+    if (t == k->root && !fuse_absorbs(t)) { /* operand a is buffer a + 1 */
+      g_ptr_array_add(k->leaves, (gpointer)t->args[a]);
+      g_string_append_printf(k->key, " L:%p", (const void *)t->args[a]->type);
+    } else {
+      walk_tree(k, t->args[a]);
+    }
+  }
+  g_string_append_c(k->key, ')');
+}
+
+/* The index into operand 0 of index map 't' for index 'ix' of 't'. */
+static void map_index(Gen *g, const Term *t, Ix *ix, Ix *sub) {
+  const Type *in = t->args[0]->type;
+  *sub = (Ix){.ty = in};
+  int64_t a[PARTIR_MAX_RANK], step[PARTIR_MAX_RANK];
+  switch (t->op) {
+  case OP_RESHAPE: /* row-major: the same offset */
+    sub->lin = ix_lin(g, ix);
+    return;
+  case OP_BROADCAST_IN_DIM:
+    attr_ints(t, "dims", a);
+    for (int j = 0; j < in->rank; j++)
+      sub->d[j] = in->dims[j] == 1 ? c64(g, 0) : ix_dim(g, ix, (int)a[j]);
+    break;
+  case OP_TRANSPOSE: /* result dim j is operand dim perm[j] */
+    attr_ints(t, "permutation", a);
+    for (int j = 0; j < in->rank; j++)
+      sub->d[a[j]] = ix_dim(g, ix, j);
+    break;
+  case OP_SLICE: {
+    attr_ints(t, "start", a);
+    int nstep = attr_ints(t, "strides", step);
+    for (int d = 0; d < in->rank; d++)
+      sub->d[d] =
+          LLVMBuildNSWAdd(g->b, c64(g, a[d]),
+                          LLVMBuildNSWMul(g->b, ix_dim(g, ix, d),
+                                          c64(g, d < nstep ? step[d] : 1), ""),
+                          "");
+    break;
+  }
+  default:
+    g_assert_not_reached();
+  }
+  sub->has_d = TRUE;
+}
+
+/* Element 'ix' of 't' in its compute type: loaded (a leaf) or computed
+ * (the root, or a fused value). */
+static LLVMValueRef element(Kern *k, const Term *t, Ix *ix) {
+  Gen *g = k->g;
+  if (is_leaf(k, t)) {
+    int at = GPOINTER_TO_INT(g_hash_table_lookup(k->leaf, t));
+    return load_elem(g, at, ix_lin(g, ix));
+  }
+  switch (t->op) {
+  case OP_RESHAPE:
+  case OP_BROADCAST_IN_DIM:
+  case OP_TRANSPOSE:
+  case OP_SLICE: {
+    Ix sub;
+    map_index(g, t, ix, &sub);
+    return element(k, t->args[0], &sub);
+  }
+  default: {
+    LLVMValueRef v[3];
+    for (int a = 0; a < t->nargs; a++)
+      v[a] = element(k, t->args[a], ix);
+    return round_to(g, t->type->dtype, arith_op(g, t, v));
+  }
+  }
+}
+
+/* An elementwise or index-map root: a nest over its shape (a flat loop
+ * when nothing needs the multi-index). */
+static void emit_map(Kern *k) {
+  Gen *g = k->g;
+  const Type *ty = k->root->type;
+  Ix ix = {.ty = ty};
+  if (!k->needs_d) {
+    Loop l;
+    ix.lin = loop_open(g, type_numel(ty), &l);
+    store_elem(g, 0, ix.lin, element(k, k->root, &ix));
+    loop_close(g, &l);
+    return;
+  }
+  int64_t strides[PARTIR_MAX_RANK];
+  strides_of(ty, strides);
+  const int64_t *sets[1] = {strides};
+  LLVMValueRef zero = c64(g, 0);
+  Nest n;
+  nest_open(g, &n, ty->rank, ty->dims, 1, sets, &zero);
+  for (int d = 0; d < ty->rank; d++)
+    ix.d[d] = n.loops[d].iv;
+  ix.has_d = TRUE;
+  ix.lin = n.off[0];
+  store_elem(g, 0, ix.lin, element(k, k->root, &ix));
+  nest_close(g, &n);
+}
+
+/* The accumulator of a reduction of 'dt': exact, double or i64 (as the
+ * interpreter's); fast, the compute type. */
+static LLVMValueRef acc_slot(Gen *g, DType dt) {
+  if (!dtype_is_float(dt))
+    return g->acc_i;
+  return compute_type(g, dt) == g->f32 ? g->acc_s : g->acc_f;
+}
+
+/* One step of a reduction: 'acc' folded with 'v'. */
+static LLVMValueRef fold(Gen *g, gboolean is_max, LLVMValueRef acc,
+                         LLVMValueRef v) {
+  gboolean is_float = LLVMTypeOf(v) != g->i64;
+  if (!is_max) {
+    if (!is_float)
+      return LLVMBuildAdd(g->b, acc, v, "");
+    LLVMValueRef r = LLVMBuildFAdd(g->b, acc, v, "");
+    ir_reassoc(g, r); /* fast: any order, so the loop vectorizes */
+    return r;
+  }
+  if (!is_float)
+    return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, v, acc, ""), v,
+                           acc, "");
+  if (!g->exact) { /* NaN-propagating, and a reduction LLVM vectorizes */
+    LLVMValueRef args[2] = {acc, v};
+    return ir_intrinsic(g, "llvm.maximum", args, 2);
+  }
+  /* once NaN, it sticks ('v > NaN' is false) */
+  return LLVMBuildSelect(
+      g->b,
+      LLVMBuildOr(g->b, is_nan(g, v),
+                  LLVMBuildFCmp(g->b, LLVMRealOGT, v, acc, ""), ""),
+      v, acc, "");
+}
+
+/* reduce_sum and reduce_max: for each kept index, the reduced elements
+ * of the (fused) operand folded in row-major order. */
+static void emit_reduce(Kern *k) {
+  Gen *g = k->g;
+  const Term *t = k->root;
+  const Type *in = t->args[0]->type;
+  DType dt = in->dtype;
+  gboolean is_max = t->op == OP_REDUCE_MAX;
+  int64_t dims[PARTIR_MAX_RANK];
+  int ndims = attr_ints(t, "dims", dims);
+  gboolean reduced[PARTIR_MAX_RANK] = {FALSE};
+  for (int j = 0; j < ndims; j++)
+    reduced[dims[j]] = TRUE;
+  int kept_dim[PARTIR_MAX_RANK], red_dim[PARTIR_MAX_RANK];
+  int64_t kept_size[PARTIR_MAX_RANK], red_size[PARTIR_MAX_RANK];
+  int nkept = 0, nred = 0;
+  for (int d = 0; d < in->rank; d++) {
+    if (reduced[d]) {
+      red_dim[nred] = d;
+      red_size[nred++] = in->dims[d];
+    } else {
+      kept_dim[nkept] = d;
+      kept_size[nkept++] = in->dims[d];
+    }
+  }
+  int64_t out_strides[PARTIR_MAX_RANK];
+  strides_of(t->type, out_strides);
+  const int64_t *kept_sets[1] = {out_strides};
+  LLVMValueRef zero = c64(g, 0);
+  Nest kept;
+  nest_open(g, &kept, nkept, kept_size, 1, kept_sets, &zero);
+  LLVMTypeRef aty = compute_type(g, dt);
+  if (g->exact && dtype_is_float(dt))
+    aty = g->f64;
+  int64_t min = dt == DT_I32 ? INT32_MIN : INT64_MIN;
+  LLVMValueRef init = dtype_is_float(dt)
+                          ? LLVMConstReal(aty, is_max ? -INFINITY : 0.0)
+                          : c64(g, is_max ? min : 0);
+  LLVMValueRef accp = acc_slot(g, dt);
+  LLVMBuildStore(g->b, init, accp);
+  if (!any_empty(nred, red_size)) {
+    const int64_t *none[1] = {NULL};
+    Nest red;
+    nest_open(g, &red, nred, red_size, 0, none, NULL);
+    Ix ix = {.ty = in, .has_d = TRUE};
+    for (int j = 0; j < nkept; j++)
+      ix.d[kept_dim[j]] = kept.loops[j].iv;
+    for (int j = 0; j < nred; j++)
+      ix.d[red_dim[j]] = red.loops[j].iv;
+    LLVMValueRef v = element(k, t->args[0], &ix);
+    LLVMValueRef acc = LLVMBuildLoad2(g->b, aty, accp, "");
+    LLVMBuildStore(g->b, fold(g, is_max, acc, v), accp);
+    nest_close(g, &red);
+  }
+  store_elem(g, 0, kept.off[0], LLVMBuildLoad2(g->b, aty, accp, ""));
+  nest_close(g, &kept);
+}
+
+/* Each operand's elements into their place along 'dim'. */
+static void emit_concatenate(Kern *k) {
+  Gen *g = k->g;
+  const Term *t = k->root;
+  int64_t dim = attrs_get_int(t->attrs, "dim");
+  int64_t out_strides[PARTIR_MAX_RANK], at = 0;
+  strides_of(t->type, out_strides);
+  for (int a = 0; a < t->nargs; a++) {
+    const Type *ty = t->args[a]->type;
+    if (type_numel(ty) > 0) {
+      const int64_t *sets[1] = {out_strides};
+      LLVMValueRef base = c64(g, at * out_strides[dim]);
+      Nest n;
+      nest_open(g, &n, ty->rank, ty->dims, 1, sets, &base);
+      Ix ix = {.ty = ty, .has_d = TRUE};
+      for (int d = 0; d < ty->rank; d++)
+        ix.d[d] = n.loops[d].iv;
+      store_elem(g, 0, n.off[0], element(k, t->args[a], &ix));
+      nest_close(g, &n);
+    }
+    at += ty->dims[dim];
+  }
+}
+
+/* A collective: the runtime's codegen_rt_collective with the term (both
+ * addresses in this process, where the code runs). */
+static void emit_collective(Gen *g, const Term *t) {
+  LLVMTypeRef params[3] = {g->ptr, g->ptr, g->ptr};
+  LLVMValueRef args[3] = {
+      LLVMConstIntToPtr(
+          LLVMConstInt(g->i64, (unsigned long long)(uintptr_t)t, 0), g->ptr),
+      g->base[1], g->base[0]};
+  ir_call_address(g, (const void *)codegen_rt_collective, g->vd, params, args,
+                  3);
+}
+
+static void emit_root(Kern *k) {
+  const Term *t = k->root;
+  switch (t->op) {
+  case OP_ALL_REDUCE:
+  case OP_ALL_GATHER:
+  case OP_REDUCE_SCATTER:
+  case OP_ALL_TO_ALL:
+  case OP_SHARD:
+    emit_collective(k->g, t);
+    break;
+  case OP_MATMUL:
+  case OP_DOT_GENERAL:
+    emit_dot(k->g, t);
+    break;
+  case OP_REDUCE_SUM:
+  case OP_REDUCE_MAX:
+    emit_reduce(k);
+    break;
+  case OP_CONCATENATE:
+    emit_concatenate(k);
+    break;
+  default: /* fuse_fusible: elementwise or an index map */
+    emit_map(k);
+    break;
+  }
+}
+
+Fn *kernel_function(Gen *g, const Plan *p, const Term *t, const Type *scratch,
+                    GHashTable *made, GPtrArray *leaves) {
+  Kern k = {.g = g, .p = p, .root = t, .leaves = leaves};
+  k.leaf = g_hash_table_new(NULL, NULL);
+  k.key = g_string_new(NULL);
+  g_ptr_array_set_size(leaves, 0);
+  g_string_printf(k.key, "kernel %p", (const void *)scratch);
+  walk_tree(&k, t);
+  char *key = g_string_free(k.key, FALSE);
+  Fn *known = fn_known(made, key);
+  if (known) {
+    g_hash_table_unref(k.leaf);
+    return known;
+  }
+  int n = 1 + (int)leaves->len + (scratch != NULL);
+  g_autofree const Type **vt = g_new(const Type *, (gsize)n);
+  vt[0] = t->type;
+  for (guint a = 0; a < leaves->len; a++)
+    vt[a + 1] = ((const Term *)g_ptr_array_index(leaves, a))->type;
+  if (scratch)
+    vt[n - 1] = scratch;
+  g_autofree char *name =
+      g_strdup_printf("%s_%u", op_name(t->op), g_hash_table_size(made));
+  LLVMTypeRef ty;
+  LLVMValueRef fn = ir_function(g, name, n, FALSE, vt, &ty);
+  emit_root(&k);
+  ir_finish(g);
+  g_hash_table_unref(k.leaf);
+  return fn_remember(made, key, fn, ty);
+}
