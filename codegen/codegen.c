@@ -71,6 +71,11 @@ static void plan_value(PlanWalk *w, const char *name, const Term *t) {
     for (int d = t->type->rank - rhs_free; d < t->type->rank; d++)
       n *= t->type->dims[d];
     acc = type_tensor(wide, 1, &n);
+    int64_t bytes = dot_scratch_bytes(t, w->plan->opt.exact);
+    if (bytes > 0) { /* the products' workspace (as f32 elements) */
+      int64_t words = (bytes + 3) / 4;
+      acc = type_tensor(DT_F32, 1, &words);
+    }
   }
   if (acc) {
     Slot a = {.type = acc, .name = s.name, .arg = -1, .acc = -1};

@@ -5,11 +5,25 @@
  * each (b, m) a row of N accumulators (buffer DOT_ROW: double, or i64)
  * gets acc[n] += lhs[b,m,k] * rhs[b,k,n] for each k in row-major order,
  * reading rhs rows contiguously, and is stored rounded.  Each element
- * sums its products in k order, as the kernel does.  Fast arithmetic
- * keeps the order with the row in the compute type and a fused
- * multiply-add (the loop over n vectorizes).
+ * sums its products in k order, as the kernel does.
+ *
+ * Fast arithmetic on floats: the contraction as matrix products.  Its
+ * lhs free dimensions make M, its rhs free ones N, its contracting ones
+ * K, each merged into one strided dimension where the operand's layout
+ * allows (its innermost run of dimensions with matching strides: any
+ * row-major or transposed matrix, a head of a [B, S, H, D] tensor);
+ * the rest, and the batch dimensions, are loops around one product per
+ * iteration, computed by the generated BLIS-style kernel (gemm.c) or
+ * by OpenBLAS (--blas openblas; f32 and f64 with a unit stride in each
+ * operand).  A contraction whose K cannot be merged keeps the row
+ * kernel, in the compute type with a fused multiply-add.
  */
+#include "codegen/gemm.h"
 #include "codegen/gen.h"
+
+#ifdef HAVE_OPENBLAS
+#include <cblas.h>
+#endif
 
 #define DOT_ROW 3
 
@@ -25,7 +39,230 @@ static LLVMValueRef mul_add(Gen *g, LLVMValueRef acc, LLVMValueRef a,
   return ir_intrinsic(g, "llvm.fmuladd", args, 3);
 }
 
+/* The dimensions of a contraction: per group, each dimension's size
+ * and its strides in lhs, rhs and the result. */
+typedef struct Dim {
+  int64_t size, l, r, o;
+} Dim;
+
+typedef struct Groups {
+  int nb, nm, nn, nk;
+  Dim b[PARTIR_MAX_RANK], m[PARTIR_MAX_RANK], n[PARTIR_MAX_RANK],
+      k[PARTIR_MAX_RANK];
+} Groups;
+
+static void groups_of(const Term *t, Groups *gr) {
+  int64_t lb[PARTIR_MAX_RANK], rb[PARTIR_MAX_RANK];
+  int64_t lc[PARTIR_MAX_RANK], rc[PARTIR_MAX_RANK];
+  int nb = 0, nc = 1;
+  if (t->op == OP_MATMUL) {
+    lc[0] = 1;
+    rc[0] = 0;
+  } else {
+    nb = attr_ints(t, "lhs_batch", lb);
+    attr_ints(t, "rhs_batch", rb);
+    nc = attr_ints(t, "lhs_contract", lc);
+    attr_ints(t, "rhs_contract", rc);
+  }
+  const Type *lt = t->args[0]->type, *rt = t->args[1]->type;
+  int64_t ls[PARTIR_MAX_RANK], rs[PARTIR_MAX_RANK], os[PARTIR_MAX_RANK];
+  strides_of(lt, ls);
+  strides_of(rt, rs);
+  strides_of(t->type, os);
+  gboolean lused[PARTIR_MAX_RANK] = {FALSE}, rused[PARTIR_MAX_RANK] = {FALSE};
+  *gr = (Groups){0};
+  int od = 0; /* the result's dimensions: batch, lhs free, rhs free */
+  for (int j = 0; j < nb; j++) {
+    lused[lb[j]] = rused[rb[j]] = TRUE;
+    gr->b[gr->nb++] = (Dim){lt->dims[lb[j]], ls[lb[j]], rs[rb[j]], os[od++]};
+  }
+  for (int j = 0; j < nc; j++) {
+    lused[lc[j]] = rused[rc[j]] = TRUE;
+    gr->k[gr->nk++] = (Dim){lt->dims[lc[j]], ls[lc[j]], rs[rc[j]], 0};
+  }
+  for (int d = 0; d < lt->rank; d++)
+    if (!lused[d])
+      gr->m[gr->nm++] = (Dim){lt->dims[d], ls[d], 0, os[od++]};
+  for (int d = 0; d < rt->rank; d++)
+    if (!rused[d])
+      gr->n[gr->nn++] = (Dim){rt->dims[d], 0, rs[d], os[od++]};
+}
+
+/* Merges the innermost run of 'dims' whose strides nest (each the next
+ * one's times its size, in lhs, rhs and the result alike; size-1
+ * dimensions nest anywhere) into one: its size and strides into *out.
+ * Returns how many dimensions stay outside it. */
+static int merge_suffix(const Dim *dims, int n, Dim *out) {
+  *out = (Dim){1, 0, 0, 0};
+  int at = n;
+  while (at > 0) {
+    const Dim *d = &dims[at - 1];
+    if (d->size != 1 && out->size != 1 &&
+        (d->l != out->l * out->size || d->r != out->r * out->size ||
+         d->o != out->o * out->size))
+      break;
+    if (d->size != 1) {
+      if (out->size == 1) { /* the first: its strides */
+        out->l = d->l;
+        out->r = d->r;
+        out->o = d->o;
+      }
+      out->size *= d->size;
+    }
+    at--;
+  }
+  return at;
+}
+
+/* A pointer 'off' elements into buffer 's'. */
+static LLVMValueRef elem_at(Gen *g, int s, LLVMValueRef off) {
+  return LLVMBuildGEP2(g->b, storage(g, g->vt[s]->dtype), g->base[s], &off, 1,
+                       "");
+}
+
+#ifdef HAVE_OPENBLAS
+/* cblas_?gemm row-major for an (rs, cs)-strided operand: its transpose
+ * flag and leading dimension, or FALSE when neither stride is 1. */
+static gboolean blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                            int *trans, int64_t *ld) {
+  if (cs == 1 || cols == 1) {
+    *trans = CblasNoTrans;
+    *ld = MAX(rows == 1 ? cols : rs, MAX(cols, 1));
+    return rows == 1 || rs >= cols;
+  }
+  if (rs == 1 || rows == 1) {
+    *trans = CblasTrans;
+    *ld = MAX(cols == 1 ? rows : cs, MAX(rows, 1));
+    return cols == 1 || cs >= rows;
+  }
+  return FALSE;
+}
+
+/* C = A B through OpenBLAS: FALSE (nothing emitted) when its layouts do
+ * not fit. */
+static gboolean emit_blas(Gen *g, DType dt, const Dim *m, const Dim *n,
+                          const Dim *k, LLVMValueRef a, LLVMValueRef b,
+                          LLVMValueRef c) {
+  int ta, tb;
+  int64_t lda, ldb;
+  if ((dt != DT_F32 && dt != DT_F64) ||
+      !blas_layout(m->size, k->size, m->l, k->l, &ta, &lda) ||
+      !blas_layout(k->size, n->size, k->r, n->r, &tb, &ldb) ||
+      (n->o != 1 && n->size != 1))
+    return FALSE;
+  LLVMTypeRef ft = dt == DT_F32 ? g->f32 : g->f64;
+  LLVMTypeRef p[14] = {g->i32, g->i32, g->i32, g->i32, g->i32, g->i32, ft,
+                       g->ptr, g->i32, g->ptr, g->i32, ft,     g->ptr, g->i32};
+  LLVMValueRef i32s[] = {LLVMConstInt(g->i32, CblasRowMajor, 0),
+                         LLVMConstInt(g->i32, (unsigned)ta, 0),
+                         LLVMConstInt(g->i32, (unsigned)tb, 0)};
+#define I32(v) LLVMConstInt(g->i32, (unsigned long long)(v), 0)
+  LLVMValueRef args[14] = {i32s[0],
+                           i32s[1],
+                           i32s[2],
+                           I32(m->size),
+                           I32(n->size),
+                           I32(k->size),
+                           LLVMConstReal(ft, 1.0),
+                           a,
+                           I32(lda),
+                           b,
+                           I32(ldb),
+                           LLVMConstReal(ft, 0.0),
+                           c,
+                           I32(MAX(m->o, MAX(n->size, 1)))};
+#undef I32
+  const void *fn =
+      dt == DT_F32 ? (const void *)cblas_sgemm : (const void *)cblas_dgemm;
+  ir_call_address(g, fn, g->vd, p, args, 14);
+  return TRUE;
+}
+#endif
+
+/* The fast contraction of 't' as products (above); FALSE when K cannot be
+ * merged (the caller emits the row kernel). */
+static gboolean emit_products(Gen *g, const Term *t) {
+  DType dt = t->type->dtype;
+  Groups gr;
+  groups_of(t, &gr);
+  Dim m, n, k;
+  int om = merge_suffix(gr.m, gr.nm, &m);
+  int on = merge_suffix(gr.n, gr.nn, &n);
+  if (merge_suffix(gr.k, gr.nk, &k) != 0 || k.size == 0)
+    return FALSE; /* (and no K: zeros, by the row kernel) */
+  /* the loops outside the products: batch, unmerged M and N */
+  Dim outer[PARTIR_MAX_RANK * 3];
+  int no = 0;
+  for (int j = 0; j < gr.nb; j++)
+    outer[no++] = gr.b[j];
+  for (int j = 0; j < om; j++)
+    outer[no++] = gr.m[j];
+  for (int j = 0; j < on; j++)
+    outer[no++] = gr.n[j];
+  int64_t sizes[PARTIR_MAX_RANK * 3], sl[PARTIR_MAX_RANK * 3],
+      sr[PARTIR_MAX_RANK * 3], so[PARTIR_MAX_RANK * 3];
+  for (int j = 0; j < no; j++) {
+    sizes[j] = outer[j].size;
+    sl[j] = outer[j].l;
+    sr[j] = outer[j].r;
+    so[j] = outer[j].o;
+  }
+  /* in the result, M's rows are N's size apart and N is unit-stride */
+  if (m.size == 1)
+    m.o = MAX(n.size, 1);
+  if (n.size == 1)
+    n.o = 1;
+  const int64_t *sets[3] = {sl, sr, so};
+  LLVMValueRef zeros[3] = {c64(g, 0), c64(g, 0), c64(g, 0)};
+  Nest nest;
+  nest_open(g, &nest, no, sizes, 3, sets, zeros);
+  LLVMValueRef a = elem_at(g, 1, nest.off[0]), b = elem_at(g, 2, nest.off[1]);
+  LLVMValueRef c = elem_at(g, 0, nest.off[2]);
+  gboolean done = FALSE;
+#ifdef HAVE_OPENBLAS
+  if (g->blas == CODEGEN_BLAS_OPENBLAS)
+    done = emit_blas(g, dt, &m, &n, &k, a, b, c);
+#endif
+  if (!done) {
+    LLVMTypeRef fty;
+    LLVMValueRef fn = gemm_function(g->mod, dt, &fty);
+    /* the workspace, aligned to 64 (the scratch has 64 bytes to spare) */
+    LLVMValueRef w = LLVMBuildPtrToInt(g->b, g->base[3], g->i64, "");
+    w = LLVMBuildAnd(g->b, LLVMBuildAdd(g->b, w, c64(g, 63), ""), c64(g, -64),
+                     "");
+    LLVMValueRef args[12] = {c64(g, m.size),
+                             c64(g, n.size),
+                             c64(g, k.size),
+                             a,
+                             c64(g, m.l),
+                             c64(g, k.l),
+                             b,
+                             c64(g, k.r),
+                             c64(g, n.r),
+                             c,
+                             c64(g, m.o),
+                             LLVMBuildIntToPtr(g->b, w, g->ptr, "")};
+    LLVMBuildCall2(g->b, fty, fn, args, 12, "");
+  }
+  nest_close(g, &nest);
+  return TRUE;
+}
+
+int64_t dot_scratch_bytes(const Term *t, gboolean exact) {
+  DType dt = t->type->dtype;
+  if (exact || !dtype_is_float(dt))
+    return 0;
+  Groups gr;
+  groups_of(t, &gr);
+  Dim k;
+  if (merge_suffix(gr.k, gr.nk, &k) != 0 || k.size == 0)
+    return 0;
+  return gemm_workspace_bytes(dt) + 64;
+}
+
 void emit_dot(Gen *g, const Term *t) {
+  if (!g->exact && dtype_is_float(t->type->dtype) && emit_products(g, t))
+    return;
   int s = 0;
   int64_t lb[PARTIR_MAX_RANK], rb[PARTIR_MAX_RANK];
   int64_t lc[PARTIR_MAX_RANK], rc[PARTIR_MAX_RANK];

@@ -141,7 +141,7 @@ Fn *kernel_function(Gen *g, const Plan *p, const Term *t, const Type *scratch,
 /* -------------------------------------------------------------- dot.c */
 
 /* matmul or dot_general 't' into buffer 0 from buffers 1 and 2, with
- * buffer 3 its scratch (plan.c sizes it: dot_scratch). */
+ * buffer 3 its scratch (the plan sizes it: dot_scratch_bytes). */
 void emit_dot(Gen *g, const Term *t);
 
 #endif

@@ -47,6 +47,11 @@ char *plan_fusion_text(const Plan *p);
 gboolean fuse_absorbs(const Term *t);
 gboolean fuse_fusible(const Term *t);
 
+/* dot.c: the bytes of workspace contraction 't' needs as products
+ * (fast arithmetic on floats), or 0 when it uses the row of
+ * accumulators. */
+int64_t dot_scratch_bytes(const Term *t, gboolean exact);
+
 /* The plan of 'f', or NULL with the reason (a program too large for
  * memory). */
 Plan *plan_new(const Module *m, const Func *f, const CodegenOptions *o,
