@@ -168,8 +168,9 @@ static void check_case(DType dt, int64_t m, int64_t n, int64_t k,
   g_free(c);
 }
 
-/* Shapes at the edges of every host's blocks: register blocks of 4 to 14
- * rows and 4 to 32 columns, KC up to 1024, MC up to 240, NC up to 4096. */
+/* Shapes at the edges of every host's blocks (gemm_shape): register
+ * blocks of 6 or 12 rows and 4 to 32 columns, KC 512, MC 72 or 144, NC
+ * 256 to 2048; and primes. */
 static const int64_t shapes[][3] = {
     {1, 1, 1},       {1, 1, 0},    {5, 7, 0},    {7, 13, 29},   {2, 3, 5},
     {6, 16, 8},      {5, 15, 9},   {7, 17, 10},  {12, 32, 16},  {11, 31, 17},
