@@ -531,8 +531,8 @@ static void npy_near(const char *got, const char *want, double rel) {
       else if (!same)
         worst = MAX(worst, err / scale);
     }
-    tap(bad < 0, "%s ~ %s: largest error %.3g of max|want| (allowed %.3g)",
-        got, want, worst, rel);
+    tap(bad < 0, "%s ~ %s: largest error %.3g of max|want| (allowed %.3g)", got,
+        want, worst, rel);
     if (bad >= 0)
       printf("# element %" G_GINT64_FORMAT ": %.9g, want %.9g\n", bad,
              tensor_get_double(x, bad), tensor_get_double(y, bad));
