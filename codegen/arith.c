@@ -85,25 +85,34 @@ static LLVMValueRef to_float(Gen *g, LLVMValueRef v) {
   return LLVMTypeOf(v) == g->f32 ? v : LLVMBuildFPTrunc(g->b, v, g->f32, "");
 }
 
-LLVMValueRef load_elem(Gen *g, int s, LLVMValueRef off) {
-  DType dt = g->vt[s]->dtype;
-  LLVMValueRef v = load_raw(g, s, off);
+/* Stored 'raw' of 'dt' back in its compute type . */
+static LLVMValueRef from_storage(Gen *g, DType dt, LLVMValueRef raw) {
   switch (dt) {
   case DT_F32:
-    return from_float(g, dt, v);
-  case DT_F64:
-    return v;
+    return from_float(g, dt, raw);
   case DT_BF16:
-    return from_float(g, dt, f32_from_bf16(g, v));
+    return from_float(g, dt, f32_from_bf16(g, raw));
   case DT_I32:
-    return LLVMBuildSExt(g->b, v, g->i64, "");
-  case DT_I64:
-    return v;
+    return LLVMBuildSExt(g->b, raw, g->i64, "");
   case DT_I1:
-    return LLVMBuildZExt(g->b, v, g->i64, "");
+    return LLVMBuildZExt(g->b, raw, g->i64, "");
   default:
-    g_assert_not_reached();
+    return raw;
   }
+}
+
+static LLVMValueRef to_storage(Gen *g, DType dt, LLVMValueRef v);
+
+LLVMValueRef load_elem(Gen *g, int s, LLVMValueRef off) {
+  return from_storage(g, g->vt[s]->dtype, load_raw(g, s, off));
+}
+
+LLVMValueRef load_at(Gen *g, DType dt, LLVMValueRef ptr) {
+  return from_storage(g, dt, LLVMBuildLoad2(g->b, storage(g, dt), ptr, ""));
+}
+
+void store_at(Gen *g, DType dt, LLVMValueRef ptr, LLVMValueRef v) {
+  LLVMBuildStore(g->b, to_storage(g, dt, v), ptr);
 }
 
 /* 'v' (compute type of dt) as stored: rounded or wrapped. */
@@ -129,22 +138,6 @@ static LLVMValueRef to_storage(Gen *g, DType dt, LLVMValueRef v) {
 
 void store_elem(Gen *g, int s, LLVMValueRef off, LLVMValueRef v) {
   store_raw(g, s, off, to_storage(g, g->vt[s]->dtype, v));
-}
-
-/* Stored 'raw' of 'dt' back in its compute type (as load_elem). */
-static LLVMValueRef from_storage(Gen *g, DType dt, LLVMValueRef raw) {
-  switch (dt) {
-  case DT_F32:
-    return from_float(g, dt, raw);
-  case DT_BF16:
-    return from_float(g, dt, f32_from_bf16(g, raw));
-  case DT_I32:
-    return LLVMBuildSExt(g->b, raw, g->i64, "");
-  case DT_I1:
-    return LLVMBuildZExt(g->b, raw, g->i64, "");
-  default:
-    return raw;
-  }
 }
 
 LLVMValueRef round_to(Gen *g, DType dt, LLVMValueRef v) {

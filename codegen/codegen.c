@@ -48,8 +48,6 @@ static void plan_value(PlanWalk *w, const char *name, const Term *t) {
             .arg = t->kind == TM_ARG ? t->index : -1,
             .acc = -1,
             .region = w->region};
-  if (t->kind == TM_OP && (t->op == OP_CONSTANT || t->op == OP_IOTA))
-    s.value = kernel_eval(t, NULL);
   int at = add_slot(w->plan, s);
   g_hash_table_insert(w->plan->index, (gpointer)t, GINT_TO_POINTER(at + 1));
   /* accumulators: a sum's, the result's shape; a contraction's, one

@@ -15,8 +15,10 @@
  * the rest, and the batch dimensions, are loops around one product per
  * iteration, computed by the generated BLIS-style kernel (gemm.c) or
  * by OpenBLAS (--blas openblas; f32 and f64 with a unit stride in each
- * operand).  A contraction whose K cannot be merged keeps the row
- * kernel, in the compute type with a fused multiply-add.
+ * operand).  Where K's dimensions do not merge (heads contracted with
+ * their width, [B, H, S, D] x [H, D, E]), the first block's product is
+ * written to the result and each other block's to a buffer added to
+ * it.  Products with K = 0 write zeros (the kernel's).
  */
 #include "codegen/gemm.h"
 #include "codegen/gen.h"
@@ -145,7 +147,7 @@ static gboolean emit_blas(Gen *g, DType dt, const Dim *m, const Dim *n,
                           LLVMValueRef c) {
   int ta, tb;
   int64_t lda, ldb;
-  if ((dt != DT_F32 && dt != DT_F64) ||
+  if ((dt != DT_F32 && dt != DT_F64) || k->size == 0 ||
       !blas_layout(m->size, k->size, m->l, k->l, &ta, &lda) ||
       !blas_layout(k->size, n->size, k->r, n->r, &tb, &ldb) ||
       (n->o != 1 && n->size != 1))
@@ -179,19 +181,74 @@ static gboolean emit_blas(Gen *g, DType dt, const Dim *m, const Dim *n,
 }
 #endif
 
-/* The fast contraction of 't' as products (above); FALSE when K cannot be
- * merged (the caller emits the row kernel). */
-static gboolean emit_products(Gen *g, const Term *t) {
+/* C = A B, M x N (C's rows 'rsc' apart, unit columns): by OpenBLAS
+ * when asked and the layouts fit, else by the generated kernel. */
+static void emit_product(Gen *g, DType dt, const Dim *m, const Dim *n,
+                         const Dim *k, LLVMValueRef a, LLVMValueRef b,
+                         LLVMValueRef c, int64_t rsc) {
+  Dim mc = *m;
+  mc.o = rsc;
+#ifdef HAVE_OPENBLAS
+  if (g->blas == CODEGEN_BLAS_OPENBLAS && emit_blas(g, dt, &mc, n, k, a, b, c))
+    return;
+#endif
+  LLVMTypeRef fty;
+  LLVMValueRef fn = gemm_function(g->mod, dt, &fty);
+  /* the workspace, aligned to 64 (the scratch has 64 bytes to spare) */
+  LLVMValueRef w = LLVMBuildPtrToInt(g->b, g->base[3], g->i64, "");
+  w = LLVMBuildAnd(g->b, LLVMBuildAdd(g->b, w, c64(g, 63), ""), c64(g, -64),
+                   "");
+  LLVMValueRef args[12] = {c64(g, m->size),
+                           c64(g, n->size),
+                           c64(g, k->size),
+                           a,
+                           c64(g, m->l),
+                           c64(g, k->l),
+                           b,
+                           c64(g, k->r),
+                           c64(g, n->r),
+                           c,
+                           c64(g, rsc),
+                           LLVMBuildIntToPtr(g->b, w, g->ptr, "")};
+  LLVMBuildCall2(g->b, fty, fn, args, 12, "");
+}
+
+/* The partial product buffer of a contraction whose K is split: in the
+ * scratch, after the kernel's workspace. */
+static LLVMValueRef partial_buffer(Gen *g, DType dt) {
+  LLVMValueRef off = c64(g, gemm_workspace_bytes(dt) + 64);
+  return LLVMBuildGEP2(g->b, g->i8, g->base[3], &off, 1, "");
+}
+
+/* C += T over M x N (T's rows N apart). */
+static void emit_accumulate(Gen *g, DType dt, const Dim *m, const Dim *n,
+                            LLVMValueRef c, LLVMValueRef tmp) {
+  int64_t sizes[2] = {m->size, n->size};
+  int64_t sc[2] = {m->o, 1}, st[2] = {n->size, 1};
+  const int64_t *sets[2] = {sc, st};
+  LLVMValueRef zeros[2] = {c64(g, 0), c64(g, 0)};
+  Nest nest;
+  nest_open(g, &nest, 2, sizes, 2, sets, zeros);
+  LLVMTypeRef ty = storage(g, dt);
+  LLVMValueRef pc = LLVMBuildGEP2(g->b, ty, c, &nest.off[0], 1, "");
+  LLVMValueRef pt = LLVMBuildGEP2(g->b, ty, tmp, &nest.off[1], 1, "");
+  store_at(g, dt, pc,
+           LLVMBuildFAdd(g->b, load_at(g, dt, pc), load_at(g, dt, pt), ""));
+  nest_close(g, &nest);
+}
+
+/* The fast contraction of 't' as products (above). */
+static void emit_products(Gen *g, const Term *t) {
   DType dt = t->type->dtype;
   Groups gr;
   groups_of(t, &gr);
   Dim m, n, k;
   int om = merge_suffix(gr.m, gr.nm, &m);
   int on = merge_suffix(gr.n, gr.nn, &n);
-  if (merge_suffix(gr.k, gr.nk, &k) != 0 || k.size == 0)
-    return FALSE; /* (and no K: zeros, by the row kernel) */
-  /* the loops outside the products: batch, unmerged M and N */
-  Dim outer[PARTIR_MAX_RANK * 3];
+  int ok = merge_suffix(gr.k, gr.nk, &k);
+  /* the loops outside the products: batch, unmerged M and N; then the
+   * unmerged K, whose products add up */
+  Dim outer[PARTIR_MAX_RANK * 4];
   int no = 0;
   for (int j = 0; j < gr.nb; j++)
     outer[no++] = gr.b[j];
@@ -199,8 +256,11 @@ static gboolean emit_products(Gen *g, const Term *t) {
     outer[no++] = gr.m[j];
   for (int j = 0; j < on; j++)
     outer[no++] = gr.n[j];
-  int64_t sizes[PARTIR_MAX_RANK * 3], sl[PARTIR_MAX_RANK * 3],
-      sr[PARTIR_MAX_RANK * 3], so[PARTIR_MAX_RANK * 3];
+  int nouter = no;
+  for (int j = 0; j < ok; j++)
+    outer[no++] = gr.k[j];
+  int64_t sizes[PARTIR_MAX_RANK * 4], sl[PARTIR_MAX_RANK * 4],
+      sr[PARTIR_MAX_RANK * 4], so[PARTIR_MAX_RANK * 4];
   for (int j = 0; j < no; j++) {
     sizes[j] = outer[j].size;
     sl[j] = outer[j].l;
@@ -208,44 +268,41 @@ static gboolean emit_products(Gen *g, const Term *t) {
     so[j] = outer[j].o;
   }
   /* in the result, M's rows are N's size apart and N is unit-stride */
-  if (m.size == 1)
-    m.o = MAX(n.size, 1);
-  if (n.size == 1)
-    n.o = 1;
+  int64_t rsc = m.size == 1 ? MAX(n.size, 1) : m.o;
   const int64_t *sets[3] = {sl, sr, so};
   LLVMValueRef zeros[3] = {c64(g, 0), c64(g, 0), c64(g, 0)};
   Nest nest;
   nest_open(g, &nest, no, sizes, 3, sets, zeros);
   LLVMValueRef a = elem_at(g, 1, nest.off[0]), b = elem_at(g, 2, nest.off[1]);
   LLVMValueRef c = elem_at(g, 0, nest.off[2]);
-  gboolean done = FALSE;
-#ifdef HAVE_OPENBLAS
-  if (g->blas == CODEGEN_BLAS_OPENBLAS)
-    done = emit_blas(g, dt, &m, &n, &k, a, b, c);
-#endif
-  if (!done) {
-    LLVMTypeRef fty;
-    LLVMValueRef fn = gemm_function(g->mod, dt, &fty);
-    /* the workspace, aligned to 64 (the scratch has 64 bytes to spare) */
-    LLVMValueRef w = LLVMBuildPtrToInt(g->b, g->base[3], g->i64, "");
-    w = LLVMBuildAnd(g->b, LLVMBuildAdd(g->b, w, c64(g, 63), ""), c64(g, -64),
-                     "");
-    LLVMValueRef args[12] = {c64(g, m.size),
-                             c64(g, n.size),
-                             c64(g, k.size),
-                             a,
-                             c64(g, m.l),
-                             c64(g, k.l),
-                             b,
-                             c64(g, k.r),
-                             c64(g, n.r),
-                             c,
-                             c64(g, m.o),
-                             LLVMBuildIntToPtr(g->b, w, g->ptr, "")};
-    LLVMBuildCall2(g->b, fty, fn, args, 12, "");
+  if (ok == 0) {
+    emit_product(g, dt, &m, &n, &k, a, b, c, rsc);
+  } else { /* the first K block into C, each other into T, added */
+    LLVMValueRef first = LLVMConstInt(g->i1, 1, 0);
+    for (int j = nouter; j < no; j++)
+      first = LLVMBuildAnd(
+          g->b, first,
+          LLVMBuildICmp(g->b, LLVMIntEQ, nest.loops[j].iv, c64(g, 0), ""), "");
+    LLVMBasicBlockRef direct =
+        LLVMAppendBasicBlockInContext(g->ctx, g->fn, "first");
+    LLVMBasicBlockRef partial =
+        LLVMAppendBasicBlockInContext(g->ctx, g->fn, "partial");
+    LLVMBasicBlockRef join =
+        LLVMAppendBasicBlockInContext(g->ctx, g->fn, "join");
+    LLVMBuildCondBr(g->b, first, direct, partial);
+    LLVMPositionBuilderAtEnd(g->b, direct);
+    emit_product(g, dt, &m, &n, &k, a, b, c, rsc);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, partial);
+    LLVMValueRef tmp = partial_buffer(g, dt);
+    emit_product(g, dt, &m, &n, &k, a, b, tmp, MAX(n.size, 1));
+    Dim mc = m;
+    mc.o = rsc;
+    emit_accumulate(g, dt, &mc, &n, c, tmp);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
   }
   nest_close(g, &nest);
-  return TRUE;
 }
 
 int64_t dot_scratch_bytes(const Term *t, gboolean exact) {
@@ -254,15 +311,20 @@ int64_t dot_scratch_bytes(const Term *t, gboolean exact) {
     return 0;
   Groups gr;
   groups_of(t, &gr);
-  Dim k;
-  if (merge_suffix(gr.k, gr.nk, &k) != 0 || k.size == 0)
-    return 0;
-  return gemm_workspace_bytes(dt) + 64;
+  Dim m, n, k;
+  merge_suffix(gr.m, gr.nm, &m);
+  merge_suffix(gr.n, gr.nn, &n);
+  int64_t bytes = gemm_workspace_bytes(dt) + 64;
+  if (merge_suffix(gr.k, gr.nk, &k) > 0) /* the partial products */
+    bytes += m.size * n.size * (int64_t)dtype_storage_bytes(dt);
+  return bytes;
 }
 
 void emit_dot(Gen *g, const Term *t) {
-  if (!g->exact && dtype_is_float(t->type->dtype) && emit_products(g, t))
+  if (!g->exact && dtype_is_float(t->type->dtype)) {
+    emit_products(g, t);
     return;
+  }
   int s = 0;
   int64_t lb[PARTIR_MAX_RANK], rb[PARTIR_MAX_RANK];
   int64_t lc[PARTIR_MAX_RANK], rc[PARTIR_MAX_RANK];

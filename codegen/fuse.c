@@ -70,12 +70,14 @@ static gboolean spreads(const Term *t, const Term *a) {
 typedef struct Uses {
   int *count;       /* per slot */
   gboolean *pinned; /* per slot: must have a buffer */
+  gboolean *whole;  /* per slot: read as a whole buffer (not by fused
+                       kernels' element loads) */
 } Uses;
 
 static void pin(const Plan *p, Uses *u, const Term *t) {
   int s = plan_slot(p, t);
   if (s >= 0)
-    u->pinned[s] = TRUE;
+    u->pinned[s] = u->whole[s] = TRUE;
 }
 
 static void count_region(const Plan *p, Uses *u, const SchedRegion *r) {
@@ -87,6 +89,8 @@ static void count_region(const Plan *p, Uses *u, const SchedRegion *r) {
         int a = plan_slot(p, t->args[k]);
         u->count[a]++;
         const Slot *as = &g_array_index(p->slots, Slot, a);
+        if (!fuse_absorbs(t))
+          u->whole[a] = TRUE;
         if (!fuse_absorbs(t) || as->region != r || spreads(t, as->t))
           u->pinned[a] = TRUE;
       }
@@ -98,12 +102,32 @@ static void count_region(const Plan *p, Uses *u, const SchedRegion *r) {
   }
 }
 
+/* Constants and iotas depend on nothing: evaluated once, here, by the
+ * interpreter's kernels; a splat that no user reads whole keeps its one
+ * number (a scale broadcast to a [B, H, S, S] shape costs 4 bytes, not
+ * a buffer of that shape). */
+static void evaluate_constants(Plan *p, const gboolean *whole) {
+  for (guint s = 0; s < p->slots->len; s++) {
+    Slot *slot = &g_array_index(p->slots, Slot, s);
+    const Term *t = slot->t;
+    if (!t || t->kind != TM_OP || (t->op != OP_CONSTANT && t->op != OP_IOTA))
+      continue;
+    if (!whole[s] && type_numel(t->type) > 1 &&
+        (slot->value = kernel_constant_splat(t)))
+      slot->splat = TRUE;
+    else
+      slot->value = kernel_eval(t, NULL);
+  }
+}
+
 void plan_fuse(Plan *p) {
   guint n = p->slots->len;
-  Uses u = {g_new0(int, n + 1), g_new0(gboolean, n + 1)};
+  Uses u = {g_new0(int, n + 1), g_new0(gboolean, n + 1),
+            g_new0(gboolean, n + 1)};
   count_region(p, &u, p->sched->top);
   for (int i = 0; i < p->nresults; i++)
-    u.pinned[p->results[i]] = TRUE;
+    u.pinned[p->results[i]] = u.whole[p->results[i]] = TRUE;
+  evaluate_constants(p, u.whole);
   /* slots are in schedule order: operands are decided first */
   for (guint s = 0; s < n; s++) {
     Slot *slot = &g_array_index(p->slots, Slot, s);
@@ -117,6 +141,7 @@ void plan_fuse(Plan *p) {
   }
   g_free(u.count);
   g_free(u.pinned);
+  g_free(u.whole);
 }
 
 /* ---------------------------------------------------------- --emit fusion */

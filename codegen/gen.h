@@ -102,6 +102,11 @@ void store_raw(Gen *g, int s, LLVMValueRef off, LLVMValueRef v);
  * wrapped to its type. */
 void store_elem(Gen *g, int s, LLVMValueRef off, LLVMValueRef v);
 
+/* An element of 'dt' at 'ptr': loaded into its compute type; stored
+ * from it. */
+LLVMValueRef load_at(Gen *g, DType dt, LLVMValueRef ptr);
+void store_at(Gen *g, DType dt, LLVMValueRef ptr, LLVMValueRef v);
+
 /* 'v', computed for a value of 'dt', as the value holds it: rounded to
  * dt and back (exact: after every operator of a fused chain). */
 LLVMValueRef round_to(Gen *g, DType dt, LLVMValueRef v);

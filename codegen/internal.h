@@ -16,12 +16,14 @@
 typedef struct Slot {
   const Term *t; /* NULL for a sum's accumulator */
   const Type *type;
-  const char *name;          /* the printed name, for messages */
-  int arg;                   /* argument number, or -1 */
-  Tensor *value;             /* constant's value, or NULL */
-  int acc;                   /* accumulators (double or i64): a sum's, or a
-                                contraction's row; or -1 */
-  gboolean fused;            /* computed inside its users' loops: no buffer */
+  const char *name; /* the printed name, for messages */
+  int arg;          /* argument number, or -1 */
+  Tensor *value;    /* constant's value, or NULL */
+  int acc;          /* accumulators (double or i64): a sum's, or a
+                       contraction's row; or -1 */
+  gboolean fused;   /* computed inside its users' loops: no buffer */
+  gboolean splat;   /* a constant of one number: 'value' holds it alone,
+                       and its users read element 0 */
   const SchedRegion *region; /* where the schedule puts it */
 } Slot;
 
@@ -39,7 +41,9 @@ typedef struct Plan {
 int plan_slot(const Plan *p, const Term *t);
 
 /* fuse.c: marks the values computed inside their users' loops (Slot.
- * fused), and prints the decision (partir compile --emit fusion). */
+ * fused), evaluates the constants and iotas (a splat read by fused
+ * kernels only keeps its one number), and prints the decision (partir
+ * compile --emit fusion). */
 void plan_fuse(Plan *p);
 char *plan_fusion_text(const Plan *p);
 /* Whether kernels of 't' read fused operands (reductions and

@@ -65,9 +65,12 @@ typedef struct Kern {
   gboolean needs_d; /* an index map reads the multi-index */
 } Kern;
 
+static const Slot *slot_of(const Kern *k, const Term *t) {
+  return &g_array_index(k->p->slots, Slot, plan_slot(k->p, t));
+}
+
 static gboolean is_leaf(const Kern *k, const Term *t) {
-  return t != k->root &&
-         !g_array_index(k->p->slots, Slot, plan_slot(k->p, t)).fused;
+  return t != k->root && !slot_of(k, t)->fused;
 }
 
 /* The key of the kernel's tree, its leaves numbered as first met. */
@@ -79,8 +82,9 @@ static void walk_tree(Kern *k, const Term *t) {
       at = GINT_TO_POINTER(k->leaves->len);
       g_hash_table_insert(k->leaf, (gpointer)t, at);
     }
-    g_string_append_printf(k->key, " L%d:%p", GPOINTER_TO_INT(at),
-                           (const void *)t->type);
+    g_string_append_printf(k->key, " L%d:%p%s", GPOINTER_TO_INT(at),
+                           (const void *)t->type,
+                           slot_of(k, t)->splat ? "S" : "");
     return;
   }
   g_string_append_printf(k->key, " (%d %p %p", (int)t->op,
@@ -141,7 +145,8 @@ static LLVMValueRef element(Kern *k, const Term *t, Ix *ix) {
   Gen *g = k->g;
   if (is_leaf(k, t)) {
     int at = GPOINTER_TO_INT(g_hash_table_lookup(k->leaf, t));
-    return load_elem(g, at, ix_lin(g, ix));
+    /* a splat's one number is every element */
+    return load_elem(g, at, slot_of(k, t)->splat ? c64(g, 0) : ix_lin(g, ix));
   }
   switch (t->op) {
   case OP_RESHAPE:

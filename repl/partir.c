@@ -483,6 +483,11 @@ static gboolean codegen_options(const Options *o, CodegenOptions *co) {
     g_printerr("partir: --blas must be none or openblas, not '%s'\n", o->blas);
     return FALSE;
   }
+#ifndef HAVE_OPENBLAS
+  g_printerr("partir: --blas openblas: this partir was built without "
+             "OpenBLAS (configure --with-blas=openblas)\n");
+  return FALSE;
+#endif
   co->blas = CODEGEN_BLAS_OPENBLAS;
   return TRUE;
 }

@@ -52,17 +52,23 @@ same() {
   name=$1
   file=$2
   shift 2
-  rm -rf "$tmp/run" "$tmp/exec" "$tmp/fast"
-  mkdir -p "$tmp/run" "$tmp/exec" "$tmp/fast"
+  rm -rf "$tmp/run" "$tmp/exact" "$tmp/fast" "$tmp/blas"
+  mkdir -p "$tmp/run"
   if ! $VALGRIND "$PARTIR" run "$file" --output "$tmp/run" "$@" \
     >/dev/null 2>"$tmp/err"; then
     not_ok "$name: the interpreter runs it"
     show "$tmp/err"
     return
   fi
-  for mode in exact fast; do
+  for mode in exact fast $blas; do
+    case $mode in
+    exact) flags=--exact ;;
+    blas) flags="--blas openblas" ;;
+    *) flags= ;;
+    esac
+    mkdir -p "$tmp/$mode"
     if ! $VALGRIND "$PARTIR" exec "$file" --output "$tmp/$mode" \
-      ${mesh:+--mesh "$mesh"} $([ $mode = exact ] && echo --exact) "$@" \
+      ${mesh:+--mesh "$mesh"} $flags "$@" \
       >/dev/null 2>"$tmp/err"; then
       not_ok "$name: compiled ($mode), it runs"
       show "$tmp/err"
@@ -76,15 +82,17 @@ same() {
     fi
   done
   rel=$(tolerance "$file")
-  for f in "$tmp/run"/*.npy; do
-    if ! "$RUNNER" --npy-near "$tmp/fast/$(basename "$f")" "$f" "$rel" \
-      >"$tmp/near"; then
-      not_ok "$name: compiled fast, $(basename "$f") is not within $rel"
-      show "$tmp/near"
-      return
-    fi
+  for mode in fast $blas; do
+    for f in "$tmp/run"/*.npy; do
+      if ! "$RUNNER" --npy-near "$tmp/$mode/$(basename "$f")" "$f" "$rel" \
+        >"$tmp/near"; then
+        not_ok "$name: compiled $mode, $(basename "$f") is not within $rel"
+        show "$tmp/near"
+        return
+      fi
+    done
   done
-  ok "$name: compiled, exact bit for bit, fast within $rel"
+  ok "$name: compiled, exact bit for bit, fast${blas:+ and with OpenBLAS} within $rel"
 }
 
 # The kernel fixtures, one file each.
@@ -104,7 +112,14 @@ done
 check "kernel fixtures: all $compiled compiled and agree (154)" \
   test "$compiled" -eq 154
 
-# Examples and models, on random inputs.
+# Examples and models, on random inputs; and with OpenBLAS's products
+# where partir has it.
+if "$PARTIR" exec "$top_srcdir/examples/mlp.pir" --blas openblas >/dev/null \
+  2>&1; then
+  blas=blas
+else
+  echo "# OpenBLAS: not built in, its runs skipped"
+fi
 same "examples/mlp.pir" "$top_srcdir/examples/mlp.pir" --seed 3
 same "examples/transformer_layer.pir" \
   "$top_srcdir/examples/transformer_layer.pir" --seed 4

@@ -179,6 +179,9 @@ GBytes *npy_encode(const Tensor *t);
  * 'partir_interrupt' every KERNEL_POLL elements and stop early when it is
  * set: the result is then unfinished, for the caller to discard. */
 Tensor *kernel_eval(const Term *t, Tensor *const *args);
+/* Constant 't' when its value is one number (a splat): that number as a
+ * tensor of rank 0 of t's dtype, else NULL. */
+Tensor *kernel_constant_splat(const Term *t);
 /* broadcast_in_dim, transpose and the static slice are one strided
  * gather: result element i is the operand's element at
  * base + sum(i[d] * strides[d]).  Fills 'strides' (the result's rank),

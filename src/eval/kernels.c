@@ -447,6 +447,26 @@ static Tensor *k_constant(const Term *t, Tensor *const *args) {
   return out;
 }
 
+/* The number of numbers in 'v'. */
+static int64_t constant_count(const AttrValue *v) {
+  if (v->kind != AV_LIST)
+    return 1;
+  int64_t n = 0;
+  for (int j = 0; j < v->count; j++)
+    n += constant_count(&v->items[j]);
+  return n;
+}
+
+Tensor *kernel_constant_splat(const Term *t) {
+  const AttrValue *v = attrs_get(t->attrs, "value");
+  if (t->op != OP_CONSTANT || !v || constant_count(v) != 1)
+    return NULL;
+  Tensor *one = tensor_new(type_tensor(t->type->dtype, 0, NULL));
+  int64_t filled = 0;
+  constant_fill(one, v, &filled);
+  return one;
+}
+
 static Tensor *k_iota(const Term *t, Tensor *const *args) {
   Tensor *out = tensor_new(t->type);
   const Type *ty = t->type;
