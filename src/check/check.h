@@ -32,6 +32,12 @@ gboolean check_rule_types(const RuleSet *rs, Diag *errors);
 gboolean check_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
                      int steps, GString *out);
 
+/* A program of one application of 'op' to new arguments, of random
+ * shapes and attributes (the generator check-rules instantiates rules
+ * on; seeded), or NULL where 'op' has none (constants, iotas,
+ * collectives). */
+Module *check_random_op(Op op, guint32 seed);
+
 /* ------------------------------------------------------------ spmdrules.c */
 
 /* Checks [spmd] rule 'r' on up to 'tries' random instances run on

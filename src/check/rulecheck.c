@@ -410,6 +410,15 @@ static Module *instance_module(Gen *g, const Term *result) {
   return m;
 }
 
+Module *check_random_op(Op op, guint32 seed) {
+  Gen g = {g_rand_new_with_seed(seed), g_ptr_array_new()};
+  const Term *t = op_is_collective(op) ? NULL : gen_op(&g, op, -1, -1);
+  Module *m = t ? instance_module(&g, t) : NULL;
+  g_rand_free(g.rng);
+  g_ptr_array_unref(g.arg_types);
+  return m;
+}
+
 /* ------------------------------------------------------------ the walker */
 
 typedef struct Walker {
