@@ -80,18 +80,6 @@ static void run_blas(Problem *p) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, p->n, p->n, p->n, 1.0f,
               p->a, p->n, p->b, p->n, 0.0f, p->c_blas, p->n);
 }
-#endif
-
-/* Seconds per call of 'fn' over 'reps' calls: thread CPU time and wall. */
-static void time_calls(void (*fn)(Problem *), Problem *p, int reps, double *cpu,
-                       double *wall) {
-  double c0 = bench_cpu_ms(CLOCK_THREAD_CPUTIME_ID);
-  double w0 = bench_cpu_ms(CLOCK_MONOTONIC);
-  for (int r = 0; r < reps; r++)
-    fn(p);
-  *cpu = (bench_cpu_ms(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e3 / reps;
-  *wall = (bench_cpu_ms(CLOCK_MONOTONIC) - w0) / 1e3 / reps;
-}
 
 /* Largest |gen - blas| / (sum_k |a_ik b_kj|) over a sample of elements. */
 static double sample_error(const Problem *p) {
@@ -106,6 +94,18 @@ static double sample_error(const Problem *p) {
     worst = fmax(worst, mag > 0 ? d / mag : d);
   }
   return worst;
+}
+#endif
+
+/* Seconds per call of 'fn' over 'reps' calls: thread CPU time and wall. */
+static void time_calls(void (*fn)(Problem *), Problem *p, int reps, double *cpu,
+                       double *wall) {
+  double c0 = bench_cpu_ms(CLOCK_THREAD_CPUTIME_ID);
+  double w0 = bench_cpu_ms(CLOCK_MONOTONIC);
+  for (int r = 0; r < reps; r++)
+    fn(p);
+  *cpu = (bench_cpu_ms(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e3 / reps;
+  *wall = (bench_cpu_ms(CLOCK_MONOTONIC) - w0) / 1e3 / reps;
 }
 
 static void bench_size(GemmFn gemm, void *work, int n, int runs) {
@@ -143,7 +143,7 @@ static void bench_size(GemmFn gemm, void *work, int n, int runs) {
   printf(" %10.1f %8.2f %8.2f %10.1e %s\n", flops / bc / 1e9, bc / gc, bw / gw,
          sample_error(&p), bc / gc >= TARGET_RATIO ? "ok" : "below target");
 #else
-  printf("\n");
+  printf(" %10.1f\n", flops / gw / 1e9);
 #endif
   g_free(gen_cpu);
   g_free(gen_wall);
@@ -195,8 +195,8 @@ int main(int argc, char **argv) {
          "generated", "openblas", "ratio", "wall", "max err", TARGET_RATIO);
 #else
   printf("(built without OpenBLAS: configure --with-blas=openblas for the "
-         "baseline)\n%6s %10s\n",
-         "n", "generated");
+         "baseline)\n%6s %10s %10s\n",
+         "n", "generated", "wall");
 #endif
   for (guint i = 0; i < sizes->len; i++)
     bench_size(gemm, work, g_array_index(sizes, int, i), runs);
