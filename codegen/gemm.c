@@ -20,7 +20,8 @@
  * edges, so the micro-kernel always runs a full register block.
  *
  * The register block and the cache blocks come from the host's vector
- * registers, found at run time (LLVMGetHostCPUFeatures): 32 registers of
+ * registers, found at run time (LLVMGetHostCPUFeatures; the environment
+ * may ask for narrower ones, see vector_bits): 32 registers of
  * 512 bits with AVX-512 (MR 12, NV 2: 24 accumulators, 2 vectors of B,
  * one broadcast), else 16 of 256 (AVX) or 128 bits (MR 6, NV 2).  KC
  * x NR of B is streamed from L1 and L2 by each MR x NR block, MC x KC of
@@ -40,6 +41,8 @@
  * f32 and bf16, f64 for f64.
  */
 #include "codegen/gemm.h"
+
+#include <stdlib.h>
 
 /* The blocking of a gemm on this host. */
 typedef struct Shape {
@@ -76,11 +79,22 @@ static int host_vector_bits(void) {
   return (int)bits;
 }
 
+/* The vector width the kernel is made for: the host's, or a narrower one
+ * that $PARTIR_GEMM_VECTOR_BITS (128, 256) asks for, so that one machine
+ * can test the kernels of others. */
+static int vector_bits(void) {
+  int host = host_vector_bits();
+  const char *want = g_getenv("PARTIR_GEMM_VECTOR_BITS");
+  int bits = want ? atoi(want) : host;
+  return (bits == 128 || bits == 256 || bits == 512) && bits <= host ? bits
+                                                                     : host;
+}
+
 static int compute_bytes(DType dt) { return dt == DT_F64 ? 8 : 4; }
 
 static Shape gemm_shape(DType dt) {
   Shape s;
-  s.bits = host_vector_bits();
+  s.bits = vector_bits();
   s.vw = s.bits / 8 / compute_bytes(dt);
   s.nv = 2;
   s.mr = s.bits == 512 ? 12 : 6;

@@ -6,10 +6,14 @@
 # runs tests/bench/bench-rewrite on them, which prints the table.  Then
 # generates GPT-3-shaped transformers of 12, 24, 48 and 96 layers and runs
 # tests/bench/bench-gpt3 on them with three strategies (the tactics in
-# tests/bench/tactics/).  Run it from the build directory; the environment
+# tests/bench/tactics/), and tests/bench/bench-gemm (the generated sgemm
+# against OpenBLAS).  Run it from the build directory; the environment
 # may set:
 #   BENCH_REWRITE  the rewrite benchmark (default tests/bench/bench-rewrite)
 #   BENCH_GPT3     the GPT-3 benchmark (default tests/bench/bench-gpt3)
+#   BENCH_GEMM     the gemm benchmark (default tests/bench/bench-gemm)
+#   OPENBLAS_CORETYPE  OpenBLAS's kernels for bench-gemm (default: as
+#                  OpenBLAS finds the CPU, then the one run.sh picks)
 #   BENCH_RUNS     runs per program, the median is reported (default 5 for
 #                  bench-rewrite, 3 for bench-gpt3)
 #   LUA            a Lua 5.4 interpreter (default lua5.4)
@@ -24,6 +28,7 @@ set -e
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${BENCH_REWRITE:=tests/bench/bench-rewrite}"
 : "${BENCH_GPT3:=tests/bench/bench-gpt3}"
+: "${BENCH_GEMM:=tests/bench/bench-gemm}"
 gpt3_runs=${BENCH_RUNS:-3}
 : "${BENCH_RUNS:=5}"
 : "${LUA:=lua5.4}"
@@ -91,6 +96,31 @@ gpt3_status=0
   --strategy "megatron+batch=$bench_tactics/megatron-batch.lua" \
   --strategy "batch+megatron+zero=$bench_tactics/batch-megatron-zero.lua" \
   "$@" || gpt3_status=$?
+
+# the generated gemm against OpenBLAS (issue 13): as OpenBLAS finds the
+# CPU, then, unless OPENBLAS_CORETYPE is set, with the core that matches
+# the CPU's vector extensions (OpenBLAS takes a CPU it does not know for
+# an SSE3 Prescott)
+echo
+if test -x "$BENCH_GEMM"; then
+  "$BENCH_GEMM" --runs "$BENCH_RUNS"
+  if test -z "${OPENBLAS_CORETYPE:-}" && grep -q '^flags' /proc/cpuinfo 2>/dev/null; then
+    gemm_core=
+    case " $(grep -m1 '^flags' /proc/cpuinfo) " in
+    *" avx512_bf16 "*) gemm_core=Cooperlake ;;
+    *" avx512f "*) gemm_core=SkylakeX ;;
+    *" avx2 "*) gemm_core=Haswell ;;
+    esac
+    if test -n "$gemm_core"; then
+      echo
+      echo "again with OPENBLAS_CORETYPE=$gemm_core (this CPU's extensions):"
+      OPENBLAS_CORETYPE=$gemm_core "$BENCH_GEMM" --runs "$BENCH_RUNS"
+    fi
+  fi
+else
+  echo "bench: no $BENCH_GEMM (build it: make tests/bench/bench-gemm," \
+    "or set BENCH_GEMM); skipping the gemm benchmark" >&2
+fi
 
 # the agent protocol over a pipe
 if command -v python3 >/dev/null 2>&1; then
