@@ -19,16 +19,37 @@ struct Compiled {
   Plan *plan;
   JitCode *code;
   Profile *profile; /* compiled with 'profile', else NULL */
+  /* arenas not in use, kept for the next run (device threads run one
+   * Compiled at once, each with an arena of its own; a kept one has its
+   * pages mapped already) */
+  GMutex lock;
+  GPtrArray *arenas;
 };
+
+/* An arena of the plan's size (64-byte aligned), from the kept ones when
+ * there is one. */
+static void *arena_take(Compiled *c) {
+  g_mutex_lock(&c->lock);
+  void *a = c->arenas->len
+                ? g_ptr_array_steal_index_fast(c->arenas, c->arenas->len - 1)
+                : NULL;
+  g_mutex_unlock(&c->lock);
+  if (!a && posix_memalign(&a, 64, (size_t)MAX(c->plan->arena_bytes, 64)))
+    g_error("partir: out of memory for a %" G_GINT64_FORMAT "-byte arena",
+            c->plan->arena_bytes);
+  return a;
+}
+
+static void arena_give(Compiled *c, void *a) {
+  g_mutex_lock(&c->lock);
+  g_ptr_array_add(c->arenas, a);
+  g_mutex_unlock(&c->lock);
+}
 
 typedef struct PlanWalk {
   Plan *plan;
   const SchedRegion *region; /* the one being walked */
 } PlanWalk;
-
-int plan_slot(const Plan *p, const Term *t) {
-  return GPOINTER_TO_INT(g_hash_table_lookup(p->index, t)) - 1;
-}
 
 /* The length of list attribute 'key' of 't', 0 when it has none. */
 static int attr_count(const Term *t, const char *key) {
@@ -119,6 +140,7 @@ Plan *plan_new(const Module *m, const Func *f, const CodegenOptions *o,
   for (int i = 0; i < f->nresults; i++)
     p->results[i] = plan_slot(p, f->body->args[i]);
   plan_fuse(p);
+  plan_arena(p);
   return p;
 }
 
@@ -180,6 +202,8 @@ Compiled *codegen_compile(const Module *m, const Func *f,
   Compiled *c = g_new0(Compiled, 1);
   c->plan = p;
   c->code = code;
+  g_mutex_init(&c->lock);
+  c->arenas = g_ptr_array_new_with_free_func(free);
   if (p->opt.profile)
     c->profile = profile_new((int)p->slots->len);
   return c;
@@ -189,6 +213,8 @@ void codegen_free(Compiled *c) {
   if (!c)
     return;
   jit_unload(c->code);
+  g_ptr_array_unref(c->arenas);
+  g_mutex_clear(&c->lock);
   profile_free(c->profile);
   plan_free(c->plan);
   g_free(c);
@@ -203,6 +229,7 @@ GPtrArray *codegen_run(Compiled *c, Tensor *const *args) {
   GArray *slots = c->plan->slots;
   g_autofree void **bufs = g_new0(void *, MAX(slots->len, 1));
   g_autofree Tensor **held = g_new0(Tensor *, MAX(slots->len, 1));
+  void *arena = arena_take(c);
   for (guint s = 0; s < slots->len; s++) {
     Slot *slot = &g_array_index(slots, Slot, s);
     if (slot->value) {
@@ -211,6 +238,10 @@ GPtrArray *codegen_run(Compiled *c, Tensor *const *args) {
     }
     if (slot->fused)
       continue; /* computed where it is read */
+    if (slot->offset >= 0) {
+      bufs[s] = (char *)arena + slot->offset;
+      continue;
+    }
     held[s] =
         slot->arg >= 0 ? tensor_ref(args[slot->arg]) : tensor_new(slot->type);
     g_assert(held[s]->type == slot->type);
@@ -232,6 +263,7 @@ GPtrArray *codegen_run(Compiled *c, Tensor *const *args) {
   for (guint s = 0; s < slots->len; s++)
     if (held[s])
       tensor_unref(held[s]);
+  arena_give(c, arena);
   return results;
 }
 

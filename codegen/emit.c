@@ -13,21 +13,6 @@
  */
 #include "codegen/gen.h"
 
-Fn *fn_known(GHashTable *made, char *key) {
-  Fn *f = g_hash_table_lookup(made, key);
-  if (f)
-    g_free(key);
-  return f;
-}
-
-Fn *fn_remember(GHashTable *made, char *key, LLVMValueRef fn, LLVMTypeRef ty) {
-  Fn *f = g_new(Fn, 1);
-  f->fn = fn;
-  f->ty = ty;
-  g_hash_table_insert(made, key, f);
-  return f;
-}
-
 /* 'void f(ptr a, ptr b, i64 r)' copying between a chunk-sized value and
  * chunk r (width w along dim d) of a whole one: 'slice d x[r]' reads the
  * chunk (a = the slice, b = x); a tile's iteration r writes it (a = the

@@ -88,6 +88,21 @@ void strides_of(const Type *ty, int64_t *strides);
 int attr_ints(const Term *t, const char *key, int64_t *out);
 gboolean any_empty(int n, const int64_t *sizes);
 
+/* ------------------------------------------------- ir.c: function cache */
+
+/* A function made once per kind of value (its key), as 'made'
+ * remembers: values alike share it (each layer of a model the same
+ * few), so the optimizer works on each kind once and compiling takes
+ * time in proportion to the kinds, not to the program. */
+typedef struct Fn {
+  LLVMValueRef fn;
+  LLVMTypeRef ty;
+} Fn;
+
+/* The function of 'key' in 'made' (then 'key' is freed), or NULL. */
+Fn *fn_known(GHashTable *made, char *key);
+Fn *fn_remember(GHashTable *made, char *key, LLVMValueRef fn, LLVMTypeRef ty);
+
 /* ------------------------------------------------------------- arith.c */
 
 /* The storage type of an element of 'dt'; the type it is computed in. */
@@ -117,21 +132,6 @@ LLVMValueRef round_to(Gen *g, DType dt, LLVMValueRef v);
 LLVMValueRef arith_op(Gen *g, const Term *t, LLVMValueRef *v);
 
 LLVMValueRef is_nan(Gen *g, LLVMValueRef x);
-
-/* ------------------------------------------------------------- emit.c */
-
-/* A function made once per kind of value (its key), as 'made'
- * remembers: values alike share it (each layer of a model the same
- * few), so the optimizer works on each kind once and compiling takes
- * time in proportion to the kinds, not to the program. */
-typedef struct Fn {
-  LLVMValueRef fn;
-  LLVMTypeRef ty;
-} Fn;
-
-/* The function of 'key' in 'made' (then 'key' is freed), or NULL. */
-Fn *fn_known(GHashTable *made, char *key);
-Fn *fn_remember(GHashTable *made, char *key, LLVMValueRef fn, LLVMTypeRef ty);
 
 /* ----------------------------------------------------------- kernel.c */
 

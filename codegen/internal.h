@@ -25,6 +25,7 @@ typedef struct Slot {
   gboolean splat;   /* a constant of one number: 'value' holds it alone,
                        and its users read element 0 */
   const SchedRegion *region; /* where the schedule puts it */
+  int64_t offset;            /* its bytes in the run's arena, or -1 (arena.c) */
 } Slot;
 
 typedef struct Plan {
@@ -35,10 +36,17 @@ typedef struct Plan {
   GHashTable *index; /* Term -> slot + 1 */
   int *results;      /* per result: its slot */
   int nresults;
+  int64_t arena_bytes; /* the block the computed values share */
 } Plan;
 
+/* arena.c: the offsets of the values that share the run's arena (Slot.
+ * offset), and its size (Plan.arena_bytes). */
+void plan_arena(Plan *p);
+
 /* The slot of 't' in 'p', or -1. */
-int plan_slot(const Plan *p, const Term *t);
+static inline int plan_slot(const Plan *p, const Term *t) {
+  return GPOINTER_TO_INT(g_hash_table_lookup(p->index, t)) - 1;
+}
 
 /* fuse.c: marks the values computed inside their users' loops (Slot.
  * fused), evaluates the constants and iotas (a splat read by fused

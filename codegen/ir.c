@@ -133,6 +133,23 @@ void ir_finish(Gen *g) {
   g->vt = NULL;
 }
 
+/* ------------------------------------------------------ function cache */
+
+Fn *fn_known(GHashTable *made, char *key) {
+  Fn *f = g_hash_table_lookup(made, key);
+  if (f)
+    g_free(key);
+  return f;
+}
+
+Fn *fn_remember(GHashTable *made, char *key, LLVMValueRef fn, LLVMTypeRef ty) {
+  Fn *f = g_new(Fn, 1);
+  f->fn = fn;
+  f->ty = ty;
+  g_hash_table_insert(made, key, f);
+  return f;
+}
+
 /* -------------------------------------------------------------- helpers */
 
 void strides_of(const Type *ty, int64_t *strides) {

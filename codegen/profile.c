@@ -91,6 +91,10 @@ void profile_report(const Profile *pr, const Plan *p, GString *out) {
                          "profile: %.3f ms per device step in %d kernels "
                          "(%" G_GINT64_FORMAT " device runs)\n",
                          (double)total / (double)runs / 1e6, n, runs);
+  g_string_append_printf(out,
+                         "profile: the computed values share %.1f MiB "
+                         "(arena per device)\n",
+                         (double)p->arena_bytes / 1048576.0);
   g_string_append(out, "      ms      %  value  kernel\n");
   int64_t rest = 0;
   for (int i = 0; i < n; i++) {
