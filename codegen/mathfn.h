@@ -3,7 +3,10 @@
  * exp, log, tanh, logistic, sqrt and rsqrt built from instructions the
  * loop vectorizer widens, so that a loop over them vectorizes (a call to
  * libm stops it).  Each is computed in its own type, f32 in f32 and f64
- * in f64, within math_max_ulp of the exact result. */
+ * in f64, within math_max_ulp of the exact result.  The IR relies on
+ * IEEE semantics: give its instructions no fast-math flags (reassociation
+ * would undo the Cody-Waite and Fast2Sum steps, 'nnan' the NaN
+ * selects). */
 #ifndef PARTIR_CODEGEN_MATHFN_H
 #define PARTIR_CODEGEN_MATHFN_H
 

@@ -77,32 +77,41 @@ static LLVMModuleRef build_loop(LLVMContextRef ctx, MathFn fn, DType dt,
   return mod;
 }
 
+/* 'mod' (of 'ctx', both consumed) optimized and loaded: its function
+ * 'name', and its optimized IR in '*ir' if asked. */
+static JitCode *compile(LLVMContextRef ctx, LLVMModuleRef mod, const char *name,
+                        char **ir) {
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (!host)
+    host = jit_host_machine(why);
+  g_assert_nonnull(host);
+  gboolean ok = jit_optimize(mod, host, why);
+  if (!ok)
+    g_printerr("%s\n", diag_text(why));
+  g_assert_true(ok);
+  if (ir) {
+    char *text = LLVMPrintModuleToString(mod);
+    *ir = g_strdup(text);
+    LLVMDisposeMessage(text);
+  }
+  JitCode *code = jit_load(mod, host, name, why);
+  LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  if (!code)
+    g_printerr("%s\n", diag_text(why));
+  g_assert_nonnull(code);
+  return code;
+}
+
 /* The loop of (fn, dt), compiled at its first use. */
 static Loop *loop_of(MathFn fn, DType dt) {
   Loop *l = &loops[fn][dt == DT_F64];
   if (l->code)
     return l;
-  g_autoptr(Diag) why = diag_new(NULL);
-  if (!host)
-    host = jit_host_machine(why);
-  g_assert_nonnull(host);
   g_autofree char *name = g_strdup_printf("mathfn_%s_%s", fn_names[fn],
                                           dt == DT_F32 ? "f32" : "f64");
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef mod = build_loop(ctx, fn, dt, name);
-  gboolean ok = jit_optimize(mod, host, why);
-  if (!ok)
-    g_printerr("%s\n", diag_text(why));
-  g_assert_true(ok);
-  char *ir = LLVMPrintModuleToString(mod);
-  l->ir = g_strdup(ir);
-  LLVMDisposeMessage(ir);
-  l->code = jit_load(mod, host, name, why);
-  LLVMDisposeModule(mod);
-  LLVMContextDispose(ctx);
-  if (!l->code)
-    g_printerr("%s\n", diag_text(why));
-  g_assert_nonnull(l->code);
+  l->code = compile(ctx, build_loop(ctx, fn, dt, name), name, &l->ir);
   l->run = (MathLoop)(uintptr_t)jit_entry(l->code);
   return l;
 }
@@ -383,6 +392,62 @@ static void test_specials(void) {
   }
 }
 
+/* ------------------------------------------------------- vector operand */
+
+/* 'void name(ptr out, ptr in, i64 n)' storing fn of one <lanes x dt>
+ * vector loaded from 'in' (n unused): math_emit given a vector. */
+static LLVMModuleRef build_vector(LLVMContextRef ctx, MathFn fn, DType dt,
+                                  unsigned lanes, const char *name) {
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(name, ctx);
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0);
+  LLVMTypeRef elem =
+      dt == DT_F32 ? LLVMFloatTypeInContext(ctx) : LLVMDoubleTypeInContext(ctx);
+  LLVMTypeRef vt = LLVMVectorType(elem, lanes);
+  LLVMTypeRef params[3] = {ptr, ptr, LLVMInt64TypeInContext(ctx)};
+  LLVMValueRef f = LLVMAddFunction(
+      mod, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, 3, 0));
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, f, "entry"));
+  LLVMValueRef x = LLVMBuildLoad2(b, vt, LLVMGetParam(f, 1), "x");
+  LLVMSetAlignment(x, dt == DT_F32 ? 4 : 8);
+  LLVMValueRef store =
+      LLVMBuildStore(b, math_emit(mod, b, fn, x), LLVMGetParam(f, 0));
+  LLVMSetAlignment(store, dt == DT_F32 ? 4 : 8);
+  LLVMBuildRetVoid(b);
+  LLVMDisposeBuilder(b);
+  return mod;
+}
+
+/* Given a vector of an odd width (5 floats, 3 doubles), each function
+ * computes each lane within its bound, special values included. */
+static void test_vector_operand(void) {
+  static const float in32[5] = {NAN, -0.0f, 0.3f, 20.5f, 0x1p-140f};
+  static const double in64[3] = {-INFINITY, 0.7, 0x1p-1060};
+  for (int fn = 0; fn < NFN; fn++) {
+    g_autofree char *n32 = g_strdup_printf("mathfn_v5_%s", fn_names[fn]);
+    g_autofree char *n64 = g_strdup_printf("mathfn_v3_%s", fn_names[fn]);
+    LLVMContextRef ctx = LLVMContextCreate();
+    JitCode *c32 =
+        compile(ctx, build_vector(ctx, fn, DT_F32, 5, n32), n32, NULL);
+    ctx = LLVMContextCreate();
+    JitCode *c64 =
+        compile(ctx, build_vector(ctx, fn, DT_F64, 3, n64), n64, NULL);
+    float out32[5];
+    double out64[3];
+    ((MathLoop)(uintptr_t)jit_entry(c32))(out32, in32, 5);
+    ((MathLoop)(uintptr_t)jit_entry(c64))(out64, in64, 3);
+    for (int i = 0; i < 5; i++)
+      g_assert_cmpfloat(ulp_f32(out32[i], ref_f32(fn, in32[i])), <=,
+                        math_max_ulp(fn, DT_F32));
+    for (int i = 0; i < 3; i++)
+      if (long_double_precise())
+        g_assert_cmpfloat(ulp_f64(out64[i], ref_f64(fn, in64[i])), <=,
+                          math_max_ulp(fn, DT_F64));
+    jit_unload(c32);
+    jit_unload(c64);
+  }
+}
+
 /* ------------------------------------------------------------ vectorized */
 
 /* The optimized loops hold vectors (4 lanes or more for f32, 2 or more
@@ -411,6 +476,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/mathfn/vectorized", test_vectorized);
   g_test_add_func("/mathfn/specials", test_specials);
+  g_test_add_func("/mathfn/vector-operand", test_vector_operand);
   for (int fn = 0; fn < NFN; fn++) {
     g_autofree char *p32 = g_strdup_printf("/mathfn/f32/%s", fn_names[fn]);
     g_autofree char *p64 = g_strdup_printf("/mathfn/f64/%s", fn_names[fn]);
