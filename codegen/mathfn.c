@@ -10,24 +10,30 @@
  *
  *   exp       x = k ln2 + r, |r| <= ln2/2, k = rint(x / ln2) read from
  *             the low bits of x/ln2 + 1.5 * 2^p (p the mantissa's bits);
- *             ln2 in two parts (Cody and Waite) so that k ln2_hi is exact
- *             and r = x - k ln2_hi - k ln2_lo loses nothing; e^r by its
- *             Taylor polynomial; 2^k built by an integer add into the
- *             exponent, in two halves so that results near overflow and
- *             subnormal results are rounded once, right.  x is clamped
- *             first (beyond the clamps e^x is inf or 0 anyway).
+ *             ln2 in two parts (Cody and Waite) so that r_hi = x - k
+ *             ln2_hi is exact, r_lo = -k ln2_lo; e^r = (1 + r_hi) +
+ *             (r_lo + r^2 P(r)), P from the Taylor series, 1 + r_hi
+ *             carried with its rounding error (Fast2Sum) so that only the
+ *             last addition rounds at the result's scale; 2^k built by an
+ *             integer add into the exponent, in two halves so that
+ *             results near overflow and subnormal results are rounded
+ *             once, right.  x is clamped first (beyond the clamps e^x is
+ *             inf or 0 anyway).
  *   log       x = 2^e m, m in [sqrt(1/2), sqrt(2)) split off by integer
- *             operations on the bits (subnormal x scaled by 2^p+1
- *             first); log m = log(1+f) = 2 atanh(s), s = f/(2+f), as
- *             fdlibm arranges it: f - (f^2/2 - s (f^2/2 + R(s^2))) with
- *             the series of atanh; then e ln2_hi + (... + e ln2_lo).
+ *             operations on the bits (a subnormal x scaled by 2^54 or
+ *             2^24 first); log m = log(1+f) = 2 atanh(s), s = f/(2+f),
+ *             as fdlibm arranges it: f - (f^2/2 - s (f^2/2 + R(s^2)))
+ *             with R the series of atanh; then e ln2_hi + (... + e
+ *             ln2_lo).
  *   tanh      |x| < atanh(1/2): x + x z N(z)/D(z), z = x^2, a Padé
  *             approximant (Lambert's continued fraction cut short);
  *             beyond, 1 - 2/(e^2|x| + 1), which lies in [1/2, 1) so the
  *             subtraction cancels nothing and saturates to 1 by itself;
  *             the sign copied back (tanh(-0) = -0).
- *   logistic  E = e^-|x| (never overflows), 1/(1+E) for x >= 0 and
- *             E/(1+E) below, one division.
+ *   logistic  E = e^-|x| (it never overflows, and is subnormal where the
+ *             result is), 1/(1+E) for x >= 0 and E/(1+E) below, with
+ *             E's and 1+E's rounding errors carried into a correction of
+ *             the quotient.
  *   sqrt      llvm.sqrt (correctly rounded), rsqrt 1/sqrt.
  *
  * The coefficients are exact series (1/n!, 2/(2k+1)) and the Padé
