@@ -10,6 +10,7 @@
  * are computed alike in both (they are exact).
  */
 #include "codegen/gen.h"
+#include "codegen/mathfn.h"
 
 LLVMTypeRef storage(Gen *g, DType dt) {
   switch (dt) {
@@ -159,26 +160,14 @@ static LLVMValueRef libm(Gen *g, const char *name, LLVMValueRef *args,
   return ir_call(g, name, g->f64, params, args, nargs);
 }
 
-/* Fast exp, log, tanh and logistic in the value's own type. */
+/* Fast exp, log, tanh and logistic in the value's own type: inline
+ * polynomials that vectorize (mathfn.c, within math_max_ulp). */
 static LLVMValueRef math_fast(Gen *g, Op op, LLVMValueRef x) {
-  gboolean f = LLVMTypeOf(x) == g->f32;
-  LLVMTypeRef ty = LLVMTypeOf(x);
-  switch (op) {
-  case OP_EXP:
-    return ir_intrinsic(g, "llvm.exp", &x, 1);
-  case OP_LOG:
-    return ir_intrinsic(g, "llvm.log", &x, 1);
-  case OP_TANH:
-    return ir_call(g, f ? "tanhf" : "tanh", ty, &ty, &x, 1);
-  case OP_LOGISTIC: {
-    LLVMValueRef nx = LLVMBuildFNeg(g->b, x, "");
-    LLVMValueRef e = ir_intrinsic(g, "llvm.exp", &nx, 1);
-    return LLVMBuildFDiv(g->b, cfl(g, x, 1.0),
-                         LLVMBuildFAdd(g->b, cfl(g, x, 1.0), e, ""), "");
-  }
-  default:
-    g_assert_not_reached();
-  }
+  MathFn fn = op == OP_EXP    ? MATH_EXP
+              : op == OP_LOG  ? MATH_LOG
+              : op == OP_TANH ? MATH_TANH
+                              : MATH_LOGISTIC;
+  return math_emit(g->mod, g->b, fn, x);
 }
 
 /* exp, log, tanh, logistic, sqrt, rsqrt in the value's own type. */
