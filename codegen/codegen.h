@@ -1,24 +1,28 @@
 /* codegen.h — native code for a program on one device (layer 4).
  *
- * A function becomes LLVM IR through the LLVM-C API (emit.c), is
- * optimized for the host CPU and loaded with ORC LLJIT (jit.c), and runs
- * on tensors (codegen.c).  Every compiled value computes exactly what the
- * reference interpreter computes (src/eval/kernels.c): floating values in
- * double, rounded once to their type as they are stored; integers
- * wrapping; sums and contractions accumulating in double or int64 in the
- * interpreter's order; libm's exp, log, tanh and pow.  So a compiled
- * result equals the interpreter's bit for bit, which the tests check.
+ * A function becomes LLVM IR through the LLVM-C API, is optimized for
+ * the host CPU and loaded with ORC LLJIT, and runs on tensors
+ * (docs/codegen.md).  Fast arithmetic (the default) computes each value
+ * in its own type, within a stated bound of the interpreter's results;
+ * exact arithmetic (CodegenOptions.exact) computes the interpreter's
+ * bits.
  *
- *   codegen.c  the plan (a buffer per value), compiling, running
- *   emit.c     the IR: a loop nest per operator
+ *   codegen.c  the plan (a slot per value), compiling, running
+ *   fuse.c     which values are computed inside their users' loops
+ *   arena.c    where the computed values live during a run
+ *   emit.c     the IR's entry: the schedule's calls and region loops
+ *   kernel.c   a value's loop nest, its fused operands inside
+ *   dot.c      contractions: strided matrix products
+ *   gemm.c     the BLIS-style matrix-multiply kernel
+ *   arith.c    one element: loads, stores, each operator
+ *   mathfn.c   exp, log, tanh, logistic as inline polynomials
+ *   ir.c       constants, loops, calls, functions
+ *   profile.c  the time of each kernel (--profile)
  *   runtime.c  what the generated code calls (collectives)
  *   jit.c      the host's target machine, the O3 pipeline, LLJIT
  *
  * Tiles and sums are loops; an SPMD program runs on a thread a device
- * (codegen_run_spmd).  What this first version leaves for later
- * (docs/codegen.md): fusion of elementwise chains (each operator writes
- * its own buffer), buffer reuse, polynomial transcendentals, a blocked
- * matmul, collectives faster than the simulator's.
+ * (codegen_run_spmd).
  */
 #ifndef PARTIR_CODEGEN_H
 #define PARTIR_CODEGEN_H
