@@ -227,8 +227,6 @@ static const GOptionEntry codegen_entries[] = {
     G_OPTION_ENTRY_NULL};
 
 static const GOptionEntry exec_entries[] = {
-    {"repeat", 0, 0, G_OPTION_ARG_INT64, &opt.repeat,
-     "then run N more steps and report their min and median time", "N"},
     {"profile", 0, 0, G_OPTION_ARG_NONE, &opt.profile,
      "report the time of each kernel and collective", NULL},
     {"runtime", 0, 0, G_OPTION_ARG_STRING, &opt.runtime,
@@ -426,6 +424,8 @@ static const GOptionEntry run_entries[] = {
      "seed for the random arguments (default 0)", "N"},
     {"output", 'o', 0, G_OPTION_ARG_FILENAME, &opt.output_dir,
      "write each result to DIR/NAME.npy", "DIR"},
+    {"repeat", 0, 0, G_OPTION_ARG_INT64, &opt.repeat,
+     "then run N more steps and report their min and median time", "N"},
     G_OPTION_ENTRY_NULL};
 
 /* Loads the rule files named by --rules, or the default ones. */
@@ -492,6 +492,14 @@ static gboolean codegen_options(const Options *o, CodegenOptions *co) {
   return TRUE;
 }
 
+static gboolean repeat_option(const Options *o) {
+  if (o->repeat >= 0)
+    return TRUE;
+  g_printerr("partir: --repeat must be 0 or more, not %" G_GINT64_FORMAT "\n",
+             o->repeat);
+  return FALSE;
+}
+
 /* exec's options: FALSE (with a message) when they are wrong. */
 static gboolean exec_options(const Options *o, CodegenOptions *co) {
   if (o->runtime && strcmp(o->runtime, "threads") != 0) {
@@ -500,17 +508,15 @@ static gboolean exec_options(const Options *o, CodegenOptions *co) {
                o->runtime);
     return FALSE;
   }
-  if (o->repeat < 0) {
-    g_printerr("partir: --repeat must be 0 or more, not %" G_GINT64_FORMAT "\n",
-               o->repeat);
-    return FALSE;
-  }
-  return codegen_options(o, co);
+  return repeat_option(o) && codegen_options(o, co);
 }
 
-/* One step of compiled code: on one device, or a thread per device. */
+/* One step: of compiled code (on one device, or a thread per device),
+ * or without code, of the interpreter on 'device'. */
 static GPtrArray *exec_step(Compiled *code, const Func *device,
                             Tensor *const *inputs, Diag *diag, GError **error) {
+  if (!code)
+    return interp_run(device, inputs, error);
   return device->spmd ? codegen_run_spmd(code, device, inputs, diag, error)
                       : codegen_run(code, inputs);
 }
@@ -521,7 +527,8 @@ static int compare_doubles(const void *a, const void *b) {
 }
 
 /* --repeat N: N more steps on the same inputs, each timed; their min and
- * median on stderr (stdout keeps the results). */
+ * median on stderr (stdout keeps the results).  'code' NULL: the
+ * interpreter's steps. */
 static void exec_repeat(Compiled *code, const Func *device,
                         Tensor *const *inputs, gint64 n, Diag *diag,
                         GError **error) {
@@ -559,7 +566,7 @@ static int run_program(const Options *o, char **files, gboolean compiled) {
   Loaded ld = {0};
   int status = 1;
   CodegenOptions co;
-  if (compiled && !exec_options(o, &co))
+  if (compiled ? !exec_options(o, &co) : !repeat_option(o))
     return 2;
   if (!load_program(files[0], o, &ld, &status)) {
     loaded_clear(&ld);
@@ -585,8 +592,8 @@ static int run_program(const Options *o, char **files, gboolean compiled) {
       run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
     results = !compiled ? interp_run(f, inputs, &error)
                         : exec_step(code, device, inputs, diag, &error);
-  if (results && compiled && o->repeat > 0)
-    exec_repeat(code, device, inputs, o->repeat, diag, &error);
+  if (results && o->repeat > 0)
+    exec_repeat(code, compiled ? device : f, inputs, o->repeat, diag, &error);
   if (results && o->output_dir)
     write_outputs(o->output_dir, m, f, results, &error);
   status = 0;
