@@ -169,8 +169,9 @@ static char *entry_name(void) {
 static LLVMModuleRef optimized(LLVMContextRef ctx, const Plan *p,
                                const char *entry, LLVMTargetMachineRef tm,
                                Diag *why) {
+  jit_catch_diagnostics(ctx, why);
   LLVMModuleRef mod = emit_module(ctx, p, entry);
-  if (!jit_optimize(mod, tm, why)) {
+  if (!jit_optimize(mod, tm, why) || diag_any(why)) {
     LLVMDisposeModule(mod);
     return NULL;
   }

@@ -92,6 +92,10 @@ void profile_report(const Profile *pr, const Plan *p, GString *out);
  * the buffer of slot i. */
 LLVMModuleRef emit_module(LLVMContextRef ctx, const Plan *p, const char *entry);
 
+/* LLVM's error diagnostics on 'ctx' go to 'why' (a compile with one
+ * fails), never to stderr or an abort. */
+void jit_catch_diagnostics(LLVMContextRef ctx, Diag *why);
+
 /* The host's target machine (CPU name and features), or NULL + why. */
 LLVMTargetMachineRef jit_host_machine(Diag *why);
 /* Runs the O3 pipeline on 'mod' for 'tm'. */

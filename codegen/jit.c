@@ -119,6 +119,20 @@ gboolean jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, Diag *why) {
   return TRUE;
 }
 
+/* An LLVM diagnostic: an error goes to the Diag (the compile then fails
+ * with it); warnings and remarks are dropped, nothing is printed. */
+static void on_diagnostic(LLVMDiagnosticInfoRef info, void *data) {
+  if (LLVMGetDiagInfoSeverity(info) != LLVMDSError)
+    return;
+  char *desc = LLVMGetDiagInfoDescription(info);
+  diag_append_reason(data, "LLVM: %s", desc);
+  LLVMDisposeMessage(desc);
+}
+
+void jit_catch_diagnostics(LLVMContextRef ctx, Diag *why) {
+  LLVMContextSetDiagnosticHandler(ctx, on_diagnostic, why);
+}
+
 /* The process's LLJIT, made at the first load (under jit_lock). */
 static gboolean jit_ready(Diag *why) {
   if (jit)
