@@ -1,13 +1,13 @@
 /* bench-codegen.c — compiled execution timed (issue 13, Performance 2 to 6).
  *
- *   bench-codegen [--runs N] [--seed N] [--mesh MESH] [--save DIR]
- *                 [--pair] [--memcpy] [--compile-only] PROGRAM.pir
+ *   bench-codegen [--runs N] [--seed N] [--mesh MESH [--scaling]]
+ *                 [--save DIR] [--memcpy] [--compile-only] PROGRAM.pir
  *
  * Parses the program, compiles it with codegen_compile (default options:
  * fast arithmetic, the generated matmul), makes its arguments with
  * interp_random_input (the seeds 'partir exec --seed' uses) and times
- * what it is asked for, each time after one untimed run (the warm-up)
- * and then N runs (default 5), printing one line per measure:
+ * what it is asked for, each after one untimed round (the warm-up) and
+ * then N rounds (default 5), printing one line per measure:
  *
  *   NAME MEDIAN_MS MIN_MS
  *
@@ -17,23 +17,30 @@
  *            --mesh codegen_run_spmd of the program lowered on MESH
  *            (pipeline_lower, as 'partir exec --mesh' does: a thread per
  *            device, global inputs scattered and results gathered);
- *   pair     (--pair, one device only) two copies of the program, each
- *            compiled apart and with its own arguments, run at once on
- *            two threads: the wall time until both finish.  Set against
- *            'run' it is the scaling the machine itself allows two
- *            threads (on some VMs two threads get little more memory
- *            bandwidth or FMA throughput than one);
+ *   one      (--scaling) the same program compiled for one device (its
+ *            tiles and sums as loops), on the calling thread;
+ *   pair     (--scaling) two copies of that one-device program, each
+ *            compiled apart and on its own arguments, at once on two
+ *            threads: the wall time until both finish.  Against 'one' it
+ *            is the scaling the machine itself allows two threads (on
+ *            some VMs two threads get little more memory bandwidth or FMA
+ *            throughput than one).  'run', 'one' and 'pair' take turns
+ *            within each round, so that a machine shared with other work
+ *            disturbs the three alike;
  *   memcpy   (--memcpy) memcpy of as many bytes as the first argument
- *            holds, between two buffers touched beforehand: the
+ *            holds, between two buffers written beforehand: the
  *            bandwidth a memory-bound kernel is set against.
  *
- * Then 'bytes B' (the first argument's size).  With --save DIR the
- * arguments are written as DIR/argI.npy and the results of the last run
- * as DIR/resI.npy, for tests/bench/codegen_peers.py to compute the same
- * function with NumPy and JAX and compare.  Times are wall clock
- * (CLOCK_MONOTONIC, as the peers' time.perf_counter); nothing here fails
- * on timing (tests/bench/README).  Exit status: 0, or 1 when the program
- * cannot be read, lowered, compiled or run, 2 for a usage error.
+ * Each run line is followed by 'NAME_cpu R', the process's CPU time over
+ * the wall time of those runs: about 1 for one busy thread, less when the
+ * machine took it away.  'bytes B' is the first argument's size.  With
+ * --save DIR the arguments are written as DIR/argI.npy and the results
+ * of the last run as DIR/resI.npy, for tests/bench/codegen_peers.py to
+ * compute the same function with NumPy and JAX and compare.  Times are
+ * wall clock (CLOCK_MONOTONIC, as the peers' time.perf_counter); nothing
+ * here fails on timing (tests/bench/README).  Exit status: 0, or 1 when
+ * the program cannot be read, lowered, compiled or run, 2 for a usage
+ * error.
  */
 #include "bench-stats.h"
 #include "codegen/codegen.h"
@@ -45,10 +52,10 @@
 typedef struct Options {
   int runs;
   gint64 seed;
-  char *mesh;    /* lower on this mesh and run a thread per device */
-  char *save;    /* write the arguments and results as .npy here */
-  gboolean pair; /* also two copies at once on two threads */
-  gboolean copy; /* also memcpy of the first argument's bytes */
+  char *mesh;       /* lower on this mesh and run a thread per device */
+  char *save;       /* write the arguments and results as .npy here */
+  gboolean scaling; /* also one device and two copies, taking turns */
+  gboolean copy;    /* also memcpy of the first argument's bytes */
   gboolean compile_only;
   char **files; /* exactly one program */
 } Options;
@@ -61,6 +68,7 @@ typedef struct Bench {
   Lowered lowered;    /* with --mesh */
   const Func *global; /* the function whose arguments are made */
   const Func *device; /* what is compiled: 'global' or its SPMD program */
+  const Func *alone;  /* the program itself, for one device */
   const Module *names;
 } Bench;
 
@@ -140,7 +148,7 @@ static gboolean load(Bench *b, const char *path) {
     g_clear_error(&error);
     return FALSE;
   }
-  b->global = b->device = module_entry(b->m);
+  b->global = b->device = b->alone = module_entry(b->m);
   b->names = b->m;
   if (!b->global) {
     g_printerr("bench-codegen: %s: no entry function\n", path);
@@ -170,9 +178,10 @@ static gboolean load(Bench *b, const char *path) {
   return TRUE;
 }
 
-static Compiled *compile(const Bench *b) {
+/* 'f' compiled, or NULL after saying why. */
+static Compiled *compile(const Bench *b, const Func *f) {
   g_autoptr(Diag) why = diag_new(NULL);
-  Compiled *c = codegen_compile(b->names, b->device, NULL, why);
+  Compiled *c = codegen_compile(f == b->device ? b->names : b->m, f, NULL, why);
   if (!c)
     g_printerr("bench-codegen: %s: cannot compile: %s\n", b->o->files[0],
                diag_text(why));
@@ -185,7 +194,7 @@ static Compiled *compile(const Bench *b) {
 static gboolean time_compile(const Bench *b, double *t) {
   for (int r = -1; r < b->o->runs; r++) {
     double start = now_ms();
-    Compiled *c = compile(b);
+    Compiled *c = compile(b, b->device);
     if (!c)
       return FALSE;
     double end = now_ms();
@@ -213,14 +222,25 @@ static GPtrArray *run_once(const Bench *b, Compiled *c, Tensor **args) {
   return out;
 }
 
+/* CPU time over wall time since 'cpu0', 'wall0' (ms). */
+static double cpu_per_wall(double cpu0, double wall0) {
+  double wall = now_ms() - wall0;
+  return wall > 0 ? (bench_cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - cpu0) / wall : 0;
+}
+
 /* Times runs of 'c'; the last run's results (saved with --save), or
  * NULL when a run fails. */
 static GPtrArray *time_run(const Bench *b, Compiled *c, Tensor **args,
                            double *t) {
   GPtrArray *out = NULL;
+  double cpu0 = 0, wall0 = 0;
   for (int r = -1; r < b->o->runs; r++) {
     if (out)
       g_ptr_array_unref(out);
+    if (r == 0) {
+      cpu0 = bench_cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
+      wall0 = now_ms();
+    }
     double start = now_ms();
     out = run_once(b, c, args);
     if (!out)
@@ -228,11 +248,13 @@ static GPtrArray *time_run(const Bench *b, Compiled *c, Tensor **args,
     if (r >= 0)
       t[r] = now_ms() - start;
   }
+  double load = cpu_per_wall(cpu0, wall0);
   report("run", t, b->o->runs);
+  printf("run_cpu %.2f\n", load);
   return out;
 }
 
-/* One of the two copies of --pair. */
+/* A copy of the one-device program with its own arguments. */
 typedef struct Copy {
   Compiled *code;
   Tensor **args;
@@ -244,34 +266,57 @@ static gpointer run_copy(gpointer data) {
   return NULL;
 }
 
-/* Times two copies of the one-device program at once, each compiled
- * apart and on its own arguments (so they share nothing but the
- * machine). */
-static gboolean time_pair(const Bench *b, double *t) {
+/* The wall time of both copies run at once, a thread each. */
+static double pair_ms(Copy *copies) {
+  double start = now_ms();
+  GThread *th[2];
+  for (int i = 0; i < 2; i++)
+    th[i] = g_thread_new("bench-copy", run_copy, &copies[i]);
+  for (int i = 0; i < 2; i++)
+    g_thread_join(th[i]);
+  return now_ms() - start;
+}
+
+/* --scaling: in each round the SPMD program ('c' on 'args'), the
+ * program on one device, and two copies of it at once, in turn. */
+static gboolean time_scaling(const Bench *b, Compiled *c, Tensor **args) {
+  int n = b->o->runs;
+  g_autofree double *spmd = g_new0(double, (gsize)n);
+  g_autofree double *one = g_new0(double, (gsize)n);
+  g_autofree double *two = g_new0(double, (gsize)n);
   Copy copies[2] = {{0}};
   gboolean ok = TRUE;
   for (int i = 0; i < 2 && ok; i++) {
-    copies[i].code = compile(b);
-    copies[i].args = make_args(b->global, b->o->seed);
+    copies[i].code = compile(b, b->alone);
+    copies[i].args = make_args(b->alone, b->o->seed);
     ok = copies[i].code != NULL;
   }
-  for (int r = -1; r < b->o->runs && ok; r++) {
+  for (int r = -1; r < n && ok; r++) {
     double start = now_ms();
-    GThread *th[2];
-    for (int i = 0; i < 2; i++)
-      th[i] = g_thread_new("bench-copy", run_copy, &copies[i]);
-    for (int i = 0; i < 2; i++)
-      g_thread_join(th[i]);
-    if (r >= 0)
-      t[r] = now_ms() - start;
+    GPtrArray *out = run_once(b, c, args);
+    double mid = now_ms();
+    ok = out != NULL;
+    if (out)
+      g_ptr_array_unref(out);
+    run_copy(&copies[0]);
+    double end = now_ms();
+    double both = pair_ms(copies);
+    if (r >= 0) {
+      spmd[r] = mid - start;
+      one[r] = end - mid;
+      two[r] = both;
+    }
   }
   for (int i = 0; i < 2; i++) {
     if (copies[i].code)
       codegen_free(copies[i].code);
     free_args(copies[i].args);
   }
-  if (ok)
-    report("pair", t, b->o->runs);
+  if (ok) {
+    report("spmd", spmd, n);
+    report("one", one, n);
+    report("pair", two, n);
+  }
   return ok;
 }
 
@@ -307,7 +352,7 @@ static gboolean measure(Bench *b) {
   if (o->compile_only)
     return TRUE;
   Tensor **args = make_args(b->global, o->seed);
-  Compiled *c = compile(b);
+  Compiled *c = compile(b, b->device);
   GPtrArray *out = c ? time_run(b, c, args, t) : NULL;
   gboolean ok = out != NULL;
   if (ok && o->save)
@@ -315,11 +360,11 @@ static gboolean measure(Bench *b) {
          save_all(o->save, "res", (Tensor **)out->pdata, (int)out->len);
   if (out)
     g_ptr_array_unref(out);
+  if (ok && o->scaling)
+    ok = time_scaling(b, c, args);
   if (c)
     codegen_free(c);
   free_args(args);
-  if (ok && o->pair)
-    ok = time_pair(b, t);
   if (ok && o->copy && b->global->nargs > 0)
     time_memcpy(b, tensor_type_bytes(b->global->arg_types[0]), t);
   return ok;
@@ -347,8 +392,10 @@ int main(int argc, char **argv) {
        "lower on this mesh and run a thread per device", "MESH"},
       {"save", 0, 0, G_OPTION_ARG_FILENAME, &o.save,
        "write the arguments and results as DIR/argI.npy, DIR/resI.npy", "DIR"},
-      {"pair", 0, 0, G_OPTION_ARG_NONE, &o.pair,
-       "also time two copies at once on two threads", NULL},
+      {"scaling", 0, 0, G_OPTION_ARG_NONE, &o.scaling,
+       "with --mesh, also the program on one device and two copies of it "
+       "at once, in turn",
+       NULL},
       {"memcpy", 0, 0, G_OPTION_ARG_NONE, &o.copy,
        "also time memcpy of the first argument's bytes", NULL},
       {"compile-only", 0, 0, G_OPTION_ARG_NONE, &o.compile_only,
@@ -372,9 +419,9 @@ int main(int argc, char **argv) {
     g_printerr("bench-codegen: --runs must be at least 1\n");
   } else if (!o.files || g_strv_length(o.files) != 1) {
     g_printerr("bench-codegen: needs exactly one program (see --help)\n");
-  } else if (o.pair && o.mesh) {
-    g_printerr("bench-codegen: --pair runs the one-device program: "
-               "leave out --mesh\n");
+  } else if (o.scaling && !o.mesh) {
+    g_printerr("bench-codegen: --scaling compares a --mesh with one "
+               "device: give the mesh\n");
   } else {
     status = partir_call_with_stack(bench_main, &o);
   }

@@ -197,17 +197,17 @@ numpy_peers() {
   fi
 }
 
-# 2: MLP; 5: the same on batch=2, and two copies at once
-driver mlp --pair --save "$tmp/mlp" "$tmp/mlp.pir"
+# 2: MLP; 5: the same on batch=2, on one device, and two copies at once
+driver mlp --save "$tmp/mlp" "$tmp/mlp.pir"
 numpy_peers mlp mlp "$tmp/mlp"
 peer mlp-jax jax mlp "$tmp/mlp"
-driver mlp-b2 --mesh batch=2 --save "$tmp/mlp-b2" "$tmp/mlp-b2.pir"
+driver mlp-b2 --mesh batch=2 --scaling --save "$tmp/mlp-b2" "$tmp/mlp-b2.pir"
 peer mlp-b2-check numpy mlp "$tmp/mlp-b2" --runs 1
 # 3: transformer layer; 5: Megatron on model=2
-driver tr --pair --save "$tmp/tr" "$tmp/tr.pir"
+driver tr --save "$tmp/tr" "$tmp/tr.pir"
 numpy_peers tr transformer "$tmp/tr" --heads $heads
 peer tr-jax jax transformer "$tmp/tr" --heads $heads
-driver tr-m2 --mesh model=2 --save "$tmp/tr-m2" "$tmp/tr-m2.pir"
+driver tr-m2 --mesh model=2 --scaling --save "$tmp/tr-m2" "$tmp/tr-m2.pir"
 peer tr-m2-check numpy transformer "$tmp/tr-m2" --heads $heads \
   --runs 1
 # 4: the chain against memcpy
@@ -272,9 +272,10 @@ peer_rows() {
   done
 }
 
-# spmd_rows WHAT ONE PREFIX: item 5 for one program.
+# spmd_rows WHAT NAME: item 5 for one program (its three times measured
+# in turn by bench-codegen --scaling).
 spmd_rows() {
-  what=$1 one=$(get "$2" run) pair=$(get "$2" pair) two=$(get "$3" run)
+  what=$1 one=$(get "$2" one) pair=$(get "$2" pair) two=$(get "$2" spmd)
   speedup=$(div "$one" "$two")
   allowed=$(awk -v o="$one" -v p="$pair" 'BEGIN {
     if (o == "" || p == "" || p + 0 == 0) print "-";
@@ -288,6 +289,9 @@ spmd_rows() {
 }
 
 chain_bytes=$(get chain bytes)
+mib() {
+  awk -v b="${1:-}" 'BEGIN { if (b == "") print "-"; else print b / 1048576 }'
+}
 gbps() {
   awk -v b="$chain_bytes" -v t="${1:-}" 'BEGIN {
     if (b == "" || t == "" || t + 0 == 0) print "-";
@@ -305,15 +309,15 @@ peer_rows 2 "mlp, 1 device" "$(get mlp run)" mlp
 peer_rows 3 "transformer layer, 1 device" "$(get tr run)" tr
 chain_ms=$(get chain run)
 copy_ms=$(get chain memcpy)
-row 4 "8 fused elementwise ops, f32" "$(ms "$chain_ms")" \
+row 4 "8 elementwise ops, $(mib "$chain_bytes") MiB f32" "$(ms "$chain_ms")" \
   "memcpy of the same bytes" "$(ms "$copy_ms")" \
   "$(div "$copy_ms" "$chain_ms")" ">= 0.70"
-row "" "  $(gbps "$chain_ms")" "" "  $(gbps "$copy_ms") (read + write)" "" "" ""
+row "" "  $(gbps "$chain_ms") vs $(gbps "$copy_ms")" "" "" "" "" ""
 np_chain=$(get chain-np run)
 [ -n "$np_chain" ] && row "" "" "" "numpy (8 passes)" "$(ms "$np_chain")" \
   "$(div "$np_chain" "$chain_ms")" ""
-spmd_rows "mlp, batch=2, 2 threads" mlp mlp-b2
-spmd_rows "transformer, model=2, 2 threads" tr tr-m2
+spmd_rows "mlp, batch=2, 2 threads" mlp-b2
+spmd_rows "transformer, model=2, 2 threads" tr-m2
 t12=$(get t12 compile)
 row 6 "compile, 12-layer transformer" "$(ms "$t12")" "target" "1000.0" \
   "$(div 1000 "$t12")" ">= 1"
@@ -322,12 +326,15 @@ if [ -n "$jax_compile" ]; then
   row "" "  (transformer.lua's default shape)" "" "jax.jit lower + compile" \
     "$(ms "$jax_compile")" "$(div "$jax_compile" "$t12")" ""
 fi
-for name in mlp-np mlp-npc mlp-jax mlp-b2-check tr-np tr-npc tr-jax \
-  tr-m2-check chain-np; do
+echo "checks against the compiled results, and CPU time over wall time" \
+  "(about 1.0 for one thread that the machine left alone):"
+for name in mlp mlp-np mlp-npc mlp-jax mlp-b2-check tr tr-np tr-npc tr-jax \
+  tr-m2-check chain chain-np; do
   [ -f "$tmp/$name.out" ] || continue
-  printf '%s ' "$name:"
+  printf '  %-13s' "$name"
   awk '$1 == "check" { printf "%s (max diff / max %s) ", $2, $3 }
-       $1 == "cpu_per_wall" { printf "cpu/wall %s ", $2 }' "$tmp/$name.out"
+       $1 == "cpu_per_wall" || $1 == "run_cpu" { printf "cpu/wall %s ", $2 }
+      ' "$tmp/$name.out"
   echo
 done
 exit $status
