@@ -248,7 +248,7 @@ ms() {
 }
 
 row() {
-  printf '%-2s %-34s %9s  %-42s %9s  %6s  %s\n' "$@"
+  printf '%-2s %-34s %9s  %-42s %9s  %6s  %s\n' "$@" | sed 's/ *$//'
 }
 
 # peer_rows ITEM WHAT PARTIR_MS PREFIX: the NumPy and JAX rows of a case.
