@@ -31,9 +31,12 @@
  *            holds, between two buffers written beforehand: the
  *            bandwidth a memory-bound kernel is set against.
  *
- * Each run line is followed by 'NAME_cpu R', the process's CPU time over
- * the wall time of those runs: about 1 for one busy thread, less when the
- * machine took it away.  'bytes B' is the first argument's size.  With
+ * compile, run and memcpy are followed by 'NAME_cpu MEDIAN_MS MIN_MS',
+ * the process's CPU time per run (which a machine shared with other work
+ * disturbs far less than the wall time), and 'NAME_load R', all CPU time
+ * over all wall time: about 1 for one thread left alone, less when the
+ * machine gave the CPU to others.  'bytes B' is the first argument's
+ * size.  With
  * --save DIR the arguments are written as DIR/argI.npy and the results
  * of the last run as DIR/resI.npy, for tests/bench/codegen_peers.py to
  * compute the same function with NumPy and JAX and compare.  Times are
@@ -60,16 +63,16 @@ typedef struct Options {
   char **files; /* exactly one program */
 } Options;
 
-/* What is run: the program (or its lowering) and its compiled code. */
+/* What is timed: the program and, with --mesh, its lowering. */
 typedef struct Bench {
   const Options *o;
   Module *m;
-  RuleSet *rs;        /* with --mesh */
-  Lowered lowered;    /* with --mesh */
-  const Func *global; /* the function whose arguments are made */
-  const Func *device; /* what is compiled: 'global' or its SPMD program */
-  const Func *alone;  /* the program itself, for one device */
-  const Module *names;
+  RuleSet *rs;         /* with --mesh */
+  Lowered lowered;     /* with --mesh */
+  const Func *global;  /* the function whose arguments are made */
+  const Func *device;  /* what is compiled: 'global' or its SPMD program */
+  const Func *alone;   /* the program itself, for one device */
+  const Module *names; /* the names 'device' is compiled with */
 } Bench;
 
 /* ------------------------------------------------------------- timing */
@@ -85,6 +88,57 @@ static void report(const char *name, double *t, int n) {
   double median = bench_median(t, n);
   printf("%s %.4f %.4f\n", name, median, t[0]);
   fflush(stdout);
+}
+
+/* The wall and CPU times of N timed runs (the untimed one is run -1). */
+typedef struct Samples {
+  int n;
+  double *wall, *cpu; /* ms per run */
+  double wall0, cpu0; /* when the current run started */
+} Samples;
+
+static Samples *samples_new(int n) {
+  Samples *s = g_new0(Samples, 1);
+  s->n = n;
+  s->wall = g_new0(double, (gsize)n);
+  s->cpu = g_new0(double, (gsize)n);
+  return s;
+}
+
+static void samples_free(Samples *s) {
+  g_free(s->wall);
+  g_free(s->cpu);
+  g_free(s);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Samples, samples_free)
+
+static void samples_start(Samples *s) {
+  s->cpu0 = bench_cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
+  s->wall0 = now_ms();
+}
+
+/* Ends run 'r' (nothing is kept of run -1, the warm-up). */
+static void samples_stop(Samples *s, int r) {
+  double wall = now_ms(), cpu = bench_cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
+  if (r < 0)
+    return;
+  s->wall[r] = wall - s->wall0;
+  s->cpu[r] = cpu - s->cpu0;
+}
+
+/* Prints 'name' (wall ms), 'name_cpu' (the process's CPU ms per run) and
+ * 'name_load', all CPU time over all wall time: about 1 when one thread
+ * worked undisturbed, less when the machine gave its CPU to others. */
+static void samples_report(const char *name, Samples *s) {
+  double wall = 0, cpu = 0;
+  for (int r = 0; r < s->n; r++) {
+    wall += s->wall[r];
+    cpu += s->cpu[r];
+  }
+  report(name, s->wall, s->n);
+  g_autofree char *cpu_name = g_strconcat(name, "_cpu", NULL);
+  report(cpu_name, s->cpu, s->n);
+  printf("%s_load %.2f\n", name, wall > 0 ? cpu / wall : 0);
 }
 
 /* ---------------------------------------------------------- arguments */
@@ -142,9 +196,9 @@ static gboolean load(Bench *b, const char *path) {
   GError *error = NULL;
   b->m = pipeline_load_program(path, diags, &error);
   if (!b->m) {
-    g_printerr("bench-codegen: %s: %s", path,
+    /* both name the file */
+    g_printerr("bench-codegen: %s\n",
                error ? error->message : diag_text(diags));
-    g_printerr("\n");
     g_clear_error(&error);
     return FALSE;
   }
@@ -191,18 +245,17 @@ static Compiled *compile(const Bench *b, const Func *f) {
 /* ----------------------------------------------------------- measures */
 
 /* Times codegen_compile; FALSE when it fails. */
-static gboolean time_compile(const Bench *b, double *t) {
+static gboolean time_compile(const Bench *b) {
+  g_autoptr(Samples) s = samples_new(b->o->runs);
   for (int r = -1; r < b->o->runs; r++) {
-    double start = now_ms();
+    samples_start(s);
     Compiled *c = compile(b, b->device);
     if (!c)
       return FALSE;
-    double end = now_ms();
+    samples_stop(s, r);
     codegen_free(c);
-    if (r >= 0)
-      t[r] = end - start;
   }
-  report("compile", t, b->o->runs);
+  samples_report("compile", s);
   return TRUE;
 }
 
@@ -222,35 +275,21 @@ static GPtrArray *run_once(const Bench *b, Compiled *c, Tensor **args) {
   return out;
 }
 
-/* CPU time over wall time since 'cpu0', 'wall0' (ms). */
-static double cpu_per_wall(double cpu0, double wall0) {
-  double wall = now_ms() - wall0;
-  return wall > 0 ? (bench_cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - cpu0) / wall : 0;
-}
-
 /* Times runs of 'c'; the last run's results (saved with --save), or
  * NULL when a run fails. */
-static GPtrArray *time_run(const Bench *b, Compiled *c, Tensor **args,
-                           double *t) {
+static GPtrArray *time_run(const Bench *b, Compiled *c, Tensor **args) {
+  g_autoptr(Samples) s = samples_new(b->o->runs);
   GPtrArray *out = NULL;
-  double cpu0 = 0, wall0 = 0;
   for (int r = -1; r < b->o->runs; r++) {
     if (out)
       g_ptr_array_unref(out);
-    if (r == 0) {
-      cpu0 = bench_cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
-      wall0 = now_ms();
-    }
-    double start = now_ms();
+    samples_start(s);
     out = run_once(b, c, args);
     if (!out)
       return NULL;
-    if (r >= 0)
-      t[r] = now_ms() - start;
+    samples_stop(s, r);
   }
-  double load = cpu_per_wall(cpu0, wall0);
-  report("run", t, b->o->runs);
-  printf("run_cpu %.2f\n", load);
+  samples_report("run", s);
   return out;
 }
 
@@ -322,29 +361,29 @@ static gboolean time_scaling(const Bench *b, Compiled *c, Tensor **args) {
 
 /* Times memcpy of 'bytes' between two buffers written beforehand, so
  * that page faults are not counted. */
-static void time_memcpy(const Bench *b, gsize bytes, double *t) {
+static void time_memcpy(const Bench *b, gsize bytes) {
+  g_autoptr(Samples) s = samples_new(b->o->runs);
   char *src = g_malloc(bytes), *dst = g_malloc(bytes);
   for (gsize i = 0; i < bytes; i++)
     src[i] = (char)i;
   memset(dst, 0, bytes);
   for (int r = -1; r < b->o->runs; r++) {
-    double start = now_ms();
+    samples_start(s);
     memcpy(dst, src, bytes);
-    if (r >= 0)
-      t[r] = now_ms() - start;
-    src[r & 1023] ^= dst[(r * 7) & 1023]; /* the copy is used */
+    samples_stop(s, r);
+    gsize at = (gsize)(r + 1);
+    src[at % bytes] ^= dst[at * 7 % bytes]; /* the copy is used */
   }
   g_free(src);
   g_free(dst);
-  report("memcpy", t, b->o->runs);
+  samples_report("memcpy", s);
 }
 
 /* --------------------------------------------------------------- main */
 
 static gboolean measure(Bench *b) {
   const Options *o = b->o;
-  g_autofree double *t = g_new0(double, (gsize)o->runs);
-  if (!time_compile(b, t))
+  if (!time_compile(b))
     return FALSE;
   if (b->global->nargs > 0)
     printf("bytes %" G_GUINT64_FORMAT "\n",
@@ -353,7 +392,7 @@ static gboolean measure(Bench *b) {
     return TRUE;
   Tensor **args = make_args(b->global, o->seed);
   Compiled *c = compile(b, b->device);
-  GPtrArray *out = c ? time_run(b, c, args, t) : NULL;
+  GPtrArray *out = c ? time_run(b, c, args) : NULL;
   gboolean ok = out != NULL;
   if (ok && o->save)
     ok = save_all(o->save, "arg", args, b->global->nargs) &&
@@ -365,8 +404,9 @@ static gboolean measure(Bench *b) {
   if (c)
     codegen_free(c);
   free_args(args);
-  if (ok && o->copy && b->global->nargs > 0)
-    time_memcpy(b, tensor_type_bytes(b->global->arg_types[0]), t);
+  if (ok && o->copy && b->global->nargs > 0 &&
+      tensor_type_bytes(b->global->arg_types[0]) > 0)
+    time_memcpy(b, tensor_type_bytes(b->global->arg_types[0]));
   return ok;
 }
 

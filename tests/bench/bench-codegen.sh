@@ -247,28 +247,30 @@ ms() {
     else printf "%.3f\n", a }'
 }
 
+# row ITEM PROGRAM PARTIR_MS BASELINE BASE_MS RATIO CPU_RATIO TARGET
 row() {
-  printf '%-2s %-34s %9s  %-42s %9s  %6s  %s\n' "$@" | sed 's/ *$//'
+  printf '%-2s %-34s %9s  %-42s %9s  %6s  %6s  %s\n' "$@" | sed 's/ *$//'
 }
 
-# peer_rows ITEM WHAT PARTIR_MS PREFIX: the NumPy and JAX rows of a case.
+# peer_rows ITEM WHAT NAME: the NumPy and JAX rows of case NAME.
 peer_rows() {
-  item=$1 what=$2 ours=$3 prefix=$4
+  item=$1 what=$2 ours=$(get "$3" run) ours_cpu=$(get "$3" run_cpu)
   for p in np npc jax; do
     case $p in
-    np) label="numpy, OPENBLAS_CORETYPE unset: $(get "$prefix-np" blas)" ;;
-    npc) label="numpy, OPENBLAS_CORETYPE=$(get "$prefix-npc" blas)" ;;
-    jax) label="jax.jit (XLA:CPU $(get "$prefix-jax" jax), 1 CPU)" ;;
+    np) label="numpy, OPENBLAS_CORETYPE unset: $(get "$3-np" blas)" ;;
+    npc) label="numpy, OPENBLAS_CORETYPE=$(get "$3-npc" blas)" ;;
+    jax) label="jax.jit (XLA:CPU $(get "$3-jax" jax), 1 CPU)" ;;
     esac
-    base=$(get "$prefix-$p" run)
+    base=$(get "$3-$p" run)
     if [ -z "$base" ]; then
       [ $p = jax ] && row "$item" "$what" "$(ms "$ours")" "jax.jit" \
-        "skipped" "-" "(no JAX)"
+        "skipped" "-" "-" "(no JAX)"
       continue
     fi
     row "$item" "$what" "$(ms "$ours")" "$label" "$(ms "$base")" \
-      "$(div "$base" "$ours")" ">= 1"
-    what=""
+      "$(div "$base" "$ours")" "$(div "$(get "$3-$p" run_cpu)" "$ours_cpu")" \
+      ">= 1"
+    item="" what=""
   done
 }
 
@@ -281,11 +283,11 @@ spmd_rows() {
     if (o == "" || p == "" || p + 0 == 0) print "-";
     else printf "%.2f\n", 2 * o / p }')
   row 5 "$what" "$(ms "$two")" "1 device (speedup)" "$(ms "$one")" \
-    "$speedup" ""
+    "$speedup" "" ""
   row "" "" "" "2 copies at once (machine allows)" "$(ms "$pair")" \
-    "$allowed" ""
+    "$allowed" "" ""
   row "" "" "" "parallel efficiency: speedup/allowed" "" \
-    "$(div "$speedup" "$allowed")" ">= 0.90"
+    "$(div "$speedup" "$allowed")" "" ">= 0.90"
 }
 
 chain_bytes=$(get chain bytes)
@@ -299,32 +301,37 @@ gbps() {
 }
 
 echo
-echo "compiled execution: median of $BENCH_RUNS runs after a warm-up," \
-  "wall clock; ratio = baseline / partir"
+echo "compiled execution: median of $BENCH_RUNS runs after a warm-up;" \
+  "ratio = baseline / partir in wall time, cpu = the same in CPU time"
 echo "(above 1 when partir is faster); peers pinned to CPU $cpu, one thread" \
   "(OPENBLAS_NUM_THREADS=1, XLA_FLAGS=--xla_cpu_multi_thread_eigen=false)"
 echo "mlp: $mlp_shape; transformer: $tr_shape"
-row "" "program" "partir ms" "baseline" "base ms" "ratio" "target"
-peer_rows 2 "mlp, 1 device" "$(get mlp run)" mlp
-peer_rows 3 "transformer layer, 1 device" "$(get tr run)" tr
+row "" "program" "partir ms" "baseline" "base ms" "ratio" "cpu" "target"
+peer_rows 2 "mlp, 1 device" mlp
+peer_rows 3 "transformer layer, 1 device" tr
 chain_ms=$(get chain run)
 copy_ms=$(get chain memcpy)
 row 4 "8 elementwise ops, $(mib "$chain_bytes") MiB f32" "$(ms "$chain_ms")" \
   "memcpy of the same bytes" "$(ms "$copy_ms")" \
-  "$(div "$copy_ms" "$chain_ms")" ">= 0.70"
-row "" "  $(gbps "$chain_ms") vs $(gbps "$copy_ms")" "" "" "" "" ""
+  "$(div "$copy_ms" "$chain_ms")" \
+  "$(div "$(get chain memcpy_cpu)" "$(get chain run_cpu)")" ">= 0.70"
+row "" "  $(gbps "$chain_ms") vs $(gbps "$copy_ms")" "" "" "" "" "" ""
 np_chain=$(get chain-np run)
-[ -n "$np_chain" ] && row "" "" "" "numpy (8 passes)" "$(ms "$np_chain")" \
-  "$(div "$np_chain" "$chain_ms")" ""
+if [ -n "$np_chain" ]; then
+  row "" "" "" "numpy (8 passes)" "$(ms "$np_chain")" \
+    "$(div "$np_chain" "$chain_ms")" \
+    "$(div "$(get chain-np run_cpu)" "$(get chain run_cpu)")" ""
+fi
 spmd_rows "mlp, batch=2, 2 threads" mlp-b2
 spmd_rows "transformer, model=2, 2 threads" tr-m2
 t12=$(get t12 compile)
-row 6 "compile, 12-layer transformer" "$(ms "$t12")" "target" "1000.0" \
-  "$(div 1000 "$t12")" ">= 1"
+row 6 "compile, 12-layer transformer" "$(ms "$t12")" "target" "1000" \
+  "$(div 1000 "$t12")" "$(div 1000 "$(get t12 compile_cpu)")" ">= 1"
 jax_compile=$(get t12-jax compile)
 if [ -n "$jax_compile" ]; then
   row "" "  (transformer.lua's default shape)" "" "jax.jit lower + compile" \
-    "$(ms "$jax_compile")" "$(div "$jax_compile" "$t12")" ""
+    "$(ms "$jax_compile")" "$(div "$jax_compile" "$t12")" \
+    "$(div "$(get t12-jax compile_cpu)" "$(get t12 compile_cpu)")" ""
 fi
 echo "checks against the compiled results, and CPU time over wall time" \
   "(about 1.0 for one thread that the machine left alone):"
@@ -333,7 +340,7 @@ for name in mlp mlp-np mlp-npc mlp-jax mlp-b2-check tr tr-np tr-npc tr-jax \
   [ -f "$tmp/$name.out" ] || continue
   printf '  %-13s' "$name"
   awk '$1 == "check" { printf "%s (max diff / max %s) ", $2, $3 }
-       $1 == "cpu_per_wall" || $1 == "run_cpu" { printf "cpu/wall %s ", $2 }
+       $1 == "run_load" { printf "cpu/wall %s ", $2 }
       ' "$tmp/$name.out"
   echo
 done

@@ -19,13 +19,15 @@ Prints, like bench-codegen, lines NAME MEDIAN_MS MIN_MS, wall clock
               computed; JAX: jax.jit of the function, result ready);
     compile   (jax, --compile-only) lowering and compiling jax.jit of
               the function for arguments of --shapes, a fresh function
-              each time (nothing cached);
+              each time (nothing cached), and compile_cpu, its CPU time;
 
-and 'cpu_per_wall R' (the process's CPU time over wall time during the
-runs: about 1 when one thread did the work), 'blas CORE' (numpy: the
-OpenBLAS core type in use, from openblas_get_corename), then 'check ok
-ERR' where ERR is the largest difference from the compiled result over
-the largest magnitude of the result.  When ERR exceeds 1e-3 it prints
+then 'run_cpu MEDIAN_MS MIN_MS', the process's CPU time per run (which a
+shared machine disturbs far less than the wall time), 'run_load R', all
+CPU time over all wall time (about 1 when one thread did the work
+undisturbed), 'blas CORE' (numpy: the OpenBLAS core type in use, from
+openblas_get_corename), then 'check ok ERR' where ERR is the largest
+difference from the compiled result over the largest magnitude of the
+result.  When ERR exceeds 1e-3 it prints
 'check bad ERR' and exits 1: the compiled code computed something else.
 With --compile-only nothing is run or checked (DIR may be empty).
 """
@@ -130,15 +132,15 @@ def report(name, times):
 def time_runs(fn, runs):
     """Runs fn once untimed, then 'runs' times; its last value."""
     out = fn()
-    times = []
-    cpu0, wall0 = time.process_time(), time.perf_counter()
+    wall, cpu = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        cpu0, start = time.process_time(), time.perf_counter()
         out = fn()
-        times.append(time.perf_counter() - start)
-    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-    report("run", times)
-    print("cpu_per_wall %.2f" % (cpu / wall if wall > 0 else 0))
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - cpu0)
+    report("run", wall)
+    report("run_cpu", cpu)
+    print("run_load %.2f" % (sum(cpu) / sum(wall) if sum(wall) > 0 else 0))
     return out
 
 
@@ -186,14 +188,16 @@ def run_numpy(o, args):
 def jax_compile_times(o, jax, jnp):
     """Lowers and compiles a fresh jax.jit of the function 'runs' times."""
     shapes = [jax.ShapeDtypeStruct(s, jnp.float32) for s in o.shapes]
-    times = []
+    wall, cpu = [], []
     for r in range(o.runs + 1):
         fresh = function_of(o, jnp)  # a new function: nothing cached
-        start = time.perf_counter()
+        cpu0, start = time.process_time(), time.perf_counter()
         jax.jit(fresh).lower(*shapes).compile()
         if r > 0:
-            times.append(time.perf_counter() - start)
-    report("compile", times)
+            wall.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - cpu0)
+    report("compile", wall)
+    report("compile_cpu", cpu)
 
 
 def run_jax(o, args):
