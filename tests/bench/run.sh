@@ -6,9 +6,10 @@
 # runs tests/bench/bench-rewrite on them, which prints the table.  Then
 # generates GPT-3-shaped transformers of 12, 24, 48 and 96 layers and runs
 # tests/bench/bench-gpt3 on them with three strategies (the tactics in
-# tests/bench/tactics/), and tests/bench/bench-gemm (the generated sgemm
-# against OpenBLAS).  Run it from the build directory; the environment
-# may set:
+# tests/bench/tactics/), tests/bench/bench-gemm (the generated sgemm
+# against OpenBLAS), and last bench-codegen.sh, which times compiled
+# execution against NumPy, JAX and memcpy (issue 13).  Run it from the
+# build directory; the environment may set:
 #   BENCH_REWRITE  the rewrite benchmark (default tests/bench/bench-rewrite)
 #   BENCH_GPT3     the GPT-3 benchmark (default tests/bench/bench-gpt3)
 #   BENCH_GEMM     the gemm benchmark (default tests/bench/bench-gemm)
@@ -21,8 +22,11 @@
 #   PARTIR_TACTICS tactic directory (default the source tree's tactics/)
 #   PARTIR_HW      hardware directory (default the source tree's hw/)
 #   top_srcdir     the source tree (default: two levels above this script)
-# The exit status is 1 when bench-gpt3 finds a wrong count of all-reduces;
-# timings never fail it.
+#   BENCH_CODEGEN  the compiled-execution driver (default
+#                  tests/bench/bench-codegen; bench-codegen.sh says more)
+# The exit status is 1 when bench-gpt3 finds a wrong count of all-reduces,
+# or when compiled code fails to run or disagrees with NumPy; timings
+# never fail it.
 set -e
 
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -135,4 +139,13 @@ if command -v python3 >/dev/null 2>&1; then
     --models "$top_srcdir/examples/models"
 fi
 
-exit $gpt3_status
+# compiled execution (issue 13): partir exec against NumPy, JAX, memcpy
+echo
+codegen_status=0
+PARTIR=${PARTIR:-${abs_top_builddir:-.}/repl/partir} \
+  sh "$top_srcdir/tests/bench/bench-codegen.sh" || codegen_status=$?
+
+if [ "$gpt3_status" -ne 0 ]; then
+  exit "$gpt3_status"
+fi
+exit $codegen_status

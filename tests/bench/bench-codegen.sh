@@ -1,0 +1,349 @@
+#!/bin/sh
+# bench-codegen.sh — compiled execution against its peers (issue 13,
+# Performance items 2 to 6; tests/bench/README says what each figure is).
+#
+# Generates the programs with examples/models/*.lua (and writes the
+# elementwise chain), partitions two of them with the tactics, runs
+# tests/bench/bench-codegen on each (compile and run times, the results
+# saved as .npy) and tests/bench/codegen_peers.py (NumPy from the system
+# python3, JAX from a virtual environment made here when missing) on the
+# same arguments, and prints one table of ratios, each against a
+# baseline measured in this run.  Run it from the build directory (run.sh
+# and 'make bench' do); the environment may set:
+#   BENCH_CODEGEN  the driver (default tests/bench/bench-codegen)
+#   BENCH_RUNS     timed runs after the warm-up, the median is reported
+#                  (default 5)
+#   BENCH_SHAPES   'small' for tiny shapes (a quick try of the script)
+#   BENCH_VENV     the virtual environment for JAX (default .bench-venv
+#                  in the build directory); BENCH_NO_JAX=1 skips JAX
+#   PYTHON         the python with NumPy (default /usr/bin/python3)
+#   PARTIR         the CLI, for 'partir tactic' (default repl/partir)
+#   LUA, PARTIR_RULES, PARTIR_TACTICS, top_srcdir  as for run.sh
+# Exit status: 1 when something fails to run or a result disagrees with
+# NumPy's (or JAX's); timings never fail it.
+set -u
+
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${BENCH_CODEGEN:=tests/bench/bench-codegen}"
+: "${BENCH_RUNS:=5}"
+: "${BENCH_SHAPES:=}"
+: "${BENCH_VENV:=$(pwd)/.bench-venv}"
+: "${BENCH_NO_JAX:=}"
+: "${PYTHON:=/usr/bin/python3}"
+: "${PARTIR:=repl/partir}"
+: "${LUA:=lua5.4}"
+: "${PARTIR_RULES:=$top_srcdir/rules}"
+: "${PARTIR_TACTICS:=$top_srcdir/tactics}"
+export PARTIR_RULES PARTIR_TACTICS
+
+for tool in "$BENCH_CODEGEN" "$PARTIR"; do
+  if ! test -x "$tool"; then
+    echo "bench-codegen: no $tool (make tests/bench/bench-codegen, or run" \
+      "from the build directory)" >&2
+    exit 1
+  fi
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/partir-bench-codegen.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+status=0
+peers=$top_srcdir/tests/bench/codegen_peers.py
+models=$top_srcdir/examples/models
+
+# fail MESSAGE: says what failed; the script will exit 1.
+fail() {
+  echo "bench-codegen: $*" >&2
+  status=1
+}
+
+# ------------------------------------------------------------ programs
+if [ "$BENCH_SHAPES" = small ]; then
+  mlp_shape="--layers 4 --batch 16 --width 64"
+  tr_shape="--layers 1 --batch 1 --seq 16 --d_model 64 --heads 4 --d_ff 128"
+  heads=4
+  chain_dims=64x1024
+else
+  mlp_shape="--layers 4 --batch 256 --width 2048"
+  tr_shape="--layers 1 --batch 1 --seq 512 --d_model 1024 --heads 16"
+  tr_shape="$tr_shape --d_ff 4096"
+  heads=16
+  chain_dims=4096x4096 # 16 Mi f32: 64 MiB
+fi
+# shellcheck disable=SC2086 # the shapes are several arguments
+if ! { "$LUA" "$models/mlp.lua" $mlp_shape >"$tmp/mlp.pir" &&
+  "$LUA" "$models/transformer.lua" $tr_shape >"$tmp/tr.pir" &&
+  "$LUA" "$models/transformer.lua" --layers 12 >"$tmp/t12.pir"; }; then
+  echo "bench-codegen: cannot generate the programs with $LUA" >&2
+  exit 1
+fi
+t="tensor<${chain_dims}xf32>"
+cat >"$tmp/chain.pir" <<EOF
+// 8 elementwise ops, one input read and one result written when fused
+func @chain(%x: $t) -> $t {
+  %a = mul(%x, %x)
+  %b = add(%a, %x)
+  %c = relu(%b)
+  %d = sub(%c, %x)
+  %e = abs(%d)
+  %f = max(%e, %x)
+  %g = neg(%f)
+  %y = min(%g, %x)
+  return %y
+}
+EOF
+# the partitioned programs of item 5
+"$PARTIR" tactic "$PARTIR_TACTICS/batch.lua" "$tmp/mlp.pir" --mesh batch=2 \
+  -o "$tmp/mlp-b2.pir" || fail "the batch tactic fails on the MLP"
+"$PARTIR" tactic "$PARTIR_TACTICS/megatron.lua" "$tmp/tr.pir" --mesh model=2 \
+  -o "$tmp/tr-m2.pir" || fail "the megatron tactic fails on the transformer"
+
+# -------------------------------------------------------------- python
+cpu=0
+have_numpy=
+if "$PYTHON" -c 'import numpy' 2>/dev/null; then
+  have_numpy=1
+  cpu=$("$PYTHON" -c 'import os; print(min(os.sched_getaffinity(0)))')
+else
+  echo "bench-codegen: no NumPy in $PYTHON (apt-get install python3-numpy):" \
+    "NumPy rows skipped, results not checked" >&2
+fi
+pin=
+if command -v taskset >/dev/null 2>&1; then
+  pin="taskset -c $cpu"
+else
+  echo "bench-codegen: no taskset: the peers are not pinned to one CPU" >&2
+fi
+
+# JAX in its own environment, installed once (never a dependency of
+# partir); where it cannot be, its rows are skipped.
+jax_python=
+if [ -n "$BENCH_NO_JAX" ]; then
+  echo "bench-codegen: BENCH_NO_JAX is set: JAX rows skipped" >&2
+elif [ -n "$have_numpy" ]; then
+  if ! "$BENCH_VENV/bin/python" -c 'import jax' 2>/dev/null; then
+    echo "bench-codegen: installing jax into $BENCH_VENV (once)" >&2
+    "$PYTHON" -m venv --system-site-packages "$BENCH_VENV" >&2 &&
+      "$BENCH_VENV/bin/pip" install -q jax jaxlib >&2
+  fi
+  if "$BENCH_VENV/bin/python" -c 'import jax' 2>/dev/null; then
+    jax_python=$BENCH_VENV/bin/python
+  else
+    echo "bench-codegen: JAX cannot be installed in $BENCH_VENV:" \
+      "JAX rows skipped" >&2
+  fi
+fi
+
+# The CPU's own OpenBLAS core type, from its flags: an OpenBLAS older than
+# the CPU can fall back to a generic kernel (Prescott) on its own.
+flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+case $flags in
+*avx512_bf16*) coretype=Cooperlake ;;
+*avx512vl*) coretype=SkylakeX ;;
+*avx2*) coretype=Haswell ;;
+*) coretype= ;;
+esac
+
+# ---------------------------------------------------------------- runs
+
+# driver NAME ARGS...: bench-codegen ARGS > $tmp/NAME.out
+driver() {
+  name=$1
+  shift
+  echo "bench-codegen: $name" >&2
+  "$BENCH_CODEGEN" --runs "$BENCH_RUNS" "$@" >"$tmp/$name.out" ||
+    fail "$name: bench-codegen $* fails"
+}
+
+# peer NAME PEER CASE DIR [ARGS...]: codegen_peers.py on one thread,
+# pinned to one CPU, into $tmp/NAME.out; OPENBLAS_CORETYPE is 'core' when
+# set, else unset.
+core=
+peer() {
+  name=$1
+  kind=$2
+  shift 2
+  if [ "$kind" = jax ]; then
+    [ -n "$jax_python" ] || return 0
+    py=$jax_python
+  else
+    [ -n "$have_numpy" ] || return 0
+    py=$PYTHON
+  fi
+  if [ -n "$core" ]; then
+    set -- env OPENBLAS_CORETYPE="$core" "$py" "$peers" "$kind" \
+      --runs "$BENCH_RUNS" "$@"
+  else
+    set -- env -u OPENBLAS_CORETYPE "$py" "$peers" "$kind" \
+      --runs "$BENCH_RUNS" "$@"
+  fi
+  echo "bench-codegen: $name" >&2
+  # shellcheck disable=SC2086 # 'pin' is a command and its arguments
+  OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+    XLA_FLAGS=--xla_cpu_multi_thread_eigen=false $pin "$@" \
+    >"$tmp/$name.out" || fail "$name: $(tail -n 1 "$tmp/$name.out")"
+}
+
+# numpy_peers PREFIX CASE DIR [ARGS...]: NumPy with OPENBLAS_CORETYPE
+# unset, then set to the CPU's core type.
+numpy_peers() {
+  prefix=$1
+  shift
+  core=
+  peer "$prefix-np" numpy "$@"
+  if [ -n "$coretype" ]; then
+    core=$coretype
+    peer "$prefix-npc" numpy "$@"
+    core=
+  fi
+}
+
+# 2: MLP; 5: the same on batch=2, on one device, and two copies at once
+driver mlp --save "$tmp/mlp" "$tmp/mlp.pir"
+numpy_peers mlp mlp "$tmp/mlp"
+peer mlp-jax jax mlp "$tmp/mlp"
+driver mlp-b2 --mesh batch=2 --scaling --save "$tmp/mlp-b2" "$tmp/mlp-b2.pir"
+peer mlp-b2-check numpy mlp "$tmp/mlp-b2" --runs 1
+# 3: transformer layer; 5: Megatron on model=2
+driver tr --save "$tmp/tr" "$tmp/tr.pir"
+numpy_peers tr transformer "$tmp/tr" --heads $heads
+peer tr-jax jax transformer "$tmp/tr" --heads $heads
+driver tr-m2 --mesh model=2 --scaling --save "$tmp/tr-m2" "$tmp/tr-m2.pir"
+peer tr-m2-check numpy transformer "$tmp/tr-m2" --heads $heads \
+  --runs 1
+# 4: the chain against memcpy
+driver chain --memcpy --save "$tmp/chain" "$tmp/chain.pir"
+peer chain-np numpy chain "$tmp/chain"
+# 6: compile time of 12 layers of transformer.lua's default shape
+driver t12 --compile-only "$tmp/t12.pir"
+layer_shapes="32,32,32x4x8,32x4x8,32x4x8,4x8x32,32,32,32x64,64,64x32,32"
+shapes=2x8x32
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12; do
+  shapes="$shapes,$layer_shapes"
+done
+peer t12-jax jax transformer "$tmp" --heads 4 --compile-only --shapes "$shapes"
+
+# --------------------------------------------------------------- table
+
+# get NAME KEY [FIELD]: field 2 (the median; 3 the minimum) of KEY's line
+# in $tmp/NAME.out, or nothing.
+get() {
+  [ -f "$tmp/$1.out" ] && awk -v k="$2" -v f="${3:-2}" \
+    '$1 == k { print $f; exit }' "$tmp/$1.out"
+}
+
+# div A B: A / B to 2 decimals, '-' when either is missing.
+div() {
+  awk -v a="${1:-}" -v b="${2:-}" 'BEGIN {
+    if (a == "" || b == "" || b + 0 == 0) print "-";
+    else printf "%.2f\n", a / b }'
+}
+
+# ms VALUE: milliseconds to 3 or 4 digits, '-' when missing.
+ms() {
+  awk -v a="${1:-}" 'BEGIN {
+    if (a == "") print "-";
+    else if (a >= 100) printf "%.0f\n", a;
+    else if (a >= 1) printf "%.1f\n", a;
+    else printf "%.3f\n", a }'
+}
+
+# row ITEM PROGRAM PARTIR_MS BASELINE BASE_MS RATIO CPU_RATIO TARGET
+row() {
+  printf '%-2s %-34s %9s  %-42s %9s  %6s  %6s  %s\n' "$@" | sed 's/ *$//'
+}
+
+# peer_rows ITEM WHAT NAME JAX_TARGET: the NumPy and JAX rows of case
+# NAME.
+peer_rows() {
+  item=$1 what=$2 ours=$(get "$3" run) ours_cpu=$(get "$3" run_cpu)
+  for p in np npc jax; do
+    case $p in
+    np) label="numpy, OPENBLAS_CORETYPE unset: $(get "$3-np" blas)" ;;
+    npc) label="numpy, OPENBLAS_CORETYPE=$(get "$3-npc" blas)" ;;
+    jax) label="jax.jit (XLA:CPU $(get "$3-jax" jax), 1 CPU)" ;;
+    esac
+    base=$(get "$3-$p" run) target=">= 1"
+    [ $p = jax ] && target=$4
+    if [ -z "$base" ]; then
+      [ $p = jax ] && row "$item" "$what" "$(ms "$ours")" "jax.jit" \
+        "skipped" "-" "-" "(no JAX)"
+      continue
+    fi
+    row "$item" "$what" "$(ms "$ours")" "$label" "$(ms "$base")" \
+      "$(div "$base" "$ours")" "$(div "$(get "$3-$p" run_cpu)" "$ours_cpu")" \
+      "$target"
+    item="" what=""
+  done
+}
+
+# spmd_rows WHAT NAME: item 5 for one program (its three times measured
+# in turn by bench-codegen --scaling).
+spmd_rows() {
+  what=$1 one=$(get "$2" one) pair=$(get "$2" pair) two=$(get "$2" spmd)
+  speedup=$(div "$one" "$two")
+  allowed=$(awk -v o="$one" -v p="$pair" 'BEGIN {
+    if (o == "" || p == "" || p + 0 == 0) print "-";
+    else printf "%.2f\n", 2 * o / p }')
+  row 5 "$what" "$(ms "$two")" "1 device (speedup)" "$(ms "$one")" \
+    "$speedup" "" ""
+  row "" "" "" "2 copies at once (machine allows)" "$(ms "$pair")" \
+    "$allowed" "" ""
+  row "" "" "" "parallel efficiency: speedup/allowed" "" \
+    "$(div "$speedup" "$allowed")" "" ">= 0.90"
+}
+
+chain_bytes=$(get chain bytes)
+mib() {
+  awk -v b="${1:-}" 'BEGIN { if (b == "") print "-"; else print b / 1048576 }'
+}
+gbps() {
+  awk -v b="$chain_bytes" -v t="${1:-}" 'BEGIN {
+    if (b == "" || t == "" || t + 0 == 0) print "-";
+    else printf "%.1f GB/s\n", 2 * b / (t * 1e6) }'
+}
+
+echo
+echo "compiled execution: median of $BENCH_RUNS runs after a warm-up;" \
+  "ratio = baseline / partir in wall time, cpu = the same in CPU time"
+echo "(above 1 when partir is faster); peers pinned to CPU $cpu, one thread" \
+  "(OPENBLAS_NUM_THREADS=1, XLA_FLAGS=--xla_cpu_multi_thread_eigen=false)"
+echo "mlp: $mlp_shape; transformer: $tr_shape"
+row "" "program" "partir ms" "baseline" "base ms" "ratio" "cpu" "target"
+peer_rows 2 "mlp, 1 device" mlp ">= 1"
+peer_rows 3 "transformer layer, 1 device" tr ">= 0.90"
+chain_ms=$(get chain run)
+copy_ms=$(get chain memcpy)
+row 4 "8 elementwise ops, $(mib "$chain_bytes") MiB f32" "$(ms "$chain_ms")" \
+  "memcpy of the same bytes" "$(ms "$copy_ms")" \
+  "$(div "$copy_ms" "$chain_ms")" \
+  "$(div "$(get chain memcpy_cpu)" "$(get chain run_cpu)")" ">= 0.70"
+row "" "  $(gbps "$chain_ms") vs $(gbps "$copy_ms")" "" "" "" "" "" ""
+np_chain=$(get chain-np run)
+if [ -n "$np_chain" ]; then
+  row "" "" "" "numpy (8 passes)" "$(ms "$np_chain")" \
+    "$(div "$np_chain" "$chain_ms")" \
+    "$(div "$(get chain-np run_cpu)" "$(get chain run_cpu)")" ""
+fi
+spmd_rows "mlp, batch=2, 2 threads" mlp-b2
+spmd_rows "transformer, model=2, 2 threads" tr-m2
+t12=$(get t12 compile)
+row 6 "compile, 12-layer transformer" "$(ms "$t12")" "target" "1000" \
+  "$(div 1000 "$t12")" "$(div 1000 "$(get t12 compile_cpu)")" ">= 1"
+jax_compile=$(get t12-jax compile)
+if [ -n "$jax_compile" ]; then
+  row "" "  (transformer.lua's default shape)" "" "jax.jit lower + compile" \
+    "$(ms "$jax_compile")" "$(div "$jax_compile" "$t12")" \
+    "$(div "$(get t12-jax compile_cpu)" "$(get t12 compile_cpu)")" ""
+fi
+echo "checks against the compiled results, and CPU time over wall time" \
+  "(about 1.0 for one thread that the machine left alone):"
+for name in mlp mlp-np mlp-npc mlp-jax mlp-b2-check tr tr-np tr-npc tr-jax \
+  tr-m2-check chain chain-np; do
+  [ -f "$tmp/$name.out" ] || continue
+  printf '  %-13s' "$name"
+  awk '$1 == "check" { printf "%s (max diff / max %s) ", $2, $3 }
+       $1 == "run_load" { printf "cpu/wall %s ", $2 }
+      ' "$tmp/$name.out"
+  echo
+done
+exit $status
