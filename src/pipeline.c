@@ -23,12 +23,23 @@
  *                (spmd/cost.c).
  *                requires: an SPMD program from 4 (or SPMD text from 1)
  *                and a Hardware (spmd/hardware.c).
- *   (6. compile and 7. execute, with codegen/, come next.)
+ *   6. compile   a program -> native code for the host (codegen/): on
+ *                a mesh, its lowering from 3-4, a device's program run a
+ *                thread a device; without one, the program on one device.
+ *                requires: a program from 1-2 (not SPMD text); the
+ *                requirements of 3 on a mesh.
+ *   7. execute   inputs -> results (codegen_run, codegen_run_spmd), or
+ *                the step time of N runs (min and median).
+ *                requires: an Executable from 6; inputs of its program's
+ *                argument types.
  *
  * Each stage requires what the one before it gives: a stage never
  * re-checks its input.  Front ends call these functions and print.
  */
 #include "pipeline.h"
+
+#include <stdlib.h>
+#include <time.h>
 
 RuleSet *pipeline_load_rules(const char *const *paths, const Source *extra,
                              Diag *errors) {
@@ -112,4 +123,81 @@ gboolean pipeline_cost_state(const RuleSet *rs, const State *s,
   g_auto(Lowered) l = {0};
   return pipeline_lower(rs, s->module, &s->func, mesh, &l, why) &&
          pipeline_cost(&l, hw, out, why);
+}
+
+gboolean pipeline_compile(const RuleSet *rs, const Module *m, const Func *g,
+                          const Mesh *mesh, const CodegenOptions *o,
+                          Executable *out, Diag *why) {
+  *out = (Executable){.global = g, .device = g};
+  if (g->spmd) {
+    diag_reason(why, "this is a device's program: compile the program "
+                     "before lowering, on its mesh");
+    return FALSE;
+  }
+  const Module *names = m;
+  if (mesh && mesh->naxes > 0) {
+    if (!pipeline_lower(rs, m, g, mesh, &out->lowered, why))
+      return FALSE;
+    out->device = out->lowered.spmd;
+    names = out->lowered.names;
+  }
+  out->code = codegen_compile(names, out->device, o, why);
+  if (!out->code) {
+    pipeline_executable_clear(out);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+void pipeline_executable_clear(Executable *e) {
+  codegen_free(e->code);
+  pipeline_lowered_clear(&e->lowered);
+  *e = (Executable){0};
+}
+
+GPtrArray *pipeline_execute(const Executable *e, Tensor *const *inputs,
+                            Diag *why, GError **error) {
+  if (e->device->spmd)
+    return codegen_run_spmd(e->code, e->device, inputs, why, error);
+  return codegen_run(e->code, inputs);
+}
+
+GPtrArray *pipeline_random_inputs(const Func *f, gint64 seed) {
+  GPtrArray *inputs =
+      g_ptr_array_new_full((guint)f->nargs, (GDestroyNotify)tensor_unref);
+  for (int i = 0; i < f->nargs; i++)
+    g_ptr_array_add(inputs, interp_random_input(f, i, seed));
+  return inputs;
+}
+
+static double seconds_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Each run's results are dropped as it ends: a step holds only its own. */
+gboolean pipeline_time(const Executable *e, Tensor *const *inputs, int runs,
+                       StepTime *out, Diag *why, GError **error) {
+  runs = MAX(runs, 1);
+  g_autofree double *times = g_new(double, (gsize)runs);
+  for (int i = 0; i < runs; i++) {
+    double start = seconds_now();
+    GPtrArray *results = pipeline_execute(e, inputs, why, error);
+    times[i] = seconds_now() - start;
+    if (!results)
+      return FALSE;
+    g_ptr_array_unref(results);
+  }
+  qsort(times, (size_t)runs, sizeof *times, compare_doubles);
+  out->runs = runs;
+  out->min = times[0];
+  out->median =
+      runs % 2 ? times[runs / 2] : (times[runs / 2 - 1] + times[runs / 2]) / 2;
+  return TRUE;
 }

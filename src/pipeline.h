@@ -6,12 +6,16 @@
  * here (compile, execute) reaches all four at once.
  *
  *   pipeline.c   rules -> parse -> rewrite or tactic -> lower ->
- *                redistribution fusion -> cost
+ *                redistribution fusion -> cost -> compile -> execute
+ *
+ * Compiling (codegen/) links LLVM into every program that links the
+ * library: libpartir.a holds the code generator's objects too.
  */
 #ifndef PARTIR_PIPELINE_H
 #define PARTIR_PIPELINE_H
 
 #include "check/check.h"
+#include "codegen/codegen.h"
 
 /* ------------------------------------------------------------ pipeline.c */
 
@@ -70,5 +74,43 @@ gboolean pipeline_cost(const Lowered *l, const Hardware *hw, CostReport *out,
 gboolean pipeline_cost_state(const RuleSet *rs, const State *s,
                              const Mesh *mesh, const Hardware *hw,
                              CostReport *out, Diag *why);
+
+/* Stage 6, compile: native code for the host CPU (codegen/), as 'o' says
+ * (NULL: the defaults).  On a mesh with axes, 'g' is lowered there
+ * (stages 3 and 4) and each device's program compiled, to run a thread a
+ * device; without one ('mesh' NULL or no axes), 'g' itself runs on one
+ * device, its tiles and sums as loops.  'g' is a program before lowering
+ * (SPMD text is refused: its arguments are a device's).  'm' as for
+ * pipeline_lower; 'm' and 'g' must outlive the executable. */
+typedef struct Executable {
+  Lowered lowered;    /* on a mesh, the lowering; else zero */
+  const Func *global; /* the program: the inputs it takes, its results */
+  const Func *device; /* what 'code' is: 'lowered.spmd', or 'global' */
+  Compiled *code;
+} Executable;
+gboolean pipeline_compile(const RuleSet *rs, const Module *m, const Func *g,
+                          const Mesh *mesh, const CodegenOptions *o,
+                          Executable *out, Diag *why);
+void pipeline_executable_clear(Executable *e);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Executable, pipeline_executable_clear)
+
+/* Stage 7, execute: the program's results (new tensors, in order) on
+ * 'inputs' (one per argument of 'e->global', of its types), or NULL with
+ * the reason (diag) or the error. */
+GPtrArray *pipeline_execute(const Executable *e, Tensor *const *inputs,
+                            Diag *why, GError **error);
+/* The seeded random inputs 'run' draws (interp_random_input), one per
+ * argument of 'f'. */
+GPtrArray *pipeline_random_inputs(const Func *f, gint64 seed);
+
+/* The step time of a compiled program, in seconds. */
+typedef struct StepTime {
+  double min, median;
+  int runs;
+} StepTime;
+/* Stage 7 timed: 'runs' executions (at least 1) on 'inputs', each timed
+ * on the monotonic clock; FALSE with the reason when one fails. */
+gboolean pipeline_time(const Executable *e, Tensor *const *inputs, int runs,
+                       StepTime *out, Diag *why, GError **error);
 
 #endif
