@@ -287,24 +287,73 @@ static gboolean cmd_history(Session *s, const char *text, int argc,
   return TRUE;
 }
 
-/* Runs the interpreter on arguments drawn from the seed; a result is
- * printed under the returned value's user name when it has one of its
- * own, else "resultI" (as 'partir run' does). */
-static gboolean cmd_run(Session *s, const char *text, int argc, char **argv) {
-  gint64 seed = 0;
+/* The options of run, exec and bench: "--NAME VALUE" or "--NAME=VALUE"
+ * for those with a value, "--NAME" for a flag. */
+typedef struct RunOptions {
+  gint64 seed;      /* --seed N (default 0) */
+  gint64 repeat;    /* --repeat N (default 5) */
+  const char *mesh; /* --mesh M, or NULL: the session's */
+  gboolean exact;   /* --exact */
+} RunOptions;
+
+/* Reads the words after the command's name into 'o': only the options
+ * 'allowed' names ("seed mesh"); FALSE (after the usage) on any other
+ * word or a bad number. */
+static gboolean parse_run_options(Session *s, int argc, char **argv,
+                                  const char *allowed, RunOptions *o) {
+  *o = (RunOptions){.repeat = 5};
+  g_auto(GStrv) names = g_strsplit(allowed, " ", -1);
   for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
-      v = argv[++i];
-    else if (g_str_has_prefix(argv[i], "--seed="))
-      v = argv[i] + strlen("--seed=");
-    char *end = NULL;
-    if (v)
-      seed = g_ascii_strtoll(v, &end, 10);
-    if (!v || !*v || *end) {
-      return usage_error(s, "run");
+    const char *name = NULL, *v = NULL;
+    for (char **n = names; *n && !name; n++) {
+      g_autofree char *flag = g_strconcat("--", *n, NULL);
+      gsize len = strlen(flag);
+      if (strcmp(argv[i], flag) == 0) {
+        name = *n;
+        if (strcmp(name, "exact") != 0)
+          v = i + 1 < argc ? argv[++i] : NULL;
+      } else if (strncmp(argv[i], flag, len) == 0 && argv[i][len] == '=') {
+        name = *n;
+        v = argv[i] + len + 1;
+      }
     }
+    gint64 n = 0;
+    gboolean number =
+        v && g_ascii_string_to_signed(v, 10, G_MININT64, G_MAXINT64, &n, NULL);
+    if (name && strcmp(name, "exact") == 0 && !v)
+      o->exact = TRUE;
+    else if (name && strcmp(name, "mesh") == 0 && v)
+      o->mesh = v;
+    else if (name && strcmp(name, "seed") == 0 && number)
+      o->seed = n;
+    else if (name && strcmp(name, "repeat") == 0 && number && n >= 1 &&
+             n <= 1000000)
+      o->repeat = n;
+    else
+      return usage_error(s, argv[0]);
   }
+  return TRUE;
+}
+
+/* Prints each result under the returned value's user name when it has
+ * one of its own, else "resultI" (as 'partir run' does). */
+static void print_results(const State *cur, GPtrArray *results) {
+  g_autoptr(GString) out = g_string_new(NULL);
+  for (guint i = 0; i < results->len; i++) {
+    g_autofree char *name = func_result_name(cur->module, &cur->func, (int)i);
+    g_string_append_printf(out, "%s = ", name);
+    tensor_print(out, g_ptr_array_index(results, i), 64);
+    if (out->str[out->len - 1] != '\n')
+      g_string_append_c(out, '\n');
+  }
+  repl_put_string(out);
+}
+
+/* Runs the interpreter on arguments drawn from the seed. */
+static gboolean cmd_run(Session *s, const char *text, int argc, char **argv) {
+  RunOptions o;
+  if (!parse_run_options(s, argc, argv, "seed", &o))
+    return FALSE;
   State *cur = repl_need_program(s, "run");
   if (!cur)
     return FALSE;
@@ -315,21 +364,160 @@ static gboolean cmd_run(Session *s, const char *text, int argc, char **argv) {
     return FALSE;
   }
   GError *error = NULL;
-  GPtrArray *results = interp_run_seeded(f, seed, &error);
+  GPtrArray *results = interp_run_seeded(f, o.seed, &error);
   if (!results) {
     repl_report_error(s, "run: %s", error->message);
     g_error_free(error);
     return FALSE;
   }
-  g_autoptr(GString) out = g_string_new(NULL);
-  for (guint i = 0; i < results->len; i++) {
-    g_autofree char *name = func_result_name(cur->module, &cur->func, (int)i);
-    g_string_append_printf(out, "%s = ", name);
-    tensor_print(out, g_ptr_array_index(results, i), 64);
-    if (out->str[out->len - 1] != '\n')
-      g_string_append_c(out, '\n');
+  print_results(cur, results);
+  g_ptr_array_unref(results);
+  return TRUE;
+}
+
+/* The mesh of exec and bench: --mesh (none: one device), or the
+ * session's.  FALSE after saying why. */
+static gboolean run_mesh(Session *s, const char *cmd, const RunOptions *o,
+                         Mesh *out) {
+  *out = s->mesh;
+  if (!o->mesh)
+    return TRUE;
+  g_autoptr(Diag) diag = diag_new(NULL);
+  if (mesh_parse(strcmp(o->mesh, "none") == 0 ? "" : o->mesh, out, diag))
+    return TRUE;
+  repl_report_error(s, "%s: %s", cmd, diag_text(diag));
+  return FALSE;
+}
+
+/* The current program compiled on the mesh 'o' names (the session's
+ * when none), once per state; NULL after saying why. */
+static const Executable *compiled_for(Session *s, const char *cmd,
+                                      const RunOptions *o) {
+  Mesh mesh;
+  if (!repl_need_program(s, cmd) || !run_mesh(s, cmd, o, &mesh))
+    return NULL;
+  CodegenOptions co = {0};
+  co.exact = o->exact;
+  g_autoptr(Diag) why = diag_new(NULL);
+  const Executable *e = repl_compiled(s, &mesh, &co, why);
+  if (!e)
+    repl_report_error(s, "%s: %s", cmd, diag_text(why));
+  return e;
+}
+
+/* Runs the compiled program on the arguments 'run' draws from the
+ * seed, and prints its results as 'run' does. */
+static gboolean cmd_exec(Session *s, const char *text, int argc, char **argv) {
+  RunOptions o;
+  if (!parse_run_options(s, argc, argv, "mesh seed exact", &o))
+    return FALSE;
+  const Executable *e = compiled_for(s, "exec", &o);
+  if (!e)
+    return FALSE;
+  g_autoptr(GPtrArray) inputs = pipeline_random_inputs(e->global, o.seed);
+  g_autoptr(Diag) why = diag_new(NULL);
+  GError *error = NULL;
+  GPtrArray *results =
+      pipeline_execute(e, (Tensor *const *)inputs->pdata, why, &error);
+  if (!results) {
+    repl_report_error(s, "exec: %s", error ? error->message : diag_text(why));
+    g_clear_error(&error);
+    return FALSE;
+  }
+  print_results(repl_current(s), results);
+  g_ptr_array_unref(results);
+  return TRUE;
+}
+
+/* A time in seconds, in the unit that reads best. */
+static void append_seconds(GString *out, double t) {
+  if (t >= 1)
+    g_string_append_printf(out, "%.3f s", t);
+  else if (t >= 1e-3)
+    g_string_append_printf(out, "%.3f ms", t * 1e3);
+  else
+    g_string_append_printf(out, "%.3f us", t * 1e6);
+}
+
+/* The interpreter's time for one run of 'f' on 'inputs', in seconds;
+ * a negative number when it cannot run it. */
+static double interpreter_seconds(const Func *f, GPtrArray *inputs) {
+  g_autoptr(Diag) diag = diag_new(NULL);
+  if (!interp_check(f, diag))
+    return -1;
+  gint64 start = g_get_monotonic_time();
+  GError *error = NULL;
+  GPtrArray *results = interp_run(f, (Tensor *const *)inputs->pdata, &error);
+  double t = (double)(g_get_monotonic_time() - start) * 1e-6;
+  if (!results) {
+    g_error_free(error);
+    return -1;
   }
   g_ptr_array_unref(results);
+  return t;
+}
+
+/* The cost model's step time for the current program on 'mesh' and the
+ * session's hardware; a negative number, with the reason in 'why', when
+ * it cannot say. */
+static double predicted_seconds(Session *s, const Mesh *mesh, Diag *why) {
+  Hardware hw;
+  GError *error = NULL;
+  g_auto(CostReport) r = {0};
+  if (!hw_load(s->hw ? s->hw : "cpu2", &hw, &error)) {
+    diag_reason(why, "%s", error->message);
+    g_error_free(error);
+    return -1;
+  }
+  if (!pipeline_cost_state(s->rs, repl_current(s), mesh, &hw, &r, why))
+    return -1;
+  return r.total_time;
+}
+
+/* The compiled program's step time (--repeat runs, min and median)
+ * beside the interpreter's for one run and the cost model's. */
+static gboolean cmd_bench(Session *s, const char *text, int argc, char **argv) {
+  RunOptions o;
+  Mesh mesh;
+  if (!parse_run_options(s, argc, argv, "mesh repeat", &o) ||
+      !run_mesh(s, "bench", &o, &mesh))
+    return FALSE;
+  const Executable *e = compiled_for(s, "bench", &o);
+  if (!e)
+    return FALSE;
+  g_autoptr(GPtrArray) inputs = pipeline_random_inputs(e->global, 0);
+  g_autoptr(Diag) why = diag_new(NULL);
+  GError *error = NULL;
+  StepTime t;
+  if (!pipeline_time(e, (Tensor *const *)inputs->pdata, (int)o.repeat, &t, why,
+                     &error)) {
+    repl_report_error(s, "bench: %s", error ? error->message : diag_text(why));
+    g_clear_error(&error);
+    return FALSE;
+  }
+  g_autofree char *where = mesh_to_string(&mesh);
+  g_autoptr(GString) out = g_string_new("compiled     median ");
+  append_seconds(out, t.median);
+  g_string_append(out, ", min ");
+  append_seconds(out, t.min);
+  g_string_append_printf(out, " (%d run%s, %s%s)\n", t.runs,
+                         t.runs == 1 ? "" : "s", *where ? "mesh " : "",
+                         *where ? where : "one device");
+  double interp = interpreter_seconds(e->global, inputs);
+  g_string_append(out, "interpreter  ");
+  if (interp >= 0)
+    append_seconds(out, interp);
+  else
+    g_string_append(out, "cannot run it");
+  g_string_append(out, " (one run)\n");
+  g_autoptr(Diag) cost_why = diag_new(NULL);
+  double predicted = predicted_seconds(s, &mesh, cost_why);
+  g_string_append(out, "predicted    ");
+  if (predicted >= 0)
+    append_seconds(out, predicted);
+  else
+    g_string_append_printf(out, "cannot say: %s", diag_text(cost_why));
+  g_string_append_printf(out, " (cost model, hw %s)\n", s->hw ? s->hw : "cpu2");
   repl_put_string(out);
   return TRUE;
 }
@@ -659,9 +847,26 @@ const Command repl_commands[] = {
     {"history", cmd_history, 0, 0, FALSE, COMPLETE_NONE, "history",
      "the commands that produced the current state (a script for 'source')",
      NULL},
-    {"run", cmd_run, 0, ARGS_ANY, FALSE, COMPLETE_NONE, "run [--seed N]",
+    {"run", cmd_run, 0, ARGS_ANY, FALSE, COMPLETE_OPTIONS, "run [--seed N]",
      "run the interpreter on random arguments (as 'partir run --seed N')",
      NULL},
+    {"exec", cmd_exec, 0, ARGS_ANY, FALSE, COMPLETE_OPTIONS,
+     "exec [--mesh M] [--seed N] [--exact]",
+     "run the program compiled for this CPU (as 'partir exec')",
+     "On a mesh (--mesh, else the session's: set mesh) the program is\n"
+     "lowered there and each device's program runs on a thread of its own;\n"
+     "with no mesh ('--mesh none'), it runs on one device.  The arguments\n"
+     "are those 'run --seed N' draws, the results printed as 'run' prints\n"
+     "them.  --exact compiles the interpreter's arithmetic (bit for bit);\n"
+     "by default each value is computed in its own type.  The program is\n"
+     "compiled once per state, mesh and --exact."},
+    {"bench", cmd_bench, 0, ARGS_ANY, FALSE, COMPLETE_OPTIONS,
+     "bench [--mesh M] [--repeat N]",
+     "the compiled step time, beside the interpreter's and the cost model's",
+     "The compiled program (as 'exec' compiles it) runs N times (default\n"
+     "5) on the arguments of 'run --seed 0': the median and the fastest.\n"
+     "Then the interpreter's time for one run, and the time the cost model\n"
+     "predicts on the mesh and the session's hardware (set hw)."},
     {"lower", cmd_lower, 0, 1, FALSE, COMPLETE_NONE, "lower [--dot]",
      "the SPMD program on the session's mesh (set mesh ...)", NULL},
     {"cost", cmd_cost, 0, 0, FALSE, COMPLETE_NONE, "cost",
@@ -689,7 +894,8 @@ const Command repl_commands[] = {
      "(unless it passes {tolerate = true}), and the program stays as it was."},
     {"set", cmd_set, 0, ARGS_ANY, FALSE, COMPLETE_SETTING, "set [NAME VALUE]",
      "show the settings, or set one",
-     "  set mesh batch=2,model=4   the mesh tactics, Lua, lower and cost see\n"
+     "  set mesh batch=2,model=4   the mesh tactics, Lua, lower, cost, exec\n"
+     "                             and bench see\n"
      "                             ('none': no mesh; 'set mesh' alone shows "
      "it)\n"
      "  set show on|full|off       after a change, print what changed (on),\n"

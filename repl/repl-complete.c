@@ -93,6 +93,22 @@ static void add_hardware(void) {
   }
 }
 
+/* The options of command 'c', read off its usage ("[--mesh M]"), or
+ * after '--mesh' the meshes: none, and the session's. */
+static void add_options(Session *s, const Command *c, const char *prev) {
+  if (strcmp(prev, "--mesh") == 0) {
+    g_autofree char *mesh = mesh_to_string(&s->mesh);
+    add_candidate("none");
+    if (*mesh)
+      add_candidate(mesh);
+    return;
+  }
+  g_auto(GStrv) words = g_strsplit_set(c->usage, " []", -1);
+  for (char **w = words; *w; w++)
+    if (g_str_has_prefix(*w, "--"))
+      add_candidate(*w);
+}
+
 /* Where the command the cursor is in starts in 'prefix' (the line up to
  * the cursor), or -1 inside a comment.  A '.' right before the cursor
  * does not end the command: it may be part of a file name. */
@@ -126,8 +142,9 @@ static void collect_candidates(Session *s, char **words, int nwords) {
   const char *prev = words[nwords - 1];
   switch (c->complete) {
   case COMPLETE_NONE:
-    if (strcmp(c->name, "run") == 0)
-      add_candidate("--seed");
+    break;
+  case COMPLETE_OPTIONS:
+    add_options(s, c, prev);
     break;
   case COMPLETE_FILE:
     if (nwords == 1)

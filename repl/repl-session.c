@@ -1,6 +1,6 @@
 /* repl-session.c — the session every command works on: its stack of
- * program states, its output and error reports, its Lua state and the
- * flags Ctrl-C sets.
+ * program states, its output and error reports, its Lua state, the
+ * current state compiled, and the flags Ctrl-C sets.
  *
  * This is the bottom of the REPL's files (repl.h): it calls no other.
  * The stack ('steps', 'top') holds refcounted, immutable states; a new
@@ -14,11 +14,17 @@
  * stdout flushed first so that a transcript of both streams stays in
  * order.
  *
+ * The compiled program ('exec', 'bench') is the current state's: it
+ * is freed as soon as the current state changes (a new state, undo,
+ * redo), so that the JIT holds one program at most.
+ *
  * Ctrl-C: the SIGINT handler (partir-repl.c) sets 'repl_got_sigint',
  * which stops the rest of a line, and interrupts 'repl_running_lua', the
  * Lua state between repl_lua_begin and repl_lua_end.
  */
 #include "repl.h"
+
+#include <string.h>
 
 volatile sig_atomic_t repl_got_sigint;
 lua_State *volatile repl_running_lua;
@@ -41,6 +47,7 @@ void repl_session_init(Session *s) {
 /* The states go before the Lua state, and the Lua state before the rules
  * it was made with. */
 void repl_session_free(Session *s) {
+  repl_drop_compiled(s);
   if (s->shown)
     state_unref(s->shown);
   if (s->steps)
@@ -74,6 +81,7 @@ void repl_push_state(Session *s, State *next, const char *command,
   g_array_append_val(s->steps, st);
   s->top++;
   s->changed = TRUE;
+  repl_drop_compiled(s);
 }
 
 /* The same program is the same module and body (terms are hash-consed);
@@ -101,6 +109,7 @@ gboolean repl_undo(Session *s, int n) {
     return FALSE;
   s->top -= n;
   s->changed = TRUE;
+  repl_drop_compiled(s);
   return TRUE;
 }
 
@@ -109,7 +118,42 @@ gboolean repl_redo(Session *s, int n) {
     return FALSE;
   s->top += n;
   s->changed = TRUE;
+  repl_drop_compiled(s);
   return TRUE;
+}
+
+/* ------------------------------------------------- the compiled program */
+
+void repl_drop_compiled(Session *s) {
+  if (!s->compiled_state)
+    return;
+  pipeline_executable_clear(&s->compiled);
+  state_unref(s->compiled_state);
+  s->compiled_state = NULL;
+  g_clear_pointer(&s->compiled_mesh, g_free);
+}
+
+/* The key is the state itself (held, so that its address is not reused),
+ * the mesh as text and the options. */
+const Executable *repl_compiled(Session *s, const Mesh *mesh,
+                                const CodegenOptions *o, Diag *why) {
+  State *cur = repl_current(s);
+  if (!cur) {
+    diag_reason(why, "no program loaded (use 'load FILE')");
+    return NULL;
+  }
+  g_autofree char *spec = mesh_to_string(mesh);
+  if (s->compiled_state == cur && strcmp(s->compiled_mesh, spec) == 0 &&
+      memcmp(&s->compiled_options, o, sizeof *o) == 0)
+    return &s->compiled;
+  repl_drop_compiled(s);
+  if (!pipeline_compile(s->rs, cur->module, &cur->func, mesh, o, &s->compiled,
+                        why))
+    return NULL;
+  s->compiled_state = state_ref(cur);
+  s->compiled_mesh = g_steal_pointer(&spec);
+  s->compiled_options = *o;
+  return &s->compiled;
 }
 
 /* -------------------------------------------------------------- output */

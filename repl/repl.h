@@ -2,7 +2,8 @@
  * lowest layer first:
  *
  *   repl-session.c   the session: its state stack (undo/redo), output and
- *                    error reports, the Lua state, the Ctrl-C flags
+ *                    error reports, the Lua state, the compiled program,
+ *                    the Ctrl-C flags
  *   repl-describe.c  telling about a state: a value's statement, 'info'
  *   repl-commands.c  the command table, and running one command
  *   repl-input.c     logical lines, splitting them into commands, running
@@ -74,6 +75,12 @@ struct Session {
   gboolean quit;
   gboolean failed;    /* some command failed (the batch exit status) */
   RunFileFn run_file; /* set by repl_input_init */
+  /* the current state compiled ('exec', 'bench'), once per state: for
+   * 'compiled_state' on mesh 'compiled_mesh' with 'compiled_options' */
+  Executable compiled;
+  State *compiled_state; /* a reference; NULL: nothing compiled */
+  char *compiled_mesh;
+  CodegenOptions compiled_options;
   /* the line being run */
   gboolean changed;   /* the current state changed */
   gboolean unchanged; /* a rewrite succeeded but changed nothing */
@@ -92,6 +99,14 @@ extern lua_State *volatile repl_running_lua;
 void repl_session_init(Session *s);
 /* Frees what the session holds: states, Lua, settings and rules. */
 void repl_session_free(Session *s);
+/* The current state compiled on 'mesh' (no axes: one device) with
+ * options 'o': compiled once and kept until the state, the mesh or the
+ * options change, or the session ends.  NULL with the reason in 'why'
+ * (which also says when there is no program). */
+const Executable *repl_compiled(Session *s, const Mesh *mesh,
+                                const CodegenOptions *o, Diag *why);
+/* Frees the compiled program, if any. */
+void repl_drop_compiled(Session *s);
 /* The current state, or NULL before any program. */
 State *repl_current(const Session *s);
 /* The current state, or NULL with an error naming command 'cmd'. */
@@ -162,6 +177,7 @@ typedef enum {
   COMPLETE_ARG,     /* %name of an argument */
   COMPLETE_COMMAND, /* a command name */
   COMPLETE_SETTING, /* set's names and values */
+  COMPLETE_OPTIONS, /* the --options its usage names (then a mesh) */
 } CompleteKind;
 
 #define ARGS_ANY (-1) /* Command.max_args: no limit */

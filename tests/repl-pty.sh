@@ -1,7 +1,7 @@
 #!/bin/sh
 # partir-repl on a real terminal: tmux runs it in a detached pane, the
 # test types keys (send-keys) and reads the screen (capture-pane).
-# Completion of commands, rule names and value names; Ctrl-C during a
+# Completion of commands, rule names, value names and options; Ctrl-C during a
 # command and at the prompt; the history file; Up-arrow after a restart.
 . "$top_srcdir/tests/tap.sh"
 if ! command -v tmux >/dev/null 2>&1; then
@@ -89,6 +89,12 @@ keys C-u 'tactic meg' Tab
 check "...and completes one" wait_for -x 'partir> tactic megatron'
 keys C-u 'info %' Tab
 check "Tab after info lists the values" wait_for -E '%0 +%1 +%2 +%3 +%u +%w +%x'
+keys C-u 'exec --' Tab
+check "Tab after exec lists its options" wait_for -E '^--exact +--mesh +--seed *$'
+keys C-u 'bench --r' Tab
+check "...and bench's: --r -> --repeat" wait_for -x 'partir> bench --repeat'
+keys C-u 'exec --mesh ' Tab
+check "...and after --mesh, 'none'" wait_for -x 'partir> exec --mesh none'
 keys C-u
 clear
 keys 'propagate.' Enter

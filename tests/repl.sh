@@ -95,6 +95,78 @@ check "run --seed 5 after the talk's session matches 'partir run --seed 5'" \
 printf 'run --seed x\n' | "$repl" "$ex/mlp.pir" >/dev/null 2>"$tmp/err"
 check "run with a bad seed is refused" grep -q 'usage: run \[--seed N\]' "$tmp/err"
 
+# exec runs the compiled program on the arguments of 'run --seed N':
+# with --exact (the interpreter's arithmetic) it prints what 'partir run'
+# prints, on one device and a thread per device of a mesh
+printf 'exec --seed 5 --exact\nexec --mesh none --seed 5 --exact\n' |
+  "$repl" "$ex/mlp.pir" 2>&1 | tail -n 2 >"$tmp/exec.got"
+{ cat "$tmp/run.want" "$tmp/run.want"; } >"$tmp/exec.want"
+check "exec --exact on one device prints what 'partir run' prints" \
+  cmp -s "$tmp/exec.want" "$tmp/exec.got"
+printf 'arg-tile 0 0 8 batch. propagate. exec --mesh batch=2 --seed 5 --exact\n' |
+  "$repl" "$ex/mlp.pir" 2>&1 | tail -n 1 >"$tmp/exec.got"
+check "...and the tiled MLP on batch=2, a thread a device" \
+  cmp -s "$tmp/run.want" "$tmp/exec.got"
+# (the layer partitioned sums in another order: compared with the
+# interpreter on the partitioned layer)
+printf 'set mesh model=2\ntactic megatron\nrun --seed 3\nexec --seed 3 --exact\n' |
+  "$repl" "$ex/transformer_layer.pir" 2>&1 | sed '1,/^on model=2:/d' \
+  >"$tmp/exec.got"
+check "...and the Megatron transformer layer on the session's mesh model=2" \
+  sh -c "test \$(wc -l <'$tmp/exec.got') -eq 2 &&
+         sed -n 1p '$tmp/exec.got' | grep -q '^out = shape 2x8x32 f32' &&
+         test \"\$(sed -n 1p '$tmp/exec.got')\" = \"\$(sed -n 2p '$tmp/exec.got')\""
+printf 'exec\n' | "$repl" "$ex/mlp.pir" >"$tmp/exec.got" 2>&1
+check "exec without --exact prints each result (its own arithmetic)" \
+  grep -q '^result0 = shape 16x256 f32: min ' "$tmp/exec.got"
+# compiled once per state: a new state is compiled again (another
+# program, other results), and so is the old one after undo
+printf 'func @f(%%a: tensor<4xi32>) -> tensor<4xi32> {\n  %%b = add(%%a, %%a)\n  return %%b\n}\n' \
+  >"$tmp/double.pir"
+printf 'exec --seed 2 --exact\nload %s\nexec --seed 2 --exact\nundo\n' \
+  "$tmp/double.pir" >"$tmp/cache.cmds"
+printf 'exec --seed 2 --exact\nexec --mesh none --seed 2 --exact\n' >>"$tmp/cache.cmds"
+"$repl" --batch "$tmp/cache.cmds" "$ex/mlp.pir" 2>&1 | grep -v '^@' >"$tmp/cache.got"
+"$PARTIR" run "$ex/mlp.pir" --seed 2 >"$tmp/mlp2.want"
+{ cat "$tmp/mlp2.want"
+  "$PARTIR" run "$tmp/double.pir" --seed 2
+  cat "$tmp/mlp2.want" "$tmp/mlp2.want"; } >"$tmp/cache.want"
+check "exec after load runs the new program, and the old one after undo" \
+  cmp -s "$tmp/cache.want" "$tmp/cache.got"
+printf 'exec --frob\nexec --seed\nexec --mesh a=0\nbench --repeat 0\nbench --repeat x\n' \
+  >"$tmp/bad.cmds"
+"$repl" --batch "$tmp/bad.cmds" "$ex/mlp.pir" >/dev/null 2>"$tmp/err"
+check "exec and bench refuse bad options, saying their usage or the mesh" sh -c \
+  "test \$(grep -c 'usage: exec \[--mesh M\] \[--seed N\] \[--exact\]' '$tmp/err') -eq 2 &&
+   grep -q 'exec: .*a=0' '$tmp/err' &&
+   test \$(grep -c 'usage: bench \[--mesh M\] \[--repeat N\]' '$tmp/err') -eq 2"
+printf 'exec\nbench\n' | "$repl" >/dev/null 2>"$tmp/err"
+check "exec and bench without a program say so" sh -c \
+  "grep -q 'exec: no program loaded' '$tmp/err' &&
+   grep -q 'bench: no program loaded' '$tmp/err'"
+# a program too large to run is refused before anything is allocated,
+# and the session goes on
+printf 'func @f(%%a: tensor<100000x100000xf32>) -> tensor<100000x100000xf32> {\n  %%b = add(%%a, %%a)\n  return %%b\n}\n' \
+  >"$tmp/big.pir"
+printf 'exec\nbench\nargs\n' | "$repl" "$tmp/big.pir" >"$tmp/out" 2>"$tmp/err"
+check "exec and bench refuse a program too large to run; the session goes on" sh -c \
+  "grep -q 'error: exec: .*too large' '$tmp/err' &&
+   grep -q 'error: bench: .*too large' '$tmp/err' &&
+   grep -q 'a: tensor<100000x100000xf32>' '$tmp/out'"
+
+# bench: the compiled step time (median and min of N runs), the
+# interpreter's for one run, the cost model's on the session's hardware
+printf 'set hw h100x8\narg-tile 0 0 8 batch. propagate. bench --mesh batch=2 --repeat 3\n' |
+  "$repl" "$ex/mlp.pir" 2>&1 | tail -n 3 >"$tmp/bench.got"
+t='[0-9]+\.[0-9]{3} (s|ms|us)'
+check "bench prints the compiled, interpreted and predicted times" sh -c \
+  "sed -n 1p '$tmp/bench.got' | grep -Eqx 'compiled     median $t, min $t \(3 runs, mesh batch=2\)' &&
+   sed -n 2p '$tmp/bench.got' | grep -Eqx 'interpreter  $t \(one run\)' &&
+   sed -n 3p '$tmp/bench.got' | grep -Eqx 'predicted    $t \(cost model, hw h100x8\)'"
+printf 'bench\n' | "$repl" "$ex/mlp.pir" 2>&1 | grep '^compiled' >"$tmp/bench.got"
+check "...5 runs on one device by default" \
+  grep -Eq '\(5 runs, one device\)$' "$tmp/bench.got"
+
 # history is a script: sourcing it rebuilds the state
 printf 'arg-tile 1 1 128 model; arg-tile 2 0 128 model\npropagate.\nhistory\n' |
   (cd "$work" && "$repl" mlp.pir) | tail -n 4 >"$work/replay.cmds"
@@ -122,7 +194,8 @@ check "...and says when none does" grep -qx "no rule matches 'zzz'" "$tmp/rules.
 # help lists every command; quit stops reading
 printf 'help\n' | "$repl" >"$tmp/help.out"
 for c in load show info args rules matches apply arg-tile tile sum propagate \
-  fuse simplify undo redo history run save lua source tactic set help quit; do
+  fuse simplify undo redo history run exec bench save lua source tactic set \
+  help quit; do
   grep -q "^  $c" "$tmp/help.out" || echo "# help lacks $c"
 done >"$tmp/help.missing"
 check "help lists every command" test ! -s "$tmp/help.missing"
