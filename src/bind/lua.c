@@ -15,6 +15,12 @@
  *   s:propagate([opts]) -> state, {report lines}   s:fuse() s:simplify()
  *   s:exec("cmd; cmd" [, opts]) -> state, {report lines}
  *   s:run([seed]) -> {{type, shape, values}}
+ *   s:exec{mesh =, seed =, inputs =, exact =} -> {{type, shape, values}}
+ *   s:bench{mesh =, runs =, seed =, inputs =, exact =} -> {min, median, runs}
+ *
+ * s:exec with a table runs the program compiled (pipeline stages 6 and
+ * 7) instead of the interpreter: a string is a script of engine
+ * commands, a table the options of a compiled run.
  *
  * What a pass could not resolve (its report) fails the verb, so a tactic
  * fails loudly instead of returning a degraded program; a tactic that
@@ -633,29 +639,9 @@ static int pass_common(lua_State *L, const char *pass) {
 static int l_fuse(lua_State *L) { return pass_common(L, "fuse"); }
 static int l_simplify(lua_State *L) { return pass_common(L, "simplify"); }
 
-/* s:exec(script [, opts]) -> state, {report}: as s:propagate. */
-static int l_exec(lua_State *L) {
-  State *s = check_state(L, 1);
-  const char *script = luaL_checkstring(L, 2);
-  ReportMode mode = check_report_opts(L, 3);
-  return run_commands(L, s, "exec", script, mode, 2);
-}
-
-/* Runs the interpreter on seeded random inputs. */
-static int l_run(lua_State *L) {
-  State *s = check_state(L, 1);
-  lua_Integer seed = luaL_optinteger(L, 2, 0);
-  Diag *why = diag_new(NULL);
-  if (!interp_check(&s->func, why))
-    return raise_error(L, why);
-  GError *error = NULL;
-  GPtrArray *results = interp_run_seeded(&s->func, seed, &error);
-  if (!results) {
-    diag_reason(why, "%s", error->message);
-    g_error_free(error);
-    return raise_error(L, why);
-  }
-  diag_free(why);
+/* Pushes a list of tensors as s:run returns them: {type, shape,
+ * values} each, the values flat in row-major order. */
+static void push_results(lua_State *L, GPtrArray *results) {
   lua_createtable(L, (int)results->len, 0);
   for (guint r = 0; r < results->len; r++) {
     const Tensor *t = g_ptr_array_index(results, r);
@@ -676,7 +662,244 @@ static int l_run(lua_State *L) {
     lua_setfield(L, -2, "values");
     lua_rawseti(L, -2, (int)r + 1);
   }
+}
+
+/* Runs the interpreter on seeded random inputs. */
+static int l_run(lua_State *L) {
+  State *s = check_state(L, 1);
+  lua_Integer seed = luaL_optinteger(L, 2, 0);
+  Diag *why = diag_new(NULL);
+  if (!interp_check(&s->func, why))
+    return raise_error(L, why);
+  GError *error = NULL;
+  GPtrArray *results = interp_run_seeded(&s->func, seed, &error);
+  if (!results) {
+    diag_reason(why, "%s", error->message);
+    g_error_free(error);
+    return raise_error(L, why);
+  }
+  diag_free(why);
+  push_results(L, results);
   g_ptr_array_unref(results);
+  return 1;
+}
+
+/* ------------------------------------------------- compiled execution */
+
+/* The options of s:exec{...} and s:bench{...}. */
+typedef struct CompiledOpts {
+  const char *mesh; /* NULL: one device */
+  lua_Integer seed; /* of the random inputs */
+  lua_Integer runs; /* bench: how many timed runs */
+  gboolean exact;   /* the interpreter's arithmetic, bit for bit */
+  int inputs;       /* stack index of the inputs table; 0: seeded */
+} CompiledOpts;
+
+/* Reads the options table at index 2 (absent: the defaults) into 'o';
+ * raises on an unknown key or a value of the wrong type, before any C
+ * resource is held.  'runs' (also ["repeat"]: 'repeat' is a keyword)
+ * only for bench. */
+static void check_compiled_opts(lua_State *L, gboolean bench, CompiledOpts *o) {
+  *o = (CompiledOpts){.runs = 5};
+  if (lua_isnoneornil(L, 2))
+    return;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, 2)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+    int t = lua_type(L, -1);
+    if (strcmp(k, "mesh") == 0 && t == LUA_TSTRING) {
+      o->mesh = lua_tostring(L, -1);
+    } else if (strcmp(k, "seed") == 0 && lua_isinteger(L, -1)) {
+      o->seed = lua_tointeger(L, -1);
+    } else if (strcmp(k, "exact") == 0 && t == LUA_TBOOLEAN) {
+      o->exact = lua_toboolean(L, -1);
+    } else if (strcmp(k, "inputs") == 0 && t == LUA_TTABLE) {
+      o->inputs = 2; /* read from the table when the program is known */
+    } else if (bench && (strcmp(k, "runs") == 0 || strcmp(k, "repeat") == 0) &&
+               lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 1 &&
+               lua_tointeger(L, -1) <= 1000000) {
+      o->runs = lua_tointeger(L, -1);
+    } else {
+      luaL_argerror(L, 2,
+                    bench ? "options are mesh (a string), runs (1 to "
+                            "1000000), seed (an integer), inputs (a table), "
+                            "exact (a boolean)"
+                          : "options are mesh (a string), seed (an integer), "
+                            "inputs (a table), exact (a boolean)");
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* Element 'k' of list 'list' (a stack index) into element k - 1 of 't':
+ * a number (an integer for an integer type), or a boolean for i1. */
+static gboolean input_value(lua_State *L, int list, lua_Integer k, Tensor *t) {
+  lua_rawgeti(L, list, k);
+  int isnum = 0;
+  gboolean ok = TRUE;
+  if (dtype_is_float(t->type->dtype)) {
+    double v = lua_tonumberx(L, -1, &isnum);
+    ok = isnum && lua_type(L, -1) == LUA_TNUMBER;
+    if (ok)
+      tensor_set_float(t, k - 1, v);
+  } else if (lua_isboolean(L, -1) && t->type->dtype == DT_I1) {
+    tensor_set_int(t, k - 1, lua_toboolean(L, -1));
+  } else {
+    lua_Integer v = lua_tointegerx(L, -1, &isnum);
+    ok = isnum && lua_type(L, -1) == LUA_TNUMBER;
+    if (ok)
+      tensor_set_int(t, k - 1, v);
+  }
+  lua_pop(L, 1);
+  return ok;
+}
+
+/* Argument 'i' of 'f' from the value on top of the stack: a list of its
+ * values (row-major), or a table holding that list as 'values' (what
+ * s:run returns).  NULL with the reason.  Raw access only: nothing here
+ * raises but for memory. */
+static Tensor *input_from_lua(lua_State *L, const Func *f, int i, Diag *why) {
+  if (lua_type(L, -1) != LUA_TTABLE) {
+    diag_reason(why, "input %d is not a table of values", i + 1);
+    return NULL;
+  }
+  lua_pushliteral(L, "values");
+  if (lua_rawget(L, -2) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, -1); /* the list itself */
+  }
+  const Type *type = f->arg_types[i];
+  int64_t n = type_numel(type);
+  Tensor *t = NULL;
+  if ((int64_t)lua_rawlen(L, -1) != n) {
+    g_autofree char *ty = type_to_string(type);
+    diag_reason(why,
+                "input %d (%%%s: %s) needs %" G_GINT64_FORMAT
+                " values, not %" G_GINT64_FORMAT,
+                i + 1, f->arg_names[i], ty, n, (gint64)lua_rawlen(L, -1));
+  } else {
+    t = tensor_new(type);
+    for (int64_t k = 1; k <= n && t; k++)
+      if (!input_value(L, -1, k, t)) {
+        diag_reason(why, "input %d: value %" G_GINT64_FORMAT " is not %s",
+                    i + 1, (gint64)k,
+                    dtype_is_float(type->dtype) ? "a number" : "an integer");
+        g_clear_pointer(&t, tensor_unref);
+      }
+  }
+  lua_pop(L, 1);
+  return t;
+}
+
+/* The inputs of 'f': from the table at stack index 'o->inputs', one per
+ * argument, or seeded random ones.  NULL with the reason. */
+static GPtrArray *compiled_inputs(lua_State *L, const Func *f,
+                                  const CompiledOpts *o, Diag *why) {
+  if (!o->inputs)
+    return pipeline_random_inputs(f, o->seed);
+  lua_pushliteral(L, "inputs");
+  lua_rawget(L, o->inputs);
+  int list = lua_gettop(L);
+  if ((int64_t)lua_rawlen(L, list) != f->nargs) {
+    diag_reason(why, "inputs: %d given, the program takes %d",
+                (int)lua_rawlen(L, list), f->nargs);
+    lua_pop(L, 1);
+    return NULL;
+  }
+  GPtrArray *inputs =
+      g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
+  for (int i = 0; i < f->nargs && inputs; i++) {
+    lua_rawgeti(L, list, i + 1);
+    Tensor *t = input_from_lua(L, f, i, why);
+    lua_pop(L, 1);
+    if (t)
+      g_ptr_array_add(inputs, t);
+    else
+      g_clear_pointer(&inputs, g_ptr_array_unref);
+  }
+  lua_pop(L, 1);
+  return inputs;
+}
+
+/* s:exec{...} and s:bench{...}: 's' compiled as 'o' says and run once
+ * into '*results' (when 'results' is not NULL) or 'o->runs' times into
+ * '*time'.  FALSE with the reason. */
+static gboolean run_compiled(lua_State *L, const State *s,
+                             const CompiledOpts *o, GPtrArray **results,
+                             StepTime *time, Diag *why) {
+  Mesh mesh = {0};
+  if (o->mesh && !mesh_parse(o->mesh, &mesh, why))
+    return FALSE;
+  CodegenOptions co = {0};
+  co.exact = o->exact;
+  g_auto(Executable) e = {0};
+  if (!pipeline_compile(rules_of(L), s->module, &s->func, &mesh, &co, &e, why))
+    return FALSE;
+  g_autoptr(GPtrArray) inputs = compiled_inputs(L, e.global, o, why);
+  if (!inputs)
+    return FALSE;
+  Tensor *const *args = (Tensor *const *)inputs->pdata;
+  GError *error = NULL;
+  gboolean ok;
+  if (results)
+    ok = (*results = pipeline_execute(&e, args, why, &error)) != NULL;
+  else
+    ok = pipeline_time(&e, args, (int)o->runs, time, why, &error);
+  if (error) {
+    diag_reason(why, "%s", error->message);
+    g_error_free(error);
+  }
+  return ok;
+}
+
+/* s:exec{mesh =, seed =, inputs =, exact =}: the compiled program's
+ * results, as s:run gives the interpreter's. */
+static int exec_compiled(lua_State *L) {
+  State *s = check_state(L, 1);
+  CompiledOpts o;
+  check_compiled_opts(L, FALSE, &o);
+  collect_maybe(); /* a safe point, before the Executable holds terms */
+  Diag *why = diag_new(NULL);
+  GPtrArray *results = NULL;
+  if (!run_compiled(L, s, &o, &results, NULL, why))
+    return raise_error(L, why);
+  diag_free(why);
+  push_results(L, results);
+  g_ptr_array_unref(results);
+  return 1;
+}
+
+/* s:exec(script [, opts]) -> state, {report}: as s:propagate; with a
+ * table, the compiled run (exec_compiled). */
+static int l_exec(lua_State *L) {
+  if (lua_istable(L, 2))
+    return exec_compiled(L);
+  State *s = check_state(L, 1);
+  const char *script = luaL_checkstring(L, 2);
+  ReportMode mode = check_report_opts(L, 3);
+  return run_commands(L, s, "exec", script, mode, 2);
+}
+
+/* s:bench{mesh =, runs =, seed =, inputs =, exact =} -> {min, median,
+ * runs}: the compiled step time in seconds. */
+static int l_bench(lua_State *L) {
+  State *s = check_state(L, 1);
+  CompiledOpts o;
+  check_compiled_opts(L, TRUE, &o);
+  collect_maybe();
+  Diag *why = diag_new(NULL);
+  StepTime t;
+  if (!run_compiled(L, s, &o, NULL, &t, why))
+    return raise_error(L, why);
+  diag_free(why);
+  lua_createtable(L, 0, 3);
+  lua_pushnumber(L, t.min);
+  lua_setfield(L, -2, "min");
+  lua_pushnumber(L, t.median);
+  lua_setfield(L, -2, "median");
+  lua_pushinteger(L, t.runs);
+  lua_setfield(L, -2, "runs");
   return 1;
 }
 
@@ -709,25 +932,17 @@ static int lower_common(lua_State *L, gboolean stats) {
 static int l_lower(lua_State *L) { return lower_common(L, FALSE); }
 static int l_stats(lua_State *L) { return lower_common(L, TRUE); }
 
-static const luaL_Reg state_methods[] = {{"print", l_print},
-                                         {"text", l_print},
-                                         {"check", l_check},
-                                         {"args", l_args},
-                                         {"values", l_values},
-                                         {"regions", l_regions},
-                                         {"matches", l_matches},
-                                         {"apply", l_apply},
-                                         {"arg_tile", l_arg_tile},
-                                         {"tile", l_tile},
-                                         {"sum", l_sum},
-                                         {"propagate", l_propagate},
-                                         {"fuse", l_fuse},
-                                         {"simplify", l_simplify},
-                                         {"exec", l_exec},
-                                         {"run", l_run},
-                                         {"lower", l_lower},
-                                         {"stats", l_stats},
-                                         {NULL, NULL}};
+static const luaL_Reg state_methods[] = {
+    {"print", l_print},       {"text", l_print},
+    {"check", l_check},       {"args", l_args},
+    {"values", l_values},     {"regions", l_regions},
+    {"matches", l_matches},   {"apply", l_apply},
+    {"arg_tile", l_arg_tile}, {"tile", l_tile},
+    {"sum", l_sum},           {"propagate", l_propagate},
+    {"fuse", l_fuse},         {"simplify", l_simplify},
+    {"exec", l_exec},         {"run", l_run},
+    {"bench", l_bench},       {"lower", l_lower},
+    {"stats", l_stats},       {NULL, NULL}};
 
 static const luaL_Reg state_meta[] = {
     {"__gc", l_gc}, {"__tostring", l_tostring}, {"__eq", l_eq}, {NULL, NULL}};
