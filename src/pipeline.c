@@ -134,6 +134,10 @@ gboolean pipeline_compile(const RuleSet *rs, const Module *m, const Func *g,
                      "before lowering, on its mesh");
     return FALSE;
   }
+  /* the global inputs are allocated from its types: refused when too
+   * large before anything is (codegen checks the device's program) */
+  if (!interp_check(g, why))
+    return FALSE;
   const Module *names = m;
   if (mesh && mesh->naxes > 0) {
     if (!pipeline_lower(rs, m, g, mesh, &out->lowered, why))

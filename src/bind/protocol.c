@@ -8,7 +8,9 @@
  * releases ids.  Each id remembers its parent and the action that made
  * it (trace) and its episode (the program's mesh and hardware, and the
  * root's cost, for rewards).  The order of everything printed is a
- * function of the requests alone, so equal requests give equal bytes.
+ * function of the requests alone, so equal requests give equal bytes:
+ * all but the one observation that is a measurement, 'measured' (the
+ * compiled step time, given only when asked for by name).
  *
  * Bad input never ends the process or changes a state: every failure is
  * an error reply (but a notification, a request without an id, is never
@@ -63,6 +65,9 @@ typedef struct Entry {
   gboolean costed;
   gboolean cost_ok;
   CostReport cost;
+  gboolean measured;        /* 'measured_time' or 'measured_why' is set */
+  double measured_time;     /* seconds: the compiled step time, or NAN */
+  char *measured_why;       /* why it could not be measured, or NULL */
   struct ActionList *legal; /* the legal actions, once listed (may go) */
 } Entry;
 
@@ -95,6 +100,7 @@ static void entry_free(Entry *e) {
   state_unref(e->state);
   trace_unref(e->trace);
   cost_report_clear(&e->cost);
+  g_free(e->measured_why);
   g_free(e);
 }
 
@@ -136,6 +142,43 @@ static gboolean entry_cost(Proto *pr, Entry *e) {
                                      &e->cost, why);
   }
   return e->cost_ok;
+}
+
+/* --------------------------------------------------------- measuring */
+
+/* The runs a 'measured' observation takes the median of. */
+#define MEASURE_RUNS 3
+
+/* Whether the entry's program, compiled for this CPU (the default
+ * arithmetic) and run a thread a device on its episode's mesh, could be
+ * timed: the median of MEASURE_RUNS steps on the inputs of 'run --seed
+ * 0', measured once per entry.  FALSE with the reason in
+ * 'measured_why' (a program the code generator refuses, one too large,
+ * one that cannot be lowered): an observation, not an error. */
+static gboolean entry_measure(Proto *pr, Entry *e) {
+  if (e->measured)
+    return e->measured_why == NULL;
+  e->measured = TRUE;
+  e->measured_time = NAN;
+  g_autoptr(Diag) why = diag_new(NULL);
+  g_auto(Executable) x = {0};
+  GError *error = NULL;
+  StepTime t;
+  if (pipeline_compile(pr->rs, e->state->module, &e->state->func, &e->ep->mesh,
+                       NULL, &x, why)) {
+    g_autoptr(GPtrArray) inputs = pipeline_random_inputs(x.global, 0);
+    if (pipeline_time(&x, (Tensor *const *)inputs->pdata, MEASURE_RUNS, &t, why,
+                      &error))
+      e->measured_time = t.median;
+  }
+  if (error) {
+    diag_reason(why, "%s", error->message);
+    g_error_free(error);
+  }
+  if (isnan(e->measured_time))
+    e->measured_why =
+        g_strdup(*diag_text(why) ? diag_text(why) : "it could not be timed");
+  return e->measured_why == NULL;
 }
 
 /* ------------------------------------------------------------ actions */
@@ -647,6 +690,12 @@ static J *observation_json(Proto *pr, Entry *e, const char *const *what,
         proto_put(o, "cost", ok ? cost_json(&e->cost) : NULL);
       else
         proto_put(o, "features", features_json(pr, e, ok));
+    } else if (strcmp(w, "measured") == 0) {
+      gboolean ok = entry_measure(pr, e);
+      proto_put(o, "measured",
+                ok ? cJSON_CreateNumber(e->measured_time) : NULL);
+      if (!ok)
+        proto_put(o, "measured_reason", cJSON_CreateString(e->measured_why));
     } else if (strcmp(w, "graph") == 0) {
       proto_put(o, "graph", graph_json(e));
     } else if (strcmp(w, "legal") == 0) {
@@ -655,7 +704,7 @@ static J *observation_json(Proto *pr, Entry *e, const char *const *what,
       cJSON_Delete(o);
       proto_fail(f, E_PARAMS,
                  "cannot observe '%s' (program, cost, features, "
-                 "graph, legal)",
+                 "graph, legal, measured)",
                  w);
       return NULL;
     }
@@ -1013,9 +1062,10 @@ static J *m_initialize(Proto *pr, J *p, Fail *f) {
             cJSON_CreateString("per-device FLOPs, peak bytes, ring "
                                "collectives; time = compute + communication "
                                "(docs/cost.md)"));
-  proto_put(o, "observations",
-            string_array((const char *const[]){"program", "cost", "features",
-                                               "graph", "legal", NULL}));
+  proto_put(
+      o, "observations",
+      string_array((const char *const[]){"program", "cost", "features", "graph",
+                                         "legal", "measured", NULL}));
   proto_put(o, "rewards",
             string_array((const char *const[]){"delta", "normalized", NULL}));
   J *caps = cJSON_CreateObject();

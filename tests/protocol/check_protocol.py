@@ -631,5 +631,44 @@ tap(agree and 0 < listed < seen,
 c.call("shutdown")
 c.p.wait(timeout=30)
 
+# measured: the compiled step time of a state's program on its mesh,
+# opt-in (never in a default observation), cached per state, null with a
+# reason when the program cannot be compiled
+c = Client()
+tap("measured" in c.call("initialize")["result"]["observations"],
+    "initialize lists the observation 'measured'")
+r = c.call("reset", path=mlp, mesh="batch=2")["result"]
+tap("measured" not in r["observation"], "reset's observation has no 'measured'")
+st = c.call("step", state=r["state"], actions=["arg-tile %x 0 8 batch", "propagate"],
+            observe=["program", "cost", "features", "graph", "legal"])["result"]
+tap("measured" not in st["observation"] and "measured" not in st,
+    "...nor a step's that names the other observations")
+m = c.call("observe", state=st["state"], what=["measured"])["result"]
+tap(type(m.get("measured")) is float and m["measured"] > 0 and "measured_reason" not in m,
+    "observe ['measured']: a positive number of seconds", m)
+m2 = c.call("observe", state=st["state"], what=["measured", "cost"])["result"]
+tap(m2.get("measured") == m.get("measured") and m2.get("cost"),
+    "...measured once per state: asked again, the same number", m2)
+s2 = c.call("step", state=r["state"], actions=["arg-tile %w 1 128 batch"],
+            observe=["measured"])["result"]
+tap(type(s2["observation"].get("measured")) is float and s2["observation"]["measured"] > 0,
+    "a step can observe it too", s2)
+big = c.call("reset", program="func @f(%a: tensor<100000x100000xf32>) -> tensor<100000x100000xf32> {\n"
+             "  %b = add(%a, %a)\n  return %b\n}\n")["result"]
+mb = c.call("observe", state=big["state"], what=["measured", "program"])["result"]
+tap("measured" in mb and mb["measured"] is None and "too large" in mb.get("measured_reason", "")
+    and mb.get("program", "").startswith("func @f"),
+    "a program too large to run: measured is null, with the reason", mb)
+rm = c.call("reset", path=mlp, mesh="model=2")["result"]
+tm = c.call("step", state=rm["state"], actions=["arg-tile %x 0 8 model", "propagate"],
+            observe=["program"])["result"]["observation"]["program"]
+other = c.call("reset", program=tm, mesh="batch=2")["result"]
+ob = c.call("observe", state=other["state"], what=["measured"])["result"]
+tap(ob.get("measured", 0) is None and "model" in ob.get("measured_reason", ""),
+    "a program bound to an axis its mesh lacks: null, with the reason", ob)
+tap(c.call("stats").get("result") is not None, "...and the session goes on")
+c.call("shutdown")
+c.p.wait(timeout=30)
+
 print("1..%d" % n)
 sys.exit(1 if failed else 0)
