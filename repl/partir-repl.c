@@ -42,10 +42,19 @@
  * its normal mode, which echoes "^C"). */
 static volatile sig_atomic_t in_command;
 
+/* The thread that reads the terminal: the one thread SIGINT may wake. */
+static pthread_t main_thread;
+
 /* The SIGINT handler: sets the session's flags (repl-session.c) and
- * 'partir_interrupt', and stops a running Lua chunk. */
+ * 'partir_interrupt', and stops a running Lua chunk.  A signal that
+ * lands on another thread (the libraries' pools: OpenBLAS starts its
+ * own when it is loaded; a compiled program's device threads) is sent
+ * on to the main thread, whose pselect it must interrupt. */
 static void on_sigint(int sig) {
-  (void)sig;
+  if (!pthread_equal(pthread_self(), main_thread)) {
+    pthread_kill(main_thread, sig);
+    return;
+  }
   repl_got_sigint = 1;
   partir_interrupt = 1;
   lua_State *L = repl_running_lua;
@@ -86,6 +95,7 @@ static gboolean wait_for_input(void) {
 /* The session at a terminal: reads logical lines with readline and runs
  * them until 'quit' or Ctrl-D. */
 static void run_interactive(Session *s) {
+  main_thread = pthread_self();
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigint;
