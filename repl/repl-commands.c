@@ -327,7 +327,7 @@ static gboolean parse_run_options(Session *s, int argc, char **argv,
     else if (name && strcmp(name, "seed") == 0 && number)
       o->seed = n;
     else if (name && strcmp(name, "repeat") == 0 && number && n >= 1 &&
-             n <= 1000000)
+             n <= 10000)
       o->repeat = n;
     else
       return usage_error(s, argv[0]);
@@ -864,7 +864,8 @@ const Command repl_commands[] = {
      "bench [--mesh M] [--repeat N]",
      "the compiled step time, beside the interpreter's and the cost model's",
      "The compiled program (as 'exec' compiles it) runs N times (default\n"
-     "5) on the arguments of 'run --seed 0': the median and the fastest.\n"
+     "5, at most 10000) on the arguments of 'run --seed 0': the median and\n"
+     "the fastest.\n"
      "Then the interpreter's time for one run, and the time the cost model\n"
      "predicts on the mesh and the session's hardware (set hw)."},
     {"lower", cmd_lower, 0, 1, FALSE, COMPLETE_NONE, "lower [--dot]",

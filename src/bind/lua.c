@@ -718,12 +718,12 @@ static void check_compiled_opts(lua_State *L, gboolean bench, CompiledOpts *o) {
       o->inputs = 2; /* read from the table when the program is known */
     } else if (bench && (strcmp(k, "runs") == 0 || strcmp(k, "repeat") == 0) &&
                lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 1 &&
-               lua_tointeger(L, -1) <= 1000000) {
+               lua_tointeger(L, -1) <= 10000) {
       o->runs = lua_tointeger(L, -1);
     } else {
       luaL_argerror(L, 2,
                     bench ? "options are mesh (a string), runs (1 to "
-                            "1000000), seed (an integer), inputs (a table), "
+                            "10000), seed (an integer), inputs (a table), "
                             "exact (a boolean)"
                           : "options are mesh (a string), seed (an integer), "
                             "inputs (a table), exact (a boolean)");
