@@ -24,7 +24,37 @@ struct Compiled {
    * pages mapped already) */
   GMutex lock;
   GPtrArray *arenas;
+  /* results handed out, a reference kept: one whose caller has dropped
+   * it (its count back to 1) is written again by a later run instead of
+   * a new tensor (no allocation, no page faults, in a steady loop) */
+  GPtrArray *results;
 };
+
+/* At most this many results are kept per compiled program. */
+#define KEPT_RESULTS 16
+
+/* A tensor of 'type' for a result: a kept one nobody else holds, or a
+ * new one. */
+static Tensor *result_take(Compiled *c, const Type *type) {
+  Tensor *t = NULL;
+  g_mutex_lock(&c->lock);
+  for (guint i = 0; i < c->results->len && !t; i++) {
+    Tensor *k = g_ptr_array_index(c->results, i);
+    if (k->type == type && g_atomic_int_get(&k->refcount) == 1)
+      t = g_ptr_array_steal_index_fast(c->results, i);
+  }
+  g_mutex_unlock(&c->lock);
+  return t ? t : tensor_new(type);
+}
+
+/* Keeps a reference to result 't' for result_take. */
+static void result_keep(Compiled *c, Tensor *t) {
+  g_mutex_lock(&c->lock);
+  if (c->results->len >= KEPT_RESULTS)
+    g_ptr_array_remove_index(c->results, 0);
+  g_ptr_array_add(c->results, tensor_ref(t));
+  g_mutex_unlock(&c->lock);
+}
 
 /* An arena of the plan's size (64-byte aligned), from the kept ones when
  * there is one. */
@@ -205,6 +235,7 @@ Compiled *codegen_compile(const Module *m, const Func *f,
   c->code = code;
   g_mutex_init(&c->lock);
   c->arenas = g_ptr_array_new_with_free_func(free);
+  c->results = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
   if (p->opt.profile)
     c->profile = profile_new((int)p->slots->len);
   return c;
@@ -215,6 +246,7 @@ void codegen_free(Compiled *c) {
     return;
   jit_unload(c->code);
   g_ptr_array_unref(c->arenas);
+  g_ptr_array_unref(c->results);
   g_mutex_clear(&c->lock);
   profile_free(c->profile);
   plan_free(c->plan);
@@ -243,8 +275,8 @@ GPtrArray *codegen_run(Compiled *c, Tensor *const *args) {
       bufs[s] = (char *)arena + slot->offset;
       continue;
     }
-    held[s] =
-        slot->arg >= 0 ? tensor_ref(args[slot->arg]) : tensor_new(slot->type);
+    held[s] = slot->arg >= 0 ? tensor_ref(args[slot->arg])
+                             : result_take(c, slot->type);
     g_assert(held[s]->type == slot->type);
     bufs[s] = held[s]->data;
   }
@@ -261,9 +293,13 @@ GPtrArray *codegen_run(Compiled *c, Tensor *const *args) {
       memcpy(r->data, slot->value->data, tensor_type_bytes(slot->type));
     g_ptr_array_add(results, r);
   }
-  for (guint s = 0; s < slots->len; s++)
-    if (held[s])
-      tensor_unref(held[s]);
+  for (guint s = 0; s < slots->len; s++) {
+    if (!held[s])
+      continue;
+    if (g_array_index(slots, Slot, s).arg < 0) /* a computed result */
+      result_keep(c, held[s]);
+    tensor_unref(held[s]);
+  }
   arena_give(c, arena);
   return results;
 }

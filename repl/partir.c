@@ -227,6 +227,8 @@ static const GOptionEntry codegen_entries[] = {
     G_OPTION_ENTRY_NULL};
 
 static const GOptionEntry exec_entries[] = {
+    {"repeat", 0, 0, G_OPTION_ARG_INT64, &opt.repeat,
+     "then run N more steps and report their min and median time", "N"},
     {"profile", 0, 0, G_OPTION_ARG_NONE, &opt.profile,
      "report the time of each kernel and collective", NULL},
     {"runtime", 0, 0, G_OPTION_ARG_STRING, &opt.runtime,
@@ -424,8 +426,6 @@ static const GOptionEntry run_entries[] = {
      "seed for the random arguments (default 0)", "N"},
     {"output", 'o', 0, G_OPTION_ARG_FILENAME, &opt.output_dir,
      "write each result to DIR/NAME.npy", "DIR"},
-    {"repeat", 0, 0, G_OPTION_ARG_INT64, &opt.repeat,
-     "then run N more steps and report their min and median time", "N"},
     G_OPTION_ENTRY_NULL};
 
 /* Loads the rule files named by --rules, or the default ones. */
@@ -492,14 +492,6 @@ static gboolean codegen_options(const Options *o, CodegenOptions *co) {
   return TRUE;
 }
 
-static gboolean repeat_option(const Options *o) {
-  if (o->repeat >= 0)
-    return TRUE;
-  g_printerr("partir: --repeat must be 0 or more, not %" G_GINT64_FORMAT "\n",
-             o->repeat);
-  return FALSE;
-}
-
 /* exec's options: FALSE (with a message) when they are wrong. */
 static gboolean exec_options(const Options *o, CodegenOptions *co) {
   if (o->runtime && strcmp(o->runtime, "threads") != 0) {
@@ -508,44 +500,12 @@ static gboolean exec_options(const Options *o, CodegenOptions *co) {
                o->runtime);
     return FALSE;
   }
-  return repeat_option(o) && codegen_options(o, co);
-}
-
-/* One step: of compiled code (on one device, or a thread per device),
- * or without code, of the interpreter on 'device'. */
-static GPtrArray *exec_step(Compiled *code, const Func *device,
-                            Tensor *const *inputs, Diag *diag, GError **error) {
-  if (!code)
-    return interp_run(device, inputs, error);
-  return device->spmd ? codegen_run_spmd(code, device, inputs, diag, error)
-                      : codegen_run(code, inputs);
-}
-
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* --repeat N: N more steps on the same inputs, each timed; their min and
- * median on stderr (stdout keeps the results).  'code' NULL: the
- * interpreter's steps. */
-static void exec_repeat(Compiled *code, const Func *device,
-                        Tensor *const *inputs, gint64 n, Diag *diag,
-                        GError **error) {
-  g_autofree double *secs = g_new(double, (gsize)n);
-  for (gint64 i = 0; i < n; i++) {
-    gint64 start = g_get_monotonic_time();
-    GPtrArray *r = exec_step(code, device, inputs, diag, error);
-    secs[i] = (double)(g_get_monotonic_time() - start) / 1e6;
-    if (!r)
-      return;
-    g_ptr_array_unref(r);
+  if (o->repeat < 0 || o->repeat > G_MAXINT) {
+    g_printerr("partir: --repeat must be 0 or more, not %" G_GINT64_FORMAT "\n",
+               o->repeat);
+    return FALSE;
   }
-  qsort(secs, (size_t)n, sizeof *secs, compare_doubles);
-  double median = n % 2 ? secs[n / 2] : (secs[n / 2 - 1] + secs[n / 2]) / 2;
-  g_printerr("partir: %" G_GINT64_FORMAT " steps: min %.3f ms, median %.3f "
-             "ms\n",
-             n, secs[0] * 1e3, median * 1e3);
+  return codegen_options(o, co);
 }
 
 /* The program of 'path' (and with --mesh, its lowering): FALSE after
@@ -559,75 +519,100 @@ static gboolean load_program(const char *path, const Options *o, Loaded *ld,
   return (ld->m = load_module(path)) != NULL;
 }
 
-/* run and exec: the interpreter's results, or the compiled code's; with
- * --mesh (exec), the program lowered on the mesh, each device's program
- * compiled and run on its own thread. */
-static int run_program(const Options *o, char **files, gboolean compiled) {
-  Loaded ld = {0};
-  int status = 1;
-  CodegenOptions co;
-  if (compiled ? !exec_options(o, &co) : !repeat_option(o))
-    return 2;
-  if (!load_program(files[0], o, &ld, &status)) {
-    loaded_clear(&ld);
-    return status;
+/* Writes or prints 'results' of 'f' (from 'm'), then says what went
+ * wrong, if anything: the exit status. */
+static int report_results(const Options *o, const char *file, const Module *m,
+                          const Func *f, GPtrArray *results, Diag *diag,
+                          GError *error) {
+  if (results && o->output_dir)
+    write_outputs(o->output_dir, m, f, results, &error);
+  if (error || diag_any(diag)) {
+    if (error)
+      print_error(file, error);
+    else
+      print_reason(file, diag);
+    g_clear_error(&error);
+    return 1;
   }
-  const Module *m = ld.m;
-  const Func *f = o->mesh ? ld.l.global : module_entry(ld.m);
-  const Func *device = o->mesh ? ld.l.spmd : f;
+  run_print_results(m, f, results);
+  return 0;
+}
+
+static void free_inputs(const Func *f, Tensor **inputs) {
+  for (int i = 0; i < f->nargs; i++)
+    if (inputs[i])
+      tensor_unref(inputs[i]);
+  g_free(inputs);
+}
+
+/* run: the interpreter's results. */
+static int cmd_run(const Options *o, char **files) {
+  g_autoptr(Module) m = load_module(files[0]);
+  if (!m)
+    return 1;
+  const Func *f = module_entry(m);
   g_autoptr(Diag) diag = diag_new(NULL);
-  if (compiled && f->spmd)
-    diag_reason(diag, "this is a device's program: give exec the program "
-                      "before lowering, and its --mesh");
+  Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
+  GError *error = NULL;
+  GPtrArray *results = NULL;
+  if (run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
+    results = interp_run(f, inputs, &error);
+  int status = report_results(o, files[0], m, f, results, diag, error);
+  if (results)
+    g_ptr_array_unref(results);
+  free_inputs(f, inputs);
+  return status;
+}
+
+/* --repeat N: N more steps on the same inputs; their min and median on
+ * stderr (stdout keeps the results). */
+static void exec_repeat(const Executable *ex, Tensor *const *inputs, int n,
+                        Diag *diag, GError **error) {
+  StepTime st;
+  if (pipeline_time(ex, inputs, n, &st, diag, error))
+    g_printerr("partir: %d steps: min %.3f ms, median %.3f ms\n", st.runs,
+               st.min * 1e3, st.median * 1e3);
+}
+
+/* exec: the compiled code's results (the pipeline's stages 6 and 7);
+ * with --mesh, the program lowered on the mesh, each device's program
+ * compiled and run on its own thread. */
+static int cmd_exec(const Options *o, char **files) {
+  CodegenOptions co;
+  if (!exec_options(o, &co))
+    return 2;
+  Mesh mesh = {0};
+  g_autoptr(Diag) diag = diag_new(NULL);
+  if (o->mesh && !mesh_parse(o->mesh, &mesh, diag)) {
+    print_reason(NULL, diag);
+    return 2;
+  }
+  g_autoptr(RuleSet) rs = o->mesh ? load_rules(o->rule_files) : NULL;
+  g_autoptr(Module) m = o->mesh && !rs ? NULL : load_module(files[0]);
+  if (!m)
+    return 1;
+  const Func *f = module_entry(m);
+  g_auto(Executable) ex = {0};
   Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
   GError *error = NULL;
   GPtrArray *results = NULL;
   /* compile first: a program the code generator refuses is refused
    * before any input is read */
-  g_autoptr(Compiled) code =
-      compiled && !diag_any(diag)
-          ? codegen_compile(o->mesh ? ld.l.names : m, device, &co, diag)
-          : NULL;
-  if ((!compiled || code) &&
+  if (pipeline_compile(rs, m, f, o->mesh ? &mesh : NULL, &co, &ex, diag) &&
       run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
-    results = !compiled ? interp_run(f, inputs, &error)
-                        : exec_step(code, device, inputs, diag, &error);
+    results = pipeline_execute(&ex, inputs, diag, &error);
   if (results && o->repeat > 0)
-    exec_repeat(code, compiled ? device : f, inputs, o->repeat, diag, &error);
-  if (results && o->output_dir)
-    write_outputs(o->output_dir, m, f, results, &error);
-  status = 0;
-  if (error || diag_any(diag)) {
-    if (error)
-      print_error(files[0], error);
-    else
-      print_reason(files[0], diag);
-    g_clear_error(&error);
-    status = 1;
-  } else {
-    run_print_results(m, f, results);
-    if (compiled && o->profile) {
-      g_autoptr(GString) out = g_string_new(NULL);
-      codegen_profile_report(code, out);
-      fputs(out->str, stderr);
-    }
+    exec_repeat(&ex, inputs, (int)o->repeat, diag, &error);
+  int status = report_results(o, files[0], m, f, results, diag, error);
+  if (status == 0 && o->profile) {
+    g_autoptr(GString) out = g_string_new(NULL);
+    codegen_profile_report(ex.code, out);
+    fputs(out->str, stderr);
   }
   if (results)
     g_ptr_array_unref(results);
-  for (int i = 0; i < f->nargs; i++)
-    if (inputs[i])
-      tensor_unref(inputs[i]);
-  g_free(inputs);
-  loaded_clear(&ld);
+  free_inputs(f, inputs);
   return status;
-}
-
-static int cmd_run(const Options *o, char **files) {
-  return run_program(o, files, FALSE);
-}
-
-static int cmd_exec(const Options *o, char **files) {
-  return run_program(o, files, TRUE);
 }
 
 static const GOptionEntry compile_entries[] = {

@@ -188,5 +188,5 @@ status=$?
 check "exec of a device's program (SPMD text) without its global program: exit 1" \
   test $status -eq 1
 check "...saying what to give, nothing printed" \
-  sh -c "grep -q \"spmd.pir: this is a device's program: give exec the program before lowering, and its --mesh\" '$tmp/err' && ! test -s '$tmp/out'"
+  sh -c "grep -q \"spmd.pir: this is a device's program: compile the program before lowering, on its mesh\" '$tmp/err' && ! test -s '$tmp/out'"
 done_testing
