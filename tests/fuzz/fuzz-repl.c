@@ -29,7 +29,10 @@ static gboolean command_allowed(const char *text) {
   g_auto(GStrv) argv = NULL;
   if (!g_shell_parse_argv(text, &argc, &argv, NULL))
     return TRUE; /* the REPL refuses it too */
-  static const char *const denied[] = {"load", "save", "source", "lua"};
+  /* bench times many compiled runs and one interpreted: seconds per
+   * input, nothing its parsing (exec's) does not already cover */
+  static const char *const denied[] = {"load", "save", "source", "lua",
+                                       "bench"};
   for (gsize i = 0; i < G_N_ELEMENTS(denied); i++)
     if (strcmp(argv[0], denied[i]) == 0)
       return FALSE;
