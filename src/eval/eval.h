@@ -190,14 +190,27 @@ int64_t kernel_gather_strides(const Term *t, int64_t *strides);
 #define KERNEL_POLL 4096 /* a power of two */
 
 /* The collectives of one device: a struct of function pointers that the
- * SPMD simulator implements (and the runtimes will).  The kernels of the
- * collective operators call the calling thread's 'kernel_comm'; it is NULL
- * outside a device, where interp_check refuses programs with collectives. */
+ * SPMD simulator implements, and the runtimes (codegen/threads.c).  The
+ * kernels of the collective operators call the calling thread's
+ * 'kernel_comm'; it is NULL outside a device, where interp_check refuses
+ * programs with collectives.  Only 'collective' is required. */
 typedef struct Collectives Collectives;
 struct Collectives {
   /* Evaluates collective 't' on this device's operand 'x' (borrowed);
    * returns the result (a new reference). */
   Tensor *(*collective)(Collectives *self, const Term *t, Tensor *x);
+  /* The same on buffers, without allocating (compiled code): 'in' holds
+   * the operand (of t->args[0]->type), the result goes to 'out' (of
+   * t->type).  The caller keeps 'in' unchanged until it returns. */
+  void (*collective_into)(Collectives *self, const Term *t, const void *in,
+                          void *out);
+  /* This device failed with 'error': the other devices stop waiting for
+   * it, and their collectives from then on return zeros at once. */
+  void (*fail)(Collectives *self, const GError *error);
+  /* FALSE, with the first failure's error, when this device's exchanges
+   * were abandoned (a device failed, or an interrupt while waiting): the
+   * values it computed since are meaningless. */
+  gboolean (*check)(Collectives *self, GError **error);
 };
 extern _Thread_local Collectives *kernel_comm;
 

@@ -13,8 +13,8 @@
  *   2. run      every device runs the reference interpreter (interp_run)
  *               on its own thread, with 'kernel_comm' naming its Comm;
  *               the kernels of the collectives call comm_collective();
- *               or, through spmd_run, its compiled program (a higher
- *               layer's runner), whose collectives call the same;
+ *               or, through spmd_run, a runtime's: its compiled program
+ *               (a higher layer's runner) and its own Collectives;
  *   3. gather   each global result is assembled from the local ones by
  *               its Dist: split dimensions are placed by coordinates,
  *               partial axes are summed, and replicated axes are CHECKED
@@ -75,6 +75,8 @@ typedef struct Comm {
 struct World {
   const Mesh *mesh;
   int ndevices;
+  Comm *comms;          /* per device */
+  Collectives **views;  /* per device: &comms[i].ops, for spmd_run */
   Tensor **slots;       /* per device: a reference to its posted operand */
   pthread_mutex_t lock; /* guards the fields below and 'slots' */
   pthread_cond_t cond;
@@ -85,7 +87,8 @@ struct World {
 
 /* A device's thread: its inputs and what its run gave. */
 typedef struct Device {
-  Comm comm;
+  Collectives *comm;             /* the simulator's Comm, or a runtime's */
+  int64_t coords[MESH_MAX_AXES]; /* coordinate on each mesh axis */
   const Func *f;
   SpmdDeviceRun run; /* how the device runs its program */
   void *run_data;
@@ -277,6 +280,13 @@ static void world_break(World *w) {
   w->broken = TRUE;
   pthread_cond_broadcast(&w->cond);
   pthread_mutex_unlock(&w->lock);
+}
+
+/* A device failed: the simulation fails with its error (run_devices
+ * reports it), the others need only be released. */
+static void comm_fail(Collectives *self, const GError *error) {
+  (void)error;
+  world_break(((Comm *)self)->world);
 }
 
 /* Evaluates collective 't' on this device's operand 'x' (borrowed);
@@ -508,12 +518,16 @@ static void print_index(GString *out, const Type *t, int64_t j) {
 
 static void *device_main(void *p) {
   Device *d = p;
-  kernel_comm = &d->comm.ops;
+  kernel_comm = d->comm;
   d->results = d->run ? d->run(d->run_data, d->f, d->inputs, &d->error)
                       : interp_run(d->f, d->inputs, &d->error);
   kernel_comm = NULL;
+  if (d->results && d->comm->check && !d->comm->check(d->comm, &d->error)) {
+    g_ptr_array_unref(d->results);
+    d->results = NULL;
+  }
   if (!d->results)
-    world_break(d->comm.world);
+    d->comm->fail(d->comm, d->error);
   return NULL;
 }
 
@@ -545,17 +559,17 @@ static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
     if (roles[a] != ROLE_REPLICATED)
       continue;
     for (int dev = 0; dev < ndevices; dev++) {
-      if (devs[dev].comm.coords[a] == 0)
+      if (devs[dev].coords[a] == 0)
         continue;
       int64_t ref_coords[MESH_MAX_AXES];
-      memcpy(ref_coords, devs[dev].comm.coords, sizeof ref_coords);
+      memcpy(ref_coords, devs[dev].coords, sizeof ref_coords);
       ref_coords[a] = 0;
       const Tensor *ref =
           g_ptr_array_index(devs[device_index(m, ref_coords)].results, i);
       const Tensor *other = g_ptr_array_index(devs[dev].results, i);
       int64_t at;
       if (!replicas_agree(ref, other, &at)) {
-        g_autofree char *who = device_name(m, devs[dev].comm.coords);
+        g_autofree char *who = device_name(m, devs[dev].coords);
         g_autofree char *whom = device_name(m, ref_coords);
         g_autoptr(GString) msg = g_string_new(NULL);
         g_string_printf(msg,
@@ -575,7 +589,7 @@ static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
   Tensor *out = tensor_new(global);
   const Type *local = f->result_types[i];
   for (int dev = 0; dev < ndevices; dev++) {
-    const int64_t *coords = devs[dev].comm.coords;
+    const int64_t *coords = devs[dev].coords;
     gboolean representative = TRUE;
     for (int a = 0; a < m->naxes; a++)
       representative &= roles[a] == ROLE_SPLIT || coords[a] == 0;
@@ -586,11 +600,11 @@ static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
       gboolean same_part = TRUE; /* differs only on partial axes */
       for (int a = 0; a < m->naxes; a++)
         same_part &=
-            roles[a] != ROLE_SPLIT || devs[other].comm.coords[a] == coords[a];
+            roles[a] != ROLE_SPLIT || devs[other].coords[a] == coords[a];
       gboolean replica_zero = TRUE;
       for (int a = 0; a < m->naxes; a++)
         replica_zero &=
-            roles[a] != ROLE_REPLICATED || devs[other].comm.coords[a] == 0;
+            roles[a] != ROLE_REPLICATED || devs[other].coords[a] == 0;
       if (same_part && replica_zero)
         box_transfer(acc, zero_offsets,
                      g_ptr_array_index(devs[other].results, i), zero_offsets,
@@ -605,8 +619,7 @@ static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
 }
 
 /* Runs every device to completion; FALSE with the first error. */
-static gboolean run_devices(Device *devs, int ndevices, World *w,
-                            GError **error) {
+static gboolean run_devices(Device *devs, int ndevices, GError **error) {
   pthread_attr_t attr;
   gboolean attr_ok = pthread_attr_init(&attr) == 0 &&
                      pthread_attr_setstacksize(&attr, SIM_STACK_BYTES) == 0;
@@ -616,20 +629,26 @@ static gboolean run_devices(Device *devs, int ndevices, World *w,
         pthread_create(&devs[dev].thread, &attr, device_main, &devs[dev]);
     if (start_errno != 0) {
       failed_start = dev;
-      world_break(w); /* the started ones would wait for it forever */
       break;
     }
     devs[dev].started = TRUE;
   }
   pthread_attr_destroy(&attr);
+  GError *start_error = NULL;
+  if (!attr_ok || failed_start >= 0) {
+    start_error =
+        g_error_new(PARTIR_ERROR, PARTIR_ERROR_IO,
+                    "cannot start the thread of simulated device %d of %d: %s",
+                    MAX(failed_start, 0), ndevices,
+                    attr_ok ? g_strerror(start_errno) : "no thread attributes");
+    /* the started ones would wait for it forever */
+    devs[0].comm->fail(devs[0].comm, start_error);
+  }
   for (int dev = 0; dev < ndevices; dev++)
     if (devs[dev].started)
       pthread_join(devs[dev].thread, NULL);
-  if (!attr_ok || failed_start >= 0) {
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_IO,
-                "cannot start the thread of simulated device %d of %d: %s",
-                MAX(failed_start, 0), ndevices,
-                attr_ok ? g_strerror(start_errno) : "no thread attributes");
+  if (start_error) {
+    g_propagate_error(error, start_error);
     return FALSE;
   }
   for (int dev = 0; dev < ndevices; dev++)
@@ -688,14 +707,54 @@ static gboolean check_program(const Func *f, Tensor *const *global_inputs,
   return ok;
 }
 
+/* The simulator's collectives for spmd_run: a World and its Comms. */
+static Collectives **sim_connect(void *data, const Mesh *m, int ndevices) {
+  (void)data;
+  World *w = g_new0(World, 1);
+  w->mesh = m;
+  w->ndevices = ndevices;
+  pthread_mutex_init(&w->lock, NULL);
+  pthread_cond_init(&w->cond, NULL);
+  w->slots = g_new0(Tensor *, (gsize)ndevices);
+  w->comms = g_new0(Comm, (gsize)ndevices);
+  w->views = g_new0(Collectives *, (gsize)ndevices);
+  for (int dev = 0; dev < ndevices; dev++) {
+    Comm *c = &w->comms[dev];
+    c->ops.collective = comm_collective;
+    c->ops.fail = comm_fail;
+    c->world = w;
+    c->device = dev;
+    device_coords(m, dev, c->coords);
+    w->views[dev] = &c->ops;
+  }
+  return w->views;
+}
+
+static void sim_disconnect(void *data, Collectives **devices) {
+  (void)data;
+  World *w = ((Comm *)devices[0])->world;
+  for (int dev = 0; dev < w->ndevices; dev++)
+    tensor_unref(w->slots[dev]); /* a broken world keeps them */
+  g_free(w->slots);
+  g_free(w->comms);
+  g_free(w->views);
+  pthread_mutex_destroy(&w->lock);
+  pthread_cond_destroy(&w->cond);
+  g_free(w);
+}
+
+static const SpmdRuntime simulator = {
+    .connect = sim_connect,
+    .disconnect = sim_disconnect,
+};
+
 GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
                          Diag *diag, GError **error) {
-  return spmd_run(f, global_inputs, NULL, NULL, diag, error);
+  return spmd_run(f, global_inputs, NULL, diag, error);
 }
 
 GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
-                    SpmdDeviceRun run, void *run_data, Diag *diag,
-                    GError **error) {
+                    const SpmdRuntime *rt, Diag *diag, GError **error) {
   if (!f->spmd) {
     diag_reason(diag,
                 "'%s' is not an SPMD program (it has no mesh and layouts)",
@@ -718,24 +777,20 @@ GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
   if (!check_program(f, global_inputs, globals, roles, diag))
     return NULL;
 
-  World w = {.mesh = m, .ndevices = (int)ndevices};
-  pthread_mutex_init(&w.lock, NULL);
-  pthread_cond_init(&w.cond, NULL);
-  w.slots = g_new0(Tensor *, (gsize)ndevices);
+  const SpmdRuntime *comms = rt && rt->connect ? rt : &simulator;
+  Collectives **views = comms->connect(comms->comm_data, m, (int)ndevices);
   Device *devs = g_new0(Device, (gsize)ndevices);
   for (int dev = 0; dev < ndevices; dev++) {
-    devs[dev].comm.ops.collective = comm_collective;
-    devs[dev].comm.world = &w;
-    devs[dev].comm.device = dev;
-    device_coords(m, dev, devs[dev].comm.coords);
+    devs[dev].comm = views[dev];
+    device_coords(m, dev, devs[dev].coords);
     devs[dev].f = f;
-    devs[dev].run = run;
-    devs[dev].run_data = run_data;
-    devs[dev].inputs = scatter_inputs(f, global_inputs, devs[dev].comm.coords);
+    devs[dev].run = rt ? rt->run : NULL;
+    devs[dev].run_data = rt ? rt->run_data : NULL;
+    devs[dev].inputs = scatter_inputs(f, global_inputs, devs[dev].coords);
   }
 
   GPtrArray *out = NULL;
-  if (run_devices(devs, (int)ndevices, &w, error)) {
+  if (run_devices(devs, (int)ndevices, error)) {
     out = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
     for (int i = 0; i < f->nresults && out; i++) {
       Tensor *r =
@@ -756,11 +811,8 @@ GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
     if (devs[dev].results)
       g_ptr_array_unref(devs[dev].results);
     g_clear_error(&devs[dev].error);
-    tensor_unref(w.slots[dev]);
   }
   g_free(devs);
-  g_free(w.slots);
-  pthread_mutex_destroy(&w.lock);
-  pthread_cond_destroy(&w.cond);
+  comms->disconnect(comms->comm_data, views);
   return out;
 }

@@ -53,14 +53,28 @@ gboolean spmd_fuse(const RuleSet *rs, Func *f, Module *names, Diag *why);
  * device's run fails (interrupted) or its thread cannot start. */
 GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
                          Diag *diag, GError **error);
-/* The same with each device running its program through 'run' (on the
- * device's thread, 'kernel_comm' set: its collectives go through it),
- * instead of the interpreter: the threaded runtime of compiled code. */
+/* How a runtime runs the devices instead of the simulator: each device
+ * runs its program through 'run' (on the device's thread, 'kernel_comm'
+ * set: its collectives go through it), NULL for the interpreter; its
+ * collectives are those 'connect' makes, NULL for the simulator's. */
 typedef GPtrArray *(*SpmdDeviceRun)(void *data, const Func *f,
                                     Tensor *const *inputs, GError **error);
+typedef struct SpmdRuntime {
+  SpmdDeviceRun run;
+  void *run_data;
+  /* The collectives of the 'ndevices' devices of 'mesh' (row-major), one
+   * each: called once the program and its inputs are checked, before any
+   * device starts.  Each implements 'fail'. */
+  Collectives **(*connect)(void *data, const Mesh *mesh, int ndevices);
+  /* Frees what 'connect' made, once every device has stopped. */
+  void (*disconnect)(void *data, Collectives **devices);
+  void *comm_data;
+} SpmdRuntime;
+/* spmd_simulate on the runtime 'rt' (NULL: the simulator's own).  A
+ * device whose run fails tells its collectives ('fail'), and one whose
+ * collectives report a failure ('check') fails with it. */
 GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
-                    SpmdDeviceRun run, void *run_data, Diag *diag,
-                    GError **error);
+                    const SpmdRuntime *rt, Diag *diag, GError **error);
 
 /* ----------------------------------------------------------------- show.c */
 
