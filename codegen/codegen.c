@@ -10,6 +10,7 @@
  * the values').
  */
 #include "codegen/internal.h"
+#include "codegen/threads.h"
 
 #include "spmd/spmd.h"
 
@@ -349,7 +350,11 @@ GPtrArray *codegen_run_spmd(Compiled *c, const Func *f,
                             Tensor *const *global_inputs, Diag *diag,
                             GError **error) {
   g_assert(c->plan->spmd && f->spmd);
-  return spmd_run(f, global_inputs, run_device, c, diag, error);
+  SpmdRuntime threads = {.run = run_device,
+                         .run_data = c,
+                         .connect = threads_connect,
+                         .disconnect = threads_disconnect};
+  return spmd_run(f, global_inputs, &threads, diag, error);
 }
 
 /* The optimized module of 'p' as text or an object: NULL + why. */
