@@ -355,7 +355,8 @@ typedef struct Reduce {
 } Reduce;
 
 /* acc[e] += the first 'n' elements at 'p' (a floating dtype). */
-static void add_floats(double *acc, const void *p, DType dt, int64_t n) {
+static inline __attribute__((always_inline)) void
+add_floats(double *acc, const void *p, DType dt, int64_t n) {
   switch (dt) {
   case DT_F32:
     for (int64_t e = 0; e < n; e++)
@@ -375,7 +376,8 @@ static void add_floats(double *acc, const void *p, DType dt, int64_t n) {
 }
 
 /* acc[e] += the first 'n' elements at 'p' (an integer dtype), wrapping. */
-static void add_ints(guint64 *acc, const void *p, DType dt, int64_t n) {
+static inline __attribute__((always_inline)) void
+add_ints(guint64 *acc, const void *p, DType dt, int64_t n) {
   switch (dt) {
   case DT_I32:
     for (int64_t e = 0; e < n; e++)
@@ -395,7 +397,8 @@ static void add_ints(guint64 *acc, const void *p, DType dt, int64_t n) {
 }
 
 /* Rounds sums to the dtype as tensor_set_float does (bf16 through f32). */
-static void store_floats(void *p, DType dt, const double *acc, int64_t n) {
+static inline __attribute__((always_inline)) void
+store_floats(void *p, DType dt, const double *acc, int64_t n) {
   switch (dt) {
   case DT_F32:
     for (int64_t e = 0; e < n; e++)
@@ -414,7 +417,8 @@ static void store_floats(void *p, DType dt, const double *acc, int64_t n) {
 }
 
 /* Wraps sums to the dtype as tensor_set_int does. */
-static void store_ints(void *p, DType dt, const guint64 *acc, int64_t n) {
+static inline __attribute__((always_inline)) void
+store_ints(void *p, DType dt, const guint64 *acc, int64_t n) {
   switch (dt) {
   case DT_I32:
     for (int64_t e = 0; e < n; e++)
@@ -432,34 +436,47 @@ static void store_ints(void *p, DType dt, const guint64 *acc, int64_t n) {
   }
 }
 
-/* Sums a run a block at a time: each block from zero over the operands
- * in group order, rounded once, then copied to the other destinations. */
-static void reduce_run(void *ctx, int64_t dst, int64_t src, int64_t n) {
-  const Reduce *r = ctx;
-  gsize width = dtype_storage_bytes(r->dtype);
-  gboolean is_float = dtype_is_float(r->dtype);
+/* Sums 'len' elements from 'from' bytes into the operands to 'to' bytes
+ * into the first destination: from zero over the operands in group
+ * order, rounded once.  Inlined, so that full blocks (a constant 'len')
+ * get vectorized loops. */
+static inline __attribute__((always_inline)) void
+reduce_block(const Reduce *r, gsize from, gsize to, int64_t len) {
   union {
     double f[REDUCE_BLOCK];
     guint64 i[REDUCE_BLOCK];
   } acc;
+  char *first = (char *)r->outs[0] + to;
+  if (dtype_is_float(r->dtype)) {
+    for (int64_t e = 0; e < len; e++)
+      acc.f[e] = 0.0; /* 0.0 + -0.0 is 0.0, as the simulator has it */
+    for (int j = 0; j < r->n; j++)
+      add_floats(acc.f, (const char *)r->ins[j] + from, r->dtype, len);
+    store_floats(first, r->dtype, acc.f, len);
+  } else {
+    for (int64_t e = 0; e < len; e++)
+      acc.i[e] = 0;
+    for (int j = 0; j < r->n; j++)
+      add_ints(acc.i, (const char *)r->ins[j] + from, r->dtype, len);
+    store_ints(first, r->dtype, acc.i, len);
+  }
+}
+
+/* Sums a run a block at a time, each block then copied to the other
+ * destinations while it is in cache. */
+static void reduce_run(void *ctx, int64_t dst, int64_t src, int64_t n) {
+  const Reduce *r = ctx;
+  gsize width = dtype_storage_bytes(r->dtype);
   for (int64_t k = 0; k < n; k += REDUCE_BLOCK) {
     int64_t len = MIN(REDUCE_BLOCK, n - k);
     gsize from = (gsize)(src + k) * width, to = (gsize)(dst + k) * width;
-    char *first = (char *)r->outs[0] + to;
-    if (is_float) {
-      for (int64_t e = 0; e < len; e++)
-        acc.f[e] = 0.0; /* 0.0 + -0.0 is 0.0, as the simulator has it */
-      for (int j = 0; j < r->n; j++)
-        add_floats(acc.f, (const char *)r->ins[j] + from, r->dtype, len);
-      store_floats(first, r->dtype, acc.f, len);
-    } else {
-      memset(acc.i, 0, (gsize)len * sizeof acc.i[0]);
-      for (int j = 0; j < r->n; j++)
-        add_ints(acc.i, (const char *)r->ins[j] + from, r->dtype, len);
-      store_ints(first, r->dtype, acc.i, len);
-    }
+    if (len == REDUCE_BLOCK)
+      reduce_block(r, from, to, REDUCE_BLOCK);
+    else
+      reduce_block(r, from, to, len);
     for (int o = 1; o < r->nouts; o++)
-      memcpy((char *)r->outs[o] + to, first, (gsize)len * width);
+      memcpy((char *)r->outs[o] + to, (char *)r->outs[0] + to,
+             (gsize)len * width);
   }
 }
 

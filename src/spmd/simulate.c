@@ -427,7 +427,8 @@ static const Type *global_type(const Mesh *m, const Dist *d,
   return type_tensor(local->dtype, local->rank, dims);
 }
 
-/* Refuses collectives whose axes are not the mesh's. */
+/* Refuses collectives whose axes are not the mesh's; interns the types
+ * their kernels need. */
 static gboolean check_collectives(const Func *f, Diag *diag) {
   g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
   g_autoptr(GPtrArray) todo = g_ptr_array_new();
@@ -444,6 +445,12 @@ static gboolean check_collectives(const Func *f, Diag *diag) {
       diag_reason(diag, "%s: %s", f->name, diag_text(err));
       return FALSE;
     }
+    /* the accumulator type comm_collective sums in, interned here: device
+     * threads only read the type store */
+    if (t->kind == TM_OP &&
+        (t->op == OP_ALL_REDUCE || t->op == OP_REDUCE_SCATTER))
+      (void)type_with_dtype(t->type,
+                            dtype_is_float(t->type->dtype) ? DT_F64 : DT_I64);
     for (int i = 0; i < t->nargs; i++)
       g_ptr_array_add(todo, (gpointer)t->args[i]);
   }

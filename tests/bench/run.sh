@@ -15,6 +15,8 @@
 #   BENCH_GEMM     the gemm benchmark (default tests/bench/bench-gemm)
 #   OPENBLAS_CORETYPE  OpenBLAS's kernels for bench-gemm (default: as
 #                  OpenBLAS finds the CPU, then the one run.sh picks)
+#   BENCH_COLLECTIVES  the collectives benchmark (default
+#                  tests/bench/bench-collectives; skipped when not built)
 #   BENCH_RUNS     runs per program, the median is reported (default 5 for
 #                  bench-rewrite, 3 for bench-gpt3)
 #   LUA            a Lua 5.4 interpreter (default lua5.4)
@@ -124,6 +126,16 @@ if test -x "$BENCH_GEMM"; then
 else
   echo "bench: no $BENCH_GEMM (build it: make tests/bench/bench-gemm," \
     "or set BENCH_GEMM); skipping the gemm benchmark" >&2
+fi
+
+# the threaded runtime's collectives against memcpy (bench-collectives.c)
+: "${BENCH_COLLECTIVES:=tests/bench/bench-collectives}"
+echo
+if test -x "$BENCH_COLLECTIVES"; then
+  "$BENCH_COLLECTIVES" --runs "$BENCH_RUNS"
+else
+  echo "bench: no $BENCH_COLLECTIVES (make tests/bench/bench-collectives)," \
+    "collectives skipped"
 fi
 
 # the agent protocol over a pipe
