@@ -74,6 +74,7 @@ typedef struct Peer {
   const void *in;                  /* posted: operand of the current one */
   void *out;                       /* posted: its result buffer */
   Barrier *groups[ALL_AXES_MASKS]; /* by axis mask: this device's group */
+  int capacity;                    /* of the scratch arrays below */
   int *members;                    /* scratch: the group's devices */
   const void **ins;                /* scratch: their operands */
   void **outs;                     /* scratch: their results */
@@ -237,6 +238,12 @@ static void exchange_init(Peer *p, const Term *t, Exchange *x) {
     x->size *= (int)m->sizes[axes[k]];
     x->position =
         x->position * (int)m->sizes[axes[k]] + (int)p->coords[axes[k]];
+  }
+  if (x->size > p->capacity) { /* the largest group this device meets */
+    p->capacity = x->size;
+    p->members = g_renew(int, p->members, (gsize)x->size);
+    p->ins = g_renew(const void *, p->ins, (gsize)x->size);
+    p->outs = g_renew(void *, p->outs, (gsize)x->size);
   }
   for (int j = 0; j < x->size; j++) {
     int64_t coords[MESH_MAX_AXES];
@@ -636,9 +643,6 @@ Collectives **threads_connect(void *data, const Mesh *mesh, int ndevices) {
       p->coords[a] = rest % mesh->sizes[a];
       rest /= mesh->sizes[a];
     }
-    p->members = g_new0(int, (gsize)ndevices);
-    p->ins = g_new0(const void *, (gsize)ndevices);
-    p->outs = g_new0(void *, (gsize)ndevices);
     w->views[dev] = &p->ops;
   }
   return w->views;

@@ -193,7 +193,8 @@ int64_t kernel_gather_strides(const Term *t, int64_t *strides);
  * SPMD simulator implements, and the runtimes (codegen/threads.c).  The
  * kernels of the collective operators call the calling thread's
  * 'kernel_comm'; it is NULL outside a device, where interp_check refuses
- * programs with collectives.  Only 'collective' is required. */
+ * programs with collectives.  'collective' and 'fail' are required,
+ * the others may be NULL. */
 typedef struct Collectives Collectives;
 struct Collectives {
   /* Evaluates collective 't' on this device's operand 'x' (borrowed);

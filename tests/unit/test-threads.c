@@ -237,6 +237,9 @@ static void check_case(const char *mesh_spec, const char *axes, DType dt,
   for (guint k = 0; k < G_N_ELEMENTS(terms); k++) {
     if (!terms[k]) /* all_reduce of i1 */
       continue;
+    /* only all_reduce has a path per size: the others, large, in f32 */
+    if (which > 0 && k > 0 && dt != DT_F32)
+      continue;
     Func *f = spmd_func(mesh_spec, local, 1, &terms[k]);
     g_autofree char *what =
         g_strdup_printf("%s over %s on %s, %s, shape %d", op_name(terms[k]->op),
