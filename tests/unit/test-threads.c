@@ -62,26 +62,30 @@ static Dist split_rows(const Mesh *m, int rank) {
   return d;
 }
 
-/* An SPMD program on 'mesh_spec' of one argument of local type 'local'
+/* An SPMD program on 'mesh_spec' of argument 'x' of local type 'local',
+ * argument 'id' (i32[1], unused: the device's number, for capture_run)
  * and the given results, each split on dimension 0 over every axis.
  * Free with func_free. */
 static Func *spmd_func(const char *mesh_spec, const Type *local, int nresults,
                        const Term *const *results) {
   Func *f = g_new0(Func, 1);
   f->name = g_strdup("main");
-  f->nargs = 1;
-  f->arg_names = g_new0(char *, 2);
+  f->nargs = 2;
+  f->arg_names = g_new0(char *, 3);
   f->arg_names[0] = g_strdup("x");
-  f->arg_types = g_new0(const Type *, 2);
+  f->arg_names[1] = g_strdup("id");
+  f->arg_types = g_new0(const Type *, 3);
   f->arg_types[0] = local;
+  f->arg_types[1] = type_tensor(DT_I32, 1, (int64_t[]){1});
   f->nresults = nresults;
   f->result_types = g_new0(const Type *, (gsize)nresults + 1);
   f->body = term_tuple(nresults, results);
   f->spmd = g_new0(SpmdInfo, 1);
   g_autoptr(Diag) err = diag_new(NULL);
   g_assert_true(mesh_parse(mesh_spec, &f->spmd->mesh, err));
-  f->spmd->arg_dists = g_new0(Dist, 2);
+  f->spmd->arg_dists = g_new0(Dist, 3);
   f->spmd->arg_dists[0] = split_rows(&f->spmd->mesh, local->rank);
+  f->spmd->arg_dists[1] = split_rows(&f->spmd->mesh, 1);
   f->spmd->result_dists = g_new0(Dist, (gsize)nresults + 1);
   for (int i = 0; i < nresults; i++) {
     f->result_types[i] = results[i]->type;
@@ -112,67 +116,109 @@ static void fill(Tensor *t, GRand *rng) {
 
 /* ---------------------------------------------------------- the runtime */
 
-/* Runs 'f' on the threaded runtime: its devices on the interpreter
- * ('c' NULL) or on compiled code ('c'). */
-static GPtrArray *run_threads(const Func *f, Compiled *c, Tensor *in,
+/* Each device's own results, before spmd_run assembles them (which
+ * would hide a -0.0: partial sums are added to +0.0). */
+typedef struct Capture {
+  Compiled *code;     /* NULL: the interpreter */
+  GPtrArray **locals; /* per device (its 'id' argument): its results */
+} Capture;
+
+static GPtrArray *capture_run(void *data, const Func *f, Tensor *const *inputs,
                               GError **error) {
-  g_autoptr(Diag) diag = diag_new(NULL);
-  GPtrArray *out;
-  if (c) {
-    out = codegen_run_spmd(c, f, &in, diag, error);
-  } else {
-    SpmdRuntime rt = {.connect = threads_connect,
-                      .disconnect = threads_disconnect};
-    out = spmd_run(f, &in, &rt, diag, error);
+  Capture *c = data;
+  GPtrArray *r =
+      c->code ? codegen_run(c->code, inputs) : interp_run(f, inputs, error);
+  if (r)
+    c->locals[((const int32_t *)inputs[1]->data)[0]] = g_ptr_array_ref(r);
+  return r;
+}
+
+/* Runs 'f' on 'args' through capture_run: on the simulator's collectives
+ * ('threads' FALSE) or the threaded runtime's, interpreted or compiled
+ * ('code').  Returns the global results; 'locals' gets each device's. */
+static GPtrArray *run_captured(const Func *f, Tensor *const *args,
+                               gboolean threads, Compiled *code,
+                               GPtrArray **locals) {
+  Capture cap = {.code = code, .locals = locals};
+  SpmdRuntime rt = {.run = capture_run, .run_data = &cap};
+  if (threads) {
+    rt.connect = threads_connect;
+    rt.disconnect = threads_disconnect;
   }
-  g_assert_false(diag_any(diag));
+  g_autoptr(Diag) diag = diag_new(NULL);
+  g_autoptr(GError) error = NULL;
+  GPtrArray *out = spmd_run(f, args, &rt, diag, &error);
+  g_assert_no_error(error);
+  if (!out)
+    g_error("%s", diag_text(diag));
   return out;
 }
 
-/* The results of 'a' and 'b' have the same types and bytes. */
-static void assert_same_bytes(GPtrArray *a, GPtrArray *b, const char *what) {
+/* The results 'a' and 'b' have the same types and bytes. */
+static void assert_same_bytes(GPtrArray *a, GPtrArray *b, const char *what,
+                              int device) {
   g_assert_cmpuint(a->len, ==, b->len);
   for (guint i = 0; i < a->len; i++) {
     const Tensor *x = g_ptr_array_index(a, i), *y = g_ptr_array_index(b, i);
     g_assert_true(x->type == y->type);
     if (memcmp(x->data, y->data, tensor_type_bytes(x->type)) != 0)
-      g_error("%s: result %u differs from the simulator's", what, i);
+      g_error("%s: result %u of device %d differs from the simulator's", what,
+              i, device);
+  }
+}
+
+/* Runs 'f' on the threads ('code' as capture_run) and checks every
+ * device's results and the global ones against the simulator's. */
+static void check_against(const Func *f, Tensor *const *args, GPtrArray *want,
+                          GPtrArray **want_locals, Compiled *code,
+                          const char *what) {
+  int n = (int)mesh_devices(&f->spmd->mesh);
+  g_autofree GPtrArray **locals = g_new0(GPtrArray *, (gsize)n);
+  g_autoptr(GPtrArray) got = run_captured(f, args, TRUE, code, locals);
+  assert_same_bytes(want, got, what, -1);
+  for (int d = 0; d < n; d++) {
+    assert_same_bytes(want_locals[d], locals[d], what, d);
+    g_ptr_array_unref(locals[d]);
   }
 }
 
 /* Checks program 'f' on a random global input: the threaded runtime
- * (interpreted, and compiled when 'compile') equals the simulator. */
+ * (interpreted, and compiled when 'compile') equals the simulator, on
+ * every device. */
 static void check_program(Func *f, gboolean compile, guint32 seed,
                           const char *what) {
   const Mesh *m = &f->spmd->mesh;
+  int n = (int)mesh_devices(m);
   int64_t dims[PARTIR_MAX_RANK];
   const Type *local = f->arg_types[0];
   memcpy(dims, local->dims, sizeof dims);
-  dims[0] *= mesh_devices(m);
+  dims[0] *= n;
   g_autoptr(Tensor) in =
       tensor_new(type_tensor(local->dtype, local->rank, dims));
+  g_autoptr(Tensor) id = tensor_new(type_tensor(DT_I32, 1, (int64_t[]){n}));
+  for (int d = 0; d < n; d++)
+    ((int32_t *)id->data)[d] = d;
   g_autoptr(GRand) rng = g_rand_new_with_seed(seed);
   fill(in, rng);
-  g_autoptr(Diag) diag = diag_new(NULL);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) want = spmd_simulate(f, (Tensor *[]){in}, diag, &error);
-  g_assert_no_error(error);
-  if (!want)
-    g_error("%s: %s", what, diag_text(diag));
-  g_autoptr(GPtrArray) got = run_threads(f, NULL, in, &error);
-  g_assert_no_error(error);
-  assert_same_bytes(want, got, what);
-  if (!compile)
-    return;
-  CodegenOptions o = {.exact = TRUE};
-  g_autoptr(Compiled) c = codegen_compile(NULL, f, &o, diag);
-  if (!c)
-    g_error("%s: %s", what, diag_text(diag));
-  for (int run = 0; run < 2; run++) { /* the barriers are reused */
-    g_autoptr(GPtrArray) code = run_threads(f, c, in, &error);
+  Tensor *args[] = {in, id};
+  g_autofree GPtrArray **want_locals = g_new0(GPtrArray *, (gsize)n);
+  g_autoptr(GPtrArray) want = run_captured(f, args, FALSE, NULL, want_locals);
+  check_against(f, args, want, want_locals, NULL, what);
+  if (compile) {
+    CodegenOptions o = {.exact = TRUE};
+    g_autoptr(Diag) diag = diag_new(NULL);
+    g_autoptr(Compiled) c = codegen_compile(NULL, f, &o, diag);
+    if (!c)
+      g_error("%s: %s", what, diag_text(diag));
+    check_against(f, args, want, want_locals, c, what);
+    /* and through the public entry, again (the barriers are reused) */
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) code = codegen_run_spmd(c, f, args, diag, &error);
     g_assert_no_error(error);
-    assert_same_bytes(want, code, what);
+    assert_same_bytes(want, code, what, -1);
   }
+  for (int d = 0; d < n; d++)
+    g_ptr_array_unref(want_locals[d]);
 }
 
 /* --------------------------------------------------------- the matrix */
@@ -443,6 +489,7 @@ static gpointer spmd_failing_run(gpointer data) {
   Func *f = spmd_func("a=2,b=3", local, 1, &g);
   int64_t dims[2] = {local->dims[0] * 6, local->dims[1]};
   g_autoptr(Tensor) in = tensor_new(type_tensor(DT_F32, 2, dims));
+  g_autoptr(Tensor) id = tensor_new(type_tensor(DT_I32, 1, (int64_t[]){6}));
   SpmdRuntime rt = {.run = failing_device,
                     .connect = failing_connect,
                     .disconnect = threads_disconnect};
@@ -452,7 +499,7 @@ static gpointer spmd_failing_run(gpointer data) {
     failing.interrupt = round >= 6;
     g_autoptr(Diag) diag = diag_new(NULL);
     g_autoptr(GError) error = NULL;
-    GPtrArray *out = spmd_run(f, (Tensor *[]){in}, &rt, diag, &error);
+    GPtrArray *out = spmd_run(f, (Tensor *[]){in, id}, &rt, diag, &error);
     partir_interrupt = 0;
     g_assert_null(out);
     g_assert_false(diag_any(diag));
