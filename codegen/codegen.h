@@ -19,6 +19,7 @@
  *   ir.c       constants, loops, calls, functions
  *   profile.c  the time of each kernel (--profile)
  *   runtime.c  what the generated code calls (collectives)
+ *   threads.c  the threaded runtime's collectives, in shared memory
  *   jit.c      the host's target machine, the O3 pipeline, LLJIT
  *
  * Tiles and sums are loops; an SPMD program runs on a thread a device
