@@ -539,14 +539,19 @@ static void *device_main(void *p) {
 }
 
 /* The local inputs of the device at 'coords': the chunks of the global
- * ones it holds, copied even when whole, so that no two threads touch
- * one tensor's reference count. */
+ * ones it holds, copied; a whole one (replicated) is shared, read-only
+ * (devices never write their inputs, and reference counts are atomic):
+ * a step of a data-parallel program does not copy its weights. */
 static Tensor **scatter_inputs(const Func *f, Tensor *const *global_inputs,
                                const int64_t *coords) {
   const Mesh *m = &f->spmd->mesh;
   Tensor **in = g_new0(Tensor *, (gsize)f->nargs + 1);
   for (int i = 0; i < f->nargs; i++) {
     Tensor *g = global_inputs[i];
+    if (g->type == f->arg_types[i]) {
+      in[i] = tensor_ref(g);
+      continue;
+    }
     int64_t off[PARTIR_MAX_RANK];
     chunk_offsets(m, &f->spmd->arg_dists[i], f->arg_types[i], coords, off);
     in[i] = tensor_new(f->arg_types[i]);
