@@ -21,7 +21,8 @@
 #     and ZeRO tactics), whose regions run as loops on one device;
 #   - with --mesh, the program lowered and each device's program
 #     compiled, run on a thread per device: the global results again
-#     equal the interpreter's;
+#     equal the interpreter's (the compositions on batch=2,model=2, and
+#     batch, Megatron and ZeRO each on meshes of 1, 2 and 4 devices);
 #   - a device's program given alone (SPMD text) is refused, saying what
 #     to give;
 #   - 'partir compile' shows the optimized IR, the host's assembly, an
@@ -151,6 +152,28 @@ for tactic in batch-megatron megatron-batch batch-megatron-zero; do
     not_ok "4-layer transformer, $tactic: the tactic runs"
     show "$tmp/err"
   fi
+done
+
+# Each tactic on its own over meshes of 1, 2 and 4 devices, each device
+# on its thread: the transformer and the MLP example.
+for program in t4 mlp; do
+  case $program in # ('same' sets 'file')
+  t4) src=$tmp/t4.pir ;;
+  mlp) src=$top_srcdir/examples/mlp.pir ;;
+  esac
+  for spec in batch:batch=1 batch:batch=2 batch:batch=4 megatron:model=2 \
+    megatron:model=4 zero:data=2 zero:data=4; do
+    tactic=${spec%%:*}
+    if "$PARTIR" tactic "$top_srcdir/tactics/$tactic.lua" "$src" \
+      --mesh "${spec#*:}" -o "$tmp/$program-$tactic.pir" 2>"$tmp/err"; then
+      mesh=${spec#*:}
+      same "$program, $tactic on $mesh" "$tmp/$program-$tactic.pir" --seed 9
+      mesh=
+    else
+      not_ok "$program, $tactic on ${spec#*:}: the tactic runs"
+      show "$tmp/err"
+    fi
+  done
 done
 
 # compile: the code.
