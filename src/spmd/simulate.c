@@ -224,7 +224,7 @@ static gboolean collective_axes(const Mesh *m, const Term *t, int *axes,
 }
 
 /* The device at position 'j' of the group of 'c' over 'axes'. */
-static int group_member(const Comm *c, const int *axes, int naxes, int64_t j) {
+static int comm_member(const Comm *c, const int *axes, int naxes, int64_t j) {
   const Mesh *m = c->world->mesh;
   int64_t coords[MESH_MAX_AXES];
   memcpy(coords, c->coords, sizeof coords);
@@ -319,7 +319,7 @@ static Tensor *comm_collective(Collectives *self, const Term *t, Tensor *x) {
     return tensor_new(t->type);
   }
   for (int64_t j = 0; j < size; j++) {
-    const Tensor *from = w->slots[group_member(c, axes, naxes, j)];
+    const Tensor *from = w->slots[comm_member(c, axes, naxes, j)];
     g_assert(from && from->type == x->type);
     switch (t->op) {
     case OP_ALL_REDUCE:
