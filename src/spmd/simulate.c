@@ -92,7 +92,9 @@ typedef struct Device {
   const Func *f;
   SpmdDeviceRun run; /* how the device runs its program */
   void *run_data;
-  Tensor **inputs;    /* local, one per argument */
+  Tensor *const *global_inputs; /* the run's */
+  Tensor **inputs;    /* local, one per argument: scattered by the device's
+                         own thread (the devices copy their chunks at once) */
   GPtrArray *results; /* local, from interp_run; NULL on failure */
   GError *error;
   pthread_t thread;
@@ -523,8 +525,12 @@ static void print_index(GString *out, const Type *t, int64_t j) {
 
 /* --------------------------------------------------------- the devices */
 
+static Tensor **scatter_inputs(const Func *f, Tensor *const *global_inputs,
+                               const int64_t *coords);
+
 static void *device_main(void *p) {
   Device *d = p;
+  d->inputs = scatter_inputs(d->f, d->global_inputs, d->coords);
   kernel_comm = d->comm;
   d->results = d->run ? d->run(d->run_data, d->f, d->inputs, &d->error)
                       : interp_run(d->f, d->inputs, &d->error);
@@ -798,7 +804,7 @@ GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
     devs[dev].f = f;
     devs[dev].run = rt ? rt->run : NULL;
     devs[dev].run_data = rt ? rt->run_data : NULL;
-    devs[dev].inputs = scatter_inputs(f, global_inputs, devs[dev].coords);
+    devs[dev].global_inputs = global_inputs;
   }
 
   GPtrArray *out = NULL;
@@ -817,7 +823,7 @@ GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
   }
 
   for (int dev = 0; dev < ndevices; dev++) {
-    for (int i = 0; i < f->nargs; i++)
+    for (int i = 0; devs[dev].inputs && i < f->nargs; i++)
       tensor_unref(devs[dev].inputs[i]);
     g_free(devs[dev].inputs);
     if (devs[dev].results)
