@@ -3,9 +3,10 @@
  *   partir check FILE                  parse and type-check
  *   partir fmt FILE [--expr]           canonical print (or expression form)
  *   partir run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]
- *   partir exec FILE [--mesh MESH] [run's options]  compiled (LLVM): one
- *                                    device, or a thread per device
- *   partir compile FILE [--emit llvm|asm] [-o OUT]  the compiled code
+ *   partir exec FILE [--mesh MESH] [run's options] [--exact] [--blas B]
+ *               [--repeat N] [--profile]   compiled (LLVM): one device, or
+ *                                          a thread per device
+ *   partir compile FILE [--mesh MESH] [--emit llvm|asm|obj|fusion] [-o OUT]
  *   partir rewrite FILE --do 'arg-tile 0 0 8; propagate' [-o OUT] [--expr]
  *   partir tactic SCRIPT.lua FILE [--mesh batch=2,model=4] [--set K=V] [-o OUT]
  *   partir lower FILE --mesh MESH [--emit spmd|dot] [--stats] [--simulate]
@@ -53,13 +54,15 @@ static void usage(FILE *to) {
         "  run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]\n"
         "                        run the reference interpreter\n"
         "  exec FILE [--mesh batch=2,model=2] [--input NAME=FILE.npy]...\n"
-        "       [--seed N] [--output DIR]\n"
+        "       [--seed N] [--output DIR] [--exact] [--blas none|openblas]\n"
+        "       [--repeat N] [--profile]\n"
         "                        run it compiled for this CPU: on one\n"
         "                        device, or lowered on the mesh, a thread\n"
         "                        a device\n"
-        "  compile FILE [--emit llvm|asm] [-o OUT]\n"
-        "                        the code 'exec' runs: optimized LLVM IR or\n"
-        "                        the host's assembly\n"
+        "  compile FILE [--mesh M] [--emit llvm|asm|obj|fusion] [-o OUT]\n"
+        "                        the code 'exec' runs: optimized LLVM IR,\n"
+        "                        the host's assembly, an object, or the\n"
+        "                        kernels and what each fuses\n"
         "  rewrite FILE --do 'CMD; CMD...' [-o OUT] [--expr]\n"
         "                        partition: arg-tile ARG DIM WIDTH [AXIS],\n"
         "                        tile VALUE DIM WIDTH [AXIS], sum VALUE WIDTH\n"
