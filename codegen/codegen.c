@@ -85,12 +85,6 @@ typedef struct PlanWalk {
   const SchedRegion *region; /* the one being walked */
 } PlanWalk;
 
-/* The length of list attribute 'key' of 't', 0 when it has none. */
-static int attr_count(const Term *t, const char *key) {
-  const AttrValue *v = attrs_get(t->attrs, key);
-  return v ? v->count : 0;
-}
-
 static int add_slot(Plan *p, Slot s) {
   g_array_append_val(p->slots, s);
   return (int)p->slots->len - 1;
@@ -105,31 +99,14 @@ static void plan_value(PlanWalk *w, const char *name, const Term *t) {
             .region = w->region};
   int at = add_slot(w->plan, s);
   g_hash_table_insert(w->plan->index, (gpointer)t, GINT_TO_POINTER(at + 1));
-  /* accumulators: a sum's, the result's shape; a contraction's, one
-   * row of its result (its rhs free dimensions) */
+  /* scratch: a sum's accumulator (the result's shape, in double or
+   * i64); a contraction's (dot.c) */
   const Type *acc = NULL;
-  DType dt = t->type->dtype;
-  DType wide = dtype_is_float(dt) ? DT_F64 : DT_I64;
   if (t->kind == TM_SUM)
-    acc = type_with_dtype(t->type, wide);
-  /* a contraction's row: fast arithmetic accumulates in the compute type */
-  if (!w->plan->opt.exact && dtype_is_float(dt) && dt != DT_F64)
-    wide = DT_F32;
-  if (t->kind == TM_OP && (t->op == OP_MATMUL || t->op == OP_DOT_GENERAL)) {
-    int rhs_free = t->args[1]->type->rank -
-                   (t->op == OP_MATMUL ? 1
-                                       : attr_count(t, "rhs_batch") +
-                                             attr_count(t, "rhs_contract"));
-    int64_t n = 1;
-    for (int d = t->type->rank - rhs_free; d < t->type->rank; d++)
-      n *= t->type->dims[d];
-    acc = type_tensor(wide, 1, &n);
-    int64_t bytes = dot_scratch_bytes(t, w->plan->opt.exact);
-    if (bytes > 0) { /* the products' workspace (as f32 elements) */
-      int64_t words = (bytes + 3) / 4;
-      acc = type_tensor(DT_F32, 1, &words);
-    }
-  }
+    acc = type_with_dtype(t->type,
+                          dtype_is_float(t->type->dtype) ? DT_F64 : DT_I64);
+  if (t->kind == TM_OP && (t->op == OP_MATMUL || t->op == OP_DOT_GENERAL))
+    acc = dot_scratch(t, w->plan->opt.exact);
   if (acc) {
     Slot a = {.type = acc, .name = s.name, .arg = -1, .acc = -1};
     int i = add_slot(w->plan, a);

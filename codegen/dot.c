@@ -305,89 +305,63 @@ static void emit_products(Gen *g, const Term *t) {
   nest_close(g, &nest);
 }
 
-int64_t dot_scratch_bytes(const Term *t, gboolean exact) {
+const Type *dot_scratch(const Term *t, gboolean exact) {
   DType dt = t->type->dtype;
-  if (exact || !dtype_is_float(dt))
-    return 0;
   Groups gr;
   groups_of(t, &gr);
+  if (exact || !dtype_is_float(dt)) { /* a row: the rhs free indices */
+    int64_t n = 1;
+    for (int j = 0; j < gr.nn; j++)
+      n *= gr.n[j].size;
+    return type_tensor(dtype_is_float(dt) ? DT_F64 : DT_I64, 1, &n);
+  }
   Dim m, n, k;
   merge_suffix(gr.m, gr.nm, &m);
   merge_suffix(gr.n, gr.nn, &n);
+  /* the kernel's workspace, 64 bytes to spare for its alignment */
   int64_t bytes = gemm_workspace_bytes(dt) + 64;
   if (merge_suffix(gr.k, gr.nk, &k) > 0) /* the partial products */
     bytes += m.size * n.size * (int64_t)dtype_storage_bytes(dt);
-  return bytes;
+  int64_t words = (bytes + 3) / 4; /* as f32 elements */
+  return type_tensor(DT_F32, 1, &words);
 }
 
-void emit_dot(Gen *g, const Term *t) {
-  if (!g->exact && dtype_is_float(t->type->dtype)) {
-    emit_products(g, t);
-    return;
-  }
-  int s = 0;
-  int64_t lb[PARTIR_MAX_RANK], rb[PARTIR_MAX_RANK];
-  int64_t lc[PARTIR_MAX_RANK], rc[PARTIR_MAX_RANK];
-  int nb = 0, nc = 1;
-  if (t->op == OP_MATMUL) {
-    lc[0] = 1;
-    rc[0] = 0;
-  } else {
-    nb = attr_ints(t, "lhs_batch", lb);
-    attr_ints(t, "rhs_batch", rb);
-    nc = attr_ints(t, "lhs_contract", lc);
-    attr_ints(t, "rhs_contract", rc);
-  }
-  const Type *lt = t->args[0]->type, *rt = t->args[1]->type;
-  int64_t ls[PARTIR_MAX_RANK], rs[PARTIR_MAX_RANK], os[PARTIR_MAX_RANK];
-  strides_of(lt, ls);
-  strides_of(rt, rs);
-  strides_of(t->type, os);
-  gboolean lused[PARTIR_MAX_RANK] = {FALSE}, rused[PARTIR_MAX_RANK] = {FALSE};
-  /* the rows: batch and lhs free indices, each operand's stride per index */
-  int64_t size[PARTIR_MAX_RANK], lstr[PARTIR_MAX_RANK] = {0},
-                                 rstr[PARTIR_MAX_RANK] = {0};
+/* The interpreter's order (above): for each row (batch and lhs free
+ * indices), a row of accumulators (rhs free indices, the result's
+ * innermost) summed over the contracting indices, then stored. */
+static void emit_rows(Gen *g, const Term *t) {
+  Groups gr;
+  groups_of(t, &gr);
+  int64_t size[PARTIR_MAX_RANK * 2], so[PARTIR_MAX_RANK * 2],
+      sl[PARTIR_MAX_RANK * 2], sr[PARTIR_MAX_RANK * 2];
   int rows = 0;
-  for (int j = 0; j < nb; j++) {
-    lused[lb[j]] = rused[rb[j]] = TRUE;
-    size[rows] = lt->dims[lb[j]];
-    lstr[rows] = ls[lb[j]];
-    rstr[rows++] = rs[rb[j]];
+  for (int j = 0; j < gr.nb + gr.nm; j++, rows++) {
+    const Dim *d = j < gr.nb ? &gr.b[j] : &gr.m[j - gr.nb];
+    size[rows] = d->size;
+    so[rows] = d->o;
+    sl[rows] = d->l;
+    sr[rows] = d->r;
   }
-  for (int j = 0; j < nc; j++)
-    lused[lc[j]] = rused[rc[j]] = TRUE;
-  for (int d = 0; d < lt->rank; d++)
-    if (!lused[d]) {
-      size[rows] = lt->dims[d];
-      lstr[rows++] = ls[d];
-    }
-  /* a row: the rhs free indices, row-major in the row, rhs's strides */
   int64_t nsize[PARTIR_MAX_RANK], nrow[PARTIR_MAX_RANK], nrhs[PARTIR_MAX_RANK];
-  int ncols = 0;
-  for (int d = 0; d < rt->rank; d++)
-    if (!rused[d]) {
-      nsize[ncols] = rt->dims[d];
-      nrhs[ncols++] = rs[d];
-    }
   int64_t n = 1;
-  for (int j = ncols - 1; j >= 0; j--) {
-    nrow[j] = n;
+  for (int j = 0; j < gr.nn; j++) {
+    nsize[j] = gr.n[j].size;
+    nrow[j] = gr.n[j].o; /* innermost in the result: the row's strides */
+    nrhs[j] = gr.n[j].r;
     n *= nsize[j];
   }
-  g_assert(rows + ncols == t->type->rank);
   int64_t csize[PARTIR_MAX_RANK], clstr[PARTIR_MAX_RANK],
       crstr[PARTIR_MAX_RANK];
-  for (int j = 0; j < nc; j++) {
-    csize[j] = lt->dims[lc[j]];
-    clstr[j] = ls[lc[j]];
-    crstr[j] = rs[rc[j]];
+  for (int j = 0; j < gr.nk; j++) {
+    csize[j] = gr.k[j].size;
+    clstr[j] = gr.k[j].l;
+    crstr[j] = gr.k[j].r;
   }
-  int l = 1, r = 2;
   gboolean is_float = dtype_is_float(t->type->dtype);
   LLVMValueRef zero =
       is_float ? LLVMConstReal(compute_type(g, g->vt[DOT_ROW]->dtype), 0)
                : c64(g, 0);
-  const int64_t *row_sets[3] = {os, lstr, rstr};
+  const int64_t *row_sets[3] = {so, sl, sr};
   LLVMValueRef zeros[3] = {c64(g, 0), c64(g, 0), c64(g, 0)};
   Nest row;
   nest_open(g, &row, rows, size, 3, row_sets, zeros);
@@ -396,25 +370,32 @@ void emit_dot(Gen *g, const Term *t) {
   loop_close(g, &z);
   /* (an empty contraction sums nothing; one over no dimension is a nest
    * of rank 0: one product) */
-  if (!any_empty(nc, csize)) {
+  if (!any_empty(gr.nk, csize)) {
     const int64_t *c_sets[2] = {clstr, crstr};
     Nest k;
-    nest_open(g, &k, nc, csize, 2, c_sets, &row.off[1]);
-    LLVMValueRef a = load_elem(g, l, k.off[0]);
+    nest_open(g, &k, gr.nk, csize, 2, c_sets, &row.off[1]);
+    LLVMValueRef a = load_elem(g, 1, k.off[0]);
     const int64_t *n_sets[2] = {nrow, nrhs};
     LLVMValueRef n_bases[2] = {c64(g, 0), k.off[1]};
     Nest cols;
-    nest_open(g, &cols, ncols, nsize, 2, n_sets, n_bases);
+    nest_open(g, &cols, gr.nn, nsize, 2, n_sets, n_bases);
     LLVMValueRef acc = load_elem(g, DOT_ROW, cols.off[0]);
-    LLVMValueRef b = load_elem(g, r, cols.off[1]);
+    LLVMValueRef b = load_elem(g, 2, cols.off[1]);
     store_elem(g, DOT_ROW, cols.off[0], mul_add(g, acc, a, b));
     nest_close(g, &cols);
     nest_close(g, &k);
   }
   Loop o;
   LLVMValueRef j = loop_open(g, n, &o);
-  store_elem(g, s, LLVMBuildNSWAdd(g->b, row.off[0], j, ""),
+  store_elem(g, 0, LLVMBuildNSWAdd(g->b, row.off[0], j, ""),
              load_elem(g, DOT_ROW, j));
   loop_close(g, &o);
   nest_close(g, &row);
+}
+
+void emit_dot(Gen *g, const Term *t) {
+  if (!g->exact && dtype_is_float(t->type->dtype))
+    emit_products(g, t);
+  else
+    emit_rows(g, t);
 }

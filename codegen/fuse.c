@@ -22,19 +22,33 @@
 gboolean fuse_fusible(const Term *t) {
   if (t->kind != TM_OP)
     return FALSE;
-  switch (t->op) {
-  case OP_CONSTANT:
-  case OP_IOTA: /* evaluated when compiling: a buffer */
-    return FALSE;
+  switch (t->op) { /* constants and iotas are evaluated when compiling */
+  case OP_ADD:
+  case OP_SUB:
+  case OP_MUL:
+  case OP_DIV:
+  case OP_MAX:
+  case OP_MIN:
+  case OP_POW:
+  case OP_NEG:
+  case OP_ABS:
+  case OP_RELU:
+  case OP_EXP:
+  case OP_LOG:
+  case OP_TANH:
+  case OP_LOGISTIC:
+  case OP_SQRT:
+  case OP_RSQRT:
+  case OP_COMPARE:
+  case OP_SELECT:
+  case OP_CONVERT:
   case OP_BROADCAST_IN_DIM:
   case OP_TRANSPOSE:
   case OP_SLICE:
   case OP_RESHAPE:
-  case OP_SELECT:
-  case OP_CONVERT:
     return TRUE;
   default:
-    return t->op <= OP_COMPARE; /* ops.def: the elementwise ones first */
+    return FALSE;
   }
 }
 

@@ -52,38 +52,11 @@ typedef struct Shape {
   int bits;       /* the vector registers' width */
 } Shape;
 
-/* Whether the comma-separated 'features' turn on 'name' ("+name"). */
-static gboolean has_feature(const char *features, const char *name) {
-  gsize n = strlen(name);
-  for (const char *p = features; p && *p;) {
-    const char *end = strchr(p, ',');
-    gsize len = end ? (gsize)(end - p) : strlen(p);
-    if (len == n + 1 && p[0] == '+' && memcmp(p + 1, name, n) == 0)
-      return TRUE;
-    p = end ? end + 1 : NULL;
-  }
-  return FALSE;
-}
-
-/* The width of the host's vector registers, in bits. */
-static int host_vector_bits(void) {
-  static gsize bits;
-  if (g_once_init_enter(&bits)) {
-    char *features = LLVMGetHostCPUFeatures();
-    gsize b = has_feature(features, "avx512f") ? 512
-              : has_feature(features, "avx")   ? 256
-                                               : 128;
-    LLVMDisposeMessage(features);
-    g_once_init_leave(&bits, b);
-  }
-  return (int)bits;
-}
-
 /* The vector width the kernel is made for: the host's, or a narrower one
  * that $PARTIR_GEMM_VECTOR_BITS (128, 256) asks for, so that one machine
  * can test the kernels of others. */
 static int vector_bits(void) {
-  int host = host_vector_bits();
+  int host = jit_host_vector_bits();
   const char *want = g_getenv("PARTIR_GEMM_VECTOR_BITS");
   int bits = want ? atoi(want) : host;
   return (bits == 128 || bits == 256 || bits == 512) && bits <= host ? bits

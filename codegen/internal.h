@@ -59,10 +59,10 @@ char *plan_fusion_text(const Plan *p);
 gboolean fuse_absorbs(const Term *t);
 gboolean fuse_fusible(const Term *t);
 
-/* dot.c: the bytes of workspace contraction 't' needs as products
- * (fast arithmetic on floats), or 0 when it uses the row of
- * accumulators. */
-int64_t dot_scratch_bytes(const Term *t, gboolean exact);
+/* dot.c: the scratch buffer of contraction 't': the products'
+ * workspace (fast arithmetic on floats), or a row of accumulators in
+ * double or i64 (the interpreter's order). */
+const Type *dot_scratch(const Term *t, gboolean exact);
 
 /* The plan of 'f', or NULL with the reason (a program too large for
  * memory). */
@@ -95,6 +95,10 @@ LLVMModuleRef emit_module(LLVMContextRef ctx, const Plan *p, const char *entry);
 /* LLVM's error diagnostics on 'ctx' go to 'why' (a compile with one
  * fails), never to stderr or an abort. */
 void jit_catch_diagnostics(LLVMContextRef ctx, Diag *why);
+
+/* The width of the host CPU's vector registers in bits: 512 with
+ * AVX-512, 256 with AVX, else 128 (detected once, at run time). */
+int jit_host_vector_bits(void);
 
 /* The host's target machine (CPU name and features), or NULL + why. */
 LLVMTargetMachineRef jit_host_machine(Diag *why);

@@ -83,6 +83,32 @@ LLVMTargetMachineRef jit_host_machine(Diag *why) {
   return tm;
 }
 
+/* Whether the comma-separated 'features' turn on 'name' ("+name"). */
+static gboolean has_feature(const char *features, const char *name) {
+  gsize n = strlen(name);
+  for (const char *p = features; p && *p;) {
+    const char *end = strchr(p, ',');
+    gsize len = end ? (gsize)(end - p) : strlen(p);
+    if (len == n + 1 && p[0] == '+' && memcmp(p + 1, name, n) == 0)
+      return TRUE;
+    p = end ? end + 1 : NULL;
+  }
+  return FALSE;
+}
+
+int jit_host_vector_bits(void) {
+  static gsize bits;
+  if (g_once_init_enter(&bits)) {
+    char *features = LLVMGetHostCPUFeatures();
+    gsize b = has_feature(features, "avx512f") ? 512
+              : has_feature(features, "avx")   ? 256
+                                               : 128;
+    LLVMDisposeMessage(features);
+    g_once_init_leave(&bits, b);
+  }
+  return (int)bits;
+}
+
 gboolean jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, Diag *why) {
   char *triple = LLVMGetTargetMachineTriple(tm);
   LLVMSetTarget(mod, triple);
@@ -90,11 +116,9 @@ gboolean jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, Diag *why) {
   LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
   LLVMSetModuleDataLayout(mod, layout);
   LLVMDisposeTargetData(layout);
-  /* 512-bit vectors where the CPU has them (the default prefers 256) */
-  char *features = LLVMGetTargetMachineFeatureString(tm);
-  gboolean avx512 = features && strstr(features, "+avx512f") != NULL;
-  LLVMDisposeMessage(features);
-  if (avx512)
+  /* 512-bit vectors where the CPU has them (the default prefers 256;
+   * the machine is the host's, jit_host_machine) */
+  if (jit_host_vector_bits() == 512)
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f;
          f = LLVMGetNextFunction(f))
       if (!LLVMIsDeclaration(f))

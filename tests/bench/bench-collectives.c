@@ -16,6 +16,7 @@
  */
 #include "bench-stats.h"
 #include "codegen/threads.h"
+#include "tests/unit/collective-term.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -28,29 +29,8 @@
  * attributes (NULL key: absent). */
 static const Term *coll(Op op, const Term *x, int64_t n, const char *k1,
                         int64_t v1, const char *k2, int64_t v2) {
-  const char **keys = g_new0(const char *, 4);
-  AttrValue *vals = g_new0(AttrValue, 4);
-  int count = 0;
-  keys[count] = g_intern_string("axes");
-  vals[count].kind = AV_LIST;
-  vals[count].count = 1;
-  vals[count].items = g_new0(AttrValue, 1);
-  vals[count].items[0] =
-      (AttrValue){.kind = AV_SYMBOL, .sym = g_intern_string("a")};
-  count++;
-  keys[count] = g_intern_string("size");
-  vals[count++] = (AttrValue){.kind = AV_INT, .i = n};
-  if (k1) {
-    keys[count] = g_intern_string(k1);
-    vals[count++] = (AttrValue){.kind = AV_INT, .i = v1};
-  }
-  if (k2) {
-    keys[count] = g_intern_string(k2);
-    vals[count++] = (AttrValue){.kind = AV_INT, .i = v2};
-  }
   g_autoptr(Diag) err = diag_new(NULL);
-  const Term *t =
-      term_op(op, 1, &x, attrs_intern(count, keys, vals), NULL, err);
+  const Term *t = collective_term(op, x, "a", n, k1, v1, k2, v2, err);
   if (!t)
     g_error("building %s: %s", op_name(op), diag_text(err));
   return t;

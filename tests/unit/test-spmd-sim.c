@@ -9,6 +9,7 @@
  * collective's axes as it lists them), not from the simulator.
  */
 #include "spmd/spmd.h"
+#include "tests/unit/collective-term.h"
 
 #include <math.h>
 #include <string.h>
@@ -93,32 +94,8 @@ static Func *spmd_func1(const char *mesh_spec, const Type *arg_type,
 static const Term *coll(Op op, const Term *x, const char *axes, int64_t size,
                         const char *k1, int64_t v1, const char *k2,
                         int64_t v2) {
-  g_auto(GStrv) names = g_strsplit(axes, ",", -1);
-  int n = (int)g_strv_length(names);
-  const char **keys = g_new0(const char *, 4);
-  AttrValue *vals = g_new0(AttrValue, 4);
-  int count = 0;
-  keys[count] = g_intern_string("axes");
-  vals[count].kind = AV_LIST;
-  vals[count].count = n;
-  vals[count].items = g_new0(AttrValue, (gsize)n);
-  for (int i = 0; i < n; i++)
-    vals[count].items[i] =
-        (AttrValue){.kind = AV_SYMBOL, .sym = g_intern_string(names[i])};
-  count++;
-  keys[count] = g_intern_string("size");
-  vals[count++] = (AttrValue){.kind = AV_INT, .i = size};
-  if (k1) {
-    keys[count] = g_intern_string(k1);
-    vals[count++] = (AttrValue){.kind = AV_INT, .i = v1};
-  }
-  if (k2) {
-    keys[count] = g_intern_string(k2);
-    vals[count++] = (AttrValue){.kind = AV_INT, .i = v2};
-  }
   g_autoptr(Diag) err = diag_new(NULL);
-  const Term *t =
-      term_op(op, 1, &x, attrs_intern(count, keys, vals), NULL, err);
+  const Term *t = collective_term(op, x, axes, size, k1, v1, k2, v2, err);
   if (!t)
     g_error("building %s: %s", op_name(op), diag_text(err));
   return t;
