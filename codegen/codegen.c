@@ -150,7 +150,7 @@ Plan *plan_new(const Module *m, const Func *f, const CodegenOptions *o,
   p->results = g_new(int, (gsize)MAX(f->nresults, 1));
   for (int i = 0; i < f->nresults; i++)
     p->results[i] = plan_slot(p, f->body->args[i]);
-  plan_fuse(p);
+  plan_fuse(p, f);
   plan_arena(p);
   return p;
 }
@@ -324,13 +324,15 @@ static GPtrArray *run_device(void *data, const Func *f, Tensor *const *inputs,
 }
 
 GPtrArray *codegen_run_spmd(Compiled *c, const Func *f,
-                            Tensor *const *global_inputs, Diag *diag,
-                            GError **error) {
+                            Tensor *const *global_inputs, int steps,
+                            double *step_seconds, Diag *diag, GError **error) {
   g_assert(c->plan->spmd && f->spmd);
   SpmdRuntime threads = {.run = run_device,
                          .run_data = c,
                          .connect = threads_connect,
-                         .disconnect = threads_disconnect};
+                         .disconnect = threads_disconnect,
+                         .steps = steps,
+                         .step_seconds = step_seconds};
   return spmd_run(f, global_inputs, &threads, diag, error);
 }
 

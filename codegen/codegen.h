@@ -67,10 +67,12 @@ GPtrArray *codegen_run(Compiled *c, Tensor *const *args);
 /* Runs SPMD program 'f', compiled as 'c', on one thread per device of its
  * mesh, on the global inputs: as spmd_simulate (scatter, run, gather),
  * each device running the compiled code, its collectives in shared
- * memory.  NULL with the reason (diag) or the error. */
+ * memory.  With 'steps' > 1, each device runs it that many times on the
+ * inputs it holds, and 'step_seconds' (may be NULL) gets each step's
+ * time (SpmdRuntime.steps).  NULL with the reason (diag) or the error. */
 GPtrArray *codegen_run_spmd(Compiled *c, const Func *f,
-                            Tensor *const *global_inputs, Diag *diag,
-                            GError **error);
+                            Tensor *const *global_inputs, int steps,
+                            double *step_seconds, Diag *diag, GError **error);
 
 /* Compiled with 'profile': the time each kernel and collective took,
  * summed over the runs so far (on a device thread: the first device's),

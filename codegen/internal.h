@@ -4,6 +4,7 @@
 #define PARTIR_CODEGEN_INTERNAL_H
 
 #include "codegen/codegen.h"
+#include "spmd/spmd.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
@@ -49,15 +50,11 @@ static inline int plan_slot(const Plan *p, const Term *t) {
 }
 
 /* fuse.c: marks the values computed inside their users' loops (Slot.
- * fused), evaluates the constants and iotas (a splat read by fused
- * kernels only keeps its one number), and prints the decision (partir
- * compile --emit fusion). */
-void plan_fuse(Plan *p);
+ * fused, as fusion.c decides for 'f'), evaluates the constants and
+ * iotas (a splat read by fused kernels only keeps its one number), and
+ * prints the decision (partir compile --emit fusion). */
+void plan_fuse(Plan *p, const Func *f);
 char *plan_fusion_text(const Plan *p);
-/* Whether kernels of 't' read fused operands (reductions and
- * concatenate too); whether 't' may itself be fused. */
-gboolean fuse_absorbs(const Term *t);
-gboolean fuse_fusible(const Term *t);
 
 /* dot.c: the scratch buffer of contraction 't': the products'
  * workspace (fast arithmetic on floats), or a row of accumulators in

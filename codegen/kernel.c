@@ -93,7 +93,7 @@ static void walk_tree(Kern *k, const Term *t) {
       t->op == OP_SLICE)
     k->needs_d = TRUE; /* its index map reads the multi-index */
   for (int a = 0; a < t->nargs; a++) {
-    if (t == k->root && !fuse_absorbs(t)) { /* operand a is buffer a + 1 */
+    if (t == k->root && !fusion_absorbs(t)) { /* operand a is buffer a + 1 */
       g_ptr_array_add(k->leaves, (gpointer)t->args[a]);
       g_string_append_printf(k->key, " L:%p", (const void *)t->args[a]->type);
     } else {
@@ -342,7 +342,7 @@ static void emit_root(Kern *k) {
   case OP_CONCATENATE:
     emit_concatenate(k);
     break;
-  default: /* fuse_fusible: elementwise or an index map */
+  default: /* fusion_fusible: elementwise or an index map */
     emit_map(k);
     break;
   }

@@ -9,24 +9,17 @@
 #include "codegen/internal.h"
 
 #include <stdatomic.h>
-#include <time.h>
 
 /* The counters of the program this thread runs (nanoseconds per slot),
  * or NULL when it is not profiled. */
 static _Thread_local _Atomic int64_t *clock_sink;
 static _Thread_local int64_t clock_started;
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-void codegen_rt_clock_start(void) { clock_started = now_ns(); }
+void codegen_rt_clock_start(void) { clock_started = partir_now_ns(); }
 
 void codegen_rt_clock_stop(int64_t slot) {
   if (clock_sink)
-    atomic_fetch_add(&clock_sink[slot], now_ns() - clock_started);
+    atomic_fetch_add(&clock_sink[slot], partir_now_ns() - clock_started);
 }
 
 struct Profile {

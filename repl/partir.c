@@ -11,6 +11,8 @@
  *   partir tactic SCRIPT.lua FILE [--mesh batch=2,model=4] [--set K=V] [-o OUT]
  *   partir lower FILE --mesh MESH [--emit spmd|dot] [--stats] [--simulate]
  *   partir cost FILE --mesh MESH [--hw HW] [--set K=V]
+ *   partir calibrate [--devices N] [--runs N] [-o OUT.hw]
+ *                                      this machine's figures, measured
  *   partir rules                       every rule and where it comes from
  *   partir check-rules [FILES]         every rule against the interpreter
  *                                    (the FILEs, as --rules FILE)
@@ -77,6 +79,10 @@ static void usage(FILE *to) {
         "K=V]\n"
         "                        FLOPs, memory, communication and time per "
         "device\n"
+        "  calibrate [--devices N] [--runs N] [-o OUT.hw]\n"
+        "                        measure this machine for the cost model: a\n"
+        "                        hardware description, each figure from a\n"
+        "                        compiled program, N devices at once\n"
         "  rules                 list every rule and where it comes from\n"
         "  check-rules [FILES] [--seed N] [--tries N]\n"
         "                        check every rule against the interpreter\n"
@@ -156,11 +162,18 @@ typedef struct Options {
   gint64 repeat;      /* exec --repeat */
   gboolean profile;   /* exec --profile */
   char *runtime;      /* exec --runtime */
+  gint64 devices;     /* calibrate --devices (-1: the CPUs) */
+  gint64 runs;        /* calibrate --runs */
 } Options;
 
 /* The job's options, at their defaults until a subcommand parses them
  * (static because the entry tables below point into it). */
-static Options opt = {.check_seed = 1, .tries = 12, .walks = 100, .steps = 8};
+static Options opt = {.check_seed = 1,
+                      .tries = 12,
+                      .walks = 100,
+                      .steps = 8,
+                      .devices = -1,
+                      .runs = 5};
 
 static void options_clear(Options *o) {
   g_strfreev(o->rule_files);
@@ -970,6 +983,50 @@ static int cmd_cost(const Options *o, char **files) {
   return 0;
 }
 
+static const GOptionEntry calibrate_entries[] = {
+    {"devices", 'n', 0, G_OPTION_ARG_INT64, &opt.devices,
+     "devices running at once, a thread each (default: the CPUs)", "N"},
+    {"runs", 0, 0, G_OPTION_ARG_INT64, &opt.runs,
+     "timed steps per program, the median taken (default 5)", "N"},
+    G_OPTION_ENTRY_NULL};
+
+/* The description as a file: how it was measured, then the figures. */
+static int cmd_calibrate(const Options *o, char **files) {
+  (void)files;
+  gint64 devices =
+      o->devices < 0 ? MIN(g_get_num_processors(), 64) : o->devices;
+  if (!count_ok("devices", devices, 64) || !count_ok("runs", o->runs, 1000))
+    return 2;
+  g_autoptr(RuleSet) rs = load_rules(o->rule_files);
+  if (!rs)
+    return 1;
+  g_autofree char *name = NULL;
+  if (o->output) {
+    name = g_path_get_basename(o->output);
+    if (g_str_has_suffix(name, ".hw"))
+      name[strlen(name) - 3] = '\0';
+  }
+  CalibrateOptions co = {
+      .devices = (int)devices, .runs = (int)o->runs, .name = name};
+  g_autoptr(GString) out = g_string_new(NULL);
+  g_string_append_printf(out,
+                         "# Measured by 'partir calibrate --devices %d "
+                         "--runs %d' (partir %s; docs/cost.md): every\n"
+                         "# figure solved from the time of a compiled program "
+                         "it dominates, %d device%s\n"
+                         "# (threads) running at once.\n",
+                         co.devices, co.runs, partir_version(), co.devices,
+                         co.devices == 1 ? "" : "s");
+  g_autoptr(Diag) diag = diag_new(NULL);
+  Hardware hw;
+  if (!pipeline_calibrate(rs, &co, &hw, out, diag)) {
+    print_reason("calibrate", diag);
+    return 1;
+  }
+  hw_print(out, &hw);
+  return write_result(o->output, out);
+}
+
 static const char one_file[] = "needs exactly one FILE (see 'partir help')";
 
 static const Command commands[] = {
@@ -997,6 +1054,8 @@ static const Command commands[] = {
      lower_entries, cmd_lower},
     {"cost", "FILE", 1, one_file, GROUP_MESH | GROUP_HARDWARE | GROUP_RULES,
      NULL, cmd_cost},
+    {"calibrate", "", 0, "takes no FILE (use -o OUT.hw)",
+     GROUP_OUTPUT | GROUP_RULES, calibrate_entries, cmd_calibrate},
 };
 
 typedef struct Job {

@@ -162,7 +162,7 @@ void pipeline_executable_clear(Executable *e) {
 GPtrArray *pipeline_execute(const Executable *e, Tensor *const *inputs,
                             Diag *why, GError **error) {
   if (e->device->spmd)
-    return codegen_run_spmd(e->code, e->device, inputs, why, error);
+    return codegen_run_spmd(e->code, e->device, inputs, 0, NULL, why, error);
   return codegen_run(e->code, inputs);
 }
 
@@ -174,12 +174,6 @@ GPtrArray *pipeline_random_inputs(const Func *f, gint64 seed) {
   return inputs;
 }
 
-static double seconds_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int compare_doubles(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -189,14 +183,22 @@ static int compare_doubles(const void *a, const void *b) {
 gboolean pipeline_time(const Executable *e, Tensor *const *inputs, int runs,
                        StepTime *out, Diag *why, GError **error) {
   runs = MAX(runs, 1);
-  g_autofree double *times = g_new(double, (gsize)runs);
-  for (int i = 0; i < runs; i++) {
-    double start = seconds_now();
-    GPtrArray *results = pipeline_execute(e, inputs, why, error);
-    times[i] = seconds_now() - start;
+  g_autofree double *times = g_new(double, (gsize)runs + 1);
+  if (e->device->spmd) { /* one warm-up step, then the timed ones */
+    GPtrArray *results = codegen_run_spmd(e->code, e->device, inputs, runs + 1,
+                                          times, why, error);
     if (!results)
       return FALSE;
     g_ptr_array_unref(results);
+    memmove(times, times + 1, (gsize)runs * sizeof *times);
+  } else {
+    for (int i = -1; i < runs; i++) {
+      int64_t start = partir_now_ns();
+      GPtrArray *results = codegen_run(e->code, inputs);
+      if (i >= 0)
+        times[i] = (double)(partir_now_ns() - start) * 1e-9;
+      g_ptr_array_unref(results);
+    }
   }
   qsort(times, (size_t)runs, sizeof *times, compare_doubles);
   out->runs = runs;

@@ -7,6 +7,7 @@
  *
  *   pipeline.c   rules -> parse -> rewrite or tactic -> lower ->
  *                redistribution fusion -> cost -> compile -> execute
+ *   calibrate.c  the cost model's figures, measured on this machine
  *
  * Compiling (codegen/) links LLVM into every program that links the
  * library: libpartir.a holds the code generator's objects too.
@@ -108,9 +109,30 @@ typedef struct StepTime {
   double min, median;
   int runs;
 } StepTime;
-/* Stage 7 timed: 'runs' executions (at least 1) on 'inputs', each timed
- * on the monotonic clock; FALSE with the reason when one fails. */
+/* Stage 7 timed: a warm-up step, then 'runs' steps (at least 1) on
+ * 'inputs', each timed on the monotonic clock.  On a mesh the inputs are
+ * scattered once and the devices run the steps on what they hold,
+ * meeting before each (SpmdRuntime.steps): a step is the devices'
+ * programs, as in a training loop, not the scatter and gather of
+ * partir exec.  FALSE with the reason when one fails. */
 gboolean pipeline_time(const Executable *e, Tensor *const *inputs, int runs,
                        StepTime *out, Diag *why, GError **error);
+
+/* ----------------------------------------------------------- calibrate.c */
+
+/* What partir calibrate measures on. */
+typedef struct CalibrateOptions {
+  int devices;      /* threads at once, one a device: a mesh d=N */
+  int runs;         /* timed steps per program (the median is taken) */
+  const char *name; /* the description's name (NULL: "calibrated") */
+} CalibrateOptions;
+
+/* A hardware description of this machine: each figure solved from the
+ * time of a compiled program that it dominates, run on 'devices'
+ * threads at once (calibrate.c says which).  'log' gets a comment line
+ * per figure: the program, its time, the figure.  FALSE with the reason
+ * when a program cannot be compiled or run. */
+gboolean pipeline_calibrate(const RuleSet *rs, const CalibrateOptions *o,
+                            Hardware *out, GString *log, Diag *why);
 
 #endif

@@ -212,4 +212,25 @@ check "exec of a device's program (SPMD text) without its global program: exit 1
   test $status -eq 1
 check "...saying what to give, nothing printed" \
   sh -c "grep -q \"spmd.pir: this is a device's program: compile the program before lowering, on its mesh\" '$tmp/err' && ! test -s '$tmp/out'"
+# calibrate: a description of this machine that the cost model loads and
+# prices kernels with (the figures themselves are timings: only their
+# form is checked)
+"$PARTIR" calibrate --devices 2 --runs 1 -o "$tmp/here.hw" >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "calibrate --devices 2: a description written, nothing on stdout" \
+  sh -c "test $status -eq 0 && test -s '$tmp/here.hw' && ! test -s '$tmp/out'"
+check "...every figure, each with how it was measured" sh -c \
+  "for k in peak_flops_f32 peak_flops_f64 peak_flops_bf16 mem_bw kernel_overhead link_latency link_bw; do grep -q \"^# \$k: \" '$tmp/here.hw' && grep -q \"^\$k=[0-9]\" '$tmp/here.hw' || exit 1; done"
+check "...named after its file" grep -qx 'name=here' "$tmp/here.hw"
+"$PARTIR" cost "$top_srcdir/examples/mlp.pir" --hw "$tmp/here.hw" >"$tmp/cost" 2>&1
+check "...and the cost model prices the compiled kernels with it" \
+  grep -q '^  kernels          2$' "$tmp/cost"
+"$PARTIR" calibrate --devices 0 >/dev/null 2>"$tmp/err"
+status=$?
+check "calibrate --devices 0: a usage error" \
+  sh -c "test $status -eq 2 && grep -q 'devices takes a count from 1 to 64' '$tmp/err'"
+"$PARTIR" calibrate extra.pir >/dev/null 2>"$tmp/err"
+status=$?
+check "calibrate FILE: a usage error" \
+  sh -c "test $status -eq 2 && grep -q 'takes no FILE' '$tmp/err'"
 done_testing

@@ -382,6 +382,9 @@ size_t collect_freed(void); /* terms freed so far */
  * commands.  Front ends clear it before each command. */
 extern volatile sig_atomic_t partir_interrupt;
 
+/* The monotonic clock in nanoseconds (intervals, not dates). */
+int64_t partir_now_ns(void);
+
 /* Runs 'fn(data)' on a thread whose stack is deep enough for terms of
  * PARTIR_MAX_HEIGHT; returns fn's result. */
 int partir_call_with_stack(int (*fn)(void *), void *data);

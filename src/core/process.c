@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 volatile sig_atomic_t partir_interrupt;
@@ -24,6 +25,12 @@ static void *stack_trampoline(void *p) {
   int (*fn)(void *) = (int (*)(void *))frame[0];
   frame[2] = GINT_TO_POINTER(fn(frame[1]));
   return NULL;
+}
+
+int64_t partir_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 int partir_call_with_stack(int (*fn)(void *), void *data) {

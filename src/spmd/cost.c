@@ -27,7 +27,12 @@
  *               steps * latency + bytes / bandwidth for the time, over the
  *               slowest link among the axes;
  *   time        compute (flops / peak FLOP/s of the operator's dtype) plus
- *               communication, with no overlap.
+ *               communication, with no overlap.  Where the hardware
+ *               gives mem_bw or kernel_overhead, compute is priced as the
+ *               code generator runs it: a kernel per value with a buffer
+ *               (fusion.c), each the longer of its FLOPs (its fused
+ *               operands' included) at peak and the bytes it reads and
+ *               writes at mem_bw, plus kernel_overhead (a roofline).
  *
  * The machine is a Hardware description (hardware.c).
  */
@@ -111,6 +116,7 @@ typedef struct Open {
 
 typedef struct Walk {
   const Hardware *hw;
+  const Fusion *fusion; /* the compiled program's kernels, when priced */
   CostReport *out;
   GArray *values; /* Value */
   Open open[PARTIR_MAX_REGIONS + 2];
@@ -231,19 +237,73 @@ static void account_collective(Walk *w, const Term *t, double mult) {
   w->out->comm_time += time * mult;
 }
 
+/* The dtype operator 't' computes in: a comparison computes in its
+ * operands' type, not in i1. */
+static DType compute_dtype(const Term *t) {
+  return t->type->dtype == DT_I1 && t->nargs > 0 ? t->args[0]->type->dtype
+                                                 : t->type->dtype;
+}
+
+/* The bytes a kernel reads of value 't', which has a buffer: a splat
+ * constant that no user reads whole is one number (fusion.c). */
+static double stored_bytes(const Walk *w, const Term *t) {
+  if (t->kind == TM_OP && t->op == OP_CONSTANT && type_numel(t->type) > 1 &&
+      !fusion_read_whole(w->fusion, t)) {
+    Tensor *one = kernel_constant_splat(t);
+    if (one) {
+      tensor_unref(one);
+      return dtype_storage_bytes(t->type->dtype);
+    }
+  }
+  return bytes_of(t->type);
+}
+
+/* What the kernel of 't' computes inside its loops and reads: the FLOPs
+ * of its fused operands, the bytes of the buffers it reaches through
+ * them, each once. */
+static void kernel_reads(const Walk *w, const Term *t, GHashTable *seen,
+                         double *flops, double *bytes) {
+  for (int k = 0; k < t->nargs; k++) {
+    const Term *a = t->args[k];
+    if (a->kind == TM_BVAR || !g_hash_table_add(seen, (gpointer)a))
+      continue;
+    if (fusion_fused(w->fusion, a)) {
+      *flops += op_flops(a);
+      kernel_reads(w, a, seen, flops, bytes);
+    } else {
+      *bytes += stored_bytes(w, a);
+    }
+  }
+}
+
+/* One run of the kernel of 't' (a value with a buffer), 'mult' times:
+ * the longer of its FLOPs at peak and its bytes at memory bandwidth, and
+ * the kernel's overhead. */
+static void account_kernel(Walk *w, const Term *t, double mult) {
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  double flops = op_flops(t), bytes = bytes_of(t->type);
+  kernel_reads(w, t, seen, &flops, &bytes);
+  const Hardware *hw = w->hw;
+  double compute = flops / hw_peak_flops(hw, compute_dtype(t));
+  double memory = hw->mem_bw > 0 ? bytes / hw->mem_bw : 0;
+  w->out->compute_time += (MAX(compute, memory) + hw->kernel_overhead) * mult;
+  w->out->kernels += mult;
+  w->out->traffic_bytes += bytes * mult;
+}
+
 static void account_op(Walk *w, const Term *t, double mult) {
   if (op_is_collective(t->op)) {
     account_collective(w, t, mult);
     return;
   }
   double flops = op_flops(t) * mult;
-  if (flops == 0)
-    return;
-  /* a comparison computes in its operands' type, not in i1 */
-  DType dt = t->type->dtype == DT_I1 && t->nargs > 0 ? t->args[0]->type->dtype
-                                                     : t->type->dtype;
   w->out->flops += flops;
-  w->out->compute_time += flops / hw_peak_flops(w->hw, dt);
+  if (w->fusion) { /* constants and iotas are evaluated when compiling */
+    if (!fusion_fused(w->fusion, t) && t->op != OP_CONSTANT && t->op != OP_IOTA)
+      account_kernel(w, t, mult);
+    return;
+  }
+  w->out->compute_time += flops / hw_peak_flops(w->hw, compute_dtype(t));
 }
 
 static int add_value(Walk *w, const Term *t, const char *name, int pos) {
@@ -349,7 +409,14 @@ gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
   out->comms = g_array_new(FALSE, TRUE, sizeof(CostComm));
   out->ndevices = mesh_devices(f->spmd ? &f->spmd->mesh : NULL);
 
-  Walk w = {.hw = hw, .out = out};
+  /* kernels are priced when the description models them */
+  g_autoptr(Schedule) sc = NULL;
+  g_autoptr(Fusion) fusion = NULL;
+  if (hw->mem_bw > 0 || hw->kernel_overhead > 0) {
+    sc = schedule_new(m, f);
+    fusion = fusion_new(sc, f);
+  }
+  Walk w = {.hw = hw, .fusion = fusion, .out = out};
   w.values = g_array_new(FALSE, TRUE, sizeof(Value));
   g_array_set_clear_func(w.values, clear_value);
   w.open[0] = (Open){-1, NULL, 1.0, g_hash_table_new(NULL, NULL),
@@ -497,6 +564,15 @@ void cost_print(GString *out, const CostReport *r, const Hardware *hw,
           out, "  %-16s %-14s %6" G_GINT64_FORMAT " %8.0f  %-24s %s\n",
           op_name(c->op), c->axes, c->size, c->count, a->str, b->str);
     }
+  }
+
+  if (hw->mem_bw > 0 || hw->kernel_overhead > 0) {
+    g_string_truncate(a, 0);
+    g_string_printf(a, "%.0f", r->kernels);
+    row(out, "kernels", a->str, NULL);
+    g_string_truncate(a, 0);
+    append_bytes(a, r->traffic_bytes);
+    row(out, "memory traffic", a->str, NULL);
   }
 
   g_string_append(out, "time per step (compute and communication do not "

@@ -18,20 +18,27 @@ typedef struct HwKey {
   size_t offset; /* of the double in Hardware */
   gboolean zero_ok;
   const char *unit;
+  gboolean optional; /* may be left out: 0, the term is not modelled */
 } HwKey;
 
 static const HwKey hw_keys[] = {
-    {"peak_flops_f32", offsetof(Hardware, peak_flops_f32), FALSE, "FLOP/s"},
-    {"peak_flops_bf16", offsetof(Hardware, peak_flops_bf16), FALSE, "FLOP/s"},
-    {"peak_flops_f64", offsetof(Hardware, peak_flops_f64), FALSE, "FLOP/s"},
-    {"memory_bytes", offsetof(Hardware, memory_bytes), FALSE, "bytes"},
-    {"link_bw", offsetof(Hardware, link_bw), FALSE, "bytes/s"},
-    {"link_latency", offsetof(Hardware, link_latency), TRUE, "seconds"},
+    {"peak_flops_f32", offsetof(Hardware, peak_flops_f32), FALSE, "FLOP/s",
+     FALSE},
+    {"peak_flops_bf16", offsetof(Hardware, peak_flops_bf16), FALSE, "FLOP/s",
+     FALSE},
+    {"peak_flops_f64", offsetof(Hardware, peak_flops_f64), FALSE, "FLOP/s",
+     FALSE},
+    {"memory_bytes", offsetof(Hardware, memory_bytes), FALSE, "bytes", FALSE},
+    {"link_bw", offsetof(Hardware, link_bw), FALSE, "bytes/s", FALSE},
+    {"link_latency", offsetof(Hardware, link_latency), TRUE, "seconds", FALSE},
+    {"mem_bw", offsetof(Hardware, mem_bw), TRUE, "bytes/s", TRUE},
+    {"kernel_overhead", offsetof(Hardware, kernel_overhead), TRUE, "seconds",
+     TRUE},
 };
 
 static const HwKey axis_keys[] = {
-    {"link_bw", offsetof(HwAxis, link_bw), FALSE, "bytes/s"},
-    {"link_latency", offsetof(HwAxis, link_latency), TRUE, "seconds"},
+    {"link_bw", offsetof(HwAxis, link_bw), FALSE, "bytes/s", FALSE},
+    {"link_latency", offsetof(HwAxis, link_latency), TRUE, "seconds", FALSE},
 };
 
 static const HwKey *find_key(const HwKey *keys, gsize n, const char *key) {
@@ -167,7 +174,7 @@ static gboolean load_file(const char *path, Hardware *out, GError **error) {
                   seen, TRUE, error))
     return FALSE;
   for (gsize i = 0; i < G_N_ELEMENTS(hw_keys); i++)
-    if (!seen[i]) {
+    if (!seen[i] && !hw_keys[i].optional) {
       g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
                   "%s: [hardware] needs key '%s' (%s)", path, hw_keys[i].key,
                   hw_keys[i].unit);
@@ -386,6 +393,8 @@ void hw_print(GString *out, const Hardware *hw) {
   g_autofree char *name = keyfile_string(hw->name ? hw->name : "");
   g_string_append_printf(out, "[hardware]\nname=%s\n", name);
   for (gsize i = 0; i < G_N_ELEMENTS(hw_keys); i++) {
+    if (hw_keys[i].optional && *field((void *)hw, &hw_keys[i]) == 0)
+      continue; /* not modelled: as the file that left it out */
     g_string_append_printf(out, "%s=", hw_keys[i].key);
     attr_append_shortest_double(out, *field((void *)hw, &hw_keys[i]));
     g_string_append_c(out, '\n');

@@ -55,6 +55,8 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define SIM_MAX_DEVICES 1024                /* one thread per device */
@@ -86,6 +88,21 @@ struct World {
 };
 
 /* A device's thread: its inputs and what its run gave. */
+/* Where the devices of a timed run (SpmdRuntime.steps) meet between
+ * steps: a counting barrier that spins, yielding after a while (a step
+ * can be a few microseconds, and a sleeping barrier costs tens of them
+ * in a VM), and that a failed device opens for good. */
+typedef struct Steps {
+  int ndevices;
+  int count;            /* steps to run */
+  atomic_int arrived;   /* at the current barrier */
+  atomic_int passed;    /* barriers completed */
+  atomic_bool failed;   /* a device failed: nobody waits any more */
+  int64_t *stamps;      /* per barrier: when its last device arrived (ns) */
+  pthread_mutex_t lock; /* guards 'error' */
+  GError *error;        /* the first failure's, for the devices it stops */
+} Steps;
+
 typedef struct Device {
   Collectives *comm;             /* the simulator's Comm, or a runtime's */
   int64_t coords[MESH_MAX_AXES]; /* coordinate on each mesh axis */
@@ -99,6 +116,7 @@ typedef struct Device {
   GError *error;
   pthread_t thread;
   gboolean started;
+  Steps *steps; /* a timed run's, or NULL: run once */
 } Device;
 
 /* The role of a mesh axis for one Dist. */
@@ -528,19 +546,80 @@ static void print_index(GString *out, const Type *t, int64_t j) {
 static Tensor **scatter_inputs(const Func *f, Tensor *const *global_inputs,
                                const int64_t *coords);
 
+/* Waits until every device has reached barrier 'k' of 's' (the last
+ * one to arrive stamps it); FALSE when a device has failed. */
+static gboolean steps_meet(Steps *s, int k) {
+  if (atomic_fetch_add(&s->arrived, 1) + 1 == s->ndevices) {
+    s->stamps[k] = partir_now_ns();
+    atomic_store(&s->arrived, 0);
+    atomic_store(&s->passed, k + 1);
+    return !atomic_load(&s->failed);
+  }
+  for (unsigned spins = 0; atomic_load(&s->passed) <= k; spins++) {
+    if (atomic_load(&s->failed))
+      return FALSE;
+    if (spins >= 1000)
+      sched_yield();
+  }
+  return !atomic_load(&s->failed);
+}
+
+/* The device's program once, or, in a timed run, once per step between
+ * the barriers (the last step's results kept).  A device stopped at a
+ * barrier by another's failure fails with that one's error. */
+static GPtrArray *device_steps(Device *d) {
+  Steps *s = d->steps;
+  if (!s)
+    return d->run ? d->run(d->run_data, d->f, d->inputs, &d->error)
+                  : interp_run(d->f, d->inputs, &d->error);
+  GPtrArray *results = NULL;
+  for (int k = 0; k <= s->count; k++) {
+    if (!steps_meet(s, k)) {
+      if (results)
+        g_ptr_array_unref(results);
+      pthread_mutex_lock(&s->lock);
+      d->error = g_error_copy(s->error);
+      pthread_mutex_unlock(&s->lock);
+      return NULL;
+    }
+    if (k == s->count)
+      break;
+    if (results)
+      g_ptr_array_unref(results);
+    results = d->run ? d->run(d->run_data, d->f, d->inputs, &d->error)
+                     : interp_run(d->f, d->inputs, &d->error);
+    if (!results)
+      return NULL;
+  }
+  return results;
+}
+
+/* Device 'd' failed: a timed run's other devices stop at their next
+ * barrier with its error (the first one's). */
+static void steps_fail(Device *d) {
+  Steps *s = d->steps;
+  pthread_mutex_lock(&s->lock);
+  if (!s->error)
+    s->error = g_error_copy(d->error);
+  atomic_store(&s->failed, TRUE);
+  pthread_mutex_unlock(&s->lock);
+}
+
 static void *device_main(void *p) {
   Device *d = p;
   d->inputs = scatter_inputs(d->f, d->global_inputs, d->coords);
   kernel_comm = d->comm;
-  d->results = d->run ? d->run(d->run_data, d->f, d->inputs, &d->error)
-                      : interp_run(d->f, d->inputs, &d->error);
+  d->results = device_steps(d);
   kernel_comm = NULL;
   if (d->results && d->comm->check && !d->comm->check(d->comm, &d->error)) {
     g_ptr_array_unref(d->results);
     d->results = NULL;
   }
-  if (!d->results)
+  if (!d->results) {
+    if (d->steps)
+      steps_fail(d);
     d->comm->fail(d->comm, d->error);
+  }
   return NULL;
 }
 
@@ -798,6 +877,14 @@ GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
   const SpmdRuntime *comms = rt && rt->connect ? rt : &simulator;
   Collectives **views = comms->connect(comms->comm_data, m, (int)ndevices);
   Device *devs = g_new0(Device, (gsize)ndevices);
+  int count = rt ? rt->steps : 0;
+  Steps steps = {.ndevices = (int)ndevices, .count = count};
+  g_autofree int64_t *stamps = NULL;
+  if (count > 1) {
+    stamps = g_new0(int64_t, (gsize)count + 1);
+    steps.stamps = stamps;
+    pthread_mutex_init(&steps.lock, NULL);
+  }
   for (int dev = 0; dev < ndevices; dev++) {
     devs[dev].comm = views[dev];
     device_coords(m, dev, devs[dev].coords);
@@ -805,10 +892,13 @@ GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
     devs[dev].run = rt ? rt->run : NULL;
     devs[dev].run_data = rt ? rt->run_data : NULL;
     devs[dev].global_inputs = global_inputs;
+    devs[dev].steps = stamps ? &steps : NULL;
   }
 
   GPtrArray *out = NULL;
   if (run_devices(devs, (int)ndevices, error)) {
+    for (int k = 0; stamps && rt->step_seconds && k < count; k++)
+      rt->step_seconds[k] = (double)(stamps[k + 1] - stamps[k]) * 1e-9;
     out = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
     for (int i = 0; i < f->nresults && out; i++) {
       Tensor *r =
@@ -832,5 +922,9 @@ GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
   }
   g_free(devs);
   comms->disconnect(comms->comm_data, views);
+  if (stamps) {
+    pthread_mutex_destroy(&steps.lock);
+    g_clear_error(&steps.error);
+  }
   return out;
 }

@@ -10,6 +10,7 @@
  *   simulate.c     running an SPMD program on simulated devices
  *   show.c         collective statistics and the Graphviz graph
  *   hardware.c     hardware descriptions (hw/NAME.hw)
+ *   fusion.c       which values are computed inside their users' loops
  *   cost.c         per-device FLOPs, memory, communication and time
  */
 #ifndef PARTIR_SPMD_H
@@ -69,6 +70,14 @@ typedef struct SpmdRuntime {
   /* Frees what 'connect' made, once every device has stopped. */
   void (*disconnect)(void *data, Collectives **devices);
   void *comm_data;
+  /* A timed run: with 'steps' > 1 each device runs its program that many
+   * times on the inputs it holds (scattered once; the results gathered
+   * are the last step's), and the devices meet at a barrier before each
+   * step and after the last.  'step_seconds' (may be NULL) gets each
+   * step's time, from the barrier that starts it to the one that ends
+   * it: the devices' programs alone, not the scatter and gather. */
+  int steps;
+  double *step_seconds;
 } SpmdRuntime;
 /* spmd_simulate on the runtime 'rt' (NULL: the simulator's own).  A
  * device whose run fails tells its collectives ('fail'), and one whose
@@ -88,6 +97,26 @@ void spmd_print_collectives(GString *out, const Func *f);
  * them with 'm' (may be NULL): arguments and results with their layouts,
  * each tile or sum loop a cluster. */
 void spmd_print_dot(GString *out, const Module *m, const Func *f);
+
+/* --------------------------------------------------------------- fusion.c */
+
+/* Which values of a function are computed inside their users' loops (a
+ * fused value has no buffer), decided once on its schedule: the code
+ * generator's kernels and the cost model's memory traffic. */
+typedef struct Fusion Fusion;
+/* The decision for 'f', whose schedule is 'sc'. */
+Fusion *fusion_new(const Schedule *sc, const Func *f);
+void fusion_free(Fusion *fu);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Fusion, fusion_free)
+/* Whether 't' is computed inside its users' loops. */
+gboolean fusion_fused(const Fusion *fu, const Term *t);
+/* Whether some user of 't' reads it as a whole buffer (a contraction, a
+ * collective, a region, a result) rather than element by element. */
+gboolean fusion_read_whole(const Fusion *fu, const Term *t);
+/* Whether 't' may be fused; whether its kernel reads fused operands
+ * (reductions and concatenate too). */
+gboolean fusion_fusible(const Term *t);
+gboolean fusion_absorbs(const Term *t);
 
 /* ------------------------------------------------------------- hardware.c */
 
@@ -116,6 +145,12 @@ typedef struct Hardware {
   double memory_bytes; /* capacity of one device */
   double link_bw;      /* default bytes/s per device per direction */
   double link_latency; /* default seconds per collective step */
+  /* Optional (0: not modelled, every operator priced by its FLOPs
+   * alone).  With either, the cost model prices the code generator's
+   * kernels (fusion.c): each takes the longer of its FLOPs at peak and
+   * the bytes it reads and writes at mem_bw, plus kernel_overhead. */
+  double mem_bw;          /* bytes/s a device's kernels read and write */
+  double kernel_overhead; /* seconds per kernel run (its loop set-up) */
   int naxes;
   HwAxis axes[HW_MAX_AXES];
 } Hardware;
@@ -162,15 +197,19 @@ typedef struct CostComm {
 /* The estimate for one step of an SPMD program.  Every device runs the
  * same program on same-shaped data, so per-device figures hold for all. */
 typedef struct CostReport {
-  int64_t ndevices;    /* product of the mesh sizes (1 without a mesh) */
-  double flops;        /* per device */
-  double peak_bytes;   /* peak live bytes per device */
-  char *peak_at;       /* the statement (printed name) where it is reached */
-  GArray *comms;       /* CostComm, ordered by operator then axes */
-  double compute_time; /* seconds: sum of flops / peak of each operator */
-  double comm_time;    /* seconds: sum of the collectives' times */
-  double total_time;   /* compute + comm (no overlap) */
-  gboolean fits;       /* peak_bytes <= memory_bytes */
+  int64_t ndevices;     /* product of the mesh sizes (1 without a mesh) */
+  double flops;         /* per device */
+  double peak_bytes;    /* peak live bytes per device */
+  char *peak_at;        /* the statement (printed name) where it is reached */
+  GArray *comms;        /* CostComm, ordered by operator then axes */
+  double compute_time;  /* seconds: sum of flops / peak of each operator;
+                           with kernels priced (Hardware.mem_bw,
+                           kernel_overhead), the sum of the kernels' */
+  double kernels;       /* kernel runs per step, when priced */
+  double traffic_bytes; /* bytes the kernels read and write, when priced */
+  double comm_time;     /* seconds: sum of the collectives' times */
+  double total_time;    /* compute + comm (no overlap) */
+  gboolean fits;        /* peak_bytes <= memory_bytes */
 } CostReport;
 
 void cost_report_clear(CostReport *r);

@@ -266,7 +266,7 @@ static GPtrArray *run_once(const Bench *b, Compiled *c, Tensor **args) {
     return codegen_run(c, args);
   g_autoptr(Diag) diag = diag_new(NULL);
   GError *error = NULL;
-  GPtrArray *out = codegen_run_spmd(c, b->device, args, diag, &error);
+  GPtrArray *out = codegen_run_spmd(c, b->device, args, 0, NULL, diag, &error);
   if (!out) {
     g_printerr("bench-codegen: %s: %s\n", b->o->files[0],
                error ? error->message : diag_text(diag));

@@ -123,7 +123,8 @@ static gboolean hw_equal(const Hardware *a, const Hardware *b) {
       a->peak_flops_bf16 != b->peak_flops_bf16 ||
       a->peak_flops_f64 != b->peak_flops_f64 ||
       a->memory_bytes != b->memory_bytes || a->link_bw != b->link_bw ||
-      a->link_latency != b->link_latency || a->naxes != b->naxes)
+      a->link_latency != b->link_latency || a->mem_bw != b->mem_bw ||
+      a->kernel_overhead != b->kernel_overhead || a->naxes != b->naxes)
     return FALSE;
   for (int i = 0; i < a->naxes; i++)
     if (a->axes[i].name != b->axes[i].name ||
@@ -646,6 +647,59 @@ static char *write_file(const char *dir, const char *name, const char *text) {
   return path;
 }
 
+/* Kernels priced as the code generator runs them (mem_bw and
+ * kernel_overhead given).  The matmul is a kernel: 2*256*64*64 = 2097152
+ * FLOP, reading x (65536 B) and w (16384 B), writing 65536 B: 147456 B.
+ * exp and add are fused into the reduction (one use each, elementwise),
+ * whose kernel computes 16384 (exp) + 16384 (add) + 16384 (reduce) =
+ * 49152 FLOP and reads the matmul's result and x (65536 B each), writing
+ * 256 floats: 132096 B.  At 1 GFLOP/s, 1 MB/s and 1 ms a kernel both
+ * kernels are memory-bound: 0.147456 + 0.001 + 0.132096 + 0.001 s; at
+ * 1 TB/s both are compute-bound: 0.002097152 + 0.001 + 0.000049152 +
+ * 0.001 s.  Without either key, FLOPs alone: 2146304 / 1e9 s. */
+static void test_kernels(void) {
+  const char *text = "func @f(%x: tensor<256x64xf32>, %w: tensor<64x64xf32>)"
+                     " -> tensor<256xf32> {\n"
+                     "  %0 = matmul(%x, %w)\n"
+                     "  %1 = exp(%0)\n"
+                     "  %2 = add(%1, %x)\n"
+                     "  %3 = reduce_sum(%2) {dims = [1]}\n"
+                     "  return %3\n}\n";
+  g_autoptr(Diag) diag = diag_new(NULL);
+  g_autoptr(Module) m =
+      pipeline_read_program("k.pir", text, strlen(text), diag);
+  g_assert_nonnull(m);
+  const Func *f = module_entry(m);
+  Hardware hw = test_hw();
+  hw.peak_flops_f32 = 1e9;
+  g_auto(CostReport) flops_only = {0};
+  estimate(f, &hw, &flops_only);
+  g_assert_cmpfloat(flops_only.flops, ==, 2146304);
+  assert_close(flops_only.compute_time, 2146304 / 1e9);
+  g_assert_cmpfloat(flops_only.kernels, ==, 0);
+
+  hw.mem_bw = 1e6;
+  hw.kernel_overhead = 1e-3;
+  g_auto(CostReport) slow = {0};
+  estimate(f, &hw, &slow);
+  g_assert_cmpfloat(slow.flops, ==, 2146304);
+  g_assert_cmpfloat(slow.kernels, ==, 2);
+  g_assert_cmpfloat(slow.traffic_bytes, ==, 147456 + 132096);
+  assert_close(slow.compute_time, 0.147456 + 0.001 + 0.132096 + 0.001);
+  assert_close(slow.total_time, slow.compute_time);
+
+  hw.mem_bw = 1e12;
+  g_auto(CostReport) fast = {0};
+  estimate(f, &hw, &fast);
+  assert_close(fast.compute_time, 0.002097152 + 0.001 + 0.000049152 + 0.001);
+
+  /* the table says what was priced */
+  g_autoptr(GString) table = g_string_new(NULL);
+  cost_print(table, &slow, &hw, NULL);
+  g_assert_nonnull(strstr(table->str, "kernels          2\n"));
+  g_assert_nonnull(strstr(table->str, "memory traffic   279552 B"));
+}
+
 #define GOOD_HW                                                                \
   "# a test machine\n"                                                         \
   "[hardware]\n"                                                               \
@@ -700,6 +754,26 @@ static void test_hw_load(void) {
   Hardware hw2;
   g_assert_true(hw_load(again, &hw2, &error));
   g_assert_true(hw_equal(&hw, &hw2));
+  /* the optional figures: absent, 0 and not printed; given, read back */
+  g_assert_cmpfloat(hw.mem_bw, ==, 0);
+  g_assert_null(strstr(text->str, "mem_bw"));
+  g_autofree char *roof =
+      write_file(dir, "roof.hw",
+                 GOOD_HW "\n[hardware]\nmem_bw=2e10\nkernel_overhead=3e-6\n");
+  Hardware hw3;
+  g_assert_true(hw_load(roof, &hw3, &error));
+  g_assert_no_error(error);
+  g_assert_cmpfloat(hw3.mem_bw, ==, 2e10);
+  g_assert_cmpfloat(hw3.kernel_overhead, ==, 3e-6);
+  g_string_truncate(text, 0);
+  hw_print(text, &hw3);
+  g_assert_nonnull(strstr(text->str, "mem_bw=2e+10\n"));
+  g_autofree char *roof2 = write_file(dir, "roof2.hw", text->str);
+  Hardware hw4;
+  g_assert_true(hw_load(roof2, &hw4, &error));
+  g_assert_true(hw_equal(&hw3, &hw4));
+  g_unlink(roof);
+  g_unlink(roof2);
 
   struct {
     const char *text;
@@ -716,6 +790,8 @@ static void test_hw_load(void) {
       {"[hardware]\npeak_flops_f32=1e12 # fast\n",
        "peak_flops_f32 = '1e12 # fast'"},
       {"[hardware]\nlink_latency=-1\n", "expected a non-negative number"},
+      {GOOD_HW "[hardware]\nmem_bw=-5\n", "mem_bw = '-5': expected a "
+                                          "non-negative number (bytes/s)"},
       {"[hardware]\nflops=1\n", "[hardware] has no key 'flops' (keys: name, "
                                 "peak_flops_f32"},
       {"not a key file\n", "not a key-value pair"},
@@ -785,6 +861,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cost/hw-set", test_hw_set);
   g_test_add_func("/cost/what-if", test_what_if);
   g_test_add_func("/cost/hw-load", test_hw_load);
+  g_test_add_func("/cost/kernels", test_kernels);
   g_test_add_func("/cost/hw-files", test_hw_files);
   return g_test_run();
 }

@@ -191,9 +191,19 @@ static void check_program(Func *f, gboolean compile, guint32 seed,
     check_against(f, args, want, want_locals, c, what);
     /* and through the public entry, again (the barriers are reused) */
     g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) code = codegen_run_spmd(c, f, args, diag, &error);
+    g_autoptr(GPtrArray) code =
+        codegen_run_spmd(c, f, args, 0, NULL, diag, &error);
     g_assert_no_error(error);
     assert_same_bytes(want, code, what, -1);
+    /* timed: each device runs 3 steps on what it holds, the results the
+     * last step's, each step's time measured */
+    double seconds[3] = {-1, -1, -1};
+    g_autoptr(GPtrArray) timed =
+        codegen_run_spmd(c, f, args, 3, seconds, diag, &error);
+    g_assert_no_error(error);
+    assert_same_bytes(want, timed, what, -1);
+    for (int k = 0; k < 3; k++)
+      g_assert_cmpfloat(seconds[k], >, 0);
   }
   for (int d = 0; d < n; d++)
     g_ptr_array_unref(want_locals[d]);
@@ -434,6 +444,8 @@ typedef struct Failing {
   Collectives **devices; /* what threads_connect gave */
   int bad;
   gboolean interrupt; /* 'bad' sets partir_interrupt, then runs */
+  int fail_at;        /* the step of a timed run 'bad' fails at */
+  int calls;          /* 'bad''s runs so far */
 } Failing;
 
 static Failing failing;
@@ -447,7 +459,8 @@ static Collectives **failing_connect(void *data, const Mesh *mesh,
 static GPtrArray *failing_device(void *data, const Func *f,
                                  Tensor *const *inputs, GError **error) {
   (void)data;
-  if (kernel_comm == failing.devices[failing.bad]) {
+  if (kernel_comm == failing.devices[failing.bad] &&
+      failing.calls++ == failing.fail_at) {
     if (!failing.interrupt) {
       g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_IO,
                   "device %d failed on purpose", failing.bad);
@@ -472,9 +485,14 @@ static gpointer spmd_failing_run(gpointer data) {
                     .connect = failing_connect,
                     .disconnect = threads_disconnect};
   int step = under_valgrind() ? 5 : 1; /* devices 0 and 5 */
-  for (int round = 0; round < 12; round += step) {
+  /* then timed runs of 4 steps, 'bad' failing at its third: the others
+   * are in a collective or at the barrier between steps */
+  for (int round = 0; round < 24; round += step) {
     failing.bad = round % 6;
-    failing.interrupt = round >= 6;
+    failing.interrupt = round % 12 >= 6;
+    failing.calls = 0;
+    failing.fail_at = round >= 12 ? 2 : 0;
+    rt.steps = round >= 12 ? 4 : 0;
     g_autoptr(Diag) diag = diag_new(NULL);
     g_autoptr(GError) error = NULL;
     GPtrArray *out = spmd_run(f, (Tensor *[]){in, id}, &rt, diag, &error);

@@ -1,0 +1,276 @@
+/* calibrate.c — the figures of a hardware description, measured on this
+ * machine by running compiled programs (partir calibrate).
+ *
+ * Each figure comes from a program that one figure dominates, compiled
+ * (stage 6) and timed (stage 7) on 'devices' threads at once, every
+ * device running the same program: a device's share of the machine
+ * when all of them work, which is what a step of an SPMD program gets
+ * (on these VMs two threads may give little more than one).  The figure
+ * is then solved from the cost model itself: the model's time for the
+ * program is a + b / F for a throughput F (FLOP/s, bytes/s) and a + b F
+ * for an overhead F (seconds), with a and b read off the model with F
+ * at its limits, so the model, priced with the figure, predicts the
+ * time measured for the program it came from.  In order, each solved
+ * with the ones before it in place:
+ *
+ *   peak_flops_f32/f64/bf16  a 1024^3 matrix product in the dtype
+ *   mem_bw                   an elementwise chain over 64 MiB
+ *   kernel_overhead          a chain of 64 reductions of 16 numbers
+ *   link_latency             an all_reduce of one number over the devices
+ *   link_bw                  an all_reduce of 64 MiB over the devices
+ *
+ * One device has no links to measure: a shared-memory collective is a
+ * copy, so link_bw is half of mem_bw (read and write) and link_latency
+ * the kernel overhead.  memory_bytes is the physical memory shared by
+ * the devices.
+ */
+#include "pipeline.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <unistd.h>
+
+typedef struct Calibration {
+  const RuleSet *rules;
+  const CalibrateOptions *o;
+  Mesh mesh; /* d=N, or no axes for one device */
+  Hardware hw;
+  GString *log;
+} Calibration;
+
+/* One measured program: its compiled code and its median step time. */
+typedef struct Probe {
+  Module *m;
+  Executable e;
+  double seconds;
+} Probe;
+
+static void probe_clear(Probe *p) {
+  pipeline_executable_clear(&p->e);
+  if (p->m)
+    module_free(p->m);
+  *p = (Probe){0};
+}
+
+/* Compiles program 'text' for the calibration's devices and times it. */
+static gboolean probe_run(Calibration *c, const char *text, Probe *p,
+                          Diag *why) {
+  *p = (Probe){0};
+  g_autoptr(Diag) parse = diag_new(NULL);
+  p->m = pipeline_read_program("calibrate.pir", text, strlen(text), parse);
+  if (!p->m) { /* the programs are ours: a bug, said plainly */
+    diag_reason(why, "a calibration program does not parse: %s",
+                diag_text(parse));
+    return FALSE;
+  }
+  const Func *g = module_entry(p->m);
+  CodegenOptions fast = {0};
+  if (!pipeline_compile(c->rules, p->m, g, &c->mesh, &fast, &p->e, why)) {
+    probe_clear(p);
+    return FALSE;
+  }
+  g_autoptr(GPtrArray) inputs = pipeline_random_inputs(g, 1);
+  StepTime t;
+  GError *error = NULL;
+  if (!pipeline_time(&p->e, (Tensor *const *)inputs->pdata, c->o->runs, &t, why,
+                     &error)) {
+    if (error)
+      diag_reason(why, "%s", error->message);
+    g_clear_error(&error);
+    probe_clear(p);
+    return FALSE;
+  }
+  p->seconds = t.median;
+  return TRUE;
+}
+
+/* The cost model's time for the probe's program with figure 'field' of
+ * the calibration's hardware set to 'x'. */
+static double model_time(const Calibration *c, const Probe *p, size_t field,
+                         double x) {
+  Hardware hw = c->hw;
+  *(double *)((char *)&hw + field) = x;
+  g_auto(CostReport) r = {0};
+  g_autoptr(Diag) diag = diag_new(NULL);
+  gboolean ok = cost_estimate(NULL, p->e.device, &hw, &r, diag);
+  g_assert(ok); /* a program that compiled is one the model prices */
+  return r.total_time;
+}
+
+/* Three significant digits: a figure measured on a noisy machine. */
+static double rounded(double x) {
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  return g_ascii_strtod(g_ascii_formatd(buf, sizeof buf, "%.3g", x), NULL);
+}
+
+/* Measures program 'text' and solves figure 'field' ('throughput': the
+ * model's time is a + b / F; else a + b F) from its time; says so in
+ * the log, 'what' describing the program. */
+static gboolean solve(Calibration *c, const char *key, size_t field,
+                      gboolean throughput, const char *what, const char *text,
+                      Diag *why) {
+  Probe p;
+  if (!probe_run(c, text, &p, why))
+    return FALSE;
+  double a, b, x;
+  if (throughput) {
+    a = model_time(c, &p, field, HUGE_VAL);
+    b = model_time(c, &p, field, 1.0) - a;
+    x = p.seconds > a && b > 0 ? b / (p.seconds - a) : 0;
+  } else {
+    a = model_time(c, &p, field, 0.0);
+    b = model_time(c, &p, field, 1.0) - a;
+    x = b > 0 ? MAX(p.seconds - a, 0) / b : 0;
+  }
+  if (throughput && !(x > 0 && isfinite(x))) {
+    diag_reason(why,
+                "%s: %s ran in %.3g s, no slower than the model's %.3g s "
+                "without it: nothing to solve for",
+                key, what, p.seconds, a);
+    probe_clear(&p);
+    return FALSE;
+  }
+  x = rounded(x);
+  *(double *)((char *)&c->hw + field) = x;
+  g_string_append_printf(c->log, "# %s: %s: %.4g ms a step (median of %d)", key,
+                         what, p.seconds * 1e3, c->o->runs);
+  g_string_append_printf(c->log, " -> %.3g\n", x);
+  probe_clear(&p);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------ programs */
+
+static char *matmul_program(const char *dtype, int n) {
+  return g_strdup_printf(
+      "func @peak(%%a: tensor<%dx%dx%s>, %%b: tensor<%dx%dx%s>)"
+      " -> tensor<%dx%dx%s> {\n"
+      "  %%0 = matmul(%%a, %%b)\n"
+      "  return %%0\n}\n",
+      n, n, dtype, n, n, dtype, n, n, dtype);
+}
+
+/* One kernel over 64 MiB: x * x + x, then relu. */
+static char *stream_program(void) {
+  const char *t = "tensor<4096x4096xf32>";
+  return g_strdup_printf("func @stream(%%x: %s) -> %s {\n"
+                         "  %%0 = mul(%%x, %%x)\n"
+                         "  %%1 = add(%%0, %%x)\n"
+                         "  %%2 = relu(%%1)\n"
+                         "  return %%2\n}\n",
+                         t, t);
+}
+
+/* 'n' kernels in a row, each a reduction of 16 numbers: a row maximum,
+ * added back to the row (fused into the next reduction). */
+static char *overhead_program(int n) {
+  GString *s = g_string_new("func @overhead(%x: tensor<16xf32>) -> "
+                            "tensor<f32> {\n"
+                            "  %m0 = reduce_max(%x) {dims = [0]}\n");
+  for (int i = 1; i < n; i++)
+    g_string_append_printf(
+        s,
+        "  %%b%d = broadcast_in_dim(%%m%d) {dims = []} : tensor<16xf32>\n"
+        "  %%s%d = add(%%x, %%b%d)\n"
+        "  %%m%d = reduce_max(%%s%d) {dims = [0]}\n",
+        i, i - 1, i, i, i, i);
+  g_string_append_printf(s, "  return %%m%d\n}\n", n - 1);
+  return g_string_free(s, FALSE);
+}
+
+/* An all_reduce of 'n' f32 over the devices: each holds a row of x and
+ * the rows are summed. */
+static char *allreduce_program(int devices, int64_t n) {
+  return g_strdup_printf(
+      "func @allreduce(%%x: tensor<%dx%" G_GINT64_FORMAT "xf32>)"
+      " -> tensor<%" G_GINT64_FORMAT "xf32> {\n"
+      "  %%0 = partir.sum (%%r : !partir.range<%d,1> @\"d\") {\n"
+      "    %%1 = partir.slice 0 %%x[%%r]\n"
+      "    %%2 = reduce_sum(%%1) {dims = [0]}\n"
+      "    partir.yield %%2\n"
+      "  }\n"
+      "  return %%0\n}\n",
+      devices, n, n, devices);
+}
+
+/* --------------------------------------------------------------- main */
+
+static gboolean calibrate(Calibration *c, Diag *why) {
+  static const struct {
+    const char *key, *dtype;
+    size_t field;
+  } peaks[] = {
+      {"peak_flops_f32", "f32", offsetof(Hardware, peak_flops_f32)},
+      {"peak_flops_f64", "f64", offsetof(Hardware, peak_flops_f64)},
+      {"peak_flops_bf16", "bf16", offsetof(Hardware, peak_flops_bf16)},
+  };
+  int n = c->o->devices;
+  g_autofree char *devices =
+      g_strdup_printf("%d device%s at once", n, n == 1 ? "" : "s");
+  for (gsize i = 0; i < G_N_ELEMENTS(peaks); i++) {
+    g_autofree char *text = matmul_program(peaks[i].dtype, 1024);
+    g_autofree char *what = g_strdup_printf("matmul 1024x1024x1024 %s, %s",
+                                            peaks[i].dtype, devices);
+    if (!solve(c, peaks[i].key, peaks[i].field, TRUE, what, text, why))
+      return FALSE;
+  }
+  g_autofree char *stream = stream_program();
+  g_autofree char *stream_what =
+      g_strdup_printf("relu(x * x + x) over 64 MiB of f32, %s", devices);
+  if (!solve(c, "mem_bw", offsetof(Hardware, mem_bw), TRUE, stream_what, stream,
+             why))
+    return FALSE;
+  g_autofree char *chain = overhead_program(64);
+  g_autofree char *chain_what =
+      g_strdup_printf("64 reductions of 16 f32 in a row, %s", devices);
+  if (!solve(c, "kernel_overhead", offsetof(Hardware, kernel_overhead), FALSE,
+             chain_what, chain, why))
+    return FALSE;
+  if (n == 1) {
+    c->hw.link_bw = rounded(c->hw.mem_bw / 2);
+    c->hw.link_latency = c->hw.kernel_overhead;
+    g_string_append(c->log, "# link_bw, link_latency: one device has no "
+                            "links: half of mem_bw, the kernel overhead\n");
+    return TRUE;
+  }
+  g_autofree char *small = allreduce_program(n, 1);
+  g_autofree char *small_what =
+      g_strdup_printf("all_reduce of one f32 over %d devices", n);
+  if (!solve(c, "link_latency", offsetof(Hardware, link_latency), FALSE,
+             small_what, small, why))
+    return FALSE;
+  g_autofree char *big = allreduce_program(n, (int64_t)16 << 20);
+  g_autofree char *big_what =
+      g_strdup_printf("all_reduce of 64 MiB of f32 over %d devices", n);
+  return solve(c, "link_bw", offsetof(Hardware, link_bw), TRUE, big_what, big,
+               why);
+}
+
+gboolean pipeline_calibrate(const RuleSet *rs, const CalibrateOptions *o,
+                            Hardware *out, GString *log, Diag *why) {
+  if (o->devices < 1 || o->devices > 64 || o->runs < 1) {
+    diag_reason(why, "calibrate: devices must be 1 to 64 and runs at least 1");
+    return FALSE;
+  }
+  Calibration c = {.rules = rs, .o = o, .log = log};
+  if (o->devices > 1) {
+    g_autofree char *mesh = g_strdup_printf("d=%d", o->devices);
+    gboolean ok = mesh_parse(mesh, &c.mesh, why);
+    g_assert(ok);
+  }
+  /* the figures not yet measured take no time */
+  c.hw = (Hardware){
+      .name = g_intern_string(o->name ? o->name : "calibrated"),
+      .peak_flops_f32 = HUGE_VAL,
+      .peak_flops_bf16 = HUGE_VAL,
+      .peak_flops_f64 = HUGE_VAL,
+      .link_bw = HUGE_VAL,
+  };
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  c.hw.memory_bytes =
+      pages > 0 && page > 0 ? (double)pages * (double)page / o->devices : 1e9;
+  if (!calibrate(&c, why))
+    return FALSE;
+  *out = c.hw;
+  return TRUE;
+}
