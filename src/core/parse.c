@@ -583,6 +583,42 @@ typedef struct Replicated {
   Dist dist;
 } Replicated;
 
+/* A mesh axis gives a value one role: it splits one dimension, or holds
+ * partial sums, once (a device has one coordinate on it). */
+static gboolean check_axes_once(Parser *p, Loc at, const Dist *d) {
+  const char *seen[PARTIR_MAX_RANK * MESH_MAX_AXES + MESH_MAX_AXES];
+  int where[G_N_ELEMENTS(seen)]; /* its dimension, or -1: partial */
+  int n = 0;
+  for (int i = 0; i <= d->rank; i++) {
+    int count = i < d->rank ? d->naxes[i] : d->npartial;
+    for (int k = 0; k < count; k++) {
+      const char *axis = i < d->rank ? d->axes[i][k] : d->partial[k];
+      int role = i < d->rank ? i : -1;
+      for (int j = 0; j < n; j++) {
+        if (seen[j] != axis)
+          continue;
+        if (role >= 0 && where[j] >= 0 && where[j] != role)
+          return cursor_fail(&p->c, at,
+                             "mesh axis \"%s\" splits two dimensions of one "
+                             "value (%d and %d): a device has one coordinate "
+                             "on it",
+                             axis, where[j], role);
+        if (role != where[j])
+          return cursor_fail(&p->c, at,
+                             "mesh axis \"%s\" both splits dimension %d and "
+                             "holds partial sums",
+                             axis, where[j] >= 0 ? where[j] : role);
+        return cursor_fail(&p->c, at, "mesh axis \"%s\" is named twice in %s",
+                           axis,
+                           role >= 0 ? "one dimension's split" : "partial");
+      }
+      seen[n] = axis;
+      where[n++] = role;
+    }
+  }
+  return TRUE;
+}
+
 /* {dist = [["a"], []], partial = ["b"], replicated = ["c"]} after an SPMD
  * program's argument or result type: the layout of a value of rank
  * 'rank'.  'replicated' is optional; when given it goes to 'reps'. */
@@ -633,6 +669,8 @@ static gboolean parse_dist(Parser *p, int rank, Dist *out, GArray *axes_used,
                        "a layout is {dist = [axes of each of the %d "
                        "dimensions], partial = [axes], replicated = [axes]}",
                        rank);
+  if (!check_axes_once(p, at, out))
+    return FALSE;
   if (replicated) {
     rep.dist = *out;
     g_array_append_val(reps, rep);

@@ -1,6 +1,7 @@
 #!/bin/sh
-# bench-codegen.sh — compiled execution against its peers (issue 13,
-# Performance items 2 to 6; tests/bench/README says what each figure is).
+# bench-codegen.sh — compiled execution against its peers, and the cost
+# model against it (issue 13, Performance items 2 to 7; tests/bench/README
+# says what each figure is).
 #
 # Generates the programs with examples/models/*.lua (and writes the
 # elementwise chain), partitions two of them with the tactics, runs
@@ -346,4 +347,83 @@ for name in mlp mlp-np mlp-npc mlp-jax mlp-b2-check tr tr-np tr-npc tr-jax \
       ' "$tmp/$name.out"
   echo
 done
+# ------------------------------------------------ 7: the cost model
+# The machine calibrated here (partir calibrate: one description for one
+# device alone, one for two devices at once), then each program's
+# predicted step time beside the one measured by partir exec --repeat
+# (device steps: inputs scattered once).
+echo
+echo "bench-codegen: calibrating (partir calibrate)" >&2
+"$PARTIR" calibrate --devices 1 --runs "$BENCH_RUNS" -o "$tmp/one.hw" ||
+  fail "partir calibrate --devices 1 fails"
+"$PARTIR" calibrate --devices 2 --runs "$BENCH_RUNS" -o "$tmp/two.hw" ||
+  fail "partir calibrate --devices 2 fails"
+"$PARTIR" tactic "$PARTIR_TACTICS/megatron.lua" \
+  "$top_srcdir/examples/transformer_layer.pir" --mesh model=2 \
+  -o "$tmp/layer-m2.pir" || fail "the megatron tactic fails on the example"
+"$LUA" "$models/transformer.lua" --layers 2 --batch 2 --seq 128 \
+  --d_model 256 --heads 4 --d_ff 1024 >"$tmp/t2.pir" &&
+  "$PARTIR" tactic "$PARTIR_TACTICS/megatron.lua" "$tmp/t2.pir" \
+    --mesh model=2 -o "$tmp/t2-m2.pir" ||
+  fail "the 2-layer transformer of make demo cannot be made"
+
+# to_ms "X unit": the cost table's time in milliseconds.
+to_ms() {
+  awk -v v="$1" -v u="$2" 'BEGIN {
+    f = u == "ns" ? 1e-6 : u == "us" ? 1e-3 : u == "ms" ? 1 : u == "s" ? 1e3 : -1
+    if (v == "" || f < 0) print ""; else printf "%.6g\n", v * f }'
+}
+
+echo "cost model (item 7): predicted step time on this machine's calibrated"
+echo "description against the median of $BENCH_RUNS steps of partir exec" \
+  "--repeat; ratio = predicted / measured"
+grep -h '^# [a-z_0-9]*: ' "$tmp/one.hw" "$tmp/two.hw" | sed 's/^# /  /'
+printf '  %-44s %-9s %11s %11s %7s  %s\n' "program" "mesh" "measured ms" \
+  "predicted" "ratio" "target 0.75..1.25"
+within=0 total=0
+for entry in \
+  "examples/mlp.pir|-|$top_srcdir/examples/mlp.pir" \
+  "examples/mlp_tiled.pir|batch=2|$top_srcdir/examples/mlp_tiled.pir" \
+  "examples/transformer_layer.pir|-|$top_srcdir/examples/transformer_layer.pir" \
+  "...megatron|model=2|$tmp/layer-m2.pir" \
+  "2-layer transformer (make demo), megatron|model=2|$tmp/t2-m2.pir" \
+  "mlp (item 2)|-|$tmp/mlp.pir" \
+  "...batch|batch=2|$tmp/mlp-b2.pir" \
+  "transformer layer (item 3)|-|$tmp/tr.pir" \
+  "...megatron|model=2|$tmp/tr-m2.pir" \
+  "12-layer transformer (item 6)|-|$tmp/t12.pir" \
+  "8 elementwise ops (item 4)|-|$tmp/chain.pir"; do
+  what=${entry%%|*}
+  rest=${entry#*|}
+  mesh=${rest%%|*}
+  file=${rest#*|}
+  [ -f "$file" ] || continue
+  if [ "$mesh" = - ]; then
+    set -- "$file"
+    hw=$tmp/one.hw
+  else
+    set -- "$file" --mesh "$mesh"
+    hw=$tmp/two.hw
+  fi
+  measured=$("$PARTIR" exec "$@" --repeat "$BENCH_RUNS" 2>&1 >/dev/null |
+    sed -n 's/^partir: .* steps: min .* ms, median \([0-9.]*\) ms$/\1/p')
+  predicted=$(to_ms $("$PARTIR" cost "$@" --hw "$hw" |
+    awk '$1 == "total" { print $2, $3; exit }'))
+  ratio=$(div "$predicted" "$measured")
+  verdict=
+  if [ "$ratio" != - ]; then
+    total=$((total + 1))
+    if awk -v r="$ratio" 'BEGIN { exit !(r >= 0.75 && r <= 1.25) }'; then
+      within=$((within + 1))
+      verdict=within
+    else
+      verdict=outside
+    fi
+  else
+    fail "$what: no measured or predicted time"
+  fi
+  printf '  %-44s %-9s %11s %11s %7s  %s\n' "$what" "$mesh" \
+    "$(ms "$measured")" "$(ms "$predicted")" "$ratio" "$verdict"
+done
+echo "  $within of $total programs predicted within 25 %"
 exit $status
