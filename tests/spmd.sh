@@ -258,4 +258,41 @@ check "...with 192 all_reduce over model" grep -Eq 'all_reduce +model +8 +192 ' 
 check "an unknown hardware name is refused" sh -c "test $? -eq 2 && grep -q nonesuch '$tmp/err'"
 "$PARTIR" cost "$m" --mesh model=2 --set frob=2 >/dev/null 2>"$tmp/err"
 check "an unknown what-if key is refused" sh -c "test $? -eq 2 && grep -q frob '$tmp/err'"
+# Each device builds its own chunk of a splat constant and of an iota
+# across its counting dimension (issue 14, item 3); an iota split along
+# the dimension it counts keeps its shard (the chunks' numbers differ).
+# After a Megatron split of w's columns over model=2, every value of the
+# tile is 8x16 on a device: 512 B of constant, 512 B of each iota.
+cat >"$tmp/local.pir" <<'EOF2'
+func @f(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>) -> tensor<8x32xf32> {
+  %c = constant() {value = 2.0} : tensor<8x32xf32>
+  %rows = iota() {dim = 0} : tensor<8x32xf32>
+  %cols = iota() {dim = 1} : tensor<8x32xf32>
+  %0 = matmul(%x, %w)
+  %1 = mul(%0, %c)
+  %2 = add(%1, %rows)
+  %3 = add(%2, %cols)
+  return %3
+}
+EOF2
+"$PARTIR" rewrite "$tmp/local.pir" --do 'arg-tile 1 1 16 model. propagate.' \
+  -o "$tmp/local.t.pir"
+"$PARTIR" lower "$tmp/local.t.pir" --mesh model=2 --simulate >"$tmp/local.spmd"
+check "a device builds its chunk of a splat constant" \
+  grep -qF '= constant() {value = 2.0} : tensor<8x16xf32>' "$tmp/local.spmd"
+check "...and of an iota across its counting dimension" \
+  grep -qF '= iota() {dim = 0} : tensor<8x16xf32>' "$tmp/local.spmd"
+check "...but takes its chunk of an iota along the dimension it counts" sh -c \
+  "grep -qF 'iota() {dim = 1} : tensor<8x32xf32>' '$tmp/local.spmd' &&
+   test \$(grep -c 'shard(' '$tmp/local.spmd') -eq 1"
+check "...and the devices agree with the interpreter" \
+  grep -q 'results agree with the interpreter' "$tmp/local.spmd"
+# the GPT-3 layer of the issue on model=8: the 1x96x2048x2048 scale is
+# built as 1x12x2048x2048 (201326592 B, not 1.6 GB): peak 1.59 GiB
+lua5.4 "$ex/models/transformer.lua" --layers 1 --batch 1 --seq 2048 --d_model 12288 \
+  --heads 96 --d_ff 49152 >"$tmp/g1.pir"
+partition "$tmp/g1.pir" megatron model=8 "$tmp/g1.m.pir"
+"$PARTIR" lower "$tmp/g1.m.pir" --mesh model=8 >"$tmp/g1.spmd"
+check "a GPT-3 layer on model=8 builds its scale's chunk" \
+  grep -qF 'constant() {value = 0.08838834764831843} : tensor<1x12x2048x2048xf32>' "$tmp/g1.spmd"
 done_testing

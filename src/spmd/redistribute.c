@@ -7,7 +7,9 @@
  *   1. the [spmd] rules (rules/spmd.rules) run to a fixed point on the
  *      body and fuse those pairs: shard(all_reduce) is a reduce_scatter,
  *      shard(all_gather) on another dimension an all_to_all, on the same
- *      dimension nothing at all;
+ *      dimension nothing at all; and each device builds its own chunk
+ *      of a constant, an iota or a broadcast (local.c), until neither
+ *      changes anything;
  *   2. an argument used only through one 'shard' is stored sharded: the
  *      device receives its chunk and the 'shard' disappears (repeated, so
  *      a chunk of a chunk is received as such).  This step is not a rule:
@@ -111,9 +113,13 @@ static const Term *shard_inputs(const Term *body, Func *f, Dist *dists,
 gboolean spmd_fuse(const RuleSet *rs, Func *f, Module *names, Diag *why) {
   g_assert(f->spmd);
   GHashTable *table = names ? names->names : NULL;
-  const Term *body = rw_fixpoint(rs, f->body, RULE_TAG_SPMD, table, NULL, why);
-  if (!body)
-    return FALSE;
+  const Term *body = f->body;
+  for (gboolean changed = TRUE; changed;) { /* a chunk built may fuse */
+    body = rw_fixpoint(rs, body, RULE_TAG_SPMD, table, NULL, why);
+    if (!body)
+      return FALSE;
+    body = spmd_build_chunks(body, table, &changed);
+  }
   f->body = shard_inputs(body, f, f->spmd->arg_dists, table);
   for (int i = 0; i < f->nresults; i++)
     f->result_types[i] = f->body->args[i]->type;
