@@ -271,8 +271,16 @@ fails no-mesh 1 "the mesh has no axis 'batch' (mesh: empty; use --mesh batch=N)"
   "$tactics/batch.lua" "$ex/mlp.pir"
 fails width-3 1 "%w's dimension 1 has size 256, which 3 devices cannot split evenly" \
   "$tactics/megatron.lua" "$ex/mlp.pir" --mesh model=3
-fails zero-3 1 "zero: no parameter has a dimension that 3 devices split" \
+fails zero-3 1 "zero: 3 devices on 'data' split no dimension of %w (256x256), %u (256x256) evenly" \
   "$tactics/zero.lua" "$ex/mlp.pir" --mesh data=3
+# ...unless the user says to keep them whole (issue 14, item 2: it used
+# to leave them whole without a word)
+printf 'func @f(%%x: tensor<8x4xf32>, %%w: tensor<4x6xf32>, %%b: tensor<3xf32>) -> tensor<8x6xf32> {\n  %%0 = matmul(%%x, %%w)\n  return %%0\n}\n' >"$tmp/odd.pir"
+fails zero-odd 1 "zero: 2 devices on 'data' split no dimension of %b (3) evenly" \
+  "$tactics/zero.lua" "$tmp/odd.pir" --mesh data=2
+tactic zero-whole "$tactics/zero.lua" "$tmp/odd.pir" data=2 --set whole=b
+check "zero-whole: w split, b kept whole as asked" sh -c \
+  "grep -q 'partir\\.slice 0 %w\\[' '$tmp/zero-whole.pir' && ! grep -q '%b\\[' '$tmp/zero-whole.pir'"
 fails batch-dim 1 "argument %x has rank 2: no batch dimension 2" \
   "$tactics/batch.lua" "$ex/mlp.pir" --mesh batch=2 --set dim=2
 fails batch-inputs 1 "the program has no argument 'nope'" \

@@ -8,8 +8,8 @@
  *      body and fuse those pairs: shard(all_reduce) is a reduce_scatter,
  *      shard(all_gather) on another dimension an all_to_all, on the same
  *      dimension nothing at all; and each device builds its own chunk
- *      of a constant, an iota or a broadcast (local.c), until neither
- *      changes anything;
+ *      of a constant, an iota or a broadcast, and gathers a broadcast's
+ *      operand (narrow.c), until neither changes anything;
  *   2. an argument used only through one 'shard' is stored sharded: the
  *      device receives its chunk and the 'shard' disappears (repeated, so
  *      a chunk of a chunk is received as such).  This step is not a rule:
@@ -118,7 +118,7 @@ gboolean spmd_fuse(const RuleSet *rs, Func *f, Module *names, Diag *why) {
     body = rw_fixpoint(rs, body, RULE_TAG_SPMD, table, NULL, why);
     if (!body)
       return FALSE;
-    body = spmd_build_chunks(body, table, &changed);
+    body = spmd_narrow(body, table, &changed);
   }
   f->body = shard_inputs(body, f, f->spmd->arg_dists, table);
   for (int i = 0; i < f->nresults; i++)

@@ -7,7 +7,8 @@
  *
  *   lower.c        a partitioned program to the per-device program
  *   redistribute.c the pass after lowering: [spmd] rules, sharded inputs
- *   local.c        each device builds its own chunk of a constant or iota
+ *   narrow.c       a device builds its own chunk of a constant, gathers
+ *                  a broadcast's operand
  *   simulate.c     running an SPMD program on simulated devices
  *   show.c         collective statistics and the Graphviz graph
  *   hardware.c     hardware descriptions (hw/NAME.hw)
@@ -45,14 +46,14 @@ Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
  * unchanged, when the [spmd] rules loop. */
 gboolean spmd_fuse(const RuleSet *rs, Func *f, Module *names, Diag *why);
 
-/* ---------------------------------------------------------------- local.c */
+/* --------------------------------------------------------------- narrow.c */
 
 /* 'body' with every shard of a value a device can build alone (a splat
  * constant, an iota across its counting dimension, a broadcast) built at
- * the chunk's shape; 'changed' says whether any was.  Names in 'names'
+ * the chunk's shape, and every all_gather of a broadcast made a gather
+ * of its operand; 'changed' says whether anything was.  Names in 'names'
  * (may be NULL) carry over to rebuilt values. */
-const Term *spmd_build_chunks(const Term *body, GHashTable *names,
-                              gboolean *changed);
+const Term *spmd_narrow(const Term *body, GHashTable *names, gboolean *changed);
 
 /* ------------------------------------------------------------- simulate.c */
 
