@@ -55,6 +55,9 @@ check "...and --rules alone replaces the default rules" sh -c \
 "$PARTIR" check-rules --tries 1 "$rules/ops.rules" >"$tmp/out" 2>&1
 check "check-rules without 'arg-tile' says so (no assertion)" \
   sh -c "test $? -eq 1 && grep -q \"no 'arg-tile' rule is loaded\" '$tmp/out'"
+"$PARTIR" check-rules --tries 1 "$rules/spmd.rules" >"$tmp/out" 2>&1
+check "...and so does check-rules of spmd.rules alone (issue 14, item 11)" \
+  sh -c "test $? -eq 1 && grep -q \"no 'arg-tile' rule is loaded\" '$tmp/out'"
 
 # an [spmd] rule runs on simulated devices that hold different data:
 # gathering the chunks of x gives back x only where x is replicated
