@@ -17,6 +17,7 @@ LUA
 partition() {
   case $2 in
   batch_megatron) script=$tmp/batch_megatron.lua ;;
+  batch_megatron_zero) script=$top_srcdir/tests/bench/tactics/batch-megatron-zero.lua ;;
   *) script=$tactics/$2.lua ;;
   esac
   "$PARTIR" tactic "$script" "$1" --mesh "$3" -o "$4" 2>"$tmp/terr"
@@ -312,4 +313,42 @@ check "...a layer-norm scale gathered as the vector it is" \
   grep -qF 'all_gather(%l0_ln1_g) {axes = [data], dim = 0, size = 2}' "$tmp/t4.z.spmd"
 check "...and the devices agree with the interpreter" \
   grep -q 'results agree with the interpreter' "$tmp/t4.z.spmd"
+# ZeRO after Megatron stores a part of each device's tensor-parallel
+# chunk and gathers that chunk, not the whole weight (issue 14, item 2).
+# On batch=2,model=2 (batch, Megatron, then ZeRO over batch) a device
+# needs per layer its model chunk of wq, wk, wv, wo (4 x 512 floats),
+# w1 and w2 (2 x 1024), b1 (32), and the replicated ln1/ln2 g, b and b2
+# (5 x 32): 4288 floats, of which it receives the half it does not
+# store: 8576 B a layer, 34304 B for 4.  b1, split by Megatron along its
+# only dimension inside the batch region, is gathered whole and cut
+# (16 floats more a layer): 34560 B.  The weights' storage per device is
+# a quarter (wq: 16x2x8 of 32x4x8).
+partition "$tmp/t4.pir" batch_megatron_zero batch=2,model=2 "$tmp/t4.bmz.pir"
+"$PARTIR" cost "$tmp/t4.bmz.pir" --mesh batch=2,model=2 >"$tmp/t4.bmz.cost"
+check "batch+Megatron+ZeRO on 4 layers: 48 gathers of 34560 B over batch" \
+  grep -Eq '^  all_gather +batch +2 +48  34560 B ' "$tmp/t4.bmz.cost"
+check "...and 8 all_reduces over model, as Megatron alone" \
+  grep -Eq '^  all_reduce +model +2 +8 ' "$tmp/t4.bmz.cost"
+"$PARTIR" lower "$tmp/t4.bmz.pir" --mesh batch=2,model=2 --simulate >"$tmp/t4.bmz.spmd"
+check "...a device stores a quarter of wq" \
+  grep -qF '%l0_wq: tensor<16x2x8xf32> {dist = [["batch"], ["model"], []]}' "$tmp/t4.bmz.spmd"
+check "...and the devices agree with the interpreter" \
+  grep -q 'results agree with the interpreter' "$tmp/t4.bmz.spmd"
+# Megatron then ZeRO over another axis that no region binds yet: ZeRO
+# splits each device's Megatron chunk (the tensor-parallel shard is itself
+# partitioned): w1's 32x32 model chunk of the 32x64 weight is stored as
+# 32x16, dims [[], ["model", "data"]].
+cat >"$tmp/megatron_zero.lua" <<'EOF2'
+local megatron, zero = require "megatron", require "zero"
+return function(s, mesh)
+  return zero(megatron(s, mesh), mesh, { axis = "data" })
+end
+EOF2
+"$PARTIR" tactic "$tmp/megatron_zero.lua" "$tmp/t4.pir" --mesh model=2,data=2 \
+  -o "$tmp/t4.mz.pir" 2>"$tmp/terr"
+"$PARTIR" lower "$tmp/t4.mz.pir" --mesh model=2,data=2 --simulate >"$tmp/t4.mz.spmd"
+check "Megatron then ZeRO: a device stores a part of its Megatron chunk" \
+  grep -qF '%l0_w1: tensor<32x16xf32> {dist = [[], ["model", "data"]]}' "$tmp/t4.mz.spmd"
+check "...and the devices agree with the interpreter" \
+  grep -q 'results agree with the interpreter' "$tmp/t4.mz.spmd"
 done_testing

@@ -279,8 +279,10 @@ static void push_attrs(lua_State *L, const Term *t) {
 
 /* One table per value, in print order: name, kind, op, type, shape,
  * attrs, operands (names of operand values; binders are not values), dim,
- * range {n, w} and axis for tiles and sums. */
-static void visit_value(void *ud, const char *name, const Term *t) {
+ * range {n, w} and axis for tiles and sums, and around: the mesh axes of
+ * the regions the value is computed in, outermost first. */
+static void visit_value(void *ud, const char *name, const Term *t,
+                        const char *const *around, int naround) {
   ValuesCtx *c = ud;
   lua_State *L = c->L;
   g_hash_table_insert(c->names, (gpointer)t, g_strdup(name));
@@ -330,6 +332,13 @@ static void visit_value(void *ud, const char *name, const Term *t) {
     }
     lua_setfield(L, -2, "operands");
   }
+  lua_newtable(L);
+  for (int i = 0, k = 0; i < naround; i++)
+    if (around[i]) {
+      lua_pushstring(L, around[i]);
+      lua_rawseti(L, -2, ++k);
+    }
+  lua_setfield(L, -2, "around");
   lua_rawseti(L, -2, ++c->n);
 }
 
@@ -339,7 +348,7 @@ static int values_common(lua_State *L, gboolean regions_only) {
   ValuesCtx c = {L, 0, g_hash_table_new_full(NULL, NULL, NULL, g_free),
                  regions_only};
   /* schedule_walk does not call Lua functions that can raise */
-  schedule_walk(s->module, &s->func, visit_value, &c);
+  schedule_walk_around(s->module, &s->func, visit_value, &c);
   g_hash_table_unref(c.names);
   return 1;
 }
