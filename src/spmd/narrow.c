@@ -47,9 +47,9 @@ static const Attrs *along(const Attrs *a, int64_t dim) {
   AttrValue *values = g_new0(AttrValue, (gsize)a->count);
   for (int i = 0; i < a->count; i++) {
     keys[i] = a->keys[i];
-    values[i] = attr_value_copy(&a->values[i]);
-    if (strcmp(a->keys[i], "dim") == 0)
-      values[i] = (AttrValue){.kind = AV_INT, .i = dim};
+    values[i] = strcmp(a->keys[i], "dim") == 0
+                    ? (AttrValue){.kind = AV_INT, .i = dim}
+                    : attr_value_copy(&a->values[i]);
   }
   return attrs_intern(a->count, keys, values);
 }
