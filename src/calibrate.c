@@ -17,7 +17,8 @@
  *   mem_bw                   an elementwise chain over 64 MiB
  *   kernel_overhead          a chain of 64 reductions of 16 numbers
  *   link_latency             an all_reduce of one number over the devices
- *   link_bw                  an all_reduce of 64 MiB over the devices
+ *   link_bw                  an all_reduce of 64 MiB over the devices (1 GiB
+ *                            over all of them at most)
  *
  * One device has no links to measure: a shared-memory collective is a
  * copy, so link_bw is half of mem_bw (read and write) and link_latency
@@ -239,9 +240,14 @@ static gboolean calibrate(Calibration *c, Diag *why) {
   if (!solve(c, "link_latency", offsetof(Hardware, link_latency), FALSE,
              small_what, small, why))
     return FALSE;
-  g_autofree char *big = allreduce_program(n, (int64_t)16 << 20);
+  /* 64 MiB a device, beyond the caches; 1 GiB in all at most (the
+   * global argument holds every device's row) */
+  int64_t floats = MIN((int64_t)16 << 20, ((int64_t)256 << 20) / n);
+  g_autofree char *big = allreduce_program(n, floats);
   g_autofree char *big_what =
-      g_strdup_printf("all_reduce of 64 MiB of f32 over %d devices", n);
+      g_strdup_printf("all_reduce of %" G_GINT64_FORMAT " MiB of f32 over %d "
+                      "devices",
+                      floats >> 18, n);
   return solve(c, "link_bw", offsetof(Hardware, link_bw), TRUE, big_what, big,
                why);
 }
