@@ -108,8 +108,10 @@ typedef enum { IE_LIT, IE_VAR, IE_DIM, IE_RANK } IntExprKind;
 typedef struct IntExpr {
   IntExprKind kind;
   int64_t value;
-  const char *var; /* IE_VAR: the int variable; IE_DIM/IE_RANK: term var */
-  IntRef dim;      /* IE_DIM */
+  const char *var;    /* IE_VAR: the int variable; IE_DIM/IE_RANK: term var */
+  IntRef dim;         /* IE_DIM */
+  char arith;         /* '*' or '/': this times or over 'by'; 0: alone */
+  struct IntExpr *by; /* owned; an atom (its own 'arith' is 0) */
 } IntExpr;
 
 typedef struct Cond {
