@@ -93,6 +93,14 @@ check "8 parts of 4 heads: propagate reports that they do not divide" grep -qF \
 check "8 parts of 4 heads: one all_gather of 16x16 f32 a device, nothing else" \
   test "$(stats "$tmp/heads8.m.pir" model=8 | awk '{ print $1, $3, $4, $5 }')" = "all_gather model 1 1024"
 simulates "$tmp/heads8.m.pir" model=8
+# Compiled: a loop over the heads (no axis) slices 64 columns by a part
+# of 4 heads; the generated code offsets by the slice's own width, and
+# --exact agrees with the interpreter bit for bit.
+rewrite "$tmp/heads.pir" "arg-tile %x 1 64; propagate" "$tmp/heads.loop.pir"
+"$PARTIR" run "$tmp/heads.loop.pir" --seed 1 >"$tmp/heads.run"
+"$PARTIR" exec "$tmp/heads.loop.pir" --seed 1 --exact >"$tmp/heads.exec"
+check "heads in a loop, compiled: exact, what the interpreter prints" sh -c \
+  "test -s '$tmp/heads.run' && cmp -s '$tmp/heads.run' '$tmp/heads.exec'"
 # ...and a minor dimension carries nothing: head_dim (32) has 64 elements
 # before it, no dimension of 16x128 has; its split is gathered
 cat >"$tmp/minor.pir" <<'EOF'
@@ -153,6 +161,10 @@ for L in 1 2 4; do
     simulates "$m" "$mesh"
   done
 done
+"$PARTIR" run "$tmp/tfr2.model=2.pir" --seed 2 >"$tmp/tfr2.run"
+"$PARTIR" exec "$tmp/tfr2.model=2.pir" --mesh model=2 --seed 2 --exact >"$tmp/tfr2.exec"
+check "2-layer heads-by-reshape, megatron, compiled on 2 threads: exact, what the interpreter prints" sh -c \
+  "test -s '$tmp/tfr2.run' && cmp -s '$tmp/tfr2.run' '$tmp/tfr2.exec'"
 check "2-layer heads-by-reshape, megatron on model=2: 301312 FLOPs a device, as the default form" \
   test "$(flops "$tmp/tfr2.model=2.pir" model=2)" -eq 301312
 "$PARTIR" lower "$tmp/tfr2.model=2.pir" --mesh model=2 >"$tmp/tfr2.spmd"
