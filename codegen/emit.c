@@ -193,7 +193,8 @@ static void emit_statement(Entry *e, const SchedStmt *st) {
   if (t->kind == TM_TILE || t->kind == TM_SUM) {
     emit_region(e, t, st->child);
   } else if (t->kind == TM_SLICE) {
-    Fn *f = chunk_function(g, FALSE, t->index, t->args[1]->type->w,
+    /* the loop's index is the part: chunks of the slice's own width */
+    Fn *f = chunk_function(g, FALSE, t->index, t->type->dims[t->index],
                            t->args[0]->type, t->type, e->made);
     back_to_entry(e, at);
     LLVMValueRef args[3] = {buffer(e, s),

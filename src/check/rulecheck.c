@@ -261,7 +261,8 @@ static const Term *gen_transpose(Gen *g, Op op, int dim, int minr, Diag *err) {
 }
 
 /* reshape splitting one dimension of size 4 into 2x2, away from 'dim'. */
-static const Term *gen_reshape(Gen *g, Op op, int dim, int minr, Diag *err) {
+static const Term *gen_reshape_away(Gen *g, Op op, int dim, int minr,
+                                    Diag *err) {
   int rank = rnd_at_least(g, minr, 2, 3); /* result rank */
   if (dim >= 0 && dim < 2)
     rank = MAX(rank, dim + 3); /* room for the split after 'dim' */
@@ -286,6 +287,51 @@ static const Term *gen_reshape(Gen *g, Op op, int dim, int minr, Diag *err) {
   const Term *a = new_arg(g, type_tensor(DT_F32, o, od));
   return term_op(op, 1, (const Term *[]){a}, attrs_empty(),
                  type_tensor(DT_F32, rank, rd), err);
+}
+
+/* reshape through result dim 'dim' (random when -1) itself: either the
+ * major half of an operand dim split in two (dim 1 of 3x8 -> 3x4x2), or
+ * two operand dims merged into it (dims 0, 1 of 4x3x2 -> 12x2).  A tile
+ * of 'dim' carries to the operand dim in as many parts, where they
+ * divide it (spec_reshape). */
+static const Term *gen_reshape_through(Gen *g, Op op, int dim, int minr,
+                                       Diag *err) {
+  int rank = rnd_at_least(g, MAX(minr, 1), 1, 3); /* result rank */
+  gboolean split = rnd(g, 0, 1);
+  if (split)
+    rank = MAX(rank, 2);
+  if (rank > 7)
+    return NULL;
+  int d = dim >= 0 ? dim : rnd(g, 0, rank - (split ? 2 : 1));
+  if (split && d + 1 >= rank)
+    return NULL;
+  const Type *rt = rshape(g, DT_F32, rank, d);
+  int64_t rd[8], od[8];
+  memcpy(rd, rt->dims, sizeof(int64_t) * (gsize)rank);
+  int o = 0;
+  for (int i = 0; i < rank; i++) {
+    if (split && i == d) { /* operand dim rd[d] * rd[d+1] */
+      rd[d + 1] = 2;
+      od[o++] = rd[d] * 2;
+      i++;
+    } else if (!split && i == d) { /* operand dims a x b, a*b = rd[d] */
+      int64_t b = rd[d] % 3 == 0 ? 3 : 2;
+      od[o++] = rd[d] / b;
+      od[o++] = b;
+    } else {
+      od[o++] = rd[i];
+    }
+  }
+  if (o > 8)
+    return NULL;
+  const Term *a = new_arg(g, type_tensor(DT_F32, o, od));
+  return term_op(op, 1, (const Term *[]){a}, attrs_empty(),
+                 type_tensor(DT_F32, rank, rd), err);
+}
+
+static const Term *gen_reshape(Gen *g, Op op, int dim, int minr, Diag *err) {
+  return rnd(g, 0, 1) ? gen_reshape_away(g, op, dim, minr, err)
+                      : gen_reshape_through(g, op, dim, minr, err);
 }
 
 /* concatenate of 2 or 3 operands along a dim other than 'dim'. */

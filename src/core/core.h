@@ -276,6 +276,9 @@ const Term *term_bvar(int level, const Type *range);
  * sets 'err' to the message (no location; the caller adds it). */
 const Term *term_op(Op op, int nargs, const Term *const *args,
                     const Attrs *attrs, const Type *written, Diag *err);
+/* partir.slice dim x[r]: part r of 'x' cut along 'dim' into as many
+ * parts as r's range has (the range's size is usually dim(x, dim); any
+ * size its parts divide will do).  NULL + err when they do not divide. */
 const Term *term_slice(int dim, const Term *x, const Term *r, Diag *err);
 /* A region whose body refers to its binder as level 'level' (any level
  * above the others the body uses: the constructor moves the binder to
@@ -306,6 +309,10 @@ const Term *term_map_args(const Term *t, TermMapFn fn, void *ud, Diag *err);
 typedef struct Relevel Relevel;
 Relevel *relevel_new(void);
 void relevel_map(Relevel *rl, int from, int to);
+/* The same, where the binder at 'to' has another range than the one at
+ * 'from' with as many parts (a substitution e{s/r} across a reshape):
+ * the variables of 'from' become variables of 'to' of type 'range'. */
+void relevel_map_range(Relevel *rl, int from, int to, const Type *range);
 const Term *relevel_apply(Relevel *rl, const Term *t, Diag *err);
 void relevel_free(Relevel *rl);
 /* While 'names' (a module's value names, Term -> name) is set, a term

@@ -287,18 +287,24 @@ const Term *term_slice(int dim, const Term *x, const Term *r, Diag *err) {
                 x->type->rank);
     return NULL;
   }
-  if (x->type->dims[dim] != r->type->n) {
+  /* A range value picks one of its range's parts; the slice takes that
+   * part of a dimension cut into as many.  Usually the dimension is the
+   * range's size; a reshape carries a split to a dimension of another
+   * size (128 columns in 2 parts are 4 heads in 2 parts). */
+  int64_t size = x->type->dims[dim], parts = r->type->n / r->type->w;
+  if (size % parts != 0) {
     diag_reason(err,
-                "partir.slice: dimension %d has size %" G_GINT64_FORMAT
-                " but the range covers %" G_GINT64_FORMAT,
-                dim, x->type->dims[dim], r->type->n);
+                "partir.slice: range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                "> has %" G_GINT64_FORMAT " parts, which do not divide "
+                "dimension %d of size %" G_GINT64_FORMAT,
+                r->type->n, r->type->w, parts, dim, size);
     return NULL;
   }
   KEY(k, 2);
   k->kind = TM_SLICE;
   k->index = dim;
   k->nargs = 2;
-  k->type = type_with_dim(x->type, dim, r->type->w);
+  k->type = type_with_dim(x->type, dim, size / parts);
   k->args[0] = x;
   k->args[1] = r;
   return term_intern(k);
@@ -512,9 +518,13 @@ void term_carry_names(GHashTable *names) { carried_names = names; }
 
 struct Relevel {
   int to[64];
-  guint64 mask;
+  const Type *as[64]; /* the range level l's variables take; NULL: theirs */
+  guint64 mask;       /* levels renamed or retyped */
   Diag *err;
   gboolean failed;
+  /* results of renamings that retype a level: the key's levels say which
+   * are retyped but not to what, which only this Relevel knows */
+  GHashTable *retyped;
 };
 
 Relevel *relevel_new(void) {
@@ -524,16 +534,30 @@ Relevel *relevel_new(void) {
   return rl;
 }
 
-void relevel_map(Relevel *rl, int from, int to) {
+static void relevel_set(Relevel *rl, int from, int to, const Type *range) {
   g_assert(from >= 0 && from < 64 && to >= 0 && to < 64);
   rl->to[from] = to;
-  if (from != to)
+  rl->as[from] = range;
+  if (from != to || range)
     rl->mask |= G_GUINT64_CONSTANT(1) << from;
   else
     rl->mask &= ~(G_GUINT64_CONSTANT(1) << from);
 }
 
-void relevel_free(Relevel *rl) { g_free(rl); }
+void relevel_map(Relevel *rl, int from, int to) {
+  relevel_set(rl, from, to, NULL);
+}
+
+void relevel_map_range(Relevel *rl, int from, int to, const Type *range) {
+  g_assert(range->kind == TY_RANGE);
+  relevel_set(rl, from, to, range);
+}
+
+void relevel_free(Relevel *rl) {
+  if (rl->retyped)
+    g_hash_table_unref(rl->retyped);
+  g_free(rl);
+}
 
 static const Term *relevel_rec(Relevel *rl, const Term *t);
 
@@ -552,10 +576,12 @@ static const Term *relevel_region(Relevel *rl, const Term *t) {
   }
   /* inside, level k is this region's binder: its own renaming */
   int saved_to = rl->to[k];
+  const Type *saved_as = rl->as[k];
   guint64 saved_mask = rl->mask;
   relevel_map(rl, k, home);
   const Term *body = relevel_rec(rl, t->args[0]);
   rl->to[k] = saved_to;
+  rl->as[k] = saved_as;
   rl->mask = saved_mask;
   if (rl->failed)
     return t;
@@ -579,17 +605,30 @@ static const Term *relevel_rec(Relevel *rl, const Term *t) {
     rl->failed = TRUE;
     return t;
   }
-  if (t->kind == TM_BVAR)
-    return term_bvar(rl->to[t->index], t->type);
+  if (t->kind == TM_BVAR) {
+    const Type *as = rl->as[t->index];
+    /* a retyped variable keeps its number of parts, so every slice by it
+     * keeps its type (the caller checked: a bug otherwise) */
+    g_assert(!as || as->n / as->w == t->type->n / t->type->w);
+    return term_bvar(rl->to[t->index], as ? as : t->type);
+  }
   RelevelKey key;
   key.t = t;
   key.n = 0;
-  for (guint64 m = t->loose; m; m &= m - 1)
-    key.to[key.n++] = (guint8)rl->to[__builtin_ctzll(m)];
+  gboolean retyped = FALSE;
+  for (guint64 m = t->loose; m; m &= m - 1) {
+    int l = __builtin_ctzll(m);
+    key.to[key.n++] = (guint8)(rl->to[l] | (rl->as[l] ? 0x80 : 0));
+    retyped |= rl->as[l] != NULL;
+  }
   if (!relevel_cache)
     relevel_cache = g_hash_table_new_full(relevel_key_hash, relevel_key_equal,
                                           g_free, NULL);
-  const Term *done = g_hash_table_lookup(relevel_cache, &key);
+  if (retyped && !rl->retyped)
+    rl->retyped = g_hash_table_new_full(relevel_key_hash, relevel_key_equal,
+                                        g_free, NULL);
+  GHashTable *cache = retyped ? rl->retyped : relevel_cache;
+  const Term *done = g_hash_table_lookup(cache, &key);
   if (done)
     return done;
   const Term *r;
@@ -612,7 +651,7 @@ static const Term *relevel_rec(Relevel *rl, const Term *t) {
   if (name && !g_hash_table_contains(carried_names, r))
     g_hash_table_insert(carried_names, (gpointer)r, g_strdup(name));
   gsize size = G_STRUCT_OFFSET(RelevelKey, to) + key.n;
-  g_hash_table_insert(relevel_cache, g_memdup2(&key, size), (gpointer)r);
+  g_hash_table_insert(cache, g_memdup2(&key, size), (gpointer)r);
   return r;
 }
 

@@ -232,8 +232,11 @@ static Tensor *eval_uncached(Interp *in, const Term *t) {
     const Term *r = t->args[1];
     g_assert(r->kind == TM_BVAR);
     Tensor *out = tensor_new(t->type);
-    /* level l is the binder of the region whose body is at depth l+1 */
-    copy_chunk(out, 0, x, in->start[r->index + 1], t->index, r->type->w);
+    /* level l is the binder of the region whose body is at depth l+1;
+     * the slice takes the same part of a dimension of any size */
+    int64_t part = in->start[r->index + 1] / r->type->w;
+    int64_t width = t->type->dims[t->index];
+    copy_chunk(out, 0, x, part * width, t->index, width);
     tensor_unref(x);
     return out;
   }

@@ -267,7 +267,7 @@ static TermVar *term_var(Env *e, const char *name) {
   return NULL;
 }
 
-static gboolean eval_int(Env *e, const IntExpr *x, int64_t *out) {
+static gboolean eval_atom(Env *e, const IntExpr *x, int64_t *out) {
   switch (x->kind) {
   case IE_LIT:
     *out = x->value;
@@ -305,6 +305,20 @@ static gboolean eval_int(Env *e, const IntExpr *x, int64_t *out) {
   return FALSE;
 }
 
+/* An atom, or two atoms multiplied or divided (a division by zero does
+ * not evaluate). */
+static gboolean eval_int(Env *e, const IntExpr *x, int64_t *out) {
+  int64_t by;
+  if (!eval_atom(e, x, out))
+    return FALSE;
+  if (!x->arith)
+    return TRUE;
+  if (!eval_atom(e, x->by, &by) || (x->arith == '/' && by == 0))
+    return FALSE;
+  *out = x->arith == '*' ? *out * by : *out / by;
+  return TRUE;
+}
+
 /* disjoint(a, b): two lists (or single values) sharing no element. */
 static gboolean disjoint(Env *e, const Cond *c) {
   const AttrValue *a = attr_lookup(e, c->a.var), *b = attr_lookup(e, c->b.var);
@@ -338,7 +352,7 @@ static gboolean check_conds(Env *e, const Rule *r) {
         diag_reason(e->why, "cannot evaluate a side condition");
       return FALSE;
     }
-    if (c->a.kind == IE_VAR && !int_lookup(e, c->a.var) &&
+    if (c->a.kind == IE_VAR && !c->a.arith && !int_lookup(e, c->a.var) &&
         strcmp(c->op, "==") == 0) {
       int_bind(e, c->a.var, b); /* 'when n == dim(x, d)' defines n */
       continue;
@@ -428,9 +442,11 @@ static guint64 outside_mask(Builder *b, const Pat *pt) {
 }
 
 /* The variable's term in the builder's scope; 'subst_name' (a rule
- * binder) becomes level 'subst' (>= 0) when given. */
+ * binder) becomes level 'subst' (>= 0) when given, its variables of type
+ * 'subst_range' when that is not NULL (a range of as many parts). */
 static const Term *build_var(Builder *b, const TermVar *v,
-                             const char *subst_name, int subst) {
+                             const char *subst_name, int subst,
+                             const Type *subst_range) {
   Relevel *rl = NULL;
   for (guint64 m = v->t->loose; m; m &= m - 1) {
     int l = __builtin_ctzll(m);
@@ -447,9 +463,12 @@ static const Term *build_var(Builder *b, const TermVar *v,
         relevel_free(rl);
       return NULL;
     }
-    if (to != l && !rl)
+    const Type *as = name == subst_name ? subst_range : NULL;
+    if ((to != l || as) && !rl)
       rl = relevel_new();
-    if (rl)
+    if (rl && as)
+      relevel_map_range(rl, l, to, as);
+    else if (rl)
       relevel_map(rl, l, to);
   }
   /* the common case (fuse in propagate): every binder keeps its level */
@@ -572,14 +591,14 @@ static const Term *build(Builder *b, const Pat *pt) {
   Env *e = b->env;
   switch (pt->kind) {
   case PT_VAR:
-    return build_var(b, term_var(e, pt->name), NULL, -1);
+    return build_var(b, term_var(e, pt->name), NULL, -1, NULL);
   case PT_BIND:
     return build_bind(b, pt->name);
   case PT_SUBST: {
     const Pat *sp = pt->args[1];
     const Term *s = sp->kind == PT_BIND
                         ? build_bind(b, sp->name)
-                        : build_var(b, term_var(e, sp->name), NULL, -1);
+                        : build_var(b, term_var(e, sp->name), NULL, -1, NULL);
     if (!s)
       return NULL;
     if (s->kind != TM_BVAR) {
@@ -587,7 +606,19 @@ static const Term *build(Builder *b, const Pat *pt) {
                   pt->name);
       return NULL;
     }
-    return build_var(b, term_var(e, pt->args[0]->name), pt->name, s->index);
+    /* a range of another size with as many parts picks the same parts
+     * (slices take part r of whatever they cut): its variables stand
+     * for r's, retyped */
+    const Binder *r = lhs_binder(e, pt->name);
+    const Type *as = r && r->range != s->type ? s->type : NULL;
+    if (as && as->n / as->w != r->range->n / r->range->w) {
+      diag_reason(e->why,
+                  "the range substituted for '%s' has %" G_GINT64_FORMAT
+                  " parts, '%s' has %" G_GINT64_FORMAT,
+                  pt->name, as->n / as->w, pt->name, r->range->n / r->range->w);
+      return NULL;
+    }
+    return build_var(b, term_var(e, pt->args[0]->name), pt->name, s->index, as);
   }
   case PT_OP: {
     const Term *args[SPEC_MAX_OPERANDS];

@@ -268,14 +268,20 @@ static const Term *pull_tile(Norm *n, const Term *t) {
       continue;
     int c = a->index;
     const Rule *rule = NULL;
+    int64_t w = a->range->w;
+    int carried = -1; /* the result dim a's tiled dim carries */
     for (int d = 0; d < spec.nout && !rule; d++)
-      if (spec.out_ok[d] && spec.out[d][i] == c)
+      if (spec.out_ok[d] && spec.out[d][i] == c) {
         rule = ruleset_derived(n->rs, RULE_OP_TILE, t->op, d);
+        /* as many parts as a's tile (a reshape's dims differ in size) */
+        w = spec_width_for_parts(t, d, a->range);
+        carried = d;
+      }
     for (int k = 0; k < spec.nred && !rule; k++)
       if (spec.red[k][i] == c)
         rule = ruleset_derived(n->rs, RULE_OP_SUM, t->op, k);
     const char *name = rule ? rule->name : NULL;
-    const Term *out = apply_derived_rule(n, rule, t, a->range->w, a->axis);
+    const Term *out = w ? apply_derived_rule(n, rule, t, w, a->axis) : NULL;
     const char *nested = out ? nests_own_axis(n, out) : NULL;
     if (nested) {
       g_autofree char *msg = g_strdup_printf(
@@ -289,11 +295,20 @@ static const Term *pull_tile(Norm *n, const Term *t) {
       note_axis_conflicts(n, t, &spec, i);
       return out;
     }
-    g_autofree char *msg = g_strdup_printf(
-        "cannot propagate the tiling of operand %d of '%s' along dimension "
-        "%d%s%s",
-        i + 1, op_name(t->op), c,
-        name ? ": " : " (the operator cannot carry it)", name ? name : "");
+    g_autofree char *msg =
+        w ? g_strdup_printf(
+                "cannot propagate the tiling of operand %d of '%s' along "
+                "dimension %d%s%s",
+                i + 1, op_name(t->op), c,
+                name ? ": " : " (the operator cannot carry it)",
+                name ? name : "")
+          : g_strdup_printf(
+                "cannot propagate the tiling of operand %d of '%s' along "
+                "dimension %d: its %" G_GINT64_FORMAT " parts do not divide "
+                "dimension %d of the result (size %" G_GINT64_FORMAT
+                "), which carries it (%s); the tile is used whole",
+                i + 1, op_name(t->op), c, a->range->n / a->range->w, carried,
+                t->type->dims[carried], name);
     note(n, msg);
   }
   return NULL;

@@ -28,7 +28,9 @@
 
 /* How one operator application tiles: for every result dimension, the
  * operand dimension that carries it (-1: that operand is not sliced); for
- * every reduction index, the operand dimensions it runs over. */
+ * every reduction index, the operand dimensions it runs over.  A carrying
+ * dimension may have another size (a reshape's): tiles of the two carry
+ * as the same number of parts (spec_width_for_parts). */
 typedef struct TileSpec {
   int nout;
   gboolean out_ok[PARTIR_MAX_RANK]; /* result dim d can be tiled */
@@ -61,6 +63,10 @@ typedef struct RuleSet RuleSet;
 /* Fills 'spec' for operator application 't'; FALSE when the operator has
  * no tiling specification (or t is not an operator). */
 gboolean spec_of(const RuleSet *rs, const Term *t, TileSpec *spec);
+/* The width of a tile of result dimension 'd' of 't' in as many parts as
+ * 'range' has (an operand's tile, along the dimension that carries d);
+ * 0 when they do not divide it. */
+int64_t spec_width_for_parts(const Term *t, int d, const Type *range);
 /* Checks that builtin kind 'kind' exists and serves operator 'op' (the
  * list lives in spec.c); FALSE with the reason in 'why'. */
 gboolean spec_builtin_known(const char *kind, Op op, Diag *why);
@@ -108,8 +114,10 @@ typedef enum { IE_LIT, IE_VAR, IE_DIM, IE_RANK } IntExprKind;
 typedef struct IntExpr {
   IntExprKind kind;
   int64_t value;
-  const char *var; /* IE_VAR: the int variable; IE_DIM/IE_RANK: term var */
-  IntRef dim;      /* IE_DIM */
+  const char *var;    /* IE_VAR: the int variable; IE_DIM/IE_RANK: term var */
+  IntRef dim;         /* IE_DIM */
+  char arith;         /* '*' or '/': this times or over 'by'; 0: alone */
+  struct IntExpr *by; /* owned; an atom (its own 'arith' is 0) */
 } IntExpr;
 
 typedef struct Cond {

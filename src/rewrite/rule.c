@@ -505,6 +505,10 @@ static void rule_free(Rule *r) {
     pat_free(r->lhs);
     pat_free(r->rhs);
   }
+  for (int i = 0; i < r->nconds; i++) {
+    g_free(r->conds[i].a.by);
+    g_free(r->conds[i].b.by);
+  }
   g_free(r->conds);
   g_free(r);
 }
@@ -642,7 +646,8 @@ static gboolean check_rhs(RuleParser *p, Rule *r, const Pat *pt,
   return TRUE;
 }
 
-static gboolean parse_int_expr(RuleParser *p, IntExpr *e) {
+/* INT | NAME | dim(x, d) | rank(x) */
+static gboolean parse_int_atom(RuleParser *p, IntExpr *e) {
   memset(e, 0, sizeof *e);
   if (p->c.tok.kind == TK_INT) {
     e->kind = IE_LIT;
@@ -667,6 +672,23 @@ static gboolean parse_int_expr(RuleParser *p, IntExpr *e) {
   e->kind = IE_VAR;
   e->var = rname(p, "an integer expression");
   return e->var != NULL;
+}
+
+/* atom [('*' | '/') atom]: 'n / w' is the number of parts of a
+ * range<n,w> (integer division) */
+static gboolean parse_int_expr(RuleParser *p, IntExpr *e) {
+  if (!parse_int_atom(p, e))
+    return FALSE;
+  if (!token_punct(&p->c.tok, '*') && !token_punct(&p->c.tok, '/'))
+    return TRUE;
+  e->arith = p->c.tok.punct;
+  cursor_next(&p->c);
+  e->by = g_new0(IntExpr, 1);
+  if (!parse_int_atom(p, e->by))
+    return FALSE;
+  if (token_punct(&p->c.tok, '*') || token_punct(&p->c.tok, '/'))
+    return cursor_expected(&p->c, "a comparison (one '*' or '/' a side)");
+  return TRUE;
 }
 
 /* iexpr OP iexpr, or disjoint(a, b) */
@@ -703,8 +725,11 @@ static gboolean parse_conds(RuleParser *p, Rule *r) {
   for (;;) {
     Cond c = {.loc = p->c.tok.loc};
     gsize start = (gsize)(p->c.tok.start - p->src->text);
-    if (!parse_cond(p, &c))
+    if (!parse_cond(p, &c)) {
+      g_free(c.a.by);
+      g_free(c.b.by);
       break;
+    }
     g_strlcpy(c.text, p->src->text + start,
               MIN(sizeof c.text, p->c.prev_end - start + 1));
     g_array_append_val(conds, c);
@@ -782,7 +807,8 @@ static gboolean check_rule(RuleParser *p, Rule *r, Names *rhs) {
   collect(r->rhs, rhs);
   bound = lhs;
   for (int i = 0; i < r->nconds; i++) /* 'when n == dim(x, d)' binds n */
-    if (r->conds[i].a.kind == IE_VAR && strcmp(r->conds[i].op, "==") == 0)
+    if (r->conds[i].a.kind == IE_VAR && !r->conds[i].a.arith &&
+        strcmp(r->conds[i].op, "==") == 0)
       add_name(bound.ints, &bound.nints, r->conds[i].a.var);
   for (int i = 0; i < r->nconds; i++) {
     const Cond *c = &r->conds[i];

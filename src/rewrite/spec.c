@@ -8,6 +8,10 @@
  * engine derives the tiling rules (apply.c): a result dimension d that
  * is 'out_ok' can be tiled by slicing each operand along out[d][i]; a
  * reduction index k becomes a partir.sum over slices along red[k][i].
+ * The operand dimension has the result dimension's size, except through
+ * a reshape that splits or merges it: a slice takes part r of whatever it
+ * cuts (term_slice), so tiles of both carry as the same number of parts,
+ * where that number divides both sizes.
  */
 #include "rewrite/rewrite.h"
 
@@ -143,15 +147,28 @@ static void spec_transpose(const Term *t, TileSpec *s) {
   }
 }
 
-/* Result dim d of a reshape carries operand dim j when both have the same
- * size and the same number of elements before them (row-major). */
+/* Result dim d of a reshape carries operand dim j when both have the
+ * same number of elements before them (row-major), whatever their sizes.
+ * Then for every p below that number, the elements under index p of
+ * the dims before are one contiguous block in both, and part k of c
+ * parts of dim d is part k of c of that block, which is part k of c of
+ * dim j: slicing commutes with the reshape for any c that divides both
+ * sizes.  That is how a split moves through a reshape that splits or
+ * merges dimensions: columns 128 = heads 4 x 32 (dim 1 of 16x128 and
+ * dim 1 of 16x4x32 have 16 elements before them) in 2 parts are heads
+ * in 2 parts; [B,S] -> [B*S] carries parts of B to parts of B*S.  A
+ * minor dim (32 above) has more elements before it than any operand dim
+ * and carries nothing, unless the dims before it are all of size 1.
+ * Among the operand dims with a given number before them at most one
+ * has a size above 1 (the next has more before it): a result dim above
+ * 1 maps to that one; one of size 1 only to one of size 1, as before. */
 static void spec_reshape(const Term *t, TileSpec *s) {
   const Type *a = t->args[0]->type, *r = t->type;
   int64_t before_r = 1;
   for (int d = 0; d < r->rank; d++) {
     int64_t before_a = 1;
-    for (int j = 0; j < a->rank; j++) {
-      if (before_a == before_r && a->dims[j] == r->dims[d]) {
+    for (int j = 0; j < a->rank && before_a <= before_r; j++) {
+      if (before_a == before_r && (a->dims[j] > 1) == (r->dims[d] > 1)) {
         s->out_ok[d] = TRUE;
         s->out[d][0] = j;
         break;
@@ -188,6 +205,11 @@ static void spec_static_slice(const Term *t, TileSpec *s) {
       s->out[d][0] = d;
     }
   }
+}
+
+int64_t spec_width_for_parts(const Term *t, int d, const Type *range) {
+  int64_t parts = range->n / range->w, size = t->type->dims[d];
+  return size % parts == 0 ? size / parts : 0;
 }
 
 gboolean spec_of(const RuleSet *rs, const Term *t, TileSpec *s) {

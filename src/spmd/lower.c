@@ -379,6 +379,14 @@ static G_GNUC_NO_INLINE void op_local(Lower *lw, const Term *t, LVal *args,
       int first = column_first(args, t->nargs, spec.out[D], mapped, &agree);
       if (first < 0)
         continue;
+      /* a reshape's carrying dim may have another size: its parts must
+       * divide this one too (16 columns a device are no whole heads of
+       * 32) */
+      if (agree && spec.out_ok[D] &&
+          t->type->dims[D] %
+                  dist_parts(&args[first].d, lw->mesh, spec.out[D][first]) !=
+              0)
+        agree = FALSE;
       if (!agree || !spec.out_ok[D])
         gather_column(lw, args, t->nargs, spec.out[D]);
       const Dist *src = &args[first].d;

@@ -211,7 +211,7 @@ return function(s, mesh, opts)
       fr = r
     end
   end
-  t:has(fr and fr.text, "slice d (tile d (\\r:range<n,w> -> e))[s:range<n,w>]",
+  t:has(fr and fr.text, "slice d (tile d (\\r:range<n,w> -> e))[s:range<m,v>]",
     "rules: fuse's text is the rule as written")
   local ms = partir.rules("matmul-sum")
   t:ok(#ms >= 1 and ms[1].name == "matmul-sum" and ms[1].origin:find("derived from op matmul", 1, true),

@@ -133,6 +133,39 @@ static void test_levels(void) {
   g_assert_nonnull(strstr(diag_text(err), "nest deeper than"));
 }
 
+/* A range value picks one of its range's parts: a slice takes that part
+ * of a dimension of any size the parts divide (a reshape carries a split
+ * so), and renaming a binder into one of another range with as many
+ * parts retypes its variables (fusion across a reshape). */
+static void test_slice_parts(void) {
+  g_autoptr(Diag) err = diag_new(NULL);
+  const Term *x = term_arg(0, f32(16, 128));
+  const Type *heads = type_range(4, 2), *cols = type_range(128, 64);
+  /* 2 parts of 4 heads cut 128 columns in 2 parts of 64 */
+  const Term *s = term_slice(1, x, term_bvar(0, heads), err);
+  g_assert_nonnull(s);
+  g_assert_cmpint(s->type->dims[1], ==, 64);
+  /* 4 parts do not divide 6 */
+  g_assert_null(term_slice(1, term_arg(1, f32(16, 6)),
+                           term_bvar(0, type_range(4, 1)), err));
+  g_assert_nonnull(strstr(diag_text(err), "has 4 parts, which do not divide "
+                                          "dimension 1 of size 6"));
+  /* level 0 over columns renamed to level 1 over heads: the same slice as
+   * one built by heads at level 1 */
+  const Term *by_cols = op2(OP_ADD, term_slice(1, x, term_bvar(0, cols), err),
+                            term_slice(1, x, term_bvar(0, cols), err));
+  Relevel *rl = relevel_new();
+  relevel_map_range(rl, 0, 1, heads);
+  const Term *by_heads = relevel_apply(rl, by_cols, err);
+  relevel_free(rl);
+  const Term *want = op2(OP_ADD, term_slice(1, x, term_bvar(1, heads), err),
+                         term_slice(1, x, term_bvar(1, heads), err));
+  g_assert_true(by_heads == want);
+  /* ... and the plain renaming cache is not fooled by the retyped one */
+  g_assert_true(term_rename_level(by_cols, 0, 1, err)->args[0]->args[1] ==
+                term_bvar(1, cols));
+}
+
 /* body_k of a nest D deep: slices by levels k and k-1, and two regions
  * (a tile along each dimension) at level k+1 over the same body_(k+1):
  * every body is reached along 2^k paths. */
@@ -250,6 +283,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/store/attrs", test_attrs_identity);
   g_test_add_func("/store/binders", test_binders);
   g_test_add_func("/store/levels", test_levels);
+  g_test_add_func("/store/slice-parts", test_slice_parts);
   g_test_add_func("/store/relevel-shared-nest", test_relevel_shared_nest);
   g_test_add_func("/store/collect", test_collect);
   return g_test_run();
