@@ -8,7 +8,9 @@
  *                                          a thread per device
  *   partir compile FILE [--mesh MESH] [--emit llvm|asm|obj|fusion] [-o OUT]
  *   partir rewrite FILE --do 'arg-tile 0 0 8; propagate' [-o OUT] [--expr]
+ *               [--hw HW] [--set K=V]  (what propagate --resolve prices on)
  *   partir tactic SCRIPT.lua FILE [--mesh batch=2,model=4] [--set K=V] [-o OUT]
+ *               [--hw HW]
  *   partir lower FILE --mesh MESH [--emit spmd|dot] [--stats] [--simulate]
  *   partir cost FILE --mesh MESH [--hw HW] [--set K=V]
  *   partir calibrate [--devices N] [--runs N] [-o OUT.hw]
@@ -19,8 +21,8 @@
  *   partir walk FILE                   random rewrites keep the meaning
  *
  * Options are declared once.  The ones several subcommands share live in
- * option groups — rules (--rules), mesh (--mesh), hardware (--hw and its
- * --set what-ifs), output (-o OUT) and expr (--expr) — each one static
+ * option groups — rules (--rules), mesh (--mesh), hardware (--hw), its
+ * what-ifs (--set), output (-o OUT) and expr (--expr) — each one static
  * GOptionEntry table writing into the one 'Options' of the job.  A
  * subcommand is a row of 'commands': its name, its positional
  * arguments and how many there must be, the groups it takes, the entries
@@ -65,14 +67,14 @@ static void usage(FILE *to) {
         "                        the code 'exec' runs: optimized LLVM IR,\n"
         "                        the host's assembly, an object, or the\n"
         "                        kernels and what each fuses\n"
-        "  rewrite FILE --do 'CMD; CMD...' [-o OUT] [--expr]\n"
+        "  rewrite FILE --do 'CMD; CMD...' [-o OUT] [--expr] [--hw HW]\n"
         "                        partition: arg-tile ARG DIM WIDTH [AXIS],\n"
         "                        tile VALUE DIM WIDTH [AXIS], sum VALUE WIDTH\n"
         "                        [AXIS], apply RULE [at VALUE] [K=V...],\n"
-        "                        propagate, fuse, simplify\n"
+        "                        propagate [--resolve], fuse, simplify\n"
         "  tactic SCRIPT.lua FILE [--mesh batch=2,model=4] [--set K=V]... "
         "[-o OUT]\n"
-        "                        run a Lua tactic on a program\n"
+        "         [--hw HW]      run a Lua tactic on a program\n"
         "  lower FILE --mesh batch=2,model=4 [--emit spmd|dot] [--stats]\n"
         "        [--simulate]    the SPMD program every device runs\n"
         "  cost FILE --mesh MESH [--hw cpu2|h100x8|tpuv4|FILE.hw] [--set "
@@ -194,12 +196,13 @@ static void options_clear(Options *o) {
 /* The option groups several subcommands share, each declared here once. */
 typedef enum OptionGroup {
   GROUP_MESH = 1 << 0,     /* --mesh */
-  GROUP_HARDWARE = 1 << 1, /* --hw, --set what-ifs */
+  GROUP_HARDWARE = 1 << 1, /* --hw */
   GROUP_OUTPUT = 1 << 2,   /* -o OUT */
   GROUP_RULES = 1 << 3,    /* --rules */
   GROUP_EXPR = 1 << 4,     /* --expr */
   GROUP_CODEGEN = 1 << 5,  /* --exact, --blas */
   GROUP_EXEC = 1 << 6,     /* --repeat, --profile, --runtime */
+  GROUP_WHAT_IF = 1 << 7,  /* --set what-ifs (tactic's --set is its own) */
 } OptionGroup;
 
 static const GOptionEntry mesh_entries[] = {
@@ -212,6 +215,9 @@ static const GOptionEntry hardware_entries[] = {
      "hardware description: a name (cpu2, h100x8, tpuv4) or a .hw file "
      "(default cpu2)",
      "HW"},
+    G_OPTION_ENTRY_NULL};
+
+static const GOptionEntry what_if_entries[] = {
     {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt.hw_sets,
      "what if: change a hardware figure (link_bw=2x, memory_bytes=80e9)",
      "KEY=VALUE"},
@@ -256,10 +262,10 @@ static const struct {
   OptionGroup group;
   const GOptionEntry *entries;
 } option_groups[] = {
-    {GROUP_MESH, mesh_entries},     {GROUP_HARDWARE, hardware_entries},
-    {GROUP_OUTPUT, output_entries}, {GROUP_RULES, rules_entries},
-    {GROUP_EXPR, expr_entries},     {GROUP_CODEGEN, codegen_entries},
-    {GROUP_EXEC, exec_entries},
+    {GROUP_MESH, mesh_entries},       {GROUP_HARDWARE, hardware_entries},
+    {GROUP_WHAT_IF, what_if_entries}, {GROUP_OUTPUT, output_entries},
+    {GROUP_RULES, rules_entries},     {GROUP_EXPR, expr_entries},
+    {GROUP_CODEGEN, codegen_entries}, {GROUP_EXEC, exec_entries},
 };
 
 /* One subcommand: what it takes and what runs it. */
@@ -676,15 +682,19 @@ static int cmd_compile(const Options *o, char **files) {
 }
 
 /* Says what the passes of a script on 'file' reported, a line at a time
- * (a script may run several passes: the lines say what they are about). */
-static void print_report(const char *file, const GString *report) {
+ * (a script may run several passes: the lines say what they are about),
+ * each after 'what' (may be ""). */
+static void print_report(const char *file, const char *what,
+                         const GString *report) {
   if (!report->len)
     return;
   g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
   for (char **l = lines; *l; l++)
     if (**l)
-      g_printerr("partir: %s: %s\n", file, *l);
+      g_printerr("partir: %s: %s%s\n", file, what, *l);
 }
+
+static gboolean cost_hardware(const Options *o, Hardware *hw);
 
 /* Appends the values of 's' where rule 'name' applies; FALSE (with a
  * message) when there is no such rule. */
@@ -721,12 +731,21 @@ static int cmd_rewrite(const Options *o, char **files) {
   g_autoptr(Module) m = load_module(files[0]);
   if (!m)
     return 1;
+  /* 'propagate --resolve' prices on it: given, or cpu2 when needed */
+  Hardware hw;
+  if ((o->hw || o->hw_sets) && !cost_hardware(o, &hw))
+    return 2;
   g_autoptr(State) s0 = state_new(m);
   g_autoptr(Diag) why = diag_new(NULL);
   g_autoptr(GString) report = g_string_new(NULL);
+  g_autoptr(GString) choices = g_string_new(NULL);
+  RewriteContext cx = {.hw = o->hw || o->hw_sets ? &hw : NULL,
+                       .report = report,
+                       .choices = choices};
   g_autoptr(State) s =
-      pipeline_rewrite(rs, s0, o->script ? o->script : "", why, report);
-  print_report(files[0], report);
+      pipeline_rewrite(rs, s0, o->script ? o->script : "", &cx, why);
+  print_report(files[0], "", report);
+  print_report(files[0], "propagate --resolve: ", choices);
   if (!s) {
     g_printerr("partir: %s: %s\n", files[0], diag_text(why));
     return 1;
@@ -839,16 +858,19 @@ static GHashTable *tactic_options(char **sets) {
 }
 
 /* Runs tactic 'script' on 'm' and prints the result into 'out'; FALSE
- * (with a message) when it fails. */
+ * (with a message) when it fails.  'hw' (a name or a .hw file; NULL:
+ * cpu2) prices the choices of its 'propagate --resolve'. */
 static gboolean tactic_apply(const RuleSet *rs, Module *m, const char *script,
                              GHashTable *options, const Mesh *mesh,
-                             gboolean expr, GString *out) {
+                             const char *hw, gboolean expr, GString *out) {
   g_autoptr(State) s0 = state_new(m);
   g_autoptr(Diag) why = diag_new(NULL);
   lua_State *L = plua_new(rs);
   LuaTactic tactic;
-  if (L)
+  if (L) {
+    plua_set_hardware(L, hw);
     plua_tactic_init(&tactic, L, script, options);
+  }
   State *s = L ? pipeline_tactic(&tactic.base, s0, mesh, why) : NULL;
   if (!L)
     diag_reason(why, "%s", "cannot create a Lua state");
@@ -886,7 +908,7 @@ static int cmd_tactic(const Options *o, char **files) {
   if (!m)
     return 1;
   g_autoptr(GString) out = g_string_new(NULL);
-  if (!tactic_apply(rs, m, files[0], options, &mesh, o->expr, out))
+  if (!tactic_apply(rs, m, files[0], options, &mesh, o->hw, o->expr, out))
     return 1;
   return write_result(o->output, out);
 }
@@ -1039,7 +1061,8 @@ static const Command commands[] = {
     {"compile", "FILE", 1, one_file,
      GROUP_MESH | GROUP_OUTPUT | GROUP_RULES | GROUP_CODEGEN, compile_entries,
      cmd_compile},
-    {"rewrite", "FILE", 1, one_file, GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR,
+    {"rewrite", "FILE", 1, one_file,
+     GROUP_HARDWARE | GROUP_WHAT_IF | GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR,
      rewrite_entries, cmd_rewrite},
     {"rules", "", 0, "takes no FILE (use --rules FILE)", GROUP_RULES, NULL,
      cmd_rules},
@@ -1048,12 +1071,12 @@ static const Command commands[] = {
     {"walk", "FILE", 1, one_file, GROUP_RULES, walk_entries, cmd_walk},
     {"tactic", "SCRIPT.lua FILE", 2,
      "needs SCRIPT.lua and FILE (see 'partir help')",
-     GROUP_MESH | GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR, tactic_entries,
-     cmd_tactic},
+     GROUP_MESH | GROUP_HARDWARE | GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR,
+     tactic_entries, cmd_tactic},
     {"lower", "FILE", 1, one_file, GROUP_MESH | GROUP_OUTPUT | GROUP_RULES,
      lower_entries, cmd_lower},
-    {"cost", "FILE", 1, one_file, GROUP_MESH | GROUP_HARDWARE | GROUP_RULES,
-     NULL, cmd_cost},
+    {"cost", "FILE", 1, one_file,
+     GROUP_MESH | GROUP_HARDWARE | GROUP_WHAT_IF | GROUP_RULES, NULL, cmd_cost},
     {"calibrate", "", 0, "takes no FILE (use -o OUT.hw)",
      GROUP_OUTPUT | GROUP_RULES, calibrate_entries, cmd_calibrate},
 };

@@ -227,7 +227,9 @@ static gboolean cmd_matches(Session *s, const char *text, int argc,
 }
 
 /* arg-tile, tile, sum, apply, propagate, fuse, simplify: one engine
- * command on the current state. */
+ * command on the current state.  What a pass could not resolve is a
+ * warning; what 'propagate --resolve' chose (priced on the session's
+ * hardware) a note; a conflict fails the command, and the state stays. */
 static gboolean cmd_engine(Session *s, const char *text, int argc,
                            char **argv) {
   State *cur = repl_need_program(s, argv[0]);
@@ -235,12 +237,20 @@ static gboolean cmd_engine(Session *s, const char *text, int argc,
     return FALSE;
   g_autoptr(Diag) why = diag_new(NULL);
   g_autoptr(GString) report = g_string_new(NULL);
-  State *next = pipeline_command(s->rs, cur, text, why, report);
+  g_autoptr(GString) choices = g_string_new(NULL);
+  RewriteContext cx = {.hw_name = s->hw, .report = report, .choices = choices};
+  State *next = pipeline_command(s->rs, cur, text, &cx, why);
   if (report->len) {
     g_auto(GStrv) lines = g_strsplit(report->str, "\n", -1);
     for (char **l = lines; *l; l++)
       if (**l)
         repl_report_warning(s, "%s: %s", argv[0], *l);
+  }
+  if (choices->len) {
+    g_auto(GStrv) lines = g_strsplit(choices->str, "\n", -1);
+    for (char **l = lines; *l; l++)
+      if (**l)
+        repl_report_note(s, "%s --resolve: %s", argv[0], *l);
   }
   if (!next) {
     repl_report_error(s, "'%s': %s", text, diag_text(why));
@@ -826,10 +836,17 @@ const Command repl_commands[] = {
     {"sum", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_VALUE,
      "sum VALUE WIDTH [AXIS|-] [K]",
      "split reduction K of an operator into a sum of pieces of WIDTH", NULL},
-    {"propagate", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "propagate",
+    {"propagate", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE,
+     "propagate [--resolve]",
      "push slices in, pull tiles out and fuse, to a fixed point",
-     "What it cannot resolve (conflicting tilings, an axis bound twice) is\n"
-     "left in place and reported as a warning."},
+     "What it cannot carry (tilings of different widths, an axis bound\n"
+     "twice) is left in place and reported as a warning.  Two splits over\n"
+     "one axis that an operator cannot both follow (rows of one operand,\n"
+     "columns of the other) are a conflict: propagate fails, naming both\n"
+     "and where each came from, and the program stays.  --resolve keeps,\n"
+     "for each conflict, the split whose program the cost model prices\n"
+     "fastest on the session's hardware ('set hw'), redistributing the\n"
+     "other (all_to_all or all_gather), and says what it chose."},
     {"fuse", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "fuse",
      "the [fuse] rules to a fixed point", NULL},
     {"simplify", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "simplify",

@@ -206,13 +206,17 @@ void repl_report_diagnostics(const char *text) {
 
 /* ----------------------------------------------------------------- Lua */
 
-/* Tactics that miss a mesh axis say how to set one here: 'set mesh'. */
+/* Tactics that miss a mesh axis say how to set one here: 'set mesh'.
+ * Their 'propagate --resolve' prices on the session's hardware ('set
+ * hw', as it is now). */
 lua_State *repl_session_lua(Session *s) {
   if (!s->lua) {
     s->lua = plua_new(s->rs);
     if (s->lua)
       plua_set_mesh_hint(s->lua, "set mesh %s=N");
   }
+  if (s->lua)
+    plua_set_hardware(s->lua, s->hw);
   return s->lua;
 }
 

@@ -61,14 +61,77 @@ Module *pipeline_read_program(const char *name, const char *text, gsize len,
   return parse_text(name, text, len, diags);
 }
 
+/* The cost model as the rewrite layer's Pricer (propagate --resolve):
+ * a state lowered on the mesh its regions imply, its step time
+ * estimated on the context's hardware, loaded when first needed. */
+typedef struct StagePricer {
+  Pricer base;
+  const RuleSet *rs;
+  const RewriteContext *cx;
+  Hardware loaded;
+  gboolean have;
+} StagePricer;
+
+static const Hardware *pricer_hardware(StagePricer *p, Diag *why) {
+  if (p->cx && p->cx->hw)
+    return p->cx->hw;
+  if (p->have)
+    return &p->loaded;
+  const char *name = p->cx && p->cx->hw_name ? p->cx->hw_name : "cpu2";
+  GError *error = NULL;
+  if (!hw_load(name, &p->loaded, &error)) {
+    diag_reason(why, "hardware '%s': %s", name, error->message);
+    g_error_free(error);
+    return NULL;
+  }
+  p->have = TRUE;
+  return &p->loaded;
+}
+
+static gboolean stage_price(Pricer *self, const State *s, Price *out,
+                            Diag *why) {
+  StagePricer *p = (StagePricer *)self;
+  const Hardware *hw = pricer_hardware(p, why);
+  Mesh mesh;
+  if (!hw || !rw_implied_mesh(s->func.body, &mesh, why))
+    return FALSE;
+  g_auto(Lowered) l = {0};
+  g_auto(CostReport) r = {0};
+  if (!pipeline_lower(p->rs, s->module, &s->func, &mesh, &l, why) ||
+      !pipeline_cost(&l, hw, &r, why))
+    return FALSE;
+  GString *text = g_string_new(NULL);
+  cost_append_time(text, r.total_time);
+  g_string_append(text, " a step on ");
+  g_string_append(text, hw->name);
+  g_string_append(text, ", ");
+  spmd_print_collectives(text, l.spmd);
+  g_string_append_printf(text, ", %.0f B sent", cost_comm_bytes(&r));
+  out->seconds = r.total_time;
+  out->summary = g_string_free(text, FALSE);
+  return TRUE;
+}
+
+/* Runs 'run' (rw_script or rw_command) on 'text' in context 'cx'. */
+static State *rewrite_in(const RuleSet *rs, State *in, const char *text,
+                         const RewriteContext *cx, Diag *why,
+                         State *(*run)(const RuleSet *, State *, const char *,
+                                       const RewriteEnv *, Diag *)) {
+  StagePricer pricer = {.base = {stage_price}, .rs = rs, .cx = cx};
+  RewriteEnv env = {.report = cx ? cx->report : NULL,
+                    .choices = cx ? cx->choices : NULL,
+                    .pricer = &pricer.base};
+  return run(rs, in, text, &env, why);
+}
+
 State *pipeline_rewrite(const RuleSet *rs, State *in, const char *script,
-                        Diag *why, GString *report) {
-  return rw_script(rs, in, script, why, report);
+                        const RewriteContext *cx, Diag *why) {
+  return rewrite_in(rs, in, script, cx, why, rw_script);
 }
 
 State *pipeline_command(const RuleSet *rs, State *in, const char *command,
-                        Diag *why, GString *report) {
-  return rw_command(rs, in, command, why, report);
+                        const RewriteContext *cx, Diag *why) {
+  return rewrite_in(rs, in, command, cx, why, rw_command);
 }
 
 State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh, Diag *why) {

@@ -36,12 +36,23 @@ Module *pipeline_read_program(const char *name, const char *text, gsize len,
 
 /* Stage 2, rewrite: engine commands ("arg-tile 0 0 8; propagate"), or a
  * tactic.  A tactic is a service of a higher layer (the Lua binding
- * implements it): a function from state to state. */
+ * implements it): a function from state to state.
+ *
+ * What the commands report, and the hardware 'propagate --resolve'
+ * prices its candidates on (stages 3 to 5, on the mesh the candidate's
+ * regions imply: the axes it binds are the only ones that change its
+ * cost).  Every field may be NULL. */
+typedef struct RewriteContext {
+  const Hardware *hw;  /* the hardware; else ... */
+  const char *hw_name; /* ... the one this names (hw_load); else cpu2 */
+  GString *report;     /* what a pass could not resolve, a line each */
+  GString *choices;    /* what propagate --resolve chose, a line each */
+} RewriteContext;
 State *pipeline_rewrite(const RuleSet *rs, State *in, const char *script,
-                        Diag *why, GString *report);
+                        const RewriteContext *cx, Diag *why);
 /* One command of a script, as the REPL reads them a line at a time. */
 State *pipeline_command(const RuleSet *rs, State *in, const char *command,
-                        Diag *why, GString *report);
+                        const RewriteContext *cx, Diag *why);
 typedef struct Tactic Tactic;
 struct Tactic {
   /* The state after the tactic, or NULL with the reason in 'why'. */

@@ -25,6 +25,7 @@
  *   %%EXPECT               the canonical print of the result, or
  *   %%FAIL                 the exact reason the script fails
  *   %%REPORT               (optional) what propagate reported
+ *   %%CHOICES              (optional) what propagate --resolve chose (cpu2)
  *   %%END                  The result must compute what the program does.
  *
  *   %%RULES name           a rule file (loaded after the shipped ones,
@@ -102,6 +103,7 @@ typedef struct Stanza {
   GPtrArray *results; /* RUN: "I TYPE\nvalues" strings */
   char *script;       /* REWRITE: the %%DO line */
   GString *report;    /* REWRITE: %%REPORT text, or NULL */
+  GString *choices;   /* REWRITE: %%CHOICES text, or NULL */
   int line;
 } Stanza;
 
@@ -117,6 +119,8 @@ static void stanza_clear(Stanza *s) {
   g_free(s->script);
   if (s->report)
     g_string_free(s->report, TRUE);
+  if (s->choices)
+    g_string_free(s->choices, TRUE);
   memset(s, 0, sizeof *s);
 }
 
@@ -291,7 +295,10 @@ static void run_rewrite_stanza(const Stanza *s) {
   g_autoptr(State) s0 = state_new(m);
   g_autoptr(Diag) why = diag_new(NULL);
   g_autoptr(GString) report = g_string_new(NULL);
-  g_autoptr(State) s1 = rw_script(shipped_rules, s0, s->script, why, report);
+  g_autoptr(GString) choices = g_string_new(NULL);
+  RewriteContext cx = {.report = report, .choices = choices};
+  g_autoptr(State) s1 =
+      pipeline_rewrite(shipped_rules, s0, s->script, &cx, why);
   if (s->fail) {
     g_autofree char *got = g_strconcat(diag_text(why), "\n", NULL);
     gboolean ok = !s1 && strcmp(got, s->expect->str) == 0;
@@ -321,6 +328,14 @@ static void run_rewrite_stanza(const Stanza *s) {
     if (!ok) {
       diag_lines("expected", s->report->str);
       diag_lines("got", report->str);
+    }
+  }
+  if (s->choices) {
+    ok = strcmp(choices->str, s->choices->str) == 0;
+    tap(ok, "%s: what propagate --resolve chose", s->name);
+    if (!ok) {
+      diag_lines("expected", s->choices->str);
+      diag_lines("got", choices->str);
     }
   }
   diag_reset(why);
@@ -420,6 +435,9 @@ static gboolean run_file(const char *path) {
     } else if (strcmp(l, "%%REPORT") == 0) {
       s.report = g_string_new(NULL);
       into = s.report;
+    } else if (strcmp(l, "%%CHOICES") == 0) {
+      s.choices = g_string_new(NULL);
+      into = s.choices;
     } else if (strcmp(l, "%%EXPECT") == 0 || strcmp(l, "%%FAIL") == 0) {
       s.fail = strcmp(l, "%%FAIL") == 0;
       s.expect = g_string_new(NULL);

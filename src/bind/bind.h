@@ -30,6 +30,9 @@ void plua_close(lua_State *L);
  * mesh_hint', '%s' the axis): "--mesh %s=N" unless a front end says
  * otherwise (the REPL: "set mesh %s=N"). */
 void plua_set_mesh_hint(lua_State *L, const char *hint);
+/* The hardware that 'propagate --resolve' prices its choices on in
+ * this Lua state: a name or a .hw file (hw_load); NULL: cpu2. */
+void plua_set_hardware(lua_State *L, const char *hw);
 
 /* The tactic directories: $PARTIR_TACTICS (':'-separated), then the
  * installed ones. */

@@ -12,8 +12,9 @@
  *   s:matches(rule) s:apply(rule [, at [, params]])
  *   s:arg_tile(arg, dim, width [, axis]) s:tile(value, dim, width [, axis])
  *   s:sum(value, width [, axis [, reduction]])
- *   s:propagate([opts]) -> state, {report lines}   s:fuse() s:simplify()
- *   s:exec("cmd; cmd" [, opts]) -> state, {report lines}
+ *   s:propagate([opts]) -> state, {report lines}, {choices}
+ *   s:fuse() s:simplify()
+ *   s:exec("cmd; cmd" [, opts]) -> state, {report lines}, {choices}
  *   s:run([seed]) -> {{type, shape, values}}
  *   s:exec{mesh =, seed =, inputs =, exact =} -> {{type, shape, values}}
  *   s:bench{mesh =, runs =, seed =, inputs =, exact =} -> {min, median, runs}
@@ -25,7 +26,11 @@
  * What a pass could not resolve (its report) fails the verb, so a tactic
  * fails loudly instead of returning a degraded program; a tactic that
  * expects it passes {tolerate = true} as the pass verb's options, and
- * gets the report lines back instead.
+ * gets the report lines back instead.  A conflict (two splits over one
+ * axis that an operator cannot both follow) fails propagate whatever the
+ * options: {resolve = true} runs 'propagate --resolve', which decides it
+ * by the cost model (on the hardware the front end names,
+ * plua_set_hardware) and returns its choices.
  *
  * Error discipline (STYLE.md): arguments are checked first with
  * luaL_check*, the work runs in helpers that return a result or fill a
@@ -40,6 +45,7 @@
 
 #define STATE_MT "partir.State"
 #define RULES_KEY "partir.rules"
+#define HW_KEY "partir.hw" /* the hardware --resolve prices on (a name) */
 
 static const RuleSet *rules_of(lua_State *L) {
   lua_getfield(L, LUA_REGISTRYINDEX, RULES_KEY);
@@ -389,24 +395,40 @@ typedef enum ReportMode {
   REPORT_TOLERATE, /* {tolerate = true}: the report is returned */
 } ReportMode;
 
+/* Whether the options table at index 'i' (a table) sets 'key'. */
+static gboolean opt_flag(lua_State *L, int i, const char *key) {
+  lua_getfield(L, i, key);
+  gboolean on = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return on;
+}
+
 /* The report mode of a pass verb from its options table at index 'i'
- * (absent or nil: fail on a report; {tolerate = true}: return it).
- * Raises on anything else, before any C resource is held. */
-static ReportMode check_report_opts(lua_State *L, int i) {
+ * (absent or nil: fail on a report; {tolerate = true}: return it), and
+ * for propagate ('resolve' not NULL) whether {resolve = true} asks for
+ * 'propagate --resolve'.  Raises on anything else, before any C resource
+ * is held. */
+static ReportMode check_report_opts(lua_State *L, int i, gboolean *resolve) {
+  if (resolve)
+    *resolve = FALSE;
   if (lua_isnoneornil(L, i))
     return REPORT_FAIL;
   luaL_checktype(L, i, LUA_TTABLE);
   lua_pushnil(L);
   while (lua_next(L, i)) {
-    if (lua_type(L, -2) != LUA_TSTRING ||
-        strcmp(lua_tostring(L, -2), "tolerate") != 0)
-      luaL_argerror(L, i, "the only option is 'tolerate'");
+    const char *key =
+        lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    gboolean known = key && (strcmp(key, "tolerate") == 0 ||
+                             (resolve && strcmp(key, "resolve") == 0));
+    if (!known)
+      luaL_argerror(L, i,
+                    resolve ? "the options are 'tolerate' and 'resolve'"
+                            : "the only option is 'tolerate'");
     lua_pop(L, 1);
   }
-  lua_getfield(L, i, "tolerate");
-  gboolean tolerate = lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  return tolerate ? REPORT_TOLERATE : REPORT_FAIL;
+  if (resolve)
+    *resolve = opt_flag(L, i, "resolve");
+  return opt_flag(L, i, "tolerate") ? REPORT_TOLERATE : REPORT_FAIL;
 }
 
 /* At most this many lines of a report go into the error it raises. */
@@ -448,32 +470,54 @@ static const char *tolerant_form(const char *verb) {
   return "s:simplify{tolerate = true}";
 }
 
+/* Pushes the non-empty strings of 'lines' as a list. */
+static void push_lines(lua_State *L, char **lines) {
+  lua_newtable(L);
+  int n = 0;
+  for (char **l = lines; *l; l++)
+    if (**l) {
+      lua_pushstring(L, *l);
+      lua_rawseti(L, -2, ++n);
+    }
+}
+
 /* Runs engine commands on 's' for the Lua verb 'verb'.  Pushes the new
- * state, then (when 'nret' is 2) a table of the report lines: empty
- * unless the report is tolerated.  A report that is not tolerated raises
- * it, so that a tactic never goes on with a program its passes left
- * unresolved; so does a command that fails. */
+ * state, then (when 'nret' is 2 or 3) a table of the report lines: empty
+ * unless the report is tolerated, then (when 'nret' is 3) the choices
+ * of 'propagate --resolve'.  A report that is not tolerated raises it,
+ * so that a tactic never goes on with a program its passes left
+ * unresolved; so does a command that fails (a conflict fails
+ * propagate). */
 static int run_commands(lua_State *L, State *s, const char *verb,
                         const char *script, ReportMode mode, int nret) {
   collect_maybe(); /* a safe point: states hold every term in use */
+  lua_getfield(L, LUA_REGISTRYINDEX, HW_KEY);
+  const char *hw = lua_tostring(L, -1); /* the registry keeps it alive */
+  lua_pop(L, 1);
   Diag *why = diag_new(NULL);
   /* no pass to report on: propagate would skip the walk that checks axes */
   GString *report = mode != REPORT_NONE ? g_string_new(NULL) : NULL;
-  State *next = pipeline_rewrite(rules_of(L), s, script, why, report);
+  GString *choices = g_string_new(NULL);
+  RewriteContext cx = {.hw_name = hw, .report = report, .choices = choices};
+  State *next = pipeline_rewrite(rules_of(L), s, script, &cx, why);
   if (!next) {
     if (report)
       g_string_free(report, TRUE);
+    g_string_free(choices, TRUE);
     return raise_error(L, why);
   }
   diag_free(why);
   char **lines = g_strsplit(report ? report->str : "", "\n", -1);
   if (report)
     g_string_free(report, TRUE);
+  char **chosen = g_strsplit(choices->str, "\n", -1);
+  g_string_free(choices, TRUE);
   int n = 0;
   for (char **l = lines; *l; l++)
     n += **l != 0;
   if (n > 0 && mode == REPORT_FAIL) {
     state_unref(next);
+    g_strfreev(chosen);
     char *msg = report_error(verb, tolerant_form(verb), lines, n);
     g_strfreev(lines);
     lua_pushstring(L, msg);
@@ -481,19 +525,13 @@ static int run_commands(lua_State *L, State *s, const char *verb,
     return lua_error(L);
   }
   push_state(L, next);
-  if (nret == 1) {
-    g_strfreev(lines);
-    return 1;
-  }
-  lua_createtable(L, n, 0);
-  n = 0;
-  for (char **l = lines; *l; l++)
-    if (**l) {
-      lua_pushstring(L, *l);
-      lua_rawseti(L, -2, ++n);
-    }
+  if (nret >= 2)
+    push_lines(L, lines);
+  if (nret >= 3)
+    push_lines(L, chosen);
   g_strfreev(lines);
-  return 2;
+  g_strfreev(chosen);
+  return nret;
 }
 
 /* TRUE for a word the command language takes as one token: letters,
@@ -628,12 +666,16 @@ static int l_apply(lua_State *L) {
   return run_commands(L, s, "", lua_tostring(L, -1), REPORT_NONE, 1);
 }
 
-/* s:propagate([opts]) -> state, {report}: a report fails the verb
- * unless opts.tolerate (then the report is the second result). */
+/* s:propagate([opts]) -> state, {report}, {choices}: a report fails the
+ * verb unless opts.tolerate (then the report is the second result); a
+ * conflict fails it unless opts.resolve (then the choices are the
+ * third). */
 static int l_propagate(lua_State *L) {
   State *s = check_state(L, 1);
-  ReportMode mode = check_report_opts(L, 2);
-  return run_commands(L, s, "propagate", "propagate", mode, 2);
+  gboolean resolve;
+  ReportMode mode = check_report_opts(L, 2, &resolve);
+  return run_commands(L, s, "propagate",
+                      resolve ? "propagate --resolve" : "propagate", mode, 3);
 }
 
 /* s:fuse([opts]), s:simplify([opts]) -> state (and the report when
@@ -641,7 +683,7 @@ static int l_propagate(lua_State *L) {
  * twice. */
 static int pass_common(lua_State *L, const char *pass) {
   State *s = check_state(L, 1);
-  ReportMode mode = check_report_opts(L, 2);
+  ReportMode mode = check_report_opts(L, 2, NULL);
   return run_commands(L, s, pass, pass, mode, mode == REPORT_TOLERATE ? 2 : 1);
 }
 
@@ -886,8 +928,8 @@ static int l_exec(lua_State *L) {
     return exec_compiled(L);
   State *s = check_state(L, 1);
   const char *script = luaL_checkstring(L, 2);
-  ReportMode mode = check_report_opts(L, 3);
-  return run_commands(L, s, "exec", script, mode, 2);
+  ReportMode mode = check_report_opts(L, 3, NULL);
+  return run_commands(L, s, "exec", script, mode, 3);
 }
 
 /* s:bench{mesh =, runs =, seed =, inputs =, exact =} -> {min, median,
@@ -1060,6 +1102,11 @@ lua_State *plua_new(const RuleSet *rs) {
   lua_pop(L, 1);
   add_tactics_path(L);
   return L;
+}
+
+void plua_set_hardware(lua_State *L, const char *hw) {
+  lua_pushstring(L, hw); /* NULL pushes nil: cpu2 */
+  lua_setfield(L, LUA_REGISTRYINDEX, HW_KEY);
 }
 
 void plua_set_mesh_hint(lua_State *L, const char *hint) {

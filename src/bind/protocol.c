@@ -491,21 +491,26 @@ static void legal_json(GString *out, const State *s, const ActionList *l,
   g_string_append(out, "}}");
 }
 
-/* Runs one command; NULL with the reason when it does not apply.  No
- * report: what propagate could not resolve is not part of a reply, and
- * asking for it costs a walk of the program. */
-static State *run_action(Proto *pr, State *s, const char *text, Diag *why) {
-  return pipeline_rewrite(pr->rs, s, text, why, NULL);
+/* Runs one command; NULL with the reason when it does not apply (a
+ * conflict fails propagate).  No report: what propagate could not
+ * resolve is not part of a reply, and asking for it costs a walk of the
+ * program.  'propagate --resolve' prices on the episode's hardware and
+ * says what it chose in 'choices' (may be NULL). */
+static State *run_action(Proto *pr, const Hardware *hw, State *s,
+                         const char *text, GString *choices, Diag *why) {
+  RewriteContext cx = {.hw = hw, .choices = choices};
+  return pipeline_rewrite(pr->rs, s, text, &cx, why);
 }
 
 /* Runs legal action 'a' of 's' (listed in 'l'), whose command is 'text',
  * as the command would: the rule at the value, checked in full, then the
  * replacement everywhere; failing as the command fails ("'TEXT': RULE at
  * %v: why"), without finding the value by its name. */
-static State *run_legal(Proto *pr, State *s, const ActionList *l,
-                        const Legal *a, const char *text, Diag *why) {
+static State *run_legal(Proto *pr, const Hardware *hw, State *s,
+                        const ActionList *l, const Legal *a, const char *text,
+                        Diag *why) {
   if (!a->rule)
-    return run_action(pr, s, text, why);
+    return run_action(pr, hw, s, text, NULL, why);
   Location arg = {0};
   const Location *loc = g_ptr_array_index(l->locs, a->loc);
   if (a->arg >= 0) {
@@ -907,7 +912,7 @@ static J *reward_json(Proto *pr, Entry *parent, Entry *child) {
  * mesh lacks is illegal: commands take any axis name, but a state bound
  * to an axis the episode's mesh lacks could never be lowered or costed. */
 static State *step_one(Proto *pr, Entry *e, State *s, J *n, gint64 index,
-                       GString *trace, Fail *f) {
+                       GString *trace, GString *choices, Fail *f) {
   g_autoptr(Diag) why = diag_new(NULL);
   gsize start = trace->len;
   if (trace->len)
@@ -921,7 +926,7 @@ static State *step_one(Proto *pr, Entry *e, State *s, J *n, gint64 index,
                  text, axis, *mesh ? mesh : "no axes");
       return NULL;
     }
-    State *next = run_action(pr, s, text, why);
+    State *next = run_action(pr, &e->ep->hw, s, text, choices, why);
     if (!next)
       proto_fail(f, E_ACTION, "%s", diag_text(why));
     g_string_append(trace, text);
@@ -945,7 +950,8 @@ static State *step_one(Proto *pr, Entry *e, State *s, J *n, gint64 index,
   } else {
     const Legal *a = &g_array_index(l->items, Legal, index);
     legal_text(trace, s, l, a);
-    next = run_legal(pr, s, l, a, trace->str + start + (start ? 2 : 0), why);
+    next = run_legal(pr, &e->ep->hw, s, l, a,
+                     trace->str + start + (start ? 2 : 0), why);
     if (!next)
       proto_fail(f, E_ACTION, "%s", diag_text(why));
   }
@@ -958,14 +964,14 @@ static State *step_one(Proto *pr, Entry *e, State *s, J *n, gint64 index,
 /* Applies the actions (a JSON array, or the one legal action 'index') to
  * entry 'e'; the new entry, or NULL after proto_fail. */
 static Entry *do_step(Proto *pr, Entry *e, J *actions, gint64 index,
-                      gboolean *no_effect, Fail *f) {
+                      gboolean *no_effect, GString *choices, Fail *f) {
   State *s = state_ref(e->state);
   g_autoptr(GString) trace = g_string_new(NULL);
   J *item = actions ? actions->child : NULL;
   gint64 taken = 0;
   for (gboolean first = TRUE; actions ? item != NULL : first;
        first = FALSE, item = item ? item->next : NULL, taken++) {
-    State *next = step_one(pr, e, s, item, index, trace, f);
+    State *next = step_one(pr, e, s, item, index, trace, choices, f);
     state_unref(s);
     if (!next)
       return NULL;
@@ -987,15 +993,16 @@ static Entry *do_step(Proto *pr, Entry *e, J *actions, gint64 index,
 
 /* A step's reply: {"state", "hash", "observation", "reward",
  * "terminated", "truncated", "no_effect"}, after "index" and "action"
- * for a child of expand (index >= 0).  This is the hot path of search
- * agents, so it is written as text around what cJSON writes (the
+ * for a child of expand (index >= 0), and "choices" (the lines of what
+ * 'propagate --resolve' chose) when 'choices' has any.  This is the hot path of
+ * search agents, so it is written as text around what cJSON writes (the
  * observation, the reward, the action string): the other fields are
  * integers, booleans and hex digits.  A JSON object per reply cost as
  * much as a small step. */
 static J *step_json(Proto *pr, Entry *parent, Entry *c, gint64 cid,
                     gint64 index, const char *action,
                     const char *const *observe, gboolean reward,
-                    gboolean no_effect, Fail *f) {
+                    gboolean no_effect, const GString *choices, Fail *f) {
   J *obs = observe ? observation_json(pr, c, observe, f) : NULL;
   if (observe && !obs)
     return NULL;
@@ -1029,7 +1036,17 @@ static J *step_json(Proto *pr, Entry *parent, Entry *c, gint64 cid,
   g_string_append(t,
                   truncated ? ",\"truncated\":true" : ",\"truncated\":false");
   g_string_append(t,
-                  no_effect ? ",\"no_effect\":true}" : ",\"no_effect\":false}");
+                  no_effect ? ",\"no_effect\":true" : ",\"no_effect\":false");
+  if (choices && choices->len) {
+    J *lines = cJSON_CreateArray();
+    g_auto(GStrv) split = g_strsplit(choices->str, "\n", -1);
+    for (char **l = split; *l; l++)
+      if (**l)
+        cJSON_AddItemToArray(lines, cJSON_CreateString(*l));
+    g_string_append(t, ",\"choices\":");
+    proto_append_json(t, lines);
+  }
+  g_string_append_c(t, '}');
   return proto_raw_json(t);
 }
 
@@ -1137,12 +1154,13 @@ static J *m_step(Proto *pr, J *p, Fail *f) {
     proto_fail(f, E_PARAMS, "missing parameter 'actions'");
     return NULL;
   }
-  Entry *c = do_step(pr, e, actions, -1, &no_effect, f);
+  g_autoptr(GString) choices = g_string_new(NULL);
+  Entry *c = do_step(pr, e, actions, -1, &no_effect, choices, f);
   if (!c)
     return NULL;
   g_autofree const char **names = observe_names(observe);
   return step_json(pr, e, c, add_entry(pr, c), -1, NULL, names, reward,
-                   no_effect, f);
+                   no_effect, choices, f);
 }
 
 static J *m_expand(Proto *pr, J *p, Fail *f) {
@@ -1163,11 +1181,11 @@ static J *m_expand(Proto *pr, J *p, Fail *f) {
     legal_text(text, e->state, l, &g_array_index(l->items, Legal, i));
     Fail cf = {0, g_string_new(NULL)};
     gboolean no_effect = FALSE;
-    Entry *c = do_step(pr, e, NULL, i, &no_effect, &cf);
+    Entry *c = do_step(pr, e, NULL, i, &no_effect, NULL, &cf);
     J *o = NULL;
     if (c) {
       o = step_json(pr, e, c, add_entry(pr, c), i, text->str, names, reward,
-                    no_effect, &cf);
+                    no_effect, NULL, &cf);
     } else {
       o = cJSON_CreateObject();
       proto_put(o, "index", proto_jint(i));
@@ -1234,11 +1252,12 @@ static J *m_replay(Proto *pr, J *p, Fail *f) {
     return NULL;
   add_entry(pr, root);
   gboolean no_effect;
-  Entry *c = do_step(pr, root, trace, -1, &no_effect, f);
+  g_autoptr(GString) choices = g_string_new(NULL);
+  Entry *c = do_step(pr, root, trace, -1, &no_effect, choices, f);
   if (!c)
     return NULL;
   return step_json(pr, root, c, add_entry(pr, c), -1, NULL, NULL, TRUE,
-                   no_effect, f);
+                   no_effect, choices, f);
 }
 
 static J *m_drop(Proto *pr, J *p, Fail *f) {

@@ -824,7 +824,7 @@ static void walk_matmul_chain(Walker *w) {
   g_autoptr(Diag) why = diag_new(NULL);
   g_autoptr(State) s = rw_script(
       w->rs, s0, "arg-tile 0 0 2; arg-tile 1 1 2; arg-tile 2 0 2; propagate",
-      why, NULL);
+      NULL, why);
   if (!s) { /* the shapes suit the widths: propagate found no fixed point */
     w->stopped |= RULE_TAG_PROPAGATE;
     w->failures++;

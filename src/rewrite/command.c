@@ -3,7 +3,7 @@
  * A command names a location by its printed SSA name and runs one
  * engine verb there: 'arg-tile ARG DIM WIDTH [AXIS]', 'tile VALUE DIM
  * WIDTH [AXIS]', 'sum VALUE WIDTH [AXIS] [REDUCTION]', 'apply RULE [at
- * VALUE] [K=V...]', 'propagate', 'fuse', 'simplify'.  A script is
+ * VALUE] [K=V...]', 'propagate [--resolve]', 'fuse', 'simplify'.  A script is
  * commands separated by ';', newlines or a '.' ending a word (the talk's
  * syntax).  Applying a rule at a location replaces that value everywhere
  * in the program (replace.c), so every use sees the rewrite.
@@ -264,27 +264,49 @@ static State *run_apply(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
   return NULL;
 }
 
-/* 'propagate', 'fuse' or 'simplify' ('pass'): that pass over the whole
- * program, run to a fixpoint; NULL with the reason when it finds none. */
+/* 'fuse' or 'simplify' ('pass'): that pass over the whole program, run
+ * to a fixpoint; NULL with the reason when it finds none. */
 static State *run_pass(const RuleSet *rs, State *in, const char *pass, int nw,
                        Diag *why, GString *report) {
   if (!need_args(nw, 1, 1, pass, why))
     return NULL;
+  guint tag = strcmp(pass, "fuse") == 0 ? RULE_TAG_FUSE : RULE_TAG_SIMPLIFY;
   const Term *body =
-      strcmp(pass, "propagate") == 0
-          ? rw_propagate(rs, in->func.body, in->module->names, report, why)
-      : strcmp(pass, "fuse") == 0
-          ? rw_fixpoint(rs, in->func.body, RULE_TAG_FUSE, in->module->names,
-                        report, why)
-          : rw_fixpoint(rs, in->func.body, RULE_TAG_SIMPLIFY, in->module->names,
-                        report, why);
+      rw_fixpoint(rs, in->func.body, tag, in->module->names, report, why);
+  return body ? state_with_body(in, body) : NULL;
+}
+
+/* 'propagate [--resolve]': the pass to a fixpoint.  A conflict it meets
+ * (two splits over one axis that an operator cannot both follow) fails
+ * the command, naming both sides; with --resolve, resolve.c keeps the
+ * side the cost model prices fastest. */
+static State *run_propagate(const RuleSet *rs, State *in, char **w, int nw,
+                            const RewriteEnv *env, Diag *why) {
+  gboolean resolve = nw == 2 && strcmp(w[1], "--resolve") == 0;
+  if (nw > 2 || (nw == 2 && !resolve)) {
+    diag_reason(why, "usage: propagate [--resolve]");
+    return NULL;
+  }
+  if (resolve)
+    return rw_resolve(rs, in, env, why);
+  Conflicts cx;
+  conflicts_init(&cx, in, NULL);
+  const Term *body = rw_propagate_conflicts(
+      rs, in->func.body, in->module->names, &cx, env ? env->report : NULL, why);
+  if (body && cx.found->len > 0) {
+    g_autoptr(GPtrArray) open = conflicts_open(&cx);
+    conflicts_error(open, why);
+    body = NULL;
+  }
+  conflicts_clear(&cx);
   return body ? state_with_body(in, body) : NULL;
 }
 
 /* One command, its words in 'w': the new state, or NULL with the reason
- * in 'why'.  Passes append what they did to 'report'. */
+ * in 'why'.  Passes append what they did to env->report. */
 static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
-                          Diag *why, GString *report) {
+                          const RewriteEnv *env, Diag *why) {
+  GString *report = env ? env->report : NULL;
   const char *cmd = w[0];
   if (strcmp(cmd, "arg-tile") == 0)
     return run_arg_tile(rs, in, w, nw, why);
@@ -295,8 +317,9 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
     return run_sum(rs, in, locs, w, nw, why);
   if (strcmp(cmd, "apply") == 0)
     return run_apply(rs, in, locs, w, nw, why);
-  if (strcmp(cmd, "propagate") == 0 || strcmp(cmd, "fuse") == 0 ||
-      strcmp(cmd, "simplify") == 0)
+  if (strcmp(cmd, "propagate") == 0)
+    return run_propagate(rs, in, w, nw, env, why);
+  if (strcmp(cmd, "fuse") == 0 || strcmp(cmd, "simplify") == 0)
     return run_pass(rs, in, cmd, nw, why, report);
   static const char *const commands[] = {"arg-tile", "tile",      "sum",
                                          "apply",    "propagate", "fuse",
@@ -325,14 +348,14 @@ static int command_words(const char *command, GStrv *words, char **w,
   return nw;
 }
 
-State *rw_command(const RuleSet *rs, State *in, const char *command, Diag *why,
-                  GString *report) {
+State *rw_command(const RuleSet *rs, State *in, const char *command,
+                  const RewriteEnv *env, Diag *why) {
   g_auto(GStrv) words = NULL;
   char *w[MAX_WORDS];
   int nw = command_words(command, &words, w, why);
   if (nw <= 0)
     return nw < 0 ? NULL : state_ref(in);
-  return run_command(rs, in, w, nw, why, report);
+  return run_command(rs, in, w, nw, env, why);
 }
 
 /* The argument that the arg-tile command 'text' splits, when it is one
@@ -520,8 +543,8 @@ char *rw_script_axis_off_mesh(const char *script, const Mesh *mesh) {
   return NULL;
 }
 
-State *rw_script(const RuleSet *rs, State *in, const char *script, Diag *why,
-                 GString *report) {
+State *rw_script(const RuleSet *rs, State *in, const char *script,
+                 const RewriteEnv *env, Diag *why) {
   g_autoptr(GPtrArray) cmds = split_commands(script);
   State *s = state_ref(in);
   for (guint i = 0; i < cmds->len; i++) {
@@ -538,7 +561,7 @@ State *rw_script(const RuleSet *rs, State *in, const char *script, Diag *why,
       return NULL;
     }
     if (!next)
-      next = rw_command(rs, s, text, why, report);
+      next = rw_command(rs, s, text, env, why);
     state_unref(s);
     if (!next) {
       g_autofree char *reason = g_strdup(diag_text(why));

@@ -24,6 +24,16 @@
  * no device runs: a pass run without a report (the agent protocol's
  * steps) fails on it instead.
  *
+ * Two operands split over one axis along dimensions the operator does
+ * not match are a conflict (conflict.c): with a Conflicts to collect
+ * them, each is recorded where the pass meets it, with the side it kept
+ * (the first operand's, or the one Conflicts.prefer names), and the
+ * command fails on those not decided (or resolve.c decides them).  What
+ * keeping one side entails (the other's tile left whole, or sliced
+ * across, inside a region over the axis) is then the conflict's to say,
+ * not the report's: while the pass normalises the tile it pulled past a
+ * conflict, it does not note those over the conflict's axis.
+ *
  * Every pass has fuel: a number of rewrites in proportion to the size of
  * its input.  A rule set can loop (neg(x) ~~> neg(neg(x)) tagged
  * [simplify]); a pass that would rewrite once its fuel is spent fails,
@@ -76,6 +86,13 @@ struct Norm {
    * levels 0..h-1, whatever path reaches it. */
   const char *axes[PARTIR_MAX_REGIONS + 1];
   guint64 ctx[PARTIR_MAX_REGIONS + 2];
+  Conflicts *cx;          /* conflicts met (NULL: not looked for) */
+  GHashTable *written;    /* cx: redistributions the input has already */
+  GPtrArray *quiet;       /* cx: axes of the conflicts whose pulled tiles
+                             are being normalised */
+  const char *conflicted; /* the step just taken pulled a tile past a
+                             conflict over this axis */
+  const Term *stepping;   /* the value whose step runs (for its name) */
 };
 
 /* The regions around a value at home 'h', as a memo key: two places
@@ -154,6 +171,23 @@ static void note(Norm *n, const char *msg) {
   g_string_append_printf(n->report, "%s\n", msg);
 }
 
+/* A rewrite passed over because it would bind 'axis' inside a region
+ * over it: 'tile' stays where it is, sliced along 'dim' (-1: used
+ * whole), and the lowering redistributes it.  Noted unless that follows
+ * from a conflict being recorded, or the program had this
+ * redistribution before the pass (conflict.c). */
+static void note_nested(Norm *n, const char *axis, const Term *tile, int dim,
+                        const char *msg) {
+  if (n->cx) {
+    for (guint i = 0; i < n->quiet->len; i++)
+      if (g_ptr_array_index(n->quiet, i) == axis)
+        return;
+    if (tile && conflicts_written_has(n->written, tile, dim))
+      return;
+  }
+  note(n, msg);
+}
+
 static const Term *norm(Norm *n, const Term *t);
 
 /* Tries the pattern rules at 't'.  A rule whose result is a region over
@@ -171,7 +205,10 @@ static const Term *try_rules(Norm *n, const Term *t) {
       g_autofree char *msg = g_strdup_printf(
           "'%s' would bind axis \"%s\" inside a region over it: not applied",
           r->name, nested);
-      note(n, msg);
+      /* a slice of a tile across its dimension: a re-split */
+      const Term *x = t->kind == TM_SLICE ? t->args[0] : NULL;
+      gboolean across = x && x->kind == TM_TILE && x->index != t->index;
+      note_nested(n, nested, across ? x : NULL, t->index, msg);
       continue;
     }
     if (out)
@@ -257,12 +294,41 @@ static gboolean pull_duplicates_work(const Term *t, const Term *a) {
   return term_home(t) > term_home(a) && !body_moves_data_only(a);
 }
 
-/* Pulls the first tiled operand's tile out of operator 't'. */
+/* Whether tile 'a', used inside a region that it is not pulled into,
+ * stays whole there by design (pull_duplicates_work): its body computes. */
+static gboolean kept_whole(const Term *a) { return !body_moves_data_only(a); }
+
+/* The operand of 't' whose tile a decision keeps (resolve.c), or -1. */
+static int preferred_operand(const Norm *n, const Term *t) {
+  if (!n->cx || !n->cx->prefer)
+    return -1;
+  return GPOINTER_TO_INT(g_hash_table_lookup(n->cx->prefer, t)) - 1;
+}
+
+/* Operand i's tile was pulled out of 't': records the conflict when
+ * other operands are split over its axis along other dimensions, and
+ * says that the step took one (norm keeps quiet about what follows). */
+static void note_split_conflict(Norm *n, const Term *t, const TileSpec *spec,
+                                int i) {
+  if (!n->cx)
+    return;
+  const char *name = n->names && n->stepping
+                         ? g_hash_table_lookup(n->names, n->stepping)
+                         : NULL;
+  if (conflicts_note(n->cx, t, spec, i, name, n->names, kept_whole))
+    n->conflicted = t->args[i]->axis;
+}
+
+/* Pulls the first tiled operand's tile out of operator 't' (or the one
+ * a decision keeps). */
 static const Term *pull_tile(Norm *n, const Term *t) {
   TileSpec spec;
   if (!spec_of(n->rs, t, &spec))
     return NULL;
-  for (int i = 0; i < t->nargs; i++) {
+  int first = preferred_operand(n, t);
+  for (int at = 0; at < t->nargs; at++) {
+    /* the preferred operand, then the others in order */
+    int i = first < 0 ? at : at == 0 ? first : at <= first ? at - 1 : at;
     const Term *a = t->args[i];
     if (a->kind != TM_TILE || pull_duplicates_work(t, a))
       continue;
@@ -288,11 +354,12 @@ static const Term *pull_tile(Norm *n, const Term *t) {
           "operand %d of '%s': pulling its tile out would bind axis \"%s\" "
           "inside a region over it: the tile is used whole there",
           i + 1, op_name(t->op), nested);
-      note(n, msg);
+      note_nested(n, nested, a, -1, msg);
       continue;
     }
     if (out) {
       note_axis_conflicts(n, t, &spec, i);
+      note_split_conflict(n, t, &spec, i);
       return out;
     }
     g_autofree char *msg =
@@ -406,7 +473,10 @@ static const Term *norm(Norm *n, const Term *t) {
     note(n, diag_text(n->err));
     t1 = t;
   }
+  n->stepping = t;
   const Term *r = n->stopped ? NULL : n->step(n, t1);
+  const char *conflicted = n->conflicted;
+  n->conflicted = NULL;
   if (r &&
       (n->fuel <= 0 || n->nest >= NORM_MAX_NEST || term_store_past_ceiling())) {
     n->stopped = TRUE; /* the caller fails: what is built is not used */
@@ -417,7 +487,11 @@ static const Term *norm(Norm *n, const Term *t) {
   if (r) {
     n->fuel--;
     n->nest++;
+    if (conflicted) /* the conflict says what follows from its choice */
+      g_ptr_array_add(n->quiet, (gpointer)conflicted);
     result = norm(n, r);
+    if (conflicted)
+      g_ptr_array_set_size(n->quiet, n->quiet->len - 1);
     n->nest--;
   }
   /* the result computes what t computed: it keeps t's name */
@@ -443,16 +517,23 @@ static size_t dag_size(const Term *root) {
 
 /* The pass named 'pass' over 'body' with 'step' and the rules tagged
  * 'tag' (named 'tag_name'); NULL with the reason in 'why' when it runs
- * out of fuel, and then 'report' is left as it was. */
+ * out of fuel, and then 'report' is left as it was.  'cx' (may be NULL)
+ * collects the conflicts the pass meets. */
 static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
                        guint tag, const char *pass, const char *tag_name,
-                       GHashTable *names, GString *report, Diag *why) {
+                       GHashTable *names, Conflicts *cx, GString *report,
+                       Diag *why) {
   Norm n = {.rs = rs,
             .step = step,
             .report = report,
             .names = names,
             .flat = tag == RULE_TAG_SPMD,
-            .err = diag_new(NULL)};
+            .err = diag_new(NULL),
+            .cx = cx};
+  if (cx) {
+    n.written = conflicts_written(body);
+    n.quiet = g_ptr_array_new();
+  }
   const size_t size = dag_size(body);
   const long fuel = 1024 + NORM_FUEL_PER_NODE * (long)size;
   const size_t new_terms = NORM_TERMS_BASE + NORM_TERMS_PER_NODE * size;
@@ -512,13 +593,23 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
   g_hash_table_unref(n.reported);
   diag_free(n.err);
   g_ptr_array_unref(n.rules);
+  if (cx) {
+    g_hash_table_unref(n.written);
+    g_ptr_array_unref(n.quiet);
+  }
   return out;
 }
 
 const Term *rw_propagate(const RuleSet *rs, const Term *body, GHashTable *names,
                          GString *report, Diag *why) {
+  return rw_propagate_conflicts(rs, body, names, NULL, report, why);
+}
+
+const Term *rw_propagate_conflicts(const RuleSet *rs, const Term *body,
+                                   GHashTable *names, Conflicts *cx,
+                                   GString *report, Diag *why) {
   const Term *out = run(rs, body, propagate_step, RULE_TAG_PROPAGATE,
-                        "propagate", "propagate", names, report, why);
+                        "propagate", "propagate", names, cx, report, why);
   /* pulling tiles out makes sibling regions that each compute what they
    * share: compute it once (dedup.c) */
   return out ? rw_dedup(out, names) : NULL;
@@ -532,5 +623,6 @@ const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
                                                     : NULL;
   g_assert(tag_name); /* the tag of one fixed-point pass */
   const char *pass = tag == RULE_TAG_SPMD ? "redistribution fusion" : tag_name;
-  return run(rs, body, rules_step, tag, pass, tag_name, names, report, why);
+  return run(rs, body, rules_step, tag, pass, tag_name, names, NULL, report,
+             why);
 }

@@ -12,6 +12,8 @@
  *   apply.c      applying any rule at a value; where a rule applies
  *   replace.c    replacing a value everywhere in a program
  *   propagate.c  propagate, fuse, simplify (fixed points)
+ *   conflict.c   two splits over one axis meeting at an operator
+ *   resolve.c    propagate --resolve: a conflict's sides priced, one kept
  *   dedup.c      one computation, one region (after propagate)
  *   command.c    the command language: arg-tile, tile, sum, apply ...
  *   state.c      program states and locations
@@ -295,15 +297,127 @@ void replace_inherit_name(GHashTable *names, const Term *from, const Term *to);
 
 /* ------------------------------------------------------------ propagate.c */
 
+typedef struct Conflicts Conflicts;
+
 /* Pushes slices in, pulls tiles out and fuses, to a fixed point; what it
  * could not resolve goes to 'report' (may be NULL).  NULL with the reason
  * in 'why', naming the pass, when the rules loop (no fixed point). */
 const Term *rw_propagate(const RuleSet *rs, const Term *body, GHashTable *names,
                          GString *report, Diag *why);
+/* The same, and where two splits over one axis meet at an operator goes
+ * to 'cx' (conflict.c): propagation keeps the split cx->prefer names, or
+ * else the first operand's.  What follows from keeping it (the other
+ * side's tile left whole or sliced across, inside a region over its
+ * axis) is the conflict's to say, not the report's; so is a
+ * redistribution that 'body' already has (an earlier --resolve's, or
+ * one written by a command). */
+const Term *rw_propagate_conflicts(const RuleSet *rs, const Term *body,
+                                   GHashTable *names, Conflicts *cx,
+                                   GString *report, Diag *why);
 /* Applies the rules tagged 'tag' (RULE_TAG_FUSE, _SIMPLIFY or _SPMD) to a
  * fixed point; NULL with the reason in 'why' as rw_propagate. */
 const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
                         GHashTable *names, GString *report, Diag *why);
+
+/* ------------------------------------------------------------- conflict.c */
+
+/* One operand split over the conflict's axis. */
+typedef struct ConflictSide {
+  int operand;  /* 0-based */
+  int dim;      /* its dimension split over the axis */
+  char *origin; /* where that split comes from: "%x dimension 0" */
+  char *value;  /* what is redistributed when another side is kept: "%x" */
+} ConflictSide;
+
+/* Two operands of one operator split over the same mesh axis along
+ * dimensions that its tiling spec does not match (rows of one, columns
+ * of the other).  A device has one index along an axis, so the operator
+ * can follow one split only: the other operand is redistributed, by an
+ * all_to_all into the kept dimension or, when it has none, by an
+ * all_gather of the whole value. */
+typedef struct Conflict {
+  const Term *at;   /* the operator, its operands as propagation met them */
+  const char *axis; /* interned */
+  char *name;       /* "%s (add)" or "'add'": the value, as the user knows it */
+  TileSpec spec;
+  int nsides;
+  ConflictSide sides[SPEC_MAX_OPERANDS]; /* in operand order */
+  int kept; /* the side whose split propagation kept */
+} Conflict;
+
+/* What one propagation met, and the decisions it follows. */
+struct Conflicts {
+  GHashTable *prefer; /* Conflict.at -> operand + 1 to keep (may be NULL) */
+  GPtrArray *found;   /* Conflict*, one per operator, in the order met */
+  GHashTable *seen;   /* Conflict.at -> its Conflict */
+  char **arg_names;   /* the function's (borrowed), for origins */
+  int nargs;
+};
+void conflicts_init(Conflicts *cx, const State *s, GHashTable *prefer);
+void conflicts_clear(Conflicts *cx);
+/* The conflicts of 'cx' that no decision in cx->prefer settles, in the
+ * order met (borrowed Conflict*). */
+GPtrArray *conflicts_open(const Conflicts *cx);
+/* Records the conflict at operator 't' whose operand 'kept' has its
+ * tile pulled out: other operands split over that tile's axis along
+ * dimensions the spec does not match.  Not those that would be gathered
+ * whole anyway: 'gathered' says which tiles propagation keeps whole by
+ * design (propagate.c: tiles whose bodies compute).  'name' is the
+ * user's name of the value (may be NULL), 'names' the module's value
+ * names.  TRUE when there is a conflict. */
+gboolean conflicts_note(Conflicts *cx, const Term *t, const TileSpec *spec,
+                        int kept, const char *name, GHashTable *names,
+                        gboolean (*gathered)(const Term *tile));
+/* 'axis "model" at %s (add): operand 1 split along dimension 0 (from %x
+ * dimension 0), operand 2 along dimension 1 (from %y dimension 1)' */
+char *conflict_text(const Conflict *c);
+/* How the other sides move when side 'kept' is kept: 'all_to_all of %y
+ * from dimension 1 to 0', 'all_gather of %w along dimension 1'. */
+char *conflict_moves(const Conflict *c, int kept);
+/* The error for the conflicts 'open' (at least one). */
+void conflicts_error(GPtrArray *open, Diag *why);
+/* The redistributions 'body' has already, so that a propagation over it
+ * does not take them for its own: a tile over an axis sliced along
+ * another dimension, or used whole by an operator inside regions. */
+GHashTable *conflicts_written(const Term *body);
+gboolean conflicts_written_has(GHashTable *written, const Term *tile, int dim);
+
+/* ------------------------------------------------------------- resolve.c */
+
+/* A candidate of 'propagate --resolve', priced. */
+typedef struct Price {
+  double seconds; /* the modelled step time */
+  char *summary;  /* "1.01 us a step: 1 all_to_all over model, 64 B sent" */
+} Price;
+void price_clear(Price *p);
+
+/* The cost model, a service of a higher layer (the pipeline lowers and
+ * prices a state on a hardware description). */
+typedef struct Pricer Pricer;
+struct Pricer {
+  /* Prices 's'; FALSE with the reason when it cannot be lowered or
+   * priced. */
+  gboolean (*price)(Pricer *self, const State *s, Price *out, Diag *why);
+};
+
+/* What the commands report, and the cost model 'propagate --resolve'
+ * prices with.  Every field may be NULL. */
+typedef struct RewriteEnv {
+  GString *report;  /* what a pass could not resolve, a line each */
+  GString *choices; /* what 'propagate --resolve' chose, a line each */
+  Pricer *pricer;   /* NULL: 'propagate --resolve' is refused */
+} RewriteEnv;
+
+/* 'propagate --resolve' on 'in': propagation where each conflict keeps
+ * the side whose program env->pricer prices fastest; a line per choice
+ * to env->choices.  NULL with the reason when a candidate cannot be
+ * priced, or the pass fails. */
+State *rw_resolve(const RuleSet *rs, State *in, const RewriteEnv *env,
+                  Diag *why);
+/* The mesh the regions of 'body' bind: each axis, in the order met, with
+ * as many devices as its ranges have parts.  FALSE with the reason when
+ * one axis binds ranges of different counts. */
+gboolean rw_implied_mesh(const Term *body, Mesh *out, Diag *why);
 
 /* ----------------------------------------------------------------- nest.c */
 
@@ -323,12 +437,13 @@ const Term *rw_dedup(const Term *body, GHashTable *names);
 
 /* Runs one command ("arg-tile 0 0 8", "propagate", "apply fuse at %3",
  * ...) on 'in'.  Returns the new state, or NULL with the reason in 'why'.
- * 'report' (may be NULL) collects what propagate could not resolve. */
-State *rw_command(const RuleSet *rs, State *in, const char *command, Diag *why,
-                  GString *report);
+ * 'env' (may be NULL) collects what propagate could not resolve and what
+ * 'propagate --resolve' chose, and prices its candidates. */
+State *rw_command(const RuleSet *rs, State *in, const char *command,
+                  const RewriteEnv *env, Diag *why);
 /* Runs a script of commands separated by ';', newlines or '.'. */
-State *rw_script(const RuleSet *rs, State *in, const char *script, Diag *why,
-                 GString *report);
+State *rw_script(const RuleSet *rs, State *in, const char *script,
+                 const RewriteEnv *env, Diag *why);
 /* Whether the 'propagate' command would rewrite anything in 'body':
  * whether its step applies at some value (propagate.c), decided by the
  * rules alone, without running the pass.  When none applies, propagate

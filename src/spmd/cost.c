@@ -472,7 +472,7 @@ static void append_bytes(GString *out, double v) {
   g_string_append_printf(out, " (%.3g %s)", v, units[u]);
 }
 
-static void append_time(GString *out, double s) {
+void cost_append_time(GString *out, double s) {
   if (s == 0)
     g_string_append(out, "0 s");
   else if (s < 1e-6)
@@ -559,7 +559,7 @@ void cost_print(GString *out, const CostReport *r, const Hardware *hw,
       g_string_truncate(a, 0);
       g_string_truncate(b, 0);
       append_bytes(a, c->bytes);
-      append_time(b, c->time);
+      cost_append_time(b, c->time);
       g_string_append_printf(
           out, "  %-16s %-14s %6" G_GINT64_FORMAT " %8.0f  %-24s %s\n",
           op_name(c->op), c->axes, c->size, c->count, a->str, b->str);
@@ -578,12 +578,12 @@ void cost_print(GString *out, const CostReport *r, const Hardware *hw,
   g_string_append(out, "time per step (compute and communication do not "
                        "overlap):\n");
   g_string_truncate(a, 0);
-  append_time(a, r->compute_time);
+  cost_append_time(a, r->compute_time);
   row(out, "compute", a->str, NULL);
   g_string_truncate(a, 0);
-  append_time(a, r->comm_time);
+  cost_append_time(a, r->comm_time);
   row(out, "communication", a->str, NULL);
   g_string_truncate(a, 0);
-  append_time(a, r->total_time);
+  cost_append_time(a, r->total_time);
   row(out, "total", a->str, NULL);
 }

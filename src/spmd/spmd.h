@@ -236,6 +236,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CostReport, cost_report_clear)
  * requires: f well typed; f->arg_names set. */
 gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
                        CostReport *out, Diag *diag);
+/* "1.01 us": seconds as the table prints them. */
+void cost_append_time(GString *out, double seconds);
 /* A readable table: per device and over all devices.  'mesh' may be NULL. */
 void cost_print(GString *out, const CostReport *r, const Hardware *hw,
                 const Mesh *mesh);

@@ -134,7 +134,8 @@ static State *run_script(const RuleSet *rs, Module *m, const char *script,
   g_string_truncate(report, 0);
   double c0 = bench_cpu_ms(CLOCK_THREAD_CPUTIME_ID);
   gint64 t0 = g_get_monotonic_time();
-  State *s = rw_script(rs, s0, script, why, report);
+  RewriteEnv env = {.report = report};
+  State *s = rw_script(rs, s0, script, &env, why);
   *ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
   if (cpu_ms)
     *cpu_ms = bench_cpu_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
@@ -303,7 +304,7 @@ static gboolean measure_one(const RuleSet *rs, const Options *o) {
   for (char **c = o->one_cmds; c && *c; c++) {
     g_autoptr(Diag) why = diag_new(NULL);
     gsize nodes0 = term_store_size(), bytes0 = term_store_bytes();
-    g_autoptr(State) s1 = rw_script(rs, s0, *c, why, NULL);
+    g_autoptr(State) s1 = rw_script(rs, s0, *c, NULL, why);
     gsize added = term_store_size() - nodes0;
     gsize bytes = term_store_bytes() - bytes0;
     if (!s1) {

@@ -74,8 +74,29 @@ local NESTED = HEAD .. [[
   return %0
 }
 ]]
-local NESTED_NOTE = 'operand 2 of \'matmul\': pulling its tile out would bind axis "a" '
-  .. 'inside a region over it: the tile is used whole there'
+-- x by rows and w by columns over "a", propagated: the first matmul
+-- cannot follow both (one axis splits one dimension of its result).
+local CONFLICT = 'conflicting splits: axis "a" at \'matmul\': operand 1 split along '
+  .. 'dimension 0 (from %x dimension 0), operand 2 along dimension 1 (from %w dimension 1)'
+
+-- ...resolved: keeping w's columns gathers x (8 KiB of rows) and sums the
+-- second matmul over "a" (16 KiB all-reduced), 24576 B; keeping x's rows
+-- gathers w (128 KiB): Megatron's MLP with x gathered wins.
+local RESOLVED = HEAD .. [[
+  %0 = partir.tile 0 (%r : !partir.range<16,8> @"a") {
+    %1 = partir.slice 0 %x[%r]
+    partir.yield %1
+  }
+  %2 = partir.sum (%r1 : !partir.range<256,128> @"a") {
+    %3 = partir.slice 1 %w[%r1]
+    %4 = matmul(%0, %3)
+    %5 = partir.slice 0 %u[%r1]
+    %6 = matmul(%4, %5)
+    partir.yield %6
+  }
+  return %2
+}
+]]
 
 return function(s, mesh, opts)
   local t = tap.new(opts)
@@ -134,18 +155,28 @@ return function(s, mesh, opts)
     "propagate fails with its report when not told to tolerate it", conflict.propagate, conflict)
   t:fails("propagate did not resolve: conflicting", "...and so with {tolerate = false}",
     conflict.propagate, conflict, { tolerate = false })
-  t:fails("the only option is 'tolerate'", "propagate: an unknown option",
+  t:fails("the options are 'tolerate' and 'resolve'", "propagate: an unknown option",
     conflict.propagate, conflict, { tolerant = true })
   t:fails("table expected, got boolean", "propagate: options that are not a table",
     conflict.propagate, conflict, true)
-  -- rows of x and columns of w both over "a": w's tile stays whole inside
-  -- x's (one nest binds an axis once), and propagate says so
-  local _, rep2 = s:arg_tile("%x", 0, 8, "a"):arg_tile("%w", 1, 128, "a"):propagate { tolerate = true }
-  t:same_list(rep2, { NESTED_NOTE },
-    "propagate reports the tile it did not pull into a region over its own axis")
-  local nested = s:arg_tile("%x", 0, 8, "a"):arg_tile("%w", 1, 128, "a")
-  t:fails("propagate did not resolve: " .. NESTED_NOTE,
-    "...and fails with it when not told to tolerate it", nested.propagate, nested)
+  -- rows of x and columns of w both over "a": a conflict fails propagate,
+  -- naming both splits, whether or not it tolerates a report
+  local split = s:arg_tile("%x", 0, 8, "a"):arg_tile("%w", 1, 128, "a")
+  t:fails(CONFLICT, "propagate fails on a conflict, naming both splits", split.propagate, split)
+  t:fails(CONFLICT, "...and so with {tolerate = true}: a conflict is no report",
+    split.propagate, split, { tolerate = true })
+  t:fails(CONFLICT, "...and so does exec", split.exec, split, "propagate")
+  local resolved, rep2, chose = split:propagate { resolve = true }
+  t:ok(resolved == partir.parse(RESOLVED), "propagate{resolve = true} keeps w's columns, gathers x")
+  t:ok(#rep2 == 0 and #chose == 1 and chose[1]:find(
+    "chose all_gather of %x along dimension 0 (keeping %w dimension 1)", 1, true) ~= nil,
+    "...with an empty report, and says what it chose", chose[1])
+  local again, _, none = resolved:propagate()
+  t:ok(again == resolved and #none == 0, "...and a later propagate leaves the resolved program")
+  local _, _, by_exec = split:exec("propagate --resolve")
+  t:same_list(by_exec, chose, "s:exec('propagate --resolve') chooses the same")
+  t:fails("the only option is 'tolerate'", "fuse takes no 'resolve'", split.fuse, split,
+    { resolve = true })
   local both = partir.parse(NESTED) -- the axis bound twice, as written
   local fused, frep = both:fuse { tolerate = true }
   t:same_list(frep, { 'axis "a" is bound by two nested regions' }, "fuse{tolerate = true} returns its report")
@@ -176,13 +207,14 @@ return function(s, mesh, opts)
   t:ok(s:exec("arg-tile 1 1 128 model\narg-tile 2 0 128 model\npropagate") == m,
     "exec takes one command a line")
   t:ok(s:exec("") == s, "exec of nothing is the input")
-  local _, xrep = s:exec("arg-tile 0 0 8 a; arg-tile 1 1 128 a; propagate", { tolerate = true })
-  t:same_list(xrep, { NESTED_NOTE },
+  local widths = "conflicting tilings of dimension 0: a slice of width 128 of a tile of width 64"
+  local _, xrep = s:exec("arg-tile 0 1 128; arg-tile 1 0 64; propagate", { tolerate = true })
+  t:same_list(xrep, { widths },
     "exec(script, {tolerate = true}) returns propagate's report")
-  t:fails("exec: its passes did not resolve: " .. NESTED_NOTE .. " "
+  t:fails("exec: its passes did not resolve: " .. widths .. " "
     .. "(s:exec(script, {tolerate = true}) accepts it and returns the report)",
     "exec fails with propagate's report when not told to tolerate it",
-    s.exec, s, "arg-tile 0 0 8 a; arg-tile 1 1 128 a; propagate")
+    s.exec, s, "arg-tile 0 1 128; arg-tile 1 0 64; propagate")
   t:ok(s:exec("arg-tile 0 0 8 a; arg-tile 1 1 128 a") ~= nil,
     "...a script with no pass has nothing to report")
   t:fails("the only option is 'tolerate'", "exec: an unknown option", s.exec, s, "propagate", { x = 1 })

@@ -274,6 +274,38 @@ tap("inside a region over \"batch\" already" in reply.get("error", {}).get("mess
 c.call("shutdown")
 c.p.wait(timeout=30)
 
+# a conflict (issue 14, item 5): x by rows and w by columns over "model"
+# meet at the first matmul, which cannot follow both.  The step is
+# refused (code 2) with both splits and their origins, no state is made,
+# and the server goes on; 'propagate --resolve' keeps the split the cost
+# model prices fastest on the episode's hardware and says so
+c = Client()
+r = c.call("reset", path=mlp, mesh="model=2")["result"]["state"]
+split = ["arg-tile %x 0 8 model", "arg-tile %w 1 128 model"]
+states = c.call("stats")["result"]["states"]
+reply = c.call("step", state=r, actions=split + ["propagate"])
+err = reply.get("error", {})
+code, msg = err.get("code"), err.get("message", repr(reply))
+tap(code == 2 and "conflicting splits: axis \"model\" at 'matmul': operand 1 split along "
+    "dimension 0 (from %x dimension 0), operand 2 along dimension 1 (from %w dimension 1)" in msg,
+    "step: a conflict is refused (code 2), naming both splits and their origins", msg)
+tap(c.call("stats")["result"]["states"] == states and "result" in c.call("initialize"),
+    "...no state is made, and the server goes on")
+res = c.call("step", state=r, actions=split + ["propagate --resolve"], reward=False).get("result", {})
+chose = res.get("choices", [])
+tap(len(chose) == 1 and "chose all_gather of %x along dimension 0 (keeping %w dimension 1)" in chose[0]
+    and "a step on cpu2" in chose[0],
+    "step: propagate --resolve gives a state and says what it chose, priced on cpu2", res)
+again = c.call("step", state=res.get("state"), actions=["propagate"], reward=False).get("result", {})
+tap(again.get("no_effect") is True and "choices" not in again,
+    "...and a later propagate leaves the resolved program", again)
+r8 = c.call("reset", path=mlp, mesh="model=2", hw="h100x8")["result"]["state"]
+res8 = c.call("step", state=r8, actions=split + ["propagate --resolve"], reward=False).get("result", {})
+tap(any("a step on h100x8" in line for line in res8.get("choices", [])),
+    "...on the episode's hardware", res8)
+c.call("shutdown")
+c.p.wait(timeout=30)
+
 # reclaiming: a long random search that drops what it leaves behind
 def rss_kb(pid):
     with open("/proc/%d/status" % pid) as f:
@@ -301,8 +333,18 @@ def search(episodes):
             legal = c.call("observe", state=s, what=["legal"])["result"]["legal"]
             if legal == 0:
                 break
-            kid = c.call("step", state=s, actions=[rng.randrange(legal)],
-                         reward=False)["result"]["state"]
+            # a listed propagate is refused where it meets a conflict
+            # (two splits over one axis): take another action then
+            kid = None
+            for _ in range(8):
+                reply = c.call("step", state=s, actions=[rng.randrange(legal)],
+                               reward=False)
+                if "result" in reply:
+                    kid = reply["result"]["state"]
+                    break
+                assert "conflicting splits" in reply["error"]["message"], reply
+            if kid is None:
+                break
             if s != root:
                 c.call("drop", states=[s])
             s = kid
@@ -619,12 +661,17 @@ for walk in range(12):
         acts = c.call("actions", state=s)["result"]["actions"]
         has = acts[-1]["action"] == "propagate"
         ran = c.call("step", state=s, actions=["propagate"], reward=False)
-        changed = "result" in ran and not ran["result"]["no_effect"]
+        # a conflict refuses the step: a rewrite was due all the same
+        changed = ("result" in ran and not ran["result"]["no_effect"]) or \
+            "conflicting splits" in ran.get("error", {}).get("message", "")
         agree = agree and has == changed
         listed += has
         seen += 1
-        s = c.call("step", state=s, actions=[rng3.randrange(len(acts))],
-                   reward=False)["result"]["state"]
+        step = c.call("step", state=s, actions=[rng3.randrange(len(acts))],
+                      reward=False)
+        if "result" not in step:  # a propagate that meets a conflict
+            break
+        s = step["result"]["state"]
 tap(agree and 0 < listed < seen,
     "actions: propagate is listed where running it changes the program (%d of %d states)"
     % (listed, seen))
