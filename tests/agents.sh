@@ -126,6 +126,26 @@ try:
 except PartirError as e:
     check(True, "an unknown state raises PartirError")
 env.close()
+# a listed action the engine refuses when it runs it: splitting x by rows
+# and y by columns over one axis, 'propagate' (listed) meets their
+# conflict; the state stays, the reward is 0 and it is not offered again
+text = ("func @f(%x: tensor<8x8xf32>, %y: tensor<8x8xf32>) -> tensor<8x8xf32> {\n"
+        "  %s = add(%x, %y)\n  return %s\n}\n")
+env = PartirEnv(text=text, mesh="model=2", hw="cpu2", max_steps=8)
+env.reset()
+env.step("arg-tile %x 0 4 model")
+obs, reward, terminated, truncated, info = env.step("arg-tile %y 1 4 model")
+before = info["state"]
+check("propagate" in env.legal_actions(), "a conflicting propagate is listed")
+obs, reward, terminated, truncated, info = env.step(env.legal_actions().index("propagate"))
+check(info["state"] == before and reward == 0.0 and "conflicting splits" in info["refused"],
+      "...refused by the engine: the state stays, reward 0, the reason in info")
+check("propagate" not in env.legal_actions() and not terminated,
+      "...and not offered again in that state")
+a = env.legal_actions()[0]
+obs, reward, terminated, truncated, info = env.step(0)
+check(info["action"] == a, "...an index after a refusal names the action shown")
+env.close()
 check(True, "close")
 PY
 status=$?

@@ -134,7 +134,10 @@ class PartirEnv:
     starts may read its directory); or text=... for program text.
     An action is an index into legal_actions() or an action string.
     An episode is terminated when no legal action is left and truncated
-    after max_steps steps (the engine counts them: reset's max_steps).  Each reset drops the last episode's states.
+    after max_steps steps (the engine counts them: reset's max_steps).
+    A listed action the engine refuses when it runs it (code 2: two
+    splits in conflict, a limit) leaves the state as it was, with reward
+    0 and info["refused"] saying why, and is not offered again there.  Each reset drops the last episode's states.
     """
 
     OBSERVE = ["features", "cost"]
@@ -154,6 +157,7 @@ class PartirEnv:
         self.steps = 0
         self.episode_states = []
         self._legal = None
+        self._filtered = False  # refused actions left out of _legal
 
     def _obs(self, result):
         """The observation {"features", "cost"} of a reset or step result."""
@@ -179,6 +183,7 @@ class PartirEnv:
         params.update(opts)
         r = self.client.reset(**params)
         self.state, self.steps, self._legal = r["state"], 0, None
+        self._filtered = False
         self.episode_states.append(self.state)
         return self._obs(r), {"state": self.state, "hash": r.get("hash")}
 
@@ -198,9 +203,27 @@ class PartirEnv:
         sent = action  # an index goes as it is: the engine keeps the list
         if isinstance(action, int) and self._legal and 0 <= action < len(self._legal):
             action = self._legal[action]  # the string the index named
-        r = self.client.step(state=self.state, actions=[sent],
-                             observe=self.OBSERVE, reward=True)
-        self.state, self._legal = r["state"], None
+            if self._filtered:  # the engine's list still holds the refused
+                sent = action
+        try:
+            r = self.client.step(state=self.state, actions=[sent],
+                                 observe=self.OBSERVE, reward=True)
+        except PartirError as e:
+            listed = self._legal is not None and action in self._legal
+            if e.code != 2 or not listed:
+                raise  # not an action the engine offered: the caller's error
+            # a listed action the engine refuses when it runs it (a
+            # conflict between two splits, a propagation limit): the
+            # state stays, the step counts, nothing is gained, and the
+            # action is not offered again in this state
+            self.steps += 1
+            self._legal = [a for a in self._legal if a != action]
+            self._filtered = True
+            obs = self._obs({"state": self.state})
+            truncated = self.max_steps > 0 and self.steps >= self.max_steps
+            info = {"state": self.state, "action": action, "refused": e.message}
+            return obs, 0.0, False, truncated, info
+        self.state, self._legal, self._filtered = r["state"], None, False
         self.steps += 1
         self.episode_states.append(self.state)
         obs = self._obs(r)
