@@ -131,7 +131,7 @@ static char *refine(const HloOp *op) {
   const char *n = op->name;
   const HloType *x = operand_type(op, 0);
   if (strcmp(n, "stablehlo.power") == 0 && !is_float_type(x))
-    return g_strdup("stablehlo.power on integers (partir's pow takes "
+    return g_strdup("on integers (partir's pow takes "
                     "floats)");
   if (strcmp(n, "stablehlo.compare") == 0) {
     const HloAttr *ct = hlo_op_attr(op, "compare_type");
