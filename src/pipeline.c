@@ -61,12 +61,15 @@ Module *pipeline_load_program(const char *path, Diag *diags, GError **error) {
   return pipeline_read_program(path, src->text, src->len, diags);
 }
 
-/* StableHLO joins here: a file named *.mlir, or text that starts as only
- * MLIR does ('module', 'func.func', '#loc'), is imported; any other is
- * .pir. */
+/* StableHLO joins here: a name ending in .mlir is imported, one ending
+ * in .pir parsed; any other name is imported when its text starts as
+ * only MLIR does ('module', 'func.func', '#loc'). */
 Module *pipeline_read_program(const char *name, const char *text, gsize len,
                               Diag *diags) {
-  if (g_str_has_suffix(name, ".mlir") || import_is_mlir(text, len))
+  gboolean mlir =
+      g_str_has_suffix(name, ".mlir") ||
+      (!g_str_has_suffix(name, ".pir") && import_is_mlir(text, len));
+  if (mlir)
     return import_text(name, text, len, diags);
   return parse_text(name, text, len, diags);
 }

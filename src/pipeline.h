@@ -28,8 +28,9 @@ RuleSet *pipeline_load_rules(const char *const *paths, const Source *extra,
                              Diag *errors);
 
 /* Stage 1, parse and check: a program file or text, its types checked as
- * its terms are built: .pir, or StableHLO (a name ending in .mlir, or
- * text that starts as MLIR does) imported by src/import/.  NULL with the
+ * its terms are built: .pir, or StableHLO imported by src/import/ (a
+ * name ending in .mlir; a name that ends neither in .mlir nor in .pir
+ * and text that starts as MLIR does).  NULL with the
  * diagnostics in 'diags', or (files) with 'error' set when it cannot be
  * read. */
 Module *pipeline_load_program(const char *path, Diag *diags, GError **error);
