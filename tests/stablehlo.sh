@@ -62,6 +62,7 @@ model_inputs() {
     for a in x y w b p i; do printf '%s ' "$fx/ops.$a.npy"; done
     ;;
   constants) echo "$fx/constants.x.npy" ;;
+  torch_xla) echo "$fx/torch_xla.b.npy $fx/torch_xla.w.npy $fx/torch_xla.x.npy" ;;
   esac
 }
 
@@ -98,6 +99,7 @@ done
 run_model ops "$fx/ops.pretty.mlir" 1e-6
 run_model ops "$fx/ops.generic.mlir" 1e-6
 run_model constants "$fx/constants.mlir" 0
+run_model torch_xla "$fx/torch_xla.mlir" 1e-6
 
 # ------------------------------------------------------- the two forms
 check "ops.pretty.mlir and ops.generic.mlir (MLIR's generic print) compute alike" \

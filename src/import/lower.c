@@ -668,7 +668,6 @@ static gboolean lower_reduce(Lower *lw, const HloOp *op, Op pop,
   if (n < 0)
     return FALSE;
   const Term *input = x[0], *init = x[1];
-  const Type *to = written_result(op, 0);
   if (init->type->rank != 0)
     return lfail(lw, op->loc, "'%s': the init value must be a scalar",
                  op->name);
@@ -701,9 +700,7 @@ static gboolean lower_reduce(Lower *lw, const HloOp *op, Op pop,
                     : dt == DT_I32       ? (double)G_MININT32
                                          : (double)G_MININT64;
   if (constant_is(init, identity) && n > 0)
-    return one(out, r->type == to ? r : NULL) ||
-           lfail(lw, op->loc, "'%s': result type differs from the written one",
-                 op->name);
+    return one(out, r);
   const Term *ib = broadcast_scalar(lw, op, init, r->type);
   if (!ib)
     return FALSE;
@@ -739,6 +736,9 @@ static gboolean lower_call(Lower *lw, const HloOp *op, Op pop,
   if (!fn)
     return lfail(lw, c ? c->loc : op->loc,
                  "call of an undefined function '@%s'", c && c->s ? c->s : "?");
+  if (nx != (int)fn->args->len)
+    return lfail(lw, op->loc, "'@%s' takes %u argument%s, not %d", fn->name,
+                 fn->args->len, fn->args->len == 1 ? "" : "s", nx);
   GString *key = g_string_new(fn->name);
   for (int i = 0; i < nx; i++)
     g_string_append_printf(key, " %p", (const void *)x[i]);
@@ -780,8 +780,9 @@ static const struct {
   const char *name;
   Lowering lower;
   Op op;
+  int arity;
 } lowerings[] = {
-#define X(name, lowering, op) {name, lowering, op},
+#define X(name, lowering, op, arity) {name, lowering, op, arity},
 #include "import/hlo_ops.def"
 #undef X
 };
@@ -844,6 +845,18 @@ static gboolean lower_op(Lower *lw, Scope *sc, const HloOp *op,
     k++;
   g_assert(k < G_N_ELEMENTS(lowerings)); /* hlo_check_support passed it */
   gboolean ret = lowerings[k].lower == lower_return;
+  int arity = lowerings[k].arity;
+  if (arity >= 0 && (int)x->len != arity)
+    return lfail(lw, op->loc, "'%s' takes %d operand%s, not %u", op->name,
+                 arity, arity == 1 ? "" : "s", x->len);
+  int want = 0;
+  for (guint i = 0; i < op->defs->len; i++)
+    want += g_array_index(op->defs, HloDef, i).count;
+  if (!ret && (int)op->result_types->len != want)
+    return lfail(lw, op->loc, "'%s' has %u result type%s but %d result%s named",
+                 op->name, op->result_types->len,
+                 op->result_types->len == 1 ? "" : "s", want,
+                 want == 1 ? " is" : "s are");
   g_autoptr(GPtrArray) out = g_ptr_array_new();
   if (!lowerings[k].lower(lw, op, lowerings[k].op,
                           (const Term *const *)x->pdata, (int)x->len, out))
@@ -852,10 +865,7 @@ static gboolean lower_op(Lower *lw, Scope *sc, const HloOp *op,
     g_ptr_array_extend(returned, out, NULL, NULL);
     return TRUE;
   }
-  int want = 0;
-  for (guint i = 0; i < op->defs->len; i++)
-    want += g_array_index(op->defs, HloDef, i).count;
-  if ((int)out->len != want || (int)op->result_types->len != want)
+  if ((int)out->len != want)
     return lfail(lw, op->loc, "'%s' gives %u result%s; %d %s named", op->name,
                  out->len, out->len == 1 ? "" : "s", want,
                  want == 1 ? "is" : "are");
@@ -924,15 +934,15 @@ static gboolean lower_body(Lower *lw, const HloFunc *fn, const Scope *outer,
     ok = define(lw, &sc, &d, &args[i]);
   }
   const HloOp *last = NULL;
+  gboolean returned = FALSE;
   for (guint i = 0; ok && i < fn->body->ops->len; i++) {
     last = g_ptr_array_index(fn->body->ops, i);
-    if (results->len > 0 ||
-        (i > 0 &&
-         (strcmp(((const HloOp *)g_ptr_array_index(fn->body->ops, i - 1))->name,
-                 "func.return") == 0)))
+    if (returned)
       ok = lfail(lw, last->loc, "an operation after the return");
     else
       ok = lower_op(lw, &sc, last, results);
+    returned = strcmp(last->name, "func.return") == 0 ||
+               strcmp(last->name, "stablehlo.return") == 0;
   }
   g_hash_table_unref(sc.values);
   if (!ok)

@@ -20,7 +20,7 @@
 #include <string.h>
 
 static const char *const supported[] = {
-#define X(name, lowering, op) name,
+#define X(name, lowering, op, arity) name,
 #include "import/hlo_ops.def"
 #undef X
     NULL};

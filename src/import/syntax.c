@@ -641,7 +641,9 @@ gboolean hlo_read_use(HloReader *r, HloUse *out) {
     out->index = (int)v;
     hlo_next(r);
   }
-  return !hlo_failed(r);
+  if (hlo_failed(r)) /* the token after it is bad: the caller drops 'out' */
+    g_clear_pointer(&out->name, g_free);
+  return out->name != NULL;
 }
 
 gboolean hlo_read_uses(HloReader *r, HloOp *op, gboolean parens) {
