@@ -1,4 +1,4 @@
-/* codegen.h — native code for a program on one device (layer 4).
+/* codegen.h — native code for a program on one device (layer 5).
  *
  * A function becomes LLVM IR through the LLVM-C API, is optimized for
  * the host CPU and loaded with ORC LLJIT, and runs on tensors

@@ -2,6 +2,7 @@
  *
  *   partir check FILE                  parse and type-check
  *   partir fmt FILE [--expr]           canonical print (or expression form)
+ *   partir import FILE.mlir [-o OUT]   StableHLO (JAX, PyTorch/XLA) as .pir
  *   partir run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]
  *   partir exec FILE [--mesh MESH] [run's options] [--exact] [--blas B]
  *               [--repeat N] [--profile]   compiled (LLVM): one device, or
@@ -55,6 +56,11 @@ static void usage(FILE *to) {
         "  check FILE            parse and type-check a program\n"
         "  fmt FILE [--expr]     print the canonical text (or the expression "
         "form)\n"
+        "  import FILE.mlir [-o OUT.pir]\n"
+        "                        StableHLO text (from JAX or PyTorch/XLA) "
+        "as a\n"
+        "                        .pir program; every command that takes a\n"
+        "                        FILE takes .mlir too (docs/stablehlo.md)\n"
         "  run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]\n"
         "                        run the reference interpreter\n"
         "  exec FILE [--mesh batch=2,model=2] [--input NAME=FILE.npy]...\n"
@@ -324,6 +330,17 @@ static int cmd_fmt(const Options *o, char **files) {
     print_module(out, m);
   fwrite(out->str, 1, out->len, stdout);
   return 0;
+}
+
+/* The .pir text of a program, StableHLO included: what 'fmt' prints,
+ * to the -o file when given. */
+static int cmd_import(const Options *o, char **files) {
+  g_autoptr(Module) m = load_module(files[0]);
+  if (!m)
+    return 1;
+  g_autoptr(GString) out = g_string_new(NULL);
+  print_module(out, m);
+  return write_result(o->output, out);
 }
 
 /* Reads one --input NAME=PATH into the argument slot it names. */
@@ -1054,6 +1071,7 @@ static const char one_file[] = "needs exactly one FILE (see 'partir help')";
 static const Command commands[] = {
     {"check", "FILE", 1, one_file, 0, NULL, cmd_check},
     {"fmt", "FILE", 1, one_file, GROUP_EXPR, NULL, cmd_fmt},
+    {"import", "FILE.mlir", 1, one_file, GROUP_OUTPUT, NULL, cmd_import},
     {"run", "FILE", 1, one_file, 0, run_entries, cmd_run},
     {"exec", "FILE", 1, one_file,
      GROUP_MESH | GROUP_RULES | GROUP_CODEGEN | GROUP_EXEC, run_entries,

@@ -5,7 +5,8 @@
  *                (check/rulecheck.c).
  *                requires: nothing.
  *   1. parse     text -> Module, types checked as terms are built
- *                (core/parse.c); StableHLO import will join here.
+ *                (core/parse.c), or StableHLO text imported
+ *                (import/: *.mlir, or text that starts as MLIR does).
  *                requires: nothing (bad text is a Diag).
  *   2. rewrite   engine commands (rewrite/command.c) or a tactic (the
  *                Tactic interface; Lua in bind/lua.c), propagation
@@ -37,6 +38,7 @@
  * re-checks its input.  Front ends call these functions and print.
  */
 #include "pipeline.h"
+#include "import/import.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -53,11 +55,22 @@ RuleSet *pipeline_load_rules(const char *const *paths, const Source *extra,
 }
 
 Module *pipeline_load_program(const char *path, Diag *diags, GError **error) {
-  return parse_file(path, diags, error);
+  g_autoptr(Source) src = NULL;
+  if (!source_load(path, &src, error))
+    return NULL;
+  return pipeline_read_program(path, src->text, src->len, diags);
 }
 
+/* StableHLO joins here: a name ending in .mlir is imported, one ending
+ * in .pir parsed; any other name is imported when its text starts as
+ * only MLIR does ('module', 'func.func', '#loc'). */
 Module *pipeline_read_program(const char *name, const char *text, gsize len,
                               Diag *diags) {
+  gboolean mlir =
+      g_str_has_suffix(name, ".mlir") ||
+      (!g_str_has_suffix(name, ".pir") && import_is_mlir(text, len));
+  if (mlir)
+    return import_text(name, text, len, diags);
   return parse_text(name, text, len, diags);
 }
 

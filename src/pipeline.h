@@ -28,8 +28,11 @@ RuleSet *pipeline_load_rules(const char *const *paths, const Source *extra,
                              Diag *errors);
 
 /* Stage 1, parse and check: a program file or text, its types checked as
- * its terms are built.  NULL with the diagnostics in 'diags', or (files)
- * with 'error' set when it cannot be read. */
+ * its terms are built: .pir, or StableHLO imported by src/import/ (a
+ * name ending in .mlir; a name that ends neither in .mlir nor in .pir
+ * and text that starts as MLIR does).  NULL with the
+ * diagnostics in 'diags', or (files) with 'error' set when it cannot be
+ * read. */
 Module *pipeline_load_program(const char *path, Diag *diags, GError **error);
 Module *pipeline_read_program(const char *name, const char *text, gsize len,
                               Diag *diags);

@@ -8,7 +8,7 @@
 . "$top_srcdir/tests/tap.sh"
 bin=$abs_top_builddir/tests/fuzz
 corpus=$abs_top_srcdir/tests/fuzz/corpus
-names=${FUZZ_NAMES:-pir rules repl protocol npy hw hwset mesh lower}
+names=${FUZZ_NAMES:-pir rules repl protocol npy hw hwset mesh lower stablehlo}
 # the protocol's requests name programs relative to the source tree
 cd "$abs_top_srcdir" || exit 1
 

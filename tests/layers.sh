@@ -2,8 +2,8 @@
 # The layers of the source tree (docs/architecture.md), checked from the
 # '#include' lines and, in a built tree, from the symbols of the objects.
 #
-#   0 core  1 eval  2 rewrite  3 spmd  4 codegen  5 check
-#   6 pipeline (src/pipeline.[ch], src/calibrate.c)  7 bind  8 repl
+#   0 core  1 import  2 eval  3 rewrite  4 spmd  5 codegen  6 check
+#   7 pipeline (src/pipeline.[ch], src/calibrate.c)  8 bind  9 repl
 #
 # A file may include the headers of its own layer and of the layers
 # below; an include upward, or a cycle of includes between files, fails.
@@ -20,14 +20,15 @@
 layer_of() {
   case $1 in
   src/partir.h | src/core/*) echo 0 ;;
-  src/eval/*) echo 1 ;;
-  src/rewrite/*) echo 2 ;;
-  src/spmd/*) echo 3 ;;
-  codegen/*) echo 4 ;;
-  src/check/*) echo 5 ;;
-  src/pipeline.c | src/pipeline.h | src/calibrate.c) echo 6 ;;
-  src/bind/*) echo 7 ;;
-  repl/*) echo 8 ;;
+  src/import/*) echo 1 ;;
+  src/eval/*) echo 2 ;;
+  src/rewrite/*) echo 3 ;;
+  src/spmd/*) echo 4 ;;
+  codegen/*) echo 5 ;;
+  src/check/*) echo 6 ;;
+  src/pipeline.c | src/pipeline.h | src/calibrate.c) echo 7 ;;
+  src/bind/*) echo 8 ;;
+  repl/*) echo 9 ;;
   *) echo -1 ;;
   esac
 }
@@ -151,7 +152,7 @@ if [ "${LAYERS_SELFTEST:-yes}" != no ]; then
   includes "$planted" >"$tmp/pinc"
   upward "$tmp/pinc" >"$tmp/pup"
   check "the checker finds a planted upward include" \
-    grep -q 'src/core/core.h (layer 0) -> src/spmd/spmd.h (layer 3)' "$tmp/pup"
+    grep -q 'src/core/core.h (layer 0) -> src/spmd/spmd.h (layer 4)' "$tmp/pup"
   cycles "$tmp/pinc" >"$tmp/pcyc"
   check "the checker finds a planted include cycle" \
     sh -c "grep -qx src/spmd/b.h '$tmp/pcyc' && grep -qx src/spmd/spmd.h '$tmp/pcyc'"
@@ -161,7 +162,7 @@ if [ "${LAYERS_SELFTEST:-yes}" != no ]; then
     upward "$tmp/psym" >"$tmp/pup"
     cycles "$tmp/psym" >"$tmp/pcyc"
     check "the checker finds a planted upward call and call cycle" \
-      sh -c "grep -q 'src/core/a.c (layer 0) -> src/spmd/c.c (layer 3)' '$tmp/pup' && grep -qx src/core/a.c '$tmp/pcyc'"
+      sh -c "grep -q 'src/core/a.c (layer 0) -> src/spmd/c.c (layer 4)' '$tmp/pup' && grep -qx src/core/a.c '$tmp/pcyc'"
   else
     ok "# SKIP no C compiler for the planted call cycle"
   fi

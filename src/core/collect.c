@@ -72,6 +72,7 @@ size_t collect_now(void) {
       }
       g_ptr_array_add(tables, m->names);
       g_ptr_array_add(tables, m->binder_names);
+      g_ptr_array_add(tables, m->notes);
     }
   }
   if (live_funcs) {

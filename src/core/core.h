@@ -415,6 +415,9 @@ typedef enum {
   TK_ARROW,  /* -> */
   TK_PUNCT,  /* one of ( ) { } [ ] , : = < > ! (rules: also \ / * . ; ) */
   TK_OP,     /* rules only: ~~> <~~> == != <= >= (text in start/len) */
+  TK_HASH,   /* MLIR only: #name (an attribute alias, or '#1' after a value:
+                a result number); the name excludes '#' */
+  TK_CARET,  /* MLIR only: ^name (a block label) */
 } TokenKind;
 
 typedef struct Token {
@@ -435,6 +438,11 @@ typedef struct Lexer {
   int line;
   gsize line_start;
   gboolean rules; /* rule-file syntax: '#' comments, rule operators */
+  /* MLIR syntax (StableHLO import): '#' and '^' sigils, '-' in sigil
+   * names, hexadecimal integers (their bits in 'i'), the escapes \t and
+   * \XX in strings, '{-# ... #-}' metadata skipped as space, and every
+   * other printable byte a one-character TK_PUNCT */
+  gboolean mlir;
 } Lexer;
 
 void lex_init(Lexer *lx, const Source *src, Diag *diag);
@@ -445,6 +453,12 @@ void token_clear(Token *tok);
  * dims 'x'-separated, then the element type. */
 gboolean lex_tensor_shape(Lexer *lx, int *rank, int64_t *dims, DType *dt);
 Loc lex_loc(const Lexer *lx);
+/* Reads the raw text up to the '>' that closes an '<' just read (nested
+ * '<' '>' counted; not across a line end): its offset and length in the
+ * source, the lexer left after the '>'.  FALSE with a diagnostic when
+ * the line or the input ends first.  MLIR types (tensor<4x?xf32, #enc>)
+ * are read this way: their insides are not tokens. */
+gboolean lex_angle_body(Lexer *lx, gsize *start, gsize *len);
 /* Reads a name that may contain '-' (rule names: matmul-tile-0) as a
  * TK_IDENT token. */
 gboolean lex_raw_name(Lexer *lx, Token *tok);
@@ -563,6 +577,9 @@ typedef struct Module {
   GPtrArray *funcs;         /* Func* */
   GHashTable *names;        /* const Term* -> char*: value names */
   GHashTable *binder_names; /* tile/sum Term -> char*: its binder's name */
+  GHashTable *notes;        /* const Term* -> char*: a comment the printer puts
+                               after the value's statement (an imported
+                               operation's source location) */
   GHashTable *reserved;     /* the distinct names above (print.c's cache) */
 } Module;
 

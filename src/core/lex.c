@@ -7,6 +7,15 @@
  * lex_tensor_shape(), which reads the raw characters.  Any byte that
  * starts no token is reported with its position; the lexer never reads
  * past the end of the source.
+ *
+ * With 'mlir' set the lexer reads MLIR's text as well (the StableHLO
+ * importer, src/import/): attribute aliases and result numbers
+ * ('#loc3', '%0#1'), block labels ('^bb0'), names with '-', hexadecimal
+ * integers (the bit patterns of 'dense<0xFF800000>'), MLIR's string
+ * escapes, the '{-# ... #-}' metadata at the end of a file (skipped: it
+ * holds resources, which the importer refuses where they are used), and
+ * any other printable byte as punctuation, so that an operation the
+ * importer does not know can still be read past token by token.
  */
 #include "core/core.h"
 
@@ -22,6 +31,7 @@ void lex_init(Lexer *lx, const Source *src, Diag *diag) {
   lx->line = 1;
   lx->line_start = 0;
   lx->rules = FALSE;
+  lx->mlir = FALSE;
 }
 
 Loc lex_loc(const Lexer *lx) {
@@ -43,11 +53,24 @@ static void advance(Lexer *lx) {
   lx->pos++;
 }
 
+/* In MLIR text, '{-#' opens file metadata that runs to '#-}' (or the
+ * end of the input). */
+static void skip_metadata(Lexer *lx) {
+  while (peek(lx, 0) != -1 &&
+         !(peek(lx, 0) == '#' && peek(lx, 1) == '-' && peek(lx, 2) == '}'))
+    advance(lx);
+  for (int i = 0; i < 3 && peek(lx, 0) != -1; i++)
+    advance(lx);
+}
+
 static void skip_space(Lexer *lx) {
   for (;;) {
     int c = peek(lx, 0);
     if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
       advance(lx);
+    } else if (lx->mlir && c == '{' && peek(lx, 1) == '-' &&
+               peek(lx, 2) == '#') {
+      skip_metadata(lx);
     } else if ((c == '/' && peek(lx, 1) == '/') || (c == '#' && lx->rules)) {
       while (peek(lx, 0) != -1 && peek(lx, 0) != '\n')
         advance(lx);
@@ -66,14 +89,45 @@ static gboolean is_name_char(int c) {
   return c >= 0 && (g_ascii_isalnum(c) || c == '_' || c == '.' || c == '$');
 }
 
+/* MLIR's suffix identifiers (%foo-bar, #loc-1) also allow '-'. */
+static gboolean is_sigil_name_char(const Lexer *lx, int c) {
+  return is_name_char(c) || (lx->mlir && c == '-');
+}
+
 static void lex_error(Lexer *lx, Token *tok, Loc loc, const char *msg) {
   diag_error(lx->diag, loc, "%s", msg);
   tok->kind = TK_ERROR;
 }
 
+/* MLIR: '0x' and hexadecimal digits at the cursor, as the bits of a
+ * 64-bit integer (0xFF800000 is the bit pattern of -inf in f32). */
+static void lex_hex(Lexer *lx, Token *tok) {
+  advance(lx);
+  advance(lx);
+  guint64 v = 0;
+  int digits = 0;
+  while (peek(lx, 0) >= 0 && g_ascii_isxdigit(peek(lx, 0))) {
+    v = v << 4 | (guint64)g_ascii_xdigit_value((char)peek(lx, 0));
+    digits++;
+    advance(lx);
+  }
+  tok->len = (gsize)(lx->src->text + lx->pos - tok->start);
+  if (digits > 16) {
+    lex_error(lx, tok, tok->loc, "hexadecimal literal wider than 64 bits");
+    return;
+  }
+  tok->kind = TK_INT;
+  tok->i = (int64_t)v;
+}
+
 /* Reads a number at the cursor (an optional '-' already checked). */
 static void lex_number(Lexer *lx, Token *tok) {
   gsize start = lx->pos;
+  if (lx->mlir && peek(lx, 0) == '0' && (peek(lx, 1) == 'x') &&
+      peek(lx, 2) >= 0 && g_ascii_isxdigit(peek(lx, 2))) {
+    lex_hex(lx, tok);
+    return;
+  }
   if (peek(lx, 0) == '-' || peek(lx, 0) == '+')
     advance(lx);
   gboolean is_float = FALSE;
@@ -156,6 +210,25 @@ static void lex_string(Lexer *lx, Token *tok) {
         advance(lx);
         continue;
       }
+      if (lx->mlir && e == 't') {
+        g_string_append_c(s, '\t');
+        advance(lx);
+        continue;
+      }
+      if (lx->mlir && e >= 0 && g_ascii_isxdigit(e) && peek(lx, 1) >= 0 &&
+          g_ascii_isxdigit(peek(lx, 1))) { /* \22: a byte in hexadecimal */
+        int byte = g_ascii_xdigit_value((char)e) * 16 +
+                   g_ascii_xdigit_value((char)peek(lx, 1));
+        advance(lx);
+        advance(lx);
+        if (byte != 0) {
+          g_string_append_c(s, (char)byte);
+          continue;
+        }
+        g_string_free(s, TRUE);
+        lex_error(lx, tok, tok->loc, "NUL byte in string");
+        return;
+      }
       g_string_free(s, TRUE);
       lex_error(lx, tok, lex_loc(lx), "unknown escape in string");
       return;
@@ -172,20 +245,23 @@ static void lex_string(Lexer *lx, Token *tok) {
   tok->len = (gsize)(lx->src->text + lx->pos - tok->start);
 }
 
-/* '%name' or '@name', the sigil 'c' at the cursor: a value or a symbol
- * (without the sigil). */
+/* '%name' or '@name' (MLIR: also '#name', '^name'), the sigil 'c' at the
+ * cursor: a value, a symbol, an alias or a block (without the sigil). */
 static void lex_sigil_name(Lexer *lx, Token *tok, int c) {
   advance(lx);
   gsize start = lx->pos;
-  while (is_name_char(peek(lx, 0)))
+  while (is_sigil_name_char(lx, peek(lx, 0)))
     advance(lx);
   if (lx->pos == start) {
+    g_autofree char *msg = g_strdup_printf("expected a name after '%c'", c);
     lex_error(lx, tok, tok->loc,
-              c == '%' ? "expected a value name after '%'"
-                       : "expected a name after '@'");
+              c == '%' ? "expected a value name after '%'" : msg);
     return;
   }
-  tok->kind = c == '%' ? TK_VALUE : TK_SYMBOL;
+  tok->kind = c == '%'   ? TK_VALUE
+              : c == '@' ? TK_SYMBOL
+              : c == '#' ? TK_HASH
+                         : TK_CARET;
   tok->start = lx->src->text + start;
   tok->len = lx->pos - start;
 }
@@ -235,7 +311,7 @@ void lex_next(Lexer *lx, Token *tok) {
       tok->kind = TK_SYMBOL;
     return;
   }
-  if (c == '%' || c == '@') {
+  if (c == '%' || c == '@' || (lx->mlir && (c == '#' || c == '^'))) {
     lex_sigil_name(lx, tok, c);
     return;
   }
@@ -277,7 +353,8 @@ void lex_next(Lexer *lx, Token *tok) {
   }
   if (lx->rules && lex_rule_op(lx, tok, c))
     return;
-  if (strchr("(){}[],:=<>!", c) && c != 0) {
+  if ((strchr("(){}[],:=<>!", c) && c != 0) ||
+      (lx->mlir && c > 0x20 && c < 0x7f)) {
     advance(lx);
     tok->kind = TK_PUNCT;
     tok->punct = (char)c;
@@ -341,6 +418,28 @@ gboolean lex_tensor_shape(Lexer *lx, int *rank, int64_t *dims, DType *dt) {
   }
 }
 
+gboolean lex_angle_body(Lexer *lx, gsize *start, gsize *len) {
+  Loc open = lex_loc(lx);
+  *start = lx->pos;
+  int depth = 1;
+  for (;;) {
+    int c = peek(lx, 0);
+    if (c == -1 || c == '\n') {
+      diag_error(lx->diag, open, "'>' expected before the end of the %s",
+                 c == -1 ? "input" : "line");
+      return FALSE;
+    }
+    if (c == '<') {
+      depth++;
+    } else if (c == '>' && --depth == 0) {
+      *len = lx->pos - *start;
+      advance(lx);
+      return TRUE;
+    }
+    advance(lx);
+  }
+}
+
 char *token_name(const Token *tok) {
   return tok->text ? g_strdup(tok->text) : g_strndup(tok->start, tok->len);
 }
@@ -390,6 +489,8 @@ char *token_describe(const Token *tok) {
         *p = '?';
     const char *prefix = tok->kind == TK_VALUE    ? "%"
                          : tok->kind == TK_SYMBOL ? "@"
+                         : tok->kind == TK_HASH   ? "#"
+                         : tok->kind == TK_CARET  ? "^"
                                                   : "";
     return g_strdup_printf("'%s%s%s'", prefix, raw, tok->len > n ? "..." : "");
   }

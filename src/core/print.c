@@ -28,7 +28,15 @@ static void emit_binder(GString *out, const Term *t, const Region *child) {
   g_string_append(out, ") {\n");
 }
 
-static void emit_region(GString *out, const Region *r, int level) {
+/* The module's note on a statement's value, as a comment. */
+static void emit_note(GString *out, const Module *m, const Term *t) {
+  const char *note = m ? g_hash_table_lookup(m->notes, t) : NULL;
+  if (note)
+    g_string_append_printf(out, "  // %s", note);
+}
+
+static void emit_region(GString *out, const Module *m, const Region *r,
+                        int level) {
   for (guint i = 0; i < r->stmts->len; i++) {
     const Stmt *s = g_ptr_array_index(r->stmts, i);
     const Term *t = s->t;
@@ -45,6 +53,7 @@ static void emit_region(GString *out, const Region *r, int level) {
         g_string_append(out, " : ");
         type_print(out, t->type);
       }
+      emit_note(out, m, t);
       g_string_append_c(out, '\n');
       break;
     case TM_SLICE:
@@ -58,7 +67,7 @@ static void emit_region(GString *out, const Region *r, int level) {
       else
         g_string_append(out, "partir.sum ");
       emit_binder(out, t, s->child);
-      emit_region(out, s->child, level + 1);
+      emit_region(out, m, s->child, level + 1);
       indent(out, level + 1);
       g_string_append_printf(out, "partir.yield %%%s\n", s->child->yield->name);
       indent(out, level);
@@ -110,7 +119,7 @@ void print_func(GString *out, const Module *m, const Func *f) {
     g_string_append_c(out, '}');
   }
   g_string_append(out, " {\n");
-  emit_region(out, sc->top, 1);
+  emit_region(out, m, sc->top, 1);
   g_string_append(out, "  return ");
   for (int i = 0; i < f->nresults; i++)
     g_string_append_printf(out, "%s%%%s", i ? ", " : "", sc->results[i]->name);

@@ -9,6 +9,7 @@ Module *module_new(void) {
   m->funcs = g_ptr_array_new_with_free_func((GDestroyNotify)func_free);
   m->names = g_hash_table_new_full(NULL, NULL, NULL, g_free);
   m->binder_names = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  m->notes = g_hash_table_new_full(NULL, NULL, NULL, g_free);
   collect_track_module(m, TRUE);
   return m;
 }
@@ -25,6 +26,7 @@ void module_free(Module *m) {
   g_ptr_array_unref(m->funcs);
   g_hash_table_unref(m->names);
   g_hash_table_unref(m->binder_names);
+  g_hash_table_unref(m->notes);
   if (m->reserved)
     g_hash_table_unref(m->reserved);
   g_free(m);

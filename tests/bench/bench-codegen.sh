@@ -15,6 +15,8 @@
 #   BENCH_RUNS     timed runs after the warm-up, the median is reported
 #                  (default 5)
 #   BENCH_SHAPES   'small' for tiny shapes (a quick try of the script)
+#   BENCH_COST_ONLY  set: item 7 alone (the cost model against partir
+#                  exec), without the peers and items 2 to 6
 #   BENCH_VENV     the virtual environment for JAX (default .bench-venv
 #                  in the build directory); BENCH_NO_JAX=1 skips JAX
 #   PYTHON         the python with NumPy (default /usr/bin/python3)
@@ -30,6 +32,7 @@ set -u
 : "${BENCH_SHAPES:=}"
 : "${BENCH_VENV:=$(pwd)/.bench-venv}"
 : "${BENCH_NO_JAX:=}"
+: "${BENCH_COST_ONLY:=}"
 : "${PYTHON:=/usr/bin/python3}"
 : "${PARTIR:=repl/partir}"
 : "${LUA:=lua5.4}"
@@ -98,6 +101,30 @@ EOF
 "$PARTIR" tactic "$PARTIR_TACTICS/megatron.lua" "$tmp/tr.pir" --mesh model=2 \
   -o "$tmp/tr-m2.pir" || fail "the megatron tactic fails on the transformer"
 
+# get NAME KEY [FIELD]: field 2 (the median; 3 the minimum) of KEY's line
+# in $tmp/NAME.out, or nothing.
+get() {
+  [ -f "$tmp/$1.out" ] && awk -v k="$2" -v f="${3:-2}" \
+    '$1 == k { print $f; exit }' "$tmp/$1.out"
+}
+
+# div A B: A / B to 2 decimals, '-' when either is missing.
+div() {
+  awk -v a="${1:-}" -v b="${2:-}" 'BEGIN {
+    if (a == "" || b == "" || b + 0 == 0) print "-";
+    else printf "%.2f\n", a / b }'
+}
+
+# ms VALUE: milliseconds to 3 or 4 digits, '-' when missing.
+ms() {
+  awk -v a="${1:-}" 'BEGIN {
+    if (a == "") print "-";
+    else if (a >= 100) printf "%.0f\n", a;
+    else if (a >= 1) printf "%.1f\n", a;
+    else printf "%.3f\n", a }'
+}
+
+if [ -z "$BENCH_COST_ONLY" ]; then
 # -------------------------------------------------------------- python
 cpu=0
 have_numpy=
@@ -225,29 +252,6 @@ peer t12-jax jax transformer "$tmp" --heads 4 --compile-only --shapes "$shapes"
 
 # --------------------------------------------------------------- table
 
-# get NAME KEY [FIELD]: field 2 (the median; 3 the minimum) of KEY's line
-# in $tmp/NAME.out, or nothing.
-get() {
-  [ -f "$tmp/$1.out" ] && awk -v k="$2" -v f="${3:-2}" \
-    '$1 == k { print $f; exit }' "$tmp/$1.out"
-}
-
-# div A B: A / B to 2 decimals, '-' when either is missing.
-div() {
-  awk -v a="${1:-}" -v b="${2:-}" 'BEGIN {
-    if (a == "" || b == "" || b + 0 == 0) print "-";
-    else printf "%.2f\n", a / b }'
-}
-
-# ms VALUE: milliseconds to 3 or 4 digits, '-' when missing.
-ms() {
-  awk -v a="${1:-}" 'BEGIN {
-    if (a == "") print "-";
-    else if (a >= 100) printf "%.0f\n", a;
-    else if (a >= 1) printf "%.1f\n", a;
-    else printf "%.3f\n", a }'
-}
-
 # row ITEM PROGRAM PARTIR_MS BASELINE BASE_MS RATIO CPU_RATIO TARGET
 row() {
   printf '%-2s %-34s %9s  %-42s %9s  %6s  %6s  %s\n' "$@" | sed 's/ *$//'
@@ -347,6 +351,8 @@ for name in mlp mlp-np mlp-npc mlp-jax mlp-b2-check tr tr-np tr-npc tr-jax \
       ' "$tmp/$name.out"
   echo
 done
+fi # BENCH_COST_ONLY
+
 # ------------------------------------------------ 7: the cost model
 # The machine calibrated here (partir calibrate: one description for one
 # device alone, one for two devices at once), then each program's

@@ -42,7 +42,7 @@ secs=${FUZZ_SECONDS:-60}
 runs=${FUZZ_RUNS:+-runs=$FUZZ_RUNS}
 jobs=${FUZZ_JOBS:-2}
 timeout=${FUZZ_TIMEOUT:-10}
-targets=${FUZZ_TARGETS:-pir rules repl protocol npy hw hwset mesh lower}
+targets=${FUZZ_TARGETS:-pir rules repl protocol npy hw hwset mesh lower stablehlo}
 : "${FUZZ_CC:?FUZZ_CC: clang with libFuzzer}"
 mkdir -p "$build/obj" "$build/work" "$build/tmp" || exit 1
 
@@ -61,6 +61,9 @@ target_files() {
   npy) echo src/eval/npy.c ;;
   hw | hwset) echo src/spmd/hardware.c ;;
   mesh) echo src/core/mesh.c ;;
+  stablehlo) echo src/import/syntax.c src/import/pretty.c \
+    src/import/reader.c src/import/support.c src/import/dense.c \
+    src/import/lower.c ;;
   lower) echo src/spmd/lower.c src/spmd/redistribute.c \
     src/spmd/simulate.c src/spmd/cost.c src/check/lowercheck.c ;;
   esac

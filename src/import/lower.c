@@ -1,0 +1,1054 @@
+/* lower.c — a checked HloFile to a Module of partir terms.
+ *
+ * The entry function (@main, or the only public one) becomes the
+ * module's one function.  Its operations are lowered in order, each to
+ * the terms hlo_ops.def names (term_op type-checks every one, and the
+ * type the source wrote for each operand and result must be the type
+ * partir gives it).  A call to a private function is inlined: the
+ * callee's body is lowered again with its arguments bound to the
+ * caller's operands; the results of a call are kept per callee and
+ * operands, so a function called many times with the same values is
+ * lowered once (hash-consing makes its terms one anyway).  Calls nest at
+ * most HLO_MAX_DEPTH deep, which also refuses recursion.
+ *
+ * Names.  A value the source named (%cst, %x) keeps its name, and an
+ * argument takes the name of its location when JAX wrote one
+ * ('%arg0: tensor<...> loc("x")' becomes %x); names are made valid
+ * partir names ('-' -> '_') and unique in the function; values of an
+ * inlined function are prefixed with its name (%clip.cst).  Numbered
+ * values (%0, %12) stay anonymous, as in .pir.  Where a location names
+ * the operation ('loc("jit(f)/dot_general"(...))'), the printer writes
+ * it as a comment after the statement (Module.notes), with the first
+ * file position under it, so a user can find the operation in the
+ * model's source.
+ *
+ * requires: an HloFile that hlo_check_support accepted.
+ */
+#include "import/import.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The values one definition group names ('%0:2' is one group of two). */
+typedef struct Group {
+  int count;
+  const Term **terms;
+} Group;
+
+static void group_free(Group *g) {
+  g_free(g->terms);
+  g_free(g);
+}
+
+typedef struct Lower {
+  const HloFile *file;
+  Module *m;
+  Diag *diag;
+  gboolean failed;
+  GHashTable *funcs; /* name -> const HloFunc* */
+  GHashTable *taken; /* names given so far (char*, owned) */
+  GHashTable *memo;  /* call key -> GPtrArray* of result terms */
+  int depth;         /* calls being inlined */
+} Lower;
+
+/* The scope of one function body being lowered. */
+typedef struct Scope {
+  GHashTable *values; /* name -> Group* */
+  const char *prefix; /* "" or "callee." for names */
+} Scope;
+
+static gboolean lfail(Lower *lw, Loc at, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+static gboolean lfail(Lower *lw, Loc at, const char *fmt, ...) {
+  if (lw->failed)
+    return FALSE;
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  diag_error(lw->diag, at, "%s", msg);
+  lw->failed = TRUE;
+  return FALSE;
+}
+
+/* ------------------------------------------------------------ names */
+
+/* 'raw' as a partir value name: letters, digits, '_', '.', '$' ('-' and
+ * other bytes become '_'; 'params['w1']' becomes 'params.w1'); NULL
+ * when nothing is left or it would be anonymous (all digits). */
+static char *sanitize_name(const char *raw) {
+  GString *s = g_string_new(NULL);
+  for (const char *p = raw; *p; p++) {
+    char c = *p;
+    if (g_ascii_isalnum(c) || c == '_' || c == '$')
+      g_string_append_c(s, c);
+    else if (c == '[' || c == ']' || c == '\'' || c == '"' || c == '.' ||
+             c == '/')
+      g_string_append_c(s, '.');
+    else
+      g_string_append_c(s, '_');
+  }
+  /* no leading, trailing or doubled dots */
+  GString *t = g_string_new(NULL);
+  for (gsize i = 0; i < s->len; i++) {
+    char c = s->str[i];
+    if (c == '.' && (t->len == 0 || t->str[t->len - 1] == '.'))
+      continue;
+    g_string_append_c(t, c);
+  }
+  while (t->len && t->str[t->len - 1] == '.')
+    g_string_truncate(t, t->len - 1);
+  g_string_free(s, TRUE);
+  gboolean digits = TRUE;
+  for (gsize i = 0; i < t->len; i++)
+    digits &= g_ascii_isdigit(t->str[i]) != 0;
+  if (t->len == 0 || digits) {
+    g_string_free(t, TRUE);
+    return NULL;
+  }
+  return g_string_free(t, FALSE);
+}
+
+/* A name no value of the function has yet: 'base', else 'base_1', ... */
+static char *unique_name(Lower *lw, const char *base) {
+  char *name = g_strdup(base);
+  for (int k = 1; g_hash_table_contains(lw->taken, name); k++) {
+    g_free(name);
+    name = g_strdup_printf("%s_%d", base, k);
+  }
+  g_hash_table_add(lw->taken, g_strdup(name));
+  return name;
+}
+
+/* Gives 't' the source's name 'raw' (prefixed in an inlined function),
+ * unless it is anonymous, an argument, or named already. */
+static void name_value(Lower *lw, const Scope *sc, const Term *t,
+                       const char *raw) {
+  if (t->kind == TM_ARG || g_hash_table_contains(lw->m->names, t))
+    return;
+  g_autofree char *joined = g_strconcat(sc->prefix, raw, NULL);
+  g_autofree char *base = sanitize_name(joined);
+  gboolean anonymous = TRUE;
+  for (const char *p = raw; *p; p++)
+    anonymous &= g_ascii_isdigit(*p) != 0;
+  if (!base || anonymous)
+    return;
+  g_hash_table_insert(lw->m->names, (gpointer)t, unique_name(lw, base));
+}
+
+/* ------------------------------------------------------------ locations */
+
+/* The innermost name and the first file position of 'l' (depth-bounded:
+ * aliases may refer to each other). */
+static void describe(const HloFile *f, const HloLoc *l, int depth,
+                     const char **name, const HloLoc **pos) {
+  if (!l || depth > HLO_MAX_DEPTH)
+    return;
+  switch (l->kind) {
+  case HL_ALIAS:
+    describe(f, g_hash_table_lookup(f->aliases, l->s), depth + 1, name, pos);
+    return;
+  case HL_NAME:
+    if (!*name)
+      *name = l->s;
+    break;
+  case HL_FILE:
+    if (!*pos)
+      *pos = l;
+    return;
+  default:
+    break;
+  }
+  for (guint i = 0; i < l->children->len; i++)
+    describe(f, g_ptr_array_index(l->children, i), depth + 1, name, pos);
+}
+
+char *hlo_loc_describe(const HloFile *f, const HloLoc *l) {
+  const char *name = NULL;
+  const HloLoc *pos = NULL;
+  describe(f, l, 0, &name, &pos);
+  if (!name && !pos)
+    return NULL;
+  GString *s = g_string_new(name);
+  if (pos)
+    g_string_append_printf(s, "%s%s:%d:%d", name ? " at " : "", pos->s,
+                           pos->line, pos->col);
+  /* one line of printable text */
+  for (gsize i = 0; i < s->len; i++)
+    if ((unsigned char)s->str[i] < 0x20 || s->str[i] == 0x7f)
+      s->str[i] = ' ';
+  return g_string_free(s, FALSE);
+}
+
+/* The name a location gives an argument: 'loc("x")' (a name alone, not
+ * an operation's path 'jit(f)/dot_general'). */
+static const char *arg_loc_name(const HloFile *f, const HloLoc *l) {
+  for (int depth = 0; l && l->kind == HL_ALIAS && depth < HLO_MAX_DEPTH;
+       depth++)
+    l = g_hash_table_lookup(f->aliases, l->s);
+  if (!l || l->kind != HL_NAME || l->children->len > 0 || strchr(l->s, '/'))
+    return NULL;
+  return l->s;
+}
+
+/* ---------------------------------------------------------- attributes */
+
+typedef struct Kv {
+  const char *key;
+  AttrValue v;
+} Kv;
+
+static const Attrs *make_attrs(const Kv *kv, int n) {
+  const char **keys = g_new(const char *, MAX(n, 1));
+  AttrValue *values = g_new0(AttrValue, MAX(n, 1));
+  for (int i = 0; i < n; i++) {
+    keys[i] = g_intern_string(kv[i].key);
+    values[i] = kv[i].v;
+  }
+  return attrs_intern(n, keys, values);
+}
+
+static AttrValue av_int(int64_t i) {
+  return (AttrValue){.kind = AV_INT, .i = i};
+}
+
+static AttrValue av_symbol(const char *s) {
+  return (AttrValue){.kind = AV_SYMBOL, .sym = g_intern_string(s)};
+}
+
+static AttrValue av_ints(const int64_t *v, int n) {
+  AttrValue a = {.kind = AV_LIST, .count = n};
+  a.items = g_new0(AttrValue, MAX(n, 1));
+  for (int i = 0; i < n; i++)
+    a.items[i] = av_int(v[i]);
+  return a;
+}
+
+/* An integer list attribute of 'op' ([1, 2], array<i64: 1, 2>,
+ * dense<[1, 2]> : tensor<2xi64>): how many into 'out' (at most 'max');
+ * -1 when it is missing or malformed (an error reported). */
+static int int_list(Lower *lw, const HloOp *op, const char *key, int64_t *out,
+                    int max, gboolean required) {
+  const HloAttr *a = hlo_op_attr(op, key);
+  if (!a) {
+    if (required)
+      lfail(lw, op->loc, "'%s' needs the attribute '%s'", op->name, key);
+    return required ? -1 : 0;
+  }
+  const HloAttr *list = a;
+  if (a->kind == HA_DENSE && !a->s && a->items->len == 1)
+    list = g_ptr_array_index(a->items, 0);
+  if (list->kind == HA_INT && a->kind == HA_DENSE) { /* dense<3> splat */
+    out[0] = list->i;
+    return 1;
+  }
+  if (list->kind != HA_LIST) {
+    lfail(lw, a->loc, "'%s' of '%s' must be a list of integers", key, op->name);
+    return -1;
+  }
+  if ((int)list->items->len > max) {
+    lfail(lw, a->loc, "'%s' of '%s' has more than %d entries", key, op->name,
+          max);
+    return -1;
+  }
+  for (guint i = 0; i < list->items->len; i++) {
+    const HloAttr *x = g_ptr_array_index(list->items, i);
+    if (x->kind != HA_INT) {
+      lfail(lw, x->loc, "'%s' of '%s' must be a list of integers", key,
+            op->name);
+      return -1;
+    }
+    out[i] = x->i;
+  }
+  return (int)list->items->len;
+}
+
+/* An integer attribute ('dim = 0', 'iota_dimension = 0 : i64'). */
+static gboolean int_attr(Lower *lw, const HloOp *op, const char *key,
+                         int64_t *out) {
+  const HloAttr *a = hlo_op_attr(op, key);
+  if (!a || a->kind != HA_INT)
+    return lfail(lw, a ? a->loc : op->loc, "'%s' needs the integer '%s'",
+                 op->name, key);
+  *out = a->i;
+  return TRUE;
+}
+
+/* ------------------------------------------------------------ building */
+
+/* term_op, reporting its refusal at the operation. */
+static const Term *build(Lower *lw, const HloOp *op, Op pop, int nargs,
+                         const Term *const *args, const Attrs *attrs,
+                         const Type *written) {
+  g_autoptr(Diag) err = diag_new(NULL);
+  const Term *t =
+      term_op(pop, nargs, args, attrs ? attrs : attrs_empty(), written, err);
+  if (!t)
+    lfail(lw, op->loc, "'%s': %s", op->name, diag_text(err));
+  return t;
+}
+
+static const Type *written_result(const HloOp *op, guint i) {
+  if (i >= op->result_types->len)
+    return NULL;
+  return ((const HloType *)g_ptr_array_index(op->result_types, i))->type;
+}
+
+/* A scalar constant of 'dt' shaped like 't' (splatted). */
+static const Term *splat(Lower *lw, const HloOp *op, const Type *t, double v) {
+  Kv kv = {"value", dtype_is_float(t->dtype)
+                        ? (AttrValue){.kind = AV_FLOAT, .f = v}
+                        : av_int((int64_t)v)};
+  return build(lw, op, OP_CONSTANT, 0, NULL, make_attrs(&kv, 1), t);
+}
+
+/* 'x' (rank 0) broadcast to 'shape's shape. */
+static const Term *broadcast_scalar(Lower *lw, const HloOp *op, const Term *x,
+                                    const Type *shape) {
+  if (!x || x->type->rank == shape->rank)
+    return x;
+  if (x->type->rank != 0) {
+    lfail(lw, op->loc,
+          "'%s': an operand of rank %d where rank 0 or %d is "
+          "needed",
+          op->name, x->type->rank, shape->rank);
+    return NULL;
+  }
+  Kv kv = {"dims", av_ints(NULL, 0)};
+  return build(lw, op, OP_BROADCAST_IN_DIM, 1, &x, make_attrs(&kv, 1),
+               type_with_dtype(shape, x->type->dtype));
+}
+
+static const Term *compare(Lower *lw, const HloOp *op, const Term *a,
+                           const Term *b, const char *direction) {
+  const Term *args[2] = {a, b};
+  Kv kv = {"direction", av_symbol(direction)};
+  return build(lw, op, OP_COMPARE, 2, args, make_attrs(&kv, 1), NULL);
+}
+
+static const Term *select3(Lower *lw, const HloOp *op, const Term *p,
+                           const Term *a, const Term *b) {
+  if (!p || !a || !b)
+    return NULL;
+  const Term *args[3] = {p, a, b};
+  return build(lw, op, OP_SELECT, 3, args, NULL, NULL);
+}
+
+/* Whether 't' is a constant whose every element is 'v'. */
+static gboolean constant_is(const Term *t, double v) {
+  if (t->kind != TM_OP || t->op != OP_CONSTANT)
+    return FALSE;
+  const AttrValue *a = attrs_get(t->attrs, "value");
+  g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(double));
+  if (!a || !attr_value_numbers(a, nums))
+    return FALSE;
+  for (guint i = 0; i < nums->len; i++) {
+    double x = g_array_index(nums, double, i);
+    if (!(x == v && signbit(x) == signbit(v)))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* ---------------------------------------------------------- lowerings */
+
+typedef gboolean (*Lowering)(Lower *lw, const HloOp *op, Op pop,
+                             const Term *const *x, int nx, GPtrArray *out);
+
+static gboolean one(GPtrArray *out, const Term *t) {
+  if (!t)
+    return FALSE;
+  g_ptr_array_add(out, (gpointer)t);
+  return TRUE;
+}
+
+static gboolean lower_elementwise(Lower *lw, const HloOp *op, Op pop,
+                                  const Term *const *x, int nx,
+                                  GPtrArray *out) {
+  return one(out, build(lw, op, pop, nx, x, NULL, NULL));
+}
+
+static gboolean lower_compare(Lower *lw, const HloOp *op, Op pop,
+                              const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  const HloAttr *d = hlo_op_attr(op, "comparison_direction");
+  if (!d || d->kind != HA_WORD || nx != 2)
+    return lfail(lw, op->loc,
+                 "'%s' needs two operands and a direction (EQ, NE, LT, LE, "
+                 "GT, GE)",
+                 op->name);
+  return one(out, compare(lw, op, x[0], x[1], d->s));
+}
+
+/* select with a scalar predicate: the predicate broadcast first. */
+static gboolean lower_select(Lower *lw, const HloOp *op, Op pop,
+                             const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  if (nx != 3)
+    return lfail(lw, op->loc, "'%s' takes 3 operands", op->name);
+  const Term *p = broadcast_scalar(lw, op, x[0], x[1]->type);
+  return one(out, select3(lw, op, p, x[1], x[2]));
+}
+
+/* clamp(lo, x, hi) = min(max(x, lo), hi), the bounds broadcast when
+ * scalars: StableHLO's own definition. */
+static gboolean lower_clamp(Lower *lw, const HloOp *op, Op pop,
+                            const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  if (nx != 3)
+    return lfail(lw, op->loc, "'%s' takes 3 operands", op->name);
+  const Term *lo = broadcast_scalar(lw, op, x[0], x[1]->type);
+  const Term *hi = broadcast_scalar(lw, op, x[2], x[1]->type);
+  if (!lo || !hi)
+    return FALSE;
+  const Term *a[2] = {x[1], lo};
+  const Term *m = build(lw, op, OP_MAX, 2, a, NULL, NULL);
+  if (!m)
+    return FALSE;
+  const Term *b[2] = {m, hi};
+  return one(out, build(lw, op, OP_MIN, 2, b, NULL, NULL));
+}
+
+/* sign(x) = x > 0 ? 1 : (x < 0 ? -1 : x): zeros keep their sign and NaN
+ * stays NaN, as StableHLO defines it. */
+static gboolean lower_sign(Lower *lw, const HloOp *op, Op pop,
+                           const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  (void)nx;
+  const Type *t = x[0]->type;
+  const Term *zero = splat(lw, op, t, 0), *plus = splat(lw, op, t, 1),
+             *minus = splat(lw, op, t, -1);
+  if (!zero || !plus || !minus)
+    return FALSE;
+  const Term *neg =
+      select3(lw, op, compare(lw, op, x[0], zero, "LT"), minus, x[0]);
+  return one(out,
+             select3(lw, op, compare(lw, op, x[0], zero, "GT"), plus, neg));
+}
+
+/* not, and, or, xor on i1: selects and comparisons. */
+static gboolean lower_logical(Lower *lw, const HloOp *op, Op pop,
+                              const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  const Type *t = x[0]->type;
+  const Term *f = splat(lw, op, t, 0), *tr = splat(lw, op, t, 1);
+  if (!f || !tr)
+    return FALSE;
+  const char *n = op->name + strlen("stablehlo.");
+  if (strcmp(n, "not") == 0)
+    return one(out, compare(lw, op, x[0], f, "EQ"));
+  if (nx != 2)
+    return lfail(lw, op->loc, "'%s' takes 2 operands", op->name);
+  if (strcmp(n, "and") == 0)
+    return one(out, select3(lw, op, x[0], x[1], f));
+  if (strcmp(n, "or") == 0)
+    return one(out, select3(lw, op, x[0], tr, x[1]));
+  return one(out, compare(lw, op, x[0], x[1], "NE"));
+}
+
+/* convert: to the same type is the value itself. */
+static gboolean lower_convert(Lower *lw, const HloOp *op, Op pop,
+                              const Term *const *x, int nx, GPtrArray *out) {
+  (void)nx;
+  const Type *to = written_result(op, 0);
+  if (to == x[0]->type)
+    return one(out, x[0]);
+  return one(out, build(lw, op, pop, 1, x, NULL, to));
+}
+
+static gboolean lower_reshape(Lower *lw, const HloOp *op, Op pop,
+                              const Term *const *x, int nx, GPtrArray *out) {
+  return lower_convert(lw, op, pop, x, nx, out);
+}
+
+/* broadcast_in_dim: partir takes increasing 'dims'; other orders are a
+ * transpose of the operand first. */
+static gboolean lower_broadcast_in_dim(Lower *lw, const HloOp *op, Op pop,
+                                       const Term *const *x, int nx,
+                                       GPtrArray *out) {
+  (void)nx;
+  int64_t dims[PARTIR_MAX_RANK];
+  int n = int_list(lw, op, "broadcast_dimensions", dims, PARTIR_MAX_RANK, TRUE);
+  if (n < 0)
+    return FALSE;
+  const Type *to = written_result(op, 0);
+  const Term *src = x[0];
+  gboolean identity = to == src->type;
+  for (int i = 0; i < n; i++)
+    identity &= dims[i] == i;
+  if (identity)
+    return one(out, src);
+  gboolean increasing = TRUE;
+  for (int i = 1; i < n; i++)
+    increasing &= dims[i] > dims[i - 1];
+  if (!increasing && n == src->type->rank) {
+    /* perm[i]: the operand dimension that goes i-th in increasing order */
+    int64_t perm[PARTIR_MAX_RANK], sorted[PARTIR_MAX_RANK];
+    for (int i = 0; i < n; i++)
+      perm[i] = i;
+    for (int i = 1; i < n; i++)
+      for (int j = i; j > 0 && dims[perm[j]] < dims[perm[j - 1]]; j--) {
+        int64_t s = perm[j];
+        perm[j] = perm[j - 1];
+        perm[j - 1] = s;
+      }
+    for (int i = 0; i < n; i++)
+      sorted[i] = dims[perm[i]];
+    Kv kp = {"permutation", av_ints(perm, n)};
+    src = build(lw, op, OP_TRANSPOSE, 1, &src, make_attrs(&kp, 1), NULL);
+    if (!src)
+      return FALSE;
+    memcpy(dims, sorted, sizeof(int64_t) * (gsize)n);
+  }
+  Kv kv = {"dims", av_ints(dims, n)};
+  return one(out, build(lw, op, pop, 1, &src, make_attrs(&kv, 1), to));
+}
+
+static gboolean lower_transpose(Lower *lw, const HloOp *op, Op pop,
+                                const Term *const *x, int nx, GPtrArray *out) {
+  (void)nx;
+  int64_t perm[PARTIR_MAX_RANK];
+  int n = int_list(lw, op, "permutation", perm, PARTIR_MAX_RANK, TRUE);
+  if (n < 0)
+    return FALSE;
+  gboolean identity = TRUE;
+  for (int i = 0; i < n; i++)
+    identity &= perm[i] == i;
+  if (identity && n == x[0]->type->rank)
+    return one(out, x[0]);
+  Kv kv = {"permutation", av_ints(perm, n)};
+  return one(out, build(lw, op, pop, 1, x, make_attrs(&kv, 1), NULL));
+}
+
+static gboolean lower_slice(Lower *lw, const HloOp *op, Op pop,
+                            const Term *const *x, int nx, GPtrArray *out) {
+  (void)nx;
+  int64_t start[PARTIR_MAX_RANK], limit[PARTIR_MAX_RANK],
+      strides[PARTIR_MAX_RANK];
+  int ns = int_list(lw, op, "start_indices", start, PARTIR_MAX_RANK, TRUE);
+  int nl = int_list(lw, op, "limit_indices", limit, PARTIR_MAX_RANK, TRUE);
+  int nt = int_list(lw, op, "strides", strides, PARTIR_MAX_RANK, FALSE);
+  if (ns < 0 || nl < 0 || nt < 0)
+    return FALSE;
+  Kv kv[3] = {{"start", av_ints(start, ns)}, {"limit", av_ints(limit, nl)}};
+  int n = 2;
+  if (nt > 0)
+    kv[n++] = (Kv){"strides", av_ints(strides, nt)};
+  return one(out, build(lw, op, pop, 1, x, make_attrs(kv, n), NULL));
+}
+
+static gboolean lower_concatenate(Lower *lw, const HloOp *op, Op pop,
+                                  const Term *const *x, int nx,
+                                  GPtrArray *out) {
+  int64_t dim;
+  if (!int_attr(lw, op, "dimension", &dim))
+    return FALSE;
+  Kv kv = {"dim", av_int(dim)};
+  return one(out, build(lw, op, pop, nx, x, make_attrs(&kv, 1), NULL));
+}
+
+static gboolean lower_constant(Lower *lw, const HloOp *op, Op pop,
+                               const Term *const *x, int nx, GPtrArray *out) {
+  (void)x;
+  (void)nx;
+  const HloAttr *v = hlo_op_attr(op, "value");
+  const Type *t = written_result(op, 0);
+  if (!v || v->kind != HA_DENSE || !t)
+    return lfail(lw, op->loc, "'%s' needs a dense value and its type",
+                 op->name);
+  if (v->type && v->type->type && v->type->type != t)
+    return lfail(
+        lw, v->loc,
+        "the constant's value has type %s but its "
+        "result has %s",
+        v->type->text,
+        ((const HloType *)g_ptr_array_index(op->result_types, 0))->text);
+  g_autoptr(Diag) why = diag_new(NULL);
+  Kv kv = {"value", {0}};
+  if (!hlo_dense_value(v, t, &kv.v, why))
+    return lfail(lw, v->loc, "'%s': %s", op->name, diag_text(why));
+  return one(out, build(lw, op, pop, 0, NULL, make_attrs(&kv, 1), t));
+}
+
+static gboolean lower_iota(Lower *lw, const HloOp *op, Op pop,
+                           const Term *const *x, int nx, GPtrArray *out) {
+  (void)x;
+  (void)nx;
+  int64_t dim;
+  if (!int_attr(lw, op, "iota_dimension", &dim))
+    return FALSE;
+  Kv kv = {"dim", av_int(dim)};
+  return one(out, build(lw, op, pop, 0, NULL, make_attrs(&kv, 1),
+                        written_result(op, 0)));
+}
+
+/* 'x' converted to element type 'dt' (a contraction into a wider type
+ * computes in it: every value converts exactly, support.c checked). */
+static const Term *widen(Lower *lw, const HloOp *op, const Term *x, DType dt) {
+  if (x->type->dtype == dt)
+    return x;
+  return build(lw, op, OP_CONVERT, 1, &x, NULL, type_with_dtype(x->type, dt));
+}
+
+static gboolean lower_dot_general(Lower *lw, const HloOp *op, Op pop,
+                                  const Term *const *x, int nx,
+                                  GPtrArray *out) {
+  if (nx != 2)
+    return lfail(lw, op->loc, "'%s' takes 2 operands", op->name);
+  int64_t lb[PARTIR_MAX_RANK], rb[PARTIR_MAX_RANK], lc[PARTIR_MAX_RANK],
+      rc[PARTIR_MAX_RANK];
+  int nlb, nrb, nlc, nrc;
+  if (strcmp(op->name, "stablehlo.dot") == 0) {
+    /* dot: the last dimension of lhs with the first of rhs */
+    nlb = nrb = 0;
+    nlc = nrc = 1;
+    lc[0] = x[0]->type->rank - 1;
+    rc[0] = 0;
+  } else {
+    /* the generic form nests these in #stablehlo.dot<...> */
+    const HloAttr *nums = hlo_op_attr(op, "dot_dimension_numbers");
+    nlb = nrb = nlc = nrc = 0;
+    struct {
+      const char *key;
+      int64_t *out;
+      int *n;
+    } lists[] = {{"lhs_batching_dimensions", lb, &nlb},
+                 {"rhs_batching_dimensions", rb, &nrb},
+                 {"lhs_contracting_dimensions", lc, &nlc},
+                 {"rhs_contracting_dimensions", rc, &nrc}};
+    for (gsize k = 0; k < G_N_ELEMENTS(lists); k++) {
+      HloOp view = *op;
+      const HloAttr *a = hlo_op_attr(op, lists[k].key);
+      if (!a && nums && nums->kind == HA_DICT) {
+        /* read it from the nested dictionary */
+        view.attr_keys = nums->keys;
+        view.attr_values = nums->items;
+      }
+      int n = int_list(lw, &view, lists[k].key, lists[k].out, PARTIR_MAX_RANK,
+                       FALSE);
+      if (n < 0)
+        return FALSE;
+      *lists[k].n = n;
+    }
+  }
+  DType dt = written_result(op, 0)->dtype;
+  const Term *args[2] = {widen(lw, op, x[0], dt), widen(lw, op, x[1], dt)};
+  if (!args[0] || !args[1])
+    return FALSE;
+  Kv kv[4];
+  int n = 0;
+  if (nlb)
+    kv[n++] = (Kv){"lhs_batch", av_ints(lb, nlb)};
+  if (nrb)
+    kv[n++] = (Kv){"rhs_batch", av_ints(rb, nrb)};
+  if (nlc)
+    kv[n++] = (Kv){"lhs_contract", av_ints(lc, nlc)};
+  if (nrc)
+    kv[n++] = (Kv){"rhs_contract", av_ints(rc, nrc)};
+  return one(out, build(lw, op, pop, 2, args, make_attrs(kv, n), NULL));
+}
+
+/* reduce over add, maximum (or 'or' on i1): reduce_sum / reduce_max, and
+ * the init value combined with the result unless it is the reduction's
+ * identity. */
+static gboolean lower_reduce(Lower *lw, const HloOp *op, Op pop,
+                             const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  (void)nx;
+  const HloAttr *w = hlo_op_attr(op, "applies");
+  const char *body = NULL;
+  if (w)
+    body = w->s;
+  else {
+    const HloRegion *g = g_ptr_array_index(op->regions, 0);
+    body = ((const HloOp *)g_ptr_array_index(g->ops, 0))->name;
+  }
+  int64_t dims[PARTIR_MAX_RANK];
+  int n = int_list(lw, op, "dimensions", dims, PARTIR_MAX_RANK, TRUE);
+  if (n < 0)
+    return FALSE;
+  const Term *input = x[0], *init = x[1];
+  if (init->type->rank != 0)
+    return lfail(lw, op->loc, "'%s': the init value must be a scalar",
+                 op->name);
+  gboolean sum = strcmp(body, "stablehlo.add") == 0;
+  gboolean any = strcmp(body, "stablehlo.or") == 0;
+  DType dt = input->type->dtype;
+  const Term *r = input;
+  if (n > 0) {
+    Kv kv = {"dims", av_ints(dims, n)};
+    const Attrs *a = make_attrs(&kv, 1);
+    if (any) { /* or over i1: the maximum of 0s and 1s, then != 0 */
+      const Term *wide = build(lw, op, OP_CONVERT, 1, &input, NULL,
+                               type_with_dtype(input->type, DT_I32));
+      if (!wide)
+        return FALSE;
+      const Term *m = build(lw, op, OP_REDUCE_MAX, 1, &wide, a, NULL);
+      const Term *zero = m ? splat(lw, op, m->type, 0) : NULL;
+      r = zero ? compare(lw, op, m, zero, "NE") : NULL;
+    } else {
+      r = build(lw, op, sum ? OP_REDUCE_SUM : OP_REDUCE_MAX, 1, &input, a,
+                NULL);
+    }
+    if (!r)
+      return FALSE;
+  }
+  /* the identity: 0 for a sum, -inf (the least integer) for a maximum,
+   * false for 'or' */
+  double identity = sum || any           ? 0
+                    : dtype_is_float(dt) ? -INFINITY
+                    : dt == DT_I32       ? (double)G_MININT32
+                                         : (double)G_MININT64;
+  if (constant_is(init, identity) && n > 0)
+    return one(out, r);
+  const Term *ib = broadcast_scalar(lw, op, init, r->type);
+  if (!ib)
+    return FALSE;
+  const Term *pair[2] = {r, ib};
+  if (any)
+    return one(out, select3(lw, op, ib, ib, r));
+  return one(out, build(lw, op, sum ? OP_ADD : OP_MAX, 2, pair, NULL, NULL));
+}
+
+/* optimization_barrier and @Sharding custom calls: the values
+ * themselves. */
+static gboolean lower_identity(Lower *lw, const HloOp *op, Op pop,
+                               const Term *const *x, int nx, GPtrArray *out) {
+  (void)lw;
+  (void)op;
+  (void)pop;
+  for (int i = 0; i < nx; i++)
+    g_ptr_array_add(out, (gpointer)x[i]);
+  return TRUE;
+}
+
+static gboolean lower_body(Lower *lw, const HloFunc *fn, const Scope *outer,
+                           const Term *const *args, GPtrArray *results,
+                           Loc call_at);
+
+/* func.call: the callee lowered on the operands (once per callee and
+ * operands). */
+static gboolean lower_call(Lower *lw, const HloOp *op, Op pop,
+                           const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  const HloAttr *c = hlo_op_attr(op, "callee");
+  const HloFunc *fn = c && c->s ? g_hash_table_lookup(lw->funcs, c->s) : NULL;
+  if (!fn)
+    return lfail(lw, c ? c->loc : op->loc,
+                 "call of an undefined function '@%s'", c && c->s ? c->s : "?");
+  if (nx != (int)fn->args->len)
+    return lfail(lw, op->loc, "'@%s' takes %u argument%s, not %d", fn->name,
+                 fn->args->len, fn->args->len == 1 ? "" : "s", nx);
+  GString *key = g_string_new(fn->name);
+  for (int i = 0; i < nx; i++)
+    g_string_append_printf(key, " %p", (const void *)x[i]);
+  GPtrArray *done = g_hash_table_lookup(lw->memo, key->str);
+  if (done) {
+    g_string_free(key, TRUE);
+    for (guint i = 0; i < done->len; i++)
+      g_ptr_array_add(out, g_ptr_array_index(done, i));
+    return TRUE;
+  }
+  if (lw->depth >= HLO_MAX_DEPTH) {
+    g_string_free(key, TRUE);
+    return lfail(lw, op->loc,
+                 "calls nest deeper than %d (a recursive function?)",
+                 HLO_MAX_DEPTH);
+  }
+  lw->depth++;
+  GPtrArray *results = g_ptr_array_new();
+  Scope sc = {.prefix = fn->name};
+  gboolean ok = lower_body(lw, fn, &sc, x, results, op->loc);
+  lw->depth--;
+  if (!ok) {
+    g_ptr_array_unref(results);
+    g_string_free(key, TRUE);
+    return FALSE;
+  }
+  for (guint i = 0; i < results->len; i++)
+    g_ptr_array_add(out, g_ptr_array_index(results, i));
+  g_hash_table_insert(lw->memo, g_string_free(key, FALSE), results);
+  return TRUE;
+}
+
+static gboolean lower_return(Lower *lw, const HloOp *op, Op pop,
+                             const Term *const *x, int nx, GPtrArray *out) {
+  return lower_identity(lw, op, pop, x, nx, out);
+}
+
+static const struct {
+  const char *name;
+  Lowering lower;
+  Op op;
+  int arity;
+} lowerings[] = {
+#define X(name, lowering, op, arity) {name, lowering, op, arity},
+#include "import/hlo_ops.def"
+#undef X
+};
+
+/* ---------------------------------------------------------- functions */
+
+static const Term *use_value(Lower *lw, const Scope *sc, const HloUse *u) {
+  const Group *g = g_hash_table_lookup(sc->values, u->name);
+  if (!g) {
+    lfail(lw, u->loc, "use of undefined value '%%%s'", u->name);
+    return NULL;
+  }
+  if (u->index < 0 && g->count != 1) {
+    lfail(lw, u->loc, "'%%%s' names %d values: write '%%%s#0' to '%%%s#%d'",
+          u->name, g->count, u->name, u->name, g->count - 1);
+    return NULL;
+  }
+  int k = u->index < 0 ? 0 : u->index;
+  if (k >= g->count) {
+    lfail(lw, u->loc, "'%%%s' has %d value%s; there is no '#%d'", u->name,
+          g->count, g->count == 1 ? "" : "s", k);
+    return NULL;
+  }
+  return g->terms[k];
+}
+
+static gboolean define(Lower *lw, Scope *sc, const HloDef *d,
+                       const Term *const *terms) {
+  if (g_hash_table_contains(sc->values, d->name))
+    return lfail(lw, d->loc, "'%%%s' is defined twice", d->name);
+  Group *g = g_new0(Group, 1);
+  g->count = d->count;
+  g->terms = g_memdup2(terms, sizeof(Term *) * (gsize)d->count);
+  g_hash_table_insert(sc->values, g_strdup(d->name), g);
+  return TRUE;
+}
+
+/* Lowers one operation: its operands, its terms, the types it wrote,
+ * then its names and where it came from. */
+static gboolean lower_op(Lower *lw, Scope *sc, const HloOp *op,
+                         GPtrArray *returned) {
+  g_autoptr(GPtrArray) x = g_ptr_array_new();
+  for (guint i = 0; i < op->uses->len; i++) {
+    const HloUse *u = &g_array_index(op->uses, HloUse, i);
+    const Term *t = use_value(lw, sc, u);
+    if (!t)
+      return FALSE;
+    const HloType *want = i < op->operand_types->len
+                              ? g_ptr_array_index(op->operand_types, i)
+                              : NULL;
+    if (want && want->type && want->type != t->type) {
+      g_autofree char *got = type_to_string(t->type);
+      return lfail(lw, u->loc, "'%%%s' has type %s but '%s' says %s", u->name,
+                   got, op->name, want->text);
+    }
+    g_ptr_array_add(x, (gpointer)t);
+  }
+  gsize k = 0;
+  while (k < G_N_ELEMENTS(lowerings) && strcmp(lowerings[k].name, op->name))
+    k++;
+  g_assert(k < G_N_ELEMENTS(lowerings)); /* hlo_check_support passed it */
+  gboolean ret = lowerings[k].lower == lower_return;
+  int arity = lowerings[k].arity;
+  if (arity >= 0 && (int)x->len != arity)
+    return lfail(lw, op->loc, "'%s' takes %d operand%s, not %u", op->name,
+                 arity, arity == 1 ? "" : "s", x->len);
+  int want = 0;
+  for (guint i = 0; i < op->defs->len; i++)
+    want += g_array_index(op->defs, HloDef, i).count;
+  if (!ret && (int)op->result_types->len != want)
+    return lfail(lw, op->loc, "'%s' has %u result type%s but %d result%s named",
+                 op->name, op->result_types->len,
+                 op->result_types->len == 1 ? "" : "s", want,
+                 want == 1 ? " is" : "s are");
+  g_autoptr(GPtrArray) out = g_ptr_array_new();
+  if (!lowerings[k].lower(lw, op, lowerings[k].op,
+                          (const Term *const *)x->pdata, (int)x->len, out))
+    return FALSE;
+  if (ret) {
+    g_ptr_array_extend(returned, out, NULL, NULL);
+    return TRUE;
+  }
+  if ((int)out->len != want)
+    return lfail(lw, op->loc, "'%s' gives %u result%s; %d %s named", op->name,
+                 out->len, out->len == 1 ? "" : "s", want,
+                 want == 1 ? "is" : "are");
+  for (guint i = 0; i < out->len; i++) {
+    const Term *t = g_ptr_array_index(out, i);
+    const HloType *wt = g_ptr_array_index(op->result_types, i);
+    if (t->height > PARTIR_MAX_HEIGHT)
+      return lfail(lw, op->loc,
+                   "program is too deep (more than %d nested values)",
+                   PARTIR_MAX_HEIGHT);
+    if (wt->type != t->type) {
+      g_autofree char *got = type_to_string(t->type);
+      return lfail(lw, op->loc, "'%s' computes %s but its result type says %s",
+                   op->name, got, wt->text);
+    }
+  }
+  int at = 0;
+  g_autofree char *note = hlo_loc_describe(lw->file, op->where);
+  for (guint i = 0; i < op->defs->len; i++) {
+    const HloDef *d = &g_array_index(op->defs, HloDef, i);
+    const Term *const *terms = (const Term *const *)out->pdata + at;
+    if (!define(lw, sc, d, terms))
+      return FALSE;
+    for (int j = 0; j < d->count; j++) {
+      g_autofree char *base = sanitize_name(d->name);
+      g_autofree char *raw = !base ? NULL
+                             : d->count == 1
+                                 ? g_strdup(d->name)
+                                 : g_strdup_printf("%s_%d", d->name, j);
+      if (raw)
+        name_value(lw, sc, terms[j], raw);
+      if (note && terms[j]->kind == TM_OP &&
+          !g_hash_table_contains(lw->m->notes, terms[j]))
+        g_hash_table_insert(lw->m->notes, (gpointer)terms[j], g_strdup(note));
+    }
+    at += d->count;
+  }
+  return TRUE;
+}
+
+/* Lowers the body of 'fn' on argument terms 'args' into 'results' (the
+ * returned values, checked against its result types). */
+static gboolean lower_body(Lower *lw, const HloFunc *fn, const Scope *outer,
+                           const Term *const *args, GPtrArray *results,
+                           Loc call_at) {
+  if (!fn->body)
+    return lfail(lw, call_at, "'@%s' is declared without a body", fn->name);
+  Scope sc = {.values = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                              (GDestroyNotify)group_free)};
+  g_autofree char *prefix = outer && outer->prefix
+                                ? g_strconcat(outer->prefix, ".", NULL)
+                                : g_strdup("");
+  sc.prefix = prefix;
+  gboolean ok = TRUE;
+  for (guint i = 0; ok && i < fn->args->len; i++) {
+    const HloArg *a = g_ptr_array_index(fn->args, i);
+    if (a->type && a->type->type && a->type->type != args[i]->type) {
+      g_autofree char *got = type_to_string(args[i]->type);
+      ok = lfail(lw, call_at,
+                 "argument %u of '@%s' has type %s but the "
+                 "function takes %s",
+                 i + 1, fn->name, got, a->type->text);
+      break;
+    }
+    HloDef d = {.name = a->name, .count = 1, .loc = a->loc};
+    ok = define(lw, &sc, &d, &args[i]);
+  }
+  const HloOp *last = NULL;
+  gboolean returned = FALSE;
+  for (guint i = 0; ok && i < fn->body->ops->len; i++) {
+    last = g_ptr_array_index(fn->body->ops, i);
+    if (returned)
+      ok = lfail(lw, last->loc, "an operation after the return");
+    else
+      ok = lower_op(lw, &sc, last, results);
+    returned = strcmp(last->name, "func.return") == 0 ||
+               strcmp(last->name, "stablehlo.return") == 0;
+  }
+  g_hash_table_unref(sc.values);
+  if (!ok)
+    return FALSE;
+  if (!last || (strcmp(last->name, "func.return") != 0 &&
+                strcmp(last->name, "stablehlo.return") != 0))
+    return lfail(lw, last ? last->loc : fn->body->loc,
+                 "the body of '@%s' does not end with a return", fn->name);
+  if (results->len != fn->result_types->len)
+    return lfail(lw, last->loc,
+                 "'@%s' returns %u value%s but its signature "
+                 "has %u",
+                 fn->name, results->len, results->len == 1 ? "" : "s",
+                 fn->result_types->len);
+  for (guint i = 0; i < results->len; i++) {
+    const Term *t = g_ptr_array_index(results, i);
+    const HloType *want = g_ptr_array_index(fn->result_types, i);
+    if (want->type != t->type) {
+      g_autofree char *got = type_to_string(t->type);
+      return lfail(lw, last->loc,
+                   "result %u of '@%s' has type %s but the signature says %s",
+                   i + 1, fn->name, got, want->text);
+    }
+  }
+  return TRUE;
+}
+
+/* The function a program runs: @main, else the only public one, else
+ * the only one. */
+static const HloFunc *entry(Lower *lw) {
+  const HloFunc *only_public = NULL;
+  int publics = 0;
+  for (guint i = 0; i < lw->file->funcs->len; i++) {
+    const HloFunc *fn = g_ptr_array_index(lw->file->funcs, i);
+    if (g_strcmp0(fn->name, "main") == 0)
+      return fn;
+    if (!fn->private_) {
+      only_public = fn;
+      publics++;
+    }
+  }
+  if (publics == 1)
+    return only_public;
+  if (lw->file->funcs->len == 1)
+    return g_ptr_array_index(lw->file->funcs, 0);
+  const HloFunc *first = g_ptr_array_index(lw->file->funcs, 0);
+  lfail(lw, first->loc, "%d public functions and none is '@main'", publics);
+  return NULL;
+}
+
+Module *hlo_lower(const HloFile *f, Diag *diag) {
+  g_autoptr(Module) m = module_new();
+  Lower lw = {.file = f, .m = m, .diag = diag};
+  lw.funcs = g_hash_table_new(g_str_hash, g_str_equal);
+  lw.taken = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  lw.memo = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                  (GDestroyNotify)g_ptr_array_unref);
+  for (guint i = 0; i < f->funcs->len; i++) {
+    const HloFunc *fn = g_ptr_array_index(f->funcs, i);
+    const HloFunc *old = g_hash_table_lookup(lw.funcs, fn->name);
+    if (old) {
+      lfail(&lw, fn->loc, "function '@%s' is defined twice", fn->name);
+      diag_note(diag, old->loc, "first defined here");
+      break;
+    }
+    g_hash_table_insert(lw.funcs, fn->name, (gpointer)fn);
+  }
+  const HloFunc *fn = lw.failed ? NULL : entry(&lw);
+  Func *out = NULL;
+  if (fn) {
+    out = g_new0(Func, 1);
+    out->name = g_strdup(fn->name);
+    out->loc = fn->loc;
+    out->nargs = (int)fn->args->len;
+    out->arg_names = g_new0(char *, fn->args->len + 1);
+    out->arg_types = g_new0(const Type *, MAX(fn->args->len, 1));
+    g_autofree const Term **args = g_new0(const Term *, MAX(fn->args->len, 1));
+    for (guint i = 0; i < fn->args->len; i++) {
+      const HloArg *a = g_ptr_array_index(fn->args, i);
+      const char *loc_name = arg_loc_name(f, a->where);
+      g_autofree char *base = sanitize_name(loc_name ? loc_name : a->name);
+      if (!base)
+        base = g_strdup_printf("arg%u", i);
+      out->arg_names[i] = unique_name(&lw, base);
+      out->arg_types[i] = a->type->type;
+      args[i] = term_arg((int)i, a->type->type);
+    }
+    out->nresults = (int)fn->result_types->len;
+    out->result_types = g_new0(const Type *, MAX(fn->result_types->len, 1));
+    for (guint i = 0; i < fn->result_types->len; i++)
+      out->result_types[i] =
+          ((const HloType *)g_ptr_array_index(fn->result_types, i))->type;
+    g_autoptr(GPtrArray) results = g_ptr_array_new();
+    if (out->nresults == 0)
+      lfail(&lw, fn->loc, "function '@%s' returns nothing", fn->name);
+    else if (lower_body(&lw, fn, NULL, args, results, fn->loc))
+      out->body =
+          term_tuple(out->nresults, (const Term *const *)results->pdata);
+  }
+  g_hash_table_unref(lw.funcs);
+  g_hash_table_unref(lw.taken);
+  g_hash_table_unref(lw.memo);
+  if (lw.failed || !out) {
+    func_free(out);
+    return NULL;
+  }
+  g_ptr_array_add(m->funcs, out);
+  return g_steal_pointer(&m);
+}

@@ -1,0 +1,285 @@
+/* support.c — which operations partir can express, judged all at once.
+ *
+ * An export from JAX is a whole model; when partir cannot express some
+ * of it, the user wants the whole list, not the first refusal and then
+ * another after each fix.  So every operation of every function is
+ * judged (calls or not), and one diagnostic lists each refused
+ * operation with its file:line:col, the reason and the source line.
+ *
+ * An operation is supported when its name is in hlo_ops.def, its types
+ * are tensors partir has (static shapes, f32 f64 bf16 i32 i64 i1), and
+ * the few operations whose meaning depends on more (power on integers,
+ * a bitwise 'and', a reduce over minimum, a total-order comparison) say
+ * what partir expresses exactly.  Operations inside the region of a
+ * refused one are not judged again: the outer one is listed.
+ *
+ * requires: an HloFile from hlo_read.
+ */
+#include "import/import.h"
+
+#include <string.h>
+
+static const char *const supported[] = {
+#define X(name, lowering, op, arity) name,
+#include "import/hlo_ops.def"
+#undef X
+    NULL};
+
+/* What partir lacks, for the operations exports contain most. */
+static const struct {
+  const char *name;
+  const char *why;
+} known_refusals[] = {
+    {"stablehlo.while", "control flow (partir programs have no loops)"},
+    {"stablehlo.if", "control flow (partir programs have no branches)"},
+    {"stablehlo.case", "control flow (partir programs have no branches)"},
+    {"stablehlo.convolution", "partir has no convolution"},
+    {"stablehlo.gather", "indexing by runtime values"},
+    {"stablehlo.scatter", "indexing by runtime values"},
+    {"stablehlo.dynamic_slice", "indexing by runtime values"},
+    {"stablehlo.dynamic_update_slice", "indexing by runtime values"},
+    {"stablehlo.sort", "partir has no sort"},
+    {"stablehlo.reduce_window", "windowed reductions"},
+    {"stablehlo.select_and_scatter", "windowed reductions"},
+    {"stablehlo.rng", "random numbers"},
+    {"stablehlo.rng_bit_generator", "random numbers"},
+    {"stablehlo.all_reduce", "a collective: import the global program"},
+    {"stablehlo.all_gather", "a collective: import the global program"},
+    {"stablehlo.reduce_scatter", "a collective: import the global program"},
+    {"stablehlo.all_to_all", "a collective: import the global program"},
+    {"stablehlo.collective_permute", "a collective: import the global program"},
+    {"stablehlo.pad", "partir has no pad"},
+    {"stablehlo.reverse", "partir has no reverse"},
+    {"stablehlo.remainder", "partir has no remainder"},
+    {"stablehlo.floor", "partir has no floor"},
+    {"stablehlo.ceil", "partir has no ceil"},
+    {"stablehlo.round_nearest_even", "partir has no rounding operator"},
+    {"stablehlo.round_nearest_afz", "partir has no rounding operator"},
+    {"stablehlo.log_plus_one",
+     "partir has no log1p (log(1 + x) loses what it keeps)"},
+    {"stablehlo.exponential_minus_one",
+     "partir has no expm1 (exp(x) - 1 loses what it keeps)"},
+    {"stablehlo.bitcast_convert", "partir has no bit casts"},
+};
+
+/* The reason a type cannot be imported, or NULL. */
+static char *type_refusal(const HloType *t) {
+  if (!t || t->type)
+    return NULL;
+  return g_strdup_printf("type %s: %s", t->text, t->why);
+}
+
+static gboolean is_float_type(const HloType *t) {
+  return t && t->type && dtype_is_float(t->type->dtype);
+}
+
+static gboolean is_i1_type(const HloType *t) {
+  return t && t->type && t->type->dtype == DT_I1;
+}
+
+static const HloType *operand_type(const HloOp *op, guint i) {
+  return i < op->operand_types->len ? g_ptr_array_index(op->operand_types, i)
+                                    : NULL;
+}
+
+static const HloType *result_type(const HloOp *op, guint i) {
+  return i < op->result_types->len ? g_ptr_array_index(op->result_types, i)
+                                   : NULL;
+}
+
+/* Whether converting 'from' to 'to' keeps every value (a contraction
+ * whose result type is wider than its operands' computes in the wider
+ * type). */
+static gboolean widens_exactly(DType from, DType to) {
+  return from == to || (from == DT_BF16 && (to == DT_F32 || to == DT_F64)) ||
+         (from == DT_F32 && to == DT_F64) || (from == DT_I32 && to == DT_I64);
+}
+
+/* The binary operation a reduce applies: its 'applies' word, or the one
+ * operation of its body applied to the block's two arguments; NULL when
+ * the body does more. */
+static const char *reducer_of(const HloOp *op) {
+  const HloAttr *w = hlo_op_attr(op, "applies");
+  if (w && w->kind == HA_WORD)
+    return w->s;
+  if (op->regions->len != 1)
+    return NULL;
+  const HloRegion *g = g_ptr_array_index(op->regions, 0);
+  if (g->blocks != 1 || g->args->len != 2 || g->ops->len != 2)
+    return NULL;
+  const HloOp *body = g_ptr_array_index(g->ops, 0);
+  const HloOp *ret = g_ptr_array_index(g->ops, 1);
+  if (body->uses->len != 2 || body->defs->len != 1 ||
+      g_array_index(body->defs, HloDef, 0).count != 1 ||
+      strcmp(ret->name, "stablehlo.return") != 0 || ret->uses->len != 1 ||
+      strcmp(g_array_index(ret->uses, HloUse, 0).name,
+             g_array_index(body->defs, HloDef, 0).name) != 0)
+    return NULL;
+  const HloArg *a = g_ptr_array_index(g->args, 0);
+  const HloArg *b = g_ptr_array_index(g->args, 1);
+  const char *x = g_array_index(body->uses, HloUse, 0).name;
+  const char *y = g_array_index(body->uses, HloUse, 1).name;
+  if (!((strcmp(x, a->name) == 0 && strcmp(y, b->name) == 0) ||
+        (strcmp(x, b->name) == 0 && strcmp(y, a->name) == 0)))
+    return NULL;
+  return body->name;
+}
+
+/* The checks of operations whose support depends on their types or
+ * attributes. */
+static char *refine(const HloOp *op) {
+  const char *n = op->name;
+  const HloType *x = operand_type(op, 0);
+  if (strcmp(n, "stablehlo.power") == 0 && !is_float_type(x))
+    return g_strdup("on integers (partir's pow takes "
+                    "floats)");
+  if (strcmp(n, "stablehlo.compare") == 0) {
+    const HloAttr *ct = hlo_op_attr(op, "compare_type");
+    const char *type = ct && (ct->kind == HA_WORD) ? ct->s : NULL;
+    if (type && strcmp(type, "TOTALORDER") == 0)
+      return g_strdup("compare_type TOTALORDER (partir compares floats by "
+                      "IEEE rules)");
+    if (type && strcmp(type, "UNSIGNED") == 0 && !is_i1_type(x))
+      return g_strdup("an UNSIGNED comparison (partir's integers are "
+                      "signed)");
+  }
+  if ((strcmp(n, "stablehlo.not") == 0 || strcmp(n, "stablehlo.and") == 0 ||
+       strcmp(n, "stablehlo.or") == 0 || strcmp(n, "stablehlo.xor") == 0) &&
+      !is_i1_type(x))
+    return g_strdup_printf("a bitwise '%s' on %s (partir has logical "
+                           "operations on i1 only)",
+                           n + strlen("stablehlo."), x ? x->text : "?");
+  if (strcmp(n, "stablehlo.reduce") == 0) {
+    if (op->uses->len != 2)
+      return g_strdup_printf("a reduce of %u inputs at once",
+                             op->uses->len / 2);
+    const char *body = reducer_of(op);
+    if (!body)
+      return g_strdup("a reduce whose body is not one add or maximum");
+    gboolean ok = strcmp(body, "stablehlo.add") == 0 ||
+                  strcmp(body, "stablehlo.maximum") == 0 ||
+                  (strcmp(body, "stablehlo.or") == 0 && is_i1_type(x));
+    if (!ok)
+      return g_strdup_printf("a reduce over %s (partir has reduce_sum and "
+                             "reduce_max)",
+                             body);
+  }
+  if (strcmp(n, "stablehlo.dot_general") == 0 ||
+      strcmp(n, "stablehlo.dot") == 0) {
+    const HloType *y = operand_type(op, 1), *z = result_type(op, 0);
+    if (x && y && z && x->type && y->type && z->type &&
+        (!widens_exactly(x->type->dtype, z->type->dtype) ||
+         !widens_exactly(y->type->dtype, z->type->dtype)))
+      return g_strdup_printf("a contraction of %s and %s into %s "
+                             "(partir computes in the operands' type)",
+                             dtype_name(x->type->dtype),
+                             dtype_name(y->type->dtype),
+                             dtype_name(z->type->dtype));
+  }
+  if (strcmp(n, "stablehlo.custom_call") == 0) {
+    const HloAttr *t = hlo_op_attr(op, "call_target_name");
+    const char *target = t && t->s ? t->s : "?";
+    /* @Sharding marks a value with a sharding: the value itself */
+    if (strcmp(target, "Sharding") != 0 || op->uses->len != 1 ||
+        op->result_types->len != 1)
+      return g_strdup_printf("custom call @%s", target);
+  }
+  if (strcmp(n, "stablehlo.constant") == 0 ||
+      strcmp(n, "arith.constant") == 0 || strcmp(n, "sdy.constant") == 0) {
+    const HloAttr *v = hlo_op_attr(op, "value");
+    if (v && v->kind == HA_OPAQUE)
+      return g_strdup_printf("a constant held as %s", v->s);
+    if (!v || v->kind != HA_DENSE)
+      return g_strdup("a constant that is not 'dense<...>'");
+  }
+  if (op->regions->len > 0 && strcmp(n, "stablehlo.reduce") != 0)
+    return g_strdup_printf("%s with a region", n);
+  return NULL;
+}
+
+char *hlo_unsupported(const HloOp *op) {
+  if (op->opaque || !g_strv_contains(supported, op->name)) {
+    for (gsize i = 0; i < G_N_ELEMENTS(known_refusals); i++)
+      if (strcmp(op->name, known_refusals[i].name) == 0)
+        return g_strdup(known_refusals[i].why);
+    if (op->opaque && g_strv_contains(supported, op->name))
+      return g_strdup("this form of it");
+    return g_strdup("partir has no operator for it");
+  }
+  for (guint i = 0; i < op->operand_types->len; i++) {
+    char *why = type_refusal(g_ptr_array_index(op->operand_types, i));
+    if (why)
+      return why;
+  }
+  for (guint i = 0; i < op->result_types->len; i++) {
+    char *why = type_refusal(g_ptr_array_index(op->result_types, i));
+    if (why)
+      return why;
+  }
+  return refine(op);
+}
+
+typedef struct Refusals {
+  Diag *diag;
+  int count;
+  const char *file;
+} Refusals;
+
+static void refuse(Refusals *rf, Loc at, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+static void refuse(Refusals *rf, Loc at, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  diag_error(rf->diag, at, "%s", msg);
+  rf->count++;
+}
+
+/* Judges the operations of a region, and the regions of the supported
+ * ones (a reduce's body is judged by 'refine'). */
+static void check_region(Refusals *rf, const HloRegion *g) {
+  if (g->blocks > 1)
+    refuse(rf, g->loc,
+           "a region of %d blocks: branches (partir programs "
+           "have no control flow)",
+           g->blocks);
+  for (guint i = 0; i < g->ops->len; i++) {
+    const HloOp *op = g_ptr_array_index(g->ops, i);
+    g_autofree char *why = hlo_unsupported(op);
+    if (why)
+      refuse(rf, op->loc, "'%s' is not supported: %s", op->name, why);
+  }
+}
+
+gboolean hlo_check_support(const HloFile *f, Diag *diag) {
+  g_autoptr(Diag) list = diag_new(f->src);
+  Refusals rf = {.diag = list, .file = f->src->name};
+  for (guint i = 0; i < f->funcs->len; i++) {
+    const HloFunc *fn = g_ptr_array_index(f->funcs, i);
+    for (guint k = 0; k < fn->args->len; k++) {
+      const HloArg *a = g_ptr_array_index(fn->args, k);
+      g_autofree char *why = type_refusal(a->type);
+      if (why)
+        refuse(&rf, a->loc, "argument %%%s of @%s is not supported: %s",
+               a->name, fn->name, why);
+    }
+    for (guint k = 0; k < fn->result_types->len; k++) {
+      const HloType *t = g_ptr_array_index(fn->result_types, k);
+      g_autofree char *why = type_refusal(t);
+      if (why)
+        refuse(&rf, t->loc, "result %u of @%s is not supported: %s", k + 1,
+               fn->name, why);
+    }
+    if (fn->body)
+      check_region(&rf, fn->body);
+  }
+  if (rf.count == 0)
+    return TRUE;
+  diag_append_reason(diag,
+                     "%s: %d operation%s partir cannot express (nothing "
+                     "was imported):\n",
+                     f->src->name, rf.count, rf.count == 1 ? "" : "s");
+  diag_append(diag, list);
+  return FALSE;
+}

@@ -1,0 +1,188 @@
+#!/bin/sh
+# StableHLO import (docs/stablehlo.md).  What JAX exports from the
+# project's models, and hand-written files that XLA itself ran, must
+# import and compute what JAX/XLA computed (tests/fixtures/stablehlo/
+# gen_jax.py made the fixtures; no JAX is needed here); the generic and
+# pretty forms import alike; every command takes .mlir; partitioning an
+# import works; every operation partir cannot express is listed in one
+# error; bad input gets a positioned error, never a crash.
+. "$top_srcdir/tests/tap.sh"
+fx=$top_srcdir/tests/fixtures/stablehlo
+ex_fx=$top_srcdir/tests/fixtures/examples
+ex=$top_srcdir/examples
+
+# arg_names FILE: the arguments of the program FILE imports to, in order.
+arg_names() {
+  "$PARTIR" import "$1" | sed -n '1{s/^func @[^(]*(//;s/) ->.*//;p;}' |
+    tr ',' '\n' | sed 's/^ *%//;s/:.*//'
+}
+
+# inputs FILE NPY...: '-i NAME=NPY' for each argument of FILE, in order.
+inputs() {
+  f=$1
+  shift
+  for name in $(arg_names "$f"); do
+    printf ' -i %s=%s' "$name" "$1"
+    shift
+  done
+}
+
+# near GOT WANT REL DESC: every element of GOT within REL times the
+# largest magnitude of WANT (integers, NaN and infinities exactly), as
+# one TAP line of ours.
+near() {
+  if "$FIXTURE_RUNNER" --npy-near "$1" "$2" "$3" >"$tmp/near" 2>&1 &&
+    grep -q '^ok' "$tmp/near"; then
+    ok "$4"
+  else
+    not_ok "$4"
+    show "$tmp/near"
+  fi
+}
+
+# ---------------------------------------------- JAX's models, JAX's values
+# Tolerance: every element within 1e-5 of the largest magnitude of JAX's
+# result (JAX accumulates its products in f32, partir in double; both
+# round each result to f32, docs/language.md); what XLA ran of the
+# hand-written files (integers, i1, constants) exactly.
+model_inputs() {
+  case $1 in
+  mlp) echo "$ex_fx/mlp.x.npy $ex_fx/mlp.w.npy $ex_fx/mlp.u.npy" ;;
+  transformer_layer)
+    for a in x ln1_g ln1_b wq wk wv wo ln2_g ln2_b w1 b1 w2 b2; do
+      printf '%s ' "$ex_fx/transformer.$a.npy"
+    done
+    ;;
+  mlp_relu) echo "$fx/mlp_relu.x.npy $fx/mlp_relu.w0.npy $fx/mlp_relu.w1.npy" ;;
+  mlp_train_step)
+    echo "$fx/mlp_train_step.x.npy $fx/mlp_train_step.y.npy" \
+      "$fx/mlp_train_step.w0.npy $fx/mlp_train_step.w1.npy"
+    ;;
+  ops)
+    for a in x y w b p i; do printf '%s ' "$fx/ops.$a.npy"; done
+    ;;
+  constants) echo "$fx/constants.x.npy" ;;
+  torch_xla) echo "$fx/torch_xla.b.npy $fx/torch_xla.w.npy $fx/torch_xla.x.npy" ;;
+  esac
+}
+
+# run_model NAME FILE REL: runs FILE on NAME's inputs and compares each
+# result with NAME.expected<k>.npy (the results' files are named as
+# 'partir run' prints them, in order).
+run_model() {
+  name=$1 file=$2
+  out=$tmp/run-$(basename "$file")
+  # shellcheck disable=SC2046 # word splitting wanted: the -i options
+  if $VALGRIND "$PARTIR" run "$file" $(inputs "$file" $(model_inputs "$name")) \
+    -o "$out" >"$tmp/stdout" 2>"$tmp/err"; then
+    ok "$(basename "$file") runs on $name's inputs"
+  else
+    not_ok "$(basename "$file") runs on $name's inputs"
+    show "$tmp/err"
+    return
+  fi
+  k=0
+  for result in $(sed -n 's/^\([^ []*\) = .*/\1/p' "$tmp/stdout"); do
+    near "$out/$result.npy" "$fx/$name.expected$k.npy" "$3" \
+      "$(basename "$file") result $k is what JAX/XLA computed"
+    k=$((k + 1))
+  done
+  check "$(basename "$file"): as many results as JAX/XLA gave" \
+    test "$k" -eq "$(find "$fx" -name "$name.expected*.npy" | wc -l)"
+}
+
+for name in mlp mlp_relu mlp_train_step transformer_layer; do
+  for form in mlir generic.mlir debug.mlir; do
+    run_model "$name" "$fx/$name.$form" 1e-5
+  done
+done
+run_model ops "$fx/ops.pretty.mlir" 1e-6
+run_model ops "$fx/ops.generic.mlir" 1e-6
+run_model constants "$fx/constants.mlir" 0
+run_model torch_xla "$fx/torch_xla.mlir" 1e-6
+
+# ------------------------------------------------------- the two forms
+check "ops.pretty.mlir and ops.generic.mlir (MLIR's generic print) compute alike" \
+  sh -c "'$PARTIR' run '$fx/ops.pretty.mlir' --seed 5 >'$tmp/p' &&
+         '$PARTIR' run '$fx/ops.generic.mlir' --seed 5 >'$tmp/g' &&
+         test -s '$tmp/p' && cmp -s '$tmp/p' '$tmp/g'"
+for name in mlp_train_step transformer_layer; do
+  check "$name: the pretty and generic exports compute alike" \
+    sh -c "'$PARTIR' run '$fx/$name.mlir' --seed 5 >'$tmp/p' &&
+           '$PARTIR' run '$fx/$name.generic.mlir' --seed 5 >'$tmp/g' &&
+           test -s '$tmp/p' && cmp -s '$tmp/p' '$tmp/g'"
+done
+
+# ------------------------------------------------- names and locations
+"$PARTIR" import "$fx/mlp.debug.mlir" >"$tmp/mlp.pir" 2>"$tmp/err"
+check "the arguments take the names of their locations (loc(\"x\"))" \
+  grep -q '^func @main(%x: tensor<16x256xf32>, %w: tensor<256x256xf32>, %u: tensor<256x256xf32>)' "$tmp/mlp.pir"
+check "an operation's location is a comment: its name and where in the model" \
+  grep -qF '// jit(mlp)/dot_general at tests/fixtures/stablehlo/gen_jax.py:' "$tmp/mlp.pir"
+check "the source's value names are kept (%cst_0), numbered ones are not" \
+  sh -c "'$PARTIR' import '$fx/transformer_layer.mlir' | grep -q '^  %cst_0 = constant'"
+check "an inlined function's names carry its name (%relu.cst)" \
+  sh -c "'$PARTIR' import '$fx/mlp_relu.mlir' | grep -q '%relu.cst = constant'"
+check "the import parses back as .pir and prints the same (but the comments)" \
+  sh -c "'$PARTIR' import '$fx/transformer_layer.debug.mlir' -o '$tmp/tf.pir' &&
+         '$PARTIR' fmt '$tmp/tf.pir' >'$tmp/tf2.pir' &&
+         sed 's|  // .*||' '$tmp/tf.pir' | cmp -s - '$tmp/tf2.pir'"
+check "the exact .pir text of the constants" \
+  sh -c "'$PARTIR' import '$fx/constants.mlir' | diff -u '$fx/constants.pir' - >'$tmp/diff'"
+
+# ------------------------------------------- every command takes .mlir
+relu=$fx/mlp_relu.mlir
+check "check FILE.mlir" quiet "$PARTIR" check "$relu"
+check "a StableHLO file named otherwise is recognized by its text" \
+  sh -c "cp '$relu' '$tmp/model.txt' && '$PARTIR' check '$tmp/model.txt' >/dev/null"
+check "rewrite FILE.mlir" quiet "$PARTIR" rewrite "$relu" --do 'arg-tile 0 0 8; propagate'
+check "lower FILE.mlir" quiet "$PARTIR" lower "$relu" --mesh model=2
+check "cost FILE.mlir" quiet "$PARTIR" cost "$relu" --mesh model=2
+check "exec FILE.mlir (compiled) agrees with JAX" \
+  sh -c "'$PARTIR' exec '$relu' $(inputs "$relu" $(model_inputs mlp_relu)) -o '$tmp/exec' >/dev/null"
+near "$tmp/exec/result0.npy" "$fx/mlp_relu.expected0.npy" 1e-5 \
+  "exec's result is what JAX computed"
+check "partir-repl FILE.mlir" \
+  sh -c "echo 'arg-tile 0 0 8. propagate.' | '$PARTIR_REPL' '$relu' >'$tmp/repl' 2>&1 &&
+         grep -q 'partir.tile' '$tmp/repl'"
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"reset","params":{"path":"'"$relu"'","mesh":"model=2"}}' |
+  "$PARTIR_REPL" --json --allow "$fx" >"$tmp/proto" 2>&1
+check "the protocol's reset takes a .mlir path" \
+  sh -c "grep -q '\"result\"' '$tmp/proto' && ! grep -q '\"error\"' '$tmp/proto'"
+
+# ------------------------------------- partitioning a JAX export (Megatron)
+check "tactic megatron.lua on the JAX export" quiet \
+  "$PARTIR" tactic "$top_srcdir/tactics/megatron.lua" "$relu" --mesh model=2 \
+  -o "$tmp/mega.pir"
+"$PARTIR" lower "$tmp/mega.pir" --mesh model=2 --stats >"$tmp/stats" 2>&1
+check "...lowers on model=2 with exactly one all_reduce" \
+  grep -Eq '^  all_reduce over model +1 ' "$tmp/stats"
+check "...and computes what JAX computed" \
+  sh -c "'$PARTIR' run '$tmp/mega.pir' $(inputs "$relu" $(model_inputs mlp_relu)) -o '$tmp/mega' >/dev/null"
+near "$tmp/mega/result0.npy" "$fx/mlp_relu.expected0.npy" 1e-5 \
+  "...its result is JAX's"
+
+# ---------------------------------------------------- what is refused
+"$PARTIR" check "$fx/unsupported.mlir" >/dev/null 2>"$tmp/unsup"
+st=$?
+check "unsupported operations: exit status 1" test $st -eq 1
+(cd "$top_srcdir" && "$PARTIR" check tests/fixtures/stablehlo/unsupported.mlir) \
+  >/dev/null 2>"$tmp/unsup"
+check "one error lists every unsupported operation with file:line:col" \
+  sh -c "diff -u '$fx/unsupported.expected' '$tmp/unsup' >'$tmp/diff'"
+[ -s "$tmp/diff" ] && show "$tmp/diff"
+
+# bad input: the first line of each file says what the error must say
+for f in "$fx"/bad/*.mlir; do
+  want=$(sed -n '1s/^\/\/ expect: //p' "$f")
+  (cd "$fx" && $VALGRIND "$PARTIR" check "bad/$(basename "$f")") \
+    >/dev/null 2>"$tmp/err"
+  st=$?
+  if [ $st -eq 1 ] && grep -qF -- "$want" "$tmp/err"; then
+    ok "bad/$(basename "$f"): $want"
+  else
+    not_ok "bad/$(basename "$f"): status $st, wanted: $want"
+    show "$tmp/err"
+  fi
+done
+done_testing
