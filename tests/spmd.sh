@@ -351,4 +351,25 @@ check "Megatron then ZeRO: a device stores a part of its Megatron chunk" \
   grep -qF '%l0_w1: tensor<32x16xf32> {dist = [[], ["model", "data"]]}' "$tmp/t4.mz.spmd"
 check "...and the devices agree with the interpreter" \
   grep -q 'results agree with the interpreter' "$tmp/t4.mz.spmd"
+# Propagation produces a reduce_scatter (issue 14, item 4): x's columns
+# and w's rows split over model make the matmul a sum over model; tiling
+# the relu after it by rows over the same axis pushes the slice to the
+# sum, where it stays, quietly: a reduce_scatter of the 16x64 product
+# (each device keeps 8 rows: 4096 B in, half of it sent), no all_reduce.
+cat >"$tmp/rs.pir" <<'EOF2'
+func @f(%x: tensor<16x256xf32>, %w: tensor<256x64xf32>) -> tensor<16x64xf32> {
+  %0 = matmul(%x, %w)
+  %1 = relu(%0)
+  return %1
+}
+EOF2
+"$PARTIR" rewrite "$tmp/rs.pir" --do 'arg-tile %w 0 128 model. propagate. tile %4 0 8 model. propagate.' \
+  -o "$tmp/rs.t.pir" 2>"$tmp/rs.err"
+check "a row split after a contraction split over one axis: no warning" \
+  sh -c "test $? -eq 0 && ! test -s '$tmp/rs.err'"
+"$PARTIR" cost "$tmp/rs.t.pir" --mesh model=2 >"$tmp/rs.cost"
+check "...one reduce_scatter of 2048 B sent, no all_reduce" sh -c \
+  "grep -Eq '^  reduce_scatter +model +2 +1  2048 B' '$tmp/rs.cost' && ! grep -q all_reduce '$tmp/rs.cost'"
+check "...and the devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/rs.t.pir" --mesh model=2 --simulate
 done_testing

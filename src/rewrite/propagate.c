@@ -208,7 +208,12 @@ static const Term *try_rules(Norm *n, const Term *t) {
       /* a slice of a tile across its dimension: a re-split */
       const Term *x = t->kind == TM_SLICE ? t->args[0] : NULL;
       gboolean across = x && x->kind == TM_TILE && x->index != t->index;
-      note_nested(n, nested, across ? x : NULL, t->index, msg);
+      /* a slice of a sum over the same axis is what a reduce_scatter
+       * lowers from: the split wanted there, nothing to report */
+      gboolean scatter =
+          x && x->kind == TM_SUM && g_strcmp0(x->axis, nested) == 0;
+      if (!scatter)
+        note_nested(n, nested, across ? x : NULL, t->index, msg);
       continue;
     }
     if (out)
