@@ -292,6 +292,13 @@ const Term *term_slice(int dim, const Term *x, const Term *r, Diag *err) {
    * range's size; a reshape carries a split to a dimension of another
    * size (128 columns in 2 parts are 4 heads in 2 parts). */
   int64_t size = x->type->dims[dim], parts = r->type->n / r->type->w;
+  if (parts < 1) { /* range<1,4>: its tile refuses it, after this */
+    diag_reason(err,
+                "partir.slice: range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                "> has no whole part",
+                r->type->n, r->type->w);
+    return NULL;
+  }
   if (size % parts != 0) {
     diag_reason(err,
                 "partir.slice: range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
