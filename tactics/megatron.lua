@@ -1,7 +1,9 @@
 -- megatron.lua: Megatron-style model parallelism.
 --
 -- Walks the program in order and classifies each weight (an argument
--- used as the right operand of matmul or dot_general):
+-- contracted with an activation by matmul or dot_general: the right
+-- operand, or the left one when the right is no argument, as JAX's
+-- einsums put q, k and v projections):
 --   column-parallel when its input activation is replicated: split its
 --     first output (free) dimension; the activation it produces is split;
 --   row-parallel when its input activation is split: split its first
@@ -33,19 +35,37 @@ local function contains(list, x)
 end
 
 -- The weight's dimension to split: its first free dimension (column) or
--- its first contracting dimension (row).
-local function weight_dim(v, rank, row)
-  if v.op == "matmul" then
-    return row and 0 or 1
+-- its first contracting dimension (row).  'side' is 2 for a right
+-- operand, 1 for a left one.
+local function weight_dim(v, rank, row, side)
+  if v.op == "matmul" then -- x[i,k] w[k,j], or w[i,k] x[k,j]
+    if side == 2 then
+      return row and 0 or 1
+    end
+    return row and 1 or 0
   end
   local a = v.attrs
+  local contract = side == 2 and a.rhs_contract or a.lhs_contract
+  local batch = side == 2 and a.rhs_batch or a.lhs_batch
   if row then
-    return a.rhs_contract[1]
+    return contract[1]
   end
   for d = 0, rank - 1 do
-    if not contains(a.rhs_contract, d) and not contains(a.rhs_batch, d) then
+    if not contains(contract, d) and not contains(batch, d) then
       return d
     end
+  end
+  return nil
+end
+
+-- Which operand of contraction 'v' is a weight: 2 (right), 1 (left, when
+-- the right is no argument), or nil.
+local function weight_side(v, args)
+  local ops = v.operands
+  if args[ops[2]] then
+    return 2
+  elseif args[ops[1]] then
+    return 1
   end
   return nil
 end
@@ -66,17 +86,19 @@ return function(s, mesh, opts)
     for _, o in ipairs(ops) do
       any = any or split[o] or false
     end
-    if is_contraction(v) and args[ops[2]] and not plan[ops[2]] then
-      local w = args[ops[2]]
-      local row = split[ops[1]] or false
-      local dim = weight_dim(v, #w.shape, row)
+    local side = is_contraction(v) and weight_side(v, args) or nil
+    local other = side and ops[3 - side]
+    if side and not plan[ops[side]] then
+      local w = args[ops[side]]
+      local row = split[other] or false
+      local dim = weight_dim(v, #w.shape, row, side)
       if dim then
         plan[w.name] = dim
         order[#order + 1] = w.name
         split[v.name] = not row
       end
-    elseif is_contraction(v) and args[ops[2]] then
-      split[v.name] = not split[ops[1]] -- a weight used again: same role
+    elseif side then
+      split[v.name] = not split[other] -- a weight used again: same role
     else
       split[v.name] = any
     end

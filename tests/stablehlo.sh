@@ -161,6 +161,22 @@ check "...and computes what JAX computed" \
   sh -c "'$PARTIR' run '$tmp/mega.pir' $(inputs "$relu" $(model_inputs mlp_relu)) -o '$tmp/mega' >/dev/null"
 near "$tmp/mega/result0.npy" "$fx/mlp_relu.expected0.npy" 1e-5 \
   "...its result is JAX's"
+# JAX's transformer layer: its einsums contract the q, k, v projections
+# as left operands; Megatron finds them there too and gives a layer's
+# two all_reduces (attention, MLP) and nothing else, where it gave three
+# and a shard when it looked only at right operands
+tf=$fx/transformer_layer.mlir
+check "tactic megatron.lua on JAX's transformer layer" quiet \
+  "$PARTIR" tactic "$top_srcdir/tactics/megatron.lua" "$tf" --mesh model=2 \
+  -o "$tmp/mega-tf.pir"
+"$PARTIR" lower "$tmp/mega-tf.pir" --mesh model=2 --stats >"$tmp/stats-tf" 2>&1
+check "...lowers on model=2 with exactly two all_reduces and no other collective" \
+  sh -c "grep -Eq '^  all_reduce over model +2 ' '$tmp/stats-tf' &&
+         test \$(grep -Ec '^  [a-z_]+ over ' '$tmp/stats-tf') -eq 1"
+check "...and computes what JAX computed" \
+  sh -c "'$PARTIR' run '$tmp/mega-tf.pir' $(inputs "$tf" $(model_inputs transformer_layer)) -o '$tmp/mega-tf' >/dev/null"
+near "$tmp/mega-tf/result0.npy" "$fx/transformer_layer.expected0.npy" 1e-5 \
+  "...its result is JAX's"
 
 # ---------------------------------------------------- what is refused
 "$PARTIR" check "$fx/unsupported.mlir" >/dev/null 2>"$tmp/unsup"
