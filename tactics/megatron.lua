@@ -14,7 +14,10 @@
 -- in exactly one sum.  Elementwise operands such as biases are split by
 -- propagation.
 --
--- options: axis  the mesh axis (default "model")
+-- options: axis    the mesh axis (default "model")
+--          inputs  comma-separated arguments that are data, never weights
+--                  (default: the first argument; a training step
+--                  contracts its input in the backward pass)
 --
 -- What propagate could not resolve (its report) fails the tactic with
 -- the report: a weight whose split does not reach its block is not
@@ -74,9 +77,19 @@ return function(s, mesh, opts)
   opts = opts or {}
   local axis = opts.axis or "model"
   local parts = C.axis_size(mesh, axis)
-  local args = {}
+  local inputs = {}
+  local listed = C.split(opts.inputs)
+  if #listed == 0 then
+    listed = { s:args()[1].name }
+  end
+  for _, name in ipairs(listed) do
+    inputs[C.arg(s, name).name] = true
+  end
+  local args = {} -- the arguments that may be weights
   for _, a in ipairs(s:args()) do
-    args[a.name] = a
+    if not inputs[a.name] then
+      args[a.name] = a
+    end
   end
   local split = {} -- value name -> true when it carries a split activation
   local plan, order = {}, {}
