@@ -178,6 +178,26 @@ check "...and computes what JAX computed" \
 near "$tmp/mega-tf/result0.npy" "$fx/transformer_layer.expected0.npy" 1e-5 \
   "...its result is JAX's"
 
+# JAX's SGD step of the 2-layer MLP (x 8x32, y 8x16, w1 32x32, w2 32x16):
+# data parallel on batch=2 all-reduces the two gradients and the loss
+# (ring over 2: half of 4096 + 2048 + 4 B each way, 6148 B sent);
+# Megatron on model=2 sums the forward's row-parallel output once (8x16
+# f32, 512 B sent) and needs nothing in the backward (x's gradient is
+# not computed; w1's and w2's stay split as the weights are)
+ts=$fx/mlp_train_step.mlir
+"$PARTIR" tactic "$top_srcdir/tactics/batch.lua" "$ts" --mesh batch=2 -o "$tmp/ts-b.pir" 2>/dev/null
+"$PARTIR" cost "$tmp/ts-b.pir" --mesh batch=2 >"$tmp/ts-b.cost" 2>&1
+check "a JAX training step, data parallel: 3 all_reduces over batch, 6148 B" \
+  grep -Eq '^  all_reduce +batch +2 +3  6148 B' "$tmp/ts-b.cost"
+"$PARTIR" tactic "$top_srcdir/tactics/megatron.lua" "$ts" --mesh model=2 -o "$tmp/ts-m.pir" 2>/dev/null
+"$PARTIR" cost "$tmp/ts-m.pir" --mesh model=2 >"$tmp/ts-m.cost" 2>&1
+check "...Megatron: one all_reduce over model, 512 B" \
+  sh -c "grep -Eq '^  all_reduce +model +2 +1  512 B' '$tmp/ts-m.cost' &&
+         test \$(grep -Ec '^  (all_|reduce_|shard)' '$tmp/ts-m.cost') -eq 1"
+check "...and both agree with the interpreter on simulated devices" sh -c \
+  "'$PARTIR' lower '$tmp/ts-b.pir' --mesh batch=2 --simulate >/dev/null &&
+   '$PARTIR' lower '$tmp/ts-m.pir' --mesh model=2 --simulate >/dev/null"
+
 # ---------------------------------------------------- what is refused
 "$PARTIR" check "$fx/unsupported.mlir" >/dev/null 2>"$tmp/unsup"
 st=$?
