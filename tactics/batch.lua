@@ -16,12 +16,7 @@ return function(s, mesh, opts)
   local axis = opts.axis or "batch"
   local parts = C.axis_size(mesh, axis)
   local dim = tonumber(opts.dim or 0)
-  local inputs = C.split(opts.inputs)
-  if #inputs == 0 then
-    inputs = { s:args()[1].name }
-  end
-  for _, name in ipairs(inputs) do
-    local a = C.arg(s, name)
+  for _, a in ipairs(C.inputs(s, opts)) do
     if dim >= #a.shape then
       error(string.format("argument %%%s has rank %d: no batch dimension %d",
         a.name, #a.shape, dim), 0)

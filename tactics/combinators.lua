@@ -183,4 +183,27 @@ function M.arg(s, name)
   error(string.format("the program has no argument '%s'", name), 0)
 end
 
+-- The program's inputs (data, not parameters) as 'opts.inputs' lists
+-- them ("x,y"), by default its first argument: a list of arguments.
+function M.inputs(s, opts)
+  local names = M.split(opts.inputs)
+  if #names == 0 then
+    names = { s:args()[1].name }
+  end
+  local out = {}
+  for _, name in ipairs(names) do
+    out[#out + 1] = M.arg(s, name)
+  end
+  return out
+end
+
+-- The names of the arguments in 'list' (comma-separated), as a set.
+function M.arg_set(s, list)
+  local set = {}
+  for _, name in ipairs(M.split(list)) do
+    set[M.arg(s, name).name] = true
+  end
+  return set
+end
+
 return M

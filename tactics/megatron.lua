@@ -78,12 +78,8 @@ return function(s, mesh, opts)
   local axis = opts.axis or "model"
   local parts = C.axis_size(mesh, axis)
   local inputs = {}
-  local listed = C.split(opts.inputs)
-  if #listed == 0 then
-    listed = { s:args()[1].name }
-  end
-  for _, name in ipairs(listed) do
-    inputs[C.arg(s, name).name] = true
+  for _, a in ipairs(C.inputs(s, opts)) do
+    inputs[a.name] = true
   end
   local args = {} -- the arguments that may be weights
   for _, a in ipairs(s:args()) do

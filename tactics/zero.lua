@@ -28,17 +28,10 @@ return function(s, mesh, opts)
   local axis = opts.axis or "data"
   local parts = C.axis_size(mesh, axis)
   local inputs = {}
-  local listed = C.split(opts.inputs)
-  if #listed == 0 then
-    listed = { s:args()[1].name }
+  for _, a in ipairs(C.inputs(s, opts)) do
+    inputs[a.name] = true
   end
-  for _, name in ipairs(listed) do
-    inputs[C.arg(s, name).name] = true
-  end
-  local whole = {}
-  for _, name in ipairs(C.split(opts.whole)) do
-    whole[C.arg(s, name).name] = true
-  end
+  local whole = C.arg_set(s, opts.whole)
   -- the parameters, and the values a region slices out of them (a
   -- Megatron chunk), in print order
   local params = {}

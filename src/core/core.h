@@ -598,8 +598,13 @@ void func_free(Func *f);
 /* Parses and type-checks a whole file.  On error returns NULL and leaves
  * the diagnostics in 'diag'. */
 Module *parse_module(const Source *src, Diag *diag);
-/* The same for text named 'name' in diagnostics; on error returns NULL
- * with the diagnostics in 'errors' (when not NULL). */
+/* A reader of one language (parse_module; the StableHLO importer's). */
+typedef Module *(*ModuleReader)(const Source *src, Diag *diag);
+/* 'read' on 'src'; on error returns NULL with its diagnostics gathered
+ * into 'errors' (when not NULL) as one text. */
+Module *read_module_source(ModuleReader read, const Source *src, Diag *errors);
+/* parse_module for text named 'name' in diagnostics; on error returns
+ * NULL with the diagnostics in 'errors' (when not NULL). */
 Module *parse_text(const char *name, const char *text, gsize len, Diag *errors);
 /* The same for a file: NULL with 'error' set when it cannot be read, or
  * NULL with the diagnostics in 'errors'. */
@@ -654,6 +659,9 @@ void schedule_walk(const Module *m, const Func *f, ScheduleVisit visit,
                    void *ud);
 /* The same walk, also telling the axes of the regions around each value,
  * outermost first (NULL for a region over no axis). */
+/* schedule_walk on a schedule already made ('sc', of 'f'). */
+void schedule_visit(const Schedule *sc, const Func *f, ScheduleVisit visit,
+                    void *ud);
 typedef void (*ScheduleVisitAround)(void *ud, const char *name,
                                     const Term *placed,
                                     const char *const *around, int naround);

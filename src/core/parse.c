@@ -1005,10 +1005,10 @@ Module *parse_module(const Source *src, Diag *diag) {
   return g_steal_pointer(&m);
 }
 
-static Module *parse_source(const Source *src, Diag *errors) {
+Module *read_module_source(ModuleReader read, const Source *src, Diag *errors) {
   Diag d;
   diag_init(&d, src);
-  Module *m = parse_module(src, &d);
+  Module *m = read(src, &d);
   if (!m && errors)
     diag_reason(errors, "%s", diag_text(&d));
   diag_clear(&d);
@@ -1018,12 +1018,12 @@ static Module *parse_source(const Source *src, Diag *errors) {
 Module *parse_text(const char *name, const char *text, gsize len,
                    Diag *errors) {
   g_autoptr(Source) src = source_new(name, text, len);
-  return parse_source(src, errors);
+  return read_module_source(parse_module, src, errors);
 }
 
 Module *parse_file(const char *path, Diag *errors, GError **error) {
   g_autoptr(Source) src = NULL;
   if (!source_load(path, &src, error))
     return NULL;
-  return parse_source(src, errors);
+  return read_module_source(parse_module, src, errors);
 }

@@ -248,11 +248,21 @@ static void walk_region(Walk *w, const Region *r) {
   }
 }
 
-static void walk_func(const Module *m, const Func *f, Walk *w) {
-  g_autoptr(Schedule) sc = schedule_new(m, f);
+static void walk_schedule(const Schedule *sc, const Func *f, Walk *w) {
   for (int i = 0; i < f->nargs; i++)
     walk_visit(w, sc->args[i].name, term_arg(i, f->arg_types[i]));
   walk_region(w, sc->top);
+}
+
+static void walk_func(const Module *m, const Func *f, Walk *w) {
+  g_autoptr(Schedule) sc = schedule_new(m, f);
+  walk_schedule(sc, f, w);
+}
+
+void schedule_visit(const Schedule *sc, const Func *f, ScheduleVisit visit,
+                    void *ud) {
+  Walk w = {.visit = visit, .ud = ud};
+  walk_schedule(sc, f, &w);
 }
 
 void schedule_walk(const Module *m, const Func *f, ScheduleVisit visit,

@@ -4,7 +4,7 @@
  * whole file into records (syntax.c, pretty.c: the first syntax error
  * stops it), judge every operation (support.c: one error lists all that
  * partir cannot express), lower to terms (lower.c: the first type error
- * stops it).  The pipeline (src/pipeline.c) calls import_file and
+ * stops it).  The pipeline (src/pipeline.c) calls
  * import_text for a file named *.mlir or whose text import_is_mlir
  * recognizes, so every command that loads a program takes StableHLO.
  */
@@ -46,25 +46,8 @@ Module *import_module(const Source *src, Diag *diag) {
   return hlo_lower(f, diag);
 }
 
-static Module *import_source(const Source *src, Diag *errors) {
-  Diag d;
-  diag_init(&d, src);
-  Module *m = import_module(src, &d);
-  if (!m && errors)
-    diag_reason(errors, "%s", diag_text(&d));
-  diag_clear(&d);
-  return m;
-}
-
 Module *import_text(const char *name, const char *text, gsize len,
                     Diag *errors) {
   g_autoptr(Source) src = source_new(name, text, len);
-  return import_source(src, errors);
-}
-
-Module *import_file(const char *path, Diag *errors, GError **error) {
-  g_autoptr(Source) src = NULL;
-  if (!source_load(path, &src, error))
-    return NULL;
-  return import_source(src, errors);
+  return read_module_source(import_module, src, errors);
 }

@@ -234,6 +234,9 @@ gboolean hlo_read_attr_dict(HloReader *r, HloOp *op);
 /* ': (T, ...) -> R' or '-> (R, ...)', after the ':', into the
  * operation's operand and result types. */
 gboolean hlo_read_function_type(HloReader *r, HloOp *op);
+/* An operation's tail: '{attributes}' when one comes next, then ':' and
+ * its function type. */
+gboolean hlo_read_signature(HloReader *r, HloOp *op);
 /* 'loc(...)' when one comes next (*out NULL otherwise). */
 gboolean hlo_read_loc(HloReader *r, HloLoc **out);
 /* %name or %name#k. */
@@ -298,9 +301,8 @@ gboolean import_is_mlir(const char *text, gsize len);
 /* Reads, checks and lowers StableHLO text; NULL with the diagnostics
  * in 'diag' (a Diag on 'src'). */
 Module *import_module(const Source *src, Diag *diag);
-/* The same for text named 'name', or a file; as parse_text/parse_file. */
+/* The same for text named 'name', as parse_text. */
 Module *import_text(const char *name, const char *text, gsize len,
                     Diag *errors);
-Module *import_file(const char *path, Diag *errors, GError **error);
 
 #endif

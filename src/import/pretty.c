@@ -249,11 +249,7 @@ static gboolean read_call(HloReader *r, HloOp *op) {
   hlo_next(r);
   if (!hlo_read_uses(r, op, TRUE))
     return FALSE;
-  if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
-    return FALSE;
-  if (!cursor_punct(&r->c, ':'))
-    return FALSE;
-  return hlo_read_function_type(r, op);
+  return hlo_read_signature(r, op);
 }
 
 /* '[%a, ... : T, ...]' */
@@ -301,9 +297,7 @@ static gboolean read_reduce(HloReader *r, HloOp *op) {
   if (!dims)
     return FALSE;
   hlo_op_add_attr(op, "dimensions", dims);
-  if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
-    return FALSE;
-  if (!cursor_punct(&r->c, ':') || !hlo_read_function_type(r, op))
+  if (!hlo_read_signature(r, op))
     return FALSE;
   if (hlo_op_attr(op, "applies"))
     return TRUE;

@@ -22,25 +22,35 @@ static gboolean read_func_pretty(HloReader *r, Loc at);
 static gboolean read_module_pretty(HloReader *r, Loc at);
 static gboolean func_from_generic(HloReader *r, HloOp *op);
 
+/* Arguments after their '(' up to its ')': '%a: T loc(..), ...' into
+ * 'into'; each with an attribute dictionary after its type when
+ * 'attrs' (a function's, not a block's).  'what' names one in errors. */
+static gboolean read_args(HloReader *r, GPtrArray *into, gboolean attrs,
+                          const char *what) {
+  do {
+    if (TOK->kind != TK_VALUE)
+      return cursor_expected(&r->c, what);
+    HloArg *a = g_new0(HloArg, 1);
+    a->name = token_name(TOK);
+    a->loc = TOK->loc;
+    g_ptr_array_add(into, a);
+    hlo_next(r);
+    if (!cursor_punct(&r->c, ':') || !(a->type = hlo_read_type(r)))
+      return FALSE;
+    if (attrs && hlo_is_punct(r, '{') && !(a->attrs = hlo_read_attr(r)))
+      return FALSE;
+    if (!hlo_read_loc(r, &a->where))
+      return FALSE;
+  } while (hlo_accept(r, ','));
+  return cursor_punct(&r->c, ')');
+}
+
 /* A block label and its arguments: '^bb0(%a: T loc(..), ...):'. */
 static gboolean read_block_label(HloReader *r, HloRegion *g) {
   hlo_next(r); /* ^bb0 */
-  if (hlo_accept(r, '(') && !hlo_accept(r, ')')) {
-    do {
-      if (TOK->kind != TK_VALUE)
-        return cursor_expected(&r->c, "a block argument ('%name: type')");
-      HloArg *a = g_new0(HloArg, 1);
-      a->name = token_name(TOK);
-      a->loc = TOK->loc;
-      g_ptr_array_add(g->args, a);
-      hlo_next(r);
-      if (!cursor_punct(&r->c, ':') || !(a->type = hlo_read_type(r)) ||
-          !hlo_read_loc(r, &a->where))
-        return FALSE;
-    } while (hlo_accept(r, ','));
-    if (!cursor_punct(&r->c, ')'))
-      return FALSE;
-  }
+  if (hlo_accept(r, '(') && !hlo_accept(r, ')') &&
+      !read_args(r, g->args, FALSE, "a block argument ('%name: type')"))
+    return FALSE;
   return cursor_punct(&r->c, ':');
 }
 
@@ -111,11 +121,7 @@ static gboolean read_generic(HloReader *r, HloOp *op) {
     if (!cursor_punct(&r->c, ')'))
       return FALSE;
   }
-  if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
-    return FALSE;
-  if (!cursor_punct(&r->c, ':'))
-    return FALSE;
-  return hlo_read_function_type(r, op);
+  return hlo_read_signature(r, op);
 }
 
 /* Result names: '%a, %b:2 ='. */
@@ -275,25 +281,9 @@ static gboolean read_func_pretty(HloReader *r, Loc at) {
   hlo_next(r);
   if (!cursor_punct(&r->c, '('))
     return FALSE;
-  if (!hlo_accept(r, ')')) {
-    do {
-      if (TOK->kind != TK_VALUE)
-        return cursor_expected(&r->c, "an argument ('%name: type')");
-      HloArg *a = g_new0(HloArg, 1);
-      a->name = token_name(TOK);
-      a->loc = TOK->loc;
-      g_ptr_array_add(f->args, a);
-      hlo_next(r);
-      if (!cursor_punct(&r->c, ':') || !(a->type = hlo_read_type(r)))
-        return FALSE;
-      if (hlo_is_punct(r, '{') && !(a->attrs = hlo_read_attr(r)))
-        return FALSE;
-      if (!hlo_read_loc(r, &a->where))
-        return FALSE;
-    } while (hlo_accept(r, ','));
-    if (!cursor_punct(&r->c, ')'))
-      return FALSE;
-  }
+  if (!hlo_accept(r, ')') &&
+      !read_args(r, f->args, TRUE, "an argument ('%name: type')"))
+    return FALSE;
   if (TOK->kind == TK_ARROW) {
     hlo_next(r);
     gboolean parens = hlo_accept(r, '(');

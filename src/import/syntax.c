@@ -169,6 +169,12 @@ static gboolean read_type_list(HloReader *r, GPtrArray *out, gboolean parens) {
   return !parens || cursor_punct(&r->c, ')');
 }
 
+gboolean hlo_read_signature(HloReader *r, HloOp *op) {
+  if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
+    return FALSE;
+  return cursor_punct(&r->c, ':') && hlo_read_function_type(r, op);
+}
+
 gboolean hlo_read_function_type(HloReader *r, HloOp *op) {
   if (!read_type_list(r, op->operand_types, TRUE))
     return FALSE;
@@ -317,6 +323,30 @@ static gboolean read_dict_into(HloReader *r, GPtrArray *keys, GPtrArray *values,
   return cursor_punct(&r->c, close);
 }
 
+/* Follows the current token's brackets in 'stack' (the open ones, on
+ * the heap: nesting does not use the C stack): an opening one is pushed,
+ * a closing one pops its match; FALSE (with the error) for one that
+ * closes nothing or the wrong bracket. */
+static gboolean nest(HloReader *r, GString *stack) {
+  if (TOK->kind != TK_PUNCT)
+    return TRUE;
+  char ch = TOK->punct;
+  if (strchr("(<[{", ch)) {
+    g_string_append_c(stack, ch);
+    return TRUE;
+  }
+  if (!strchr(")>]}", ch))
+    return TRUE;
+  if (stack->len == 0)
+    return cursor_fail(&r->c, TOK->loc, "unbalanced '%c'", ch);
+  char open = stack->str[stack->len - 1];
+  char want = open == '(' ? ')' : open == '<' ? '>' : open == '[' ? ']' : '}';
+  if (ch != want)
+    return cursor_fail(&r->c, TOK->loc, "'%c' expected, got '%c'", want, ch);
+  g_string_truncate(stack, stack->len - 1);
+  return TRUE;
+}
+
 /* Reads past tokens up to the '>' closing an '<' already read (at
  * 'a->loc'), brackets balanced. */
 static gboolean skip_to_angle_close(HloReader *r, HloAttr *a) {
@@ -325,25 +355,11 @@ static gboolean skip_to_angle_close(HloReader *r, HloAttr *a) {
     if (TOK->kind == TK_EOF)
       return cursor_fail(&r->c, a->loc,
                          "'>' expected (to close '<' at line %d)", a->loc.line);
-    if (TOK->kind == TK_PUNCT) {
-      char ch = TOK->punct;
-      if (strchr("(<[{", ch)) {
-        g_string_append_c(stack, ch);
-      } else if (strchr(")>]}", ch)) {
-        char open = stack->str[stack->len - 1];
-        char want = open == '('   ? ')'
-                    : open == '<' ? '>'
-                    : open == '[' ? ']'
-                                  : '}';
-        if (ch != want)
-          return cursor_fail(&r->c, TOK->loc, "'%c' expected, got '%c'", want,
-                             ch);
-        g_string_truncate(stack, stack->len - 1);
-        if (stack->len == 0) {
-          hlo_next(r);
-          return !hlo_failed(r);
-        }
-      }
+    if (!nest(r, stack))
+      return FALSE;
+    if (stack->len == 0) {
+      hlo_next(r);
+      return !hlo_failed(r);
     }
     hlo_next(r);
   }
@@ -697,24 +713,8 @@ gboolean hlo_skip_op(HloReader *r) {
     if (stack->len == 0 &&
         (starts_statement(r) || hlo_is_word(r, "loc") || hlo_is_punct(r, '}')))
       return TRUE;
-    if (TOK->kind == TK_PUNCT) {
-      char ch = TOK->punct;
-      if (strchr("(<[{", ch)) {
-        g_string_append_c(stack, ch);
-      } else if (strchr(")>]}", ch)) {
-        if (stack->len == 0)
-          return cursor_fail(&r->c, TOK->loc, "unbalanced '%c'", ch);
-        char open = stack->str[stack->len - 1];
-        char want = open == '('   ? ')'
-                    : open == '<' ? '>'
-                    : open == '[' ? ']'
-                                  : '}';
-        if (ch != want)
-          return cursor_fail(&r->c, TOK->loc, "'%c' expected, got '%c'", want,
-                             ch);
-        g_string_truncate(stack, stack->len - 1);
-      }
-    }
+    if (!nest(r, stack))
+      return FALSE;
     hlo_next(r);
   }
   return FALSE;

@@ -117,6 +117,7 @@ typedef struct Open {
 typedef struct Walk {
   const Hardware *hw;
   const Fusion *fusion; /* the compiled program's kernels, when priced */
+  GHashTable *reads;    /* a kernel's values reached so far (kernel_reads) */
   CostReport *out;
   GArray *values; /* Value */
   Open open[PARTIR_MAX_REGIONS + 2];
@@ -280,9 +281,9 @@ static void kernel_reads(const Walk *w, const Term *t, GHashTable *seen,
  * the longer of its FLOPs at peak and its bytes at memory bandwidth, and
  * the kernel's overhead. */
 static void account_kernel(Walk *w, const Term *t, double mult) {
-  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
   double flops = op_flops(t), bytes = bytes_of(t->type);
-  kernel_reads(w, t, seen, &flops, &bytes);
+  g_hash_table_remove_all(w->reads);
+  kernel_reads(w, t, w->reads, &flops, &bytes);
   const Hardware *hw = w->hw;
   double compute = flops / hw_peak_flops(hw, compute_dtype(t));
   double memory = hw->mem_bw > 0 ? bytes / hw->mem_bw : 0;
@@ -410,18 +411,19 @@ gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
   out->ndevices = mesh_devices(f->spmd ? &f->spmd->mesh : NULL);
 
   /* kernels are priced when the description models them */
-  g_autoptr(Schedule) sc = NULL;
+  g_autoptr(Schedule) sc = schedule_new(m, f);
   g_autoptr(Fusion) fusion = NULL;
+  g_autoptr(GHashTable) reads = NULL;
   if (hw->mem_bw > 0 || hw->kernel_overhead > 0) {
-    sc = schedule_new(m, f);
     fusion = fusion_new(sc, f);
+    reads = g_hash_table_new(NULL, NULL);
   }
-  Walk w = {.hw = hw, .fusion = fusion, .out = out};
+  Walk w = {.hw = hw, .fusion = fusion, .reads = reads, .out = out};
   w.values = g_array_new(FALSE, TRUE, sizeof(Value));
   g_array_set_clear_func(w.values, clear_value);
   w.open[0] = (Open){-1, NULL, 1.0, g_hash_table_new(NULL, NULL),
                      g_array_new(FALSE, FALSE, sizeof(int))};
-  schedule_walk(m, f, visit, &w);
+  schedule_visit(sc, f, visit, &w);
   g_assert(w.depth == 0); /* every region closed by its yield */
 
   for (int i = 0; i < f->nresults; i++) /* results live to the end */
