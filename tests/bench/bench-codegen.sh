@@ -420,7 +420,7 @@ for entry in \
   steps=$(awk -v m="${measured:-}" -v r="$BENCH_RUNS" 'BEGIN {
     if (m == "") { print 0; exit }
     n = int(200 / (m + 0.001)); if (n > 2000) n = 2000
-    print n > r ? n : 0 }')
+    print (n > r ? n : 0) }')
   if [ "$steps" -gt 0 ]; then
     measured=$("$PARTIR" exec "$@" --repeat "$steps" 2>&1 >/dev/null |
       sed -n 's/^partir: .* steps: min .* ms, median \([0-9.]*\) ms$/\1/p')
