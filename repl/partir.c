@@ -77,7 +77,7 @@ static void usage(FILE *to) {
         "                        partition: arg-tile ARG DIM WIDTH [AXIS],\n"
         "                        tile VALUE DIM WIDTH [AXIS], sum VALUE WIDTH\n"
         "                        [AXIS], apply RULE [at VALUE] [K=V...],\n"
-        "                        propagate [--resolve], fuse, simplify\n"
+        "                        propagate [--resolve], push, fuse, simplify\n"
         "  tactic SCRIPT.lua FILE [--mesh batch=2,model=4] [--set K=V]... "
         "[-o OUT]\n"
         "         [--hw HW]      run a Lua tactic on a program\n"

@@ -226,7 +226,7 @@ static gboolean cmd_matches(Session *s, const char *text, int argc,
   return TRUE;
 }
 
-/* arg-tile, tile, sum, apply, propagate, fuse, simplify: one engine
+/* arg-tile, tile, sum, apply, propagate, push, fuse, simplify: one engine
  * command on the current state.  What a pass could not resolve is a
  * warning; what 'propagate --resolve' chose (priced on the session's
  * hardware) a note; a conflict fails the command, and the state stays. */
@@ -847,6 +847,11 @@ const Command repl_commands[] = {
      "for each conflict, the split whose program the cost model prices\n"
      "fastest on the session's hardware ('set hw'), redistributing the\n"
      "other (all_to_all or all_gather), and says what it chose."},
+    {"push", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "push",
+     "push slices in and fuse, to a fixed point, pulling no tile out",
+     "A split written on a value ('tile' of a result) reaches back into\n"
+     "what computes it; the splits of its operands stay where they are,\n"
+     "and the lowering gathers them where they are used whole."},
     {"fuse", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "fuse",
      "the [fuse] rules to a fixed point", NULL},
     {"simplify", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "simplify",

@@ -88,18 +88,31 @@ return function(s, mesh, opts)
     end
   end
   local split = {} -- value name -> true when it carries a split activation
+  -- a tile or sum (a program partitioned already) carries what its body
+  -- yields; regions are listed before their bodies, so it is looked up
+  -- when used
+  local yields = {}
+  local function is_split(name)
+    if yields[name] then
+      return is_split(yields[name])
+    end
+    return split[name] or false
+  end
   local plan, order = {}, {}
   for _, v in ipairs(s:values()) do
     local ops = v.operands or {}
     local any = false
     for _, o in ipairs(ops) do
-      any = any or split[o] or false
+      any = any or is_split(o)
+    end
+    if v.yield then
+      yields[v.name] = v.yield
     end
     local side = is_contraction(v) and weight_side(v, args) or nil
     local other = side and ops[3 - side]
     if side and not plan[ops[side]] then
       local w = args[ops[side]]
-      local row = split[other] or false
+      local row = is_split(other)
       local dim = weight_dim(v, #w.shape, row, side)
       if dim then
         plan[w.name] = dim
@@ -107,7 +120,7 @@ return function(s, mesh, opts)
         split[v.name] = not row
       end
     elseif side then
-      split[v.name] = not split[other] -- a weight used again: same role
+      split[v.name] = not is_split(other) -- a weight used again: same role
     else
       split[v.name] = any
     end

@@ -20,8 +20,20 @@
 -- parameter (ZeRO-3 with tensor parallelism, as Megatron-DeepSpeed
 -- partitions the tensor-parallel shard).
 --
--- It runs no pass, so it has no report to fail on (docs/lua.md).
+-- A training step's updated parameters (and optimizer state) come back
+-- split as their parameters are: each device updates its own part, and
+-- the gradient's sum over the axis becomes a reduce_scatter.  'push'
+-- carries that split back through the update; it pulls no tile out, so
+-- the parameters stay gathered where they are used.
 local C = require "combinators"
+
+-- operators that compute each element from the same element of their
+-- operands (an optimizer's update is built from them)
+local ELEMENTWISE = {}
+for op in ([[add sub mul div max min pow neg abs relu exp log tanh logistic
+  sqrt rsqrt compare select convert]]):gmatch("%S+") do
+  ELEMENTWISE[op] = true
+end
 
 return function(s, mesh, opts)
   opts = opts or {}
@@ -44,7 +56,11 @@ return function(s, mesh, opts)
   -- cannot be split over it again: its parameter is split whole, along a
   -- dimension no region slices where it has one
   local slices, inside = {}, {}
-  for _, v in ipairs(s:values()) do
+  local values, position = s:values(), {}
+  for i, v in ipairs(values) do
+    position[v.name] = i
+  end
+  for _, v in ipairs(values) do
     if v.kind == "slice" and params[v.operands[1]] then
       slices[#slices + 1] = v
       for _, a in ipairs(v.around) do
@@ -80,20 +96,23 @@ return function(s, mesh, opts)
       end
     end
   end
-  local script, unsplit = {}, {}
+  local script, tiles, unsplit = {}, {}, {}
   local function cannot(name, shape)
     unsplit[#unsplit + 1] = string.format("%%%s (%s)", name,
       #shape > 0 and table.concat(shape, "x") or "a scalar")
   end
+  local split_dim = {} -- parameter or chunk -> the dimension split (1-based)
+  local function tile(v, d)
+    tiles[#tiles + 1] = {at = position[v.name], text = string.format(
+      "tile %%%s %d %d %s", v.name, d - 1, v.shape[d] // parts, axis)}
+  end
   -- a chunk is split along the dimension it was cut from: the device's
-  -- part of its chunk.  Last first: a tile inserted after a value leaves
-  -- the numbers of the values printed before it as they were.
-  for i = #chunks, 1, -1 do
-    local v = chunks[i]
+  -- part of its chunk
+  for _, v in ipairs(chunks) do
     local d = dimension(v.shape, v.dim + 1)
     if d then
-      script[#script + 1] = string.format("tile %%%s %d %d %s", v.name, d - 1,
-        v.shape[d] // parts, axis)
+      tile(v, d)
+      split_dim[v.name] = d
     else
       cannot(v.name .. " of %" .. v.operands[1], v.shape)
     end
@@ -104,10 +123,73 @@ return function(s, mesh, opts)
       if d then
         script[#script + 1] = string.format("arg-tile %%%s %d %d %s", a.name,
           d - 1, a.shape[d] // parts, axis)
+        split_dim[a.name] = d
       else
         cannot(a.name, a.shape)
       end
     end
+  end
+  -- A training step returns each parameter updated (p - lr * g; an
+  -- optimizer's state likewise): that value is split as its parameter
+  -- is, and 'push' carries the split back into the update (slices only:
+  -- the parameters' splits stay gathered where they are used).  Each
+  -- device updates its own part, and the gradient's sum over the axis
+  -- becomes a reduce_scatter (ZeRO-2/3, FSDP), where a whole result
+  -- would all-reduce the gradient and update the parameter everywhere.
+  local byname = {}
+  for _, v in ipairs(values) do
+    byname[v.name] = v
+  end
+  local function same_shape(a, b)
+    return table.concat(a, "x") == table.concat(b, "x")
+  end
+  -- the split dimension of the parameter 'name' is computed from
+  -- elementwise, shape for shape, or nil
+  local seen = {}
+  local function update_of(name)
+    if split_dim[name] then
+      return split_dim[name]
+    end
+    local v = byname[name]
+    if v and v.kind == "slice" then -- a Megatron chunk of a split parameter
+      local d = split_dim[v.operands[1]]
+      return d ~= v.dim + 1 and d or nil
+    end
+    if not v or seen[name] or v.kind ~= "op" or not ELEMENTWISE[v.op] then
+      return nil
+    end
+    seen[name] = true
+    for _, o in ipairs(v.operands) do
+      local u = byname[o]
+      local d = u and same_shape(u.shape, v.shape) and update_of(o)
+      if d then
+        return d
+      end
+    end
+  end
+  local updated, nupdated = {}, 0
+  for _, r in ipairs(s:results()) do
+    local v = byname[r.name]
+    -- after Megatron, a chunk's update is the body of a tile over the
+    -- model axis
+    while v and v.kind == "tile" and v.yield do
+      v = byname[v.yield]
+    end
+    local d = v and not updated[v.name] and update_of(v.name)
+    if d then
+      updated[v.name] = true
+      nupdated = nupdated + 1
+      tile(v, d)
+    end
+  end
+  -- last first: a tile inserted after a value leaves the numbers of the
+  -- values printed before it as they were
+  table.sort(tiles, function(a, b) return a.at > b.at end)
+  for i, t in ipairs(tiles) do
+    table.insert(script, i, t.text)
+  end
+  if nupdated > 0 then
+    script[#script + 1] = "push"
   end
   if #unsplit > 0 then
     error(string.format("zero: %d devices on '%s' split no dimension of %s evenly: "

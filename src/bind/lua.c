@@ -229,7 +229,8 @@ static int l_args(lua_State *L) {
 typedef struct ValuesCtx {
   lua_State *L;
   int n;
-  GHashTable *names; /* placed Term -> printed name (this region's view) */
+  GHashTable *names;  /* placed Term -> printed name (this region's view) */
+  GHashTable *yields; /* a region's body Term -> the region's list index */
   gboolean regions_only;
 } ValuesCtx;
 
@@ -285,13 +286,23 @@ static void push_attrs(lua_State *L, const Term *t) {
 
 /* One table per value, in print order: name, kind, op, type, shape,
  * attrs, operands (names of operand values; binders are not values), dim,
- * range {n, w} and axis for tiles and sums, and around: the mesh axes of
+ * range {n, w}, axis and yield (the body's value) for tiles and sums, and
+ * around: the mesh axes of
  * the regions the value is computed in, outermost first. */
 static void visit_value(void *ud, const char *name, const Term *t,
                         const char *const *around, int naround) {
   ValuesCtx *c = ud;
   lua_State *L = c->L;
   g_hash_table_insert(c->names, (gpointer)t, g_strdup(name));
+  /* a region is listed before its body: its 'yield' is named here */
+  gpointer region = g_hash_table_lookup(c->yields, t);
+  if (region) {
+    lua_rawgeti(L, -1, GPOINTER_TO_INT(region));
+    lua_pushstring(L, name);
+    lua_setfield(L, -2, "yield");
+    lua_pop(L, 1);
+    g_hash_table_remove(c->yields, t);
+  }
   if (c->regions_only && t->kind != TM_TILE && t->kind != TM_SUM)
     return;
   lua_createtable(L, 0, 8);
@@ -346,21 +357,63 @@ static void visit_value(void *ud, const char *name, const Term *t,
     }
   lua_setfield(L, -2, "around");
   lua_rawseti(L, -2, ++c->n);
+  if (t->kind == TM_TILE || t->kind == TM_SUM) {
+    const char *body = g_hash_table_lookup(c->names, t->args[0]);
+    if (body) { /* the body is a value named before (an argument) */
+      lua_rawgeti(L, -1, c->n);
+      lua_pushstring(L, body);
+      lua_setfield(L, -2, "yield");
+      lua_pop(L, 1);
+    } else {
+      g_hash_table_insert(c->yields, (gpointer)t->args[0],
+                          GINT_TO_POINTER(c->n));
+    }
+  }
 }
 
 static int values_common(lua_State *L, gboolean regions_only) {
   State *s = check_state(L, 1);
   lua_newtable(L);
   ValuesCtx c = {L, 0, g_hash_table_new_full(NULL, NULL, NULL, g_free),
-                 regions_only};
+                 g_hash_table_new(NULL, NULL), regions_only};
   /* schedule_walk does not call Lua functions that can raise */
   schedule_walk_around(s->module, &s->func, visit_value, &c);
   g_hash_table_unref(c.names);
+  g_hash_table_unref(c.yields);
   return 1;
 }
 
 static int l_values(lua_State *L) { return values_common(L, FALSE); }
 static int l_regions(lua_State *L) { return values_common(L, TRUE); }
+
+/* The results, as s:args gives the arguments: {name, index, type,
+ * shape}, 'name' the value returned (as s:values names it). */
+static int l_results(lua_State *L) {
+  State *s = check_state(L, 1);
+  lua_newtable(L); /* the walk's list, dropped */
+  ValuesCtx c = {L, 0, g_hash_table_new_full(NULL, NULL, NULL, g_free),
+                 g_hash_table_new(NULL, NULL), TRUE};
+  schedule_walk_around(s->module, &s->func, visit_value, &c);
+  lua_pop(L, 1);
+  const Term *body = s->func.body;
+  lua_createtable(L, body->nargs, 0);
+  for (int i = 0; i < body->nargs; i++) {
+    const Term *r = body->args[i];
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, g_hash_table_lookup(c.names, r));
+    lua_setfield(L, -2, "name");
+    lua_pushinteger(L, i);
+    lua_setfield(L, -2, "index");
+    push_type(L, r->type);
+    lua_setfield(L, -2, "type");
+    push_shape(L, r->type);
+    lua_setfield(L, -2, "shape");
+    lua_rawseti(L, -2, i + 1);
+  }
+  g_hash_table_unref(c.names);
+  g_hash_table_unref(c.yields);
+  return 1;
+}
 
 static int l_matches(lua_State *L) {
   State *s = check_state(L, 1);
@@ -983,17 +1036,27 @@ static int lower_common(lua_State *L, gboolean stats) {
 static int l_lower(lua_State *L) { return lower_common(L, FALSE); }
 static int l_stats(lua_State *L) { return lower_common(L, TRUE); }
 
-static const luaL_Reg state_methods[] = {
-    {"print", l_print},       {"text", l_print},
-    {"check", l_check},       {"args", l_args},
-    {"values", l_values},     {"regions", l_regions},
-    {"matches", l_matches},   {"apply", l_apply},
-    {"arg_tile", l_arg_tile}, {"tile", l_tile},
-    {"sum", l_sum},           {"propagate", l_propagate},
-    {"fuse", l_fuse},         {"simplify", l_simplify},
-    {"exec", l_exec},         {"run", l_run},
-    {"bench", l_bench},       {"lower", l_lower},
-    {"stats", l_stats},       {NULL, NULL}};
+static const luaL_Reg state_methods[] = {{"print", l_print},
+                                         {"text", l_print},
+                                         {"check", l_check},
+                                         {"args", l_args},
+                                         {"results", l_results},
+                                         {"values", l_values},
+                                         {"regions", l_regions},
+                                         {"matches", l_matches},
+                                         {"apply", l_apply},
+                                         {"arg_tile", l_arg_tile},
+                                         {"tile", l_tile},
+                                         {"sum", l_sum},
+                                         {"propagate", l_propagate},
+                                         {"fuse", l_fuse},
+                                         {"simplify", l_simplify},
+                                         {"exec", l_exec},
+                                         {"run", l_run},
+                                         {"bench", l_bench},
+                                         {"lower", l_lower},
+                                         {"stats", l_stats},
+                                         {NULL, NULL}};
 
 static const luaL_Reg state_meta[] = {
     {"__gc", l_gc}, {"__tostring", l_tostring}, {"__eq", l_eq}, {NULL, NULL}};

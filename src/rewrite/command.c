@@ -3,7 +3,8 @@
  * A command names a location by its printed SSA name and runs one
  * engine verb there: 'arg-tile ARG DIM WIDTH [AXIS]', 'tile VALUE DIM
  * WIDTH [AXIS]', 'sum VALUE WIDTH [AXIS] [REDUCTION]', 'apply RULE [at
- * VALUE] [K=V...]', 'propagate [--resolve]', 'fuse', 'simplify'.  A script is
+ * VALUE] [K=V...]', 'propagate [--resolve]', 'push', 'fuse', 'simplify'.  A
+ * script is
  * commands separated by ';', newlines or a '.' ending a word (the talk's
  * syntax).  Applying a rule at a location replaces that value everywhere
  * in the program (replace.c), so every use sees the rewrite.
@@ -276,6 +277,16 @@ static State *run_pass(const RuleSet *rs, State *in, const char *pass, int nw,
   return body ? state_with_body(in, body) : NULL;
 }
 
+/* 'push': slices in, no tile pulled out (rw_push). */
+static State *run_push(const RuleSet *rs, State *in, int nw,
+                       const RewriteEnv *env, Diag *why) {
+  if (!need_args(nw, 1, 1, "push", why))
+    return NULL;
+  const Term *body = rw_push(rs, in->func.body, in->module->names,
+                             env ? env->report : NULL, why);
+  return body ? state_with_body(in, body) : NULL;
+}
+
 /* 'propagate [--resolve]': the pass to a fixpoint.  A conflict it meets
  * (two splits over one axis that an operator cannot both follow) fails
  * the command, naming both sides; with --resolve, resolve.c keeps the
@@ -319,11 +330,13 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
     return run_apply(rs, in, locs, w, nw, why);
   if (strcmp(cmd, "propagate") == 0)
     return run_propagate(rs, in, w, nw, env, why);
+  if (strcmp(cmd, "push") == 0)
+    return run_push(rs, in, nw, env, why);
   if (strcmp(cmd, "fuse") == 0 || strcmp(cmd, "simplify") == 0)
     return run_pass(rs, in, cmd, nw, why, report);
   static const char *const commands[] = {"arg-tile", "tile",      "sum",
-                                         "apply",    "propagate", "fuse",
-                                         "simplify", NULL};
+                                         "apply",    "propagate", "push",
+                                         "fuse",     "simplify",  NULL};
   g_autofree char *hint = diag_did_you_mean(cmd, commands);
   diag_reason(why, "unknown command '%s'%s", cmd, hint);
   return NULL;

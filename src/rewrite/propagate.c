@@ -165,6 +165,8 @@ static const char *nests_own_axis(Norm *n, const Term *t) {
   return axis;
 }
 
+static const Term *push_step(Norm *n, const Term *t);
+
 static void note(Norm *n, const char *msg) {
   if (!n->report || !g_hash_table_add(n->reported, g_strdup(msg)))
     return;
@@ -178,6 +180,8 @@ static void note(Norm *n, const char *msg) {
  * redistribution before the pass (conflict.c). */
 static void note_nested(Norm *n, const char *axis, const Term *tile, int dim,
                         const char *msg) {
+  if (n->step == push_step) /* tiles stay where they are: that is asked */
+    return;
   if (n->cx) {
     for (guint i = 0; i < n->quiet->len; i++)
       if (g_ptr_array_index(n->quiet, i) == axis)
@@ -189,6 +193,18 @@ static void note_nested(Norm *n, const char *axis, const Term *tile, int dim,
 }
 
 static const Term *norm(Norm *n, const Term *t);
+
+/* 'x' is a sum over other axes of a tile along 'dim' over 'axis': its
+ * value is split there already, so a slice of it along 'dim' by a range
+ * over 'axis' is each device's own part, and staying a slice costs
+ * nothing.  (Pushing the slice in would nest the sum's body, and what
+ * it shares with earlier regions, inside a region over 'axis'.) */
+static gboolean sum_split_along(const Term *x, int dim, const char *axis) {
+  while (x && x->kind == TM_SUM && g_strcmp0(x->axis, axis) != 0)
+    x = x->args[0];
+  return x && x->kind == TM_TILE && x->index == dim &&
+         g_strcmp0(x->axis, axis) == 0;
+}
 
 /* Tries the pattern rules at 't'.  A rule whose result is a region over
  * an axis that a region around 't' binds already (a slice of a tile
@@ -212,7 +228,7 @@ static const Term *try_rules(Norm *n, const Term *t) {
        * lowers from: the split wanted there, nothing to report */
       gboolean scatter =
           x && x->kind == TM_SUM && g_strcmp0(x->axis, nested) == 0;
-      if (!scatter)
+      if (!scatter && !sum_split_along(x, t->index, nested))
         note_nested(n, nested, across ? x : NULL, t->index, msg);
       continue;
     }
@@ -608,6 +624,18 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
 const Term *rw_propagate(const RuleSet *rs, const Term *body, GHashTable *names,
                          GString *report, Diag *why) {
   return rw_propagate_conflicts(rs, body, names, NULL, report, why);
+}
+
+/* Slices only: a tile stays where it is, so a split given to a result
+ * reaches back as far as slices go and no further. */
+static const Term *push_step(Norm *n, const Term *t) {
+  return t->kind == TM_SLICE ? propagate_step(n, t) : NULL;
+}
+
+const Term *rw_push(const RuleSet *rs, const Term *body, GHashTable *names,
+                    GString *report, Diag *why) {
+  return run(rs, body, push_step, RULE_TAG_PROPAGATE, "push", "propagate",
+             names, NULL, report, why);
 }
 
 const Term *rw_propagate_conflicts(const RuleSet *rs, const Term *body,

@@ -314,6 +314,12 @@ const Term *rw_propagate(const RuleSet *rs, const Term *body, GHashTable *names,
 const Term *rw_propagate_conflicts(const RuleSet *rs, const Term *body,
                                    GHashTable *names, Conflicts *cx,
                                    GString *report, Diag *why);
+/* Pushes slices in and fuses, to a fixed point, pulling no tile out: a
+ * split written on a value (a result) goes back into what computes it,
+ * and the splits of its operands stay where they are.  As rw_propagate
+ * otherwise. */
+const Term *rw_push(const RuleSet *rs, const Term *body, GHashTable *names,
+                    GString *report, Diag *why);
 /* Applies the rules tagged 'tag' (RULE_TAG_FUSE, _SIMPLIFY or _SPMD) to a
  * fixed point; NULL with the reason in 'why' as rw_propagate. */
 const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,

@@ -1,11 +1,13 @@
 -- batch-megatron-zero.lua: data parallelism over 'batch', Megatron over
 -- 'model', then ZeRO-3 parameter sharding over 'batch' (zero's own
 -- default axis is "data") (tests/bench/bench-gpt3.c, strategy
--- "batch+megatron+zero").
+-- "batch+megatron+zero"; tests/train.sh).  '--set inputs=x,y' names the
+-- data (default: the first argument), for each of the three.
 local batch, megatron, zero = require "batch", require "megatron", require "zero"
 
-return function(s, mesh, _)
-  s = batch(s, mesh, {})
-  s = megatron(s, mesh, {})
-  return zero(s, mesh, { axis = "batch" })
+return function(s, mesh, opts)
+  local inputs = opts and opts.inputs
+  s = batch(s, mesh, { inputs = inputs })
+  s = megatron(s, mesh, { inputs = inputs })
+  return zero(s, mesh, { axis = "batch", inputs = inputs })
 end
