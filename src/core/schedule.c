@@ -20,6 +20,8 @@
  */
 #include "core/core.h"
 
+#include <string.h>
+
 typedef SchedName Named;
 typedef SchedRegion Region;
 typedef SchedStmt Stmt;
@@ -110,9 +112,31 @@ static gboolean name_free(Namer *pr, const char *name) {
          !g_hash_table_contains(pr->taken, name);
 }
 
+/* 'taken' holds the user names and argument names given so far; its
+ * keys are the names themselves (the schedule owns them and outlives
+ * it).  A fresh name needs no entry: it avoids every user name
+ * ('reserved') and every name taken, and its counter never gives it
+ * again. */
 static void take(Namer *pr, Named *n, char *name) {
   n->name = name;
-  g_hash_table_add(pr->taken, g_strdup(name));
+  g_hash_table_add(pr->taken, name);
+}
+
+/* 'prefix' then the decimal digits of 'i', into 'buf' (32 bytes): names
+ * are made for every value of every schedule, and printf is most of
+ * naming's time on a large program. */
+static const char *format_name(char *buf, const char *prefix, int i) {
+  char digits[16];
+  int nd = 0;
+  do
+    digits[nd++] = (char)('0' + i % 10);
+  while ((i /= 10) > 0);
+  size_t np = strlen(prefix);
+  memcpy(buf, prefix, np);
+  for (int k = 0; k < nd; k++)
+    buf[np + (size_t)k] = digits[nd - 1 - k];
+  buf[np + (size_t)nd] = '\0';
+  return buf;
 }
 
 static void name_value(Namer *pr, Named *n) {
@@ -121,12 +145,12 @@ static void name_value(Namer *pr, Named *n) {
     return;
   }
   for (;;) {
-    char *cand = g_strdup_printf("%d", pr->next_number++);
+    char buf[32];
+    const char *cand = format_name(buf, "", pr->next_number++);
     if (name_free(pr, cand)) {
-      take(pr, n, cand);
+      n->name = g_strdup(cand);
       return;
     }
-    g_free(cand);
   }
 }
 
@@ -143,12 +167,12 @@ static void name_binder(Namer *pr, Named *n) {
   }
   for (;;) {
     int i = pr->next_binder++;
-    char *cand = i ? g_strdup_printf("r%d", i) : g_strdup("r");
+    char buf[32];
+    const char *cand = i ? format_name(buf, "r", i) : "r";
     if (name_free(pr, cand)) {
-      take(pr, n, cand);
+      n->name = g_strdup(cand);
       return;
     }
-    g_free(cand);
   }
 }
 
@@ -191,7 +215,7 @@ Schedule *schedule_new(const Module *m, const Func *f) {
               .binder_names = m ? m->binder_names : NULL};
   pr.reserved =
       m ? reserved_names(m) : g_hash_table_new(g_str_hash, g_str_equal);
-  pr.taken = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  pr.taken = g_hash_table_new(g_str_hash, g_str_equal);
   Schedule *sc = g_new0(Schedule, 1);
   sc->nargs = f->nargs;
   pr.args = sc->args = g_new0(Named, (gsize)MAX(f->nargs, 1));

@@ -98,10 +98,10 @@ static gboolean check_program(const Func *f, Diag *diag) {
 
 /* A value of the schedule: an argument or a statement. */
 typedef struct Value {
-  const Term *t; /* the value's term */
-  char *name;    /* printed name */
-  int pos;       /* statement number; -1 for arguments */
-  int last;      /* last statement it is needed at */
+  const Term *t;    /* the value's term */
+  const char *name; /* printed name (the schedule's, which outlives it) */
+  int pos;          /* statement number; -1 for arguments */
+  int last;         /* last statement it is needed at */
   double bytes;
 } Value;
 
@@ -308,7 +308,7 @@ static void account_op(Walk *w, const Term *t, double mult) {
 }
 
 static int add_value(Walk *w, const Term *t, const char *name, int pos) {
-  Value v = {t, g_strdup(name), pos, pos, bytes_of(t->type)};
+  Value v = {t, name, pos, pos, bytes_of(t->type)};
   g_array_append_val(w->values, v);
   return (int)w->values->len - 1;
 }
@@ -400,8 +400,6 @@ static int compare_comms(gconstpointer pa, gconstpointer pb) {
   return a->size < b->size ? -1 : a->size > b->size;
 }
 
-static void clear_value(gpointer p) { g_free(((Value *)p)->name); }
-
 gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
                        CostReport *out, Diag *diag) {
   memset(out, 0, sizeof *out);
@@ -420,7 +418,6 @@ gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
   }
   Walk w = {.hw = hw, .fusion = fusion, .reads = reads, .out = out};
   w.values = g_array_new(FALSE, TRUE, sizeof(Value));
-  g_array_set_clear_func(w.values, clear_value);
   w.open[0] = (Open){-1, NULL, 1.0, g_hash_table_new(NULL, NULL),
                      g_array_new(FALSE, FALSE, sizeof(int))};
   schedule_visit(sc, f, visit, &w);
