@@ -84,7 +84,7 @@ keys C-u 'set hw ' Tab
 check "...and the hardware names after set hw" wait_for -E '^cpu2 +h100x8 +tpuv4 *$'
 # tactics: the tactic files only, not the helper module nor dot-files
 keys C-u 'tactic ' Tab
-check "Tab after tactic lists the tactics only" wait_for -E '^batch +megatron +zero *$'
+check "Tab after tactic lists the tactics only" wait_for -E '^batch +megatron +sequence +zero *$'
 keys C-u 'tactic meg' Tab
 check "...and completes one" wait_for -x 'partir> tactic megatron'
 keys C-u 'info %' Tab

@@ -1,0 +1,115 @@
+#!/bin/sh
+# Sequence parallelism and Megatron-SP (issue 14, item 7), on
+# examples/models/transformer.lua at batch 4, sequence 8, d_model 32,
+# 4 heads of 8, d_ff 64, f32, with heads as their own dimension and
+# with heads split by reshape (--heads-by-reshape).  The counts, derived
+# by hand (bytes sent per device: an all_gather or a reduce_scatter over
+# 2 devices sends half the whole buffer):
+#
+#   sequence alone (tactics/sequence.lua --set axis=seq on seq=2): every
+#     position-wise computation keeps the split; attention's scores
+#     contract each query with every key, and the context sums every
+#     value: k and v (4x8x4x8 = 4096 B each) are gathered, 2 all_gathers
+#     per layer of 2048 B, nothing else.
+#   Megatron-SP (megatron.lua, then sequence.lua over model on model=2):
+#     each block's input, the layer norm's output (4x8x32 = 4096 B), is
+#     gathered before its column-parallel weights (2 all_gathers a
+#     layer), and each block's output is reduce-scattered along the
+#     sequence into the residual stream (2 reduce_scatters a layer):
+#     2048 B each, and no all_reduce.  With batch=2 first, every buffer
+#     halves: 1024 B each.
+#
+# Each result is simulated on its devices against the interpreter; one
+# is compiled and run on threads against the interpreter.
+. "$top_srcdir/tests/tap.sh"
+top=$(cd "$top_srcdir" && pwd)
+
+cat >"$tmp/megatron-sp.lua" <<'LUA'
+local C = require "combinators"
+return C.seq(require "megatron", require "sequence")
+LUA
+cat >"$tmp/batch-megatron-sp.lua" <<'LUA'
+local batch, megatron, sequence = require "batch", require "megatron", require "sequence"
+return function(s, mesh)
+  return sequence(megatron(batch(s, mesh, {}), mesh, {}), mesh, {})
+end
+LUA
+
+# collectives FILE MESH: "KIND AXES COUNT BYTES" per collective of the
+# program's cost report, sorted
+collectives() {
+  "$PARTIR" cost "$1" --mesh "$2" |
+    sed -n '/^collectives per device/,/^time per step/p' |
+    awk '$1 ~ /^(all_|reduce_|shard)/ { print $1, $2, $4, $5 }' | sort
+}
+
+# expect NAME PROGRAM MESH TACTIC EXPECTED [--set K=V]
+expect() {
+  name=$1 prog=$2 mesh=$3 tactic=$4 want=$5
+  shift 5
+  out=$tmp/$name.pir
+  if ! "$PARTIR" tactic "$tactic" "$prog" --mesh "$mesh" "$@" -o "$out" \
+    2>"$tmp/err"; then
+    not_ok "$name: the tactic runs"
+    show "$tmp/err"
+    return
+  fi
+  printf '%s\n' "$want" | sort >"$tmp/want"
+  collectives "$out" "$mesh" >"$tmp/got"
+  if cmp -s "$tmp/want" "$tmp/got"; then
+    ok "$name on $mesh: $(tr '\n' ',' <"$tmp/want" | sed 's/,$//')"
+  else
+    not_ok "$name on $mesh: the collectives counted by hand"
+    diff "$tmp/want" "$tmp/got" >"$tmp/diff"
+    show "$tmp/diff"
+  fi
+  check "$name: simulated on $mesh, the interpreter's results" \
+    quiet "$PARTIR" lower "$out" --mesh "$mesh" --simulate --seed 5
+}
+
+for L in 1 3; do
+  for form in heads reshape; do
+    prog=$tmp/t$L-$form.pir
+    flag=
+    [ $form = reshape ] && flag=--heads-by-reshape
+    # shellcheck disable=SC2086
+    lua5.4 "$top/examples/models/transformer.lua" --layers $L --batch 4 \
+      --seq 8 --d_model 32 --heads 4 --d_ff 64 $flag >"$prog"
+    k=$((2 * L))
+    expect "sequence-$L-$form" "$prog" seq=2 "$top/tactics/sequence.lua" \
+      "all_gather seq $k $((2048 * k))" --set axis=seq
+    expect "megatron-sp-$L-$form" "$prog" model=2 "$tmp/megatron-sp.lua" \
+      "all_gather model $k $((2048 * k))
+reduce_scatter model $k $((2048 * k))"
+    expect "batch-megatron-sp-$L-$form" "$prog" batch=2,model=2 \
+      "$tmp/batch-megatron-sp.lua" \
+      "all_gather model $k $((1024 * k))
+reduce_scatter model $k $((1024 * k))"
+  done
+done
+
+# Megatron-SP keeps the residual stream split: the layer's output comes
+# back split along the sequence over model
+"$PARTIR" lower "$tmp/megatron-sp-1-heads.pir" --mesh model=2 >"$tmp/sp.spmd"
+check "megatron-sp: the output is returned split along the sequence" \
+  grep -qF -- '-> (tensor<4x4x32xf32> {dist = [[], ["model"], []]})' \
+  "$tmp/sp.spmd"
+
+# compiled on two threads, exactly the interpreter's results
+rm -rf "$tmp/run" "$tmp/exec"
+mkdir -p "$tmp/run" "$tmp/exec"
+if "$PARTIR" run "$tmp/megatron-sp-3-reshape.pir" --seed 6 \
+  --output "$tmp/run" >/dev/null 2>"$tmp/err" &&
+  "$PARTIR" exec "$tmp/megatron-sp-3-reshape.pir" --mesh model=2 --exact \
+    --seed 6 --output "$tmp/exec" >/dev/null 2>>"$tmp/err"; then
+  same=yes
+  for f in "$tmp/run"/*.npy; do
+    cmp -s "$f" "$tmp/exec/$(basename "$f")" || same=no
+  done
+  check "megatron-sp, 3 layers: compiled on model=2, the interpreter's results" \
+    test $same = yes
+else
+  not_ok "megatron-sp, 3 layers: compiled on model=2, it runs"
+  show "$tmp/err"
+fi
+done_testing
