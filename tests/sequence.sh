@@ -22,6 +22,7 @@
 # Each result is simulated on its devices against the interpreter; one
 # is compiled and run on threads against the interpreter.
 . "$top_srcdir/tests/tap.sh"
+. "$top_srcdir/tests/strategies.sh"
 top=$(cd "$top_srcdir" && pwd)
 
 cat >"$tmp/megatron-sp.lua" <<'LUA'
@@ -35,38 +36,6 @@ return function(s, mesh)
 end
 LUA
 
-# collectives FILE MESH: "KIND AXES COUNT BYTES" per collective of the
-# program's cost report, sorted
-collectives() {
-  "$PARTIR" cost "$1" --mesh "$2" |
-    sed -n '/^collectives per device/,/^time per step/p' |
-    awk '$1 ~ /^(all_|reduce_|shard)/ { print $1, $2, $4, $5 }' | sort
-}
-
-# expect NAME PROGRAM MESH TACTIC EXPECTED [--set K=V]
-expect() {
-  name=$1 prog=$2 mesh=$3 tactic=$4 want=$5
-  shift 5
-  out=$tmp/$name.pir
-  if ! "$PARTIR" tactic "$tactic" "$prog" --mesh "$mesh" "$@" -o "$out" \
-    2>"$tmp/err"; then
-    not_ok "$name: the tactic runs"
-    show "$tmp/err"
-    return
-  fi
-  printf '%s\n' "$want" | sort >"$tmp/want"
-  collectives "$out" "$mesh" >"$tmp/got"
-  if cmp -s "$tmp/want" "$tmp/got"; then
-    ok "$name on $mesh: $(tr '\n' ',' <"$tmp/want" | sed 's/,$//')"
-  else
-    not_ok "$name on $mesh: the collectives counted by hand"
-    diff "$tmp/want" "$tmp/got" >"$tmp/diff"
-    show "$tmp/diff"
-  fi
-  check "$name: simulated on $mesh, the interpreter's results" \
-    quiet "$PARTIR" lower "$out" --mesh "$mesh" --simulate --seed 5
-}
-
 for L in 1 3; do
   for form in heads reshape; do
     prog=$tmp/t$L-$form.pir
@@ -76,12 +45,12 @@ for L in 1 3; do
     lua5.4 "$top/examples/models/transformer.lua" --layers $L --batch 4 \
       --seq 8 --d_model 32 --heads 4 --d_ff 64 $flag >"$prog"
     k=$((2 * L))
-    expect "sequence-$L-$form" "$prog" seq=2 "$top/tactics/sequence.lua" \
+    expect_strategy "sequence-$L-$form" "$prog" seq=2 "$top/tactics/sequence.lua" \
       "all_gather seq $k $((2048 * k))" --set axis=seq
-    expect "megatron-sp-$L-$form" "$prog" model=2 "$tmp/megatron-sp.lua" \
+    expect_strategy "megatron-sp-$L-$form" "$prog" model=2 "$tmp/megatron-sp.lua" \
       "all_gather model $k $((2048 * k))
 reduce_scatter model $k $((2048 * k))"
-    expect "batch-megatron-sp-$L-$form" "$prog" batch=2,model=2 \
+    expect_strategy "batch-megatron-sp-$L-$form" "$prog" batch=2,model=2 \
       "$tmp/batch-megatron-sp.lua" \
       "all_gather model $k $((1024 * k))
 reduce_scatter model $k $((1024 * k))"
@@ -95,21 +64,5 @@ check "megatron-sp: the output is returned split along the sequence" \
   grep -qF -- '-> (tensor<4x4x32xf32> {dist = [[], ["model"], []]})' \
   "$tmp/sp.spmd"
 
-# compiled on two threads, exactly the interpreter's results
-rm -rf "$tmp/run" "$tmp/exec"
-mkdir -p "$tmp/run" "$tmp/exec"
-if "$PARTIR" run "$tmp/megatron-sp-3-reshape.pir" --seed 6 \
-  --output "$tmp/run" >/dev/null 2>"$tmp/err" &&
-  "$PARTIR" exec "$tmp/megatron-sp-3-reshape.pir" --mesh model=2 --exact \
-    --seed 6 --output "$tmp/exec" >/dev/null 2>>"$tmp/err"; then
-  same=yes
-  for f in "$tmp/run"/*.npy; do
-    cmp -s "$f" "$tmp/exec/$(basename "$f")" || same=no
-  done
-  check "megatron-sp, 3 layers: compiled on model=2, the interpreter's results" \
-    test $same = yes
-else
-  not_ok "megatron-sp, 3 layers: compiled on model=2, it runs"
-  show "$tmp/err"
-fi
+expect_compiled "megatron-sp, 3 layers" "$tmp/megatron-sp-3-reshape.pir" model=2
 done_testing

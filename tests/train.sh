@@ -39,6 +39,7 @@
 #     reduce-scattered (12288 B), Megatron's all_reduce over model
 #     (1024 B) and the loss's over batch (4 B).
 . "$top_srcdir/tests/tap.sh"
+. "$top_srcdir/tests/strategies.sh"
 top=$(cd "$top_srcdir" && pwd)
 ex=$top/examples/mlp_sgd.pir
 inputs=x,y # the data: every other argument is a weight
@@ -60,53 +61,11 @@ return function(s, mesh, opts)
 end
 LUA
 
-# collectives FILE MESH: "KIND AXES COUNT BYTES" per collective of the
-# program's cost report, sorted
-collectives() {
-  "$PARTIR" cost "$1" --mesh "$2" |
-    sed -n '/^collectives per device/,/^time per step/p' |
-    awk '$1 ~ /^(all_|reduce_|shard)/ { print $1, $2, $4, $5 }' | sort
-}
-
-# strategy NAME MESH TACTIC EXPECTED: the tactic on the example gives
-# exactly the EXPECTED collectives (lines "KIND AXES COUNT BYTES"), and
-# the result computes what the interpreter computes, simulated and
-# compiled on its devices.
+# strategy NAME MESH TACTIC EXPECTED: expect_strategy on $ex with the
+# data named by $inputs, then compiled
 strategy() {
-  name=$1 mesh=$2 tactic=$3 want=$4
-  out=$tmp/$name.pir
-  if ! "$PARTIR" tactic "$tactic" "$ex" --mesh "$mesh" --set "inputs=$inputs" \
-    -o "$out" 2>"$tmp/err"; then
-    not_ok "$name: the tactic runs"
-    show "$tmp/err"
-    return
-  fi
-  printf '%s\n' "$want" | sort >"$tmp/want"
-  collectives "$out" "$mesh" >"$tmp/got"
-  if cmp -s "$tmp/want" "$tmp/got"; then
-    ok "$name on $mesh: $(tr '\n' ',' <"$tmp/want" | sed 's/,$//')"
-  else
-    not_ok "$name on $mesh: the collectives counted by hand"
-    diff "$tmp/want" "$tmp/got" >"$tmp/diff"
-    show "$tmp/diff"
-  fi
-  check "$name: simulated on $mesh, the interpreter's results" \
-    quiet "$PARTIR" lower "$out" --mesh "$mesh" --simulate --seed 4
-  rm -rf "$tmp/run" "$tmp/exec"
-  mkdir -p "$tmp/run" "$tmp/exec"
-  if "$PARTIR" run "$out" --seed 4 --output "$tmp/run" >/dev/null 2>"$tmp/err" &&
-    "$PARTIR" exec "$out" --mesh "$mesh" --exact --seed 4 \
-      --output "$tmp/exec" >/dev/null 2>>"$tmp/err"; then
-    same=yes
-    for f in "$tmp/run"/*.npy; do
-      cmp -s "$f" "$tmp/exec/$(basename "$f")" || same=no
-    done
-    check "$name: compiled on $mesh (--exact), the interpreter's results" \
-      test $same = yes
-  else
-    not_ok "$name: compiled on $mesh, it runs"
-    show "$tmp/err"
-  fi
+  expect_strategy "$1" "$ex" "$2" "$3" "$4" --set "inputs=$inputs" &&
+    expect_compiled "$1" "$tmp/$1.pir" "$2"
 }
 
 strategy batch batch=2 "$top/tactics/batch.lua" \

@@ -208,21 +208,27 @@ static void push_shape(lua_State *L, const Type *t) {
   }
 }
 
+/* {name, index, type, shape}: an argument or a result, at list[i + 1]
+ * of the table on top of the stack. */
+static void push_named(lua_State *L, const char *name, int i,
+                       const Type *type) {
+  lua_createtable(L, 0, 4);
+  lua_pushstring(L, name);
+  lua_setfield(L, -2, "name");
+  lua_pushinteger(L, i);
+  lua_setfield(L, -2, "index");
+  push_type(L, type);
+  lua_setfield(L, -2, "type");
+  push_shape(L, type);
+  lua_setfield(L, -2, "shape");
+  lua_rawseti(L, -2, i + 1);
+}
+
 static int l_args(lua_State *L) {
   State *s = check_state(L, 1);
   lua_createtable(L, s->func.nargs, 0);
-  for (int i = 0; i < s->func.nargs; i++) {
-    lua_createtable(L, 0, 4);
-    lua_pushstring(L, s->func.arg_names[i]);
-    lua_setfield(L, -2, "name");
-    lua_pushinteger(L, i);
-    lua_setfield(L, -2, "index");
-    push_type(L, s->func.arg_types[i]);
-    lua_setfield(L, -2, "type");
-    push_shape(L, s->func.arg_types[i]);
-    lua_setfield(L, -2, "shape");
-    lua_rawseti(L, -2, i + 1);
-  }
+  for (int i = 0; i < s->func.nargs; i++)
+    push_named(L, s->func.arg_names[i], i, s->func.arg_types[i]);
   return 1;
 }
 
@@ -397,19 +403,9 @@ static int l_results(lua_State *L) {
   lua_pop(L, 1);
   const Term *body = s->func.body;
   lua_createtable(L, body->nargs, 0);
-  for (int i = 0; i < body->nargs; i++) {
-    const Term *r = body->args[i];
-    lua_createtable(L, 0, 4);
-    lua_pushstring(L, g_hash_table_lookup(c.names, r));
-    lua_setfield(L, -2, "name");
-    lua_pushinteger(L, i);
-    lua_setfield(L, -2, "index");
-    push_type(L, r->type);
-    lua_setfield(L, -2, "type");
-    push_shape(L, r->type);
-    lua_setfield(L, -2, "shape");
-    lua_rawseti(L, -2, i + 1);
-  }
+  for (int i = 0; i < body->nargs; i++)
+    push_named(L, g_hash_table_lookup(c.names, body->args[i]), i,
+               body->args[i]->type);
   g_hash_table_unref(c.names);
   g_hash_table_unref(c.yields);
   return 1;

@@ -130,6 +130,16 @@ return function(s, mesh, opts)
     "values: the slice is of x along dim 0 (the binder is not an operand)")
   t:same_list(tvs[5].shape, { 8, 256 }, "values: the slice is 8x256")
   t:same_list(tvs[6].operands, { "1", "w" }, "values: the inner matmul uses the slice")
+  t:is(tvs[4].yield, "3", "values: the tile's yield is what its body returns, %3")
+  t:is(tvs[6].yield, nil, "values: an operator has no yield")
+
+  -- results
+  local rs = s:results()
+  t:is(#rs, 1, "results: mlp.pir returns one value")
+  t:ok(rs[1].name == "1" and rs[1].index == 0 and rs[1].type == "tensor<16x256xf32>",
+    "results: %1, index 0, tensor<16x256xf32>")
+  t:same_list(rs[1].shape, { 16, 256 }, "results: its shape")
+  t:is(tiled:results()[1].name, "0", "results: mlp_tiled.pir returns its tile, %0")
 
   local tfv = tf:values()
   local statements = 0
