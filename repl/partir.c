@@ -14,6 +14,8 @@
  *               [--hw HW]
  *   partir lower FILE --mesh MESH [--emit spmd|dot] [--stats] [--simulate]
  *   partir cost FILE --mesh MESH [--hw HW] [--set K=V]
+ *   partir export FILE --mesh MESH [--tactic T.lua [--set K=V]] [--do CMDS]
+ *               [--emit stablehlo|stablehlo-gspmd|stablehlo-spmd] [-o OUT]
  *   partir calibrate [--devices N] [--runs N] [-o OUT.hw]
  *                                      this machine's figures, measured
  *   partir rules                       every rule and where it comes from
@@ -87,6 +89,11 @@ static void usage(FILE *to) {
         "K=V]\n"
         "                        FLOPs, memory, communication and time per "
         "device\n"
+        "  export FILE --mesh MESH [--tactic T.lua] [--do 'CMD; ...']\n"
+        "         [--emit stablehlo|stablehlo-gspmd|stablehlo-spmd] [-o OUT]\n"
+        "                        StableHLO for JAX/XLA: the program with the\n"
+        "                        shardings of its partitioning, or each\n"
+        "                        device's program with collectives\n"
         "  calibrate [--devices N] [--runs N] [-o OUT.hw]\n"
         "                        measure this machine for the cost model: a\n"
         "                        hardware description, each figure from a\n"
@@ -158,7 +165,8 @@ typedef struct Options {
   char *script;       /* rewrite --do */
   char *matches;      /* rewrite --matches RULE */
   char **tactic_sets; /* tactic --set KEY=VALUE... */
-  char *emit;         /* lower --emit spmd|dot */
+  char *emit;         /* lower, compile and export --emit */
+  char *tactic;       /* export --tactic SCRIPT.lua */
   gboolean stats;     /* lower --stats */
   gboolean simulate;  /* lower --simulate */
   gint64 check_seed;  /* check-rules and walk --seed */
@@ -195,6 +203,7 @@ static void options_clear(Options *o) {
   g_free(o->matches);
   g_strfreev(o->tactic_sets);
   g_free(o->emit);
+  g_free(o->tactic);
   g_free(o->blas);
   g_free(o->runtime);
 }
@@ -874,13 +883,12 @@ static GHashTable *tactic_options(char **sets) {
   return options;
 }
 
-/* Runs tactic 'script' on 'm' and prints the result into 'out'; FALSE
- * (with a message) when it fails.  'hw' (a name or a .hw file; NULL:
- * cpu2) prices the choices of its 'propagate --resolve'. */
-static gboolean tactic_apply(const RuleSet *rs, Module *m, const char *script,
-                             GHashTable *options, const Mesh *mesh,
-                             const char *hw, gboolean expr, GString *out) {
-  g_autoptr(State) s0 = state_new(m);
+/* Runs tactic 'script' on 's0': the new state, or NULL (with a
+ * message).  'hw' (a name or a .hw file; NULL: cpu2) prices the choices
+ * of its 'propagate --resolve'. */
+static State *tactic_state(const RuleSet *rs, State *s0, const char *script,
+                           GHashTable *options, const Mesh *mesh,
+                           const char *hw) {
   g_autoptr(Diag) why = diag_new(NULL);
   lua_State *L = plua_new(rs);
   LuaTactic tactic;
@@ -891,14 +899,22 @@ static gboolean tactic_apply(const RuleSet *rs, Module *m, const char *script,
   State *s = L ? pipeline_tactic(&tactic.base, s0, mesh, why) : NULL;
   if (!L)
     diag_reason(why, "%s", "cannot create a Lua state");
-  if (!s) {
+  if (!s)
     g_printerr("partir: tactic %s: %s\n", script, diag_text(why));
-    plua_close(L);
-    return FALSE;
-  }
-  state_print(out, s, expr);
-  state_unref(s);
   plua_close(L);
+  return s;
+}
+
+/* Runs tactic 'script' on 'm' and prints the result into 'out'; FALSE
+ * (with a message) when it fails. */
+static gboolean tactic_apply(const RuleSet *rs, Module *m, const char *script,
+                             GHashTable *options, const Mesh *mesh,
+                             const char *hw, gboolean expr, GString *out) {
+  g_autoptr(State) s0 = state_new(m);
+  g_autoptr(State) s = tactic_state(rs, s0, script, options, mesh, hw);
+  if (!s)
+    return FALSE;
+  state_print(out, s, expr);
   return TRUE;
 }
 
@@ -1022,6 +1038,87 @@ static int cmd_cost(const Options *o, char **files) {
   return 0;
 }
 
+/* The program a job exports: the file's, then the tactic's result, then
+ * the --do commands'; NULL (with a message) when one fails. */
+static State *export_state(const Options *o, const RuleSet *rs, Module *m,
+                           GHashTable *options, const Mesh *mesh) {
+  State *s = state_new(m);
+  if (o->tactic) {
+    State *next = tactic_state(rs, s, o->tactic, options, mesh, o->hw);
+    state_unref(s);
+    if (!next)
+      return NULL;
+    s = next;
+  }
+  if (o->script) {
+    g_autoptr(Diag) why = diag_new(NULL);
+    g_autoptr(GString) report = g_string_new(NULL);
+    RewriteContext cx = {.hw_name = o->hw, .report = report};
+    State *next = pipeline_rewrite(rs, s, o->script, &cx, why);
+    print_report("--do", "", report);
+    if (!next)
+      g_printerr("partir: --do: %s\n", diag_text(why));
+    state_unref(s);
+    s = next;
+  }
+  return s;
+}
+
+static const GOptionEntry export_entries[] = {
+    {"emit", 'e', 0, G_OPTION_ARG_STRING, &opt.emit,
+     "stablehlo (the program with Shardy shardings, the default), "
+     "stablehlo-gspmd (with GSPMD shardings) or stablehlo-spmd (a device's "
+     "program with collectives)",
+     "FORM"},
+    {"tactic", 't', 0, G_OPTION_ARG_FILENAME, &opt.tactic,
+     "partition with this Lua tactic first", "SCRIPT.lua"},
+    {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt.tactic_sets,
+     "an option for the tactic", "KEY=VALUE"},
+    {"do", 'd', 0, G_OPTION_ARG_STRING, &opt.script,
+     "then these commands, separated by ';'", "SCRIPT"},
+    G_OPTION_ENTRY_NULL};
+
+/* export: StableHLO, the shardings of the partitioned program on the
+ * program as loaded, or the program each device runs. */
+static int cmd_export(const Options *o, char **files) {
+  ExportForm form = EXPORT_SDY;
+  if (o->emit && !export_form_parse(o->emit, &form)) {
+    g_printerr("partir: export --emit takes stablehlo, stablehlo-gspmd or "
+               "stablehlo-spmd, not '%s'\n",
+               o->emit);
+    return 2;
+  }
+  if (o->tactic_sets && !o->tactic) {
+    g_printerr("partir: export --set gives the --tactic options\n");
+    return 2;
+  }
+  Mesh mesh;
+  g_autoptr(Diag) diag = diag_new(NULL);
+  if (!mesh_parse(o->mesh, &mesh, diag)) {
+    print_reason(NULL, diag);
+    return 2;
+  }
+  g_autoptr(GHashTable) options = tactic_options(o->tactic_sets);
+  if (!options)
+    return 2;
+  g_autoptr(RuleSet) rs = load_rules(o->rule_files);
+  if (!rs)
+    return 1;
+  g_autoptr(Module) m = load_module(files[0]);
+  if (!m)
+    return 1;
+  g_autoptr(State) s = export_state(o, rs, m, options, &mesh);
+  if (!s)
+    return 1;
+  g_autoptr(GString) out = g_string_new(NULL);
+  if (!pipeline_export(rs, s, &mesh, form, out, diag)) {
+    g_printerr("partir: %s: cannot export on mesh %s: %s\n", files[0],
+               o->mesh ? o->mesh : "(none)", diag_text(diag));
+    return 1;
+  }
+  return write_result(o->output, out);
+}
+
 static const GOptionEntry calibrate_entries[] = {
     {"devices", 'n', 0, G_OPTION_ARG_INT64, &opt.devices,
      "devices running at once, a thread each (default: the CPUs)", "N"},
@@ -1095,6 +1192,9 @@ static const Command commands[] = {
      lower_entries, cmd_lower},
     {"cost", "FILE", 1, one_file,
      GROUP_MESH | GROUP_HARDWARE | GROUP_WHAT_IF | GROUP_RULES, NULL, cmd_cost},
+    {"export", "FILE", 1, one_file,
+     GROUP_MESH | GROUP_HARDWARE | GROUP_OUTPUT | GROUP_RULES, export_entries,
+     cmd_export},
     {"calibrate", "", 0, "takes no FILE (use -o OUT.hw)",
      GROUP_OUTPUT | GROUP_RULES, calibrate_entries, cmd_calibrate},
 };

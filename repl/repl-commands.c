@@ -560,6 +560,50 @@ static gboolean cmd_lower(Session *s, const char *text, int argc, char **argv) {
   return TRUE;
 }
 
+/* 'export [--emit FORM] [FILE]': the current program as StableHLO on the
+ * session's mesh (pipeline_export), printed or written to FILE. */
+static gboolean cmd_export(Session *s, const char *text, int argc,
+                           char **argv) {
+  ExportForm form = EXPORT_SDY;
+  const char *file = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--emit") == 0 && i + 1 < argc) {
+      if (!export_form_parse(argv[++i], &form)) {
+        repl_report_error(s,
+                          "export: --emit takes stablehlo, stablehlo-gspmd "
+                          "or stablehlo-spmd, not '%s'",
+                          argv[i]);
+        return FALSE;
+      }
+    } else if (!file && argv[i][0] != '-') {
+      file = argv[i];
+    } else {
+      return usage_error(s, "export");
+    }
+  }
+  State *cur = repl_need_program(s, "export");
+  if (!cur)
+    return FALSE;
+  g_autoptr(GString) out = g_string_new(NULL);
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (!pipeline_export(s->rs, cur, &s->mesh, form, out, why)) {
+    repl_report_error(s, "export: %s", diag_text(why));
+    return FALSE;
+  }
+  if (!file) {
+    repl_put_string(out);
+    return TRUE;
+  }
+  GError *error = NULL;
+  if (!partir_write_file(file, out->str, out->len, &error)) {
+    repl_report_error(s, "export: %s", error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  printf("wrote %s\n", file);
+  return TRUE;
+}
+
 static gboolean cmd_stats(Session *s, const char *text, int argc, char **argv) {
   g_auto(Lowered) l = {0};
   if (!lower_current(s, "stats", &l))
@@ -898,6 +942,16 @@ const Command repl_commands[] = {
      NULL},
     {"stats", cmd_stats, 0, 0, FALSE, COMPLETE_NONE, "stats",
      "the collectives of the SPMD program, per kind and axis", NULL},
+    {"export", cmd_export, 0, 3, FALSE, COMPLETE_OPTIONS,
+     "export [--emit stablehlo|stablehlo-gspmd|stablehlo-spmd] [FILE]",
+     "the program as StableHLO for JAX/XLA, on the session's mesh",
+     "stablehlo (the default): the program as loaded, each argument and\n"
+     "result with the Shardy sharding (sdy.sharding) the current state's\n"
+     "lowering gives it: what jax.jit's in_shardings and out_shardings\n"
+     "take.  stablehlo-gspmd: the same with GSPMD's mhlo.sharding strings.\n"
+     "stablehlo-spmd: the program each device runs ('lower'), with\n"
+     "StableHLO's collectives.  Printed, or written to FILE (atomically);\n"
+     "docs/stablehlo.md, 'Export'."},
     {"save", cmd_save, 1, 1, FALSE, COMPLETE_FILE, "save FILE",
      "write the program's canonical text to FILE (atomically)", NULL},
     {"lua", NULL, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "lua CODE",

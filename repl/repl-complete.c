@@ -103,7 +103,12 @@ static void add_options(Session *s, const Command *c, const char *prev) {
       add_candidate(mesh);
     return;
   }
-  g_auto(GStrv) words = g_strsplit_set(c->usage, " []", -1);
+  if (strcmp(prev, "--emit") == 0) { /* export's forms */
+    for (ExportForm f = EXPORT_SDY; f <= EXPORT_DEVICE; f++)
+      add_candidate(export_form_name(f));
+    return;
+  }
+  g_auto(GStrv) words = g_strsplit_set(c->usage, " []|", -1);
   for (char **w = words; *w; w++)
     if (g_str_has_prefix(*w, "--"))
       add_candidate(*w);

@@ -24,6 +24,11 @@
  *                (spmd/cost.c).
  *                requires: an SPMD program from 4 (or SPMD text from 1)
  *                and a Hardware (spmd/hardware.c).
+ *      export    StableHLO text (spmd/export.c): the program a state was
+ *                rewritten from with the layouts of its lowering from
+ *                3-4 as shardings, or the lowering itself.
+ *                requires: a State from 2; for the former, one whose
+ *                program is no device's (SPMD text).
  *   6. compile   a program -> native code for the host (codegen/): on
  *                a mesh, its lowering from 3-4, a device's program run a
  *                thread a device; without one, the program on one device.
@@ -199,6 +204,22 @@ gboolean pipeline_cost_state(const RuleSet *rs, const State *s,
   g_auto(Lowered) l = {0};
   return pipeline_lower(rs, s->module, &s->func, mesh, &l, why) &&
          pipeline_cost(&l, hw, out, why);
+}
+
+gboolean pipeline_export(const RuleSet *rs, const State *s, const Mesh *mesh,
+                         ExportForm form, GString *out, Diag *why) {
+  const Func *original = module_entry(s->module);
+  if (form != EXPORT_DEVICE && (original->spmd || s->func.spmd)) {
+    diag_reason(why, "this is a device's program (SPMD text): only "
+                     "stablehlo-spmd exports it");
+    return FALSE;
+  }
+  g_auto(Lowered) l = {0};
+  if (!pipeline_lower(rs, s->module, &s->func, mesh, &l, why))
+    return FALSE;
+  if (form == EXPORT_DEVICE)
+    return export_device(out, l.names, l.spmd, why);
+  return export_global(out, s->module, original, l.spmd, form, why);
 }
 
 gboolean pipeline_compile(const RuleSet *rs, const Module *m, const Func *g,

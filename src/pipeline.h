@@ -90,6 +90,17 @@ gboolean pipeline_cost_state(const RuleSet *rs, const State *s,
                              const Mesh *mesh, const Hardware *hw,
                              CostReport *out, Diag *why);
 
+/* Export, after stages 3 and 4: state 's' as StableHLO text
+ * (spmd/export.c), lowered on 'mesh'.  EXPORT_SDY and EXPORT_GSPMD write
+ * the program 's' was rewritten from (its module's entry as loaded; its
+ * tiles and sums unrolled), each argument and result annotated with the
+ * layout the lowering of 's' gives it: the shardings to jit it with.
+ * EXPORT_DEVICE writes the program each device runs.  FALSE with the
+ * reason, and nothing appended to 'out', when it cannot be lowered or
+ * written. */
+gboolean pipeline_export(const RuleSet *rs, const State *s, const Mesh *mesh,
+                         ExportForm form, GString *out, Diag *why);
+
 /* Stage 6, compile: native code for the host CPU (codegen/), as 'o' says
  * (NULL: the defaults).  On a mesh with axes, 'g' is lowered there
  * (stages 3 and 4) and each device's program compiled, to run a thread a

@@ -18,6 +18,8 @@
  *   s:run([seed]) -> {{type, shape, values}}
  *   s:exec{mesh =, seed =, inputs =, exact =} -> {{type, shape, values}}
  *   s:bench{mesh =, runs =, seed =, inputs =, exact =} -> {min, median, runs}
+ *   s:lower(mesh [, "dot"]) s:stats(mesh) -> text
+ *   s:export(mesh [, "stablehlo"|"stablehlo-gspmd"|"stablehlo-spmd"]) -> text
  *
  * s:exec with a table runs the program compiled (pipeline stages 6 and
  * 7) instead of the interpreter: a string is a script of engine
@@ -1029,6 +1031,29 @@ static int lower_common(lua_State *L, gboolean stats) {
   return 1;
 }
 
+/* s:export("batch=2,model=4" [, "stablehlo"|"stablehlo-gspmd"|
+ * "stablehlo-spmd"]) -> text: pipeline_export on the mesh. */
+static int l_export(lua_State *L) {
+  State *s = check_state(L, 1);
+  const char *spec = luaL_checkstring(L, 2);
+  const char *emit = luaL_optstring(L, 3, "stablehlo");
+  ExportForm form;
+  if (!export_form_parse(emit, &form))
+    return luaL_argerror(L, 3, "stablehlo, stablehlo-gspmd or stablehlo-spmd");
+  Diag *why = diag_new(NULL);
+  Mesh mesh;
+  GString *text = g_string_new(NULL);
+  if (!mesh_parse(spec, &mesh, why) ||
+      !pipeline_export(rules_of(L), s, &mesh, form, text, why)) {
+    g_string_free(text, TRUE);
+    return raise_error(L, why);
+  }
+  diag_free(why);
+  lua_pushlstring(L, text->str, text->len);
+  g_string_free(text, TRUE);
+  return 1;
+}
+
 static int l_lower(lua_State *L) { return lower_common(L, FALSE); }
 static int l_stats(lua_State *L) { return lower_common(L, TRUE); }
 
@@ -1052,6 +1077,7 @@ static const luaL_Reg state_methods[] = {{"print", l_print},
                                          {"bench", l_bench},
                                          {"lower", l_lower},
                                          {"stats", l_stats},
+                                         {"export", l_export},
                                          {NULL, NULL}};
 
 static const luaL_Reg state_meta[] = {

@@ -14,6 +14,9 @@
  *   hardware.c     hardware descriptions (hw/NAME.hw)
  *   fusion.c       which values are computed inside their users' loops
  *   cost.c         per-device FLOPs, memory, communication and time
+ *   sharding.c     layouts as JAX and XLA write them (Shardy, GSPMD) and
+ *                  the device groups of a collective
+ *   export.c       the program, or a device's program, as StableHLO
  */
 #ifndef PARTIR_SPMD_H
 #define PARTIR_SPMD_H
@@ -241,5 +244,49 @@ void cost_append_time(GString *out, double seconds);
 /* A readable table: per device and over all devices.  'mesh' may be NULL. */
 void cost_print(GString *out, const CostReport *r, const Hardware *hw,
                 const Mesh *mesh);
+
+/* ------------------------------------------------------------- sharding.c */
+
+/* The mesh as Shardy declares it: #sdy.mesh<["batch"=2, "model"=2]>. */
+void sharding_sdy_mesh(GString *out, const Mesh *m);
+/* 'd' as a Shardy sharding on the mesh named 'mesh_name':
+ * #sdy.sharding<@mesh, [{"model"}, {}]>. */
+void sharding_sdy(GString *out, const Dist *d, const char *mesh_name);
+/* 'd' on 'm' as a GSPMD sharding: {replicated}, or
+ * {devices=[1,2,2]<=[4] last_tile_dim_replicate}, devices numbered
+ * row-major over 'm'.  FALSE when 'd' names an axis 'm' lacks. */
+gboolean sharding_gspmd(GString *out, const Dist *d, const Mesh *m);
+/* The replica groups of a collective over 'axes' (major first) on 'm':
+ * 'dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>'.  FALSE when an axis is
+ * not the mesh's or given twice. */
+gboolean sharding_replica_groups(GString *out, const Mesh *m,
+                                 const char *const *axes, int naxes);
+
+/* --------------------------------------------------------------- export.c */
+
+/* What 'partir export --emit' writes: the global program with Shardy's
+ * shardings (stablehlo), with GSPMD's (stablehlo-gspmd), or a device's
+ * program with StableHLO's collectives (stablehlo-spmd). */
+typedef enum ExportForm {
+  EXPORT_SDY,
+  EXPORT_GSPMD,
+  EXPORT_DEVICE,
+} ExportForm;
+
+/* The form named "stablehlo", "stablehlo-gspmd" or "stablehlo-spmd";
+ * FALSE for another name. */
+gboolean export_form_parse(const char *name, ExportForm *out);
+const char *export_form_name(ExportForm f);
+/* Appends global program 'g' (names from 'm', may be NULL) as StableHLO,
+ * each argument and result with the layout 'spmd' (its lowering) gives
+ * it, as 'form' (EXPORT_SDY or EXPORT_GSPMD) writes it.  Tiles and sums
+ * are unrolled.  FALSE with the reason, and nothing appended, when an
+ * operator has no StableHLO form or the text would be too large. */
+gboolean export_global(GString *out, const Module *m, const Func *g,
+                       const Func *spmd, ExportForm form, Diag *why);
+/* Appends device program 'spmd' (names from 'm') as StableHLO with
+ * collectives over replica groups; as export_global otherwise. */
+gboolean export_device(GString *out, const Module *m, const Func *spmd,
+                       Diag *why);
 
 #endif
