@@ -6,9 +6,11 @@
  * its value's shape; a fused operand is computed at the index its user
  * maps it to (the same index for an elementwise operator, a permuted,
  * broadcast or strided one for transpose, broadcast_in_dim and slice,
- * the same linear offset for reshape), a leaf is loaded from its
- * buffer.  So a chain of elementwise operators and index maps reads
- * each of its inputs once per element and writes only its root.
+ * the same linear offset for reshape, a start read from its indices and
+ * clamped, plus the offset in the slice, for gather and dynamic_slice),
+ * a leaf is loaded from its buffer.  So a chain of elementwise operators and
+ * index maps reads each of its inputs once per element and writes only its
+ * root.
  *
  * Roots: an elementwise operator or index map (one nest over its shape,
  * or one flat loop when no index map needs the multi-index), a
@@ -90,7 +92,7 @@ static void walk_tree(Kern *k, const Term *t) {
   g_string_append_printf(k->key, " (%d %p %p", (int)t->op,
                          (const void *)t->attrs, (const void *)t->type);
   if (t->op == OP_BROADCAST_IN_DIM || t->op == OP_TRANSPOSE ||
-      t->op == OP_SLICE)
+      t->op == OP_SLICE || t->op == OP_GATHER || t->op == OP_DYNAMIC_SLICE)
     k->needs_d = TRUE; /* its index map reads the multi-index */
   for (int a = 0; a < t->nargs; a++) {
     if (t == k->root && !fusion_absorbs(t)) { /* operand a is buffer a + 1 */
@@ -139,6 +141,64 @@ static void map_index(Gen *g, const Term *t, Ix *ix, Ix *sub) {
   sub->has_d = TRUE;
 }
 
+static LLVMValueRef element(Kern *k, const Term *t, Ix *ix);
+
+/* Start 'v' (an integer in i64) clamped to [0, hi], as StableHLO clamps
+ * the starts of gather and dynamic_slice so that the slice fits. */
+static LLVMValueRef clamp_start(Gen *g, LLVMValueRef v, int64_t hi) {
+  g_assert(LLVMTypeOf(v) == g->i64);
+  LLVMValueRef lo = c64(g, 0), top = c64(g, hi);
+  v = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, v, lo, ""), lo, v,
+                      "");
+  return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, v, top, ""), top,
+                         v, "");
+}
+
+/* The index into operand 0 of gather 't' for index 'ix' of 't': each
+ * component of the start read from the indices (operand 1, computed
+ * there when fused) and clamped, plus the batching dims' positions and
+ * ix's offset within the slice (core/gather.c). */
+static void gather_index(Kern *k, const Term *t, Ix *ix, Ix *sub) {
+  Gen *g = k->g;
+  GatherDims gd;
+  gather_dims_of(t, &gd);
+  const Type *in = t->args[0]->type, *it = t->args[1]->type;
+  *sub = (Ix){.ty = in, .has_d = TRUE};
+  for (int d = 0; d < in->rank; d++)
+    sub->d[d] = c64(g, 0);
+  Ix at = {.ty = it, .has_d = TRUE};
+  for (int d = 0; d < t->type->rank; d++) {
+    GatherDim m = gather_result_dim(&gd, d);
+    if (!m.offset)
+      at.d[m.indices] = ix_dim(g, ix, d);
+    if (m.operand >= 0)
+      sub->d[m.operand] = ix_dim(g, ix, d);
+  }
+  for (int c = 0; c < gd.nstart; c++) {
+    if (gd.index_vector_dim < it->rank)
+      at.d[gd.index_vector_dim] = c64(g, c);
+    at.lin = NULL; /* the component's own offset */
+    int64_t od = gd.start_index_map[c];
+    LLVMValueRef s = clamp_start(g, element(k, t->args[1], &at),
+                                 in->dims[od] - gd.slice_sizes[od]);
+    sub->d[od] = LLVMBuildNSWAdd(g->b, sub->d[od], s, "");
+  }
+}
+
+/* The index into operand 0 of dynamic_slice 't': the clamped starts
+ * (scalar operands) plus ix. */
+static void dynamic_slice_index(Kern *k, const Term *t, Ix *ix, Ix *sub) {
+  Gen *g = k->g;
+  const Type *in = t->args[0]->type;
+  *sub = (Ix){.ty = in, .has_d = TRUE};
+  for (int d = 0; d < in->rank; d++) {
+    Ix scalar = {.ty = t->args[d + 1]->type, .lin = c64(g, 0), .has_d = TRUE};
+    LLVMValueRef s = clamp_start(g, element(k, t->args[d + 1], &scalar),
+                                 in->dims[d] - t->type->dims[d]);
+    sub->d[d] = LLVMBuildNSWAdd(g->b, s, ix_dim(g, ix, d), "");
+  }
+}
+
 /* Element 'ix' of 't' in its compute type: loaded (a leaf) or computed
  * (the root, or a fused value). */
 static LLVMValueRef element(Kern *k, const Term *t, Ix *ix) {
@@ -155,6 +215,15 @@ static LLVMValueRef element(Kern *k, const Term *t, Ix *ix) {
   case OP_SLICE: {
     Ix sub;
     map_index(g, t, ix, &sub);
+    return element(k, t->args[0], &sub);
+  }
+  case OP_GATHER:
+  case OP_DYNAMIC_SLICE: {
+    Ix sub;
+    if (t->op == OP_GATHER)
+      gather_index(k, t, ix, &sub);
+    else
+      dynamic_slice_index(k, t, ix, &sub);
     return element(k, t->args[0], &sub);
   }
   default: {

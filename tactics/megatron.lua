@@ -14,6 +14,12 @@
 -- in exactly one sum.  Elementwise operands such as biases are split by
 -- propagation.
 --
+-- An embedding table (an argument a gather looks rows up in: one index
+-- per row, table[ids]) is vocabulary-parallel: its rows are split, each
+-- device looks up the ids in its own rows, zero elsewhere, and the
+-- lookup is a sum over the axis (one all-reduce, gather-sum in
+-- docs/spmd.md); the embeddings it produces are replicated.
+--
 -- options: axis    the mesh axis (default "model")
 --          inputs  comma-separated arguments that are data, never weights
 --                  (default: the first argument; a training step
@@ -59,6 +65,22 @@ local function weight_dim(v, rank, row, side)
     end
   end
   return nil
+end
+
+-- The vocabulary dimension of lookup 'v' (a gather of one row per index:
+-- one start_index_map entry, a slice of size 1 along it, no batching
+-- dims), or nil.
+local function lookup_dim(v)
+  if v.kind ~= "op" or v.op ~= "gather" then
+    return nil
+  end
+  local a = v.attrs
+  local map = a.start_index_map or {}
+  if #map ~= 1 or #(a.operand_batching_dims or {}) > 0 or
+      a.slice_sizes[map[1] + 1] ~= 1 then
+    return nil
+  end
+  return map[1]
 end
 
 -- Which operand of contraction 'v' is a weight: 2 (right), 1 (left, when
@@ -110,7 +132,12 @@ return function(s, mesh, opts)
     end
     local side = is_contraction(v) and weight_side(v, args) or nil
     local other = side and ops[3 - side]
-    if side and not plan[ops[side]] then
+    local vocab = lookup_dim(v)
+    if vocab and args[ops[1]] and not plan[ops[1]] then
+      plan[ops[1]] = vocab -- vocabulary-parallel: summed, replicated after
+      order[#order + 1] = ops[1]
+      split[v.name] = false
+    elseif side and not plan[ops[side]] then
       local w = args[ops[side]]
       local row = is_split(other)
       local dim = weight_dim(v, #w.shape, row, side)
@@ -126,7 +153,7 @@ return function(s, mesh, opts)
     end
   end
   if #order == 0 then
-    error("megatron: no weight (an argument contracted as a right operand) found", 0)
+    error("megatron: no weight (an argument contracted as a right operand, or an embedding table) found", 0)
   end
   -- one script: the engine splits all the weights in one pass
   local script = {}

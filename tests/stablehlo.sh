@@ -63,6 +63,10 @@ model_inputs() {
     ;;
   constants) echo "$fx/constants.x.npy" ;;
   torch_xla) echo "$fx/torch_xla.b.npy $fx/torch_xla.w.npy $fx/torch_xla.x.npy" ;;
+  embed)
+    for a in ids table w pos; do printf '%s ' "$fx/embed.$a.npy"; done
+    ;;
+  batched_lookup) echo "$fx/batched_lookup.tables.npy $fx/batched_lookup.ids.npy" ;;
   esac
 }
 
@@ -91,7 +95,11 @@ run_model() {
     test "$k" -eq "$(find "$fx" -name "$name.expected*.npy" | wc -l)"
 }
 
-for name in mlp mlp_relu mlp_train_step transformer_layer; do
+# embed: table[ids] (a gather; ids out of range both ways) and a
+# dynamic_slice at a start that XLA clamps; batched_lookup: vmap of a
+# lookup, a gather with batching dims
+for name in mlp mlp_relu mlp_train_step transformer_layer embed \
+  batched_lookup; do
   for form in mlir generic.mlir debug.mlir; do
     run_model "$name" "$fx/$name.$form" 1e-5
   done

@@ -373,6 +373,113 @@ static const Term *gen_slice(Gen *g, Op op, int dim, int minr, Diag *err) {
                  err);
 }
 
+/* A random subset of 'k' of the positions 0..n-1, increasing. */
+static void pick_sorted(Gen *g, int n, int k, int64_t *out) {
+  int64_t all[2 * PARTIR_MAX_RANK];
+  for (int i = 0; i < n; i++)
+    all[i] = i;
+  shuffle(g, all, n);
+  for (int i = 0; i < k; i++)
+    out[i] = all[i];
+  for (int i = 1; i < k; i++) /* insertion sort */
+    for (int j = i; j > 0 && out[j] < out[j - 1]; j--) {
+      int64_t t = out[j];
+      out[j] = out[j - 1];
+      out[j - 1] = t;
+    }
+}
+
+/* gather: a random operand of rank 1 to 3, one or two of its dims
+ * indexed (each collapsed or kept as an offset dim of slice size 1),
+ * sometimes a batching pair, the others sliced whole or in part; i32
+ * indices (random values in [-10, 10]: out-of-range starts are clamped)
+ * with enough batch dims that the result has rank 'minr' or more, their
+ * index vector dim anywhere or implicit.  A reduction ('red' 0) is a
+ * lookup's table rows (lookup.c): one indexed dim, no batching.  When
+ * 'dim' >= 0, result dim 'dim' is one a tile can split. */
+static const Term *gen_gather(Gen *g, Op op, int dim, int red, int minr,
+                              Diag *err) {
+  if (red > 0)
+    return NULL;
+  int orank = rnd(g, 1, 3);
+  int nstart = red == 0 ? 1 : rnd(g, 1, MIN(2, orank));
+  int nbatching = red < 0 && orank > nstart && rnd(g, 0, 3) == 0;
+  int64_t perm[PARTIR_MAX_RANK];
+  for (int i = 0; i < orank; i++)
+    perm[i] = i;
+  shuffle(g, perm, orank);
+  /* perm: the indexed dims, then a batching dim, then the others */
+  const Type *ot = rshape(g, DT_F32, orank, (int)perm[0]);
+  GatherDims gd = {.nstart = nstart,
+                   .nslice = orank,
+                   .nbatching = nbatching,
+                   .nbatching_indices = nbatching};
+  gboolean collapsed[PARTIR_MAX_RANK] = {FALSE};
+  for (int c = 0; c < nstart; c++) {
+    gd.start_index_map[c] = perm[c];
+    gd.slice_sizes[perm[c]] = 1;
+    collapsed[perm[c]] = rnd(g, 0, 1);
+  }
+  if (nbatching) {
+    gd.operand_batching[0] = perm[nstart];
+    gd.slice_sizes[perm[nstart]] = 1;
+  }
+  for (int i = nstart + nbatching; i < orank; i++)
+    gd.slice_sizes[perm[i]] =
+        rnd(g, 0, 1) ? ot->dims[perm[i]] : rnd(g, 1, (int)ot->dims[perm[i]]);
+  for (int d = 0; d < orank; d++)
+    if (collapsed[d])
+      gd.collapsed[gd.ncollapsed++] = d;
+  gd.noffset = orank - gd.ncollapsed - nbatching;
+  int nbatch = rnd_at_least(g, MAX(minr - gd.noffset, nbatching), 0, 2);
+  int rank = nbatch + gd.noffset;
+  /* the indices: the batch dims, and the index vector dim when written */
+  gboolean vec = nstart > 1 || (nbatch < 8 && rnd(g, 0, 1));
+  int irank = nbatch + vec;
+  if (irank > 8 || rank > 8)
+    return NULL;
+  pick_sorted(g, rank, gd.noffset, gd.offset_dims);
+  gd.index_vector_dim = vec ? rnd(g, 0, nbatch) : nbatch;
+  int64_t idims[PARTIR_MAX_RANK];
+  const Type *bt = rshape(g, DT_I32, nbatch, -1);
+  for (int i = 0, b = 0; i < irank; i++)
+    idims[i] = vec && i == gd.index_vector_dim ? nstart : bt->dims[b++];
+  if (nbatching) { /* pair operand dim perm[nstart] with an indices dim */
+    int i;
+    do
+      i = rnd(g, 0, irank - 1);
+    while (vec && i == gd.index_vector_dim);
+    gd.indices_batching[0] = i;
+    idims[i] = ot->dims[perm[nstart]];
+  }
+  if (dim >= 0) { /* make result dim 'dim' one a tile splits */
+    GatherDim m = gather_result_dim(&gd, dim);
+    if (m.offset)
+      gd.slice_sizes[m.operand] = ot->dims[m.operand];
+  }
+  const Term *args[2] = {new_arg(g, ot),
+                         new_arg(g, type_tensor(DT_I32, irank, idims))};
+  return term_op(op, 2, args, gather_attrs(&gd), NULL, err);
+}
+
+/* dynamic_slice of a random operand: random sizes (the whole dim for
+ * 'dim'), i32 scalar starts (random values in [-10, 10]: clamped). */
+static const Term *gen_dynamic_slice(Gen *g, Op op, int dim, int minr,
+                                     Diag *err) {
+  int rank = rnd_at_least(g, minr, 1, 3);
+  const Type *t = rshape(g, DT_F32, rank, dim);
+  const Term *args[PARTIR_MAX_RANK + 1];
+  int64_t sizes[PARTIR_MAX_RANK];
+  args[0] = new_arg(g, t);
+  for (int d = 0; d < rank; d++) {
+    sizes[d] =
+        d == dim || rnd(g, 0, 1) ? t->dims[d] : rnd(g, 1, (int)t->dims[d]);
+    args[d + 1] = new_arg(g, type_tensor(DT_I32, 0, NULL));
+  }
+  return term_op(op, rank + 1, args,
+                 attrs1("slice_sizes", av_list(sizes, rank)), NULL, err);
+}
+
 /* An elementwise operator over operands of one random shape (select's
  * condition is i1, compare gets a random direction, convert goes to
  * f64). */
@@ -425,6 +532,10 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
     return gen_concatenate(g, op, dim, minr, err);
   case OP_SLICE:
     return gen_slice(g, op, dim, minr, err);
+  case OP_GATHER:
+    return gen_gather(g, op, dim, red, minr, err);
+  case OP_DYNAMIC_SLICE:
+    return red >= 0 ? NULL : gen_dynamic_slice(g, op, dim, minr, err);
   case OP_CONSTANT:
   case OP_IOTA:
     return NULL;

@@ -246,3 +246,27 @@ gboolean attr_value_numbers(const AttrValue *v, GArray *out) {
   }
   return FALSE;
 }
+
+/* A copy of dictionary 'a' with 'key' set to 'v' (added when absent); 'v' is
+ * copied, not taken. */
+const Attrs *attrs_with(const Attrs *a, const char *key, AttrValue v) {
+  const char **keys = g_new(const char *, (gsize)a->count + 1);
+  AttrValue *vals = g_new0(AttrValue, (gsize)a->count + 1);
+  const char *k = g_intern_string(key);
+  int n = 0;
+  gboolean set = FALSE;
+  for (int i = 0; i < a->count; i++) {
+    keys[n] = a->keys[i];
+    if (a->keys[i] == k) {
+      vals[n++] = attr_value_copy(&v);
+      set = TRUE;
+    } else {
+      vals[n++] = attr_value_copy(&a->values[i]);
+    }
+  }
+  if (!set) {
+    keys[n] = k;
+    vals[n++] = attr_value_copy(&v);
+  }
+  return attrs_intern(n, keys, vals);
+}

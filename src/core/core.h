@@ -9,6 +9,7 @@
  *   type.c       element and tensor/range types (interned)
  *   ops.c        the operator list (ops.def) and its name table
  *   flops.c      FLOPs of one operator application
+ *   gather.c     the dimension numbers of gather and dynamic_slice
  *   attr.c       attribute dictionaries (interned)
  *   term.c       the hash-consed term store
  *   typerule.c   the type rule of every operator
@@ -215,6 +216,8 @@ void attr_value_print(GString *out, const AttrValue *v);
 /* Flattens a (possibly nested) numeric list into 'out'; FALSE if a
  * non-number is found. */
 gboolean attr_value_numbers(const AttrValue *v, GArray *out_doubles);
+/* 'a' with 'key' set to a copy of 'v' (added when absent). */
+const Attrs *attrs_with(const Attrs *a, const char *key, AttrValue v);
 
 /* ----------------------------------------------------------------- term.c */
 
@@ -364,6 +367,51 @@ gboolean op_is_collective(Op op);
 
 /* Floating-point operations for one evaluation of base operator 't'. */
 double op_flops(const Term *t);
+
+/* --------------------------------------------------------------- gather.c */
+
+/* A gather's attributes (StableHLO's dimension numbers), read. */
+typedef struct GatherDims {
+  int64_t offset_dims[PARTIR_MAX_RANK]; /* result dims over a slice */
+  int noffset;
+  int64_t collapsed[PARTIR_MAX_RANK]; /* collapsed_slice_dims */
+  int ncollapsed;
+  int64_t operand_batching[PARTIR_MAX_RANK]; /* paired with ... */
+  int64_t indices_batching[PARTIR_MAX_RANK]; /* ... these indices dims */
+  int nbatching, nbatching_indices;
+  int64_t start_index_map[PARTIR_MAX_RANK]; /* operand dim of component i */
+  int nstart;
+  int64_t index_vector_dim;
+  int64_t slice_sizes[PARTIR_MAX_RANK]; /* one per operand dim */
+  int nslice;
+  gboolean sorted; /* indices_are_sorted */
+  int rank;        /* the result's */
+} GatherDims;
+
+/* Reads the attributes of a gather of 'operand' at 'indices' and checks
+ * them (StableHLO's constraints); FALSE with the reason in 'err'. */
+gboolean gather_dims_read(const Attrs *a, const Type *operand,
+                          const Type *indices, GatherDims *g, Diag *err);
+/* The same for a gather that type-checked (it cannot fail). */
+void gather_dims_of(const Term *t, GatherDims *g);
+/* What carries result dimension d of a gather: a batch dim is the
+ * indices dim 'indices' (and, for a batching dim, the operand dim
+ * 'operand'); an offset dim runs over the slice of operand dim
+ * 'operand'.  -1 where none. */
+typedef struct GatherDim {
+  gboolean offset;
+  int indices, operand;
+} GatherDim;
+GatherDim gather_result_dim(const GatherDims *g, int d);
+const Type *gather_result_type(const GatherDims *g, const Type *operand,
+                               const Type *indices);
+/* The attributes that 'g' reads back as (empty batching lists and a
+ * false indices_are_sorted left out). */
+const Attrs *gather_attrs(const GatherDims *g);
+/* The attributes of gather or dynamic_slice 't' when its operand (the
+ * first) has type 'operand' instead: slice sizes that took a whole
+ * dimension take the new size (the only dimensions a tiling splits). */
+const Attrs *gather_sizes_follow(const Term *t, const Type *operand);
 
 /* -------------------------------------------------------------- collect.c */
 

@@ -34,7 +34,7 @@ gboolean op_needs_attrs(Op op) {
   return op == OP_COMPARE || op == OP_REDUCE_SUM || op == OP_REDUCE_MAX ||
          op == OP_TRANSPOSE || op == OP_CONCATENATE || op == OP_SLICE ||
          op == OP_IOTA || op == OP_CONSTANT || op == OP_BROADCAST_IN_DIM ||
-         op_is_collective(op);
+         op == OP_GATHER || op == OP_DYNAMIC_SLICE || op_is_collective(op);
 }
 
 gboolean op_takes_written_type(Op op) {
@@ -537,6 +537,68 @@ static const Type *tr_static_slice(RULE_ARGS) {
     dims[i] = (limit[i] - start[i] + strides[i] - 1) / strides[i];
   }
   return type_tensor(a->dtype, a->rank, dims);
+}
+
+/* ------------------------------------------- indexing by runtime values */
+
+/* gather: StableHLO's dimension numbers (gather.c reads and checks
+ * them); the result's shape follows from them. */
+static const Type *tr_gather(RULE_ARGS) {
+  if (!check_attr_names(
+          op, attrs,
+          ATTRS("offset_dims", "collapsed_slice_dims", "operand_batching_dims",
+                "start_indices_batching_dims", "start_index_map",
+                "index_vector_dim", "slice_sizes", "indices_are_sorted"),
+          err))
+    return NULL;
+  GatherDims g;
+  if (!gather_dims_read(attrs, args[0]->type, args[1]->type, &g, err))
+    return NULL;
+  const Type *t = gather_result_type(&g, args[0]->type, args[1]->type);
+  if (!type_size_ok(t)) {
+    diag_reason(err, "'gather' result is too large");
+    return NULL;
+  }
+  return t;
+}
+
+/* dynamic_slice(x, s0, ..., s{r-1}) {slice_sizes = [..]}: one scalar
+ * start per dimension of x, all of one integer type. */
+static const Type *tr_dynamic_slice(RULE_ARGS) {
+  const Type *a = args[0]->type;
+  int64_t sizes[PARTIR_MAX_RANK];
+  int n;
+  if (!check_attr_names(op, attrs, ATTRS("slice_sizes"), err) ||
+      !get_int_list(op, attrs, "slice_sizes", TRUE, sizes, &n, err))
+    return NULL;
+  if (n != a->rank || nargs != a->rank + 1) {
+    diag_reason(err,
+                "'dynamic_slice' of a rank-%d operand needs %d start "
+                "indices and %d slice_sizes, got %d and %d",
+                a->rank, a->rank, a->rank, nargs - 1, n);
+    return NULL;
+  }
+  for (int i = 1; i < nargs; i++) {
+    const Type *s = args[i]->type;
+    if (s->rank != 0 || dtype_is_float(s->dtype) || s->dtype == DT_I1 ||
+        s->dtype != args[1]->type->dtype) {
+      g_autofree char *st = type_to_string(s);
+      diag_reason(err,
+                  "'dynamic_slice' start index %d is %s: the start indices "
+                  "are integer scalars of one type",
+                  i - 1, st);
+      return NULL;
+    }
+  }
+  for (int d = 0; d < n; d++)
+    if (sizes[d] < 0 || sizes[d] > a->dims[d]) {
+      diag_reason(err,
+                  "'dynamic_slice' slice size %" G_GINT64_FORMAT
+                  " of dimension %d: need 0 to %" G_GINT64_FORMAT,
+                  sizes[d], d, a->dims[d]);
+      return NULL;
+    }
+  return type_tensor(a->dtype, a->rank, sizes);
 }
 
 gboolean op_is_collective(Op op) {

@@ -9,6 +9,7 @@
  *   tensor.c     dense tensor values, rounding, printing, comparison
  *   npy.c        NumPy .npy files
  *   kernels.c    one kernel per base operator; the collective interface
+ *   gather.c     the kernels of gather and dynamic_slice
  *   interp.c     running a function
  */
 #ifndef PARTIR_EVAL_H
@@ -188,6 +189,14 @@ Tensor *kernel_constant_splat(const Term *t);
  * returns base. */
 int64_t kernel_gather_strides(const Term *t, int64_t *strides);
 #define KERNEL_POLL 4096 /* a power of two */
+
+/* --------------------------------------------------------------- gather.c */
+
+/* gather and dynamic_slice (kernels.c dispatches to them): each result
+ * element is the operand's element at the clamped start plus its offset
+ * in the slice (StableHLO's meaning, core/gather.c). */
+Tensor *kernel_gather_op(const Term *t, Tensor *const *args);
+Tensor *kernel_dynamic_slice(const Term *t, Tensor *const *args);
 
 /* The collectives of one device: a struct of function pointers that the
  * SPMD simulator implements, and the runtimes (codegen/threads.c).  The

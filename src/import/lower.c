@@ -710,6 +710,63 @@ static gboolean lower_reduce(Lower *lw, const HloOp *op, Op pop,
   return one(out, build(lw, op, sum ? OP_ADD : OP_MAX, 2, pair, NULL, NULL));
 }
 
+/* ---------------------------------------- indexing by runtime values */
+
+/* gather: the dimension numbers, nested in #stablehlo.gather<...> in
+ * both forms (or at the top, as older exports wrote them), become
+ * partir's attributes of the same names (core/gather.c). */
+static gboolean lower_gather(Lower *lw, const HloOp *op, Op pop,
+                             const Term *const *x, int nx, GPtrArray *out) {
+  (void)nx;
+  const HloAttr *nums = hlo_op_attr(op, "dimension_numbers");
+  HloOp nested = *op; /* reads the nested dictionary when there is one */
+  if (nums && nums->kind == HA_DICT) {
+    nested.attr_keys = nums->keys;
+    nested.attr_values = nums->items;
+  }
+  GatherDims g = {0};
+  struct {
+    const char *key;
+    int64_t *out;
+    int *n;
+  } lists[] = {
+      {"offset_dims", g.offset_dims, &g.noffset},
+      {"collapsed_slice_dims", g.collapsed, &g.ncollapsed},
+      {"operand_batching_dims", g.operand_batching, &g.nbatching},
+      {"start_indices_batching_dims", g.indices_batching, &g.nbatching_indices},
+      {"start_index_map", g.start_index_map, &g.nstart}};
+  for (gsize k = 0; k < G_N_ELEMENTS(lists); k++) {
+    const HloOp *from = hlo_op_attr(op, lists[k].key) ? op : &nested;
+    *lists[k].n =
+        int_list(lw, from, lists[k].key, lists[k].out, PARTIR_MAX_RANK, FALSE);
+    if (*lists[k].n < 0)
+      return FALSE;
+  }
+  const HloOp *from = hlo_op_attr(op, "index_vector_dim") ? op : &nested;
+  if (!int_attr(lw, from, "index_vector_dim", &g.index_vector_dim))
+    return FALSE;
+  g.nslice =
+      int_list(lw, op, "slice_sizes", g.slice_sizes, PARTIR_MAX_RANK, TRUE);
+  if (g.nslice < 0)
+    return FALSE;
+  const HloAttr *sorted = hlo_op_attr(op, "indices_are_sorted");
+  g.sorted = sorted && sorted->kind == HA_INT && sorted->i;
+  return one(out, build(lw, op, pop, 2, x, gather_attrs(&g), NULL));
+}
+
+/* dynamic_slice: 'sizes' in the pretty form, 'slice_sizes' in the
+ * generic one (pretty.c renames the first). */
+static gboolean lower_dynamic_slice(Lower *lw, const HloOp *op, Op pop,
+                                    const Term *const *x, int nx,
+                                    GPtrArray *out) {
+  int64_t sizes[PARTIR_MAX_RANK];
+  int m = int_list(lw, op, "slice_sizes", sizes, PARTIR_MAX_RANK, TRUE);
+  if (m < 0)
+    return FALSE;
+  Kv kv = {"slice_sizes", av_ints(sizes, m)};
+  return one(out, build(lw, op, pop, nx, x, make_attrs(&kv, 1), NULL));
+}
+
 /* optimization_barrier and @Sharding custom calls: the values
  * themselves. */
 static gboolean lower_identity(Lower *lw, const HloOp *op, Op pop,

@@ -196,6 +196,8 @@ static gboolean read_common(HloReader *r, HloOp *op) {
     rename_attr(op, "dim", "dimension");
   else if (strcmp(op->name, "stablehlo.iota") == 0)
     rename_attr(op, "dim", "iota_dimension");
+  else if (strcmp(op->name, "stablehlo.dynamic_slice") == 0)
+    rename_attr(op, "sizes", "slice_sizes");
   else if (strcmp(op->name, "stablehlo.dot_general") == 0 ||
            strcmp(op->name, "stablehlo.dot") == 0)
     rename_attr(op, "precision", "precision_config");
@@ -393,6 +395,7 @@ static const char *const common_forms[] = {"stablehlo.add",
                                            "stablehlo.dot_general",
                                            "stablehlo.dot",
                                            "stablehlo.reverse",
+                                           "stablehlo.dynamic_slice",
                                            "stablehlo.optimization_barrier",
                                            NULL};
 

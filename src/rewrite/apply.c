@@ -8,6 +8,9 @@
  *   slice-OP-D  slice D (op(a, b))[s]  ~~>  op(a'', b'')
  *   OP-tile-D-rev, OP-sum[-K]-rev   the first two backwards
  *
+ * (gather-sum splits a lookup's table rows: its body is a masked lookup
+ * on each part, not the gather on parts; lookup.c builds it)
+ *
  * where a' slices each operand along the dimension that carries result
  * dimension D (or reduction K) by the new binder, and a'' by s.  Every
  * replacement must have the type of what it replaces.
@@ -58,6 +61,18 @@ const Attrs *rw_slice_attrs_follow(const Attrs *a, const Type *from,
   return attrs_intern(a->count, keys, vals);
 }
 
+const Attrs *rw_attrs_follow(const Term *t, const Term *const *args) {
+  switch (t->op) {
+  case OP_SLICE:
+    return rw_slice_attrs_follow(t->attrs, t->args[0]->type, args[0]->type);
+  case OP_GATHER:
+  case OP_DYNAMIC_SLICE:
+    return gather_sizes_follow(t, args[0]->type);
+  default:
+    return t->attrs;
+  }
+}
+
 /* op(operands, each sliced along dims[i] (>= 0) by range value 'r'). */
 static const Term *sliced_op(const Term *t, const int *dims, const Term *r,
                              const Type *written, Diag *why) {
@@ -68,11 +83,7 @@ static const Term *sliced_op(const Term *t, const int *dims, const Term *r,
       return NULL;
     args[i] = a;
   }
-  const Attrs *attrs =
-      t->op == OP_SLICE
-          ? rw_slice_attrs_follow(t->attrs, t->args[0]->type, args[0]->type)
-          : t->attrs;
-  return term_op(t->op, t->nargs, args, attrs,
+  return term_op(t->op, t->nargs, args, rw_attrs_follow(t, args),
                  op_takes_written_type(t->op) ? written : NULL, why);
 }
 
@@ -84,6 +95,8 @@ static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
                                   const Term *t, Diag *why) {
   gboolean tile = rule->kind == RULE_OP_TILE_REV;
   int k = rule->index;
+  if (!tile && rule->op == OP_GATHER && t->kind == TM_SUM)
+    return lookup_whole(t, why); /* a masked lookup, not a gather, inside */
   const Term *b = t->nargs == 1 ? t->args[0] : NULL;
   if (t->kind != (tile ? TM_TILE : TM_SUM) || (tile && t->index != k) ||
       b->kind != TM_OP || b->op != rule->op) {
@@ -125,11 +138,7 @@ static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
     }
     args[i] = a;
   }
-  const Attrs *attrs =
-      b->op == OP_SLICE
-          ? rw_slice_attrs_follow(b->attrs, b->args[0]->type, args[0]->type)
-          : b->attrs;
-  return term_op(b->op, b->nargs, args, attrs,
+  return term_op(b->op, b->nargs, args, rw_attrs_follow(b, args),
                  op_takes_written_type(b->op) ? t->type : NULL, why);
 }
 
@@ -206,7 +215,9 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
   const Term *r = term_bvar(level, range);
   const Type *written =
       rule->kind == RULE_OP_TILE ? type_with_dim(t->type, k, w) : t->type;
-  const Term *body = sliced_op(t, dims, r, written, why);
+  const Term *body = rule->kind == RULE_OP_SUM && spec.red_masked[k]
+                         ? lookup_part(t, r, why)
+                         : sliced_op(t, dims, r, written, why);
   if (!body)
     return NULL;
   return rule->kind == RULE_OP_TILE

@@ -10,6 +10,7 @@
  *   rule.c       rule files: parsing, derived rules, load-time checks
  *   match.c      matching a written rule and building its right side
  *   apply.c      applying any rule at a value; where a rule applies
+ *   lookup.c     an embedding lookup split along the table's rows
  *   replace.c    replacing a value everywhere in a program
  *   propagate.c  propagate, fuse, simplify (fixed points)
  *   conflict.c   two splits over one axis meeting at an operator
@@ -39,6 +40,11 @@ typedef struct TileSpec {
   int out[PARTIR_MAX_RANK][SPEC_MAX_OPERANDS];
   int nred;
   int red[PARTIR_MAX_RANK][SPEC_MAX_OPERANDS];
+  /* reduction k's parts are not the operator on the operands' parts: a
+   * lookup whose table is split along its rows (lookup.c) sums masked
+   * lookups, which the sum rule builds; the lowering gathers such a
+   * split where it meets the operator itself */
+  gboolean red_masked[PARTIR_MAX_RANK];
 } TileSpec;
 
 typedef enum {
@@ -277,6 +283,24 @@ GPtrArray *rw_matches(const RuleSet *rs, const State *s, const Rule *rule);
  * size follow it). */
 const Attrs *rw_slice_attrs_follow(const Attrs *a, const Type *from,
                                    const Type *to);
+/* The attributes of operator 't' on operands 'args' of other sizes
+ * along the dimensions its spec splits: a static slice's limits, a
+ * gather's or dynamic_slice's slice sizes that took a whole dimension
+ * follow it; other operators keep theirs. */
+const Attrs *rw_attrs_follow(const Term *t, const Term *const *args);
+
+/* --------------------------------------------------------------- lookup.c */
+
+/* The table dimension (vocabulary) of a lookup: gather 't' reading one
+ * row per index (start_index_map = [v], slice size 1 along v, no
+ * batching dims, v of size 2 or more, every row number a value of the
+ * ids' type); -1 when 't' is no lookup. */
+int lookup_dim(const Term *t);
+/* The body of gather-sum at range value 'r': lookup 't' on part r of
+ * the table's rows, zero where an index is not in that part. */
+const Term *lookup_part(const Term *t, const Term *r, Diag *why);
+/* The lookup whose gather-sum is 'sum', or NULL with the reason. */
+const Term *lookup_whole(const Term *sum, Diag *why);
 
 /* -------------------------------------------------------------- replace.c */
 

@@ -939,6 +939,17 @@ static Rule *derived(RuleKind kind, Op op, int index, const OpSpec *os) {
   default:
     g_assert_not_reached();
   }
+  if (op == OP_GATHER && (kind == RULE_OP_SUM || kind == RULE_OP_SUM_REV)) {
+    /* not the operator on parts: a masked lookup on each (lookup.c) */
+    const char *part = "select(hit, gather(slice v T[r], ids - part r's "
+                       "first row), 0)";
+    g_free(r->text);
+    r->text = kind == RULE_OP_SUM
+                  ? g_strdup_printf("gather(T, ids) ~~> sum (\\r:range<n,w> "
+                                    "-> %s)",
+                                    part)
+                  : g_strdup_printf("sum (\\r -> %s) ~~> gather(T, ids)", part);
+  }
   r->origin = g_strdup_printf("derived from op %s (%s)", opn, os->origin);
   return r;
 }
@@ -975,6 +986,8 @@ static gboolean derive_rules(RuleParser *p) {
              (strcmp(os->builtin, "dot") == 0 ||
               strcmp(os->builtin, "reduce_sum") == 0))
       nred = PARTIR_MAX_RANK;
+    else if (os->kind == SPEC_BUILTIN && strcmp(os->builtin, "gather") == 0)
+      nred = 1; /* a lookup's table rows (lookup.c) */
     for (int d = 0; d < nout; d++)
       if (!add_derived(p, RULE_OP_TILE, (Op)op, d, os) ||
           !add_derived(p, RULE_SLICE_OP, (Op)op, d, os) ||

@@ -32,6 +32,8 @@ static const struct {
     {"reshape", {OP_RESHAPE}, 1},
     {"concatenate", {OP_CONCATENATE}, 1},
     {"static_slice", {OP_SLICE}, 1},
+    {"gather", {OP_GATHER}, 1},
+    {"dynamic_slice", {OP_DYNAMIC_SLICE}, 1},
 };
 
 gboolean spec_builtin_known(const char *kind, Op op, Diag *why) {
@@ -207,6 +209,40 @@ static void spec_static_slice(const Term *t, TileSpec *s) {
   }
 }
 
+/* A gather's batch dims are the indices' (and a batching dim the
+ * operand's too); an offset dim over a whole operand dim is that dim.
+ * A lookup's table rows are a reduction: the sum of masked lookups on
+ * the parts (lookup.c). */
+static void spec_gather(const Term *t, TileSpec *s) {
+  GatherDims g;
+  gather_dims_of(t, &g);
+  const Type *x = t->args[0]->type;
+  for (int d = 0; d < s->nout; d++) {
+    GatherDim m = gather_result_dim(&g, d);
+    if (m.offset && g.slice_sizes[m.operand] != x->dims[m.operand])
+      continue; /* a part of the dim: its start comes from the indices */
+    s->out_ok[d] = TRUE;
+    s->out[d][0] = m.operand;
+    if (!m.offset)
+      s->out[d][1] = m.indices;
+  }
+  int v = lookup_dim(t);
+  if (v >= 0) {
+    s->red[0][0] = v;
+    s->red_masked[0] = TRUE;
+    s->nred = 1;
+  }
+}
+
+/* Only the dimensions the slice takes whole (its start is then 0). */
+static void spec_dynamic_slice(const Term *t, TileSpec *s) {
+  for (int d = 0; d < s->nout; d++)
+    if (t->type->dims[d] == t->args[0]->type->dims[d]) {
+      s->out_ok[d] = TRUE;
+      s->out[d][0] = d;
+    }
+}
+
 int64_t spec_width_for_parts(const Term *t, int d, const Type *range) {
   int64_t parts = range->n / range->w, size = t->type->dims[d];
   return size % parts == 0 ? size / parts : 0;
@@ -266,6 +302,10 @@ gboolean spec_of(const RuleSet *rs, const Term *t, TileSpec *s) {
       spec_concatenate(t, s);
     else if (strcmp(os->builtin, "static_slice") == 0)
       spec_static_slice(t, s);
+    else if (strcmp(os->builtin, "gather") == 0)
+      spec_gather(t, s);
+    else if (strcmp(os->builtin, "dynamic_slice") == 0)
+      spec_dynamic_slice(t, s);
     return TRUE;
   }
   return FALSE;

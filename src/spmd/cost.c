@@ -271,6 +271,10 @@ static void kernel_reads(const Walk *w, const Term *t, GHashTable *seen,
     if (fusion_fused(w->fusion, a)) {
       *flops += op_flops(a);
       kernel_reads(w, a, seen, flops, bytes);
+    } else if (k == 0 && t->kind == TM_OP &&
+               (t->op == OP_GATHER || t->op == OP_DYNAMIC_SLICE)) {
+      /* the rows a lookup reads, not the whole table */
+      *bytes += MIN(stored_bytes(w, a), bytes_of(t->type));
     } else {
       *bytes += stored_bytes(w, a);
     }

@@ -8,13 +8,15 @@
  *
  *   - the producer is elementwise (arithmetic, compare, select, convert)
  *     or moves data by an index map (broadcast_in_dim, transpose, slice,
- *     reshape);
+ *     reshape; gather and dynamic_slice, whose map reads its positions
+ *     from their other operands);
  *   - every user reads fused operands: an elementwise or index-map
  *     operator, a reduction, concatenate (not a contraction, a
  *     collective, a tile's or sum's body, a region's slice, a result);
  *   - every user is in the producer's region (never recomputed in each
  *     iteration of a loop it does not depend on), and none broadcasts
- *     it (a row's statistic is computed once, not once per column);
+ *     it (a row's statistic is computed once, not once per column; a
+ *     gather's indices once, not once per element of a row);
  *   - it has one use, or it is an index map or convert of a value with
  *     a buffer (cheap to compute twice: an expensive producer is never
  *     duplicated, and duplication never compounds).
@@ -48,6 +50,8 @@ gboolean fusion_fusible(const Term *t) {
   case OP_TRANSPOSE:
   case OP_SLICE:
   case OP_RESHAPE:
+  case OP_GATHER:
+  case OP_DYNAMIC_SLICE:
     return TRUE;
   default:
     return FALSE;
@@ -76,10 +80,13 @@ static gboolean index_map(const Term *t) {
 
 /* Whether 't' would compute its operand 'a' more than once per element
  * of it: a broadcast that repeats an operand that is not an index map
- * (an expensive producer is never duplicated). */
+ * (an expensive producer is never duplicated).  A gather reads its
+ * indices once per element of a slice, and its operand once per index
+ * that reads it; a dynamic_slice its starts once per element. */
 static gboolean spreads(const Term *t, const Term *a) {
-  return t->op == OP_BROADCAST_IN_DIM &&
-         type_numel(t->type) > type_numel(a->type) &&
+  gboolean repeats = t->op == OP_BROADCAST_IN_DIM || t->op == OP_GATHER ||
+                     (t->op == OP_DYNAMIC_SLICE && a != t->args[0]);
+  return repeats && type_numel(t->type) > type_numel(a->type) &&
          !(a->kind == TM_OP && index_map(a));
 }
 

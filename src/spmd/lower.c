@@ -398,6 +398,9 @@ static G_GNUC_NO_INLINE void op_local(Lower *lw, const Term *t, LVal *args,
     for (int k = 0; k < spec.nred; k++) {
       gboolean agree;
       int first = column_first(args, t->nargs, spec.red[k], mapped, &agree);
+      /* the parts of a lookup are masked lookups (gather-sum), not the
+       * gather on the parts: a table split along its rows is gathered */
+      agree &= !spec.red_masked[k];
       if (first >= 0 && !agree)
         gather_column(lw, args, t->nargs, spec.red[k]);
       if (first < 0 || !agree)
@@ -451,12 +454,9 @@ static G_GNUC_NO_INLINE void op_local(Lower *lw, const Term *t, LVal *args,
     largs[i] = args[i].t;
   const Type *written =
       op_takes_written_type(t->op) ? local_type(lw, t->type, &out.d) : NULL;
-  const Attrs *attrs =
-      t->op == OP_SLICE
-          ? rw_slice_attrs_follow(t->attrs, t->args[0]->type, largs[0]->type)
-          : t->attrs;
   g_autoptr(Diag) err = diag_new(NULL);
-  out.t = term_op(t->op, t->nargs, largs, attrs, written, err);
+  out.t =
+      term_op(t->op, t->nargs, largs, rw_attrs_follow(t, largs), written, err);
   if (!out.t)
     fail(lw, "lowering '%s': %s", op_name(t->op), diag_text(err));
   *result = out;
