@@ -212,20 +212,24 @@ static const Term *gen_dot_general(Gen *g, Op op, int red, int minr,
                  NULL, err);
 }
 
-/* reduce_sum or reduce_max over shuffled dims, keeping at least 'minr';
- * only reduce_sum has reductions to split. */
+/* A reduction over shuffled dims, keeping at least 'minr'; only
+ * reduce_sum has reductions to split.  reduce_and and reduce_or take i32
+ * or i1, the others f32. */
 static const Term *gen_reduce(Gen *g, Op op, int red, int minr, Diag *err) {
   int nred = rnd_at_least(g, red + 1, 1, 2);
   int kept = rnd_at_least(g, minr, 0, 2);
   kept = MIN(kept, 8 - nred);
   int rank = kept + nred;
-  if (kept < minr || (red >= 0 && op == OP_REDUCE_MAX))
+  if (kept < minr || (red >= 0 && op != OP_REDUCE_SUM))
     return NULL;
   int64_t dims[8];
   for (int i = 0; i < rank; i++)
     dims[i] = i;
   shuffle(g, dims, rank);
-  const Term *a = new_arg(g, rshape(g, DT_F32, rank, -1));
+  DType dt = DT_F32;
+  if (op == OP_REDUCE_AND || op == OP_REDUCE_OR)
+    dt = rnd(g, 0, 1) ? DT_I32 : DT_I1;
+  const Term *a = new_arg(g, rshape(g, dt, rank, -1));
   return term_op(op, 1, (const Term *[]){a},
                  attrs1("dims", av_list(dims, nred)), NULL, err);
 }
@@ -373,6 +377,35 @@ static const Term *gen_slice(Gen *g, Op op, int dim, int minr, Diag *err) {
                  err);
 }
 
+/* pad with random low, high (-1 to 2) and interior (0 or 1) padding in
+ * every dim but 'dim', by a scalar argument. */
+static const Term *gen_pad(Gen *g, Op op, int dim, int minr, Diag *err) {
+  int rank = rnd_at_least(g, minr, 1, 3);
+  const Type *t = rshape(g, DT_F32, rank, dim);
+  int64_t low[8], high[8], interior[8];
+  for (int i = 0; i < rank; i++) {
+    gboolean pads = i != dim && rnd(g, 0, 2) > 0;
+    low[i] = pads ? rnd(g, -1, 2) : 0;
+    high[i] = pads ? rnd(g, -1, 2) : 0;
+    interior[i] = pads ? rnd(g, 0, 1) : 0;
+    int64_t size =
+        low[i] + high[i] + t->dims[i] + (t->dims[i] - 1) * interior[i];
+    if (size < 1) /* cropped away: keep one element */
+      high[i] += 1 - size;
+  }
+  const Term *args[2] = {new_arg(g, t),
+                         new_arg(g, type_tensor(DT_F32, 0, NULL))};
+  const char **keys = g_new(const char *, 3);
+  AttrValue *vals = g_new(AttrValue, 3);
+  keys[0] = g_intern_string("low");
+  keys[1] = g_intern_string("high");
+  keys[2] = g_intern_string("interior");
+  vals[0] = av_list(low, rank);
+  vals[1] = av_list(high, rank);
+  vals[2] = av_list(interior, rank);
+  return term_op(op, 2, args, attrs_intern(3, keys, vals), NULL, err);
+}
+
 /* An elementwise operator over operands of one random shape (select's
  * condition is i1, compare gets a random direction, convert goes to
  * f64). */
@@ -414,6 +447,10 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
     return gen_dot_general(g, op, red, minr, err);
   case OP_REDUCE_SUM:
   case OP_REDUCE_MAX:
+  case OP_REDUCE_MIN:
+  case OP_REDUCE_PROD:
+  case OP_REDUCE_AND:
+  case OP_REDUCE_OR:
     return gen_reduce(g, op, red, minr, err);
   case OP_BROADCAST_IN_DIM:
     return gen_broadcast(g, op, dim, minr, err);
@@ -425,6 +462,8 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
     return gen_concatenate(g, op, dim, minr, err);
   case OP_SLICE:
     return gen_slice(g, op, dim, minr, err);
+  case OP_PAD:
+    return gen_pad(g, op, dim, minr, err);
   case OP_CONSTANT:
   case OP_IOTA:
     return NULL;
