@@ -61,6 +61,9 @@ model_inputs() {
   ops)
     for a in x y w b p i; do printf '%s ' "$fx/ops.$a.npy"; done
     ;;
+  types_ops)
+    for a in x y a b u h s v; do printf '%s ' "$fx/types_ops.$a.npy"; done
+    ;;
   constants) echo "$fx/constants.x.npy" ;;
   torch_xla) echo "$fx/torch_xla.b.npy $fx/torch_xla.w.npy $fx/torch_xla.x.npy" ;;
   esac
@@ -95,6 +98,13 @@ for name in mlp mlp_relu mlp_train_step transformer_layer; do
   for form in mlir generic.mlir debug.mlir; do
     run_model "$name" "$fx/$name.$form" 1e-5
   done
+done
+# f16, i8, i16, ui8, ui32 and the operators that came with them
+# (types_ops in gen_jax.py): integers, i1 and the roundings exactly,
+# floats within 1e-6 of the largest magnitude (XLA's f32 log1p, expm1 and
+# products round differently, and XLA keeps h * h in f32 before adding h)
+for form in mlir generic.mlir debug.mlir; do
+  run_model types_ops "$fx/types_ops.$form" 1e-6
 done
 run_model ops "$fx/ops.pretty.mlir" 1e-6
 run_model ops "$fx/ops.generic.mlir" 1e-6
