@@ -4,10 +4,12 @@
  * Exact arithmetic mirrors the interpreter's kernels (src/eval/
  * kernels.c) so that results agree bit for bit: elements widened to
  * double or i64 as tensor_get_* does, rounded or wrapped as tensor_set_*
- * does, the kernels' NaN rules, XLA's integer division, libm's exp, log,
- * tanh and pow.  Fast arithmetic computes f32 and bf16 in float and f64
- * in double, with the polynomial transcendentals of mathfn.c; integers
- * are computed alike in both (they are exact).
+ * does, the kernels' NaN rules, XLA's integer division and remainder,
+ * libm's exp, log, tanh, pow, log1p and expm1.  Fast arithmetic computes
+ * f32, bf16 and f16 in float and f64 in double, with the polynomial
+ * transcendentals of mathfn.c; integers are computed alike in both
+ * (they are exact): in i64, signed types sign-extended and unsigned ones
+ * zero-extended, so i64 comparison and division are theirs.
  */
 #include "codegen/gen.h"
 #include "codegen/mathfn.h"
@@ -25,7 +27,15 @@ LLVMTypeRef storage(Gen *g, DType dt) {
   case DT_I64:
     return g->i64;
   case DT_I1:
+  case DT_I8:
+  case DT_UI8:
     return g->i8;
+  case DT_F16:
+  case DT_I16:
+  case DT_UI16:
+    return g->i16;
+  case DT_UI32:
+    return g->i32;
   default:
     g_assert_not_reached();
   }
@@ -81,6 +91,111 @@ static LLVMValueRef bf16_from_f32(Gen *g, LLVMValueRef f) {
   return LLVMBuildTrunc(g->b, r, g->i16, "");
 }
 
+/* f16 bits to the f32 they mean (as dtype_f16_to_f32): the exponent
+ * rebiased, or for a subnormal its fraction times 2^-24. */
+static LLVMValueRef f32_from_f16(Gen *g, LLVMValueRef v) {
+  LLVMValueRef w = LLVMBuildZExt(g->b, v, g->i32, "");
+#define K(x) LLVMConstInt(g->i32, (x), 0)
+  LLVMValueRef sign =
+      LLVMBuildShl(g->b, LLVMBuildAnd(g->b, w, K(0x8000), ""), K(16), "");
+  LLVMValueRef exp =
+      LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, w, K(10), ""), K(0x1f), "");
+  LLVMValueRef frac = LLVMBuildAnd(g->b, w, K(0x3ff), "");
+  LLVMValueRef frac_bits = LLVMBuildShl(g->b, frac, K(13), "");
+  LLVMValueRef normal =
+      LLVMBuildShl(g->b, LLVMBuildAdd(g->b, exp, K(112), ""), K(23), "");
+  LLVMValueRef top = LLVMBuildICmp(g->b, LLVMIntEQ, exp, K(31), "");
+  LLVMValueRef bits = LLVMBuildOr(
+      g->b, sign,
+      LLVMBuildOr(g->b, LLVMBuildSelect(g->b, top, K(0x7f800000), normal, ""),
+                  frac_bits, ""),
+      "");
+  LLVMValueRef sub =
+      LLVMBuildFMul(g->b, LLVMBuildUIToFP(g->b, frac, g->f32, ""),
+                    LLVMConstReal(g->f32, 0x1p-24), "");
+  LLVMValueRef sub_bits =
+      LLVMBuildOr(g->b, LLVMBuildBitCast(g->b, sub, g->i32, ""), sign, "");
+  LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, exp, K(0), "");
+  return LLVMBuildBitCast(g->b, LLVMBuildSelect(g->b, zero, sub_bits, bits, ""),
+                          g->f32, "");
+}
+
+/* f16 bits from an f32: round to nearest even, as dtype_f16_from_f32
+ * (the same steps, as selects: they vectorize). */
+static LLVMValueRef f16_from_f32(Gen *g, LLVMValueRef f) {
+  LLVMValueRef bits = LLVMBuildBitCast(g->b, f, g->i32, "");
+  LLVMValueRef sign =
+      LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, bits, K(16), ""), K(0x8000), "");
+  LLVMValueRef mag = LLVMBuildAnd(g->b, bits, K(0x7fffffff), "");
+  LLVMValueRef nan = LLVMBuildOr(
+      g->b, K(0x7e00),
+      LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, mag, K(13), ""), K(0x3ff), ""),
+      "");
+  /* a normal f16: the exponent rebiased, 10 bits kept */
+  LLVMValueRef h_norm = LLVMBuildLShr(
+      g->b, LLVMBuildSub(g->b, mag, K(0x38000000), ""), K(13), "");
+  LLVMValueRef rest_norm = LLVMBuildAnd(g->b, mag, K(0x1fff), "");
+  /* a subnormal one: m >> (126 - e), the shift kept in 14..25 (25 and
+   * above give 0 and round down) */
+  LLVMValueRef e = LLVMBuildLShr(g->b, mag, K(23), "");
+  LLVMValueRef shift = LLVMBuildSub(
+      g->b, K(126),
+      LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntUGT, e, K(112), ""),
+                      K(112), e, ""),
+      "");
+  shift =
+      LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntUGT, shift, K(25), ""),
+                      K(25), shift, "");
+  LLVMValueRef m = LLVMBuildOr(g->b, LLVMBuildAnd(g->b, mag, K(0x7fffff), ""),
+                               K(0x800000), "");
+  LLVMValueRef h_sub = LLVMBuildLShr(g->b, m, shift, "");
+  LLVMValueRef half_sub =
+      LLVMBuildShl(g->b, K(1), LLVMBuildSub(g->b, shift, K(1), ""), "");
+  LLVMValueRef rest_sub = LLVMBuildAnd(
+      g->b, m,
+      LLVMBuildSub(g->b, LLVMBuildShl(g->b, K(1), shift, ""), K(1), ""), "");
+  LLVMValueRef normal = LLVMBuildICmp(g->b, LLVMIntUGE, mag, K(0x38800000), "");
+  LLVMValueRef h = LLVMBuildSelect(g->b, normal, h_norm, h_sub, "");
+  LLVMValueRef rest = LLVMBuildSelect(g->b, normal, rest_norm, rest_sub, "");
+  LLVMValueRef half = LLVMBuildSelect(g->b, normal, K(0x1000), half_sub, "");
+  LLVMValueRef up = LLVMBuildOr(
+      g->b, LLVMBuildICmp(g->b, LLVMIntUGT, rest, half, ""),
+      LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, rest, half, ""),
+                   LLVMBuildTrunc(g->b, h, g->i1, ""), ""),
+      "");
+  h = LLVMBuildAdd(g->b, h, LLVMBuildZExt(g->b, up, g->i32, ""), "");
+  h = LLVMBuildSelect(g->b,
+                      LLVMBuildICmp(g->b, LLVMIntUGE, mag, K(0x47800000), ""),
+                      K(0x7c00), h, "");
+  h = LLVMBuildSelect(g->b,
+                      LLVMBuildICmp(g->b, LLVMIntUGT, mag, K(0x7f800000), ""),
+                      nan, h, "");
+  return LLVMBuildTrunc(g->b, LLVMBuildOr(g->b, sign, h, ""), g->i16, "");
+}
+
+/* f16 bits from a double, rounded once (as dtype_f16_from_f64): the
+ * double rounded to odd in f32, then to nearest even. */
+static LLVMValueRef f16_from_f64(Gen *g, LLVMValueRef d) {
+  LLVMValueRef f = LLVMBuildFPTrunc(g->b, d, g->f32, "");
+  LLVMValueRef back = LLVMBuildFPExt(g->b, f, g->f64, "");
+  LLVMValueRef inexact = LLVMBuildFCmp(g->b, LLVMRealONE, back, d, "");
+  LLVMValueRef away =
+      LLVMBuildFCmp(g->b, LLVMRealOGT, ir_intrinsic(g, "llvm.fabs", &back, 1),
+                    ir_intrinsic(g, "llvm.fabs", &d, 1), "");
+  LLVMValueRef bits = LLVMBuildBitCast(g->b, f, g->i32, "");
+  bits =
+      LLVMBuildSelect(g->b, away, LLVMBuildSub(g->b, bits, K(1), ""), bits, "");
+  bits = LLVMBuildSelect(g->b, inexact, LLVMBuildOr(g->b, bits, K(1), ""), bits,
+                         "");
+  return f16_from_f32(g, LLVMBuildBitCast(g->b, bits, g->f32, ""));
+}
+#undef K
+
+/* f16 bits from a float or a double (the compute types), rounded once. */
+static LLVMValueRef f16_from(Gen *g, LLVMValueRef v) {
+  return LLVMTypeOf(v) == g->f64 ? f16_from_f64(g, v) : f16_from_f32(g, v);
+}
+
 /* A floating value as an f32 (the compute type is float or double). */
 static LLVMValueRef to_float(Gen *g, LLVMValueRef v) {
   return LLVMTypeOf(v) == g->f32 ? v : LLVMBuildFPTrunc(g->b, v, g->f32, "");
@@ -93,9 +208,16 @@ static LLVMValueRef from_storage(Gen *g, DType dt, LLVMValueRef raw) {
     return from_float(g, dt, raw);
   case DT_BF16:
     return from_float(g, dt, f32_from_bf16(g, raw));
+  case DT_F16:
+    return from_float(g, dt, f32_from_f16(g, raw));
+  case DT_I8:
+  case DT_I16:
   case DT_I32:
     return LLVMBuildSExt(g->b, raw, g->i64, "");
   case DT_I1:
+  case DT_UI8:
+  case DT_UI16:
+  case DT_UI32:
     return LLVMBuildZExt(g->b, raw, g->i64, "");
   default:
     return raw;
@@ -125,8 +247,15 @@ static LLVMValueRef to_storage(Gen *g, DType dt, LLVMValueRef v) {
     return v;
   case DT_BF16:
     return bf16_from_f32(g, to_float(g, v));
+  case DT_F16:
+    return f16_from(g, v);
+  case DT_I8:
+  case DT_I16:
   case DT_I32:
-    return LLVMBuildTrunc(g->b, v, g->i32, "");
+  case DT_UI8:
+  case DT_UI16:
+  case DT_UI32:
+    return LLVMBuildTrunc(g->b, v, storage(g, dt), "");
   case DT_I64:
     return v;
   case DT_I1:
@@ -168,6 +297,17 @@ static LLVMValueRef math_fast(Gen *g, Op op, LLVMValueRef x) {
               : op == OP_TANH ? MATH_TANH
                               : MATH_LOGISTIC;
   return math_emit(g->mod, g->b, fn, x);
+}
+
+/* log1p and expm1: libm's, in the value's own type (log1pf for a float:
+ * fast arithmetic on f32, bf16 and f16).  No polynomial: exports use
+ * them on small tensors (log-probabilities, GELU variants). */
+static LLVMValueRef libm_own_type(Gen *g, Op op, LLVMValueRef x) {
+  gboolean is_double = LLVMTypeOf(x) == g->f64;
+  const char *name = op == OP_LOG1P ? (is_double ? "log1p" : "log1pf")
+                                    : (is_double ? "expm1" : "expm1f");
+  LLVMTypeRef ty = LLVMTypeOf(x);
+  return ir_call(g, name, ty, &ty, &x, 1);
 }
 
 /* exp, log, tanh, logistic, sqrt, rsqrt in the value's own type. */
@@ -216,6 +356,8 @@ static LLVMValueRef binary_float(Gen *g, Op op, LLVMValueRef a,
     LLVMTypeRef params[2] = {g->f32, g->f32};
     return ir_call(g, "powf", g->f32, params, args, 2);
   }
+  case OP_REM: /* fmod: exact, so the same in either type */
+    return LLVMBuildFRem(g->b, a, b, "");
   default:
     g_assert_not_reached();
   }
@@ -232,7 +374,7 @@ static LLVMValueRef binary_int(Gen *g, Op op, DType dt, LLVMValueRef a,
     return LLVMBuildMul(g->b, a, b, "");
   case OP_DIV: { /* x/0 is -1, MIN/-1 is MIN (XLA), never a trap */
     LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, b, c64(g, 0), "");
-    LLVMValueRef min = c64(g, dt == DT_I32 ? INT32_MIN : INT64_MIN);
+    LLVMValueRef min = c64(g, dtype_int_min(dt));
     LLVMValueRef overflow =
         LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, b, c64(g, -1), ""),
                      LLVMBuildICmp(g->b, LLVMIntEQ, a, min, ""), "");
@@ -241,6 +383,14 @@ static LLVMValueRef binary_int(Gen *g, Op op, DType dt, LLVMValueRef a,
     LLVMValueRef q = LLVMBuildSDiv(g->b, a, d, "");
     q = LLVMBuildSelect(g->b, overflow, a, q, "");
     return LLVMBuildSelect(g->b, zero, c64(g, -1), q, "");
+  }
+  case OP_REM: { /* x%0 is x, MIN%-1 is 0 (XLA), never a trap */
+    LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, b, c64(g, 0), "");
+    LLVMValueRef minus = LLVMBuildICmp(g->b, LLVMIntEQ, b, c64(g, -1), "");
+    LLVMValueRef d = LLVMBuildSelect(g->b, LLVMBuildOr(g->b, zero, minus, ""),
+                                     c64(g, 1), b, "");
+    LLVMValueRef r = LLVMBuildSRem(g->b, a, d, ""); /* x%1 is 0 */
+    return LLVMBuildSelect(g->b, zero, a, r, "");
   }
   case OP_MAX:
   case OP_MIN: {
@@ -265,6 +415,19 @@ static LLVMValueRef unary_float(Gen *g, Op op, LLVMValueRef x) {
     LLVMValueRef r = LLVMBuildSelect(g->b, pos, x, zero, "");
     return LLVMBuildSelect(g->b, is_nan(g, x), x, r, "");
   }
+  /* exact in any type: the interpreter's floor, ceil, round and its
+   * ties to even */
+  case OP_FLOOR:
+    return ir_intrinsic(g, "llvm.floor", &x, 1);
+  case OP_CEIL:
+    return ir_intrinsic(g, "llvm.ceil", &x, 1);
+  case OP_ROUND_AWAY:
+    return ir_intrinsic(g, "llvm.round", &x, 1);
+  case OP_ROUND_EVEN:
+    return ir_intrinsic(g, "llvm.roundeven", &x, 1);
+  case OP_LOG1P:
+  case OP_EXPM1:
+    return libm_own_type(g, op, x);
   default:
     return transcendental(g, op, x);
   }
@@ -314,10 +477,14 @@ static LLVMValueRef convert(Gen *g, DType from, DType to, LLVMValueRef x) {
   gboolean ff = dtype_is_float(from), tf = dtype_is_float(to);
   LLVMTypeRef ty = compute_type(g, to);
   if (ff && tf) {
+    /* fast arithmetic keeps f16 in float: the conversion rounds, once
+     * from whatever type it comes from */
+    if (to == DT_F16 && !g->exact)
+      return f32_from_f16(g, f16_from(g, x));
     if (LLVMTypeOf(x) != ty)
       x = ty == g->f64 ? LLVMBuildFPExt(g->b, x, ty, "")
                        : LLVMBuildFPTrunc(g->b, x, ty, "");
-    /* fast arithmetic keeps bf16 in float: the conversion rounds */
+    /* ... and bf16: through f32 */
     return to == DT_BF16 && !g->exact
                ? from_float(g, to, f32_from_bf16(g, bf16_from_f32(g, x)))
                : x;
@@ -331,11 +498,12 @@ static LLVMValueRef convert(Gen *g, DType from, DType to, LLVMValueRef x) {
       return LLVMBuildZExt(g->b,
                            LLVMBuildFCmp(g->b, LLVMRealUNE, x, cf64(g, 0), ""),
                            g->i64, "");
-    double lo = to == DT_I32 ? (double)INT32_MIN : (double)INT64_MIN;
-    int64_t min = to == DT_I32 ? INT32_MIN : INT64_MIN;
-    int64_t max = to == DT_I32 ? INT32_MAX : INT64_MAX;
+    /* the bounds as exact doubles (kernels.c: float_to_int) */
+    int64_t min = dtype_int_min(to), max = dtype_int_max(to);
+    double lo = (double)min, hi_excl = (double)max + 1.0;
     LLVMValueRef low = LLVMBuildFCmp(g->b, LLVMRealOLE, x, cf64(g, lo), "");
-    LLVMValueRef high = LLVMBuildFCmp(g->b, LLVMRealOGE, x, cf64(g, -lo), "");
+    LLVMValueRef high =
+        LLVMBuildFCmp(g->b, LLVMRealOGE, x, cf64(g, hi_excl), "");
     LLVMValueRef inside = LLVMBuildNot(
         g->b,
         LLVMBuildOr(g->b, LLVMBuildOr(g->b, low, high, ""), is_nan(g, x), ""),
@@ -352,6 +520,8 @@ static LLVMValueRef convert(Gen *g, DType from, DType to, LLVMValueRef x) {
   LLVMValueRef d = LLVMBuildSIToFP(g->b, x, g->f64, "");
   if (to == DT_F64 || g->exact)
     return d;
+  if (to == DT_F16)
+    return f32_from_f16(g, f16_from_f64(g, d));
   return from_float(g, to, f32_from_bf16(g, bf16_from_f32(g, to_float(g, d))));
 }
 

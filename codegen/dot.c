@@ -7,7 +7,9 @@
  * reading rhs rows contiguously, and is stored rounded.  Each element
  * sums its products in k order, as the kernel does.
  *
- * Fast arithmetic on floats: the contraction as matrix products.  Its
+ * Fast arithmetic on f32, f64 and bf16 (f16 takes the rows above, its
+ * operands widened to the double accumulators): the contraction as
+ * matrix products.  Its
  * lhs free dimensions make M, its rhs free ones N, its contracting ones
  * K, each merged into one strided dimension where the operand's layout
  * allows (its innermost run of dimensions with matching strides: any
@@ -305,11 +307,18 @@ static void emit_products(Gen *g, const Term *t) {
   nest_close(g, &nest);
 }
 
+/* Whether fast arithmetic makes the contraction matrix products: on
+ * the floats the kernel has (f16 sums its rows in double, as exact
+ * arithmetic does, in fast arithmetic too). */
+static gboolean dot_products(DType dt, gboolean exact) {
+  return !exact && (dt == DT_F32 || dt == DT_F64 || dt == DT_BF16);
+}
+
 const Type *dot_scratch(const Term *t, gboolean exact) {
   DType dt = t->type->dtype;
   Groups gr;
   groups_of(t, &gr);
-  if (exact || !dtype_is_float(dt)) { /* a row: the rhs free indices */
+  if (!dot_products(dt, exact)) { /* a row: the rhs free indices */
     int64_t n = 1;
     for (int j = 0; j < gr.nn; j++)
       n *= gr.n[j].size;
@@ -324,6 +333,13 @@ const Type *dot_scratch(const Term *t, gboolean exact) {
     bytes += m.size * n.size * (int64_t)dtype_storage_bytes(dt);
   int64_t words = (bytes + 3) / 4; /* as f32 elements */
   return type_tensor(DT_F32, 1, &words);
+}
+
+/* 'v' in the type of 'like': a float operand (fast f16) into the row's
+ * double accumulators. */
+static LLVMValueRef widen_to(Gen *g, LLVMValueRef v, LLVMValueRef like) {
+  LLVMTypeRef ty = LLVMTypeOf(like);
+  return LLVMTypeOf(v) == ty ? v : LLVMBuildFPExt(g->b, v, ty, "");
 }
 
 /* The interpreter's order (above): for each row (batch and lhs free
@@ -374,13 +390,13 @@ static void emit_rows(Gen *g, const Term *t) {
     const int64_t *c_sets[2] = {clstr, crstr};
     Nest k;
     nest_open(g, &k, gr.nk, csize, 2, c_sets, &row.off[1]);
-    LLVMValueRef a = load_elem(g, 1, k.off[0]);
+    LLVMValueRef a = widen_to(g, load_elem(g, 1, k.off[0]), zero);
     const int64_t *n_sets[2] = {nrow, nrhs};
     LLVMValueRef n_bases[2] = {c64(g, 0), k.off[1]};
     Nest cols;
     nest_open(g, &cols, gr.nn, nsize, 2, n_sets, n_bases);
     LLVMValueRef acc = load_elem(g, DOT_ROW, cols.off[0]);
-    LLVMValueRef b = load_elem(g, 2, cols.off[1]);
+    LLVMValueRef b = widen_to(g, load_elem(g, 2, cols.off[1]), zero);
     store_elem(g, DOT_ROW, cols.off[0], mul_add(g, acc, a, b));
     nest_close(g, &cols);
     nest_close(g, &k);
@@ -394,7 +410,7 @@ static void emit_rows(Gen *g, const Term *t) {
 }
 
 void emit_dot(Gen *g, const Term *t) {
-  if (!g->exact && dtype_is_float(t->type->dtype))
+  if (dot_products(t->type->dtype, g->exact))
     emit_products(g, t);
   else
     emit_rows(g, t);

@@ -16,8 +16,9 @@
  * or one flat loop when no index map needs the multi-index), a
  * reduction (a nest over the kept dimensions around one over the
  * reduced ones, an accumulator per result element), concatenate (a nest
- * per operand, into its place), a collective (a call into the runtime),
- * a contraction (dot.c).
+ * per operand, into its place), pad (a nest over its result, reading
+ * its operands' buffers), a collective (a call into the runtime), a
+ * contraction (dot.c).
  */
 #include "codegen/gen.h"
 
@@ -262,48 +263,63 @@ static void emit_map(Kern *k) {
   nest_close(g, &n);
 }
 
-/* The accumulator of a reduction of 'dt': exact, double or i64 (as the
- * interpreter's); fast, the compute type. */
-static LLVMValueRef acc_slot(Gen *g, DType dt) {
-  if (!dtype_is_float(dt))
-    return g->acc_i;
-  return compute_type(g, dt) == g->f32 ? g->acc_s : g->acc_f;
+/* The entry-block accumulator of type 'aty': double, float or i64. */
+static LLVMValueRef acc_slot(Gen *g, LLVMTypeRef aty) {
+  return aty == g->i64 ? g->acc_i : aty == g->f32 ? g->acc_s : g->acc_f;
 }
 
-/* One step of a reduction: 'acc' folded with 'v'. */
-static LLVMValueRef fold(Gen *g, gboolean is_max, LLVMValueRef acc,
-                         LLVMValueRef v) {
+/* One step of reduction 'op': 'acc' folded with 'v' (the interpreter's
+ * fold_float and fold_int). */
+static LLVMValueRef fold(Gen *g, Op op, LLVMValueRef acc, LLVMValueRef v) {
   gboolean is_float = LLVMTypeOf(v) != g->i64;
-  if (!is_max) {
+  gboolean is_max = op == OP_REDUCE_MAX;
+  switch (op) {
+  case OP_REDUCE_SUM:
+  case OP_REDUCE_PROD: {
     if (!is_float)
-      return LLVMBuildAdd(g->b, acc, v, "");
-    LLVMValueRef r = LLVMBuildFAdd(g->b, acc, v, "");
+      return op == OP_REDUCE_SUM ? LLVMBuildAdd(g->b, acc, v, "")
+                                 : LLVMBuildMul(g->b, acc, v, "");
+    LLVMValueRef r = op == OP_REDUCE_SUM ? LLVMBuildFAdd(g->b, acc, v, "")
+                                         : LLVMBuildFMul(g->b, acc, v, "");
     ir_reassoc(g, r); /* fast: any order, so the loop vectorizes */
     return r;
   }
+  case OP_REDUCE_AND:
+    return LLVMBuildAnd(g->b, acc, v, "");
+  case OP_REDUCE_OR:
+    return LLVMBuildOr(g->b, acc, v, "");
+  case OP_REDUCE_MAX:
+  case OP_REDUCE_MIN:
+    break;
+  default:
+    g_assert_not_reached();
+  }
   if (!is_float)
-    return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, v, acc, ""), v,
-                           acc, "");
+    return LLVMBuildSelect(
+        g->b, LLVMBuildICmp(g->b, is_max ? LLVMIntSGT : LLVMIntSLT, v, acc, ""),
+        v, acc, "");
   if (!g->exact) { /* NaN-propagating, and a reduction LLVM vectorizes */
     LLVMValueRef args[2] = {acc, v};
-    return ir_intrinsic(g, "llvm.maximum", args, 2);
+    return ir_intrinsic(g, is_max ? "llvm.maximum" : "llvm.minimum", args, 2);
   }
   /* once NaN, it sticks ('v > NaN' is false) */
   return LLVMBuildSelect(
       g->b,
-      LLVMBuildOr(g->b, is_nan(g, v),
-                  LLVMBuildFCmp(g->b, LLVMRealOGT, v, acc, ""), ""),
+      LLVMBuildOr(
+          g->b, is_nan(g, v),
+          LLVMBuildFCmp(g->b, is_max ? LLVMRealOGT : LLVMRealOLT, v, acc, ""),
+          ""),
       v, acc, "");
 }
 
-/* reduce_sum and reduce_max: for each kept index, the reduced elements
- * of the (fused) operand folded in row-major order. */
+/* A reduction (op_is_reduction): for each kept index, the reduced
+ * elements of the (fused) operand folded in row-major order from the
+ * reduction's identity. */
 static void emit_reduce(Kern *k) {
   Gen *g = k->g;
   const Term *t = k->root;
   const Type *in = t->args[0]->type;
   DType dt = in->dtype;
-  gboolean is_max = t->op == OP_REDUCE_MAX;
   int64_t dims[PARTIR_MAX_RANK];
   int ndims = attr_ints(t, "dims", dims);
   gboolean reduced[PARTIR_MAX_RANK] = {FALSE};
@@ -327,14 +343,17 @@ static void emit_reduce(Kern *k) {
   LLVMValueRef zero = c64(g, 0);
   Nest kept;
   nest_open(g, &kept, nkept, kept_size, 1, kept_sets, &zero);
+  /* exact: double or i64, the interpreter's; fast: the compute type,
+   * but a product of floats in double (f32 products overflow long
+   * before the result does) */
   LLVMTypeRef aty = compute_type(g, dt);
-  if (g->exact && dtype_is_float(dt))
+  if (dtype_is_float(dt) && (g->exact || t->op == OP_REDUCE_PROD))
     aty = g->f64;
-  int64_t min = dt == DT_I32 ? INT32_MIN : INT64_MIN;
-  LLVMValueRef init = dtype_is_float(dt)
-                          ? LLVMConstReal(aty, is_max ? -INFINITY : 0.0)
-                          : c64(g, is_max ? min : 0);
-  LLVMValueRef accp = acc_slot(g, dt);
+  LLVMValueRef init =
+      dtype_is_float(dt)
+          ? LLVMConstReal(aty, kernel_reduce_identity_float(t->op))
+          : c64(g, kernel_reduce_identity_int(t->op, dt));
+  LLVMValueRef accp = acc_slot(g, aty);
   LLVMBuildStore(g->b, init, accp);
   if (!any_empty(nred, red_size)) {
     const int64_t *none[1] = {NULL};
@@ -346,8 +365,10 @@ static void emit_reduce(Kern *k) {
     for (int j = 0; j < nred; j++)
       ix.d[red_dim[j]] = red.loops[j].iv;
     LLVMValueRef v = element(k, t->args[0], &ix);
+    if (LLVMTypeOf(v) != aty) /* a float into a double accumulator */
+      v = LLVMBuildFPExt(g->b, v, aty, "");
     LLVMValueRef acc = LLVMBuildLoad2(g->b, aty, accp, "");
-    LLVMBuildStore(g->b, fold(g, is_max, acc, v), accp);
+    LLVMBuildStore(g->b, fold(g, t->op, acc, v), accp);
     nest_close(g, &red);
   }
   store_elem(g, 0, kept.off[0], LLVMBuildLoad2(g->b, aty, accp, ""));
@@ -378,6 +399,54 @@ static void emit_concatenate(Kern *k) {
   }
 }
 
+/* pad, from its operand (buffer 1) and padding value (buffer 2, one
+ * element): result index i takes the operand's element at
+ * (i[d] - low[d]) / (interior[d] + 1) when every such quotient is exact
+ * and inside the operand, else the padding value.  The operand is read
+ * at a clamped index either way (no load outside it), and its element
+ * or the value chosen, as stored. */
+static void emit_pad(Gen *g, const Term *t) {
+  const Type *in = t->args[0]->type, *ty = t->type;
+  int64_t low[PARTIR_MAX_RANK], step[PARTIR_MAX_RANK] = {0};
+  int64_t out_strides[PARTIR_MAX_RANK], in_strides[PARTIR_MAX_RANK];
+  attr_ints(t, "low", low);
+  attr_ints(t, "interior", step);
+  strides_of(ty, out_strides);
+  strides_of(in, in_strides);
+  if (any_empty(ty->rank, ty->dims))
+    return;
+  const int64_t *sets[1] = {out_strides};
+  LLVMValueRef zero = c64(g, 0);
+  Nest n;
+  nest_open(g, &n, ty->rank, ty->dims, 1, sets, &zero);
+  LLVMValueRef inside = LLVMConstInt(g->i1, 1, 0), src = c64(g, 0);
+  for (int d = 0; d < ty->rank; d++) {
+    int64_t every = step[d] + 1;
+    LLVMValueRef j =
+        LLVMBuildSub(g->b, n.loops[d].iv, c64(g, low[d]), ""); /* may be < 0 */
+    LLVMValueRef ok = LLVMBuildICmp(g->b, LLVMIntSGE, j, zero, "");
+    j = LLVMBuildSelect(g->b, ok, j, zero, "");
+    LLVMValueRef q = LLVMBuildUDiv(g->b, j, c64(g, every), "");
+    ok = LLVMBuildAnd(g->b, ok,
+                      LLVMBuildICmp(g->b, LLVMIntEQ,
+                                    LLVMBuildURem(g->b, j, c64(g, every), ""),
+                                    zero, ""),
+                      "");
+    ok = LLVMBuildAnd(
+        g->b, ok, LLVMBuildICmp(g->b, LLVMIntSLT, q, c64(g, in->dims[d]), ""),
+        "");
+    q = LLVMBuildSelect(g->b, ok, q, zero, "");
+    src = LLVMBuildAdd(g->b, src,
+                       LLVMBuildMul(g->b, q, c64(g, in_strides[d]), ""), "");
+    inside = LLVMBuildAnd(g->b, inside, ok, "");
+  }
+  /* an empty operand has nothing to read: every element is padding */
+  LLVMValueRef x = type_numel(in) > 0 ? load_raw(g, 1, src) : NULL;
+  LLVMValueRef v = load_raw(g, 2, zero);
+  store_raw(g, 0, n.off[0], x ? LLVMBuildSelect(g->b, inside, x, v, "") : v);
+  nest_close(g, &n);
+}
+
 /* A collective: the runtime's codegen_rt_collective with the term (both
  * addresses in this process, where the code runs). */
 static void emit_collective(Gen *g, const Term *t) {
@@ -406,10 +475,17 @@ static void emit_root(Kern *k) {
     break;
   case OP_REDUCE_SUM:
   case OP_REDUCE_MAX:
+  case OP_REDUCE_MIN:
+  case OP_REDUCE_PROD:
+  case OP_REDUCE_AND:
+  case OP_REDUCE_OR:
     emit_reduce(k);
     break;
   case OP_CONCATENATE:
     emit_concatenate(k);
+    break;
+  case OP_PAD:
+    emit_pad(k->g, t);
     break;
   default: /* fusion_fusible: elementwise or an index map */
     emit_map(k);

@@ -377,6 +377,10 @@ add_floats(double *acc, const void *p, DType dt, int64_t n) {
     for (int64_t e = 0; e < n; e++)
       acc[e] += tensor_bf16_to_f32(((const uint16_t *)p)[e]);
     break;
+  case DT_F16:
+    for (int64_t e = 0; e < n; e++)
+      acc[e] += dtype_f16_to_f32(((const uint16_t *)p)[e]);
+    break;
   default:
     g_assert_not_reached();
   }
@@ -395,8 +399,25 @@ add_ints(guint64 *acc, const void *p, DType dt, int64_t n) {
       acc[e] += (guint64)((const int64_t *)p)[e];
     break;
   case DT_I1:
+  case DT_UI8:
     for (int64_t e = 0; e < n; e++)
       acc[e] += ((const uint8_t *)p)[e];
+    break;
+  case DT_I8:
+    for (int64_t e = 0; e < n; e++)
+      acc[e] += (guint64)(int64_t)((const int8_t *)p)[e];
+    break;
+  case DT_I16:
+    for (int64_t e = 0; e < n; e++)
+      acc[e] += (guint64)(int64_t)((const int16_t *)p)[e];
+    break;
+  case DT_UI16:
+    for (int64_t e = 0; e < n; e++)
+      acc[e] += ((const uint16_t *)p)[e];
+    break;
+  case DT_UI32:
+    for (int64_t e = 0; e < n; e++)
+      acc[e] += ((const uint32_t *)p)[e];
     break;
   default:
     g_assert_not_reached();
@@ -418,6 +439,10 @@ store_floats(void *p, DType dt, const double *acc, int64_t n) {
     for (int64_t e = 0; e < n; e++)
       ((uint16_t *)p)[e] = tensor_bf16_from_f32((float)acc[e]);
     break;
+  case DT_F16:
+    for (int64_t e = 0; e < n; e++)
+      ((uint16_t *)p)[e] = dtype_f16_from_f64(acc[e]);
+    break;
   default:
     g_assert_not_reached();
   }
@@ -437,6 +462,20 @@ store_ints(void *p, DType dt, const guint64 *acc, int64_t n) {
   case DT_I1:
     for (int64_t e = 0; e < n; e++)
       ((uint8_t *)p)[e] = acc[e] != 0;
+    break;
+  case DT_I8:
+  case DT_UI8:
+    for (int64_t e = 0; e < n; e++)
+      ((uint8_t *)p)[e] = (uint8_t)acc[e];
+    break;
+  case DT_I16:
+  case DT_UI16:
+    for (int64_t e = 0; e < n; e++)
+      ((uint16_t *)p)[e] = (uint16_t)acc[e];
+    break;
+  case DT_UI32:
+    for (int64_t e = 0; e < n; e++)
+      ((uint32_t *)p)[e] = (uint32_t)acc[e];
     break;
   default:
     g_assert_not_reached();

@@ -18,7 +18,7 @@ module @jit_mlp_relu attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replica
 } loc(#loc)
 #loc4 = loc("tests/fixtures/stablehlo/gen_jax.py":66:23 to :29)
 #loc5 = loc("tests/fixtures/stablehlo/gen_jax.py":187:18 to :41)
-#loc6 = loc("tests/fixtures/stablehlo/gen_jax.py":251:4 to :52)
+#loc6 = loc("tests/fixtures/stablehlo/gen_jax.py":322:4 to :52)
 #loc7 = loc("tests/fixtures/stablehlo/gen_jax.py":66:11 to :30)
 #loc8 = loc("tests/fixtures/stablehlo/gen_jax.py":66:11 to :35)
 #loc9 = loc("jit")

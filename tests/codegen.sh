@@ -8,7 +8,7 @@
 #     reassociated reductions, polynomial transcendentals) within
 #     (8 + K + 8 T) eps of the largest magnitude of each result, where
 #     eps is the unit of the least precise float type in the program
-#     (2^-7 bf16, 2^-23 f32, 2^-52 f64), K its largest dimension (a bound
+#     (2^-7 bf16, 2^-10 f16, 2^-23 f32, 2^-52 f64), K its largest dimension (a bound
 #     on any sum's length) and T 1 when it holds a transcendental;
 #     integers exactly (fixture-runner --npy-near).
 #
@@ -36,13 +36,13 @@ RUNNER=${FIXTURE_RUNNER:-$top_builddir/tests/fixture-runner}
 # tolerance FILE: the relative error allowed to fast arithmetic (above).
 tolerance() {
   awk '
-    /bf16/ { bf = 1 } /f32/ { f32 = 1 }
-    /(exp|log|tanh|logistic|pow)\(/ { t = 1 }
+    /bf16/ { bf = 1 } /(^|[^b])f16/ { h = 1 } /f32/ { f32 = 1 }
+    /(exp|log|tanh|logistic|pow|log1p|expm1)\(/ { t = 1 }
     { s = $0
       while (match(s, /[0-9]+x/)) {
         d = substr(s, RSTART, RLENGTH - 1) + 0; if (d > k) k = d
         s = substr(s, RSTART + RLENGTH) } }
-    END { eps = bf ? 2^-7 : f32 ? 2^-23 : 2^-52
+    END { eps = bf ? 2^-7 : h ? 2^-10 : f32 ? 2^-23 : 2^-52
           printf "%.6g\n", (8 + k + 8 * t) * eps }' "$1"
 }
 
@@ -109,9 +109,9 @@ for file in "$tmp/kernels"/*.pir; do
   same "kernels/$name" "$file"
   [ "$failed" = "$before" ] && compiled=$((compiled + 1))
 done
-# 154 programs, 18 of them with tiles and sums (counted when written)
-check "kernel fixtures: all $compiled compiled and agree (154)" \
-  test "$compiled" -eq 154
+# 189 programs, 20 of them with tiles and sums (counted when written)
+check "kernel fixtures: all $compiled compiled and agree (189)" \
+  test "$compiled" -eq 189
 
 # Examples and models, on random inputs; and with OpenBLAS's products
 # where partir has it.

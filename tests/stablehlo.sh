@@ -61,6 +61,9 @@ model_inputs() {
   ops)
     for a in x y w b p i; do printf '%s ' "$fx/ops.$a.npy"; done
     ;;
+  types_ops)
+    for a in x y a b u h s v; do printf '%s ' "$fx/types_ops.$a.npy"; done
+    ;;
   constants) echo "$fx/constants.x.npy" ;;
   torch_xla) echo "$fx/torch_xla.b.npy $fx/torch_xla.w.npy $fx/torch_xla.x.npy" ;;
   embed)
@@ -103,6 +106,13 @@ for name in mlp mlp_relu mlp_train_step transformer_layer embed \
   for form in mlir generic.mlir debug.mlir; do
     run_model "$name" "$fx/$name.$form" 1e-5
   done
+done
+# f16, i8, i16, ui8, ui32 and the operators that came with them
+# (types_ops in gen_jax.py): integers and i1 exactly, floats within 1e-6
+# of the largest magnitude (XLA's f32 log1p, expm1 and products round
+# differently, and XLA keeps h * h in f32 before adding h)
+for form in mlir generic.mlir debug.mlir; do
+  run_model types_ops "$fx/types_ops.$form" 1e-6
 done
 run_model ops "$fx/ops.pretty.mlir" 1e-6
 run_model ops "$fx/ops.generic.mlir" 1e-6
@@ -150,6 +160,20 @@ check "exec FILE.mlir (compiled) agrees with JAX" \
   sh -c "'$PARTIR' exec '$relu' $(inputs "$relu" $(model_inputs mlp_relu)) -o '$tmp/exec' >/dev/null"
 near "$tmp/exec/result0.npy" "$fx/mlp_relu.expected0.npy" 1e-5 \
   "exec's result is what JAX computed"
+# the new types and operators compiled: exact arithmetic gives the
+# interpreter's bytes, fast arithmetic JAX's values within 1e-3 of each
+# result's largest magnitude (f16 is computed in f32 there)
+to=$fx/types_ops.mlir
+types_in=$(inputs "$to" $(model_inputs types_ops))
+check "types_ops compiled with --exact: the interpreter's results, bit for bit" \
+  sh -c "'$PARTIR' run '$to' $types_in -o '$tmp/to-run' >/dev/null &&
+         '$PARTIR' exec '$to' --exact $types_in -o '$tmp/to-exact' >/dev/null &&
+         for f in '$tmp'/to-run/*.npy; do cmp -s \"\$f\" '$tmp/to-exact/'\$(basename \"\$f\") || exit 1; done"
+"$PARTIR" exec "$to" $types_in -o "$tmp/to-fast" >/dev/null 2>&1
+for k in 0 5 6 7 9 24 26 35 40 41; do
+  near "$tmp/to-fast/result$k.npy" "$fx/types_ops.expected$k.npy" 1e-3 \
+    "types_ops compiled (fast): result $k is what JAX computed"
+done
 check "partir-repl FILE.mlir" \
   sh -c "echo 'arg-tile 0 0 8. propagate.' | '$PARTIR_REPL' '$relu' >'$tmp/repl' 2>&1 &&
          grep -q 'partir.tile' '$tmp/repl'"

@@ -35,10 +35,12 @@
 #endif
 
 #include <glib.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "partir.h"
 
@@ -126,6 +128,13 @@ typedef enum {
   DT_I32,
   DT_I64,
   DT_I1,
+  /* the narrower types of StableHLO exports (issue 15) */
+  DT_F16,
+  DT_I8,
+  DT_I16,
+  DT_UI8,
+  DT_UI16,
+  DT_UI32,
   DT_COUNT_
 } DType;
 
@@ -155,7 +164,74 @@ char *type_to_string(const Type *t);
 const char *dtype_name(DType dt);
 gboolean dtype_from_name(const char *s, gsize len, DType *out);
 gboolean dtype_is_float(DType dt);
+/* ui8 ui16 ui32 (i1 is neither signed nor unsigned: 0 or 1). */
+gboolean dtype_is_unsigned(DType dt);
 gsize dtype_storage_bytes(DType dt); /* bytes per element in memory / .npy */
+/* The least and greatest value of an integer type (i1: 0 and 1). */
+int64_t dtype_int_min(DType dt);
+int64_t dtype_int_max(DType dt);
+/* "f32, f64, ...": every element type, for messages. */
+const char *dtype_all_names(void);
+
+/* f16 is IEEE binary16 (1 sign, 5 exponent, 10 fraction bits).
+ * 'dtype_f16_from_f32' rounds to nearest even: past the largest finite
+ * value (65504) it gives infinity, below half the least subnormal
+ * (2^-25) zero; NaN stays a quiet NaN with the top of its payload. */
+static inline uint16_t dtype_f16_from_f32(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  uint32_t sign = bits >> 16 & 0x8000u, mag = bits & 0x7fffffffu;
+  if (mag > 0x7f800000u) /* NaN */
+    return (uint16_t)(sign | 0x7e00u | (mag >> 13 & 0x3ffu));
+  if (mag >= 0x47800000u) /* 2^16 and above, infinity */
+    return (uint16_t)(sign | 0x7c00u);
+  uint32_t h, rest, half;
+  if (mag >= 0x38800000u) {        /* 2^-14 and above: a normal f16 */
+    h = (mag - 0x38000000u) >> 13; /* the exponent rebiased, 10 bits kept */
+    rest = mag & 0x1fffu;
+    half = 0x1000u;
+  } else { /* a subnormal f16, in units of 2^-24: m * 2^(e - 126) */
+    int shift = 126 - (int)(mag >> 23);
+    if (shift > 24) /* below 2^-25 */
+      return (uint16_t)sign;
+    uint32_t m = (mag & 0x7fffffu) | 0x800000u;
+    h = m >> shift;
+    rest = m & ((1u << shift) - 1);
+    half = 1u << (shift - 1);
+  }
+  /* a carry moves into the exponent: up to the next binade, or infinity */
+  h += rest > half || (rest == half && (h & 1u));
+  return (uint16_t)(sign | h);
+}
+
+static inline float dtype_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = h >> 10 & 0x1fu, frac = h & 0x3ffu, bits;
+  if (exp == 0) { /* zero or subnormal: frac * 2^-24, exactly */
+    float f = (float)frac * 0x1p-24f;
+    return sign ? -f : f;
+  }
+  bits = sign | (exp == 31 ? 0x7f800000u : (exp + 112) << 23) | frac << 13;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/* f16 from a double, rounded once to nearest even: the double rounded to
+ * odd in f32 first (toward zero, then the last bit set when inexact),
+ * which f32's 13 spare bits make exact for the second rounding. */
+static inline uint16_t dtype_f16_from_f64(double d) {
+  float f = (float)d;
+  if ((double)f != d && !isnan(d)) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if (fabs((double)f) > fabs(d))
+      bits--; /* toward zero (infinity becomes the largest float) */
+    bits |= 1u;
+    memcpy(&f, &bits, sizeof f);
+  }
+  return dtype_f16_from_f32(f);
+}
 
 /* ----------------------------------------------------------------- ops.c */
 
@@ -362,6 +438,8 @@ gboolean op_takes_written_type(Op op);
 gboolean op_needs_attrs(Op op);
 /* TRUE for the collectives of SPMD programs (all_reduce, ...). */
 gboolean op_is_collective(Op op);
+/* TRUE for reduce_sum, reduce_max and the other reductions over 'dims'. */
+gboolean op_is_reduction(Op op);
 
 /* ---------------------------------------------------------------- flops.c */
 

@@ -404,8 +404,8 @@ gboolean lex_tensor_shape(Lexer *lx, int *rank, int64_t *dims, DType *dt) {
     while (peek(lx, 0) >= 0 && g_ascii_isalnum(peek(lx, 0)))
       advance(lx);
     if (!dtype_from_name(lx->src->text + start, lx->pos - start, dt)) {
-      diag_error(lx->diag, at,
-                 "expected an element type (f32, f64, bf16, i32, i64, i1)");
+      diag_error(lx->diag, at, "expected an element type (%s)",
+                 dtype_all_names());
       return FALSE;
     }
     if (peek(lx, 0) != '>') {

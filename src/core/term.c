@@ -78,9 +78,11 @@ static guint64 value_content(const AttrValue *v) {
 }
 
 /* A hash of what the node is, built from its operands' content hashes:
- * independent of addresses, so equal programs hash equally in any run. */
+ * independent of addresses, so equal programs hash equally in any run;
+ * an operator by its name, not its place in ops.def, so that adding an
+ * operator changes no program's hash. */
 static guint64 content_hash(const Term *k) {
-  guint64 h = mix(k->kind, k->op);
+  guint64 h = mix(k->kind, k->kind == TM_OP ? g_str_hash(op_name(k->op)) : 0);
   h = mix(h, (guint64)(gint64)k->index);
   if (k->kind == TM_TILE || k->kind == TM_SUM)
     h = mix(h, (guint64)(gint64)k->binder);

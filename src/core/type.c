@@ -8,19 +8,58 @@
 
 #include <string.h>
 
+/* Integers are two's complement (signed) or plain binary (unsigned) in
+ * 'bytes' bytes; i1 is one byte holding 0 or 1. */
 static const struct {
   const char *name;
   gsize bytes;
-  gboolean is_float;
+  gboolean is_float, is_unsigned;
 } dtype_info[DT_COUNT_] = {
-    [DT_F32] = {"f32", 4, TRUE},   [DT_F64] = {"f64", 8, TRUE},
-    [DT_BF16] = {"bf16", 2, TRUE}, [DT_I32] = {"i32", 4, FALSE},
-    [DT_I64] = {"i64", 8, FALSE},  [DT_I1] = {"i1", 1, FALSE},
+    [DT_F32] = {"f32", 4, TRUE, FALSE},   [DT_F64] = {"f64", 8, TRUE, FALSE},
+    [DT_BF16] = {"bf16", 2, TRUE, FALSE}, [DT_I32] = {"i32", 4, FALSE, FALSE},
+    [DT_I64] = {"i64", 8, FALSE, FALSE},  [DT_I1] = {"i1", 1, FALSE, FALSE},
+    [DT_F16] = {"f16", 2, TRUE, FALSE},   [DT_I8] = {"i8", 1, FALSE, FALSE},
+    [DT_I16] = {"i16", 2, FALSE, FALSE},  [DT_UI8] = {"ui8", 1, FALSE, TRUE},
+    [DT_UI16] = {"ui16", 2, FALSE, TRUE}, [DT_UI32] = {"ui32", 4, FALSE, TRUE},
 };
 
 const char *dtype_name(DType dt) { return dtype_info[dt].name; }
 gboolean dtype_is_float(DType dt) { return dtype_info[dt].is_float; }
+gboolean dtype_is_unsigned(DType dt) { return dtype_info[dt].is_unsigned; }
 gsize dtype_storage_bytes(DType dt) { return dtype_info[dt].bytes; }
+
+int64_t dtype_int_min(DType dt) {
+  g_assert(!dtype_is_float(dt));
+  if (dt == DT_I1 || dtype_is_unsigned(dt))
+    return 0;
+  return (int64_t)((uint64_t)-1 << (8 * dtype_info[dt].bytes - 1));
+}
+
+int64_t dtype_int_max(DType dt) {
+  g_assert(!dtype_is_float(dt));
+  if (dt == DT_I1)
+    return 1;
+  int bits = 8 * (int)dtype_info[dt].bytes - !dtype_is_unsigned(dt);
+  return (int64_t)(((uint64_t)1 << bits) - 1); /* bits <= 63 */
+}
+
+/* Floats first, then integers, each from the widest: as a reader scans
+ * for the one they meant. */
+const char *dtype_all_names(void) {
+  static const DType order[] = {DT_F64,  DT_F32,  DT_BF16, DT_F16,
+                                DT_I64,  DT_I32,  DT_I16,  DT_I8,
+                                DT_UI32, DT_UI16, DT_UI8,  DT_I1};
+  G_STATIC_ASSERT(G_N_ELEMENTS(order) == DT_COUNT_);
+  static gsize names;
+  if (g_once_init_enter(&names)) {
+    GString *s = g_string_new(NULL);
+    for (int i = 0; i < DT_COUNT_; i++)
+      g_string_append_printf(s, "%s%s", i ? ", " : "",
+                             dtype_info[order[i]].name);
+    g_once_init_leave(&names, (gsize)g_string_free(s, FALSE));
+  }
+  return (const char *)names;
+}
 
 gboolean dtype_from_name(const char *s, gsize len, DType *out) {
   for (int i = 0; i < DT_COUNT_; i++)

@@ -31,10 +31,15 @@ static const TypeRule rules[OP_COUNT_] = {
 };
 
 gboolean op_needs_attrs(Op op) {
-  return op == OP_COMPARE || op == OP_REDUCE_SUM || op == OP_REDUCE_MAX ||
-         op == OP_TRANSPOSE || op == OP_CONCATENATE || op == OP_SLICE ||
-         op == OP_IOTA || op == OP_CONSTANT || op == OP_BROADCAST_IN_DIM ||
+  return op == OP_COMPARE || op_is_reduction(op) || op == OP_TRANSPOSE ||
+         op == OP_CONCATENATE || op == OP_SLICE || op == OP_IOTA ||
+         op == OP_CONSTANT || op == OP_BROADCAST_IN_DIM || op == OP_PAD ||
          op == OP_GATHER || op == OP_DYNAMIC_SLICE || op_is_collective(op);
+}
+
+gboolean op_is_reduction(Op op) {
+  return op == OP_REDUCE_SUM || op == OP_REDUCE_MAX || op == OP_REDUCE_MIN ||
+         op == OP_REDUCE_PROD || op == OP_REDUCE_AND || op == OP_REDUCE_OR;
 }
 
 gboolean op_takes_written_type(Op op) {
@@ -388,13 +393,14 @@ static const Type *tr_dot_general(RULE_ARGS) {
   return type_tensor(a->dtype, rank, dims);
 }
 
-static const Type *tr_reduce(RULE_ARGS) {
-  const Type *a = args[0]->type;
+/* The operand's shape without 'dims' (a list attribute). */
+static const Type *reduced_type(Op op, const Attrs *attrs, const Type *a,
+                                Diag *err) {
   int64_t dims[PARTIR_MAX_RANK];
   int n;
   if (!check_attr_names(op, attrs, ATTRS("dims"), err) ||
       !get_int_list(op, attrs, "dims", TRUE, dims, &n, err) ||
-      !check_dims(op, "dims", dims, n, a->rank, err) || !not_i1(op, a, err))
+      !check_dims(op, "dims", dims, n, a->rank, err))
     return NULL;
   int64_t out[PARTIR_MAX_RANK];
   int r = 0;
@@ -402,6 +408,23 @@ static const Type *tr_reduce(RULE_ARGS) {
     if (!contains(dims, n, i))
       out[r++] = a->dims[i];
   return type_tensor(a->dtype, r, out);
+}
+
+/* reduce_sum, reduce_max, reduce_min, reduce_prod: numbers. */
+static const Type *tr_reduce(RULE_ARGS) {
+  const Type *a = args[0]->type;
+  return not_i1(op, a, err) ? reduced_type(op, attrs, a, err) : NULL;
+}
+
+/* reduce_and, reduce_or: bitwise on integers, logical on i1. */
+static const Type *tr_reduce_bits(RULE_ARGS) {
+  const Type *a = args[0]->type;
+  if (dtype_is_float(a->dtype)) {
+    diag_reason(err, "'%s' needs an integer or i1 operand, not %s", op_name(op),
+                dtype_name(a->dtype));
+    return NULL;
+  }
+  return reduced_type(op, attrs, a, err);
 }
 
 static const Type *tr_broadcast_in_dim(RULE_ARGS) {
@@ -457,6 +480,71 @@ static const Type *tr_transpose(RULE_ARGS) {
   for (int i = 0; i < n; i++)
     dims[i] = a->dims[perm[i]];
   return type_tensor(a->dtype, n, dims);
+}
+
+/* pad(x, v): x with low[d] elements of v before it in dimension d,
+ * high[d] after it and interior[d] between each two of its elements; a
+ * negative low or high removes elements from that end instead
+ * (StableHLO's pad).  'interior' may be left out (no interior padding). */
+static const Type *tr_pad(RULE_ARGS) {
+  const Type *a = args[0]->type, *v = args[1]->type;
+  int64_t low[PARTIR_MAX_RANK], high[PARTIR_MAX_RANK],
+      interior[PARTIR_MAX_RANK];
+  int nl, nh, ni;
+  if (!check_attr_names(op, attrs, ATTRS("low", "high", "interior"), err) ||
+      !get_int_list(op, attrs, "low", TRUE, low, &nl, err) ||
+      !get_int_list(op, attrs, "high", TRUE, high, &nh, err) ||
+      !get_int_list(op, attrs, "interior", FALSE, interior, &ni, err))
+    return NULL;
+  if (!attrs_get(attrs, "interior"))
+    for (ni = 0; ni < a->rank; ni++)
+      interior[ni] = 0;
+  if (v->rank != 0 || v->dtype != a->dtype) {
+    g_autofree char *vs = type_to_string(v);
+    diag_reason(err,
+                "'pad' pads with a scalar of the operand's element type "
+                "(tensor<%s>), not %s",
+                dtype_name(a->dtype), vs);
+    return NULL;
+  }
+  if (nl != a->rank || nh != a->rank || ni != a->rank) {
+    diag_reason(err, "'pad' low, high and interior need %d entries", a->rank);
+    return NULL;
+  }
+  int64_t dims[PARTIR_MAX_RANK];
+  for (int i = 0; i < a->rank; i++) {
+    if (interior[i] < 0) {
+      diag_reason(err,
+                  "'pad' dimension %d: interior padding %" G_GINT64_FORMAT
+                  " is negative",
+                  i, interior[i]);
+      return NULL;
+    }
+    /* every term bounded, so the size below cannot overflow */
+    int64_t bound = PARTIR_MAX_ELEMS;
+    if (interior[i] > bound || low[i] < -bound || low[i] > bound ||
+        high[i] < -bound || high[i] > bound) {
+      diag_reason(err, "'pad' dimension %d: padding beyond 2^48", i);
+      return NULL;
+    }
+    int64_t gaps = a->dims[i] > 0 ? a->dims[i] - 1 : 0;
+    int64_t size = low[i] + high[i] + a->dims[i];
+    if (gaps > 0 && interior[i] > (PARTIR_MAX_ELEMS - size) / gaps) {
+      diag_reason(err, "'pad' result is too large");
+      return NULL;
+    }
+    size += gaps * interior[i];
+    if (size < 0) {
+      diag_reason(err,
+                  "'pad' dimension %d: low %" G_GINT64_FORMAT
+                  " and high %" G_GINT64_FORMAT
+                  " remove more than its %" G_GINT64_FORMAT " elements",
+                  i, low[i], high[i], a->dims[i] + gaps * interior[i]);
+      return NULL;
+    }
+    dims[i] = size;
+  }
+  return type_tensor(a->dtype, a->rank, dims);
 }
 
 static const Type *tr_reshape(RULE_ARGS) {

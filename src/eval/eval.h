@@ -28,10 +28,12 @@
 
 /* A dense tensor value of the interpreter: its elements in row-major
  * order, each stored at its dtype's own width (dtype_storage_bytes): f32
- * as float, f64 as double, bf16 as the top 16 bits of an f32, i32 as
- * int32, i64 as int64, i1 as one byte 0 or 1.  Kernels read and write
- * elements through the accessors below, which compute in double (floats,
- * bf16 through f32) or int64 (integers) and round or wrap on the way in. */
+ * as float, f64 as double, bf16 as the top 16 bits of an f32, f16 as
+ * IEEE binary16, i8 i16 i32 i64 as int8..int64, ui8 ui16 ui32 as
+ * uint8..uint32, i1 as one byte 0 or 1.  Kernels read and write elements
+ * through the accessors below, which compute in double (floats) or int64
+ * (integers: an unsigned element is its value, zero-extended, so int64
+ * order is its order) and round or wrap on the way in. */
 typedef struct Tensor {
   int refcount;
   const Type *type;
@@ -72,12 +74,15 @@ static inline double tensor_get_float(const Tensor *t, int64_t k) {
     return ((const double *)t->data)[k];
   case DT_BF16:
     return tensor_bf16_to_f32(((const uint16_t *)t->data)[k]);
+  case DT_F16:
+    return dtype_f16_to_f32(((const uint16_t *)t->data)[k]);
   default:
     g_assert_not_reached();
   }
 }
 
-/* Stores 'v' rounded to the floating tensor's dtype (bf16 through f32). */
+/* Stores 'v' rounded to the floating tensor's dtype (bf16 through f32,
+ * f16 once). */
 static inline void tensor_set_float(Tensor *t, int64_t k, double v) {
   switch (t->type->dtype) {
   case DT_F32:
@@ -88,6 +93,9 @@ static inline void tensor_set_float(Tensor *t, int64_t k, double v) {
     break;
   case DT_BF16:
     ((uint16_t *)t->data)[k] = tensor_bf16_from_f32((float)v);
+    break;
+  case DT_F16:
+    ((uint16_t *)t->data)[k] = dtype_f16_from_f64(v);
     break;
   default:
     g_assert_not_reached();
@@ -103,13 +111,23 @@ static inline int64_t tensor_get_int(const Tensor *t, int64_t k) {
     return ((const int64_t *)t->data)[k];
   case DT_I1:
     return ((const uint8_t *)t->data)[k];
+  case DT_I8:
+    return ((const int8_t *)t->data)[k];
+  case DT_I16:
+    return ((const int16_t *)t->data)[k];
+  case DT_UI8:
+    return ((const uint8_t *)t->data)[k];
+  case DT_UI16:
+    return ((const uint16_t *)t->data)[k];
+  case DT_UI32:
+    return ((const uint32_t *)t->data)[k];
   default:
     g_assert_not_reached();
   }
 }
 
-/* Stores 'v' wrapped to the integer tensor's dtype: two's complement for
- * i32, 'v != 0' for i1. */
+/* Stores 'v' wrapped to the integer tensor's dtype: its low bits (two's
+ * complement for the signed types), 'v != 0' for i1. */
 static inline void tensor_set_int(Tensor *t, int64_t k, int64_t v) {
   switch (t->type->dtype) {
   case DT_I32:
@@ -120,6 +138,17 @@ static inline void tensor_set_int(Tensor *t, int64_t k, int64_t v) {
     break;
   case DT_I1:
     ((uint8_t *)t->data)[k] = v != 0;
+    break;
+  case DT_I8:
+  case DT_UI8:
+    ((uint8_t *)t->data)[k] = (uint8_t)(uint64_t)v;
+    break;
+  case DT_I16:
+  case DT_UI16:
+    ((uint16_t *)t->data)[k] = (uint16_t)(uint64_t)v;
+    break;
+  case DT_UI32:
+    ((uint32_t *)t->data)[k] = (uint32_t)(uint64_t)v;
     break;
   default:
     g_assert_not_reached();
@@ -132,7 +161,9 @@ static inline double tensor_get_double(const Tensor *t, int64_t k) {
                                         : (double)tensor_get_int(t, k);
 }
 
-/* One value rounded (floats) or wrapped (integers) to 'dt'. */
+/* One value rounded (floats) or wrapped (integers) to 'dt'.  An
+ * integer 'v' wrapped is the value its low bits mean in 'dt' (unsigned:
+ * 0 to 2^n - 1). */
 double tensor_round_value(DType dt, double v);
 int64_t tensor_wrap_value(DType dt, int64_t v);
 
@@ -188,6 +219,12 @@ Tensor *kernel_constant_splat(const Term *t);
  * base + sum(i[d] * strides[d]).  Fills 'strides' (the result's rank),
  * returns base. */
 int64_t kernel_gather_strides(const Term *t, int64_t *strides);
+/* The value a reduction starts from (what it gives for no elements):
+ * on floats, 0, 1, -inf or inf for sum, prod, max and min; on integers
+ * of 'dt' also the least and greatest value, and -1 (every bit) for
+ * and, 0 for or. */
+double kernel_reduce_identity_float(Op op);
+int64_t kernel_reduce_identity_int(Op op, DType dt);
 #define KERNEL_POLL 4096 /* a power of two */
 
 /* --------------------------------------------------------------- gather.c */

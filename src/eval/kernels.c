@@ -16,11 +16,15 @@
  *
  *  - Elementwise float results are computed in double and rounded once
  *    as tensor_set_float stores them (bf16 through f32, so bf16 is
- *    "computed in f32" as the language says).
+ *    "computed in f32" as the language says; f16 once, which for + - * /
+ *    and sqrt is what computing in f32 gives).
  *  - Integer arithmetic is done in uint64 (wrapping, no UB) and wrapped
- *    to the width as tensor_set_int stores it.  Integer div never traps:
- *    x/0 is -1 and INT_MIN/-1 is INT_MIN (XLA's choice).  The type rules
- *    keep i1 out of arithmetic, iota, contractions and reductions.
+ *    to the width as tensor_set_int stores it; unsigned values are read
+ *    zero-extended, so int64 comparison and division are theirs.
+ *    Integer div and rem never trap: x/0 is -1 (all ones), INT_MIN/-1 is
+ *    INT_MIN, x%0 is x and INT_MIN%-1 is 0 (XLA's choices).  The type
+ *    rules keep i1 out of arithmetic, iota, contractions and the
+ *    reductions but reduce_and and reduce_or.
  *  - Contractions and reductions accumulate in double (int64 for integer
  *    types) and round once at the end, as docs/language.md specifies: a
  *    contraction in a row of accumulators, a reduction in one accumulator
@@ -28,7 +32,7 @@
  *    order.
  *
  * Data movement (broadcast_in_dim, transpose, static slice, select,
- * reshape, concatenate) copies elements as they are stored, without
+ * reshape, concatenate, pad) copies elements as they are stored, without
  * looking at their values.  The first three are one strided gather:
  * every result element reads the operand at
  * 'base + sum(index[d] * stride[d])', where a stride of 0 broadcasts.
@@ -60,42 +64,18 @@ static inline gboolean stop_at(int64_t k) {
 
 /* ------------------------------------------------------------ helpers */
 
-static int64_t dtype_int_min(DType dt) {
-  switch (dt) {
-  case DT_I32:
-    return INT32_MIN;
-  case DT_I64:
-    return INT64_MIN;
-  case DT_I1:
-    return 0;
-  default:
-    g_assert_not_reached();
-  }
-}
-
-static int64_t dtype_int_max(DType dt) {
-  switch (dt) {
-  case DT_I32:
-    return INT32_MAX;
-  case DT_I64:
-    return INT64_MAX;
-  case DT_I1:
-    return 1;
-  default:
-    g_assert_not_reached();
-  }
-}
-
-/* Float to integer: truncates toward zero, saturates to the target range,
- * NaN gives 0; to i1 it is 'v != 0' (so NaN is 1, as IEEE says). */
+/* Float to integer: truncates toward zero, saturates to the target range
+ * (unsigned: negatives give 0), NaN gives 0 (as XLA does); to i1 it is
+ * 'v != 0' (so NaN is 1, as IEEE says). */
 static int64_t float_to_int(DType dt, double v) {
   if (dt == DT_I1)
     return v != 0;
   if (isnan(v))
     return 0;
-  /* Bounds as exact doubles: -2^31 .. 2^31 and -2^63 .. 2^63. */
+  /* Bounds as exact doubles: -2^(n-1) or 0, and 2^(n-1) or 2^n (for i64
+   * the greatest value rounds up to 2^63, which is right). */
   double lo = (double)dtype_int_min(dt);
-  double hi_excl = -lo;
+  double hi_excl = (double)dtype_int_max(dt) + 1.0;
   if (v <= lo)
     return dtype_int_min(dt);
   if (v >= hi_excl)
@@ -219,6 +199,8 @@ static double binary_float(Op op, double a, double b) {
     return a < b ? a : b;
   case OP_POW:
     return pow(a, b);
+  case OP_REM: /* the sign of the dividend; exact */
+    return fmod(a, b);
   default:
     g_assert_not_reached();
   }
@@ -239,6 +221,12 @@ static int64_t binary_int(Op op, DType dt, int64_t a, int64_t b) {
     if (b == -1 && a == dtype_int_min(dt))
       return a;
     return a / b;
+  case OP_REM: /* x%0 is x, MIN%-1 is 0 (XLA), never a trap */
+    if (b == 0)
+      return a;
+    if (b == -1)
+      return 0;
+    return a % b;
   case OP_MAX:
     return a > b ? a : b;
   case OP_MIN:
@@ -248,7 +236,7 @@ static int64_t binary_int(Op op, DType dt, int64_t a, int64_t b) {
   }
 }
 
-/* add sub mul div max min pow. */
+/* add sub mul div max min pow rem. */
 static Tensor *k_binary(const Term *t, Tensor *const *args) {
   Tensor *out = tensor_new(t->type);
   DType dt = t->type->dtype;
@@ -288,6 +276,19 @@ static double unary_float(Op op, double x) {
     return sqrt(x);
   case OP_RSQRT:
     return 1.0 / sqrt(x);
+  case OP_LOG1P:
+    return log1p(x);
+  case OP_EXPM1:
+    return expm1(x);
+  case OP_FLOOR:
+    return floor(x);
+  case OP_CEIL:
+    return ceil(x);
+  case OP_ROUND_AWAY:
+    return round(x);
+  case OP_ROUND_EVEN: /* a tie is twice the half rounded: 2.5 -> 2, -0.5 -> -0
+                       */
+    return fabs(x - trunc(x)) == 0.5 ? 2.0 * round(x / 2.0) : round(x);
   default:
     g_assert_not_reached();
   }
@@ -306,7 +307,8 @@ static int64_t unary_int(Op op, int64_t x) {
   }
 }
 
-/* neg abs relu exp log tanh logistic sqrt rsqrt. */
+/* neg abs relu exp log tanh logistic sqrt rsqrt log1p expm1 floor ceil
+ * round_even round_away. */
 static Tensor *k_unary(const Term *t, Tensor *const *args) {
   Tensor *out = tensor_new(t->type);
   DType dt = t->type->dtype;
@@ -575,6 +577,9 @@ static void axpy_float_row(double *acc, double a, const Tensor *x, int64_t base,
   case DT_BF16:
     AXPY_ROW(uint16_t, (double)tensor_bf16_to_f32);
     break;
+  case DT_F16:
+    AXPY_ROW(uint16_t, (double)dtype_f16_to_f32);
+    break;
   default:
     g_assert_not_reached();
   }
@@ -675,16 +680,89 @@ stopped:
 
 /* ----------------------------------------------------------- reductions */
 
-/* reduce_sum and reduce_max over 'dims'.  Each result element folds the
- * operand elements that reduce into it, in row-major order, in one
- * accumulator (double or wrapping int64 for a sum): two walks over the
- * operand, one over the kept dimensions and one, for each result
- * element, over the reduced ones. */
+/* The step of a float reduction.  max and min: once NaN, it sticks
+ * ('v > NaN' is false). */
+static inline double fold_float(Op op, double acc, double v) {
+  switch (op) {
+  case OP_REDUCE_SUM:
+    return acc + v;
+  case OP_REDUCE_PROD:
+    return acc * v;
+  case OP_REDUCE_MAX:
+    return isnan(v) || v > acc ? v : acc;
+  case OP_REDUCE_MIN:
+    return isnan(v) || v < acc ? v : acc;
+  default:
+    g_assert_not_reached(); /* and, or: integers only */
+  }
+}
+
+/* The step of an integer reduction: sums and products wrap, and and or
+ * are bitwise (on sign-extended values, so their low bits are the
+ * narrow type's; on i1, 0 and 1: logical). */
+static inline int64_t fold_int(Op op, int64_t acc, int64_t v) {
+  switch (op) {
+  case OP_REDUCE_SUM:
+    return (int64_t)((uint64_t)acc + (uint64_t)v);
+  case OP_REDUCE_PROD:
+    return (int64_t)((uint64_t)acc * (uint64_t)v);
+  case OP_REDUCE_MAX:
+    return v > acc ? v : acc;
+  case OP_REDUCE_MIN:
+    return v < acc ? v : acc;
+  case OP_REDUCE_AND:
+    return acc & v;
+  case OP_REDUCE_OR:
+    return acc | v;
+  default:
+    g_assert_not_reached();
+  }
+}
+
+double kernel_reduce_identity_float(Op op) {
+  switch (op) {
+  case OP_REDUCE_SUM:
+    return 0;
+  case OP_REDUCE_PROD:
+    return 1;
+  case OP_REDUCE_MAX:
+    return -INFINITY;
+  case OP_REDUCE_MIN:
+    return INFINITY;
+  default:
+    g_assert_not_reached();
+  }
+}
+
+int64_t kernel_reduce_identity_int(Op op, DType dt) {
+  switch (op) {
+  case OP_REDUCE_SUM:
+  case OP_REDUCE_OR:
+    return 0;
+  case OP_REDUCE_PROD:
+    return 1;
+  case OP_REDUCE_MAX:
+    return dtype_int_min(dt);
+  case OP_REDUCE_MIN:
+    return dtype_int_max(dt);
+  case OP_REDUCE_AND:
+    return -1; /* every bit set: i1's true once stored */
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* reduce_sum, reduce_max, reduce_min, reduce_prod, reduce_and and
+ * reduce_or over 'dims'.  Each result element folds the operand elements
+ * that reduce into it, in row-major order, in one accumulator (double,
+ * or wrapping int64), starting from the reduction's identity: two walks
+ * over the operand, one over the kept dimensions and one, for each
+ * result element, over the reduced ones. */
 static Tensor *k_reduce(const Term *t, Tensor *const *args) {
   const Tensor *x = args[0];
   const Type *in = x->type;
   DType dt = in->dtype;
-  gboolean is_max = t->op == OP_REDUCE_MAX;
+  Op op = t->op;
   int64_t dims[PARTIR_MAX_RANK];
   int ndims = attr_ints(t, "dims", dims);
   gboolean reduced[PARTIR_MAX_RANK] = {FALSE};
@@ -719,27 +797,19 @@ static Tensor *k_reduce(const Term *t, Tensor *const *args) {
   for (int64_t o = 0; o < nout; o++, walk_next(&kept)) {
     walk_start(&red, nred, red_size, red_stride, kept.off);
     if (is_float) {
-      double acc = is_max ? -INFINITY : 0;
+      double acc = kernel_reduce_identity_float(op);
       for (int64_t j = 0; j < per_out; j++, k++, walk_next(&red)) {
         if (stop_at(k))
           return out;
-        double v = tensor_get_float(x, red.off);
-        if (!is_max)
-          acc += v;
-        else if (isnan(v) || v > acc)
-          acc = v; /* once NaN, 'v > NaN' is false: it sticks */
+        acc = fold_float(op, acc, tensor_get_float(x, red.off));
       }
       tensor_set_float(out, o, acc);
     } else {
-      int64_t acc = is_max ? dtype_int_min(dt) : 0;
+      int64_t acc = kernel_reduce_identity_int(op, dt);
       for (int64_t j = 0; j < per_out; j++, k++, walk_next(&red)) {
         if (stop_at(k))
           return out;
-        int64_t v = tensor_get_int(x, red.off);
-        if (!is_max)
-          acc = (int64_t)((uint64_t)acc + (uint64_t)v);
-        else if (v > acc)
-          acc = v;
+        acc = fold_int(op, acc, tensor_get_int(x, red.off));
       }
       tensor_set_int(out, o, acc);
     }
@@ -803,6 +873,47 @@ static Tensor *k_gather(const Term *t, Tensor *const *args) {
   int64_t base = kernel_gather_strides(t, strides);
   Tensor *out = tensor_new(t->type);
   gather_strided(out, args[0], base, strides);
+  return out;
+}
+
+/* pad: the padding value (operand 1) everywhere, then each operand
+ * element at low[d] + i[d] * (interior[d] + 1) in every dimension d,
+ * unless that falls outside the result (a negative low or high crops). */
+static Tensor *k_pad(const Term *t, Tensor *const *args) {
+  const Tensor *x = args[0];
+  const Type *in = x->type, *ty = t->type;
+  Tensor *out = tensor_new(ty);
+  gsize width = elem_bytes(out);
+  int64_t n = type_numel(ty);
+  for (int64_t k = 0; k < n && !stop_at(k); k++)
+    copy_elem(out, k, args[1], 0, width);
+  int64_t low[PARTIR_MAX_RANK], step[PARTIR_MAX_RANK] = {0},
+                                out_strides[PARTIR_MAX_RANK],
+                                strides[PARTIR_MAX_RANK];
+  int nl G_GNUC_UNUSED = attr_ints(t, "low", low);
+  int ni = attr_ints(t, "interior", step);
+  g_assert(nl == in->rank && (ni == 0 || ni == in->rank));
+  tensor_strides(ty, out_strides);
+  int64_t base = 0;
+  for (int d = 0; d < in->rank; d++) {
+    step[d] += 1; /* interior + 1 */
+    strides[d] = step[d] * out_strides[d];
+    base += low[d] * out_strides[d];
+  }
+  /* 'w.off' is the result offset the operand index maps to, when every
+   * one of its coordinates is inside the result */
+  Walk w;
+  walk_start(&w, in->rank, in->dims, strides, base);
+  int64_t m = type_numel(in);
+  for (int64_t k = 0; k < m && !stop_at(k); k++, walk_next(&w)) {
+    gboolean inside = TRUE;
+    for (int d = 0; d < in->rank && inside; d++) {
+      int64_t at = low[d] + w.idx[d] * step[d];
+      inside = at >= 0 && at < ty->dims[d];
+    }
+    if (inside)
+      copy_elem(out, w.off, x, k, width);
+  }
   return out;
 }
 

@@ -13,8 +13,9 @@
  * multiple of 64 bytes.  The data is the array's elements in row-major
  * order ('fortran_order': False), each in the byte order 'descr' names.
  *
- * The reader accepts the dtypes partir has ('<f4' '<f8' '<i4' '<i8' '|b1',
- * and their big-endian forms, which it byteswaps) and parses the header
+ * The reader accepts the dtypes partir has ('<f2' '<f4' '<f8' '|i1' '<i2'
+ * '<i4' '<i8' '|u1' '<u2' '<u4' '|b1', and their big-endian forms, which
+ * it byteswaps) and parses the header
  * dict by hand: it is a tiny subset of Python literals, and a hand parser
  * can refuse any junk with a clear message.  It checks the data size
  * against the shape before allocating, so a lying header cannot make it
@@ -268,14 +269,16 @@ static gboolean hp_dict(HeaderParser *hp, NpyHeader *h) {
 
 /* One dtype partir reads and writes. */
 typedef struct NpyDType {
-  char kind; /* numpy's kind letter: 'f', 'i', 'b' */
+  char kind; /* numpy's kind letter: 'f', 'i', 'u', 'b' */
   int size;  /* bytes */
   DType dtype;
 } NpyDType;
 
+/* bf16 has no entry: numpy has no bf16. */
 static const NpyDType npy_dtypes[] = {
-    {'f', 4, DT_F32}, {'f', 8, DT_F64}, {'i', 4, DT_I32},
-    {'i', 8, DT_I64}, {'b', 1, DT_I1},
+    {'f', 2, DT_F16},  {'f', 4, DT_F32},  {'f', 8, DT_F64}, {'i', 1, DT_I8},
+    {'i', 2, DT_I16},  {'i', 4, DT_I32},  {'i', 8, DT_I64}, {'u', 1, DT_UI8},
+    {'u', 2, DT_UI16}, {'u', 4, DT_UI32}, {'b', 1, DT_I1},
 };
 
 /* Maps a descr ('<f4', '>i8', '|b1', ...) to a dtype and its byte order;
@@ -328,15 +331,15 @@ static void decode_data(Tensor *t, const NpyDType *d, gboolean big_endian,
   memcpy(e, data, (gsize)n * (gsize)d->size);
   if (big_endian != (G_BYTE_ORDER == G_BIG_ENDIAN))
     swap_elements(e, n, d->size);
-  for (int64_t k = 0; d->size == 1 && k < n; k++)
+  for (int64_t k = 0; d->dtype == DT_I1 && k < n; k++)
     e[k] = e[k] != 0;
 }
 
 #define FORMAT_ERROR(...)                                                      \
   (g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT, __VA_ARGS__), FALSE)
 
-/* Reads the .npy file at 'path' into a new tensor (f32, f64, i32, i64 or
- * i1).  A file that cannot be read (not a regular file, over
+/* Reads the .npy file at 'path' into a new tensor (any dtype but
+ * bf16).  A file that cannot be read (not a regular file, over
  * NPY_MAX_BYTES) is a PARTIR_ERROR_IO error; every defect of its contents
  * is a PARTIR_ERROR_FORMAT error "PATH: what is wrong", and nothing is
  * allocated for it. */
@@ -384,8 +387,9 @@ gboolean npy_read(const char *path, Tensor **out, GError **error) {
   const NpyDType *d;
   gboolean big_endian;
   if (!descr_lookup(h.descr->str, &d, &big_endian))
-    return FORMAT_ERROR("%s: unsupported dtype '%s' (partir reads <f4 <f8 "
-                        "<i4 <i8 |b1, and >f4 >f8 >i4 >i8)",
+    return FORMAT_ERROR("%s: unsupported dtype '%s' (partir reads <f2 <f4 "
+                        "<f8 |i1 <i2 <i4 <i8 |u1 <u2 <u4 |b1, and their "
+                        "big-endian forms)",
                         path, h.descr->str);
   if (h.fortran_order)
     return FORMAT_ERROR("%s: fortran_order arrays are not supported; save a "
@@ -447,6 +451,18 @@ static const char *descr_for(DType dt) {
     return "<i8";
   case DT_I1:
     return "|b1";
+  case DT_F16:
+    return "<f2";
+  case DT_I8:
+    return "|i1";
+  case DT_I16:
+    return "<i2";
+  case DT_UI8:
+    return "|u1";
+  case DT_UI16:
+    return "<u2";
+  case DT_UI32:
+    return "<u4";
   default:
     g_assert_not_reached();
   }

@@ -4,8 +4,9 @@
  * element per index of its Type's shape (a rank-0 tensor has one), each
  * at its dtype's own width (dtype_storage_bytes):
  *
- *   f32 float, f64 double, bf16 the top 16 bits of an f32,
- *   i32 int32_t, i64 int64_t, i1 one byte, 0 or 1
+ *   f32 float, f64 double, bf16 the top 16 bits of an f32, f16 IEEE
+ *   binary16, i8 i16 i32 i64 int8_t..int64_t, ui8 ui16 ui32
+ *   uint8_t..uint32_t, i1 one byte, 0 or 1
  *
  * so a value takes the memory its type says, as on a device.  Kernels
  * compute floats in double (bf16 through f32) and integers in int64, and
@@ -56,8 +57,8 @@ void tensor_unref(Tensor *t) {
 
 /* Rounds 'v' to the nearest value of floating type 'dt'.  bf16 goes
  * through f32 first (bf16 is computed in f32), then keeps the top 16 bits
- * of the f32 pattern, rounding to nearest even; overflow gives infinity
- * and NaN stays NaN. */
+ * of the f32 pattern, rounding to nearest even; f16 rounds once, to
+ * nearest even.  Overflow gives infinity and NaN stays NaN. */
 double tensor_round_value(DType dt, double v) {
   switch (dt) {
   case DT_F64:
@@ -66,18 +67,32 @@ double tensor_round_value(DType dt, double v) {
     return (double)(float)v;
   case DT_BF16:
     return isnan(v) ? v : tensor_bf16_to_f32(tensor_bf16_from_f32((float)v));
+  case DT_F16:
+    return isnan(v) ? v : dtype_f16_to_f32(dtype_f16_from_f64(v));
   default:
     g_assert_not_reached();
   }
 }
 
-/* Wraps 'v' to integer type 'dt': two's complement for i32, 0/1 for i1. */
+/* Wraps 'v' to integer type 'dt': its low bits, two's complement for
+ * the signed types; 0/1 for i1. */
 int64_t tensor_wrap_value(DType dt, int64_t v) {
+  uint64_t u = (uint64_t)v;
   switch (dt) {
   case DT_I64:
     return v;
   case DT_I32:
-    return (int64_t)(int32_t)(uint32_t)(uint64_t)v;
+    return (int32_t)(uint32_t)u;
+  case DT_I16:
+    return (int16_t)(uint16_t)u;
+  case DT_I8:
+    return (int8_t)(uint8_t)u;
+  case DT_UI32:
+    return (uint32_t)u;
+  case DT_UI16:
+    return (uint16_t)u;
+  case DT_UI8:
+    return (uint8_t)u;
   case DT_I1:
     return v != 0;
   default:
@@ -111,7 +126,7 @@ void tensor_strides(const Type *t, int64_t *strides) {
   }
 }
 
-/* Appends one float element: %.7g for f32 and bf16, %.15g for f64, in the
+/* Appends one float element: %.7g for f32, bf16 and f16, %.15g for f64, in the
  * C locale whatever the process's locale; nan, inf and -inf by name. */
 static void append_float(GString *out, DType dt, double v) {
   if (isnan(v)) {
@@ -238,8 +253,9 @@ void tensor_print(GString *out, const Tensor *t, int max_elems) {
 }
 
 /* Fills 't' in row-major order from 'rng': floats uniform in [-1, 1)
- * rounded to the type, integers in [-10, 10], i1 0 or 1.  The sequence
- * depends only on the seed, so inputs are reproducible. */
+ * rounded to the type, signed integers in [-10, 10], unsigned ones in
+ * [0, 20], i1 0 or 1.  The sequence depends only on the seed, so inputs
+ * are reproducible. */
 void tensor_fill_random(Tensor *t, GRand *rng) {
   DType dt = t->type->dtype;
   int64_t n = type_numel(t->type);
@@ -248,6 +264,8 @@ void tensor_fill_random(Tensor *t, GRand *rng) {
       tensor_set_float(t, k, g_rand_double_range(rng, -1, 1));
     else if (dt == DT_I1)
       tensor_set_int(t, k, g_rand_int_range(rng, 0, 2));
+    else if (dtype_is_unsigned(dt))
+      tensor_set_int(t, k, g_rand_int_range(rng, 0, 21));
     else
       tensor_set_int(t, k, g_rand_int_range(rng, -10, 11));
   }

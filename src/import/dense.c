@@ -4,10 +4,11 @@
  * ('dense<[[1, 2], [3, 4]]>'), or, for large ones, a hex blob of the
  * elements' bytes ('dense<"0x0000803F...">', little-endian, one element
  * for a splat).  A float that is not finite is written as its bit
- * pattern ('0xFF800000' is -inf in f32).  i1 elements are 'true' and
- * 'false', one byte each in a blob.  A partir 'constant' takes a scalar
- * (splatted) or the flat row-major list; floats become doubles (every
- * f32, bf16 and f64 is one), integers stay integers.
+ * pattern ('0xFF800000' is -inf in f32, '0x7C00' inf in f16).  i1
+ * elements are 'true' and 'false', one byte each in a blob.  A partir
+ * 'constant' takes a scalar (splatted) or the flat row-major list; floats
+ * become doubles (every f16, bf16, f32 and f64 is one), integers stay integers
+ * (an unsigned one its value: ui32's 0xFFFFFFFF is 4294967295).
  *
  * requires: the tensor type 't' of the constant (a partir type).
  */
@@ -24,6 +25,8 @@ static double float_from_bits(guint64 bits, DType dt) {
   double v;
   if (dt == DT_F64) {
     memcpy(&v, &bits, sizeof v);
+  } else if (dt == DT_F16) {
+    v = dtype_f16_to_f32((uint16_t)bits);
   } else {
     guint32 w = dt == DT_BF16 ? (guint32)(bits & 0xffff) << 16 : (guint32)bits;
     float f;
@@ -33,13 +36,24 @@ static double float_from_bits(guint64 bits, DType dt) {
   return isnan(v) ? NAN : v;
 }
 
-/* An integer of 'dt' from its low bits (sign-extended). */
+/* An integer of 'dt' from its low bits (sign-extended for the signed
+ * types). */
 static int64_t int_from_bits(guint64 bits, DType dt) {
   switch (dt) {
   case DT_I1:
     return (int64_t)(bits & 1);
+  case DT_I8:
+    return (int8_t)(uint8_t)bits;
+  case DT_I16:
+    return (int16_t)(uint16_t)bits;
   case DT_I32:
-    return (int64_t)(gint32)(guint32)bits;
+    return (int32_t)(uint32_t)bits;
+  case DT_UI8:
+    return (uint8_t)bits;
+  case DT_UI16:
+    return (uint16_t)bits;
+  case DT_UI32:
+    return (uint32_t)bits;
   default:
     return (int64_t)bits;
   }
@@ -66,8 +80,7 @@ static gboolean element(const HloAttr *e, DType dt, AttrValue *out, Diag *why) {
     return TRUE;
   }
   int64_t v = e->hex ? int_from_bits((guint64)e->i, dt) : e->i;
-  if ((dt == DT_I1 && (v < 0 || v > 1)) ||
-      (dt == DT_I32 && (v < G_MININT32 || v > G_MAXINT32))) {
+  if (v < dtype_int_min(dt) || v > dtype_int_max(dt)) {
     diag_reason(why, "element %" G_GINT64_FORMAT " does not fit %s", v,
                 dtype_name(dt));
     return FALSE;

@@ -648,8 +648,83 @@ static gboolean lower_dot_general(Lower *lw, const HloOp *op, Op pop,
   return one(out, build(lw, op, pop, 2, args, make_attrs(kv, n), NULL));
 }
 
-/* reduce over add, maximum (or 'or' on i1): reduce_sum / reduce_max, and
- * the init value combined with the result unless it is the reduction's
+/* The reductions a reduce's body names, with the elementwise operator
+ * that combines the result with an init value that is not the identity
+ * (OP_COUNT_: none; and/or combine by select on i1, by reducing again
+ * on integers). */
+static const struct {
+  const char *body;
+  Op reduce, combine;
+} reducers[] = {
+    {"stablehlo.add", OP_REDUCE_SUM, OP_ADD},
+    {"stablehlo.maximum", OP_REDUCE_MAX, OP_MAX},
+    {"stablehlo.minimum", OP_REDUCE_MIN, OP_MIN},
+    {"stablehlo.multiply", OP_REDUCE_PROD, OP_MUL},
+    {"stablehlo.and", OP_REDUCE_AND, OP_COUNT_},
+    {"stablehlo.or", OP_REDUCE_OR, OP_COUNT_},
+};
+
+/* Whether 'init' is the identity of reduction 'rop' on 'dt' (what the
+ * reduction starts from: kernel_reduce_identity_*), so that the result
+ * needs no combining with it. */
+static gboolean is_identity(const Term *init, Op rop, DType dt) {
+  double identity;
+  switch (rop) {
+  case OP_REDUCE_SUM:
+  case OP_REDUCE_OR:
+    identity = 0;
+    break;
+  case OP_REDUCE_PROD:
+    identity = 1;
+    break;
+  case OP_REDUCE_MAX:
+    identity = dtype_is_float(dt) ? -INFINITY : (double)dtype_int_min(dt);
+    break;
+  case OP_REDUCE_MIN:
+    identity = dtype_is_float(dt) ? INFINITY : (double)dtype_int_max(dt);
+    break;
+  default: /* and: every bit set */
+    identity =
+        dtype_is_unsigned(dt) || dt == DT_I1 ? (double)dtype_int_max(dt) : -1;
+    break;
+  }
+  return constant_is(init, identity);
+}
+
+/* 'r' and 'ib' (of one type) combined by reduction 'rop' (and, or on
+ * integers: partir has no bitwise operator): the two stacked along a new
+ * last dimension and reduced over it. */
+static const Term *reduce_pair(Lower *lw, const HloOp *op, Op rop,
+                               const Term *r, const Term *ib) {
+  const Type *t = r->type;
+  if (t->rank >= PARTIR_MAX_RANK) {
+    lfail(lw, op->loc,
+          "'%s': combining a rank-%d result with the init value needs "
+          "rank %d (at most %d)",
+          op->name, t->rank, t->rank + 1, PARTIR_MAX_RANK);
+    return NULL;
+  }
+  int64_t dims[PARTIR_MAX_RANK];
+  memcpy(dims, t->dims, sizeof(int64_t) * (gsize)t->rank);
+  dims[t->rank] = 1;
+  const Type *column = type_tensor(t->dtype, t->rank + 1, dims);
+  const Term *parts[2] = {build(lw, op, OP_RESHAPE, 1, &r, NULL, column),
+                          build(lw, op, OP_RESHAPE, 1, &ib, NULL, column)};
+  if (!parts[0] || !parts[1])
+    return NULL;
+  Kv kc = {"dim", av_int(t->rank)};
+  const Term *both =
+      build(lw, op, OP_CONCATENATE, 2, parts, make_attrs(&kc, 1), NULL);
+  if (!both)
+    return NULL;
+  int64_t last = t->rank;
+  Kv kr = {"dims", av_ints(&last, 1)};
+  return build(lw, op, rop, 1, &both, make_attrs(&kr, 1), NULL);
+}
+
+/* reduce over add, maximum, minimum, multiply, and, or: the partir
+ * reduction (support.c checked the body and the types), and the init
+ * value combined with the result unless it is the reduction's
  * identity. */
 static gboolean lower_reduce(Lower *lw, const HloOp *op, Op pop,
                              const Term *const *x, int nx, GPtrArray *out) {
@@ -663,6 +738,11 @@ static gboolean lower_reduce(Lower *lw, const HloOp *op, Op pop,
     const HloRegion *g = g_ptr_array_index(op->regions, 0);
     body = ((const HloOp *)g_ptr_array_index(g->ops, 0))->name;
   }
+  gsize k = 0;
+  while (k < G_N_ELEMENTS(reducers) && strcmp(reducers[k].body, body) != 0)
+    k++;
+  g_assert(k < G_N_ELEMENTS(reducers)); /* hlo_check_support passed it */
+  Op rop = reducers[k].reduce;
   int64_t dims[PARTIR_MAX_RANK];
   int n = int_list(lw, op, "dimensions", dims, PARTIR_MAX_RANK, TRUE);
   if (n < 0)
@@ -671,43 +751,45 @@ static gboolean lower_reduce(Lower *lw, const HloOp *op, Op pop,
   if (init->type->rank != 0)
     return lfail(lw, op->loc, "'%s': the init value must be a scalar",
                  op->name);
-  gboolean sum = strcmp(body, "stablehlo.add") == 0;
-  gboolean any = strcmp(body, "stablehlo.or") == 0;
   DType dt = input->type->dtype;
   const Term *r = input;
   if (n > 0) {
     Kv kv = {"dims", av_ints(dims, n)};
-    const Attrs *a = make_attrs(&kv, 1);
-    if (any) { /* or over i1: the maximum of 0s and 1s, then != 0 */
-      const Term *wide = build(lw, op, OP_CONVERT, 1, &input, NULL,
-                               type_with_dtype(input->type, DT_I32));
-      if (!wide)
-        return FALSE;
-      const Term *m = build(lw, op, OP_REDUCE_MAX, 1, &wide, a, NULL);
-      const Term *zero = m ? splat(lw, op, m->type, 0) : NULL;
-      r = zero ? compare(lw, op, m, zero, "NE") : NULL;
-    } else {
-      r = build(lw, op, sum ? OP_REDUCE_SUM : OP_REDUCE_MAX, 1, &input, a,
-                NULL);
-    }
+    r = build(lw, op, rop, 1, &input, make_attrs(&kv, 1), NULL);
     if (!r)
       return FALSE;
   }
-  /* the identity: 0 for a sum, -inf (the least integer) for a maximum,
-   * false for 'or' */
-  double identity = sum || any           ? 0
-                    : dtype_is_float(dt) ? -INFINITY
-                    : dt == DT_I32       ? (double)G_MININT32
-                                         : (double)G_MININT64;
-  if (constant_is(init, identity) && n > 0)
+  if (is_identity(init, rop, dt) && n > 0)
     return one(out, r);
   const Term *ib = broadcast_scalar(lw, op, init, r->type);
   if (!ib)
     return FALSE;
-  const Term *pair[2] = {r, ib};
-  if (any)
-    return one(out, select3(lw, op, ib, ib, r));
-  return one(out, build(lw, op, sum ? OP_ADD : OP_MAX, 2, pair, NULL, NULL));
+  if (reducers[k].combine != OP_COUNT_) {
+    const Term *pair[2] = {r, ib};
+    return one(out, build(lw, op, reducers[k].combine, 2, pair, NULL, NULL));
+  }
+  if (dt == DT_I1) /* and: ib ? r : false; or: ib ? true : r */
+    return one(out, rop == OP_REDUCE_AND ? select3(lw, op, ib, r, ib)
+                                         : select3(lw, op, ib, ib, r));
+  return one(out, reduce_pair(lw, op, rop, r, ib));
+}
+
+/* pad: its low, high and interior padding per dimension ([1, 0],
+ * array<i64: 1, 0>, dense<[1, 0]>). */
+static gboolean lower_pad(Lower *lw, const HloOp *op, Op pop,
+                          const Term *const *x, int nx, GPtrArray *out) {
+  int64_t low[PARTIR_MAX_RANK], high[PARTIR_MAX_RANK],
+      interior[PARTIR_MAX_RANK];
+  int nl = int_list(lw, op, "edge_padding_low", low, PARTIR_MAX_RANK, TRUE);
+  int nh = int_list(lw, op, "edge_padding_high", high, PARTIR_MAX_RANK, TRUE);
+  int ni =
+      int_list(lw, op, "interior_padding", interior, PARTIR_MAX_RANK, TRUE);
+  if (nl < 0 || nh < 0 || ni < 0)
+    return FALSE;
+  Kv kv[3] = {{"low", av_ints(low, nl)},
+              {"high", av_ints(high, nh)},
+              {"interior", av_ints(interior, ni)}};
+  return one(out, build(lw, op, pop, nx, x, make_attrs(kv, 3), NULL));
 }
 
 /* ---------------------------------------- indexing by runtime values */

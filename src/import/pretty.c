@@ -198,8 +198,12 @@ static gboolean read_common(HloReader *r, HloOp *op) {
     rename_attr(op, "dim", "iota_dimension");
   else if (strcmp(op->name, "stablehlo.dynamic_slice") == 0)
     rename_attr(op, "sizes", "slice_sizes");
-  else if (strcmp(op->name, "stablehlo.dot_general") == 0 ||
-           strcmp(op->name, "stablehlo.dot") == 0)
+  else if (strcmp(op->name, "stablehlo.pad") == 0) {
+    rename_attr(op, "low", "edge_padding_low");
+    rename_attr(op, "high", "edge_padding_high");
+    rename_attr(op, "interior", "interior_padding");
+  } else if (strcmp(op->name, "stablehlo.dot_general") == 0 ||
+             strcmp(op->name, "stablehlo.dot") == 0)
     rename_attr(op, "precision", "precision_config");
   return TRUE;
 }
@@ -391,6 +395,7 @@ static const char *const common_forms[] = {"stablehlo.add",
                                            "stablehlo.transpose",
                                            "stablehlo.slice",
                                            "stablehlo.concatenate",
+                                           "stablehlo.pad",
                                            "stablehlo.iota",
                                            "stablehlo.dot_general",
                                            "stablehlo.dot",

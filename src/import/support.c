@@ -7,11 +7,12 @@
  * operation with its file:line:col, the reason and the source line.
  *
  * An operation is supported when its name is in hlo_ops.def, its types
- * are tensors partir has (static shapes, f32 f64 bf16 i32 i64 i1), and
- * the few operations whose meaning depends on more (power on integers,
- * a bitwise 'and', a reduce over minimum, a total-order comparison) say
- * what partir expresses exactly.  Operations inside the region of a
- * refused one are not judged again: the outer one is listed.
+ * are tensors partir has (static shapes, the element types of
+ * dtype_all_names), and the few operations whose meaning depends on
+ * more (power on integers, a bitwise 'and', a reduce over a subtraction,
+ * a total-order comparison) say what partir expresses exactly.  Operations
+ * inside the region of a refused one are not judged again: the outer one is
+ * listed.
  *
  * requires: an HloFile from hlo_read.
  */
@@ -46,17 +47,7 @@ static const struct {
     {"stablehlo.reduce_scatter", "a collective: import the global program"},
     {"stablehlo.all_to_all", "a collective: import the global program"},
     {"stablehlo.collective_permute", "a collective: import the global program"},
-    {"stablehlo.pad", "partir has no pad"},
     {"stablehlo.reverse", "partir has no reverse"},
-    {"stablehlo.remainder", "partir has no remainder"},
-    {"stablehlo.floor", "partir has no floor"},
-    {"stablehlo.ceil", "partir has no ceil"},
-    {"stablehlo.round_nearest_even", "partir has no rounding operator"},
-    {"stablehlo.round_nearest_afz", "partir has no rounding operator"},
-    {"stablehlo.log_plus_one",
-     "partir has no log1p (log(1 + x) loses what it keeps)"},
-    {"stablehlo.exponential_minus_one",
-     "partir has no expm1 (exp(x) - 1 loses what it keeps)"},
     {"stablehlo.bitcast_convert", "partir has no bit casts"},
 };
 
@@ -75,6 +66,10 @@ static gboolean is_i1_type(const HloType *t) {
   return t && t->type && t->type->dtype == DT_I1;
 }
 
+static gboolean is_unsigned_type(const HloType *t) {
+  return t && t->type && dtype_is_unsigned(t->type->dtype);
+}
+
 static const HloType *operand_type(const HloOp *op, guint i) {
   return i < op->operand_types->len ? g_ptr_array_index(op->operand_types, i)
                                     : NULL;
@@ -87,10 +82,17 @@ static const HloType *result_type(const HloOp *op, guint i) {
 
 /* Whether converting 'from' to 'to' keeps every value (a contraction
  * whose result type is wider than its operands' computes in the wider
- * type). */
+ * type: bf16 or f16 into f32, int8 into i32, as quantized models do). */
 static gboolean widens_exactly(DType from, DType to) {
-  return from == to || (from == DT_BF16 && (to == DT_F32 || to == DT_F64)) ||
-         (from == DT_F32 && to == DT_F64) || (from == DT_I32 && to == DT_I64);
+  if (from == to)
+    return TRUE;
+  if (dtype_is_float(from) || dtype_is_float(to))
+    return (from == DT_BF16 || from == DT_F16 || from == DT_F32) &&
+           (to == DT_F32 || to == DT_F64) &&
+           dtype_storage_bytes(to) > dtype_storage_bytes(from);
+  return from != DT_I1 && to != DT_I1 &&
+         dtype_int_min(to) <= dtype_int_min(from) &&
+         dtype_int_max(to) >= dtype_int_max(from);
 }
 
 /* The binary operation a reduce applies: its 'applies' word, or the one
@@ -137,9 +139,11 @@ static char *refine(const HloOp *op) {
     if (type && strcmp(type, "TOTALORDER") == 0)
       return g_strdup("compare_type TOTALORDER (partir compares floats by "
                       "IEEE rules)");
-    if (type && strcmp(type, "UNSIGNED") == 0 && !is_i1_type(x))
-      return g_strdup("an UNSIGNED comparison (partir's integers are "
-                      "signed)");
+    if (type && strcmp(type, "UNSIGNED") == 0 && !is_i1_type(x) &&
+        !is_unsigned_type(x))
+      return g_strdup_printf("an UNSIGNED comparison of %s (partir compares "
+                             "a type as its values)",
+                             x ? x->text : "?");
   }
   if ((strcmp(n, "stablehlo.not") == 0 || strcmp(n, "stablehlo.and") == 0 ||
        strcmp(n, "stablehlo.or") == 0 || strcmp(n, "stablehlo.xor") == 0) &&
@@ -153,14 +157,23 @@ static char *refine(const HloOp *op) {
                              op->uses->len / 2);
     const char *body = reducer_of(op);
     if (!body)
-      return g_strdup("a reduce whose body is not one add or maximum");
-    gboolean ok = strcmp(body, "stablehlo.add") == 0 ||
-                  strcmp(body, "stablehlo.maximum") == 0 ||
-                  (strcmp(body, "stablehlo.or") == 0 && is_i1_type(x));
-    if (!ok)
-      return g_strdup_printf("a reduce over %s (partir has reduce_sum and "
-                             "reduce_max)",
+      return g_strdup("a reduce whose body is not one operation on its two "
+                      "arguments");
+    gboolean numbers = strcmp(body, "stablehlo.add") == 0 ||
+                       strcmp(body, "stablehlo.maximum") == 0 ||
+                       strcmp(body, "stablehlo.minimum") == 0 ||
+                       strcmp(body, "stablehlo.multiply") == 0;
+    gboolean bits =
+        strcmp(body, "stablehlo.and") == 0 || strcmp(body, "stablehlo.or") == 0;
+    if (!numbers && !bits)
+      return g_strdup_printf("a reduce over %s (partir has reduce_sum, "
+                             "reduce_max, reduce_min, reduce_prod, "
+                             "reduce_and and reduce_or)",
                              body);
+    if (numbers && is_i1_type(x))
+      return g_strdup_printf("a reduce over %s on i1", body);
+    if (bits && is_float_type(x))
+      return g_strdup_printf("a reduce over %s on %s", body, x->text);
   }
   if (strcmp(n, "stablehlo.dot_general") == 0 ||
       strcmp(n, "stablehlo.dot") == 0) {

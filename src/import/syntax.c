@@ -81,9 +81,8 @@ static void read_tensor_body(HloType *t, const char *body) {
     return;
   }
   if (!dtype_from_name(et, (gsize)(p - et), &dt)) {
-    t->why = g_strdup_printf("element type %.*s (partir has f32, f64, "
-                             "bf16, i32, i64, i1)",
-                             (int)(p - et), et);
+    t->why = g_strdup_printf("element type %.*s (partir has %s)", (int)(p - et),
+                             et, dtype_all_names());
     return;
   }
   while (*p == ' ')

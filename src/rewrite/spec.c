@@ -21,12 +21,17 @@
  * the operators that have them. */
 static const struct {
   const char *kind;
-  Op ops[2];
+  Op ops[5];
   int nops;
 } builtin_kinds[] = {
     {"dot", {OP_MATMUL, OP_DOT_GENERAL}, 2},
     {"reduce_sum", {OP_REDUCE_SUM}, 1},
     {"reduce_max", {OP_REDUCE_MAX}, 1},
+    {"reduce_kept",
+     {OP_REDUCE_MAX, OP_REDUCE_MIN, OP_REDUCE_PROD, OP_REDUCE_AND,
+      OP_REDUCE_OR},
+     5},
+    {"pad", {OP_PAD}, 1},
     {"broadcast", {OP_BROADCAST_IN_DIM}, 1},
     {"transpose", {OP_TRANSPOSE}, 1},
     {"reshape", {OP_RESHAPE}, 1},
@@ -192,6 +197,23 @@ static void spec_concatenate(const Term *t, TileSpec *s) {
   }
 }
 
+/* Only dimensions pad leaves alone (no low, high or interior padding)
+ * can be tiled; the padding value is a scalar, never sliced. */
+static void spec_pad(const Term *t, TileSpec *s) {
+  int64_t low[PARTIR_MAX_RANK], high[PARTIR_MAX_RANK],
+      interior[PARTIR_MAX_RANK] = {0};
+  int n, m, k;
+  list_attr(t, "low", low, &n);
+  list_attr(t, "high", high, &m);
+  list_attr(t, "interior", interior, &k);
+  for (int d = 0; d < s->nout; d++) {
+    if (low[d] == 0 && high[d] == 0 && interior[d] == 0) {
+      s->out_ok[d] = TRUE;
+      s->out[d][0] = d;
+    }
+  }
+}
+
 /* Only dimensions the static slice takes whole can be tiled. */
 static void spec_static_slice(const Term *t, TileSpec *s) {
   int64_t start[PARTIR_MAX_RANK], limit[PARTIR_MAX_RANK],
@@ -290,8 +312,11 @@ gboolean spec_of(const RuleSet *rs, const Term *t, TileSpec *s) {
       spec_dot(t, s);
     else if (strcmp(os->builtin, "reduce_sum") == 0)
       spec_reduce(t, s, TRUE);
-    else if (strcmp(os->builtin, "reduce_max") == 0)
+    else if (strcmp(os->builtin, "reduce_max") == 0 ||
+             strcmp(os->builtin, "reduce_kept") == 0)
       spec_reduce(t, s, FALSE);
+    else if (strcmp(os->builtin, "pad") == 0)
+      spec_pad(t, s);
     else if (strcmp(os->builtin, "broadcast") == 0)
       spec_broadcast(t, s);
     else if (strcmp(os->builtin, "transpose") == 0)

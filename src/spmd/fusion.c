@@ -11,7 +11,7 @@
  *     reshape; gather and dynamic_slice, whose map reads its positions
  *     from their other operands);
  *   - every user reads fused operands: an elementwise or index-map
- *     operator, a reduction, concatenate (not a contraction, a
+ *     operator, a reduction, concatenate (not a contraction, pad, a
  *     collective, a tile's or sum's body, a region's slice, a result);
  *   - every user is in the producer's region (never recomputed in each
  *     iteration of a loop it does not depend on), and none broadcasts
@@ -43,6 +43,13 @@ gboolean fusion_fusible(const Term *t) {
   case OP_LOGISTIC:
   case OP_SQRT:
   case OP_RSQRT:
+  case OP_REM:
+  case OP_LOG1P:
+  case OP_EXPM1:
+  case OP_FLOOR:
+  case OP_CEIL:
+  case OP_ROUND_EVEN:
+  case OP_ROUND_AWAY:
   case OP_COMPARE:
   case OP_SELECT:
   case OP_CONVERT:
@@ -59,8 +66,7 @@ gboolean fusion_fusible(const Term *t) {
 }
 
 gboolean fusion_absorbs(const Term *t) {
-  return fusion_fusible(t) || (t->kind == TM_OP && (t->op == OP_REDUCE_SUM ||
-                                                    t->op == OP_REDUCE_MAX ||
+  return fusion_fusible(t) || (t->kind == TM_OP && (op_is_reduction(t->op) ||
                                                     t->op == OP_CONCATENATE));
 }
 

@@ -102,6 +102,7 @@ void hw_link(const Hardware *hw, const char *axis, double *bw,
 double hw_peak_flops(const Hardware *hw, DType dt) {
   switch (dt) {
   case DT_BF16:
+  case DT_F16: /* the same half-precision units */
     return hw->peak_flops_bf16;
   case DT_F64:
     return hw->peak_flops_f64;

@@ -2,8 +2,8 @@
  * the .npy reader and writer, and the interpreter's use of memory and
  * its interrupts.
  *
- * Expected values come from outside the code under test: bf16 and f32
- * roundings are derived by hand in the comments, and the .npy fixtures
+ * Expected values come from outside the code under test: bf16, f16 and
+ * f32 roundings are derived by hand in the comments, and the .npy fixtures
  * are written by numpy (tests/fixtures/npy/make.py, whose literal arrays
  * the tables below repeat).  Malformed files are built here, one table
  * row each, with the substring their error message must contain.
@@ -113,6 +113,57 @@ static void test_round_bf16(void) {
   g_assert_true(isnan(tensor_round_value(DT_BF16, -NAN)));
 }
 
+/* f16: 11 significant bits, exponent -14..15, rounded once from the
+ * double, ties to even.  By hand (numpy's float16 agrees): */
+static void test_round_f16(void) {
+  static const struct {
+    double in, out;
+  } cases[] = {
+      {65504.0, 65504.0},  /* the largest f16: 0x7BFF */
+      {65519.99, 65504.0}, /* below 65504 + half its ulp (16) */
+      {65520.0, INFINITY}, /* the tie rounds to even: up, inf */
+      {-70000.0, -INFINITY},
+      {0x1p-24, 0x1p-24},                 /* the least subnormal: 0x0001 */
+      {0x1p-25, 0.0},                     /* half of it: a tie, to even 0 */
+      {0x1p-25 * (1 + 0x1p-20), 0x1p-24}, /* above the tie */
+      {1.0 + 0x1p-11, 1.0},               /* tie: to the even 1 */
+      {1.0 + 3 * 0x1p-11, 1.0 + 0x1p-9},  /* tie: to the even 1 + 2^-9 */
+      /* rounded once: above the tie, so up; through f32 (which drops
+       * 2^-40) it would tie back down to 1 */
+      {1.0 + 0x1p-11 + 0x1p-40, 1.0 + 0x1p-10},
+      {0.1, 0.0999755859375},       /* 0x2E66 = 1638 * 2^-14 */
+      {1.0 / 3.0, 0.333251953125},  /* 0x3555 = 1365 * 2^-12 */
+      {0x1p-14 - 0x1p-25, 0x1p-14}, /* the largest subnormal rounds up to
+                                      the least normal, 0x0400 */
+      {6.1e-5, 1023 * 0x1p-24},     /* just below: the largest subnormal */
+      {1e-8, 0.0},
+      {-0.0, -0.0},
+      {INFINITY, INFINITY},
+  };
+  for (gsize k = 0; k < G_N_ELEMENTS(cases); k++) {
+    double got = tensor_round_value(DT_F16, cases[k].in);
+    if (!same_double(got, cases[k].out))
+      g_error("f16(%.17g) = %.17g, want %.17g", cases[k].in, got, cases[k].out);
+  }
+  g_assert_true(isnan(tensor_round_value(DT_F16, NAN)));
+  /* the bits, through a tensor: 1.5 is 0x3E00, -2 is 0xC000, the least
+   * normal 0x0400, inf 0x7C00, and a NaN stays a quiet NaN */
+  int64_t d5[] = {5};
+  g_autoptr(Tensor) h = tensor_new(type_tensor(DT_F16, 1, d5));
+  tensor_set_float(h, 0, 1.5);
+  tensor_set_float(h, 1, -2.0);
+  tensor_set_float(h, 2, 0x1p-14);
+  tensor_set_float(h, 3, 1e9);
+  tensor_set_float(h, 4, NAN);
+  const uint16_t *hv = h->data;
+  g_assert_cmphex(hv[0], ==, 0x3E00);
+  g_assert_cmphex(hv[1], ==, 0xC000);
+  g_assert_cmphex(hv[2], ==, 0x0400);
+  g_assert_cmphex(hv[3], ==, 0x7C00);
+  g_assert_cmphex(hv[4] & 0x7E00, ==, 0x7E00);
+  g_assert_true(isnan(tensor_get_float(h, 4)));
+}
+
 static void test_round_f32(void) {
   static const struct {
     double in, out;
@@ -144,6 +195,25 @@ static void test_wrap(void) {
   g_assert_cmpint(tensor_wrap_value(DT_I1, 2), ==, 1);
   g_assert_cmpint(tensor_wrap_value(DT_I1, -1), ==, 1);
   g_assert_cmpint(tensor_wrap_value(DT_I1, 0), ==, 0);
+  /* the narrow types: the low bits, signed or not */
+  g_assert_cmpint(tensor_wrap_value(DT_I8, 128), ==, -128);
+  g_assert_cmpint(tensor_wrap_value(DT_I8, -129), ==, 127);
+  g_assert_cmpint(tensor_wrap_value(DT_I16, 32768), ==, -32768);
+  g_assert_cmpint(tensor_wrap_value(DT_I16, 65537), ==, 1);
+  g_assert_cmpint(tensor_wrap_value(DT_UI8, -1), ==, 255);
+  g_assert_cmpint(tensor_wrap_value(DT_UI8, 256), ==, 0);
+  g_assert_cmpint(tensor_wrap_value(DT_UI8, 300), ==, 44);
+  g_assert_cmpint(tensor_wrap_value(DT_UI16, -2), ==, 65534);
+  g_assert_cmpint(tensor_wrap_value(DT_UI32, -1), ==, 4294967295LL);
+  g_assert_cmpint(tensor_wrap_value(DT_UI32, 4294967296LL), ==, 0);
+  /* and their ranges */
+  g_assert_cmpint(dtype_int_min(DT_I8), ==, -128);
+  g_assert_cmpint(dtype_int_max(DT_I16), ==, 32767);
+  g_assert_cmpint(dtype_int_min(DT_UI32), ==, 0);
+  g_assert_cmpint(dtype_int_max(DT_UI32), ==, 4294967295LL);
+  g_assert_cmpint(dtype_int_min(DT_I64), ==, INT64_MIN);
+  g_assert_cmpint(dtype_int_max(DT_I64), ==, INT64_MAX);
+  g_assert_cmpint(dtype_int_max(DT_I1), ==, 1);
 }
 
 /* ------------------------------------------------------------- tensors */
@@ -183,8 +253,9 @@ static void test_new_and_strides(void) {
 static void test_storage_width(void) {
   int64_t d3[] = {3};
   static const guint64 bytes[DT_COUNT_] = {
-      [DT_F32] = 12, [DT_F64] = 24, [DT_BF16] = 6,
-      [DT_I32] = 12, [DT_I64] = 24, [DT_I1] = 3,
+      [DT_F32] = 12, [DT_F64] = 24, [DT_BF16] = 6, [DT_I32] = 12,
+      [DT_I64] = 24, [DT_I1] = 3,   [DT_F16] = 6,  [DT_I8] = 3,
+      [DT_I16] = 6,  [DT_UI8] = 3,  [DT_UI16] = 6, [DT_UI32] = 12,
   };
   for (int dt = 0; dt < DT_COUNT_; dt++)
     g_assert_cmpuint(tensor_type_bytes(type_tensor((DType)dt, 1, d3)), ==,
@@ -338,7 +409,9 @@ static void test_fill_random(void) {
         seen_hi |= v > 0.9;
       } else {
         int64_t v = tensor_get_int(a, k);
-        int64_t lo = dt == DT_I1 ? 0 : -10, hi = dt == DT_I1 ? 1 : 10;
+        gboolean u = dtype_is_unsigned((DType)dt);
+        int64_t lo = dt == DT_I1 || u ? 0 : -10;
+        int64_t hi = dt == DT_I1 ? 1 : u ? 20 : 10;
         g_assert_cmpint(v, ==, tensor_get_int(b, k));
         g_assert_cmpint(v, >=, lo);
         g_assert_cmpint(v, <=, hi);
@@ -399,6 +472,28 @@ static const Expected fixtures[] = {
     {"i64_be.npy", DT_I64, 1, {3}, 3, {0}, {1, -2, 1099511627779LL}, FALSE},
     {"f32_v2.npy", DT_F32, 2, {1, 3}, 3, {1, 2, 3}, {0}, FALSE},
     {"f64_v3.npy", DT_F64, 1, {2}, 2, {-0.5, 0.25}, {0}, FALSE},
+    {"f16_special.npy",
+     DT_F16,
+     1,
+     {6},
+     6,
+     {65504.0, -INFINITY, NAN, 0x1p-24, 0.0999755859375, -0.0},
+     {0},
+     TRUE},
+    {"i8_4.npy", DT_I8, 1, {4}, 4, {0}, {-128, 127, -1, 0}, TRUE},
+    {"i16_2x2.npy", DT_I16, 2, {2, 2}, 4, {0}, {-32768, 32767, 5, -5}, TRUE},
+    {"u1_3.npy", DT_UI8, 1, {3}, 3, {0}, {0, 255, 128}, TRUE},
+    {"u2_3.npy", DT_UI16, 1, {3}, 3, {0}, {65535, 1, 32768}, TRUE},
+    {"u4_3.npy",
+     DT_UI32,
+     1,
+     {3},
+     3,
+     {0},
+     {4294967295LL, 0, 2147483648LL},
+     TRUE},
+    {"f16_be.npy", DT_F16, 1, {2}, 2, {1.5, -2.0}, {0}, FALSE},
+    {"u4_be.npy", DT_UI32, 1, {2}, 2, {0}, {4294967295LL, 258}, FALSE},
 };
 
 static void check_expected(const Expected *e, const Tensor *t) {
@@ -466,7 +561,13 @@ static void test_round_trip(void) {
       gsize hlen = data[8] | (gsize)data[9] << 8;
       g_assert_cmpint((10 + hlen) % 64, ==, 0);
       g_assert_cmpint(data[10 + hlen - 1], ==, '\n');
-      gsize elem = dt == DT_F64 || dt == DT_I64 ? 8 : dt == DT_I1 ? 1 : 4;
+      /* by hand: numpy's itemsize of each ('<f4' for bf16) */
+      static const gsize itemsize[DT_COUNT_] = {
+          [DT_F32] = 4, [DT_F64] = 8, [DT_BF16] = 4, [DT_I32] = 4,
+          [DT_I64] = 8, [DT_I1] = 1,  [DT_F16] = 2,  [DT_I8] = 1,
+          [DT_I16] = 2, [DT_UI8] = 1, [DT_UI16] = 2, [DT_UI32] = 4,
+      };
+      gsize elem = itemsize[dt];
       g_assert_cmpint(len, ==, 10 + hlen + elem * (rank ? 15 : 1));
 
       g_autofree char *name =
@@ -533,8 +634,11 @@ static const struct {
     {"{'descr': '<f4', 'fortran_order': False, }", 4, "lacks 'shape'"},
     {"{'fortran_order': False, 'shape': (1,), }", 4, "lacks 'descr'"},
     {"{'descr': '<f4', 'shape': (1,), }", 4, "lacks 'fortran_order'"},
-    {"{'descr': '<u4', 'fortran_order': False, 'shape': (1,), }", 4,
-     "unsupported dtype '<u4'"},
+    {"{'descr': '<u4', 'fortran_order': False, 'shape': (1,), }", 4, NULL},
+    {"{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }", 8,
+     "unsupported dtype '<u8'"},
+    {"{'descr': '|i2', 'fortran_order': False, 'shape': (1,), }", 2,
+     "unsupported dtype '|i2'"},
     {"{'descr': '|f4', 'fortran_order': False, 'shape': (1,), }", 4,
      "unsupported dtype '|f4'"},
     {"{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }", 4,
@@ -654,7 +758,8 @@ static void test_bad_files(void) {
     const char *file, *message;
   } refused[] = {
       {"fortran.npy", "fortran_order arrays are not supported"},
-      {"f16.npy", "unsupported dtype '<f2'"},
+      {"u8.npy", "unsupported dtype '<u8'"},
+      {"c8.npy", "unsupported dtype '<c8'"},
       {"structured.npy", "structured dtypes are not supported"},
       {"rank9.npy", "rank 9 exceeds the limit of 8"},
   };
@@ -842,6 +947,7 @@ int main(int argc, char **argv) {
   tmp_dir = make_tmp_dir();
 
   g_test_add_func("/tensor/round-bf16", test_round_bf16);
+  g_test_add_func("/tensor/round-f16", test_round_f16);
   g_test_add_func("/tensor/round-f32", test_round_f32);
   g_test_add_func("/tensor/wrap", test_wrap);
   g_test_add_func("/tensor/new-and-strides", test_new_and_strides);

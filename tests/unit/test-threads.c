@@ -224,7 +224,9 @@ static const char *const meshes[] = {"a=1", "a=2", "a=4", "a=2,b=2", "a=2,b=3"};
 static const char *const subsets_one[] = {"a", NULL};
 static const char *const subsets_two[] = {"a", "b", "a,b", "b,a", NULL};
 
-static const DType dtypes[] = {DT_F32, DT_F64, DT_BF16, DT_I32, DT_I64, DT_I1};
+static const DType dtypes[] = {DT_F32, DT_F64,  DT_BF16, DT_F16,
+                               DT_I32, DT_I64,  DT_I16,  DT_I8,
+                               DT_UI8, DT_UI16, DT_UI32, DT_I1};
 
 /* The group size of 'axes' on 'm'. */
 static int64_t group_size(const Mesh *m, const char *axes) {
