@@ -482,613 +482,606 @@ static const Term *gen_dynamic_slice(Gen *g, Op op, int dim, int minr,
   }
   return term_op(op, rank + 1, args,
                  attrs1("slice_sizes", av_list(sizes, rank)), NULL, err);
-  /* pad with random low, high (-1 to 2) and interior (0 or 1) padding in
-   * every dim but 'dim', by a scalar argument. */
-  static const Term *gen_pad(Gen * g, Op op, int dim, int minr, Diag *err) {
-    int rank = rnd_at_least(g, minr, 1, 3);
-    const Type *t = rshape(g, DT_F32, rank, dim);
-    int64_t low[8], high[8], interior[8];
-    for (int i = 0; i < rank; i++) {
-      gboolean pads = i != dim && rnd(g, 0, 2) > 0;
-      low[i] = pads ? rnd(g, -1, 2) : 0;
-      high[i] = pads ? rnd(g, -1, 2) : 0;
-      interior[i] = pads ? rnd(g, 0, 1) : 0;
-      int64_t size =
-          low[i] + high[i] + t->dims[i] + (t->dims[i] - 1) * interior[i];
-      if (size < 1) /* cropped away: keep one element */
-        high[i] += 1 - size;
-    }
-    const Term *args[2] = {new_arg(g, t),
-                           new_arg(g, type_tensor(DT_F32, 0, NULL))};
-    const char **keys = g_new(const char *, 3);
-    AttrValue *vals = g_new(AttrValue, 3);
-    keys[0] = g_intern_string("low");
-    keys[1] = g_intern_string("high");
-    keys[2] = g_intern_string("interior");
-    vals[0] = av_list(low, rank);
-    vals[1] = av_list(high, rank);
-    vals[2] = av_list(interior, rank);
-    return term_op(op, 2, args, attrs_intern(3, keys, vals), NULL, err);
-  }
+}
 
-  /* An elementwise operator over operands of one random shape (select's
-   * condition is i1, compare gets a random direction, convert goes to
-   * f64). */
-  static const Term *gen_elementwise(Gen * g, Op op, int dim, int minr,
-                                     Diag *err) {
-    int rank = rnd_at_least(g, minr, 1, 3);
-    const Type *t = rshape(g, DT_F32, rank, dim);
-    const Term *args[3];
-    int n = op_arity(op);
-    if (op == OP_SELECT) {
-      args[0] = new_arg(g, type_with_dtype(t, DT_I1));
-      args[1] = new_arg(g, t);
-      args[2] = new_arg(g, t);
+/* pad with random low, high (-1 to 2) and interior (0 or 1) padding in
+ * every dim but 'dim', by a scalar argument. */
+static const Term *gen_pad(Gen *g, Op op, int dim, int minr, Diag *err) {
+  int rank = rnd_at_least(g, minr, 1, 3);
+  const Type *t = rshape(g, DT_F32, rank, dim);
+  int64_t low[8], high[8], interior[8];
+  for (int i = 0; i < rank; i++) {
+    gboolean pads = i != dim && rnd(g, 0, 2) > 0;
+    low[i] = pads ? rnd(g, -1, 2) : 0;
+    high[i] = pads ? rnd(g, -1, 2) : 0;
+    interior[i] = pads ? rnd(g, 0, 1) : 0;
+    int64_t size =
+        low[i] + high[i] + t->dims[i] + (t->dims[i] - 1) * interior[i];
+    if (size < 1) /* cropped away: keep one element */
+      high[i] += 1 - size;
+  }
+  const Term *args[2] = {new_arg(g, t),
+                         new_arg(g, type_tensor(DT_F32, 0, NULL))};
+  const char **keys = g_new(const char *, 3);
+  AttrValue *vals = g_new(AttrValue, 3);
+  keys[0] = g_intern_string("low");
+  keys[1] = g_intern_string("high");
+  keys[2] = g_intern_string("interior");
+  vals[0] = av_list(low, rank);
+  vals[1] = av_list(high, rank);
+  vals[2] = av_list(interior, rank);
+  return term_op(op, 2, args, attrs_intern(3, keys, vals), NULL, err);
+}
+
+/* An elementwise operator over operands of one random shape (select's
+ * condition is i1, compare gets a random direction, convert goes to
+ * f64). */
+static const Term *gen_elementwise(Gen *g, Op op, int dim, int minr,
+                                   Diag *err) {
+  int rank = rnd_at_least(g, minr, 1, 3);
+  const Type *t = rshape(g, DT_F32, rank, dim);
+  const Term *args[3];
+  int n = op_arity(op);
+  if (op == OP_SELECT) {
+    args[0] = new_arg(g, type_with_dtype(t, DT_I1));
+    args[1] = new_arg(g, t);
+    args[2] = new_arg(g, t);
+  } else {
+    for (int i = 0; i < n; i++)
+      args[i] = new_arg(g, t);
+  }
+  const Attrs *at = attrs_empty();
+  if (op == OP_COMPARE) {
+    static const char *const dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+    AttrValue v = {.kind = AV_SYMBOL,
+                   .sym = g_intern_string(dirs[rnd(g, 0, 5)])};
+    at = attrs1("direction", v);
+  }
+  return term_op(op, n, args, at,
+                 op == OP_CONVERT ? type_with_dtype(t, DT_F64) : NULL, err);
+}
+
+/* An application of 'op' whose result has rank > 'dim' (when dim >= 0)
+ * and more than 'red' reductions (when red >= 0); NULL if impossible.
+ * Its operands are new arguments of 'g'. */
+static const Term *gen_op(Gen *g, Op op, int dim, int red) {
+  g_autoptr(Diag) err = diag_new(NULL);
+  int minr = dim >= 0 ? dim + 1 : (red >= 0 ? 0 : 1);
+  switch (op) {
+  case OP_MATMUL:
+    return gen_matmul(g, op, dim, red, err);
+  case OP_DOT_GENERAL:
+    return gen_dot_general(g, op, red, minr, err);
+  case OP_REDUCE_SUM:
+  case OP_REDUCE_MAX:
+  case OP_REDUCE_MIN:
+  case OP_REDUCE_PROD:
+  case OP_REDUCE_AND:
+  case OP_REDUCE_OR:
+    return gen_reduce(g, op, red, minr, err);
+  case OP_BROADCAST_IN_DIM:
+    return gen_broadcast(g, op, dim, minr, err);
+  case OP_TRANSPOSE:
+    return gen_transpose(g, op, dim, minr, err);
+  case OP_RESHAPE:
+    return gen_reshape(g, op, dim, minr, err);
+  case OP_CONCATENATE:
+    return gen_concatenate(g, op, dim, minr, err);
+  case OP_SLICE:
+    return gen_slice(g, op, dim, minr, err);
+  case OP_GATHER:
+    return gen_gather(g, op, dim, red, minr, err);
+  case OP_DYNAMIC_SLICE:
+    return red >= 0 ? NULL : gen_dynamic_slice(g, op, dim, minr, err);
+  case OP_PAD:
+    return gen_pad(g, op, dim, minr, err);
+  case OP_CONSTANT:
+  case OP_IOTA:
+    return NULL;
+  default:
+    break;
+  }
+  if (red >= 0)
+    return NULL;
+  return gen_elementwise(g, op, dim, minr, err);
+}
+
+/* Wraps a body into a module with one function over the generated args. */
+static Module *instance_module(Gen *g, const Term *result) {
+  Module *m = module_new();
+  Func *f = g_new0(Func, 1);
+  f->name = g_strdup("main");
+  f->nargs = (int)g->arg_types->len;
+  f->arg_names = g_new0(char *, (gsize)f->nargs + 1);
+  f->arg_types = g_new(const Type *, (gsize)MAX(f->nargs, 1));
+  for (int i = 0; i < f->nargs; i++) {
+    f->arg_names[i] = g_strdup_printf("a%d", i);
+    f->arg_types[i] = g_ptr_array_index(g->arg_types, i);
+  }
+  f->nresults = 1;
+  f->result_types = g_new(const Type *, 1);
+  f->result_types[0] = result->type;
+  f->body = term_tuple(1, &result);
+  g_ptr_array_add(m->funcs, f);
+  return m;
+}
+
+Module *check_random_op(Op op, guint32 seed) {
+  Gen g = {g_rand_new_with_seed(seed), g_ptr_array_new()};
+  const Term *t = op_is_collective(op) ? NULL : gen_op(&g, op, -1, -1);
+  Module *m = t ? instance_module(&g, t) : NULL;
+  g_rand_free(g.rng);
+  g_ptr_array_unref(g.arg_types);
+  return m;
+}
+
+/* ------------------------------------------------------------ the walker */
+
+typedef struct Walker {
+  const RuleSet *rs;
+  GRand *rng;
+  GHashTable *applied; /* rule name -> count of checked applications */
+  GHashTable *failed;  /* names of the rules whose check failed */
+  const Rule *stepped; /* the rule the last random step applied, or NULL */
+  guint stepped_pass;  /* ... or the tag of the pass it ran, or 0 */
+  guint stopped;       /* tags of the passes that failed: not run again */
+  GString *out;
+  int failures;      /* every failure reported */
+  int pass_failures; /* ... of those, failures of a pass, not of a rule */
+  guint32 seed;
+  GHashTable *type_changes; /* probe mode: Rule* -> message; no checks */
+  Reference ref;            /* outputs of the current walk's start */
+} Walker;
+
+/* A random width for size n with at most 8 parts, so that nests of
+ * regions stay cheap to interpret. */
+static int64_t random_divisor(GRand *rng, int64_t n) {
+  int64_t ds[64];
+  int k = 0;
+  for (int64_t d = 1; d <= n && k < 64; d++)
+    if (n % d == 0 && n / d <= 8)
+      ds[k++] = d;
+  return ds[g_rand_int_range(rng, 0, k)];
+}
+
+/* Fills parameters for 'rule' at 't': widths and dims chosen at random
+ * among the values that can fit. */
+static int random_params(Walker *w, const Rule *rule, const Term *t,
+                         RuleArg *args) {
+  int n = 0;
+  for (int i = 0; i < rule->nparams; i++) {
+    RuleArg *a = &args[n];
+    a->name = rule->params[i];
+    if (rule->axis_params & (1u << i))
+      continue; /* axes are optional: leave unbound */
+    a->is_axis = FALSE;
+    if (strcmp(a->name, "d") == 0 && t->type->kind == TY_TENSOR &&
+        t->type->rank > 0)
+      a->value = g_rand_int_range(w->rng, 0, t->type->rank);
+    else
+      a->value = 0;
+    n++;
+  }
+  /* widths: a divisor of the dimension the rule splits */
+  for (int i = 0; i < n; i++) {
+    if (strcmp(args[i].name, "w") != 0)
+      continue;
+    int64_t size = 1;
+    if (rule->kind == RULE_OP_TILE && rule->index < t->type->rank)
+      size = t->type->dims[rule->index];
+    else if (rule->kind == RULE_OP_SUM) {
+      TileSpec spec;
+      if (spec_of(w->rs, t, &spec) && rule->index < spec.nred)
+        for (int k = 0; k < t->nargs; k++)
+          if (spec.red[rule->index][k] >= 0)
+            size = t->args[k]->type->dims[spec.red[rule->index][k]];
     } else {
-      for (int i = 0; i < n; i++)
-        args[i] = new_arg(g, t);
+      int64_t d = 0;
+      for (int k = 0; k < n; k++)
+        if (strcmp(args[k].name, "d") == 0)
+          d = args[k].value;
+      if (t->type->kind == TY_TENSOR && d < t->type->rank)
+        size = t->type->dims[d];
     }
-    const Attrs *at = attrs_empty();
-    if (op == OP_COMPARE) {
-      static const char *const dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
-      AttrValue v = {.kind = AV_SYMBOL,
-                     .sym = g_intern_string(dirs[rnd(g, 0, 5)])};
-      at = attrs1("direction", v);
-    }
-    return term_op(op, n, args, at,
-                   op == OP_CONVERT ? type_with_dtype(t, DT_F64) : NULL, err);
+    args[i].value = random_divisor(w->rng, size);
   }
+  return n;
+}
 
-  /* An application of 'op' whose result has rank > 'dim' (when dim >= 0)
-   * and more than 'red' reductions (when red >= 0); NULL if impossible.
-   * Its operands are new arguments of 'g'. */
-  static const Term *gen_op(Gen * g, Op op, int dim, int red) {
-    g_autoptr(Diag) err = diag_new(NULL);
-    int minr = dim >= 0 ? dim + 1 : (red >= 0 ? 0 : 1);
-    switch (op) {
-    case OP_MATMUL:
-      return gen_matmul(g, op, dim, red, err);
-    case OP_DOT_GENERAL:
-      return gen_dot_general(g, op, red, minr, err);
-    case OP_REDUCE_SUM:
-    case OP_REDUCE_MAX:
-    case OP_REDUCE_MIN:
-    case OP_REDUCE_PROD:
-    case OP_REDUCE_AND:
-    case OP_REDUCE_OR:
-      return gen_reduce(g, op, red, minr, err);
-    case OP_BROADCAST_IN_DIM:
-      return gen_broadcast(g, op, dim, minr, err);
-    case OP_TRANSPOSE:
-      return gen_transpose(g, op, dim, minr, err);
-    case OP_RESHAPE:
-      return gen_reshape(g, op, dim, minr, err);
-    case OP_CONCATENATE:
-      return gen_concatenate(g, op, dim, minr, err);
-    case OP_SLICE:
-      return gen_slice(g, op, dim, minr, err);
-    case OP_GATHER:
-      return gen_gather(g, op, dim, red, minr, err);
-    case OP_DYNAMIC_SLICE:
-      return red >= 0 ? NULL : gen_dynamic_slice(g, op, dim, minr, err);
-    case OP_PAD:
-      return gen_pad(g, op, dim, minr, err);
-    case OP_CONSTANT:
-    case OP_IOTA:
-      return NULL;
-    default:
-      break;
-    }
-    if (red >= 0)
-      return NULL;
-    return gen_elementwise(g, op, dim, minr, err);
+static void count(Walker *w, const Rule *r) {
+  int c = GPOINTER_TO_INT(g_hash_table_lookup(w->applied, r->name));
+  g_hash_table_insert(w->applied, r->name, GINT_TO_POINTER(c + 1));
+}
+
+/* Checks 'next' against 'start'; reports with the step that led there. */
+static gboolean check_step(Walker *w, const State *start, const State *prev,
+                           const State *next, const char *step) {
+  g_autoptr(Diag) why = diag_new(NULL);
+  g_autoptr(GString) text = g_string_new(NULL);
+  state_print(text, next, FALSE);
+  g_autoptr(Diag) errors = diag_new(NULL);
+  g_autoptr(Module) again = parse_text("(state)", text->str, text->len, errors);
+  gboolean ok = again && module_entry(again)->body == next->func.body;
+  if (!ok)
+    diag_reason(why, "the state does not parse back to itself:\n%s",
+                diag_text(errors));
+  if (ok)
+    ok = same_meaning(&start->func, start->func.body, next->func.body, w->seed,
+                      &w->ref, why);
+  if (!ok) {
+    w->failures++;
+    g_autoptr(GString) before = g_string_new(NULL);
+    state_print(before, prev, FALSE);
+    g_string_append_printf(w->out, "FAIL after '%s': %s\nbefore:\n%safter:\n%s",
+                           step, diag_text(why), before->str, text->str);
   }
+  return ok;
+}
 
-  /* Wraps a body into a module with one function over the generated args. */
-  static Module *instance_module(Gen * g, const Term *result) {
-    Module *m = module_new();
-    Func *f = g_new0(Func, 1);
-    f->name = g_strdup("main");
-    f->nargs = (int)g->arg_types->len;
-    f->arg_names = g_new0(char *, (gsize)f->nargs + 1);
-    f->arg_types = g_new(const Type *, (gsize)MAX(f->nargs, 1));
-    for (int i = 0; i < f->nargs; i++) {
-      f->arg_names[i] = g_strdup_printf("a%d", i);
-      f->arg_types[i] = g_ptr_array_index(g->arg_types, i);
-    }
-    f->nresults = 1;
-    f->result_types = g_new(const Type *, 1);
-    f->result_types[0] = result->type;
-    f->body = term_tuple(1, &result);
-    g_ptr_array_add(m->funcs, f);
-    return m;
+/* Pass 'tag' over 's' as a step; NULL when it finds no fixed point,
+ * which is a failure, reported the first time. */
+static State *pass_step(Walker *w, State *s, guint tag, GString *step) {
+  g_autoptr(Diag) why = diag_new(NULL);
+  g_string_assign(step, tag == RULE_TAG_PROPAGATE ? "propagate"
+                        : tag == RULE_TAG_FUSE    ? "fuse"
+                                                  : "simplify");
+  if (w->stopped & tag)
+    return NULL;
+  w->stepped_pass = tag;
+  const Term *body =
+      tag == RULE_TAG_PROPAGATE
+          ? rw_propagate(w->rs, s->func.body, NULL, NULL, why)
+          : rw_fixpoint(w->rs, s->func.body, tag, NULL, NULL, why);
+  if (body)
+    return state_with_body(s, body);
+  w->stopped |= tag;
+  if (!w->type_changes) { /* probe mode checks types only */
+    w->failures++;
+    w->pass_failures++;
+    g_string_append_printf(w->out, "FAIL at '%s': %s\n", step->str,
+                           diag_text(why));
   }
+  return NULL;
+}
 
-  Module *check_random_op(Op op, guint32 seed) {
-    Gen g = {g_rand_new_with_seed(seed), g_ptr_array_new()};
-    const Term *t = op_is_collective(op) ? NULL : gen_op(&g, op, -1, -1);
-    Module *m = t ? instance_module(&g, t) : NULL;
-    g_rand_free(g.rng);
-    g_ptr_array_unref(g.arg_types);
-    return m;
-  }
-
-  /* ------------------------------------------------------------ the walker */
-
-  typedef struct Walker {
-    const RuleSet *rs;
-    GRand *rng;
-    GHashTable *applied; /* rule name -> count of checked applications */
-    GHashTable *failed;  /* names of the rules whose check failed */
-    const Rule *stepped; /* the rule the last random step applied, or NULL */
-    guint stepped_pass;  /* ... or the tag of the pass it ran, or 0 */
-    guint stopped;       /* tags of the passes that failed: not run again */
-    GString *out;
-    int failures;      /* every failure reported */
-    int pass_failures; /* ... of those, failures of a pass, not of a rule */
-    guint32 seed;
-    GHashTable *type_changes; /* probe mode: Rule* -> message; no checks */
-    Reference ref;            /* outputs of the current walk's start */
-  } Walker;
-
-  /* A random width for size n with at most 8 parts, so that nests of
-   * regions stay cheap to interpret. */
-  static int64_t random_divisor(GRand * rng, int64_t n) {
-    int64_t ds[64];
-    int k = 0;
-    for (int64_t d = 1; d <= n && k < 64; d++)
-      if (n % d == 0 && n / d <= 8)
-        ds[k++] = d;
-    return ds[g_rand_int_range(rng, 0, k)];
-  }
-
-  /* Fills parameters for 'rule' at 't': widths and dims chosen at random
-   * among the values that can fit. */
-  static int random_params(Walker * w, const Rule *rule, const Term *t,
-                           RuleArg *args) {
-    int n = 0;
-    for (int i = 0; i < rule->nparams; i++) {
-      RuleArg *a = &args[n];
-      a->name = rule->params[i];
-      if (rule->axis_params & (1u << i))
-        continue; /* axes are optional: leave unbound */
-      a->is_axis = FALSE;
-      if (strcmp(a->name, "d") == 0 && t->type->kind == TY_TENSOR &&
-          t->type->rank > 0)
-        a->value = g_rand_int_range(w->rng, 0, t->type->rank);
-      else
-        a->value = 0;
-      n++;
-    }
-    /* widths: a divisor of the dimension the rule splits */
-    for (int i = 0; i < n; i++) {
-      if (strcmp(args[i].name, "w") != 0)
-        continue;
-      int64_t size = 1;
-      if (rule->kind == RULE_OP_TILE && rule->index < t->type->rank)
-        size = t->type->dims[rule->index];
-      else if (rule->kind == RULE_OP_SUM) {
-        TileSpec spec;
-        if (spec_of(w->rs, t, &spec) && rule->index < spec.nred)
-          for (int k = 0; k < t->nargs; k++)
-            if (spec.red[rule->index][k] >= 0)
-              size = t->args[k]->type->dims[spec.red[rule->index][k]];
-      } else {
-        int64_t d = 0;
-        for (int k = 0; k < n; k++)
-          if (strcmp(args[k].name, "d") == 0)
-            d = args[k].value;
-        if (t->type->kind == TY_TENSOR && d < t->type->rank)
-          size = t->type->dims[d];
-      }
-      args[i].value = random_divisor(w->rng, size);
-    }
-    return n;
-  }
-
-  static void count(Walker * w, const Rule *r) {
-    int c = GPOINTER_TO_INT(g_hash_table_lookup(w->applied, r->name));
-    g_hash_table_insert(w->applied, r->name, GINT_TO_POINTER(c + 1));
-  }
-
-  /* Checks 'next' against 'start'; reports with the step that led there. */
-  static gboolean check_step(Walker * w, const State *start, const State *prev,
-                             const State *next, const char *step) {
-    g_autoptr(Diag) why = diag_new(NULL);
-    g_autoptr(GString) text = g_string_new(NULL);
-    state_print(text, next, FALSE);
-    g_autoptr(Diag) errors = diag_new(NULL);
-    g_autoptr(Module) again =
-        parse_text("(state)", text->str, text->len, errors);
-    gboolean ok = again && module_entry(again)->body == next->func.body;
-    if (!ok)
-      diag_reason(why, "the state does not parse back to itself:\n%s",
-                  diag_text(errors));
-    if (ok)
-      ok = same_meaning(&start->func, start->func.body, next->func.body,
-                        w->seed, &w->ref, why);
-    if (!ok) {
-      w->failures++;
-      g_autoptr(GString) before = g_string_new(NULL);
-      state_print(before, prev, FALSE);
-      g_string_append_printf(w->out,
-                             "FAIL after '%s': %s\nbefore:\n%safter:\n%s", step,
-                             diag_text(why), before->str, text->str);
-    }
-    return ok;
-  }
-
-  /* Pass 'tag' over 's' as a step; NULL when it finds no fixed point,
-   * which is a failure, reported the first time. */
-  static State *pass_step(Walker * w, State * s, guint tag, GString * step) {
-    g_autoptr(Diag) why = diag_new(NULL);
-    g_string_assign(step, tag == RULE_TAG_PROPAGATE ? "propagate"
-                          : tag == RULE_TAG_FUSE    ? "fuse"
-                                                    : "simplify");
-    if (w->stopped & tag)
-      return NULL;
-    w->stepped_pass = tag;
+/* One random legal step from 's'; NULL when the chosen step did not apply.
+ * 'w->stepped' and 'w->stepped_pass' say what it was. */
+static State *random_step(Walker *w, State *s, GString *step) {
+  g_autoptr(Diag) why = diag_new(NULL);
+  w->stepped = NULL;
+  w->stepped_pass = 0;
+  int choice = g_rand_int_range(w->rng, 0, 10);
+  if (choice == 0)
+    return pass_step(w, s, RULE_TAG_PROPAGATE, step);
+  if (choice == 1)
+    return pass_step(
+        w, s, g_rand_boolean(w->rng) ? RULE_TAG_FUSE : RULE_TAG_SIMPLIFY, step);
+  /* a rule at a location where it applies */
+  g_autoptr(GPtrArray) locs = state_locations(s);
+  if (locs->len == 0)
+    return NULL;
+  const Location *loc =
+      g_ptr_array_index(locs, g_rand_int_range(w->rng, 0, (gint32)locs->len));
+  const Term *t = loc->term;
+  const Term *opt = t->kind == TM_SLICE ? t->args[0] : t;
+  g_autoptr(GPtrArray) cands = g_ptr_array_new();
+  for (guint i = 0; i < w->rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(w->rs->rules, i);
+    if (g_hash_table_size(w->failed) && /* hashing every name is slow */
+        g_hash_table_contains(w->failed, r->name))
+      continue; /* reported once: let the walks check the others */
+    gboolean rev = r->kind == RULE_OP_TILE_REV || r->kind == RULE_OP_SUM_REV;
     const Term *body =
-        tag == RULE_TAG_PROPAGATE
-            ? rw_propagate(w->rs, s->func.body, NULL, NULL, why)
-            : rw_fixpoint(w->rs, s->func.body, tag, NULL, NULL, why);
-    if (body)
-      return state_with_body(s, body);
-    w->stopped |= tag;
-    if (!w->type_changes) { /* probe mode checks types only */
-      w->failures++;
-      w->pass_failures++;
-      g_string_append_printf(w->out, "FAIL at '%s': %s\n", step->str,
-                             diag_text(why));
-    }
-    return NULL;
+        t->kind == TM_TILE || t->kind == TM_SUM ? t->args[0] : NULL;
+    if (r->kind == RULE_PATTERN ||
+        (rev ? body && body->kind == TM_OP && r->op == body->op
+             : opt->kind == TM_OP && r->op == opt->op &&
+                   (r->kind == RULE_SLICE_OP) == (t->kind == TM_SLICE)))
+      g_ptr_array_add(cands, (gpointer)r);
   }
-
-  /* One random legal step from 's'; NULL when the chosen step did not apply.
-   * 'w->stepped' and 'w->stepped_pass' say what it was. */
-  static State *random_step(Walker * w, State * s, GString * step) {
-    g_autoptr(Diag) why = diag_new(NULL);
-    w->stepped = NULL;
-    w->stepped_pass = 0;
-    int choice = g_rand_int_range(w->rng, 0, 10);
-    if (choice == 0)
-      return pass_step(w, s, RULE_TAG_PROPAGATE, step);
-    if (choice == 1)
-      return pass_step(
-          w, s, g_rand_boolean(w->rng) ? RULE_TAG_FUSE : RULE_TAG_SIMPLIFY,
-          step);
-    /* a rule at a location where it applies */
-    g_autoptr(GPtrArray) locs = state_locations(s);
-    if (locs->len == 0)
-      return NULL;
-    const Location *loc =
-        g_ptr_array_index(locs, g_rand_int_range(w->rng, 0, (gint32)locs->len));
-    const Term *t = loc->term;
-    const Term *opt = t->kind == TM_SLICE ? t->args[0] : t;
-    g_autoptr(GPtrArray) cands = g_ptr_array_new();
-    for (guint i = 0; i < w->rs->rules->len; i++) {
-      const Rule *r = g_ptr_array_index(w->rs->rules, i);
-      if (g_hash_table_size(w->failed) && /* hashing every name is slow */
-          g_hash_table_contains(w->failed, r->name))
-        continue; /* reported once: let the walks check the others */
-      gboolean rev = r->kind == RULE_OP_TILE_REV || r->kind == RULE_OP_SUM_REV;
-      const Term *body =
-          t->kind == TM_TILE || t->kind == TM_SUM ? t->args[0] : NULL;
-      if (r->kind == RULE_PATTERN ||
-          (rev ? body && body->kind == TM_OP && r->op == body->op
-               : opt->kind == TM_OP && r->op == opt->op &&
-                     (r->kind == RULE_SLICE_OP) == (t->kind == TM_SLICE)))
-        g_ptr_array_add(cands, (gpointer)r);
+  while (cands->len > 0) {
+    guint k = (guint)g_rand_int_range(w->rng, 0, (gint32)cands->len);
+    const Rule *r = g_ptr_array_index(cands, k);
+    g_ptr_array_remove_index_fast(cands, k);
+    RuleArg args[RULE_MAX_VARS];
+    int nargs = random_params(w, r, t, args);
+    State *next = rw_apply(w->rs, s, r, loc, args, nargs, why);
+    if (next) {
+      g_string_printf(step, "apply %s at %%%s", r->name, loc->name);
+      for (int i = 0; i < nargs; i++)
+        g_string_append_printf(step, " %s=%" G_GINT64_FORMAT, args[i].name,
+                               args[i].value);
+      count(w, r);
+      w->stepped = r;
+      return next;
     }
-    while (cands->len > 0) {
-      guint k = (guint)g_rand_int_range(w->rng, 0, (gint32)cands->len);
-      const Rule *r = g_ptr_array_index(cands, k);
-      g_ptr_array_remove_index_fast(cands, k);
+  }
+  return NULL;
+}
+
+/* Probe mode: tries every written rule everywhere in 's' and records
+ * those whose right side has another type than what it matched. */
+static void probe_types(Walker *w, const State *s) {
+  g_autoptr(GPtrArray) locs = state_locations(s);
+  g_autoptr(Diag) why = diag_new(NULL);
+  for (guint i = 0; i < w->rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(w->rs->rules, i);
+    if (r->kind != RULE_PATTERN || g_hash_table_contains(w->type_changes, r))
+      continue;
+    for (guint k = 0; k < locs->len; k++) {
+      const Location *l = g_ptr_array_index(locs, k);
       RuleArg args[RULE_MAX_VARS];
-      int nargs = random_params(w, r, t, args);
-      State *next = rw_apply(w->rs, s, r, loc, args, nargs, why);
-      if (next) {
-        g_string_printf(step, "apply %s at %%%s", r->name, loc->name);
-        for (int i = 0; i < nargs; i++)
-          g_string_append_printf(step, " %s=%" G_GINT64_FORMAT, args[i].name,
-                                 args[i].value);
-        count(w, r);
-        w->stepped = r;
-        return next;
-      }
-    }
-    return NULL;
-  }
-
-  /* Probe mode: tries every written rule everywhere in 's' and records
-   * those whose right side has another type than what it matched. */
-  static void probe_types(Walker * w, const State *s) {
-    g_autoptr(GPtrArray) locs = state_locations(s);
-    g_autoptr(Diag) why = diag_new(NULL);
-    for (guint i = 0; i < w->rs->rules->len; i++) {
-      const Rule *r = g_ptr_array_index(w->rs->rules, i);
-      if (r->kind != RULE_PATTERN || g_hash_table_contains(w->type_changes, r))
-        continue;
-      for (guint k = 0; k < locs->len; k++) {
-        const Location *l = g_ptr_array_index(locs, k);
-        RuleArg args[RULE_MAX_VARS];
-        int nargs = random_params(w, r, l->term, args);
-        const Term *out = match_apply(r, l->term, args, nargs, why);
-        if (out && out->type != l->term->type) {
-          g_autofree char *a = type_to_string(l->term->type);
-          g_autofree char *b = type_to_string(out->type);
-          g_hash_table_insert(w->type_changes, (gpointer)r,
-                              g_strdup_printf("%s becomes %s", a, b));
-          break;
-        }
-      }
-    }
-  }
-
-  static void walk(Walker * w, State * start, int steps) {
-    State *s = state_ref(start);
-    g_autoptr(GString) step = g_string_new(NULL);
-    for (int i = 0; i < steps; i++) {
-      if (w->type_changes)
-        probe_types(w, s);
-      State *next = random_step(w, s, step);
-      if (!next)
-        continue;
-      gboolean ok = w->type_changes || check_step(w, start, s, next, step->str);
-      if (!ok && w->stepped) {
-        g_hash_table_add(w->failed, w->stepped->name);
-      } else if (!ok) {
-        w->pass_failures++;
-        w->stopped |= w->stepped_pass;
-      }
-      state_unref(s);
-      s = next;
-      if (!ok)
+      int nargs = random_params(w, r, l->term, args);
+      const Term *out = match_apply(r, l->term, args, nargs, why);
+      if (out && out->type != l->term->type) {
+        g_autofree char *a = type_to_string(l->term->type);
+        g_autofree char *b = type_to_string(out->type);
+        g_hash_table_insert(w->type_changes, (gpointer)r,
+                            g_strdup_printf("%s becomes %s", a, b));
         break;
+      }
+    }
+  }
+}
+
+static void walk(Walker *w, State *start, int steps) {
+  State *s = state_ref(start);
+  g_autoptr(GString) step = g_string_new(NULL);
+  for (int i = 0; i < steps; i++) {
+    if (w->type_changes)
+      probe_types(w, s);
+    State *next = random_step(w, s, step);
+    if (!next)
+      continue;
+    gboolean ok = w->type_changes || check_step(w, start, s, next, step->str);
+    if (!ok && w->stepped) {
+      g_hash_table_add(w->failed, w->stepped->name);
+    } else if (!ok) {
+      w->pass_failures++;
+      w->stopped |= w->stepped_pass;
     }
     state_unref(s);
+    s = next;
+    if (!ok)
+      break;
   }
+  state_unref(s);
+}
 
-  static Walker walker_new(const RuleSet *rs, GString *out, guint32 seed) {
-    Walker w = {.rs = rs, .out = out, .seed = seed};
-    w.rng = g_rand_new_with_seed(seed);
-    w.applied = g_hash_table_new(g_str_hash, g_str_equal);
-    w.failed = g_hash_table_new(g_str_hash, g_str_equal);
-    return w;
+static Walker walker_new(const RuleSet *rs, GString *out, guint32 seed) {
+  Walker w = {.rs = rs, .out = out, .seed = seed};
+  w.rng = g_rand_new_with_seed(seed);
+  w.applied = g_hash_table_new(g_str_hash, g_str_equal);
+  w.failed = g_hash_table_new(g_str_hash, g_str_equal);
+  return w;
+}
+
+static void walker_clear(Walker *w) {
+  g_rand_free(w->rng);
+  g_hash_table_unref(w->applied);
+  g_hash_table_unref(w->failed);
+  reference_clear(&w->ref);
+  if (w->type_changes)
+    g_hash_table_unref(w->type_changes);
+}
+
+gboolean check_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
+                     int steps, GString *out) {
+  Walker w = walker_new(rs, out, seed);
+  g_autoptr(State) start = state_new(m);
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (!interp_check(&start->func, why)) {
+    g_string_append_printf(out, "%s\n", diag_text(why));
+    w.failures++;
   }
+  for (int i = 0; i < walks && w.failures == 0; i++)
+    walk(&w, start, steps);
+  walker_clear(&w);
+  return w.failures == 0;
+}
 
-  static void walker_clear(Walker * w) {
-    g_rand_free(w->rng);
-    g_hash_table_unref(w->applied);
-    g_hash_table_unref(w->failed);
-    reference_clear(&w->ref);
-    if (w->type_changes)
-      g_hash_table_unref(w->type_changes);
-  }
+/* --------------------------------------------------------- check-rules */
 
-  gboolean check_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
-                       int steps, GString *out) {
-    Walker w = walker_new(rs, out, seed);
-    g_autoptr(State) start = state_new(m);
-    g_autoptr(Diag) why = diag_new(NULL);
-    if (!interp_check(&start->func, why)) {
-      g_string_append_printf(out, "%s\n", diag_text(why));
-      w.failures++;
-    }
-    for (int i = 0; i < walks && w.failures == 0; i++)
-      walk(&w, start, steps);
-    walker_clear(&w);
-    return w.failures == 0;
-  }
-
-  /* --------------------------------------------------------- check-rules */
-
-  /* Checks a derived rule on up to 'tries' random instances. */
-  static int check_derived(Walker * w, const Rule *r, int tries) {
-    int checked = 0;
-    for (int i = 0; i < tries * 4 && checked < tries; i++) {
-      gboolean rev = r->kind == RULE_OP_TILE_REV || r->kind == RULE_OP_SUM_REV;
-      gboolean sum = r->kind == RULE_OP_SUM || r->kind == RULE_OP_SUM_REV;
-      Gen g = {w->rng, g_ptr_array_new()};
-      const Term *t =
-          gen_op(&g, r->op, sum ? -1 : r->index, sum ? r->index : -1);
-      if (!t || (!sum && r->index >= t->type->rank)) {
-        g_ptr_array_unref(g.arg_types);
-        continue;
-      }
-      g_autoptr(Module) m = instance_module(&g, t);
+/* Checks a derived rule on up to 'tries' random instances. */
+static int check_derived(Walker *w, const Rule *r, int tries) {
+  int checked = 0;
+  for (int i = 0; i < tries * 4 && checked < tries; i++) {
+    gboolean rev = r->kind == RULE_OP_TILE_REV || r->kind == RULE_OP_SUM_REV;
+    gboolean sum = r->kind == RULE_OP_SUM || r->kind == RULE_OP_SUM_REV;
+    Gen g = {w->rng, g_ptr_array_new()};
+    const Term *t = gen_op(&g, r->op, sum ? -1 : r->index, sum ? r->index : -1);
+    if (!t || (!sum && r->index >= t->type->rank)) {
       g_ptr_array_unref(g.arg_types);
-      g_autoptr(State) s = state_new(m);
-      g_autoptr(Diag) why = diag_new(NULL);
-      g_autoptr(State) target = NULL;
-      if (r->kind == RULE_SLICE_OP) {
-        /* tile the application along the rule's dim: that makes the slice */
-        RuleArg a[2] = {{g_intern_string("d"), FALSE, r->index, NULL},
-                        {g_intern_string("w"), FALSE,
-                         random_divisor(w->rng, t->type->dims[r->index]),
-                         NULL}};
-        g_autoptr(GPtrArray) locs = state_locations(s);
-        const Location *loc = g_ptr_array_index(locs, locs->len - 1);
-        target =
-            rw_apply(w->rs, s, ruleset_find(w->rs, "arg-tile"), loc, a, 2, why);
-      } else if (rev) {
-        /* split the application with the forward rule: that makes the
-         * region the reverse rule joins again */
-        const Rule *fwd = ruleset_derived(
-            w->rs, r->kind == RULE_OP_TILE_REV ? RULE_OP_TILE : RULE_OP_SUM,
-            r->op, r->index);
-        g_autoptr(GPtrArray) locs = state_locations(s);
-        const Location *loc = g_ptr_array_index(locs, locs->len - 1);
-        RuleArg a[RULE_MAX_VARS];
-        int na = fwd ? random_params(w, fwd, loc->term, a) : 0;
-        target = fwd ? rw_apply(w->rs, s, fwd, loc, a, na, why) : NULL;
-      } else {
-        target = state_ref(s);
-      }
-      if (!target)
-        continue;
-      g_autoptr(GPtrArray) locs = state_locations(target);
-      for (guint k = 0; k < locs->len; k++) {
-        const Location *loc = g_ptr_array_index(locs, k);
-        RuleArg args[RULE_MAX_VARS];
-        int nargs = random_params(w, r, loc->term, args);
-        g_autoptr(State) next =
-            rw_apply(w->rs, target, r, loc, args, nargs, why);
-        if (!next)
-          continue;
-        g_autofree char *step =
-            g_strdup_printf("apply %s at %%%s", r->name, loc->name);
-        if (!check_step(w, target, target, next, step))
-          return -1;
-        if (rev && next->func.body != s->func.body) {
-          w->failures++;
-          g_autoptr(GString) text = g_string_new(NULL);
-          state_print(text, next, FALSE);
-          g_string_append_printf(w->out,
-                                 "FAIL after '%s': the forward rule and "
-                                 "'%s' do not give back the program:\n%s",
-                                 step, r->name, text->str);
-          return -1;
-        }
-        checked++;
-        break;
-      }
+      continue;
     }
-    return checked;
-  }
-
-  /* Random walks from a matmul chain tiled two ways (nested regions), once
-   * per round; none once propagation has failed. */
-  static void walk_matmul_chain(Walker * w) {
-    if (w->stopped & RULE_TAG_PROPAGATE)
-      return;
-    Gen c = {w->rng, g_ptr_array_new()};
-    int64_t d[4] = {4, 6, 4, 6}; /* x 4x6, y 6x4, z 4x6 */
-    const Term *x = new_arg(&c, type_tensor(DT_F32, 2, d));
-    const Term *y = new_arg(&c, type_tensor(DT_F32, 2, d + 1));
-    const Term *z = new_arg(&c, type_tensor(DT_F32, 2, d + 2));
-    g_autoptr(Diag) err = diag_new(NULL);
-    const Term *xy =
-        term_op(OP_MATMUL, 2, (const Term *[]){x, y}, attrs_empty(), NULL, err);
-    const Term *xyz = term_op(OP_MATMUL, 2, (const Term *[]){xy, z},
-                              attrs_empty(), NULL, err);
-    g_autoptr(Module) m = instance_module(&c, xyz);
-    g_ptr_array_unref(c.arg_types);
-    g_autoptr(State) s0 = state_new(m);
+    g_autoptr(Module) m = instance_module(&g, t);
+    g_ptr_array_unref(g.arg_types);
+    g_autoptr(State) s = state_new(m);
     g_autoptr(Diag) why = diag_new(NULL);
-    g_autoptr(State) s = rw_script(
-        w->rs, s0, "arg-tile 0 0 2; arg-tile 1 1 2; arg-tile 2 0 2; propagate",
-        NULL, why);
-    if (!s) { /* the shapes suit the widths: propagate found no fixed point */
-      w->stopped |= RULE_TAG_PROPAGATE;
-      w->failures++;
-      w->pass_failures++;
-      g_string_append_printf(w->out, "FAIL tiling a matmul chain: %s\n",
-                             diag_text(why));
-      return;
+    g_autoptr(State) target = NULL;
+    if (r->kind == RULE_SLICE_OP) {
+      /* tile the application along the rule's dim: that makes the slice */
+      RuleArg a[2] = {{g_intern_string("d"), FALSE, r->index, NULL},
+                      {g_intern_string("w"), FALSE,
+                       random_divisor(w->rng, t->type->dims[r->index]), NULL}};
+      g_autoptr(GPtrArray) locs = state_locations(s);
+      const Location *loc = g_ptr_array_index(locs, locs->len - 1);
+      target =
+          rw_apply(w->rs, s, ruleset_find(w->rs, "arg-tile"), loc, a, 2, why);
+    } else if (rev) {
+      /* split the application with the forward rule: that makes the
+       * region the reverse rule joins again */
+      const Rule *fwd = ruleset_derived(
+          w->rs, r->kind == RULE_OP_TILE_REV ? RULE_OP_TILE : RULE_OP_SUM,
+          r->op, r->index);
+      g_autoptr(GPtrArray) locs = state_locations(s);
+      const Location *loc = g_ptr_array_index(locs, locs->len - 1);
+      RuleArg a[RULE_MAX_VARS];
+      int na = fwd ? random_params(w, fwd, loc->term, a) : 0;
+      target = fwd ? rw_apply(w->rs, s, fwd, loc, a, na, why) : NULL;
+    } else {
+      target = state_ref(s);
     }
-    for (int k = 0; k < 8; k++)
-      walk(w, s, 12);
-  }
-
-  gboolean check_rules(const RuleSet *rs, guint32 seed, int tries,
-                       GString *out) {
-    /* instances are made by tiling arguments: without the rule, none */
-    if (!ruleset_find(rs, "arg-tile")) {
-      g_string_append(out, "check-rules: no 'arg-tile' rule is loaded (it "
-                           "makes the instances; add rules/partir.rules)\n");
-      return FALSE;
-    }
-    Walker w = walker_new(rs, out, seed);
-    /* written rules: random walks from random applications of every op */
-    for (int round = 0; round < tries; round++)
-      for (int op = 0; op < OP_COUNT_; op++) {
-        Gen g = {w.rng, g_ptr_array_new()};
-        const Term *t = gen_op(&g, (Op)op, -1, -1);
-        if (t) {
-          g_autoptr(Module) m = instance_module(&g, t);
-          g_autoptr(State) s = state_new(m);
-          walk(&w, s, 8);
-        }
-        if (op == OP_MATMUL)
-          walk_matmul_chain(&w);
-        g_ptr_array_unref(g.arg_types);
+    if (!target)
+      continue;
+    g_autoptr(GPtrArray) locs = state_locations(target);
+    for (guint k = 0; k < locs->len; k++) {
+      const Location *loc = g_ptr_array_index(locs, k);
+      RuleArg args[RULE_MAX_VARS];
+      int nargs = random_params(w, r, loc->term, args);
+      g_autoptr(State) next = rw_apply(w->rs, target, r, loc, args, nargs, why);
+      if (!next)
+        continue;
+      g_autofree char *step =
+          g_strdup_printf("apply %s at %%%s", r->name, loc->name);
+      if (!check_step(w, target, target, next, step))
+        return -1;
+      if (rev && next->func.body != s->func.body) {
+        w->failures++;
+        g_autoptr(GString) text = g_string_new(NULL);
+        state_print(text, next, FALSE);
+        g_string_append_printf(w->out,
+                               "FAIL after '%s': the forward rule and "
+                               "'%s' do not give back the program:\n%s",
+                               step, r->name, text->str);
+        return -1;
       }
-    /* every rule, whatever failed before it */
-    int failed = 0, unexercised = 0;
-    for (guint i = 0; i < rs->rules->len; i++) {
-      const Rule *r = g_ptr_array_index(rs->rules, i);
-      int n;
-      if (r->kind == RULE_PATTERN && (r->tags & RULE_TAG_SPMD))
-        n = check_spmd_rule(r, w.rng, tries, out);
-      else if (r->kind == RULE_PATTERN)
-        n = g_hash_table_contains(w.failed, r->name)
-                ? -1
-                : GPOINTER_TO_INT(g_hash_table_lookup(w.applied, r->name));
-      else
-        n = check_derived(&w, r, MAX(tries / 4, 2));
-      if (n < 0) {
-        failed++;
-        g_string_append_printf(
-            out, "FAIL  %-24s wrong on an instance shown above (%s)\n", r->name,
-            r->origin);
-      } else if (n == 0) {
-        unexercised++;
-        g_string_append_printf(out, "NONE  %-24s no instance found (%s)\n",
-                               r->name, r->origin);
-      } else {
-        g_string_append_printf(out, "ok    %-24s %d instance%s\n", r->name, n,
-                               n == 1 ? "" : "s");
-      }
+      checked++;
+      break;
     }
-    g_string_append_printf(out, "%u rules, %d failed, %d without an instance",
-                           rs->rules->len, failed, unexercised);
-    if (w.pass_failures > 0)
-      g_string_append_printf(out,
-                             "; %d failure%s of propagate, fuse or simplify",
-                             w.pass_failures, w.pass_failures == 1 ? "" : "s");
-    g_string_append_c(out, '\n');
-    walker_clear(&w);
-    return failed == 0 && w.pass_failures == 0 && unexercised == 0;
   }
+  return checked;
+}
 
-  gboolean check_rule_types(const RuleSet *rs, Diag *errors) {
-    g_autoptr(GString) ignored = g_string_new(NULL);
-    Walker w = walker_new(rs, ignored, 1);
-    w.type_changes = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+/* Random walks from a matmul chain tiled two ways (nested regions), once
+ * per round; none once propagation has failed. */
+static void walk_matmul_chain(Walker *w) {
+  if (w->stopped & RULE_TAG_PROPAGATE)
+    return;
+  Gen c = {w->rng, g_ptr_array_new()};
+  int64_t d[4] = {4, 6, 4, 6}; /* x 4x6, y 6x4, z 4x6 */
+  const Term *x = new_arg(&c, type_tensor(DT_F32, 2, d));
+  const Term *y = new_arg(&c, type_tensor(DT_F32, 2, d + 1));
+  const Term *z = new_arg(&c, type_tensor(DT_F32, 2, d + 2));
+  g_autoptr(Diag) err = diag_new(NULL);
+  const Term *xy =
+      term_op(OP_MATMUL, 2, (const Term *[]){x, y}, attrs_empty(), NULL, err);
+  const Term *xyz =
+      term_op(OP_MATMUL, 2, (const Term *[]){xy, z}, attrs_empty(), NULL, err);
+  g_autoptr(Module) m = instance_module(&c, xyz);
+  g_ptr_array_unref(c.arg_types);
+  g_autoptr(State) s0 = state_new(m);
+  g_autoptr(Diag) why = diag_new(NULL);
+  g_autoptr(State) s = rw_script(
+      w->rs, s0, "arg-tile 0 0 2; arg-tile 1 1 2; arg-tile 2 0 2; propagate",
+      NULL, why);
+  if (!s) { /* the shapes suit the widths: propagate found no fixed point */
+    w->stopped |= RULE_TAG_PROPAGATE;
+    w->failures++;
+    w->pass_failures++;
+    g_string_append_printf(w->out, "FAIL tiling a matmul chain: %s\n",
+                           diag_text(why));
+    return;
+  }
+  for (int k = 0; k < 8; k++)
+    walk(w, s, 12);
+}
+
+gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
+  /* instances are made by tiling arguments: without the rule, none */
+  if (!ruleset_find(rs, "arg-tile")) {
+    g_string_append(out, "check-rules: no 'arg-tile' rule is loaded (it "
+                         "makes the instances; add rules/partir.rules)\n");
+    return FALSE;
+  }
+  Walker w = walker_new(rs, out, seed);
+  /* written rules: random walks from random applications of every op */
+  for (int round = 0; round < tries; round++)
     for (int op = 0; op < OP_COUNT_; op++) {
       Gen g = {w.rng, g_ptr_array_new()};
       const Term *t = gen_op(&g, (Op)op, -1, -1);
       if (t) {
         g_autoptr(Module) m = instance_module(&g, t);
         g_autoptr(State) s = state_new(m);
-        walk(&w, s, 4);
+        walk(&w, s, 8);
       }
+      if (op == OP_MATMUL)
+        walk_matmul_chain(&w);
       g_ptr_array_unref(g.arg_types);
     }
-    for (guint i = 0; i < rs->rules->len; i++) {
-      const Rule *r = g_ptr_array_index(rs->rules, i);
-      g_autoptr(Diag) msg = diag_new(NULL);
-      if (r->kind == RULE_PATTERN && (r->tags & RULE_TAG_SPMD) &&
-          check_spmd_rule_type(r, w.rng, msg))
-        g_hash_table_insert(w.type_changes, (gpointer)r,
-                            g_strdup(diag_text(msg)));
+  /* every rule, whatever failed before it */
+  int failed = 0, unexercised = 0;
+  for (guint i = 0; i < rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(rs->rules, i);
+    int n;
+    if (r->kind == RULE_PATTERN && (r->tags & RULE_TAG_SPMD))
+      n = check_spmd_rule(r, w.rng, tries, out);
+    else if (r->kind == RULE_PATTERN)
+      n = g_hash_table_contains(w.failed, r->name)
+              ? -1
+              : GPOINTER_TO_INT(g_hash_table_lookup(w.applied, r->name));
+    else
+      n = check_derived(&w, r, MAX(tries / 4, 2));
+    if (n < 0) {
+      failed++;
+      g_string_append_printf(
+          out, "FAIL  %-24s wrong on an instance shown above (%s)\n", r->name,
+          r->origin);
+    } else if (n == 0) {
+      unexercised++;
+      g_string_append_printf(out, "NONE  %-24s no instance found (%s)\n",
+                             r->name, r->origin);
+    } else {
+      g_string_append_printf(out, "ok    %-24s %d instance%s\n", r->name, n,
+                             n == 1 ? "" : "s");
     }
-    gboolean ok = TRUE;
-    for (guint i = 0; i < rs->rules->len; i++) {
-      const Rule *r = g_ptr_array_index(rs->rules, i);
-      const char *msg = g_hash_table_lookup(w.type_changes, r);
-      if (!msg)
-        continue;
-      ok = FALSE;
-      Diag d;
-      diag_init(&d, r->src);
-      diag_error(&d, r->loc,
-                 "rule '%s' changes the type of what it rewrites: %s", r->name,
-                 msg);
-      diag_append(errors, &d);
-      diag_clear(&d);
-    }
-    walker_clear(&w);
-    return ok;
   }
+  g_string_append_printf(out, "%u rules, %d failed, %d without an instance",
+                         rs->rules->len, failed, unexercised);
+  if (w.pass_failures > 0)
+    g_string_append_printf(out, "; %d failure%s of propagate, fuse or simplify",
+                           w.pass_failures, w.pass_failures == 1 ? "" : "s");
+  g_string_append_c(out, '\n');
+  walker_clear(&w);
+  return failed == 0 && w.pass_failures == 0 && unexercised == 0;
+}
+
+gboolean check_rule_types(const RuleSet *rs, Diag *errors) {
+  g_autoptr(GString) ignored = g_string_new(NULL);
+  Walker w = walker_new(rs, ignored, 1);
+  w.type_changes = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  for (int op = 0; op < OP_COUNT_; op++) {
+    Gen g = {w.rng, g_ptr_array_new()};
+    const Term *t = gen_op(&g, (Op)op, -1, -1);
+    if (t) {
+      g_autoptr(Module) m = instance_module(&g, t);
+      g_autoptr(State) s = state_new(m);
+      walk(&w, s, 4);
+    }
+    g_ptr_array_unref(g.arg_types);
+  }
+  for (guint i = 0; i < rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(rs->rules, i);
+    g_autoptr(Diag) msg = diag_new(NULL);
+    if (r->kind == RULE_PATTERN && (r->tags & RULE_TAG_SPMD) &&
+        check_spmd_rule_type(r, w.rng, msg))
+      g_hash_table_insert(w.type_changes, (gpointer)r,
+                          g_strdup(diag_text(msg)));
+  }
+  gboolean ok = TRUE;
+  for (guint i = 0; i < rs->rules->len; i++) {
+    const Rule *r = g_ptr_array_index(rs->rules, i);
+    const char *msg = g_hash_table_lookup(w.type_changes, r);
+    if (!msg)
+      continue;
+    ok = FALSE;
+    Diag d;
+    diag_init(&d, r->src);
+    diag_error(&d, r->loc, "rule '%s' changes the type of what it rewrites: %s",
+               r->name, msg);
+    diag_append(errors, &d);
+    diag_clear(&d);
+  }
+  walker_clear(&w);
+  return ok;
+}
