@@ -30,6 +30,17 @@ wait_for() {
   done
   return 1
 }
+# wait_cleared: polls until the prompt is the only non-empty line (the
+# prompt alone is on the screen before C-l has cleared it, too).
+wait_cleared() {
+  while [ $polls -lt 200 ]; do
+    screen
+    [ "$(grep -v '^ *$' "$tmp/pane")" = "partir>" ] && return 0
+    polls=$((polls + 1))
+    sleep 0.1
+  done
+  return 1
+}
 # wait_last LINE: polls until the last non-empty line of the screen is LINE.
 wait_last() {
   while [ $polls -lt 200 ]; do
@@ -45,8 +56,7 @@ keys() { tmux -S "$sock" send-keys -t repl "$@"; }
 # what is checked next comes from what is typed next
 clear() {
   keys C-l
-  wait_for -x 'partir>' && [ "$(grep -cv '^ *$' "$tmp/pane")" -eq 1 ] ||
-    not_ok "C-l clears the screen"
+  wait_cleared || not_ok "C-l clears the screen"
 }
 # start: a fresh session whose last line is "EXITED status" when it ends
 start() {
