@@ -54,7 +54,9 @@ return function(s, mesh, opts)
   end
   -- a chunk inside a region over 'axis' (after data parallelism on it)
   -- cannot be split over it again: its parameter is split whole, along a
-  -- dimension no region slices where it has one
+  -- dimension no region slices where it has one (where it has none, a
+  -- bias, the lowering stores it split over both axes and gathers only
+  -- the chunk: docs/spmd.md)
   local slices, inside = {}, {}
   local values, position = s:values(), {}
   for i, v in ipairs(values) do

@@ -88,6 +88,23 @@ check "partial over two axes, then a chunk over one: reduce_scatter over it, the
 check "...and an argument split twice is received as its chunk of chunks" \
   grep -qF '%x: tensor<8x4xf32> {dist = [[], ["a", "b"]]}' "$tmp/two"
 
+# a bias stored split over batch, cut over model inside the batch region
+# (ZeRO after batch + Megatron): each device needs b[2m, 2m+2) on model
+# coordinate m.  Received split over model and then batch, one float a
+# device, it gathers its 2 floats over batch: 4 B sent (half of 8 B).
+# The literal lowering would gather the whole bias, 4 floats a device,
+# 16 B sent, and keep 2 of the 8.
+check "bias_chunk: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$fx/bias_chunk.pir" --mesh batch=2,model=4 --simulate
+"$PARTIR" lower "$fx/bias_chunk.pir" --mesh batch=2,model=4 >"$tmp/bias"
+check "a bias split over batch and cut over model is received split over model then batch" \
+  grep -qF '%b: tensor<1xf32> {dist = [["model", "batch"]]}' "$tmp/bias"
+check "...and gathers its model chunk over batch: 4 B sent, nothing else" \
+  test "$("$PARTIR" cost "$fx/bias_chunk.pir" --mesh batch=2,model=4 |
+    sed -n '/^collectives per device/,/^time per step/p' |
+    awk '$1 ~ /^(all_|reduce_|shard)/ { print $1, $2, $4, $5 }')" = \
+  "all_gather batch 1 4"
+
 # collective counts (forward programs)
 count() { # count FILE MESH KIND AXES -> the number in --stats
   "$PARTIR" lower "$1" --mesh "$2" --stats |
@@ -320,13 +337,14 @@ check "...and the devices agree with the interpreter" \
 # w1 and w2 (2 x 1024), b1 (32), and the replicated ln1/ln2 g, b and b2
 # (5 x 32): 4288 floats, of which it receives the half it does not
 # store: 8576 B a layer, 34304 B for 4.  b1, split by Megatron along its
-# only dimension inside the batch region, is gathered whole and cut
-# (16 floats more a layer): 34560 B.  The weights' storage per device is
-# a quarter (wq: 16x2x8 of 32x4x8).
+# only dimension inside the batch region, is received split over model
+# and then batch (docs/spmd.md), so it too gathers its chunk alone, not
+# the whole b1 (which would be 16 floats more a layer).  The weights'
+# storage per device is a quarter (wq: 16x2x8 of 32x4x8).
 partition "$tmp/t4.pir" batch_megatron_zero batch=2,model=2 "$tmp/t4.bmz.pir"
 "$PARTIR" cost "$tmp/t4.bmz.pir" --mesh batch=2,model=2 >"$tmp/t4.bmz.cost"
-check "batch+Megatron+ZeRO on 4 layers: 48 gathers of 34560 B over batch" \
-  grep -Eq '^  all_gather +batch +2 +48  34560 B ' "$tmp/t4.bmz.cost"
+check "batch+Megatron+ZeRO on 4 layers: 48 gathers of 34304 B over batch" \
+  grep -Eq '^  all_gather +batch +2 +48  34304 B ' "$tmp/t4.bmz.cost"
 check "...and 8 all_reduces over model, as Megatron alone" \
   grep -Eq '^  all_reduce +model +2 +8 ' "$tmp/t4.bmz.cost"
 "$PARTIR" lower "$tmp/t4.bmz.pir" --mesh batch=2,model=2 --simulate >"$tmp/t4.bmz.spmd"

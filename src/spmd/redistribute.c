@@ -15,6 +15,17 @@
  *      a chunk of a chunk is received as such).  This step is not a rule:
  *      it changes the program's signature (what each device is given),
  *      and a rule rewrites a value into an equal value of the same type.
+ *      Before it, an argument stored split over axes B along d but used
+ *      as its chunk over other axes A along the same d (ZeRO over B of a
+ *      bias that Megatron cuts over A):
+ *
+ *        shard(all_gather(shard(x){B, d}){B, d}){A, d}
+ *          ->  all_gather(shard(shard(x){A, d}){B, d}){B, d}
+ *
+ *      is stored split over A and then B, and gathers its A-chunk, not
+ *      the whole.  Both sides are x's A-chunk where x is the same on the
+ *      devices of each B group (an argument, or a chunk of one over
+ *      other axes): the rule language cannot state that condition.
  */
 #include "spmd/spmd.h"
 
@@ -99,6 +110,77 @@ static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
   return body;
 }
 
+/* Whether two lists of axes share none. */
+static gboolean disjoint_axes(const AttrValue *a, const AttrValue *b) {
+  for (int i = 0; i < a->count; i++)
+    for (int k = 0; k < b->count; k++)
+      if (a->items[i].sym == b->items[k].sym)
+        return FALSE;
+  return TRUE;
+}
+
+/* Whether every device of a group over 'axes' holds the same 't': an
+ * argument (every device is given it whole, until step 2), or a chunk of
+ * one over other axes. */
+static gboolean same_over(const Term *t, const AttrValue *axes) {
+  for (; t->kind == TM_OP && t->op == OP_SHARD; t = t->args[0])
+    if (!disjoint_axes(attrs_get(t->attrs, "axes"), axes))
+      return FALSE;
+  return t->kind == TM_ARG;
+}
+
+/* 'sh' = shard(all_gather(shard(x){B, d}){B, d}){A, d} as the gather of
+ * x's chunk over A then B, or NULL when 'sh' is not that. */
+static const Term *gather_chunk(const Term *sh, Diag *err) {
+  const Term *g = sh->args[0];
+  if (g->kind != TM_OP || g->op != OP_ALL_GATHER)
+    return NULL;
+  const Term *inner = g->args[0];
+  if (inner->kind != TM_OP || inner->op != OP_SHARD)
+    return NULL;
+  const AttrValue *over = attrs_get(g->attrs, "axes");
+  if (attrs_get_int(g->attrs, "dim") != attrs_get_int(sh->attrs, "dim") ||
+      inner->attrs != g->attrs ||
+      !disjoint_axes(attrs_get(sh->attrs, "axes"), over) ||
+      !same_over(inner->args[0], over))
+    return NULL;
+  /* the gather's attributes are the inner shard's (same axes, size and
+   * dimension): x is cut over B and gathered back whole */
+  const Term *x = inner->args[0];
+  const Term *part = term_op(OP_SHARD, 1, &x, sh->attrs, NULL, err);
+  if (part)
+    part = term_op(OP_SHARD, 1, &part, inner->attrs, NULL, err);
+  if (part)
+    part = term_op(OP_ALL_GATHER, 1, &part, g->attrs, NULL, err);
+  g_assert(!part || part->type == sh->type);
+  return part;
+}
+
+typedef struct Regather {
+  GHashTable *memo;  /* Term -> rebuilt Term */
+  GHashTable *names; /* value names rebuilt values keep, or NULL */
+  Diag *err;
+} Regather;
+
+static const Term *regather(void *ud, const Term *t) {
+  Regather *rg = ud;
+  if (t->nargs == 0)
+    return t;
+  const Term *done = g_hash_table_lookup(rg->memo, t);
+  if (done)
+    return done;
+  const Term *r = term_map_args(t, regather, rg, rg->err);
+  g_assert(r); /* same types, no new nesting */
+  if (r->kind == TM_OP && r->op == OP_SHARD) {
+    const Term *chunk = gather_chunk(r, rg->err);
+    if (chunk)
+      r = chunk;
+  }
+  replace_inherit_name(rg->names, t, r);
+  g_hash_table_insert(rg->memo, (gpointer)t, (gpointer)r);
+  return r;
+}
+
 /* Until no argument is used only through a shard: a chunk of a chunk
  * (split over two axes) is received as such. */
 static const Term *shard_inputs(const Term *body, Func *f, Dist *dists,
@@ -120,6 +202,10 @@ gboolean spmd_fuse(const RuleSet *rs, Func *f, Module *names, Diag *why) {
       return FALSE;
     body = spmd_narrow(body, table, &changed);
   }
+  Regather rg = {g_hash_table_new(NULL, NULL), table, diag_new(NULL)};
+  body = regather(&rg, body);
+  g_hash_table_unref(rg.memo);
+  diag_free(rg.err);
   f->body = shard_inputs(body, f, f->spmd->arg_dists, table);
   for (int i = 0; i < f->nresults; i++)
     f->result_types[i] = f->body->args[i]->type;

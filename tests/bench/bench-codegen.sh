@@ -17,8 +17,10 @@
 #   BENCH_SHAPES   'small' for tiny shapes (a quick try of the script)
 #   BENCH_COST_ONLY  set: item 7 alone (the cost model against partir
 #                  exec), without the peers and items 2 to 6
-#   BENCH_VENV     the virtual environment for JAX (default .bench-venv
-#                  in the build directory); BENCH_NO_JAX=1 skips JAX
+#   BENCH_VENV     the virtual environment for JAX (default tests/.venv
+#                  in the build directory, the one tests/referee.sh
+#                  uses; tests/jax-venv.sh makes it); BENCH_NO_JAX=1
+#                  skips JAX
 #   PYTHON         the python with NumPy (default /usr/bin/python3)
 #   PARTIR         the CLI, for 'partir tactic' (default repl/partir)
 #   LUA, PARTIR_RULES, PARTIR_TACTICS, top_srcdir  as for run.sh
@@ -30,7 +32,7 @@ set -u
 : "${BENCH_CODEGEN:=tests/bench/bench-codegen}"
 : "${BENCH_RUNS:=5}"
 : "${BENCH_SHAPES:=}"
-: "${BENCH_VENV:=$(pwd)/.bench-venv}"
+: "${BENCH_VENV:=$(pwd)/tests/.venv}"
 : "${BENCH_NO_JAX:=}"
 : "${BENCH_COST_ONLY:=}"
 : "${PYTHON:=/usr/bin/python3}"
@@ -144,21 +146,13 @@ fi
 
 # JAX in its own environment, installed once (never a dependency of
 # partir); where it cannot be, its rows are skipped.
+. "$top_srcdir/tests/jax-venv.sh"
 jax_python=
 if [ -n "$BENCH_NO_JAX" ]; then
   echo "bench-codegen: BENCH_NO_JAX is set: JAX rows skipped" >&2
-elif [ -n "$have_numpy" ]; then
-  if ! "$BENCH_VENV/bin/python" -c 'import jax' 2>/dev/null; then
-    echo "bench-codegen: installing jax into $BENCH_VENV (once)" >&2
-    "$PYTHON" -m venv --system-site-packages "$BENCH_VENV" >&2 &&
-      "$BENCH_VENV/bin/pip" install -q jax jaxlib >&2
-  fi
-  if "$BENCH_VENV/bin/python" -c 'import jax' 2>/dev/null; then
-    jax_python=$BENCH_VENV/bin/python
-  else
-    echo "bench-codegen: JAX cannot be installed in $BENCH_VENV:" \
-      "JAX rows skipped" >&2
-  fi
+elif [ -n "$have_numpy" ] && ! jax_venv "$BENCH_VENV" "$PYTHON"; then
+  echo "bench-codegen: $jax_why: JAX rows skipped" >&2
+  jax_python=
 fi
 
 # The CPU's own OpenBLAS core type, from its flags: an OpenBLAS older than

@@ -1,8 +1,11 @@
 -- batch-megatron.lua: data parallelism over 'batch', then Megatron over
--- 'model' (tests/bench/bench-gpt3.c, strategy "batch+megatron").
+-- 'model' (tests/bench/bench-gpt3.c, strategy "batch+megatron";
+-- tests/referee/referee.py).  '--set inputs=x,y' names the data
+-- (default: the first argument), for both.
 local batch, megatron = require "batch", require "megatron"
 
-return function(s, mesh, _)
-  s = batch(s, mesh, {})
-  return megatron(s, mesh, {})
+return function(s, mesh, opts)
+  local inputs = opts and opts.inputs
+  s = batch(s, mesh, { inputs = inputs })
+  return megatron(s, mesh, { inputs = inputs })
 end

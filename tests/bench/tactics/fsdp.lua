@@ -1,0 +1,11 @@
+-- fsdp.lua: fully sharded data parallelism, data parallelism over
+-- 'batch' and then ZeRO-3 over the same axis (zero's own default axis is
+-- "data") (tests/referee/referee.py; tests/train.sh writes the same).
+-- '--set inputs=x,y' names the data (default: the first argument).
+local batch, zero = require "batch", require "zero"
+
+return function(s, mesh, opts)
+  local inputs = opts and opts.inputs
+  s = batch(s, mesh, { inputs = inputs })
+  return zero(s, mesh, { axis = "batch", inputs = inputs })
+end
