@@ -213,13 +213,37 @@ check "...and both agree with the interpreter on simulated devices" sh -c \
 #                         no collective
 #   mlp_relu.batch_model  both: one all_reduce over model of a device's
 #                         8x64 rows (2048 B)
+#   mlp_train_step.batch  the training step data parallel: the two
+#                         gradients and the loss all-reduced over batch
+#                         (3, 6148 B: as batch.lua makes it, above)
+#   transformer_layer.model  Megatron's split of the layer: attention's
+#                         and the MLP's sums, two all_reduces (as
+#                         megatron.lua makes it, above) and nothing else
 sharded_mesh() {
   case $1 in
-  mlp_relu.model) echo model=2 ;;
-  mlp_relu.batch) echo batch=2 ;;
+  *.model) echo model=2 ;;
+  *.batch) echo batch=2 ;;
   mlp_relu.batch_model) echo batch=2,model=2 ;;
   layout) echo x=2,y=4 ;;
   esac
+}
+# run_sharded NAME FORM: runs NAME.FORM.mlir on its model's inputs and
+# compares each result with NAME.expected<k>.npy (JAX's sharded jit's)
+run_sharded() {
+  f=$fx/$1.$2.mlir
+  out=$tmp/run-$1.$2
+  # shellcheck disable=SC2046 # word splitting wanted: the options
+  "$PARTIR" run "$f" $(mesh_opt "$1" "$2") \
+    $(inputs "$fx/$1.sdy.mlir" $(model_inputs "${1%.*}")) -o "$out" \
+    >"$tmp/stdout" 2>"$tmp/err"
+  k=0
+  for result in $(sed -n 's/^\([^ []*\) = .*/\1/p' "$tmp/stdout"); do
+    near "$out/$result.npy" "$fx/$1.expected$k.npy" 1e-5 \
+      "...partitioned, its result $k is what JAX's sharded jit computed"
+    k=$((k + 1))
+  done
+  check "...as many results as JAX's" \
+    test "$k" -eq "$(find "$fx" -name "$1.expected*.npy" | wc -l)"
 }
 # mesh_opt NAME FORM: the --mesh a GSPMD export needs (Shardy's names its
 # own)
@@ -232,7 +256,8 @@ only_collective() {
   grep -Eq "^  $2\$" "$1" && test "$(grep -Ec '^  [a-z_]+ over ' "$1")" -eq 1
 }
 for form in sdy gspmd; do
-  for name in mlp_relu.model mlp_relu.batch mlp_relu.batch_model; do
+  for name in mlp_relu.model mlp_relu.batch mlp_relu.batch_model \
+    mlp_train_step.batch transformer_layer.model; do
     f=$fx/$name.$form.mlir
     # shellcheck disable=SC2046 # word splitting wanted: --mesh M or nothing
     $VALGRIND "$PARTIR" lower "$f" $(mesh_opt "$name" "$form") --stats \
@@ -253,13 +278,19 @@ for form in sdy gspmd; do
       check "...both: exactly one all_reduce over model, 2048 B" \
         only_collective "$tmp/$name.$form.stats" 'all_reduce over model +1 +2048 bytes'
       ;;
+    mlp_train_step.batch)
+      # shellcheck disable=SC2046
+      "$PARTIR" cost "$f" $(mesh_opt "$name" "$form") >"$tmp/$name.cost" 2>&1
+      check "...data parallel: 3 all_reduces over batch, 6148 B, nothing else" \
+        sh -c "grep -Eq '^  all_reduce +batch +2 +3  6148 B' '$tmp/$name.cost' &&
+               test \$(grep -Ec '^  (all_|reduce_|shard)' '$tmp/$name.cost') -eq 1"
+      ;;
+    transformer_layer.model)
+      check "...Megatron's split: exactly two all_reduces over model" \
+        only_collective "$tmp/$name.$form.stats" 'all_reduce over model +2 +[0-9]+ bytes'
+      ;;
     esac
-    # shellcheck disable=SC2046 # word splitting wanted: the options
-    "$PARTIR" run "$f" $(mesh_opt "$name" "$form") \
-      $(inputs "$relu" $(model_inputs mlp_relu)) -o "$tmp/run-$name.$form" \
-      >/dev/null 2>"$tmp/err"
-    near "$tmp/run-$name.$form/result0.npy" "$fx/$name.expected0.npy" 1e-5 \
-      "...partitioned, it computes what JAX's sharded jit computed"
+    run_sharded "$name" "$form"
   done
 done
 # a 16x8 value on x=2,y=4 split every way the two forms write
