@@ -2,6 +2,7 @@
  * rewrite engine.
  *
  *   partir-repl [FILE.pir] [--rules FILE]... [--mesh SPEC] [--batch FILE]
+ *               [--shardings apply|ignore]
  *               [--echo]
  *
  * This file reads the options, makes the session (repl-session.c), loads
@@ -162,13 +163,14 @@ static void run_interactive(Session *s) {
 /* ----------------------------------------------------------------- main */
 
 typedef struct Options {
-  char *program; /* FILE.pir to load first, or NULL */
-  char **rules;  /* --rules */
-  char *mesh;    /* --mesh */
-  char *batch;   /* --batch FILE */
-  gboolean echo; /* --echo */
-  gboolean json; /* --json: the agent protocol on stdin/stdout */
-  char **allow;  /* --allow DIR: where --json may read programs */
+  char *program;   /* FILE.pir to load first, or NULL */
+  char **rules;    /* --rules */
+  char *mesh;      /* --mesh */
+  char *batch;     /* --batch FILE */
+  gboolean echo;   /* --echo */
+  gboolean json;   /* --json: the agent protocol on stdin/stdout */
+  char **allow;    /* --allow DIR: where --json may read programs */
+  char *shardings; /* --shardings apply|ignore: FILE's own shardings */
 } Options;
 
 static int run_session(void *data) {
@@ -211,7 +213,14 @@ static int run_session(void *data) {
    * terminal the exit status still says it failed */
   if (o->program) {
     s->changed = FALSE;
-    if (repl_cmd_load_path(s, o->program)) {
+    gboolean ignore = FALSE;
+    if (o->shardings &&
+        !pipeline_shardings_option(o->shardings, &ignore, diag)) {
+      g_printerr("partir-repl: %s\n", diag_text(diag));
+      repl_session_free(s);
+      return 2;
+    }
+    if (repl_cmd_load_path(s, o->program, ignore)) {
       repl_show_changes(s);
     } else {
       s->failed = TRUE;
@@ -283,6 +292,10 @@ int main(int argc, char **argv) {
        "speak the agent protocol (JSON lines) on stdin/stdout", NULL},
       {"allow", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.allow,
        "with --json: a directory programs may be read from", "DIR"},
+      {"shardings", 0, 0, G_OPTION_ARG_STRING, &o.shardings,
+       "FILE's own shardings (StableHLO): apply them (the default) or ignore "
+       "them",
+       "apply|ignore"},
       {"version", 0, 0, G_OPTION_ARG_NONE, &version, "print the version", NULL},
       {NULL}};
   g_autoptr(GOptionContext) ctx = g_option_context_new("[FILE.pir]");
@@ -320,6 +333,7 @@ int main(int argc, char **argv) {
   }
   g_strfreev(o.rules);
   g_free(o.mesh);
+  g_free(o.shardings);
   g_free(o.batch);
   g_strfreev(o.allow);
   return status;

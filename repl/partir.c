@@ -2,7 +2,10 @@
  *
  *   partir check FILE                  parse and type-check
  *   partir fmt FILE [--expr]           canonical print (or expression form)
- *   partir import FILE.mlir [-o OUT]   StableHLO (JAX, PyTorch/XLA) as .pir
+ *   partir import FILE.mlir [-o OUT]   StableHLO (JAX, PyTorch/XLA) as .pir,
+ *                                      its shardings applied (every command
+ *                                      that loads one: --shardings
+ *                                      apply|ignore)
  *   partir run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]
  *   partir exec FILE [--mesh MESH] [run's options] [--exact] [--blas B]
  *               [--repeat N] [--profile]   compiled (LLVM): one device, or
@@ -25,7 +28,8 @@
  *
  * Options are declared once.  The ones several subcommands share live in
  * option groups — rules (--rules), mesh (--mesh), hardware (--hw), its
- * what-ifs (--set), output (-o OUT) and expr (--expr) — each one static
+ * what-ifs (--set), output (-o OUT), expr (--expr) and how a program
+ * loads (--shardings: a StableHLO file's own shardings) — each one static
  * GOptionEntry table writing into the one 'Options' of the job.  A
  * subcommand is a row of 'commands': its name, its positional
  * arguments and how many there must be, the groups it takes, the entries
@@ -106,6 +110,9 @@ static void usage(FILE *to) {
         "meaning\n"
         "  (rule files: --rules FILE, else $PARTIR_RULES, else the installed "
         "ones)\n"
+        "  (a StableHLO file's mesh and shardings: applied, or left with\n"
+        "   --shardings ignore; a --mesh must be the file's; "
+        "docs/stablehlo.md)\n"
         "  help                  this text\n"
         "  --version             the version\n",
         to);
@@ -137,7 +144,7 @@ static int write_result(const char *output, const GString *out) {
   return 1;
 }
 
-/* Loads and parses FILE; diagnostics go to stderr. */
+/* Loads and parses FILE as written; diagnostics go to stderr. */
 static Module *load_module(const char *path) {
   GError *error = NULL;
   g_autoptr(Diag) diags = diag_new(NULL);
@@ -180,6 +187,7 @@ typedef struct Options {
   char *runtime;      /* exec --runtime */
   gint64 devices;     /* calibrate --devices (-1: the CPUs) */
   gint64 runs;        /* calibrate --runs */
+  char *shardings;    /* --shardings apply|ignore (group load) */
 } Options;
 
 /* The job's options, at their defaults until a subcommand parses them
@@ -206,6 +214,7 @@ static void options_clear(Options *o) {
   g_free(o->tactic);
   g_free(o->blas);
   g_free(o->runtime);
+  g_free(o->shardings);
 }
 
 /* The option groups several subcommands share, each declared here once. */
@@ -218,11 +227,19 @@ typedef enum OptionGroup {
   GROUP_CODEGEN = 1 << 5,  /* --exact, --blas */
   GROUP_EXEC = 1 << 6,     /* --repeat, --profile, --runtime */
   GROUP_WHAT_IF = 1 << 7,  /* --set what-ifs (tactic's --set is its own) */
+  GROUP_LOAD = 1 << 8,     /* --shardings */
 } OptionGroup;
 
 static const GOptionEntry mesh_entries[] = {
     {"mesh", 'm', 0, G_OPTION_ARG_STRING, &opt.mesh,
      "the device mesh, e.g. batch=2,model=4", "MESH"},
+    G_OPTION_ENTRY_NULL};
+
+static const GOptionEntry load_entries[] = {
+    {"shardings", 0, 0, G_OPTION_ARG_STRING, &opt.shardings,
+     "a StableHLO file's shardings: apply them (the default: its mesh, "
+     "then arg-tile and tile commands and propagate) or ignore them",
+     "apply|ignore"},
     G_OPTION_ENTRY_NULL};
 
 static const GOptionEntry hardware_entries[] = {
@@ -281,6 +298,7 @@ static const struct {
     {GROUP_WHAT_IF, what_if_entries}, {GROUP_OUTPUT, output_entries},
     {GROUP_RULES, rules_entries},     {GROUP_EXPR, expr_entries},
     {GROUP_CODEGEN, codegen_entries}, {GROUP_EXEC, exec_entries},
+    {GROUP_LOAD, load_entries},
 };
 
 /* One subcommand: what it takes and what runs it. */
@@ -316,27 +334,78 @@ static gboolean command_parse(const Command *c, int *argc, char ***argv) {
     g_printerr("partir: %s %s\n", c->name, c->wrong_count);
     return FALSE;
   }
+  gboolean ignore;
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (opt.shardings &&
+      !pipeline_shardings_option(opt.shardings, &ignore, why)) {
+    print_reason(c->name, why);
+    return FALSE;
+  }
   return TRUE;
 }
 
+/* The --mesh of the job into 'mesh' (no axes when not given); FALSE
+ * (with a message) when it is malformed. */
+static gboolean job_mesh(const Options *o, Mesh *mesh) {
+  g_autoptr(Diag) diag = diag_new(NULL);
+  if (mesh_parse(o->mesh, mesh, diag))
+    return TRUE;
+  print_reason(NULL, diag);
+  return FALSE;
+}
+
+/* FILE as the job's options load it (--shardings; 'mesh', the --mesh
+ * given, or none; the rules 'rs', NULL: the default ones when a file's
+ * shardings need them), into 'p'; FALSE after saying why. */
+static gboolean open_program(const char *path, const Options *o,
+                             const Mesh *mesh, const RuleSet *rs, Program *p) {
+  LoadOptions lo = {.mesh = mesh, .rs = rs};
+  if (o->shardings)
+    lo.ignore_shardings = strcmp(o->shardings, "ignore") == 0;
+  GError *error = NULL;
+  g_autoptr(Diag) diags = diag_new(NULL);
+  if (pipeline_open_program(path, &lo, p, diags, &error))
+    return TRUE;
+  if (error) {
+    print_error(NULL, error);
+    g_error_free(error);
+  } else {
+    fputs(diag_text(diags), stderr);
+  }
+  return FALSE;
+}
+
 static int cmd_check(const Options *o, char **files) {
-  (void)o;
-  g_autoptr(Module) m = load_module(files[0]);
-  if (!m)
+  Mesh mesh;
+  g_auto(Program) p = {0};
+  if (!job_mesh(o, &mesh))
+    return 2;
+  if (!open_program(files[0], o, &mesh, NULL, &p))
     return 1;
   g_print("%s: ok\n", files[0]);
   return 0;
 }
 
+/* The program's text: the whole module as written, or, after the
+ * commands its shardings became, the program they made. */
+static void print_program(GString *out, const Program *p, gboolean expr) {
+  if (p->steps->len > 0)
+    state_print(out, pipeline_program_state(p), expr);
+  else if (expr)
+    print_module_expr(out, p->module);
+  else
+    print_module(out, p->module);
+}
+
 static int cmd_fmt(const Options *o, char **files) {
-  g_autoptr(Module) m = load_module(files[0]);
-  if (!m)
+  Mesh mesh;
+  g_auto(Program) p = {0};
+  if (!job_mesh(o, &mesh))
+    return 2;
+  if (!open_program(files[0], o, &mesh, NULL, &p))
     return 1;
   g_autoptr(GString) out = g_string_new(NULL);
-  if (o->expr)
-    print_module_expr(out, m);
-  else
-    print_module(out, m);
+  print_program(out, &p, o->expr);
   fwrite(out->str, 1, out->len, stdout);
   return 0;
 }
@@ -344,11 +413,14 @@ static int cmd_fmt(const Options *o, char **files) {
 /* The .pir text of a program, StableHLO included: what 'fmt' prints,
  * to the -o file when given. */
 static int cmd_import(const Options *o, char **files) {
-  g_autoptr(Module) m = load_module(files[0]);
-  if (!m)
+  Mesh mesh;
+  g_auto(Program) p = {0};
+  if (!job_mesh(o, &mesh))
+    return 2;
+  if (!open_program(files[0], o, &mesh, NULL, &p))
     return 1;
   g_autoptr(GString) out = g_string_new(NULL);
-  print_module(out, m);
+  print_program(out, &p, FALSE);
   return write_result(o->output, out);
 }
 
@@ -487,38 +559,53 @@ static RuleSet *load_rules(char **files) {
 
 typedef struct Loaded {
   RuleSet *rs;
-  Module *m;
+  Program p;
+  State *s;  /* the program after its own commands (p's) */
   Lowered l; /* the file's own when it is SPMD text, else its lowering */
 } Loaded;
 
 static void loaded_clear(Loaded *ld) {
   pipeline_lowered_clear(&ld->l);
-  module_free(ld->m);
+  pipeline_program_clear(&ld->p);
   ruleset_free(ld->rs);
 }
 
-/* FALSE (after saying why) when the mesh, the rules, the file or the
- * lowering fail; the status to return is in *status. */
-static gboolean load_lowered(const char *path, const char *mesh_spec,
-                             char **rule_files, Loaded *ld, int *status) {
+/* The rules and FILE: FALSE (after saying why) when one fails; the
+ * status to return is in *status. */
+static gboolean load_rules_program(const char *path, const Options *o,
+                                   Loaded *ld, int *status) {
   memset(ld, 0, sizeof *ld);
   Mesh mesh;
-  g_autoptr(Diag) diag = diag_new(NULL);
-  if (!mesh_parse(mesh_spec, &mesh, diag)) {
-    print_reason(NULL, diag);
+  if (!job_mesh(o, &mesh)) {
     *status = 2;
     return FALSE;
   }
   *status = 1;
-  if (!(ld->rs = load_rules(rule_files)) || !(ld->m = load_module(path)))
+  if (!(ld->rs = load_rules(o->rule_files)) ||
+      !open_program(path, o, &mesh, ld->rs, &ld->p))
     return FALSE;
-  g_autoptr(Diag) why = diag_new(NULL);
-  if (!pipeline_lower(ld->rs, ld->m, module_entry(ld->m), &mesh, &ld->l, why)) {
-    g_printerr("partir: %s: cannot lower on mesh %s: %s\n", path,
-               mesh_spec ? mesh_spec : "(none)", diag_text(why));
-    return FALSE;
-  }
+  ld->s = pipeline_program_state(&ld->p);
   return TRUE;
+}
+
+/* The program's lowering on its mesh (--mesh, else its own): FALSE
+ * after saying why. */
+static gboolean lower_loaded(const char *path, Loaded *ld) {
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (pipeline_lower(ld->rs, ld->s->module, &ld->s->func, &ld->p.mesh, &ld->l,
+                     why))
+    return TRUE;
+  g_autofree char *m = mesh_to_string(&ld->p.mesh);
+  g_printerr("partir: %s: cannot lower on mesh %s: %s\n", path,
+             *m ? m : "(none)", diag_text(why));
+  return FALSE;
+}
+
+/* The rules, FILE and its lowering: FALSE (after saying why) when one
+ * fails; the status to return is in *status. */
+static gboolean load_lowered(const char *path, const Options *o, Loaded *ld,
+                             int *status) {
+  return load_rules_program(path, o, ld, status) && lower_loaded(path, ld);
 }
 
 /* The code generator's options from --exact and --blas: FALSE (with a
@@ -556,22 +643,19 @@ static gboolean exec_options(const Options *o, CodegenOptions *co) {
   return codegen_options(o, co);
 }
 
-/* The program of 'path' (and with --mesh, its lowering): FALSE after
- * saying why, the status to return in *status. */
+/* The program of 'path' (and on a mesh, --mesh or its own, its
+ * lowering): FALSE after saying why, the status to return in *status. */
 static gboolean load_program(const char *path, const Options *o, Loaded *ld,
                              int *status) {
-  if (o->mesh)
-    return load_lowered(path, o->mesh, o->rule_files, ld, status);
-  memset(ld, 0, sizeof *ld);
-  *status = 1;
-  return (ld->m = load_module(path)) != NULL;
+  return load_rules_program(path, o, ld, status) &&
+         (ld->p.mesh.naxes == 0 || lower_loaded(path, ld));
 }
 
 /* Writes or prints 'results' of 'f' (from 'm'), then says what went
- * wrong, if anything: the exit status. */
-static int report_results(const Options *o, const char *file, const Module *m,
-                          const Func *f, GPtrArray *results, Diag *diag,
-                          GError *error) {
+ * wrong, if anything, and how the checks of 'p' went: the exit status. */
+static int report_results(const Options *o, const char *file, const Program *p,
+                          const Module *m, const Func *f, GPtrArray *results,
+                          Diag *diag, GError *error) {
   if (results && o->output_dir)
     write_outputs(o->output_dir, m, f, results, &error);
   if (error || diag_any(diag)) {
@@ -583,7 +667,14 @@ static int report_results(const Options *o, const char *file, const Module *m,
     return 1;
   }
   run_print_results(m, f, results);
-  return 0;
+  if (p->checks->len == 0)
+    return 0;
+  g_autoptr(GString) passed = g_string_new(NULL);
+  g_autoptr(GString) failed = g_string_new(NULL);
+  gboolean ok = pipeline_check_results(p, results, passed, failed);
+  fputs(passed->str, stderr);
+  fputs(failed->str, stderr);
+  return ok ? 0 : 1;
 }
 
 static void free_inputs(const Func *f, Tensor **inputs) {
@@ -593,19 +684,24 @@ static void free_inputs(const Func *f, Tensor **inputs) {
   g_free(inputs);
 }
 
-/* run: the interpreter's results. */
+/* run: the interpreter's results, and the program's checks of them. */
 static int cmd_run(const Options *o, char **files) {
-  g_autoptr(Module) m = load_module(files[0]);
-  if (!m)
+  Mesh mesh;
+  g_auto(Program) p = {0};
+  if (!job_mesh(o, &mesh))
+    return 2;
+  if (!open_program(files[0], o, &mesh, NULL, &p))
     return 1;
-  const Func *f = module_entry(m);
+  const State *st = pipeline_program_state(&p);
+  const Func *f = &st->func;
   g_autoptr(Diag) diag = diag_new(NULL);
   Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
   GError *error = NULL;
   GPtrArray *results = NULL;
   if (run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
     results = interp_run(f, inputs, &error);
-  int status = report_results(o, files[0], m, f, results, diag, error);
+  int status =
+      report_results(o, files[0], &p, st->module, f, results, diag, error);
   if (results)
     g_ptr_array_unref(results);
   free_inputs(f, inputs);
@@ -629,29 +725,29 @@ static int cmd_exec(const Options *o, char **files) {
   CodegenOptions co;
   if (!exec_options(o, &co))
     return 2;
-  Mesh mesh = {0};
-  g_autoptr(Diag) diag = diag_new(NULL);
-  if (o->mesh && !mesh_parse(o->mesh, &mesh, diag)) {
-    print_reason(NULL, diag);
+  Mesh mesh;
+  g_auto(Program) p = {0};
+  if (!job_mesh(o, &mesh))
     return 2;
-  }
-  g_autoptr(RuleSet) rs = o->mesh ? load_rules(o->rule_files) : NULL;
-  g_autoptr(Module) m = o->mesh && !rs ? NULL : load_module(files[0]);
-  if (!m)
+  g_autoptr(RuleSet) rs = load_rules(o->rule_files);
+  if (!rs || !open_program(files[0], o, &mesh, rs, &p))
     return 1;
-  const Func *f = module_entry(m);
+  const State *st = pipeline_program_state(&p);
+  const Func *f = &st->func;
+  g_autoptr(Diag) diag = diag_new(NULL);
   g_auto(Executable) ex = {0};
   Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
   GError *error = NULL;
   GPtrArray *results = NULL;
   /* compile first: a program the code generator refuses is refused
    * before any input is read */
-  if (pipeline_compile(rs, m, f, o->mesh ? &mesh : NULL, &co, &ex, diag) &&
+  if (pipeline_compile(rs, st->module, f, &p.mesh, &co, &ex, diag) &&
       run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
     results = pipeline_execute(&ex, inputs, diag, &error);
   if (results && o->repeat > 0)
     exec_repeat(&ex, inputs, (int)o->repeat, diag, &error);
-  int status = report_results(o, files[0], m, f, results, diag, error);
+  int status =
+      report_results(o, files[0], &p, st->module, f, results, diag, error);
   if (status == 0 && o->profile) {
     g_autoptr(GString) out = g_string_new(NULL);
     codegen_profile_report(ex.code, out);
@@ -689,13 +785,16 @@ static int cmd_compile(const Options *o, char **files) {
     return 2;
   Loaded ld = {0};
   int status = 1;
-  if (!load_program(files[0], o, &ld, &status))
+  if (!load_program(files[0], o, &ld, &status)) {
+    loaded_clear(&ld);
     return status;
-  const Func *f = o->mesh ? ld.l.spmd : module_entry(ld.m);
+  }
+  gboolean lowered = ld.p.mesh.naxes > 0;
+  const Func *f = lowered ? ld.l.spmd : &ld.s->func;
   g_autoptr(Diag) diag = diag_new(NULL);
   gsize len = 0;
-  char *text =
-      codegen_text(o->mesh ? ld.l.names : ld.m, f, &co, kinds[at], &len, diag);
+  char *text = codegen_text(lowered ? ld.l.names : ld.s->module, f, &co,
+                            kinds[at], &len, diag);
   if (!text) {
     print_reason(files[0], diag);
     loaded_clear(&ld);
@@ -751,17 +850,18 @@ static int cmd_rewrite(const Options *o, char **files) {
     g_printerr("partir: rewrite needs --do 'COMMANDS' (or --matches RULE)\n");
     return 2;
   }
+  Mesh mesh;
+  if (!job_mesh(o, &mesh))
+    return 2;
+  g_auto(Program) p = {0};
   g_autoptr(RuleSet) rs = load_rules(o->rule_files);
-  if (!rs)
-    return 1;
-  g_autoptr(Module) m = load_module(files[0]);
-  if (!m)
+  if (!rs || !open_program(files[0], o, &mesh, rs, &p))
     return 1;
   /* 'propagate --resolve' prices on it: given, or cpu2 when needed */
   Hardware hw;
   if ((o->hw || o->hw_sets) && !cost_hardware(o, &hw))
     return 2;
-  g_autoptr(State) s0 = state_new(m);
+  State *s0 = pipeline_program_state(&p);
   g_autoptr(Diag) why = diag_new(NULL);
   g_autoptr(GString) report = g_string_new(NULL);
   g_autoptr(GString) choices = g_string_new(NULL);
@@ -851,6 +951,8 @@ static int cmd_walk(const Options *o, char **files) {
   g_autoptr(RuleSet) rs = load_rules(o->rule_files);
   if (!rs)
     return 1;
+  /* random rewrites from the program as written (its shardings are
+   * rewrites like any other) */
   g_autoptr(Module) m = load_module(files[0]);
   if (!m)
     return 1;
@@ -905,12 +1007,11 @@ static State *tactic_state(const RuleSet *rs, State *s0, const char *script,
   return s;
 }
 
-/* Runs tactic 'script' on 'm' and prints the result into 'out'; FALSE
+/* Runs tactic 'script' on 's0' and prints the result into 'out'; FALSE
  * (with a message) when it fails. */
-static gboolean tactic_apply(const RuleSet *rs, Module *m, const char *script,
+static gboolean tactic_apply(const RuleSet *rs, State *s0, const char *script,
                              GHashTable *options, const Mesh *mesh,
                              const char *hw, gboolean expr, GString *out) {
-  g_autoptr(State) s0 = state_new(m);
   g_autoptr(State) s = tactic_state(rs, s0, script, options, mesh, hw);
   if (!s)
     return FALSE;
@@ -926,22 +1027,18 @@ static const GOptionEntry tactic_entries[] = {
 /* files[0] is the tactic script, files[1] the program. */
 static int cmd_tactic(const Options *o, char **files) {
   Mesh mesh;
-  g_autoptr(Diag) diag = diag_new(NULL);
-  if (!mesh_parse(o->mesh, &mesh, diag)) {
-    print_reason(NULL, diag);
+  if (!job_mesh(o, &mesh))
     return 2;
-  }
   g_autoptr(GHashTable) options = tactic_options(o->tactic_sets);
   if (!options)
     return 2;
+  g_auto(Program) p = {0};
   g_autoptr(RuleSet) rs = load_rules(o->rule_files);
-  if (!rs)
-    return 1;
-  g_autoptr(Module) m = load_module(files[1]);
-  if (!m)
+  if (!rs || !open_program(files[1], o, &mesh, rs, &p))
     return 1;
   g_autoptr(GString) out = g_string_new(NULL);
-  if (!tactic_apply(rs, m, files[0], options, &mesh, o->hw, o->expr, out))
+  if (!tactic_apply(rs, pipeline_program_state(&p), files[0], options, &p.mesh,
+                    o->hw, o->expr, out))
     return 1;
   return write_result(o->output, out);
 }
@@ -966,7 +1063,7 @@ static int cmd_lower(const Options *o, char **files) {
   }
   Loaded ld;
   int status;
-  if (!load_lowered(files[0], o->mesh, o->rule_files, &ld, &status)) {
+  if (!load_lowered(files[0], o, &ld, &status)) {
     loaded_clear(&ld);
     return status;
   }
@@ -1020,7 +1117,7 @@ static int cmd_cost(const Options *o, char **files) {
     return 2;
   Loaded ld;
   int status;
-  if (!load_lowered(files[0], o->mesh, o->rule_files, &ld, &status)) {
+  if (!load_lowered(files[0], o, &ld, &status)) {
     loaded_clear(&ld);
     return status;
   }
@@ -1040,9 +1137,9 @@ static int cmd_cost(const Options *o, char **files) {
 
 /* The program a job exports: the file's, then the tactic's result, then
  * the --do commands'; NULL (with a message) when one fails. */
-static State *export_state(const Options *o, const RuleSet *rs, Module *m,
+static State *export_state(const Options *o, const RuleSet *rs, State *s0,
                            GHashTable *options, const Mesh *mesh) {
-  State *s = state_new(m);
+  State *s = state_ref(s0);
   if (o->tactic) {
     State *next = tactic_state(rs, s, o->tactic, options, mesh, o->hw);
     state_unref(s);
@@ -1093,27 +1190,25 @@ static int cmd_export(const Options *o, char **files) {
     return 2;
   }
   Mesh mesh;
-  g_autoptr(Diag) diag = diag_new(NULL);
-  if (!mesh_parse(o->mesh, &mesh, diag)) {
-    print_reason(NULL, diag);
+  if (!job_mesh(o, &mesh))
     return 2;
-  }
   g_autoptr(GHashTable) options = tactic_options(o->tactic_sets);
   if (!options)
     return 2;
+  g_auto(Program) p = {0};
   g_autoptr(RuleSet) rs = load_rules(o->rule_files);
-  if (!rs)
+  if (!rs || !open_program(files[0], o, &mesh, rs, &p))
     return 1;
-  g_autoptr(Module) m = load_module(files[0]);
-  if (!m)
-    return 1;
-  g_autoptr(State) s = export_state(o, rs, m, options, &mesh);
+  g_autoptr(State) s =
+      export_state(o, rs, pipeline_program_state(&p), options, &p.mesh);
   if (!s)
     return 1;
   g_autoptr(GString) out = g_string_new(NULL);
-  if (!pipeline_export(rs, s, &mesh, form, out, diag)) {
-    g_printerr("partir: %s: cannot export on mesh %s: %s\n", files[0],
-               o->mesh ? o->mesh : "(none)", diag_text(diag));
+  g_autoptr(Diag) diag = diag_new(NULL);
+  if (!pipeline_export(rs, s, &p.mesh, form, out, diag)) {
+    g_autofree char *ms = mesh_to_string(&p.mesh);
+    g_printerr("partir: %s: cannot export on mesh %s: %s\n", files[0], ms,
+               diag_text(diag));
     return 1;
   }
   return write_result(o->output, out);
@@ -1166,18 +1261,21 @@ static int cmd_calibrate(const Options *o, char **files) {
 static const char one_file[] = "needs exactly one FILE (see 'partir help')";
 
 static const Command commands[] = {
-    {"check", "FILE", 1, one_file, 0, NULL, cmd_check},
-    {"fmt", "FILE", 1, one_file, GROUP_EXPR, NULL, cmd_fmt},
-    {"import", "FILE.mlir", 1, one_file, GROUP_OUTPUT, NULL, cmd_import},
-    {"run", "FILE", 1, one_file, 0, run_entries, cmd_run},
+    {"check", "FILE", 1, one_file, GROUP_MESH | GROUP_LOAD, NULL, cmd_check},
+    {"fmt", "FILE", 1, one_file, GROUP_EXPR | GROUP_MESH | GROUP_LOAD, NULL,
+     cmd_fmt},
+    {"import", "FILE.mlir", 1, one_file, GROUP_OUTPUT | GROUP_MESH | GROUP_LOAD,
+     NULL, cmd_import},
+    {"run", "FILE", 1, one_file, GROUP_MESH | GROUP_LOAD, run_entries, cmd_run},
     {"exec", "FILE", 1, one_file,
-     GROUP_MESH | GROUP_RULES | GROUP_CODEGEN | GROUP_EXEC, run_entries,
-     cmd_exec},
+     GROUP_MESH | GROUP_RULES | GROUP_CODEGEN | GROUP_EXEC | GROUP_LOAD,
+     run_entries, cmd_exec},
     {"compile", "FILE", 1, one_file,
-     GROUP_MESH | GROUP_OUTPUT | GROUP_RULES | GROUP_CODEGEN, compile_entries,
-     cmd_compile},
+     GROUP_MESH | GROUP_OUTPUT | GROUP_RULES | GROUP_CODEGEN | GROUP_LOAD,
+     compile_entries, cmd_compile},
     {"rewrite", "FILE", 1, one_file,
-     GROUP_HARDWARE | GROUP_WHAT_IF | GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR,
+     GROUP_HARDWARE | GROUP_WHAT_IF | GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR |
+         GROUP_MESH | GROUP_LOAD,
      rewrite_entries, cmd_rewrite},
     {"rules", "", 0, "takes no FILE (use --rules FILE)", GROUP_RULES, NULL,
      cmd_rules},
@@ -1186,15 +1284,18 @@ static const Command commands[] = {
     {"walk", "FILE", 1, one_file, GROUP_RULES, walk_entries, cmd_walk},
     {"tactic", "SCRIPT.lua FILE", 2,
      "needs SCRIPT.lua and FILE (see 'partir help')",
-     GROUP_MESH | GROUP_HARDWARE | GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR,
+     GROUP_MESH | GROUP_HARDWARE | GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR |
+         GROUP_LOAD,
      tactic_entries, cmd_tactic},
-    {"lower", "FILE", 1, one_file, GROUP_MESH | GROUP_OUTPUT | GROUP_RULES,
-     lower_entries, cmd_lower},
+    {"lower", "FILE", 1, one_file,
+     GROUP_MESH | GROUP_OUTPUT | GROUP_RULES | GROUP_LOAD, lower_entries,
+     cmd_lower},
     {"cost", "FILE", 1, one_file,
-     GROUP_MESH | GROUP_HARDWARE | GROUP_WHAT_IF | GROUP_RULES, NULL, cmd_cost},
+     GROUP_MESH | GROUP_HARDWARE | GROUP_WHAT_IF | GROUP_RULES | GROUP_LOAD,
+     NULL, cmd_cost},
     {"export", "FILE", 1, one_file,
-     GROUP_MESH | GROUP_HARDWARE | GROUP_OUTPUT | GROUP_RULES, export_entries,
-     cmd_export},
+     GROUP_MESH | GROUP_HARDWARE | GROUP_OUTPUT | GROUP_RULES | GROUP_LOAD,
+     export_entries, cmd_export},
     {"calibrate", "", 0, "takes no FILE (use -o OUT.hw)",
      GROUP_OUTPUT | GROUP_RULES, calibrate_entries, cmd_calibrate},
 };

@@ -36,39 +36,82 @@ static gboolean usage_error(Session *s, const char *name) {
 
 /* Loads the program in 'path' as a new state: 'load', and the FILE.pir
  * given on the command line.  The path is remembered even when the file
- * does not parse, so that a plain 'load' reads it again once fixed. */
-gboolean repl_cmd_load_path(Session *s, const char *path) {
+ * does not parse, so that a plain 'load' reads it again once fixed.  The
+ * commands a StableHLO file's shardings become follow as steps of their
+ * own, so 'undo' goes back through them and 'history' lists them after
+ * 'load FILE --shardings ignore', which replays them as written.  The
+ * file's mesh becomes the session's, unless the user set one: then the
+ * file's must be the same. */
+gboolean repl_cmd_load_path(Session *s, const char *path,
+                            gboolean ignore_shardings) {
   if (path != s->load_path) {
     g_free(s->load_path);
     s->load_path = g_strdup(path);
   }
+  s->ignore_shardings = ignore_shardings;
+  LoadOptions lo = {.ignore_shardings = ignore_shardings,
+                    .mesh = s->mesh_of_file ? NULL : &s->mesh,
+                    .rs = s->rs};
   GError *error = NULL;
   g_autoptr(Diag) diags = diag_new(NULL);
-  g_autoptr(Module) m = pipeline_load_program(path, diags, &error);
-  if (error) {
-    repl_report_error(s, "load: %s", error->message);
-    g_error_free(error);
-    return FALSE;
-  }
-  if (!m) {
-    repl_report_diagnostics(diag_text(diags));
+  g_auto(Program) p = {0};
+  if (!pipeline_open_program(path, &lo, &p, diags, &error)) {
+    if (error) {
+      repl_report_error(s, "load: %s", error->message);
+      g_error_free(error);
+    } else {
+      repl_report_diagnostics(diag_text(diags));
+    }
     return FALSE;
   }
   g_autofree char *quoted =
       strpbrk(path, " \t'\"\\;#") ? g_shell_quote(path) : g_strdup(path);
-  g_autofree char *command = g_strdup_printf("load %s", quoted);
-  repl_push_state(s, state_new(m), command, TRUE);
+  g_autofree char *command = g_strdup_printf(
+      "load %s%s", quoted,
+      p.steps->len > 0 || ignore_shardings ? " --shardings ignore" : "");
+  repl_push_state(s, state_ref(p.initial), command, TRUE);
+  for (guint i = 0; i < p.steps->len; i++) {
+    const LayoutStep *st = g_ptr_array_index(p.steps, i);
+    repl_push_state(s, state_ref(st->state), st->command, FALSE);
+  }
+  if (p.mesh_in_file) {
+    s->mesh = p.mesh;
+    s->mesh_of_file = TRUE;
+  } else if (s->mesh_of_file) { /* the last file's mesh goes with it */
+    s->mesh = (Mesh){0};
+    s->mesh_of_file = FALSE;
+  }
   return TRUE;
 }
 
 static gboolean cmd_load(Session *s, const char *text, int argc, char **argv) {
-  if (argc == 2)
-    return repl_cmd_load_path(s, argv[1]);
-  if (!s->load_path) {
+  const char *path = NULL;
+  gboolean ignore = FALSE, given = FALSE;
+  g_autoptr(Diag) why = diag_new(NULL);
+  for (int i = 1; i < argc; i++) {
+    const char *value = NULL;
+    if (strcmp(argv[i], "--shardings") == 0 && i + 1 < argc)
+      value = argv[++i];
+    else if (g_str_has_prefix(argv[i], "--shardings="))
+      value = argv[i] + strlen("--shardings=");
+    else if (argv[i][0] != '-' && !path)
+      path = argv[i];
+    else
+      return usage_error(s, "load");
+    if (value && !pipeline_shardings_option(value, &ignore, why)) {
+      repl_report_error(s, "load: %s", diag_text(why));
+      return FALSE;
+    }
+    given |= value != NULL;
+  }
+  /* a plain 'load' reads the file again as it was read */
+  if (!path && !given)
+    ignore = s->ignore_shardings;
+  if (!path && !s->load_path) {
     repl_report_error(s, "load: no file loaded yet (use 'load FILE')");
     return FALSE;
   }
-  return repl_cmd_load_path(s, s->load_path);
+  return repl_cmd_load_path(s, path ? path : s->load_path, ignore);
 }
 
 /* The expression form of one closed value: the entry function reduced to
@@ -807,6 +850,7 @@ static gboolean cmd_set(Session *s, const char *text, int argc, char **argv) {
       return FALSE;
     }
     s->mesh = mesh;
+    s->mesh_of_file = FALSE;
     return TRUE;
   }
   if (strcmp(argv[1], "show") == 0 && argc == 3 &&
@@ -851,10 +895,15 @@ static gboolean cmd_quit(Session *s, const char *text, int argc, char **argv) {
  * words after the name; 'lua' has no function: repl_run_command runs it,
  * as its code is the rest of the line. */
 const Command repl_commands[] = {
-    {"load", cmd_load, 0, 1, TRUE, COMPLETE_FILE, "load [FILE]",
-     "load a program (.pir); it becomes the current state",
+    {"load", cmd_load, 0, 3, TRUE, COMPLETE_FILE,
+     "load [FILE] [--shardings apply|ignore]",
+     "load a program (.pir or StableHLO .mlir); it becomes the current state",
      "Without FILE, the file last named (on the command line or by 'load')\n"
-     "is read again: fix a program that did not parse, then 'load'."},
+     "is read again: fix a program that did not parse, then 'load'.\n"
+     "A StableHLO file's mesh becomes the session's (one set with 'set mesh'\n"
+     "must be the same), and its shardings become arg-tile and tile commands\n"
+     "and a propagate, each a step 'undo' goes back through; with\n"
+     "--shardings ignore they are left as they are."},
     {"show", cmd_show, 0, ARGS_ANY, FALSE, COMPLETE_VALUE,
      "show [VALUE] [--expr]",
      "print the program, or the statement defining VALUE",

@@ -59,15 +59,20 @@ typedef gboolean (*RunFileFn)(Session *s, const char *path,
 
 struct Session {
   RuleSet *rs;
-  GArray *steps;        /* Step: the undo stack and the redo branch */
-  int top;              /* the current step, -1 before any program */
-  lua_State *lua;       /* the 'partir' Lua state, made on first use */
-  lua_State *syntax;    /* a bare Lua state that only parses (continuation) */
-  Mesh mesh;            /* for tactics and Lua */
-  ShowMode show;        /* what to print after the program changes */
-  State *shown;         /* the state last shown (a reference), or NULL */
-  gboolean cost;        /* print the cost after it changes */
-  char *hw;             /* hardware for 'cost' (a name or a .hw file) */
+  GArray *steps;         /* Step: the undo stack and the redo branch */
+  int top;               /* the current step, -1 before any program */
+  lua_State *lua;        /* the 'partir' Lua state, made on first use */
+  lua_State *syntax;     /* a bare Lua state that only parses (continuation) */
+  Mesh mesh;             /* for tactics and Lua */
+  gboolean mesh_of_file; /* 'mesh' came with the loaded file (its sdy.mesh):
+                            the next file brings its own; one set by the
+                            user a file must agree with */
+  gboolean ignore_shardings; /* 'load --shardings ignore', kept for a
+                                plain 'load' again */
+  ShowMode show;             /* what to print after the program changes */
+  State *shown;              /* the state last shown (a reference), or NULL */
+  gboolean cost;             /* print the cost after it changes */
+  char *hw;                  /* hardware for 'cost' (a name or a .hw file) */
   char *load_path;      /* the file 'load' last named: plain 'load' again */
   gboolean interactive; /* readline, prompts, colour */
   gboolean echo;        /* batch: print each line after a prompt */
@@ -203,8 +208,11 @@ gboolean repl_is_lua_command(const char *p);
 gboolean repl_run_command(Session *s, const char *text);
 /* Shows the program (and its cost) if it changed since the last time. */
 void repl_show_changes(Session *s);
-/* Loads the program in 'path' as a new state ('load', FILE.pir). */
-gboolean repl_cmd_load_path(Session *s, const char *path);
+/* Loads the program in 'path' as a new state ('load', FILE.pir), then
+ * the commands a StableHLO file's shardings become, each a step of its
+ * own (unless 'ignore_shardings'). */
+gboolean repl_cmd_load_path(Session *s, const char *path,
+                            gboolean ignore_shardings);
 
 /* ---------------------------------------------------------- repl-input.c */
 

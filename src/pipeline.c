@@ -6,7 +6,10 @@
  *                requires: nothing.
  *   1. parse     text -> Module, types checked as terms are built
  *                (core/parse.c), or StableHLO text imported
- *                (import/: *.mlir, or text that starts as MLIR does).
+ *                (import/: *.mlir, or text that starts as MLIR does);
+ *                then what the program asks for itself: its mesh, its
+ *                shardings as stage-2 commands (rewrite/layouts.c), its
+ *                checks, compared after a run (eval/expect.c).
  *                requires: nothing (bad text is a Diag).
  *   2. rewrite   engine commands (rewrite/command.c) or a tactic (the
  *                Tactic interface; Lua in bind/lua.c), propagation
@@ -46,6 +49,7 @@
 #include "import/import.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 RuleSet *pipeline_load_rules(const char *const *paths, const Source *extra,
@@ -77,6 +81,179 @@ Module *pipeline_read_program(const char *name, const char *text, gsize len,
   if (mlir)
     return import_text(name, text, len, diags);
   return parse_text(name, text, len, diags);
+}
+
+gboolean pipeline_shardings_option(const char *word, gboolean *ignore,
+                                   Diag *why) {
+  if (g_strcmp0(word, "apply") == 0 || g_strcmp0(word, "ignore") == 0) {
+    *ignore = strcmp(word, "ignore") == 0;
+    return TRUE;
+  }
+  diag_reason(why, "shardings: 'apply' or 'ignore', not '%s'",
+              word ? word : "");
+  return FALSE;
+}
+
+static void program_empty(Program *out, const LoadOptions *o) {
+  *out = (Program){0};
+  out->steps = g_ptr_array_new_with_free_func((GDestroyNotify)layout_step_free);
+  out->checks = g_array_new(FALSE, TRUE, sizeof(HloCheck));
+  if (o->mesh && o->mesh->naxes > 0) {
+    out->has_mesh = TRUE;
+    out->mesh = *o->mesh;
+  }
+}
+
+/* The layouts an import's shardings ask for. */
+static ValueLayout *layouts_of(const Imported *im) {
+  ValueLayout *ls = g_new0(ValueLayout, MAX(im->shardings->len, 1));
+  for (guint i = 0; i < im->shardings->len; i++) {
+    const ImportedSharding *is = g_ptr_array_index(im->shardings, i);
+    ValueLayout *l = &ls[i];
+    l->value = is->value;
+    l->rank = is->sharding.rank;
+    l->origin = is->origin;
+    for (int d = 0; d < l->rank; d++) {
+      const ShardingDim *dim = &is->sharding.dims[d];
+      l->naxes[d] = dim->naxes;
+      memcpy(l->axes[d], dim->axes, sizeof dim->axes);
+    }
+  }
+  return ls;
+}
+
+/* The commands an import's shardings become, from 'out->initial'. */
+static gboolean apply_shardings(const Imported *im, const LoadOptions *o,
+                                Program *out, const char *name, Diag *diags) {
+  if (im->shardings->len == 0)
+    return TRUE;
+  g_autoptr(RuleSet) own = NULL;
+  const RuleSet *rs = o->rs;
+  if (!rs && !(rs = own = pipeline_load_rules(NULL, NULL, diags)))
+    return FALSE;
+  g_autofree ValueLayout *ls = layouts_of(im);
+  g_autoptr(Diag) why = diag_new(NULL);
+  State *last = rw_apply_layouts(rs, out->initial, ls, (int)im->shardings->len,
+                                 &out->mesh, NULL, out->steps, why);
+  if (!last) {
+    diag_reason(diags, "%s: its shardings cannot be applied: %s\n", name,
+                diag_text(why));
+    return FALSE;
+  }
+  state_unref(last);
+  return TRUE;
+}
+
+/* Stage 1 on 'src' (taken), then the commands its shardings ask for. */
+static gboolean open_source(Source *src, const LoadOptions *o, Program *out,
+                            Diag *diags);
+
+/* open_source, 'out' left empty when it fails. */
+static gboolean open_or_clear(Source *src, const LoadOptions *o, Program *out,
+                              Diag *diags) {
+  if (open_source(src, o, out, diags))
+    return TRUE;
+  pipeline_program_clear(out);
+  return FALSE;
+}
+
+static gboolean open_source(Source *src, const LoadOptions *o, Program *out,
+                            Diag *diags) {
+  program_empty(out, o);
+  gboolean mlir = g_str_has_suffix(src->name, ".mlir") ||
+                  (!g_str_has_suffix(src->name, ".pir") &&
+                   import_is_mlir(src->text, src->len));
+  if (!mlir) {
+    out->module = read_module_source(parse_module, src, diags);
+    source_free(src);
+    if (!out->module)
+      return FALSE;
+    out->initial = state_new(out->module);
+    return TRUE;
+  }
+  ImportOptions io = {.shardings = !o->ignore_shardings, .mesh = o->mesh};
+  Diag d;
+  diag_init(&d, src);
+  g_autoptr(Imported) im = import_program(src, &io, &d);
+  if (!im)
+    diag_reason(diags, "%s", diag_text(&d));
+  diag_clear(&d);
+  if (!im) {
+    source_free(src);
+    return FALSE;
+  }
+  out->module = module_ref(im->module);
+  out->initial = state_new(out->module);
+  out->has_mesh = im->has_mesh;
+  out->mesh_in_file = im->mesh_in_file;
+  out->mesh = im->mesh;
+  g_array_append_vals(out->checks, im->checks->data, im->checks->len);
+  gboolean ok = apply_shardings(im, o, out, src->name, diags);
+  if (ok && out->checks->len > 0)
+    out->src = src;
+  else
+    source_free(src);
+  return ok;
+}
+
+gboolean pipeline_open_program(const char *path, const LoadOptions *o,
+                               Program *out, Diag *diags, GError **error) {
+  Source *src = NULL;
+  *out = (Program){0};
+  if (!source_load(path, &src, error))
+    return FALSE;
+  return open_or_clear(src, o, out, diags);
+}
+
+gboolean pipeline_open_text(const char *name, const char *text, gsize len,
+                            const LoadOptions *o, Program *out, Diag *diags) {
+  return open_or_clear(source_new(name, text, len), o, out, diags);
+}
+
+State *pipeline_program_state(const Program *p) {
+  if (p->steps->len == 0)
+    return p->initial;
+  return ((LayoutStep *)g_ptr_array_index(p->steps, p->steps->len - 1))->state;
+}
+
+void pipeline_program_clear(Program *p) {
+  if (p->steps)
+    g_ptr_array_unref(p->steps);
+  if (p->checks)
+    g_array_unref(p->checks);
+  state_unref(p->initial);
+  module_free(p->module);
+  source_free(p->src);
+  *p = (Program){0};
+}
+
+gboolean pipeline_check_results(const Program *p, GPtrArray *results,
+                                GString *passed, GString *failed) {
+  gboolean ok = TRUE;
+  for (guint i = 0; i < p->checks->len; i++) {
+    const HloCheck *c = &g_array_index(p->checks, HloCheck, i);
+    static const ExpectKind kinds[] = {[HLO_CHECK_EQ] = EXPECT_EQ,
+                                       [HLO_CHECK_ALMOST_EQ] = EXPECT_ALMOST_EQ,
+                                       [HLO_CHECK_CLOSE] = EXPECT_CLOSE};
+    Expect e = {.kind = kinds[c->kind],
+                .tolerance = c->tolerance,
+                .min_ulp = c->min_ulp,
+                .max_ulp = c->max_ulp};
+    g_autoptr(GString) why = g_string_new(NULL);
+    if (tensor_expect(&e, g_ptr_array_index(results, c->actual),
+                      g_ptr_array_index(results, c->expected), why)) {
+      g_string_append_printf(passed, "%s:%d:%d: %s: ok\n", p->src->name,
+                             c->loc.line, c->loc.col, c->name);
+      continue;
+    }
+    ok = FALSE;
+    Diag d;
+    diag_init(&d, p->src);
+    diag_error(&d, c->loc, "%s failed: %s", c->name, why->str);
+    g_string_append(failed, diag_text(&d));
+    diag_clear(&d);
+  }
+  return ok;
 }
 
 /* The cost model as the rewrite layer's Pricer (propagate --resolve):

@@ -37,6 +37,53 @@ Module *pipeline_load_program(const char *path, Diag *diags, GError **error);
 Module *pipeline_read_program(const char *name, const char *text, gsize len,
                               Diag *diags);
 
+/* Stage 1 with what the program itself asks for.  A StableHLO program
+ * may name its mesh ('sdy.mesh') and the shardings of its values
+ * (docs/stablehlo.md): the mesh becomes the program's (one the caller
+ * gives must be the same), and the shardings become the engine commands
+ * that make them ('arg-tile', 'tile', then 'propagate': stage 2, through
+ * rewrite/layouts.c), each kept with its state, so that a front end
+ * records them as it records the user's (undo, history, trace).  It may
+ * also check its own values (StableHLO's check operations): what they
+ * compare are results of the program, and pipeline_check_results
+ * compares them after a run. */
+typedef struct LoadOptions {
+  gboolean ignore_shardings; /* leave meshes and shardings as they are */
+  const Mesh *mesh;          /* the mesh the caller names, or NULL */
+  const RuleSet *rs; /* the rules for the commands; NULL: the default rule
+                        files, loaded when a program has shardings */
+} LoadOptions;
+
+typedef struct Program {
+  Module *module;        /* the program as written */
+  State *initial;        /* its state */
+  GPtrArray *steps;      /* LayoutStep*: the commands its shardings became */
+  gboolean has_mesh;     /* 'mesh' is the program's: the file's or given */
+  gboolean mesh_in_file; /* ... declared by the file */
+  Mesh mesh;
+  GArray *checks; /* HloCheck: the checks of its results (may be empty) */
+  Source *src;    /* its text, when it has checks (their reports quote it) */
+} Program;
+
+gboolean pipeline_open_program(const char *path, const LoadOptions *o,
+                               Program *out, Diag *diags, GError **error);
+gboolean pipeline_open_text(const char *name, const char *text, gsize len,
+                            const LoadOptions *o, Program *out, Diag *diags);
+/* The program after its commands (borrowed). */
+State *pipeline_program_state(const Program *p);
+void pipeline_program_clear(Program *p);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Program, pipeline_program_clear)
+/* "--shardings" as its words say: "apply" (FALSE) or "ignore" (TRUE);
+ * FALSE return with the reason for any other word. */
+gboolean pipeline_shardings_option(const char *word, gboolean *ignore,
+                                   Diag *why);
+/* Whether 'results' of a run of 'p' pass its checks: a line for each
+ * check that passes appended to 'passed' ("f.mlir:9:3: check.expect_eq:
+ * ok"), a positioned error with the source line for each that fails to
+ * 'failed'. */
+gboolean pipeline_check_results(const Program *p, GPtrArray *results,
+                                GString *passed, GString *failed);
+
 /* Stage 2, rewrite: engine commands ("arg-tile 0 0 8; propagate"), or a
  * tactic.  A tactic is a service of a higher layer (the Lua binding
  * implements it): a function from state to state.

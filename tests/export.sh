@@ -173,15 +173,18 @@ check "...and in each device's program (one part of the tile: 4 products)" \
 # ----------------------------------------------------------- round trips
 # export, import: the same values as the original (the interpreter on
 # both, the same seed); import, export, import again: the same term; and
-# for a program without loops, the same text at once.
+# for a program without loops, the same text at once.  The imports here
+# leave the shardings alone (--shardings ignore), so each gives the
+# program as written and the exports run the same tactic; that the
+# shardings come back is checked after.
 roundtrip() { # roundtrip LABEL FILE same|term EXPORT-OPTIONS...
   label=$1 file=$2 text=$3
   shift 3
   out=$tmp/rt.$(basename "$file")
   "$PARTIR" export "$file" "$@" -o "$out.mlir" 2>"$tmp/err" &&
-    "$PARTIR" import "$out.mlir" -o "$out.pir" &&
+    "$PARTIR" import "$out.mlir" --shardings ignore -o "$out.pir" &&
     "$PARTIR" export "$out.pir" "$@" -o "$out.again.mlir" &&
-    "$PARTIR" import "$out.again.mlir" -o "$out.again.pir"
+    "$PARTIR" import "$out.again.mlir" --shardings ignore -o "$out.again.pir"
   check "$label: export, import, export, import gives the same term" \
     sh -c "test -s '$out.pir' && cmp -s '$out.pir' '$out.again.pir'"
   [ "$text" = same ] &&
@@ -191,6 +194,14 @@ roundtrip() { # roundtrip LABEL FILE same|term EXPORT-OPTIONS...
 roundtrip "every operator" "$fx/export/ops.pir" same
 roundtrip "the MLP (Megatron's shardings)" "$mlp" same --mesh model=2 --tactic "$tactics/megatron.lua"
 roundtrip "loops, unrolled" "$fx/export/loops.pir" term --mesh model=2
+# the export imported with its shardings applied lowers to the layouts
+# the tactic gave: the signature's dist annotations are the same
+dists() { "$PARTIR" lower "$1" --mesh model=2 | head -n 1 | grep -o '{dist[^}]*}'; }
+"$PARTIR" tactic "$tactics/megatron.lua" "$mlp" --mesh model=2 -o "$tmp/mlp.m.pir"
+dists "$tmp/mlp.m.pir" >"$tmp/d1"
+dists "$tmp/rt.$(basename "$mlp").mlir" >"$tmp/d2"
+check "the MLP's export, imported with its shardings, lowers to the tactic's layouts" \
+  sh -c "test -s '$tmp/d1' && cmp -s '$tmp/d1' '$tmp/d2'"
 "$PARTIR" run "$fx/export/ops.pir" --seed 4 -o "$tmp/ops.run" >/dev/null
 "$PARTIR" run "$tmp/rt.ops.pir.pir" --seed 4 -o "$tmp/ops.rt.run" >/dev/null
 same=0 files=0
@@ -303,7 +314,12 @@ else
 fi
 
 # ------------------------------------------------- JAX and XLA run them
+# PARTIR_JAX_PYTHON, else the environment tests/referee.sh (earlier in
+# TESTS) made once it is complete (its stamp written), else python3
+venv=${abs_top_builddir:-.}/tests/.venv
 JAX_PYTHON=${PARTIR_JAX_PYTHON:-python3}
+[ -z "${PARTIR_JAX_PYTHON:-}" ] && [ -f "$venv/.requirements" ] &&
+  JAX_PYTHON=$venv/bin/python
 if "$JAX_PYTHON" -c 'import jax' >/dev/null 2>&1; then
   mkdir -p "$tmp/jax"
   "$JAX_PYTHON" "$top_srcdir/tests/export-jax.py" "$PARTIR" "$top_srcdir" "$tmp/jax" \

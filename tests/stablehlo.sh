@@ -4,8 +4,10 @@
 # import and compute what JAX/XLA computed (tests/fixtures/stablehlo/
 # gen_jax.py made the fixtures; no JAX is needed here); the generic and
 # pretty forms import alike; every command takes .mlir; partitioning an
-# import works; every operation partir cannot express is listed in one
-# error; bad input gets a positioned error, never a crash.
+# import works; the shardings of JAX's sharded exports partition it as
+# they say; a file's checks check it; every operation partir cannot
+# express is listed in one error; bad input gets a positioned error,
+# never a crash.
 . "$top_srcdir/tests/tap.sh"
 fx=$top_srcdir/tests/fixtures/stablehlo
 ex_fx=$top_srcdir/tests/fixtures/examples
@@ -229,6 +231,218 @@ check "...Megatron: one all_reduce over model, 512 B" \
 check "...and both agree with the interpreter on simulated devices" sh -c \
   "'$PARTIR' lower '$tmp/ts-b.pir' --mesh batch=2 --simulate >/dev/null &&
    '$PARTIR' lower '$tmp/ts-m.pir' --mesh model=2 --simulate >/dev/null"
+
+# ------------------------------------------------------- shardings in
+# JAX's exports with NamedSharding inputs (gen_jax.py, on a fake mesh of
+# CPU devices), in Shardy's form (sdy.mesh, #sdy.sharding: the file names
+# its mesh) and in GSPMD's (mhlo.sharding strings of device ids: the mesh
+# given with --mesh).  What each must lower to follows from its shardings
+# by hand:
+#   mlp_relu.model        w0's columns and w1's rows over model=2: the two
+#                         products meet in one sum, one all_reduce of the
+#                         16x64 f32 result (4096 B) and nothing else
+#   mlp_relu.batch        x's rows over batch=2: each device its own rows,
+#                         no collective
+#   mlp_relu.batch_model  both: one all_reduce over model of a device's
+#                         8x64 rows (2048 B)
+#   mlp_train_step.batch  the training step data parallel: the two
+#                         gradients and the loss all-reduced over batch
+#                         (3, 6148 B: as batch.lua makes it, above)
+#   transformer_layer.model  Megatron's split of the layer: attention's
+#                         and the MLP's sums, two all_reduces (as
+#                         megatron.lua makes it, above) and nothing else
+sharded_mesh() {
+  case $1 in
+  *.model) echo model=2 ;;
+  *.batch) echo batch=2 ;;
+  mlp_relu.batch_model) echo batch=2,model=2 ;;
+  layout) echo x=2,y=4 ;;
+  esac
+}
+# run_sharded NAME FORM: runs NAME.FORM.mlir on its model's inputs and
+# compares each result with NAME.expected<k>.npy (JAX's sharded jit's)
+run_sharded() {
+  f=$fx/$1.$2.mlir
+  out=$tmp/run-$1.$2
+  # shellcheck disable=SC2046 # word splitting wanted: the options
+  "$PARTIR" run "$f" $(mesh_opt "$1" "$2") \
+    $(inputs "$fx/$1.sdy.mlir" $(model_inputs "${1%.*}")) -o "$out" \
+    >"$tmp/stdout" 2>"$tmp/err"
+  k=0
+  for result in $(sed -n 's/^\([^ []*\) = .*/\1/p' "$tmp/stdout"); do
+    near "$out/$result.npy" "$fx/$1.expected$k.npy" 1e-5 \
+      "...partitioned, its result $k is what JAX's sharded jit computed"
+    k=$((k + 1))
+  done
+  check "...as many results as JAX's" \
+    test "$k" -eq "$(find "$fx" -name "$1.expected*.npy" | wc -l)"
+}
+# mesh_opt NAME FORM: the --mesh a GSPMD export needs (Shardy's names its
+# own)
+mesh_opt() {
+  if [ "$2" = gspmd ]; then printf -- '--mesh %s' "$(sharded_mesh "$1")"; fi
+}
+# only_collective STATS LINE: LINE (a regular expression) is the one
+# collective of the 'lower --stats' output STATS
+only_collective() {
+  grep -Eq "^  $2\$" "$1" && test "$(grep -Ec '^  [a-z_]+ over ' "$1")" -eq 1
+}
+for form in sdy gspmd; do
+  for name in mlp_relu.model mlp_relu.batch mlp_relu.batch_model \
+    mlp_train_step.batch transformer_layer.model; do
+    f=$fx/$name.$form.mlir
+    # shellcheck disable=SC2046 # word splitting wanted: --mesh M or nothing
+    $VALGRIND "$PARTIR" lower "$f" $(mesh_opt "$name" "$form") --stats \
+      --simulate >"$tmp/$name.$form.stats" 2>&1
+    st=$?
+    check "$name.$form.mlir lowers and simulates as the interpreter runs it" \
+      sh -c "test $st -eq 0 && grep -q 'results agree with the interpreter' '$tmp/$name.$form.stats'"
+    case $name in
+    mlp_relu.model)
+      check "...Megatron's split: exactly one all_reduce over model, 4096 B" \
+        only_collective "$tmp/$name.$form.stats" 'all_reduce over model +1 +4096 bytes'
+      ;;
+    mlp_relu.batch)
+      check "...data parallel: no collectives" \
+        grep -q '^  none$' "$tmp/$name.$form.stats"
+      ;;
+    mlp_relu.batch_model)
+      check "...both: exactly one all_reduce over model, 2048 B" \
+        only_collective "$tmp/$name.$form.stats" 'all_reduce over model +1 +2048 bytes'
+      ;;
+    mlp_train_step.batch)
+      # shellcheck disable=SC2046
+      "$PARTIR" cost "$f" $(mesh_opt "$name" "$form") >"$tmp/$name.cost" 2>&1
+      check "...data parallel: 3 all_reduces over batch, 6148 B, nothing else" \
+        sh -c "grep -Eq '^  all_reduce +batch +2 +3  6148 B' '$tmp/$name.cost' &&
+               test \$(grep -Ec '^  (all_|reduce_|shard)' '$tmp/$name.cost') -eq 1"
+      ;;
+    transformer_layer.model)
+      check "...Megatron's split: exactly two all_reduces over model" \
+        only_collective "$tmp/$name.$form.stats" 'all_reduce over model +2 +[0-9]+ bytes'
+      ;;
+    esac
+    run_sharded "$name" "$form"
+  done
+done
+# a 16x8 value on x=2,y=4 split every way the two forms write
+# differently: the argument's rows over y and columns over x (GSPMD: a
+# transposed grid), a constraint over x and y on one dimension (a tile
+# of the x chunk over y), the result's columns over y (x replicating it)
+"$PARTIR" lower "$fx/layout.sdy.mlir" >"$tmp/layout.sdy" 2>&1
+"$PARTIR" lower "$fx/layout.gspmd.mlir" --mesh x=2,y=4 >"$tmp/layout.gspmd" 2>&1
+check "layout: the Shardy and the GSPMD export lower to the same program" \
+  sh -c "test -s '$tmp/layout.sdy' && cmp -s '$tmp/layout.sdy' '$tmp/layout.gspmd'"
+check "...its argument split [[y], [x]], its result [[], [y]] on mesh {x = 2, y = 4}" \
+  grep -qF 'spmd @main(%arg0: tensor<4x4xf32> {dist = [["y"], ["x"]]}) -> (tensor<16x2xf32> {dist = [[], ["y"]], replicated = ["x"]}) mesh {x = 2, y = 4}' "$tmp/layout.sdy"
+check "...the constraint's dimension split over x, then y: a tile in a tile" \
+  sh -c "'$PARTIR' import '$fx/layout.sdy.mlir' | grep -A2 '!partir.range<16,8> @\"x\"' | grep -q '!partir.range<8,2> @\"y\"'"
+for form in sdy gspmd; do
+  # shellcheck disable=SC2046 # word splitting wanted: --mesh M or nothing
+  check "layout.$form.mlir simulates as the interpreter runs it" quiet \
+    "$PARTIR" lower "$fx/layout.$form.mlir" $(mesh_opt layout "$form") --simulate
+  # shellcheck disable=SC2046
+  "$PARTIR" run "$fx/layout.$form.mlir" $(mesh_opt layout "$form") \
+    -i arg0="$fx/layout.a.npy" -o "$tmp/run-layout.$form" >/dev/null 2>&1
+  near "$tmp/run-layout.$form/result0.npy" "$fx/layout.expected0.npy" 1e-6 \
+    "...and computes what JAX's sharded jit computed"
+done
+
+# hand-written: Shardy's other forms (device_ids in order, a mesh no
+# sharding names, '?', priorities, replicated={...}) and GSPMD's (device
+# lists, an iota transposed, last_tile_dim_replicate); both say x's rows
+# over x and w's columns over y, so every device computes its own block
+hand=$tmp/hand
+"$PARTIR" lower "$fx/sdy_forms.mlir" --stats --simulate >"$hand.sdy" 2>&1
+"$PARTIR" lower "$fx/gspmd_forms.mlir" --mesh x=2,y=2 --stats --simulate >"$hand.gspmd" 2>&1
+check "sdy_forms.mlir: no collectives, x [[x], []] and w [[], [y]], the result [[x], [y]]" \
+  sh -c "grep -q '^  none$' '$hand.sdy' &&
+         grep -qF '%x: tensor<4x4xf32> {dist = [[\"x\"], []], replicated = [\"y\"]}, %w: tensor<4x3xf32> {dist = [[], [\"y\"]], replicated = [\"x\"]}' '$hand.sdy' &&
+         grep -qF '(tensor<4x3xf32> {dist = [[\"x\"], [\"y\"]]})' '$hand.sdy' &&
+         grep -q 'results agree with the interpreter' '$hand.sdy'"
+check "gspmd_forms.mlir lowers to the same program" \
+  sh -c "test -s '$hand.gspmd' && cmp -s '$hand.sdy' '$hand.gspmd'"
+check "partitioned by its shardings or not, sdy_forms.mlir computes the same" \
+  sh -c "'$PARTIR' run '$fx/sdy_forms.mlir' --seed 3 >'$hand.a' &&
+         '$PARTIR' run '$fx/sdy_forms.mlir' --seed 3 --shardings ignore >'$hand.i' &&
+         test -s '$hand.a' && cmp -s '$hand.a' '$hand.i'"
+
+# the file's mesh is the program's: a --mesh must be the same, and the
+# error names both
+sdy=$fx/mlp_relu.model.sdy.mlir
+check "a --mesh equal to the file's is accepted" \
+  quiet "$PARTIR" lower "$sdy" --mesh model=2
+"$PARTIR" lower "$sdy" --mesh model=4 >/dev/null 2>"$tmp/err"
+st=$?
+check "another --mesh is refused, naming both meshes, at the file's sdy.mesh" \
+  sh -c "test $st -eq 1 && grep -qF \"mlp_relu.model.sdy.mlir:2:3: error: the mesh given (model=4) is not the file's mesh @mesh (model=2)\" '$tmp/err'"
+check "with --shardings ignore the file is the program as written (any mesh)" \
+  sh -c "'$PARTIR' import '$sdy' --shardings ignore --mesh model=4 >'$tmp/ign' &&
+         '$PARTIR' import '$relu' >'$tmp/plain' && cmp -s '$tmp/ign' '$tmp/plain'"
+"$PARTIR" import "$sdy" --shardings sometimes >/dev/null 2>"$tmp/err"
+st=$?
+check "--shardings takes apply or ignore (a usage error: status 2)" \
+  sh -c "test $st -eq 2 && grep -q \"'apply' or 'ignore', not 'sometimes'\" '$tmp/err'"
+check "partir import prints the program its shardings make: one sum over model" \
+  sh -c "'$PARTIR' import '$sdy' | grep -c 'partir.sum (%r : !partir.range<64,32> @\"model\")' | grep -qx 1"
+
+# the actions are the user's: the REPL's history lists them and undo goes
+# back through them to the program as written; the protocol's trace
+# lists them and replays them; Lua's load returns them
+printf 'history\nundo 3\nshow\nset mesh\n' | "$PARTIR_REPL" "$sdy" >"$tmp/repl" 2>&1
+printf '%s\n' "load $sdy --shardings ignore" 'arg-tile arg1 1 32 model' \
+  'arg-tile arg2 0 32 model' 'propagate' >"$tmp/history"
+check "REPL: history lists 'load ... --shardings ignore' and the three actions" \
+  sh -c "grep -A3 '^load ' '$tmp/repl' | cmp -s - '$tmp/history'"
+check "...undo 3 reaches the program as written; the session's mesh is the file's" \
+  sh -c "'$PARTIR' import '$sdy' --shardings ignore >'$tmp/written' &&
+         sed -n '/^func @main/,/^}/p' '$tmp/repl' | cmp -s - '$tmp/written' &&
+         grep -qx 'mesh = model=2' '$tmp/repl'"
+check "...replaying the history as a script gives the program partir import gives" \
+  sh -c "printf 'source %s\nshow\n' '$tmp/history' | '$PARTIR_REPL' 2>/dev/null |
+           sed -n '/^func @main/,/^}/p' >'$tmp/replayed' &&
+         '$PARTIR' import '$sdy' | cmp -s - '$tmp/replayed'"
+{
+  printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"reset","params":{"path":"'"$sdy"'"}}'
+  printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"trace","params":{"state":1}}'
+  printf '%s\n' '{"jsonrpc":"2.0","id":3,"method":"replay","params":{"path":"'"$sdy"'","trace":["arg-tile arg1 1 32 model","arg-tile arg2 0 32 model","propagate"]}}'
+  printf '%s\n' '{"jsonrpc":"2.0","id":4,"method":"reset","params":{"path":"'"$sdy"'","shardings":"ignore"}}'
+} | "$PARTIR_REPL" --json --allow "$fx" >"$tmp/proto" 2>&1
+check "protocol: reset's trace is the three actions" \
+  grep -qF '{"jsonrpc":"2.0","id":2,"result":{"actions":["arg-tile arg1 1 32 model","arg-tile arg2 0 32 model","propagate"]}}' "$tmp/proto"
+# hash_of ID: the state hash in the reply to request ID
+hash_of() {
+  sed -n "s/^{\"jsonrpc\":\"2.0\",\"id\":$1,.*\"hash\":\"\\([0-9a-f]*\\)\".*/\\1/p" "$tmp/proto"
+}
+check "...replaying them from the program as written gives reset's state" \
+  sh -c "test -n '$(hash_of 1)' && test '$(hash_of 1)' = '$(hash_of 3)' &&
+         test -n '$(hash_of 4)' && test '$(hash_of 1)' != '$(hash_of 4)'"
+printf 'lua local s, i = partir.load("%s"); print(i.mesh, #i.actions, i.actions[3], i.written ~= s)\n' "$sdy" |
+  "$PARTIR_REPL" "$relu" >"$tmp/lua" 2>&1
+check "Lua: partir.load gives the mesh, the actions and the state as written" \
+  grep -qx 'model=2	3	propagate	true' "$tmp/lua"
+
+# -------------------------------------------------------------- checks
+# checks.mlir asserts its own values (worked out by hand in the file):
+# run and exec (compiled, a thread a device on the file's mesh x=2)
+# report each check and pass; a failing check (checks_fail.mlir) exits 1
+# with its position and its first difference
+(cd "$fx" && "$PARTIR" run checks.mlir) >"$tmp/out" 2>"$tmp/err"
+st=$?
+check "checks.mlir: run passes its 10 checks" \
+  sh -c "test $st -eq 0 && test \$(grep -c ': ok\$' '$tmp/err') -eq 10 &&
+         grep -q '^ok = tensor<i1>' '$tmp/out'"
+check "...a line for each: checks.mlir:34:11: @check.eq: ok" \
+  grep -qxF 'checks.mlir:34:11: @check.eq: ok' "$tmp/err"
+"$PARTIR" exec "$fx/checks.mlir" >/dev/null 2>"$tmp/err"
+st=$?
+check "...compiled and run on the file's mesh, it passes them too" \
+  sh -c "test $st -eq 0 && test \$(grep -c ': ok\$' '$tmp/err') -eq 10"
+(cd "$fx" && "$PARTIR" run checks_fail.mlir) >/dev/null 2>"$tmp/err"
+st=$?
+check "a failing check: status 1, its position and first difference" \
+  sh -c "test $st -eq 1 && grep -qxF 'checks_fail.mlir:8:3: error: check.expect_almost_eq_const failed: 1 of 4 elements differs; at [2] it is 2, expected 2.5 (tolerance 0.0001)' '$tmp/err' &&
+         grep -qxF 'checks_fail.mlir:9:3: check.expect_eq_const: ok' '$tmp/err'"
 
 # ---------------------------------------------------- what is refused
 "$PARTIR" check "$fx/unsupported.mlir" >/dev/null 2>"$tmp/unsup"

@@ -6,7 +6,11 @@
  * input as it was).  The verbs are the engine's commands (rewrite/command.c),
  * so Lua, the REPL and the CLI mean the same thing by "arg-tile 0 0 8".
  *
- *   partir.parse(text [, name]) / partir.load(path)   -> state
+ *   partir.parse(text [, name [, opts]]) / partir.load(path [, opts])
+ *       -> state, {mesh, actions, written}
+ *       (opts: shardings = "apply"|"ignore", mesh = "batch=2,...": a
+ *       StableHLO program's own mesh and the commands its shardings
+ *       became; 'written' is the state before them)
  *   partir.rules([substring])                         -> {{name, origin, text}}
  *   s:print([expr]) s:check() s:args() s:values() s:regions()
  *   s:matches(rule) s:apply(rule [, at [, params]])
@@ -79,35 +83,96 @@ static int raise_error(lua_State *L, Diag *why) {
 
 /* ------------------------------------------------------ making states */
 
-/* Pushes a state of 'm' (taking it), or raises 'why' when 'm' is NULL. */
-static int push_parsed(lua_State *L, Module *m, Diag *why) {
-  if (!m)
-    return raise_error(L, why);
-  diag_free(why);
-  State *s = state_new(m);
-  module_free(m);
-  push_state(L, s);
-  return 1;
+/* The options table at 'i' of load and parse (may be absent): 'mesh' into
+ * 'mesh' (its words checked), 'shardings' into 'o'.  Raises on a bad
+ * one, before anything is allocated. */
+static void check_load_options(lua_State *L, int i, LoadOptions *o,
+                               Mesh *mesh) {
+  *o = (LoadOptions){.rs = rules_of(L)};
+  *mesh = (Mesh){0};
+  if (lua_isnoneornil(L, i))
+    return;
+  luaL_checktype(L, i, LUA_TTABLE);
+  Diag why;
+  diag_init(&why, NULL);
+  lua_getfield(L, i, "shardings");
+  const char *shardings = lua_tostring(L, -1);
+  gboolean ok = lua_isnil(L, -1) ||
+                (shardings && pipeline_shardings_option(
+                                  shardings, &o->ignore_shardings, &why));
+  lua_pop(L, 1);
+  lua_getfield(L, i, "mesh");
+  const char *spec = lua_tostring(L, -1);
+  if (ok && !lua_isnil(L, -1))
+    ok = spec && mesh_parse(spec, mesh, &why);
+  lua_pop(L, 1);
+  if (ok) {
+    diag_clear(&why);
+    o->mesh = mesh;
+    return;
+  }
+  lua_pushfstring(L, "options: %s",
+                  diag_any(&why) ? diag_text(&why)
+                                 : "'shardings' and 'mesh' are strings");
+  diag_clear(&why);
+  lua_error(L);
+}
+
+/* Pushes the program's state after its own commands, and a table: its
+ * 'mesh' (nil: none), the 'actions' its shardings became, and the state
+ * as 'written'.  Takes 'p'. */
+static int push_program(lua_State *L, Program *p) {
+  push_state(L, state_ref(pipeline_program_state(p)));
+  lua_createtable(L, 0, 3);
+  if (p->has_mesh) {
+    g_autofree char *m = mesh_to_string(&p->mesh);
+    lua_pushstring(L, m);
+    lua_setfield(L, -2, "mesh");
+  }
+  lua_createtable(L, (int)p->steps->len, 0);
+  for (guint k = 0; k < p->steps->len; k++) {
+    lua_pushstring(L, ((const LayoutStep *)p->steps->pdata[k])->command);
+    lua_rawseti(L, -2, (lua_Integer)k + 1);
+  }
+  lua_setfield(L, -2, "actions");
+  push_state(L, state_ref(p->initial));
+  lua_setfield(L, -2, "written");
+  pipeline_program_clear(p);
+  return 2;
 }
 
 static int l_parse(lua_State *L) {
   size_t len;
   const char *text = luaL_checklstring(L, 1, &len);
   const char *name = luaL_optstring(L, 2, "(lua)");
+  LoadOptions o;
+  Mesh mesh;
+  check_load_options(L, 3, &o, &mesh);
   Diag *why = diag_new(NULL);
-  return push_parsed(L, pipeline_read_program(name, text, len, why), why);
+  Program p;
+  if (!pipeline_open_text(name, text, len, &o, &p, why))
+    return raise_error(L, why);
+  diag_free(why);
+  return push_program(L, &p);
 }
 
 static int l_load(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
+  LoadOptions o;
+  Mesh mesh;
+  check_load_options(L, 2, &o, &mesh);
   Diag *why = diag_new(NULL);
   GError *error = NULL;
-  Module *m = pipeline_load_program(path, why, &error);
-  if (error) {
-    diag_reason(why, "%s", error->message);
-    g_error_free(error);
+  Program p;
+  if (!pipeline_open_program(path, &o, &p, why, &error)) {
+    if (error) {
+      diag_reason(why, "%s", error->message);
+      g_error_free(error);
+    }
+    return raise_error(L, why);
   }
-  return push_parsed(L, m, why);
+  diag_free(why);
+  return push_program(L, &p);
 }
 
 static int l_rules(lua_State *L) {

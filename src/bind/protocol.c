@@ -834,13 +834,32 @@ static gboolean load_hw(Proto *pr, const char *hw, Hardware *out, Fail *f) {
   return FALSE;
 }
 
-/* Makes a root entry from reset/replay parameters. */
-static Entry *new_root(Proto *pr, J *p, Fail *f) {
-  const char *program, *path, *mesh_spec, *hw_name;
+/* The trace of the commands a program's shardings became: the actions
+ * of a reset's root. */
+static Trace *steps_trace(GPtrArray *steps) {
+  Trace *t = NULL;
+  for (guint i = 0; i < steps->len; i++) {
+    const char *command = ((const LayoutStep *)steps->pdata[i])->command;
+    gsize n = strlen(command);
+    Trace *next = g_malloc(sizeof(Trace) + n + 1);
+    next->refcount = 1;
+    next->up = t;
+    memcpy(next->action, command, n + 1);
+    t = next;
+  }
+  return t;
+}
+
+/* Makes a root entry from reset/replay parameters: the program after
+ * the commands its shardings became ('sharded', reset: they are its
+ * trace), or as written (replay: a trace starts there). */
+static Entry *new_root(Proto *pr, J *p, gboolean sharded, Fail *f) {
+  const char *program, *path, *mesh_spec, *hw_name, *shardings;
   if (!proto_get_string(p, "program", FALSE, &program, f) ||
       !proto_get_string(p, "path", FALSE, &path, f) ||
       !proto_get_string(p, "mesh", FALSE, &mesh_spec, f) ||
-      !proto_get_string(p, "hw", FALSE, &hw_name, f))
+      !proto_get_string(p, "hw", FALSE, &hw_name, f) ||
+      !proto_get_string(p, "shardings", FALSE, &shardings, f))
     return NULL;
   /* nothing in an episode is random; a seed is accepted (agents pass one
    * to every environment) and must be an integer */
@@ -858,7 +877,10 @@ static Entry *new_root(Proto *pr, J *p, Fail *f) {
   }
   Episode ep = {.args_legal = -1, .max_steps = max_steps};
   g_autoptr(Diag) why = diag_new(NULL);
-  if (!mesh_parse(mesh_spec, &ep.mesh, why)) {
+  LoadOptions lo = {.mesh = &ep.mesh, .rs = pr->rs};
+  if (!mesh_parse(mesh_spec, &ep.mesh, why) ||
+      (shardings &&
+       !pipeline_shardings_option(shardings, &lo.ignore_shardings, why))) {
     proto_fail(f, E_PARAMS, "%s", diag_text(why));
     return NULL;
   }
@@ -869,16 +891,17 @@ static Entry *new_root(Proto *pr, J *p, Fail *f) {
   if (path && !read_allowed(pr, path, &text, &len, f))
     return NULL;
   g_autoptr(Diag) errors = diag_new(NULL);
-  Module *m =
-      pipeline_read_program(path ? path : "(program)", path ? text : program,
-                            path ? len : strlen(program), errors);
-  if (!m) {
+  g_auto(Program) prog = {0};
+  if (!pipeline_open_text(path ? path : "(program)", path ? text : program,
+                          path ? len : strlen(program), &lo, &prog, errors)) {
     proto_fail(f, E_PROGRAM, "%s", diag_text(errors));
     return NULL;
   }
+  ep.mesh = prog.mesh; /* the file's, when it names one */
   Entry *e = g_new0(Entry, 1);
-  e->state = state_new(m);
-  module_free(m);
+  e->state = state_ref(sharded ? pipeline_program_state(&prog) : prog.initial);
+  if (sharded)
+    e->trace = steps_trace(prog.steps);
   e->ep = g_memdup2(&ep, sizeof ep);
   g_autofree char *mesh = mesh_to_string(&ep.mesh);
   e->ep->memo = g_hash_table_lookup(pr->memos, mesh);
@@ -1096,7 +1119,7 @@ static J *m_initialize(Proto *pr, J *p, Fail *f) {
 }
 
 static J *m_reset(Proto *pr, J *p, Fail *f) {
-  Entry *e = new_root(pr, p, f);
+  Entry *e = new_root(pr, p, TRUE, f);
   if (!e)
     return NULL;
   gint64 id = add_entry(pr, e);
@@ -1247,7 +1270,7 @@ static J *m_replay(Proto *pr, J *p, Fail *f) {
     proto_fail(f, E_PARAMS, "missing parameter 'trace'");
     return NULL;
   }
-  Entry *root = new_root(pr, p, f);
+  Entry *root = new_root(pr, p, FALSE, f);
   if (!root)
     return NULL;
   add_entry(pr, root);

@@ -11,6 +11,7 @@
  *   kernels.c    one kernel per base operator; the collective interface
  *   gather.c     the kernels of gather and dynamic_slice
  *   interp.c     running a function
+ *   expect.c     the comparisons of StableHLO's check operations
  */
 #ifndef PARTIR_EVAL_H
 #define PARTIR_EVAL_H
@@ -279,5 +280,26 @@ Tensor *interp_random_input(const Func *f, int i, gint64 seed);
 gboolean interp_check(const Func *f, Diag *diag);
 /* interp_run on the seeded random inputs (the same requirement). */
 GPtrArray *interp_run_seeded(const Func *f, gint64 seed, GError **error);
+
+/* --------------------------------------------------------------- expect.c */
+
+/* How a check of a StableHLO test compares two values (expect.c says
+ * exactly). */
+typedef enum {
+  EXPECT_EQ,        /* equal */
+  EXPECT_ALMOST_EQ, /* within 'tolerance' */
+  EXPECT_CLOSE,     /* within [min_ulp, max_ulp] units in the last place */
+} ExpectKind;
+
+typedef struct Expect {
+  ExpectKind kind;
+  double tolerance;
+  uint64_t min_ulp, max_ulp;
+} Expect;
+
+/* Whether 'actual' passes check 'e' against 'expected' (of its type);
+ * when not, how many elements differ and the first, appended to 'why'. */
+gboolean tensor_expect(const Expect *e, const Tensor *actual,
+                       const Tensor *expected, GString *why);
 
 #endif

@@ -20,8 +20,14 @@
  *              lists every one it cannot, each with file:line:col
  *   dense.c    dense<...> element lists, splats and hex blobs -> the
  *              value of a partir 'constant'
+ *   sharding.c shardings as Shardy and GSPMD write them, read into one
+ *              representation (a Sharding: mesh axes per dimension),
+ *              and written back; meshes ('sdy.mesh')
  *   lower.c    HloFile -> Module: each operation to terms, calls
- *              inlined, the source's value names and locations kept
+ *              inlined, the source's value names and locations kept;
+ *              the sharding annotations and check operations noted
+ *   annotate.c the noted annotations judged: the program's mesh, each
+ *              sharding on it, with file:line:col when one is wrong
  *   import.c   the entry points, and telling StableHLO from .pir text
  */
 #ifndef PARTIR_IMPORT_H
@@ -57,7 +63,9 @@ typedef enum {
   HA_DENSE,    /* dense<...> : type ('items' the elements, or 's' a hex blob) */
   HA_TYPE,     /* a type ('type') */
   HA_FUNCTYPE, /* (T, ...) -> R: 'items' two HA_LISTs of HA_TYPEs */
-  HA_OPAQUE,   /* anything else, read past: 's' holds its start as text */
+  HA_OPAQUE,   /* anything else, read past: 's' holds its start as text,
+                  'end' where it ends ('#sdy.sharding<...>' is read
+                  again from there, sharding.c) */
 } HloAttrKind;
 
 typedef struct HloAttr HloAttr;
@@ -72,6 +80,7 @@ struct HloAttr {
   GPtrArray *keys;  /* DICT: char* */
   HloType *type;    /* ': type' after a number or a dense, or HA_TYPE */
   gboolean hex;     /* INT written in hexadecimal (a bit pattern) */
+  gsize end;        /* OPAQUE: the offset just past its text */
 };
 
 /* A location: loc(...) or an alias of one (#loc3), resolved once the
@@ -162,6 +171,7 @@ typedef struct HloFile {
   const Source *src;
   char *module_name;   /* module @name, or NULL */
   GPtrArray *funcs;    /* HloFunc* */
+  GPtrArray *meshes;   /* HloOp*: the module's 'sdy.mesh' operations */
   GHashTable *aliases; /* "loc3" -> HloLoc* (owned) */
   GPtrArray *locs;     /* every HloLoc made (owned) */
 } HloFile;
@@ -177,6 +187,8 @@ void hlo_op_free(HloOp *op);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HloOp, hlo_op_free)
 void hlo_op_add_attr(HloOp *op, const char *key, HloAttr *value);
 const HloAttr *hlo_op_attr(const HloOp *op, const char *key);
+/* The value of 'key' in dictionary 'dict' (HA_DICT; may be NULL). */
+const HloAttr *hlo_dict_get(const HloAttr *dict, const char *key);
 HloRegion *hlo_region_new(Loc loc);
 void hlo_region_free(HloRegion *g);
 HloFunc *hlo_func_new(Loc loc);
@@ -282,24 +294,233 @@ gboolean hlo_check_support(const HloFile *f, Diag *diag);
 gboolean hlo_dense_value(const HloAttr *dense, const Type *t, AttrValue *out,
                          Diag *why);
 
+/* -------------------------------------------------------------- sharding.c */
+
+/* The one representation of a sharding, whichever way it was written.
+ * Shardy writes it by mesh axes ('#sdy.sharding<@mesh, [{"x"}, {"y",
+ * "z"}, {}]>'); a GSPMD string ('{devices=[2,4]<=[8]}') by a grid of
+ * device ids, which sharding_from_gspmd maps onto the axes of a mesh.
+ * Either way a value of rank R is split along dimension d over the
+ * axes dims[d].axes, major first: the first axis takes the biggest
+ * steps (device coordinate i on it holds chunk i of n/size), the next
+ * splits that chunk again.  Axes no dimension names replicate the value.
+ * Axis names are interned, so they compare with ==. */
+typedef struct ShardingDim {
+  int naxes;
+  const char *axes[MESH_MAX_AXES]; /* major first */
+  gboolean open;                   /* '{..., ?}': propagation may split it
+                                      further; closed otherwise */
+  int priority;                    /* '{...}p1': 1; -1 when none written */
+} ShardingDim;
+
+typedef struct Sharding {
+  int rank;
+  ShardingDim dims[PARTIR_MAX_RANK];
+  int nreplicated; /* 'replicated={"x"}': axes said explicitly to replicate */
+  const char *replicated[MESH_MAX_AXES];
+} Sharding;
+
+/* Where a Shardy sharding finds its mesh: a name ('@mesh') or the mesh
+ * written inline ('mesh<["x"=2]>'). */
+typedef struct ShardingMeshRef {
+  char *name; /* the symbol, or NULL for an inline mesh */
+  Mesh mesh;  /* the inline mesh */
+} ShardingMeshRef;
+
+/* Text to read a sharding or a mesh from: 'len' bytes at 'text', which
+ * begin at 'at' in 'src' ('exact': the bytes are the source's own, so an
+ * error can point inside them; else every error points at 'at', as for
+ * a string with escapes).  Errors go to 'diag' (a Diag on 'src'). */
+typedef struct ShardingText {
+  const Source *src;
+  const char *text;
+  gsize len;
+  Loc at;
+  gboolean exact;
+  Diag *diag;
+} ShardingText;
+
+/* The text of attribute 'a' (an '#sdy...<>' or '<...>' read past as
+ * HA_OPAQUE, or a string) for the readers below. */
+ShardingText sharding_text_of(const Source *src, const HloAttr *a, Diag *diag);
+
+/* Reads a Shardy sharding: '#sdy.sharding<MESH, [DIMS] [, replicated=
+ * {...}]>' or the same without '#sdy.sharding' (sharding_constraint's
+ * '<@mesh, [...]>').  MESH is '@name' or 'mesh<...>'; a dimension is
+ * '{"x", "y"}', '{}', '{?}', '{"x", ?}', each with a priority 'p1' after
+ * it.  Refused with the position: sub-axes ('"x":(1)2'), 'unreduced=',
+ * an axis name partir cannot spell.  FALSE after an error. */
+gboolean sharding_read_sdy(const ShardingText *t, Sharding *out,
+                           ShardingMeshRef *mesh);
+void sharding_mesh_ref_clear(ShardingMeshRef *m);
+/* Reads a Shardy mesh: '<["x"=2, "y"=4]>' or '#sdy.mesh<...>', maybe
+ * with 'device_ids=[...]'.  partir numbers a mesh's devices in order,
+ * row-major over its axes: '*reordered' says when the ids list them in
+ * another order (at '*reordered_at'), which the caller refuses if it
+ * uses the mesh.  FALSE after an error. */
+gboolean sharding_read_mesh(const ShardingText *t, Mesh *out,
+                            gboolean *reordered, Loc *reordered_at);
+
+/* A GSPMD sharding string as XLA writes it. */
+typedef enum {
+  GSPMD_REPLICATED, /* {replicated} */
+  GSPMD_MAXIMAL,    /* {maximal device=N}: one device holds it all */
+  GSPMD_MANUAL,     /* {manual}: the program handles it per device */
+  GSPMD_TILED,      /* {devices=[...]...} */
+} GspmdKind;
+
+typedef struct Gspmd {
+  GspmdKind kind;
+  int ntile;                         /* dims of the tile grid */
+  int64_t tile[PARTIR_MAX_RANK + 1]; /* devices=[a,b,...] */
+  gboolean last_replicated;          /* last_tile_dim_replicate */
+  int64_t *devices; /* the device of each tile, row-major over 'tile'
+                       (the explicit list, or the iota expanded) */
+  int64_t ndevices;
+  int64_t device; /* MAXIMAL */
+} Gspmd;
+
+/* Reads a GSPMD string ('{devices=[2,1]<=[2]}', '{devices=[2,1]0,1}',
+ * '{devices=[4,2]<=[2,4]T(1,0)}', '{replicated}', ...).  Tuples
+ * ('{{...}, {...}}') and other forms are refused with the position.
+ * FALSE after an error; gspmd_clear frees what it read. */
+gboolean sharding_read_gspmd(const ShardingText *t, Gspmd *out);
+void gspmd_clear(Gspmd *g);
+/* The sharding 'g' means for a value of rank 'rank' on 'mesh' (devices
+ * numbered row-major over its axes): for each tile dimension the mesh
+ * axes whose coordinates step through it.  FALSE with the reason in
+ * 'why' (a new string) when it is no split over mesh axes (the tiles
+ * visit the devices in an order no choice of axes gives), when it uses
+ * another number of devices than the mesh has, or when it is not tiled
+ * (maximal, manual). */
+gboolean sharding_from_gspmd(const Gspmd *g, const Mesh *mesh, int rank,
+                             Sharding *out, char **why);
+
+/* Writes 's' as Shardy does: '#sdy.sharding<@NAME, [{"x"}, {}]>'. */
+void sharding_print_sdy(GString *out, const Sharding *s, const char *mesh);
+/* Writes 's' on 'mesh' as a GSPMD string in XLA's canonical form: the
+ * device grid as an iota of the mesh's axes, transposed
+ * ('{devices=[4,2]<=[2,4]T(1,0)}'); the axes no dimension uses as a
+ * last, replicated grid dimension; '{replicated}' when nothing is
+ * split. */
+void sharding_print_gspmd(GString *out, const Sharding *s, const Mesh *mesh);
+/* Writes a mesh as Shardy does: '<["x"=2, "y"=4]>'. */
+void sharding_print_mesh(GString *out, const Mesh *mesh);
+
 /* ----------------------------------------------------------------- lower.c */
 
+/* Where a sharding annotation is written. */
+typedef enum {
+  HLO_ON_ARG,    /* an argument of the program ('sdy.sharding' on it) */
+  HLO_ON_RESULT, /* a result of the program */
+  HLO_ON_VALUE,  /* any other value: a sharding_constraint, a @Sharding
+                    custom call, an argument or result of a function
+                    inlined */
+} HloNoteSite;
+
+/* A sharding annotation as the lowering meets it, for annotate.c. */
+typedef struct HloNote {
+  HloNoteSite site;
+  int index;           /* ARG, RESULT: which */
+  const Term *value;   /* the value it is on (ARG: the argument) */
+  const HloAttr *attr; /* the sharding as written (the file's) */
+  gboolean gspmd;      /* a GSPMD string ('mhlo.sharding'), else Shardy's */
+  Loc loc;             /* where it is written */
+} HloNote;
+
+typedef enum {
+  HLO_CHECK_EQ,        /* every element equal (floats by ==) */
+  HLO_CHECK_ALMOST_EQ, /* |a - b| <= tolerance, signs and NaN alike */
+  HLO_CHECK_CLOSE,     /* min_ulp <= the distance in ulps <= max_ulp */
+} HloCheckKind;
+
+/* A check of StableHLO's tests ('check.expect_eq %a, %b', 'custom_call
+ * @check.expect_close(%a, %b)'): the two values it compares become
+ * results of the program, 'actual' and 'expected'. */
+typedef struct HloCheck {
+  HloCheckKind kind;
+  const char *name; /* as written: "check.expect_close" (static) */
+  double tolerance;
+  uint64_t min_ulp, max_ulp;
+  int actual, expected;
+  Loc loc;
+} HloCheck;
+
+/* What the lowering gives. */
+typedef struct HloLowered {
+  Module *module;
+  GPtrArray *notes; /* HloNote*, in the order met */
+  GArray *checks;   /* HloCheck */
+} HloLowered;
+
 /* The Module a checked file means: the public function (@main, or the
- * only public one) with the private functions it calls inlined.  NULL
- * with a positioned diagnostic when a term does not type-check. */
-Module *hlo_lower(const HloFile *f, Diag *diag);
+ * only public one) with the private functions it calls inlined; the
+ * sharding annotations met; the checks, whose values follow the
+ * function's own results.  FALSE with a positioned diagnostic when a
+ * term does not type-check. */
+gboolean hlo_lower(const HloFile *f, HloLowered *out, Diag *diag);
+void hlo_lowered_clear(HloLowered *l);
 /* "name (file:line:col)" for a location: the innermost name and the
  * first file position under it; NULL when it says neither. */
 char *hlo_loc_describe(const HloFile *f, const HloLoc *l);
+
+/* --------------------------------------------------------------- annotate.c */
+
+/* How to import. */
+typedef struct ImportOptions {
+  gboolean shardings; /* read the sharding annotations and meshes (else
+                         they are left as they are: no mesh, no shardings) */
+  const Mesh *mesh;   /* the mesh the caller names, or NULL: the file's
+                         must be the same, and GSPMD strings map onto it */
+} ImportOptions;
+
+/* A sharding of the imported program: on which value, and how. */
+typedef struct ImportedSharding {
+  HloNoteSite site;
+  int index;         /* ARG, RESULT */
+  const Term *value; /* a term of the entry's body (ARG: the argument) */
+  Sharding sharding; /* its axes in the program's mesh (size-1 axes left
+                        out: they split nothing) */
+  char *origin;      /* what and where, for messages: "%x (argument 0,
+                        f.mlir:3:40)", "result 0 (f.mlir:3:70)", "the value
+                        at f.mlir:7:10" */
+} ImportedSharding;
+
+/* A StableHLO program as imported. */
+typedef struct Imported {
+  Module *module;
+  gboolean has_mesh;     /* 'mesh' is the program's: the file's or the one
+                            given */
+  gboolean mesh_in_file; /* ... and the file declares it */
+  Mesh mesh;
+  char *mesh_name;      /* the file's name for it ("mesh"), or NULL */
+  GPtrArray *shardings; /* ImportedSharding*, in the order written */
+  GArray *checks;       /* HloCheck */
+} Imported;
+
+void imported_free(Imported *im);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Imported, imported_free)
+
+/* Judges the annotations the lowering noted ('l', of 'f'): the program's
+ * mesh ('sdy.mesh', the one the shardings name; the one given must be
+ * the same), each sharding read and mapped onto that mesh, its axes
+ * dividing the value's dimensions.  Fills the mesh and shardings of
+ * 'out'; FALSE with a positioned diagnostic at the first that partir
+ * cannot express. */
+gboolean hlo_annotate(const HloFile *f, const HloLowered *l,
+                      const ImportOptions *o, Imported *out, Diag *diag);
 
 /* ---------------------------------------------------------------- import.c */
 
 /* TRUE when 'text' is StableHLO (MLIR) rather than .pir: its first
  * token, after spaces and '//' comments, is one a .pir file cannot start
- * with ('module', 'func.func', '#loc', a quoted operation name). */
+ * with ('module', 'func.func', 'sdy.mesh', '#loc', a quoted operation
+ * name). */
 gboolean import_is_mlir(const char *text, gsize len);
-/* Reads, checks and lowers StableHLO text; NULL with the diagnostics
- * in 'diag' (a Diag on 'src'). */
+/* Reads, checks, lowers StableHLO text and judges its annotations as
+ * 'o' says; NULL with the diagnostics in 'diag' (a Diag on 'src'). */
+Imported *import_program(const Source *src, const ImportOptions *o, Diag *diag);
+/* The program alone, its shardings left as they are (a ModuleReader). */
 Module *import_module(const Source *src, Diag *diag);
 /* The same for text named 'name', as parse_text. */
 Module *import_text(const char *name, const char *text, gsize len,

@@ -45,10 +45,13 @@ typedef struct Lower {
   Module *m;
   Diag *diag;
   gboolean failed;
-  GHashTable *funcs; /* name -> const HloFunc* */
-  GHashTable *taken; /* names given so far (char*, owned) */
-  GHashTable *memo;  /* call key -> GPtrArray* of result terms */
-  int depth;         /* calls being inlined */
+  GHashTable *funcs;  /* name -> const HloFunc* */
+  GHashTable *taken;  /* names given so far (char*, owned) */
+  GHashTable *memo;   /* call key -> GPtrArray* of result terms */
+  int depth;          /* calls being inlined */
+  GPtrArray *notes;   /* HloNote*: the sharding annotations met */
+  GArray *checks;     /* HloCheck, 'actual' and 'expected' indexing ... */
+  GPtrArray *checked; /* ... these terms (each once) */
 } Lower;
 
 /* The scope of one function body being lowered. */
@@ -321,6 +324,8 @@ static const Term *broadcast_scalar(Lower *lw, const HloOp *op, const Term *x,
 
 static const Term *compare(Lower *lw, const HloOp *op, const Term *a,
                            const Term *b, const char *direction) {
+  if (!a || !b)
+    return NULL;
   const Term *args[2] = {a, b};
   Kv kv = {"direction", av_symbol(direction)};
   return build(lw, op, OP_COMPARE, 2, args, make_attrs(&kv, 1), NULL);
@@ -849,8 +854,7 @@ static gboolean lower_dynamic_slice(Lower *lw, const HloOp *op, Op pop,
   return one(out, build(lw, op, pop, nx, x, make_attrs(&kv, 1), NULL));
 }
 
-/* optimization_barrier and @Sharding custom calls: the values
- * themselves. */
+/* optimization_barrier: the values themselves. */
 static gboolean lower_identity(Lower *lw, const HloOp *op, Op pop,
                                const Term *const *x, int nx, GPtrArray *out) {
   (void)lw;
@@ -859,6 +863,249 @@ static gboolean lower_identity(Lower *lw, const HloOp *op, Op pop,
   for (int i = 0; i < nx; i++)
     g_ptr_array_add(out, (gpointer)x[i]);
   return TRUE;
+}
+
+/* ------------------------------------------------ annotations, checks */
+
+/* The sharding annotation in attribute dictionary 'attrs' (Shardy's
+ * 'sdy.sharding', else GSPMD's 'mhlo.sharding'), noted on 'value'. */
+static void note_attrs(Lower *lw, HloNoteSite site, int index,
+                       const Term *value, const HloAttr *attrs) {
+  const HloAttr *a = hlo_dict_get(attrs, "sdy.sharding");
+  gboolean gspmd = !a;
+  if (!a)
+    a = hlo_dict_get(attrs, "mhlo.sharding");
+  if (!a)
+    return;
+  HloNote *n = g_new0(HloNote, 1);
+  *n = (HloNote){.site = site,
+                 .index = index,
+                 .value = value,
+                 .attr = a,
+                 .gspmd = gspmd,
+                 .loc = a->loc};
+  g_ptr_array_add(lw->notes, n);
+}
+
+/* sdy.sharding_constraint, sdy.reshard: the value, its sharding noted. */
+static gboolean lower_sharding(Lower *lw, const HloOp *op, Op pop,
+                               const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  (void)nx;
+  const HloAttr *a = hlo_op_attr(op, "sharding");
+  if (!a)
+    return lfail(lw, op->loc, "'%s' needs its sharding", op->name);
+  HloNote *n = g_new0(HloNote, 1);
+  *n = (HloNote){.site = HLO_ON_VALUE, .value = x[0], .attr = a, .loc = a->loc};
+  g_ptr_array_add(lw->notes, n);
+  return one(out, x[0]);
+}
+
+/* A floating-point attribute of a check ('tolerance = 1.0e-3'). */
+static gboolean number_attr(Lower *lw, const HloOp *op, const char *key,
+                            double *out) {
+  const HloAttr *a = hlo_op_attr(op, key);
+  if (!a)
+    return TRUE;
+  if (a->kind == HA_FLOAT || (a->kind == HA_INT && !a->boolean)) {
+    *out = a->kind == HA_FLOAT ? a->f : (double)a->i;
+    if (*out >= 0)
+      return TRUE;
+  }
+  return lfail(lw, a->loc, "'%s' of '%s' must be a number of 0 or more", key,
+               op->name);
+}
+
+/* 'op' of 'b' and 'a' (a shorthand for the terms of check_flag). */
+static const Term *binary(Lower *lw, const HloOp *op, Op o, const Term *a,
+                          const Term *b) {
+  if (!a || !b)
+    return NULL;
+  const Term *args[2] = {a, b};
+  return build(lw, op, o, 2, args, NULL, NULL);
+}
+
+static const Term *both(Lower *lw, const HloOp *op, const Term *p,
+                        const Term *q) {
+  return select3(lw, op, p, q, p);
+}
+
+static const Term *either(Lower *lw, const HloOp *op, const Term *p,
+                          const Term *q) {
+  return select3(lw, op, p, p, q);
+}
+
+/* Whether every element of predicate 'ok' is true: a scalar i1. */
+static const Term *all_true(Lower *lw, const HloOp *op, const Term *ok) {
+  if (!ok || ok->type->rank == 0)
+    return ok;
+  const Type *wide = type_with_dtype(ok->type, DT_I32);
+  const Term *bad =
+      select3(lw, op, ok, splat(lw, op, wide, 0), splat(lw, op, wide, 1));
+  int64_t dims[PARTIR_MAX_RANK];
+  for (int d = 0; d < ok->type->rank; d++)
+    dims[d] = d;
+  Kv kv = {"dims", av_ints(dims, ok->type->rank)};
+  const Term *worst =
+      bad ? build(lw, op, OP_REDUCE_MAX, 1, &bad, make_attrs(&kv, 1), NULL)
+          : NULL;
+  return worst ? compare(lw, op, worst, splat(lw, op, worst->type, 0), "EQ")
+               : NULL;
+}
+
+/* What '@check.eq' returns: whether 'a' and 'b' agree, as its checks
+ * do (an i1 scalar).  Integers: equal.  Floats, as StableHLO's
+ * interpreter compares them almost equal: equal, or both NaN, or of
+ * one sign (-0 negative) and |a - b| <= tolerance, in double. */
+static const Term *check_flag(Lower *lw, const HloOp *op, const Term *a,
+                              const Term *b, double tolerance) {
+  if (!dtype_is_float(a->type->dtype))
+    return all_true(lw, op, compare(lw, op, a, b, "EQ"));
+  const Type *t = type_with_dtype(a->type, DT_F64);
+  if (a->type != t) {
+    a = build(lw, op, OP_CONVERT, 1, &a, NULL, t);
+    b = a ? build(lw, op, OP_CONVERT, 1, &b, NULL, t) : NULL;
+    if (!a || !b)
+      return NULL;
+  }
+  const Term *zero = splat(lw, op, t, 0), *one_ = splat(lw, op, t, 1);
+  /* 1/x < 0 also for -0 */
+  const Term *neg_a =
+      compare(lw, op, binary(lw, op, OP_DIV, one_, a), zero, "LT");
+  const Term *neg_b =
+      compare(lw, op, binary(lw, op, OP_DIV, one_, b), zero, "LT");
+  const Term *diff = binary(lw, op, OP_SUB, a, b);
+  const Term *dist = diff ? build(lw, op, OP_ABS, 1, &diff, NULL, NULL) : NULL;
+  const Term *near =
+      both(lw, op, compare(lw, op, neg_a, neg_b, "EQ"),
+           compare(lw, op, dist, splat(lw, op, t, tolerance), "LE"));
+  const Term *nans =
+      both(lw, op, compare(lw, op, a, a, "NE"), compare(lw, op, b, b, "NE"));
+  const Term *ok =
+      either(lw, op, compare(lw, op, a, b, "EQ"), either(lw, op, nans, near));
+  return all_true(lw, op, ok);
+}
+
+/* The checks partir imports: their kinds, and the defaults StableHLO's
+ * interpreter gives the custom-call forms (they take no attributes). */
+static const struct {
+  const char *name;
+  HloCheckKind kind;
+  double tolerance;
+  uint64_t max_ulp;
+} check_kinds[] = {
+    {"check.expect_eq", HLO_CHECK_EQ, 0, 0},
+    {"check.expect_eq_const", HLO_CHECK_EQ, 0, 0},
+    {"check.expect_almost_eq", HLO_CHECK_ALMOST_EQ, 1e-4, 0},
+    {"check.expect_almost_eq_const", HLO_CHECK_ALMOST_EQ, 1e-4, 0},
+    {"check.expect_close", HLO_CHECK_CLOSE, 0, 1},
+    /* custom calls */
+    {"@check.eq", HLO_CHECK_ALMOST_EQ, 1e-4, 0}, /* integers: equal */
+    {"@check.expect_eq", HLO_CHECK_EQ, 0, 0},
+    {"@check.expect_almost_eq", HLO_CHECK_ALMOST_EQ, 1e-3, 0},
+    {"@check.expect_close", HLO_CHECK_CLOSE, 0, 3},
+};
+
+/* The place of 't' among the values checks compare (a value checked
+ * twice is one result). */
+static int checked_result(Lower *lw, const Term *t) {
+  guint i;
+  if (!g_ptr_array_find(lw->checked, t, &i)) {
+    i = lw->checked->len;
+    g_ptr_array_add(lw->checked, (gpointer)t);
+  }
+  return (int)i;
+}
+
+/* A check: the values it compares noted (they become results of the
+ * program); '@check.eq' also gives whether they agree. */
+static gboolean lower_check(Lower *lw, const HloOp *op, Op pop,
+                            const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  const HloAttr *target = hlo_op_attr(op, "call_target_name");
+  g_autofree char *name = target && target->s
+                              ? g_strconcat("@", target->s, NULL)
+                              : g_strdup(op->name);
+  gsize k = 0;
+  while (k < G_N_ELEMENTS(check_kinds) && strcmp(check_kinds[k].name, name))
+    k++;
+  g_assert(k < G_N_ELEMENTS(check_kinds)); /* support.c lets no other in */
+  HloCheck c = {.kind = check_kinds[k].kind,
+                .name = check_kinds[k].name,
+                .tolerance = check_kinds[k].tolerance,
+                .max_ulp = check_kinds[k].max_ulp,
+                .loc = op->loc};
+  const Term *actual = x[0], *expected = nx > 1 ? x[1] : NULL;
+  if (!expected) { /* the _const forms: their value */
+    const HloAttr *v = hlo_op_attr(op, "value");
+    if (!v || v->kind != HA_DENSE)
+      return lfail(lw, op->loc, "'%s' needs a dense value", op->name);
+    if (v->type && v->type->type && v->type->type != actual->type) {
+      g_autofree char *got = type_to_string(actual->type);
+      return lfail(lw, v->loc, "'%s' compares %s with a value of type %s",
+                   op->name, got, v->type->text);
+    }
+    g_autoptr(Diag) why = diag_new(NULL);
+    Kv kv = {"value", {0}};
+    if (!hlo_dense_value(v, actual->type, &kv.v, why))
+      return lfail(lw, v->loc, "'%s': %s", op->name, diag_text(why));
+    expected =
+        build(lw, op, OP_CONSTANT, 0, NULL, make_attrs(&kv, 1), actual->type);
+    if (!expected)
+      return FALSE;
+  }
+  if (expected->type != actual->type) {
+    g_autofree char *ta = type_to_string(actual->type);
+    g_autofree char *te = type_to_string(expected->type);
+    return lfail(lw, op->loc, "'%s' compares values of types %s and %s",
+                 name + (name[0] == '@'), ta, te);
+  }
+  gboolean floats = dtype_is_float(actual->type->dtype);
+  if (c.kind != HLO_CHECK_EQ && !floats) {
+    if (strcmp(name, "@check.eq") != 0) {
+      g_autofree char *ta = type_to_string(actual->type);
+      return lfail(lw, op->loc, "'%s' compares floats, not %s",
+                   name + (name[0] == '@'), ta);
+    }
+    c.kind = HLO_CHECK_EQ;
+  }
+  double max_ulp = (double)c.max_ulp, min_ulp = 0;
+  if (!number_attr(lw, op, "tolerance", &c.tolerance) ||
+      !number_attr(lw, op, "max_ulp_difference", &max_ulp) ||
+      !number_attr(lw, op, "min_ulp_difference", &min_ulp))
+    return FALSE;
+  c.max_ulp = (uint64_t)MIN(max_ulp, 1e18);
+  c.min_ulp = (uint64_t)MIN(min_ulp, 1e18);
+  c.actual = checked_result(lw, actual);
+  c.expected = checked_result(lw, expected);
+  g_array_append_val(lw->checks, c);
+  if (op->result_types->len == 0)
+    return TRUE;
+  return one(out, check_flag(lw, op, actual, expected, c.tolerance));
+}
+
+/* custom_call: @Sharding (the value, its GSPMD sharding noted) or a
+ * check. */
+static gboolean lower_custom_call(Lower *lw, const HloOp *op, Op pop,
+                                  const Term *const *x, int nx,
+                                  GPtrArray *out) {
+  const HloAttr *t = hlo_op_attr(op, "call_target_name");
+  if (t && t->s && g_str_has_prefix(t->s, "check."))
+    return lower_check(lw, op, pop, x, nx, out);
+  const HloAttr *a = hlo_op_attr(op, "sdy.sharding");
+  gboolean gspmd = !a;
+  if (!a)
+    a = hlo_op_attr(op, "mhlo.sharding");
+  if (a) {
+    HloNote *n = g_new0(HloNote, 1);
+    *n = (HloNote){.site = HLO_ON_VALUE,
+                   .value = x[0],
+                   .attr = a,
+                   .gspmd = gspmd,
+                   .loc = a->loc};
+    g_ptr_array_add(lw->notes, n);
+  }
+  return one(out, x[0]);
 }
 
 static gboolean lower_body(Lower *lw, const HloFunc *fn, const Scope *outer,
@@ -1071,6 +1318,8 @@ static gboolean lower_body(Lower *lw, const HloFunc *fn, const Scope *outer,
     }
     HloDef d = {.name = a->name, .count = 1, .loc = a->loc};
     ok = define(lw, &sc, &d, &args[i]);
+    if (outer) /* an inlined function's argument: a value of the caller */
+      note_attrs(lw, HLO_ON_VALUE, -1, args[i], a->attrs);
   }
   const HloOp *last = NULL;
   gboolean returned = FALSE;
@@ -1105,6 +1354,9 @@ static gboolean lower_body(Lower *lw, const HloFunc *fn, const Scope *outer,
                    "result %u of '@%s' has type %s but the signature says %s",
                    i + 1, fn->name, got, want->text);
     }
+    if (i < fn->result_attrs->len)
+      note_attrs(lw, outer ? HLO_ON_VALUE : HLO_ON_RESULT, outer ? -1 : (int)i,
+                 t, g_ptr_array_index(fn->result_attrs, i));
   }
   return TRUE;
 }
@@ -1132,13 +1384,23 @@ static const HloFunc *entry(Lower *lw) {
   return NULL;
 }
 
-Module *hlo_lower(const HloFile *f, Diag *diag) {
+void hlo_lowered_clear(HloLowered *l) {
+  g_clear_pointer(&l->module, module_free);
+  g_clear_pointer(&l->notes, g_ptr_array_unref);
+  g_clear_pointer(&l->checks, g_array_unref);
+}
+
+gboolean hlo_lower(const HloFile *f, HloLowered *res, Diag *diag) {
+  *res = (HloLowered){0};
   g_autoptr(Module) m = module_new();
   Lower lw = {.file = f, .m = m, .diag = diag};
   lw.funcs = g_hash_table_new(g_str_hash, g_str_equal);
   lw.taken = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   lw.memo = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                   (GDestroyNotify)g_ptr_array_unref);
+  lw.notes = g_ptr_array_new_with_free_func(g_free);
+  lw.checks = g_array_new(FALSE, TRUE, sizeof(HloCheck));
+  lw.checked = g_ptr_array_new();
   for (guint i = 0; i < f->funcs->len; i++) {
     const HloFunc *fn = g_ptr_array_index(f->funcs, i);
     const HloFunc *old = g_hash_table_lookup(lw.funcs, fn->name);
@@ -1168,26 +1430,41 @@ Module *hlo_lower(const HloFile *f, Diag *diag) {
       out->arg_names[i] = unique_name(&lw, base);
       out->arg_types[i] = a->type->type;
       args[i] = term_arg((int)i, a->type->type);
+      note_attrs(&lw, HLO_ON_ARG, (int)i, args[i], a->attrs);
     }
-    out->nresults = (int)fn->result_types->len;
-    out->result_types = g_new0(const Type *, MAX(fn->result_types->len, 1));
-    for (guint i = 0; i < fn->result_types->len; i++)
-      out->result_types[i] =
-          ((const HloType *)g_ptr_array_index(fn->result_types, i))->type;
     g_autoptr(GPtrArray) results = g_ptr_array_new();
-    if (out->nresults == 0)
-      lfail(&lw, fn->loc, "function '@%s' returns nothing", fn->name);
-    else if (lower_body(&lw, fn, NULL, args, results, fn->loc))
-      out->body =
-          term_tuple(out->nresults, (const Term *const *)results->pdata);
+    if (lower_body(&lw, fn, NULL, args, results, fn->loc)) {
+      /* the values the checks compare follow the function's own results */
+      for (guint i = 0; i < lw.checks->len; i++) {
+        HloCheck *c = &g_array_index(lw.checks, HloCheck, i);
+        c->actual += (int)results->len;
+        c->expected += (int)results->len;
+      }
+      g_ptr_array_extend(results, lw.checked, NULL, NULL);
+      out->nresults = (int)results->len;
+      out->result_types = g_new0(const Type *, MAX(results->len, 1));
+      for (guint i = 0; i < results->len; i++)
+        out->result_types[i] = ((const Term *)results->pdata[i])->type;
+      if (out->nresults == 0)
+        lfail(&lw, fn->loc, "function '@%s' returns nothing", fn->name);
+      else
+        out->body =
+            term_tuple(out->nresults, (const Term *const *)results->pdata);
+    }
   }
   g_hash_table_unref(lw.funcs);
   g_hash_table_unref(lw.taken);
   g_hash_table_unref(lw.memo);
+  g_ptr_array_unref(lw.checked);
   if (lw.failed || !out) {
     func_free(out);
-    return NULL;
+    g_ptr_array_unref(lw.notes);
+    g_array_unref(lw.checks);
+    return FALSE;
   }
   g_ptr_array_add(m->funcs, out);
-  return g_steal_pointer(&m);
+  res->module = g_steal_pointer(&m);
+  res->notes = lw.notes;
+  res->checks = lw.checks;
+  return TRUE;
 }

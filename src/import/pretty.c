@@ -12,8 +12,9 @@
  * Most of these share one shape, read by read_common: operands, then
  * 'keyword = value' items, an attribute dictionary, ':' and the types
  * (one type for all, a list, or a function type).  The others (compare,
- * constant, reduce, call, custom_call, return) have readers of their
- * own.  Each fills the HloOp the generic form would give: the generic
+ * constant, reduce, call, custom_call, return; Shardy's mesh and
+ * sharding constraint; the checks of StableHLO's tests) have readers of
+ * their own.  Each fills the HloOp the generic form would give: the generic
  * attribute names (broadcast_dimensions, lhs_contracting_dimensions, ...)
  * and a type per operand and result.  An operation whose pretty form is
  * not known here is read past (op->opaque), to be listed by support.c.
@@ -352,6 +353,86 @@ static gboolean read_reduce(HloReader *r, HloOp *op) {
   return TRUE;
 }
 
+/* 'sdy.mesh @name = <["x"=2]> [{attrs}]' (in a module): the generic
+ * form's 'sym_name' and 'mesh'. */
+static gboolean read_sdy_mesh(HloReader *r, HloOp *op) {
+  if (TOK->kind != TK_SYMBOL)
+    return cursor_expected(&r->c, "the mesh's name ('@mesh')");
+  HloAttr *name = hlo_attr_new(HA_STRING, TOK->loc);
+  name->s = token_name(TOK);
+  hlo_op_add_attr(op, "sym_name", name);
+  hlo_next(r);
+  if (!cursor_punct(&r->c, '='))
+    return FALSE;
+  HloAttr *mesh = hlo_read_attr(r);
+  if (!mesh)
+    return FALSE;
+  hlo_op_add_attr(op, "mesh", mesh);
+  return !hlo_is_punct(r, '{') || hlo_read_attr_dict(r, op);
+}
+
+/* 'sdy.sharding_constraint %x <@mesh, [...]> [{attrs}] : T' (and
+ * sdy.reshard): the sharding as the generic form's 'sharding'. */
+static gboolean read_sdy_sharding(HloReader *r, HloOp *op) {
+  if (!hlo_read_uses(r, op, FALSE))
+    return FALSE;
+  if (!hlo_is_punct(r, '<'))
+    return cursor_expected(&r->c, "a sharding ('<@mesh, [...]>')");
+  HloAttr *sharding = hlo_read_attr(r);
+  if (!sharding)
+    return FALSE;
+  hlo_op_add_attr(op, "sharding", sharding);
+  if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
+    return FALSE;
+  return read_types(r, op, FALSE);
+}
+
+/* The check dialect of StableHLO's interpreter tests:
+ *   check.expect_eq %a, %b : T          check.expect_eq_const %a, dense<..> : T
+ *   check.expect_almost_eq %a, %b, tolerance = 1.0e-3 : T
+ *   check.expect_almost_eq_const %a, dense<..> : T, tolerance = 1.0e-3
+ *   check.expect_close %a, %b, max_ulp_difference = 3 : T, T
+ * the constant as 'value', the numbers as attributes; no results. */
+static gboolean read_check(HloReader *r, HloOp *op) {
+  if (!hlo_read_uses(r, op, FALSE))
+    return FALSE;
+  gboolean constant = g_str_has_suffix(op->name, "_const");
+  if (constant) {
+    HloAttr *v = hlo_read_attr(r);
+    if (!v)
+      return FALSE;
+    hlo_op_add_attr(op, "value", v);
+    if (hlo_accept(r, ',') && !read_keywords(r, op))
+      return FALSE;
+  } else if (!read_keywords(r, op)) {
+    return FALSE;
+  }
+  if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
+    return FALSE;
+  /* ': f64' after a tolerance is the number's; ': T[, T]' the operands' */
+  while (hlo_accept(r, ':')) {
+    HloType *t = hlo_read_type(r);
+    if (!t)
+      return FALSE;
+    if (constant || !g_str_has_prefix(t->text, "tensor")) {
+      hlo_type_free(t);
+      continue;
+    }
+    g_ptr_array_add(op->operand_types, t);
+    while (hlo_accept(r, ',')) {
+      if (!(t = hlo_read_type(r)))
+        return FALSE;
+      g_ptr_array_add(op->operand_types, t);
+    }
+    break;
+  }
+  /* one type written for two operands */
+  if (op->operand_types->len == 1 && op->uses->len == 2)
+    g_ptr_array_add(op->operand_types,
+                    hlo_type_copy(g_ptr_array_index(op->operand_types, 0)));
+  return TRUE;
+}
+
 /* The operations read by read_common. */
 static const char *const common_forms[] = {"stablehlo.add",
                                            "stablehlo.subtract",
@@ -425,6 +506,13 @@ gboolean hlo_read_pretty(HloReader *r, HloOp *op) {
     return read_return(r, op);
   if (g_strv_contains(common_forms, n))
     return read_common(r, op);
+  if (strcmp(n, "sdy.mesh") == 0)
+    return read_sdy_mesh(r, op);
+  if (strcmp(n, "sdy.sharding_constraint") == 0 ||
+      strcmp(n, "sdy.reshard") == 0)
+    return read_sdy_sharding(r, op);
+  if (g_str_has_prefix(n, "check.expect_"))
+    return read_check(r, op);
   op->opaque = TRUE;
   return hlo_skip_op(r);
 }

@@ -21,6 +21,7 @@ static HloOp *read_op(HloReader *r);
 static gboolean read_func_pretty(HloReader *r, Loc at);
 static gboolean read_module_pretty(HloReader *r, Loc at);
 static gboolean func_from_generic(HloReader *r, HloOp *op);
+static gboolean module_ops(HloReader *r, HloRegion *g);
 
 /* Arguments after their '(' up to its ')': '%a: T loc(..), ...' into
  * 'into'; each with an attribute dictionary after its type when
@@ -186,17 +187,40 @@ fail:
 
 /* ----------------------------------------------------------- functions */
 
+/* The operations of a module's region besides its functions (which were
+ * read into the file): its meshes are kept ('sdy.mesh'), the rest of
+ * Shardy's declarations left; anything else is refused. */
+static gboolean module_ops(HloReader *r, HloRegion *g) {
+  for (guint i = 0; i < g->ops->len; i++) {
+    HloOp *op = g_ptr_array_index(g->ops, i);
+    if (strncmp(op->name, "sdy.", 4) != 0)
+      return cursor_fail(&r->c, op->loc, "a module holds functions, not '%s'",
+                         op->name);
+    if (strcmp(op->name, "sdy.mesh") == 0) {
+      g_ptr_array_add(r->file->meshes, op);
+      g->ops->pdata[i] = NULL; /* the file owns it now */
+    }
+  }
+  return TRUE;
+}
+
+/* Moves item 'i' of 'list' (an HA_LIST of attribute dictionaries, the
+ * generic form's arg_attrs or res_attrs; may be NULL) out of it. */
+static HloAttr *take_attrs(const HloAttr *list, guint i) {
+  if (!list || list->kind != HA_LIST || i >= list->items->len)
+    return NULL;
+  HloAttr *a = g_ptr_array_index(list->items, i);
+  list->items->pdata[i] = NULL;
+  return a;
+}
+
 /* A generic 'func.func' or 'builtin.module': the module's functions were
  * read into the file as its region was read; a function becomes one. */
 static gboolean func_from_generic(HloReader *r, HloOp *op) {
   if (strcmp(op->name, "builtin.module") == 0) {
-    for (guint i = 0; i < op->regions->len; i++) {
-      HloRegion *g = g_ptr_array_index(op->regions, i);
-      if (g->ops->len > 0)
-        return cursor_fail(&r->c, ((HloOp *)g_ptr_array_index(g->ops, 0))->loc,
-                           "a module holds functions, not '%s'",
-                           ((HloOp *)g_ptr_array_index(g->ops, 0))->name);
-    }
+    for (guint i = 0; i < op->regions->len; i++)
+      if (!module_ops(r, g_ptr_array_index(op->regions, i)))
+        return FALSE;
     return TRUE;
   }
   const HloAttr *name = hlo_op_attr(op, "sym_name");
@@ -218,9 +242,8 @@ static gboolean func_from_generic(HloReader *r, HloOp *op) {
   for (guint i = 0; i < outs->items->len; i++) {
     const HloAttr *t = g_ptr_array_index(outs->items, i);
     g_ptr_array_add(f->result_types, hlo_type_copy(t->type));
-    g_ptr_array_add(f->result_attrs, NULL);
+    g_ptr_array_add(f->result_attrs, take_attrs(res_attrs, i));
   }
-  (void)res_attrs;
   if (op->regions->len == 1) {
     f->body = g_ptr_array_steal_index(op->regions, 0);
     GPtrArray *bargs = f->body->args;
@@ -245,10 +268,7 @@ static gboolean func_from_generic(HloReader *r, HloOp *op) {
         hlo_func_free(f);
         return FALSE;
       }
-      if (arg_attrs && arg_attrs->kind == HA_LIST &&
-          i < arg_attrs->items->len) {
-        /* kept for later tranches (shardings); nothing reads them yet */
-      }
+      a->attrs = take_attrs(arg_attrs, i);
     }
   } else {
     for (guint i = 0; i < ins->items->len; i++) {
@@ -336,14 +356,7 @@ static gboolean read_module_pretty(HloReader *r, Loc at) {
   HloRegion *g = read_region(r);
   if (!g)
     return FALSE;
-  gboolean ok = TRUE;
-  for (guint i = 0; ok && i < g->ops->len; i++) {
-    const HloOp *op = g_ptr_array_index(g->ops, i);
-    /* sdy.mesh (shardings: a later tranche) is read and left */
-    if (strncmp(op->name, "sdy.", 4) != 0)
-      ok = cursor_fail(&r->c, op->loc, "a module holds functions, not '%s'",
-                       op->name);
-  }
+  gboolean ok = module_ops(r, g);
   hlo_region_free(g);
   HloLoc *where;
   (void)at;
@@ -389,6 +402,10 @@ HloFile *hlo_read(const Source *src, Diag *diag) {
       read_module_pretty(r, TOK->loc);
     } else if (hlo_is_word(r, "func.func")) {
       read_func_pretty(r, TOK->loc);
+    } else if (hlo_is_word(r, "sdy.mesh")) { /* in the implicit module */
+      HloOp *op = read_op(r);
+      if (op)
+        g_ptr_array_add(f->meshes, op);
     } else if (TOK->kind == TK_STRING) {
       HloOp *op = read_op(r);
       if (op) {

@@ -140,6 +140,7 @@ void hlo_file_free(HloFile *f) {
   g_ptr_array_unref(f->funcs);
   g_hash_table_unref(f->aliases);
   g_ptr_array_unref(f->locs);
+  g_ptr_array_unref(f->meshes);
   g_free(f);
 }
 
@@ -155,11 +156,21 @@ const HloAttr *hlo_op_attr(const HloOp *op, const char *key) {
   return NULL;
 }
 
+const HloAttr *hlo_dict_get(const HloAttr *dict, const char *key) {
+  if (!dict || dict->kind != HA_DICT)
+    return NULL;
+  for (guint i = 0; i < dict->keys->len; i++)
+    if (strcmp(g_ptr_array_index(dict->keys, i), key) == 0)
+      return g_ptr_array_index(dict->items, i);
+  return NULL;
+}
+
 HloFile *hlo_file_new(const Source *src) {
   HloFile *f = g_new0(HloFile, 1);
   f->src = src;
   f->funcs = g_ptr_array_new_with_free_func((GDestroyNotify)hlo_func_free);
   f->aliases = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   f->locs = g_ptr_array_new_with_free_func((GDestroyNotify)hlo_loc_free);
+  f->meshes = g_ptr_array_new_with_free_func((GDestroyNotify)hlo_op_free);
   return f;
 }

@@ -49,6 +49,21 @@ static const struct {
     {"stablehlo.collective_permute", "a collective: import the global program"},
     {"stablehlo.reverse", "partir has no reverse"},
     {"stablehlo.bitcast_convert", "partir has no bit casts"},
+    {"check.expect_serialized_eq",
+     "it compares with tensors a probe wrote to files"},
+};
+
+/* The custom calls partir imports: @Sharding (the value, its sharding
+ * noted), and the checks of StableHLO's generated tests. */
+static const struct {
+  const char *target;
+  int operands, results;
+} custom_calls[] = {
+    {"Sharding", 1, 1},
+    {"check.eq", 2, 1}, /* its result: whether they agree */
+    {"check.expect_eq", 2, 0},
+    {"check.expect_almost_eq", 2, 0},
+    {"check.expect_close", 2, 0},
 };
 
 /* The reason a type cannot be imported, or NULL. */
@@ -190,11 +205,21 @@ static char *refine(const HloOp *op) {
   if (strcmp(n, "stablehlo.custom_call") == 0) {
     const HloAttr *t = hlo_op_attr(op, "call_target_name");
     const char *target = t && t->s ? t->s : "?";
-    /* @Sharding marks a value with a sharding: the value itself */
-    if (strcmp(target, "Sharding") != 0 || op->uses->len != 1 ||
-        op->result_types->len != 1)
+    gsize k = 0;
+    while (k < G_N_ELEMENTS(custom_calls) &&
+           strcmp(custom_calls[k].target, target) != 0)
+      k++;
+    if (k == G_N_ELEMENTS(custom_calls) ||
+        (int)op->uses->len != custom_calls[k].operands ||
+        (int)op->result_types->len != custom_calls[k].results)
       return g_strdup_printf("custom call @%s", target);
+    n = target; /* a check: judged as the check operation below */
   }
+  gboolean floats_only = g_str_has_suffix(n, "almost_eq") ||
+                         g_str_has_suffix(n, "almost_eq_const") ||
+                         g_str_has_suffix(n, "expect_close");
+  if (floats_only && x && x->type && !dtype_is_float(x->type->dtype))
+    return g_strdup_printf("on %s (it compares floats)", x->text);
   if (strcmp(n, "stablehlo.constant") == 0 ||
       strcmp(n, "arith.constant") == 0 || strcmp(n, "sdy.constant") == 0) {
     const HloAttr *v = hlo_op_attr(op, "value");

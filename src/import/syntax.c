@@ -9,9 +9,10 @@
  * their dialect: the ones the import reads ('#stablehlo.dot<k = v>',
  * '#stablehlo<comparison_direction GT>', 'dense<...>', 'array<i64: 1>')
  * into their shape, any other ('#sdy.sharding<...>', 'dense_resource<>')
- * read past as opaque.  Attributes and locations nest at most
- * HLO_MAX_DEPTH deep; reading past an unknown operation keeps its
- * brackets on a heap stack, not the C stack.
+ * read past as opaque, its extent kept (sharding.c reads Shardy's
+ * attributes again from there, only when they are used).  Attributes and
+ * locations nest at most HLO_MAX_DEPTH deep; reading past an unknown operation
+ * keeps its brackets on a heap stack, not the C stack.
  */
 #include "import/import.h"
 
@@ -357,6 +358,7 @@ static gboolean skip_to_angle_close(HloReader *r, HloAttr *a) {
     if (!nest(r, stack))
       return FALSE;
     if (stack->len == 0) {
+      a->end = TOK->loc.offset + TOK->len;
       hlo_next(r);
       return !hlo_failed(r);
     }
@@ -370,10 +372,12 @@ static gboolean skip_to_angle_close(HloReader *r, HloAttr *a) {
  * past (any other); no '<': a reference to an alias. */
 static HloAttr *read_hash_attr(HloReader *r, Loc at) {
   char *name = token_name(TOK);
+  gsize name_end = TOK->loc.offset + TOK->len;
   hlo_next(r);
   if (!hlo_is_punct(r, '<') || !hlo_adjacent(r)) {
     HloAttr *a = hlo_attr_new(HA_OPAQUE, at);
     a->s = name;
+    a->end = name_end;
     return a;
   }
   hlo_next(r);
@@ -417,6 +421,7 @@ static HloAttr *read_hash_attr(HloReader *r, Loc at) {
     }
     g_free(first);
     if (hlo_is_punct(r, '>')) {
+      a->end = TOK->loc.offset + TOK->len;
       hlo_next(r);
       return a;
     }

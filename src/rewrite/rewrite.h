@@ -17,6 +17,7 @@
  *   resolve.c    propagate --resolve: a conflict's sides priced, one kept
  *   dedup.c      one computation, one region (after propagate)
  *   command.c    the command language: arg-tile, tile, sum, apply ...
+ *   layouts.c    the layouts an imported program asks for, as commands
  *   state.c      program states and locations
  */
 #ifndef PARTIR_REWRITE_H
@@ -494,5 +495,35 @@ gboolean rw_propagate_pending(const RuleSet *rs, const Term *body,
  * and from what they match, so a script that passes brings no axis
  * outside the mesh into a program. */
 char *rw_script_axis_off_mesh(const char *script, const Mesh *mesh);
+
+/* -------------------------------------------------------------- layouts.c */
+
+/* The layout a program's annotations ask of one of its values (an
+ * imported StableHLO program's shardings): for each dimension the mesh
+ * axes that split it, major first. */
+typedef struct ValueLayout {
+  const Term *value; /* as the program was loaded (no region around it) */
+  int rank;
+  int naxes[PARTIR_MAX_RANK];
+  const char *axes[PARTIR_MAX_RANK][MESH_MAX_AXES]; /* interned */
+  const char *origin; /* what and where, for messages */
+} ValueLayout;
+
+/* One command and the state it made. */
+typedef struct LayoutStep {
+  char *command;
+  State *state; /* a reference */
+} LayoutStep;
+void layout_step_free(LayoutStep *s);
+
+/* Gives the values of 'in' their 'n' layouts on 'mesh': an 'arg-tile' or
+ * 'tile' command for each axis of each dimension, then 'propagate'; each
+ * command and its state appended to 'steps' (LayoutStep*).  The last
+ * state (a new reference; 'in' itself when nothing is split), or NULL
+ * with the reason: two layouts of one value differ, or a command or the
+ * propagation fails (a conflict). */
+State *rw_apply_layouts(const RuleSet *rs, State *in,
+                        const ValueLayout *layouts, int n, const Mesh *mesh,
+                        const RewriteEnv *env, GPtrArray *steps, Diag *why);
 
 #endif
