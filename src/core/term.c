@@ -289,17 +289,20 @@ const Term *term_slice(int dim, const Term *x, const Term *r, Diag *err) {
   }
   /* A range value picks one of its range's parts; the slice takes that
    * part of a dimension cut into as many.  Usually the dimension is the
-   * range's size; a reshape carries a split to a dimension of another
-   * size (128 columns in 2 parts are 4 heads in 2 parts). */
-  int64_t size = x->type->dims[dim], parts = r->type->n / r->type->w;
-  if (parts < 1) { /* range<1,4>: its tile refuses it, after this */
+   * range's size, and an uneven range's last part is padded to its width
+   * (docs/spmd.md, "Uneven sizes"); a reshape carries a split to a
+   * dimension of another size (128 columns in 2 parts are 4 heads in 2
+   * parts), which the parts must divide. */
+  int64_t size = x->type->dims[dim], parts = type_range_parts(r->type);
+  if (parts < 1 || r->type->w > r->type->n) { /* its tile refuses it, after */
     diag_reason(err,
                 "partir.slice: range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
                 "> has no whole part",
                 r->type->n, r->type->w);
     return NULL;
   }
-  if (size % parts != 0) {
+  int64_t width = type_range_cut(r->type, size);
+  if (width == 0) {
     diag_reason(err,
                 "partir.slice: range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
                 "> has %" G_GINT64_FORMAT " parts, which do not divide "
@@ -311,7 +314,7 @@ const Term *term_slice(int dim, const Term *x, const Term *r, Diag *err) {
   k->kind = TM_SLICE;
   k->index = dim;
   k->nargs = 2;
-  k->type = type_with_dim(x->type, dim, size / parts);
+  k->type = type_with_dim(x->type, dim, width);
   k->args[0] = x;
   k->args[1] = r;
   return term_intern(k);
@@ -325,11 +328,10 @@ static gboolean check_range(const Type *range, Diag *err) {
                 range->n, range->w);
     return FALSE;
   }
-  if (range->n % range->w != 0) {
+  if (range->w > range->n) {
     diag_reason(err,
-                "uneven range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-                ">: the width must divide the size (uneven ranges are not "
-                "supported yet)",
+                "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                ">: the width is larger than the size",
                 range->n, range->w);
     return FALSE;
   }
@@ -616,7 +618,7 @@ static const Term *relevel_rec(Relevel *rl, const Term *t) {
     const Type *as = rl->as[t->index];
     /* a retyped variable keeps its number of parts, so every slice by it
      * keeps its type (the caller checked: a bug otherwise) */
-    g_assert(!as || as->n / as->w == t->type->n / t->type->w);
+    g_assert(!as || type_range_parts(as) == type_range_parts(t->type));
     return term_bvar(rl->to[t->index], as ? as : t->type);
   }
   RelevelKey key;

@@ -277,6 +277,11 @@ GPtrArray *rw_matches(const RuleSet *rs, const State *s, const Rule *rule);
  * size follow it). */
 const Attrs *rw_slice_attrs_follow(const Attrs *a, const Type *from,
                                    const Type *to);
+/* 'x' (a slice along 'dim' by range value 'r', or what propagation made
+ * of one) with the padding of an uneven range's last part set to zero:
+ * select(broadcast_in_dim(compare(slice 0 iota[r], n, LT)), x, 0), the
+ * mask OP-sum puts on the operands it sums over an uneven range. */
+const Term *rw_mask_padding(const Term *x, int dim, const Term *r, Diag *why);
 
 /* -------------------------------------------------------------- replace.c */
 
