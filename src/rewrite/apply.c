@@ -125,12 +125,24 @@ static const Term *unmask_padding(const Term *a, int dim, const Term *r) {
 }
 
 /* op(operands, each sliced along dims[i] (>= 0) by range value 'r', and
- * masked past the range's size when 'mask'). */
+ * masked past the range's size when 'mask'); 'size' is the size of the
+ * dimension 'r' cuts in the value the operator computes. */
 static const Term *sliced_op(const Term *t, const int *dims, const Term *r,
-                             gboolean mask, const Type *written, Diag *why) {
+                             int64_t size, gboolean mask, const Type *written,
+                             Diag *why) {
   const Term *args[SPEC_MAX_OPERANDS];
   for (int i = 0; i < t->nargs; i++) {
     const Term *a = t->args[i];
+    /* an uneven range's padding is at the end of the dimension it cuts:
+     * a dimension of another size (a reshape's) is cut elsewhere */
+    if (dims[i] >= 0 && !type_range_even(r->type) &&
+        a->type->dims[dims[i]] != size) {
+      diag_reason(why,
+                  "operand %d has size %" G_GINT64_FORMAT " where the uneven "
+                  "range cuts %" G_GINT64_FORMAT,
+                  i + 1, a->type->dims[dims[i]], size);
+      return NULL;
+    }
     if (dims[i] >= 0 && !(a = term_slice(dims[i], a, r, why)))
       return NULL;
     if (dims[i] >= 0 && mask && !(a = rw_mask_padding(a, dims[i], r, why)))
@@ -242,7 +254,8 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
     int dims[SPEC_MAX_OPERANDS];
     for (int i = 0; i < opt->nargs; i++)
       dims[i] = spec.out[k][i];
-    return sliced_op(opt, dims, t->args[1], FALSE, t->type, why);
+    return sliced_op(opt, dims, t->args[1], opt->type->dims[k], FALSE, t->type,
+                     why);
   }
   gboolean have_w;
   int64_t w = arg_int(args, nargs, "w", &have_w);
@@ -287,7 +300,7 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
   const Type *written =
       rule->kind == RULE_OP_TILE ? type_with_dim(t->type, k, w) : t->type;
   gboolean mask = rule->kind == RULE_OP_SUM && !type_range_even(range);
-  const Term *body = sliced_op(t, dims, r, mask, written, why);
+  const Term *body = sliced_op(t, dims, r, n, mask, written, why);
   if (!body)
     return NULL;
   return rule->kind == RULE_OP_TILE
