@@ -162,8 +162,8 @@ function M.width(size, parts, what)
   local w = (size + parts - 1) // parts
   if size < parts or (size + w - 1) // w ~= parts then
     error(string.format("%s has size %d, which %d devices cannot split " ..
-      "(a width of %d gives %d parts)", what, size, parts, w,
-      (size + w - 1) // w), 0)
+      "evenly, nor padded (a width of %d gives %d parts)", what, size, parts,
+      w, (size + w - 1) // w), 0)
   end
   return w
 end

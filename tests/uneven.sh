@@ -83,7 +83,7 @@ mkdir -p "$tmp/o1" "$tmp/o2" "$tmp/o3"
 "$PARTIR" run "$tmp/mm.pir" --seed 2 --output "$tmp/o1" >/dev/null
 "$PARTIR" run "$tmp/mm.nomask.pir" --seed 2 --output "$tmp/o2" >/dev/null
 check "matmul: without the masks the sum differs (the tests would see one missing)" \
-  sh -c "test -s '$tmp/o2/result0.npy' && ! cmp -s '$tmp/o1/result0.npy' '$tmp/o2/result0.npy'"
+  sh -c "test -s '$tmp/o2/y.npy' && ! cmp -s '$tmp/o1/y.npy' '$tmp/o2/y.npy'"
 
 # ---- softmax over rows split 10 over 4: the row sum is masked (an
 # all_reduce of the 4 partial sums, 16 bytes); reduce_max cannot be split
