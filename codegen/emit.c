@@ -166,7 +166,7 @@ static void emit_region(Entry *e, const Term *t, const SchedRegion *body) {
   if (zero)
     call(e, zero, &accbuf, 1);
   Loop l;
-  e->ivs[t->binder] = loop_open(g, t->range->n / t->range->w, &l);
+  e->ivs[t->binder] = loop_open(g, type_range_parts(t->range), &l);
   emit_statements(e, body);
   if (t->kind == TM_TILE) {
     LLVMValueRef args[3] = {buffer(e, s), buffer(e, b), e->ivs[t->binder]};

@@ -63,7 +63,7 @@ static void print_region(GString *out, const Plan *p, const SchedRegion *r,
       g_string_append_printf(
           out, "%s = %s: a loop of %" G_GINT64_FORMAT " iterations\n",
           slot->name, t->kind == TM_TILE ? "tile" : "sum",
-          t->range->n / t->range->w);
+          type_range_parts(t->range));
       print_region(out, p, st->child, depth + 1);
       continue;
     }

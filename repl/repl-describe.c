@@ -148,7 +148,7 @@ static const char *operator_of(const Term *t) {
 }
 
 /* How many pieces a tile or sum has: its range's size over its width. */
-static int64_t pieces_of(const Term *t) { return t->range->n / t->range->w; }
+static int64_t pieces_of(const Term *t) { return type_range_parts(t->range); }
 
 /* "'AXIS' (N devices)" for a region bound to an axis, or why the
  * session's mesh cannot run it; FALSE then. */

@@ -399,6 +399,19 @@ gboolean pipeline_export(const RuleSet *rs, const State *s, const Mesh *mesh,
   return export_global(out, s->module, original, l.spmd, form, why);
 }
 
+/* Whether 't' has a tile or sum over an uneven range (its last part
+ * padded), which the code generator does not compile. */
+static gboolean has_uneven_range(const Term *t, GHashTable *seen) {
+  if (!g_hash_table_add(seen, (gpointer)t))
+    return FALSE;
+  if ((t->kind == TM_TILE || t->kind == TM_SUM) && !type_range_even(t->range))
+    return TRUE;
+  for (int i = 0; i < t->nargs; i++)
+    if (has_uneven_range(t->args[i], seen))
+      return TRUE;
+  return FALSE;
+}
+
 gboolean pipeline_compile(const RuleSet *rs, const Module *m, const Func *g,
                           const Mesh *mesh, const CodegenOptions *o,
                           Executable *out, Diag *why) {
@@ -412,6 +425,14 @@ gboolean pipeline_compile(const RuleSet *rs, const Module *m, const Func *g,
    * large before anything is (codegen checks the device's program) */
   if (!interp_check(g, why))
     return FALSE;
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  if (has_uneven_range(g->body, seen)) {
+    diag_reason(why, "the code generator does not compile uneven splits "
+                     "(a range whose width does not divide its size) yet: "
+                     "run the program with 'partir run', or lowered with "
+                     "'partir lower --simulate'");
+    return FALSE;
+  }
   const Module *names = m;
   if (mesh && mesh->naxes > 0) {
     if (!pipeline_lower(rs, m, g, mesh, &out->lowered, why))

@@ -155,13 +155,17 @@ function M.axis_size(mesh, axis)
   return n
 end
 
--- The width that splits 'size' over 'parts' devices, or an error.
+-- The width that splits 'size' over 'parts' devices, or an error.  An
+-- uneven size gets ceil(size / parts), the last device's chunk padded,
+-- where that width gives as many parts as devices (10 over 4: 3, 3, 3, 1).
 function M.width(size, parts, what)
-  if size % parts ~= 0 then
-    error(string.format("%s has size %d, which %d devices cannot split evenly",
-      what, size, parts), 0)
+  local w = (size + parts - 1) // parts
+  if size < parts or (size + w - 1) // w ~= parts then
+    error(string.format("%s has size %d, which %d devices cannot split " ..
+      "evenly, nor padded (a width of %d gives %d parts)", what, size, parts,
+      w, (size + w - 1) // w), 0)
   end
-  return size // parts
+  return w
 end
 
 -- "a,b" -> {"a", "b"}

@@ -120,9 +120,9 @@ check "partir rules lists derived rules with their origin" sh -c \
   "'$PARTIR' rules | grep -A1 '^matmul-sum ' | grep -q 'derived from op matmul'"
 
 # failures: a message, status 1, nothing written
-"$PARTIR" rewrite "$ex/mlp.pir" --do 'arg-tile 0 0 5' -o "$tmp/bad.pir" 2>"$tmp/err"
+"$PARTIR" rewrite "$ex/mlp.pir" --do 'arg-tile 0 0 17' -o "$tmp/bad.pir" 2>"$tmp/err"
 check "a failing action exits 1" test $? -eq 1
-check "...says why" grep -q "width 5 does not divide size 16" "$tmp/err"
+check "...says why" grep -q "width 17 is not between 1 and the size 16" "$tmp/err"
 check "...and writes nothing" test ! -e "$tmp/bad.pir"
 "$PARTIR" rewrite "$ex/mlp.pir" --do 'frobnicate' 2>"$tmp/err" >/dev/null
 check "an unknown command is refused" grep -q "unknown command 'frobnicate'" "$tmp/err"

@@ -269,8 +269,8 @@ check "no-axis: the error comes with a Lua traceback" \
   sh -c "grep -q 'stack traceback:' '$tmp/no-axis.err' && grep -q 'megatron.lua:[0-9]*:' '$tmp/no-axis.err'"
 fails no-mesh 1 "the mesh has no axis 'batch' (mesh: empty; use --mesh batch=N)" \
   "$tactics/batch.lua" "$ex/mlp.pir"
-fails width-3 1 "%w's dimension 1 has size 256, which 3 devices cannot split evenly" \
-  "$tactics/megatron.lua" "$ex/mlp.pir" --mesh model=3
+fails width-100 1 "%w's dimension 1 has size 256, which 100 devices cannot split evenly, nor padded (a width of 3 gives 86 parts)" \
+  "$tactics/megatron.lua" "$ex/mlp.pir" --mesh model=100
 fails zero-3 1 "zero: 3 devices on 'data' split no dimension of %w (256x256), %u (256x256) evenly" \
   "$tactics/zero.lua" "$ex/mlp.pir" --mesh data=3
 # ...unless the user says to keep them whole (issue 14, item 2: it used
@@ -299,8 +299,8 @@ fails non-function 1 "the tactic must return a function(state, mesh, options), n
   "$tmp/chunk.lua" "$ex/mlp.pir"
 printf 'return function(s) error({}) end\n' >"$tmp/table.lua"
 fails table-error 1 "(error object is a table value)" "$tmp/table.lua" "$ex/mlp.pir"
-printf 'return function(s) return s:arg_tile(0, 0, 5) end\n' >"$tmp/engine.lua"
-fails engine-error 1 "width 5 does not divide size 16" "$tmp/engine.lua" "$ex/mlp.pir"
+printf 'return function(s) return s:arg_tile(0, 0, 17) end\n' >"$tmp/engine.lua"
+fails engine-error 1 "width 17 is not between 1 and the size 16" "$tmp/engine.lua" "$ex/mlp.pir"
 fails missing-script 1 "no-such-tactic.lua" "$tmp/no-such-tactic.lua" "$ex/mlp.pir"
 fails bad-program 1 "no-such.pir" "$tactics/batch.lua" "$tmp/no-such.pir" --mesh batch=2
 fails set-no-eq 2 "--set foo: expected KEY=VALUE" "$tactics/batch.lua" "$ex/mlp.pir" --set foo

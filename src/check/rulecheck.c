@@ -634,12 +634,16 @@ typedef struct Walker {
 } Walker;
 
 /* A random width for size n with at most 8 parts, so that nests of
- * regions stay cheap to interpret. */
-static int64_t random_divisor(GRand *rng, int64_t n) {
+ * regions stay cheap to interpret.  With 'uneven', widths that pad the
+ * last part are drawn too: the instance of each rule checks it on padded
+ * parts (OP-sum's masks among them).  Random walks draw divisors: a
+ * propagation over uneven ranges nested inside each other's padded parts
+ * is not checked (docs/spmd.md, "Uneven sizes"). */
+static int64_t random_width(GRand *rng, int64_t n, gboolean uneven) {
   int64_t ds[64];
   int k = 0;
   for (int64_t d = 1; d <= n && k < 64; d++)
-    if (n % d == 0 && n / d <= 8)
+    if ((n + d - 1) / d <= 8 && (uneven || n % d == 0))
       ds[k++] = d;
   return ds[g_rand_int_range(rng, 0, k)];
 }
@@ -647,7 +651,7 @@ static int64_t random_divisor(GRand *rng, int64_t n) {
 /* Fills parameters for 'rule' at 't': widths and dims chosen at random
  * among the values that can fit. */
 static int random_params(Walker *w, const Rule *rule, const Term *t,
-                         RuleArg *args) {
+                         RuleArg *args, gboolean uneven) {
   int n = 0;
   for (int i = 0; i < rule->nparams; i++) {
     RuleArg *a = &args[n];
@@ -683,7 +687,7 @@ static int random_params(Walker *w, const Rule *rule, const Term *t,
       if (t->type->kind == TY_TENSOR && d < t->type->rank)
         size = t->type->dims[d];
     }
-    args[i].value = random_divisor(w->rng, size);
+    args[i].value = random_width(w->rng, size, uneven);
   }
   return n;
 }
@@ -784,7 +788,7 @@ static State *random_step(Walker *w, State *s, GString *step) {
     const Rule *r = g_ptr_array_index(cands, k);
     g_ptr_array_remove_index_fast(cands, k);
     RuleArg args[RULE_MAX_VARS];
-    int nargs = random_params(w, r, t, args);
+    int nargs = random_params(w, r, t, args, FALSE);
     State *next = rw_apply(w->rs, s, r, loc, args, nargs, why);
     if (next) {
       g_string_printf(step, "apply %s at %%%s", r->name, loc->name);
@@ -811,7 +815,7 @@ static void probe_types(Walker *w, const State *s) {
     for (guint k = 0; k < locs->len; k++) {
       const Location *l = g_ptr_array_index(locs, k);
       RuleArg args[RULE_MAX_VARS];
-      int nargs = random_params(w, r, l->term, args);
+      int nargs = random_params(w, r, l->term, args, FALSE);
       const Term *out = match_apply(r, l->term, args, nargs, why);
       if (out && out->type != l->term->type) {
         g_autofree char *a = type_to_string(l->term->type);
@@ -903,7 +907,8 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
       /* tile the application along the rule's dim: that makes the slice */
       RuleArg a[2] = {{g_intern_string("d"), FALSE, r->index, NULL},
                       {g_intern_string("w"), FALSE,
-                       random_divisor(w->rng, t->type->dims[r->index]), NULL}};
+                       random_width(w->rng, t->type->dims[r->index], TRUE),
+                       NULL}};
       g_autoptr(GPtrArray) locs = state_locations(s);
       const Location *loc = g_ptr_array_index(locs, locs->len - 1);
       target =
@@ -917,7 +922,7 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
       g_autoptr(GPtrArray) locs = state_locations(s);
       const Location *loc = g_ptr_array_index(locs, locs->len - 1);
       RuleArg a[RULE_MAX_VARS];
-      int na = fwd ? random_params(w, fwd, loc->term, a) : 0;
+      int na = fwd ? random_params(w, fwd, loc->term, a, TRUE) : 0;
       target = fwd ? rw_apply(w->rs, s, fwd, loc, a, na, why) : NULL;
     } else {
       target = state_ref(s);
@@ -928,7 +933,7 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
     for (guint k = 0; k < locs->len; k++) {
       const Location *loc = g_ptr_array_index(locs, k);
       RuleArg args[RULE_MAX_VARS];
-      int nargs = random_params(w, r, loc->term, args);
+      int nargs = random_params(w, r, loc->term, args, TRUE);
       g_autoptr(State) next = rw_apply(w->rs, target, r, loc, args, nargs, why);
       if (!next)
         continue;

@@ -154,6 +154,16 @@ typedef struct Type {
 
 const Type *type_tensor(DType dt, int rank, const int64_t *dims);
 const Type *type_range(int64_t n, int64_t w);
+/* The number of parts of range<n,w>: ceil(n/w).  Of an uneven range
+ * (w not dividing n) the last part covers [(P-1)w, n) and is padded to
+ * width w; the one place this count is computed. */
+int64_t type_range_parts(const Type *range);
+/* Whether w divides n: every part is whole, none padded. */
+gboolean type_range_even(const Type *range);
+/* The width of part r of a dimension of 'size' cut by 'range', or 0
+ * when the range cannot cut it: w when size is the range's n (padded
+ * when uneven), else size/P where the P parts divide size. */
+int64_t type_range_cut(const Type *range, int64_t size);
 const Type *type_with_dim(const Type *t, int d, int64_t size);
 const Type *type_with_dtype(const Type *t, DType dt);
 int64_t type_numel(const Type *t); /* saturates at INT64_MAX */
@@ -661,6 +671,9 @@ typedef struct Dist {
   const char *axes[PARTIR_MAX_RANK][MESH_MAX_AXES]; /* interned */
   int npartial;
   const char *partial[MESH_MAX_AXES];
+  /* the global size of a dimension split unevenly (its chunks padded);
+   * 0: the local size times the parts */
+  int64_t global[PARTIR_MAX_RANK];
 } Dist;
 
 /* What makes a function an SPMD program: its mesh and the layouts of its
@@ -678,6 +691,15 @@ void dist_print(GString *out, const Dist *d, const Mesh *m);
 int dist_replicated(const Dist *d, const Mesh *m, const char **out);
 /* The number of parts a dist splits dimension 'dim' into. */
 int64_t dist_parts(const Dist *d, const Mesh *m, int dim);
+/* A device's size of a dimension of 'size' in 'parts': rounded up, the
+ * last chunks padded when the parts do not divide it (as GSPMD pads). */
+int64_t dist_local_size(int64_t size, int64_t parts);
+/* The global size of dimension 'dim' of a value of local type 'local'. */
+int64_t dist_global_size(const Dist *d, const Mesh *m, const Type *local,
+                         int dim);
+/* Records in 'd' the dimensions of 'global' that 'local' pads. */
+void dist_set_global(Dist *d, const Mesh *m, const Type *local,
+                     const Type *global);
 
 /* -------------------------------------------------------------- program.c */
 

@@ -163,7 +163,35 @@ void dist_print(GString *out, const Dist *d, const Mesh *m) {
     g_string_append(out, ", replicated = ");
     print_axes(out, rep, nrep);
   }
+  gboolean padded = FALSE;
+  for (int i = 0; i < d->rank; i++)
+    padded |= d->global[i] != 0;
+  if (padded) { /* the sizes the padded chunks hold */
+    g_string_append(out, ", global = [");
+    for (int i = 0; i < d->rank; i++)
+      g_string_append_printf(out, "%s%" G_GINT64_FORMAT, i ? ", " : "",
+                             d->global[i]);
+    g_string_append_c(out, ']');
+  }
   g_string_append_c(out, '}');
+}
+
+int64_t dist_local_size(int64_t size, int64_t parts) {
+  return size / parts + (size % parts != 0);
+}
+
+int64_t dist_global_size(const Dist *d, const Mesh *m, const Type *local,
+                         int dim) {
+  return d->global[dim] ? d->global[dim]
+                        : local->dims[dim] * dist_parts(d, m, dim);
+}
+
+void dist_set_global(Dist *d, const Mesh *m, const Type *local,
+                     const Type *global) {
+  for (int i = 0; i < d->rank; i++)
+    d->global[i] = local->dims[i] * dist_parts(d, m, i) != global->dims[i]
+                       ? global->dims[i]
+                       : 0;
 }
 
 int64_t dist_parts(const Dist *d, const Mesh *m, int dim) {

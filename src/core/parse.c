@@ -635,8 +635,10 @@ static gboolean parse_dist(Parser *p, int rank, Dist *out, GArray *axes_used,
   const AttrValue *dist = attrs_get(a, "dist");
   const AttrValue *partial = attrs_get(a, "partial");
   const AttrValue *replicated = attrs_get(a, "replicated");
+  const AttrValue *global = attrs_get(a, "global");
   gboolean ok = dist && dist->kind == AV_LIST && dist->count == rank &&
-                a->count == 1 + (partial != NULL) + (replicated != NULL);
+                a->count == 1 + (partial != NULL) + (replicated != NULL) +
+                                (global != NULL);
   for (int i = 0; ok && i < rank; i++) {
     const AttrValue *axes = &dist->items[i];
     ok = axes->kind == AV_LIST && axes->count <= MESH_MAX_AXES;
@@ -656,6 +658,13 @@ static gboolean parse_dist(Parser *p, int rank, Dist *out, GArray *axes_used,
     }
     out->npartial = ok ? partial->count : 0;
   }
+  if (ok && global) { /* sizes of padded dimensions, 0 for the others */
+    ok = global->kind == AV_LIST && global->count == rank;
+    for (int i = 0; ok && i < rank; i++) {
+      ok = global->items[i].kind == AV_INT && global->items[i].i >= 0;
+      out->global[i] = global->items[i].i;
+    }
+  }
   Replicated rep = {.at = at};
   if (ok && replicated) {
     ok = replicated->kind == AV_LIST && replicated->count <= MESH_MAX_AXES;
@@ -667,7 +676,8 @@ static gboolean parse_dist(Parser *p, int rank, Dist *out, GArray *axes_used,
   if (!ok)
     return cursor_fail(&p->c, at,
                        "a layout is {dist = [axes of each of the %d "
-                       "dimensions], partial = [axes], replicated = [axes]}",
+                       "dimensions], partial = [axes], replicated = [axes], "
+                       "global = [size of each padded dimension, else 0]}",
                        rank);
   if (!check_axes_once(p, at, out))
     return FALSE;

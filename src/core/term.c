@@ -291,17 +291,20 @@ const Term *term_slice(int dim, const Term *x, const Term *r, Diag *err) {
   }
   /* A range value picks one of its range's parts; the slice takes that
    * part of a dimension cut into as many.  Usually the dimension is the
-   * range's size; a reshape carries a split to a dimension of another
-   * size (128 columns in 2 parts are 4 heads in 2 parts). */
-  int64_t size = x->type->dims[dim], parts = r->type->n / r->type->w;
-  if (parts < 1) { /* range<1,4>: its tile refuses it, after this */
+   * range's size, and an uneven range's last part is padded to its width
+   * (docs/spmd.md, "Uneven sizes"); a reshape carries a split to a
+   * dimension of another size (128 columns in 2 parts are 4 heads in 2
+   * parts), which the parts must divide. */
+  int64_t size = x->type->dims[dim], parts = type_range_parts(r->type);
+  if (parts < 1 || r->type->w > r->type->n) { /* its tile refuses it, after */
     diag_reason(err,
                 "partir.slice: range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
                 "> has no whole part",
                 r->type->n, r->type->w);
     return NULL;
   }
-  if (size % parts != 0) {
+  int64_t width = type_range_cut(r->type, size);
+  if (width == 0) {
     diag_reason(err,
                 "partir.slice: range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
                 "> has %" G_GINT64_FORMAT " parts, which do not divide "
@@ -313,7 +316,7 @@ const Term *term_slice(int dim, const Term *x, const Term *r, Diag *err) {
   k->kind = TM_SLICE;
   k->index = dim;
   k->nargs = 2;
-  k->type = type_with_dim(x->type, dim, size / parts);
+  k->type = type_with_dim(x->type, dim, width);
   k->args[0] = x;
   k->args[1] = r;
   return term_intern(k);
@@ -327,11 +330,10 @@ static gboolean check_range(const Type *range, Diag *err) {
                 range->n, range->w);
     return FALSE;
   }
-  if (range->n % range->w != 0) {
+  if (range->w > range->n) {
     diag_reason(err,
-                "uneven range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-                ">: the width must divide the size (uneven ranges are not "
-                "supported yet)",
+                "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                ">: the width is larger than the size",
                 range->n, range->w);
     return FALSE;
   }
@@ -360,10 +362,43 @@ static const Term *region_body(const Term *body, int level, int *home,
   return term_rename_level(body, level, *home, err);
 }
 
+/* TRUE when 't' uses, free, a range variable of an uneven range other
+ * than level 'own': a region over it encloses the one being built. */
+static gboolean uses_uneven_outside(const Term *t, int own, GHashTable *seen) {
+  if ((t->loose & ~(G_GUINT64_CONSTANT(1) << own)) == 0 ||
+      !g_hash_table_add(seen, (gpointer)t))
+    return FALSE;
+  if (t->kind == TM_BVAR)
+    return t->index != own && !type_range_even(t->type);
+  for (int i = 0; i < t->nargs; i++)
+    if (uses_uneven_outside(t->args[i], own, seen))
+      return TRUE;
+  return FALSE;
+}
+
+/* An uneven region nested in another uneven region's body (padding
+ * inside padding) is refused: its masks and the lowering's padded
+ * chunks are made for one padded dimension at a time, and the nesting
+ * is not checked (docs/spmd.md, "Uneven sizes"). */
+static gboolean check_uneven_nesting(const Type *range, const Term *body,
+                                     int level, Diag *err) {
+  if (type_range_even(range))
+    return TRUE;
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  if (!uses_uneven_outside(body, level, seen))
+    return TRUE;
+  diag_reason(err,
+              "an uneven range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+              "> inside a region over another uneven range is not supported",
+              range->n, range->w);
+  return FALSE;
+}
+
 const Term *term_tile(int dim, const Type *range, const char *axis,
                       const Term *body, int level, Diag *err) {
   int home;
   if (!check_range(range, err) ||
+      !check_uneven_nesting(range, body, level, err) ||
       !(body = region_body(body, level, &home, err)))
     return NULL;
   const Type *bt = body->type;
@@ -404,6 +439,7 @@ const Term *term_sum(const Type *range, const char *axis, const Term *body,
                      int level, Diag *err) {
   int home;
   if (!check_range(range, err) ||
+      !check_uneven_nesting(range, body, level, err) ||
       !(body = region_body(body, level, &home, err)))
     return NULL;
   if (body->type->kind != TY_TENSOR) {
@@ -618,7 +654,7 @@ static const Term *relevel_rec(Relevel *rl, const Term *t) {
     const Type *as = rl->as[t->index];
     /* a retyped variable keeps its number of parts, so every slice by it
      * keeps its type (the caller checked: a bug otherwise) */
-    g_assert(!as || as->n / as->w == t->type->n / t->type->w);
+    g_assert(!as || type_range_parts(as) == type_range_parts(t->type));
     return term_bvar(rl->to[t->index], as ? as : t->type);
   }
   RelevelKey key;

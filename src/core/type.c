@@ -120,6 +120,24 @@ const Type *type_range(int64_t n, int64_t w) {
   return type_intern(&key);
 }
 
+int64_t type_range_parts(const Type *range) {
+  g_assert(range->kind == TY_RANGE);
+  if (range->w <= 0 || range->n <= 0)
+    return 0;
+  return range->n / range->w + (range->n % range->w != 0);
+}
+
+gboolean type_range_even(const Type *range) { return range->n % range->w == 0; }
+
+int64_t type_range_cut(const Type *range, int64_t size) {
+  int64_t parts = type_range_parts(range);
+  if (parts < 1 || range->w > range->n)
+    return 0;
+  if (size == range->n)
+    return range->w;
+  return size % parts == 0 ? size / parts : 0;
+}
+
 const Type *type_with_dim(const Type *t, int d, int64_t size) {
   Type key = *t;
   key.dims[d] = size;

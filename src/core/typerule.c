@@ -700,10 +700,12 @@ static const Type *tr_collective(RULE_ARGS) {
   const Type *a = args[0]->type;
   static const char *const none[] = {"axes", "size", NULL};
   static const char *const one_dim[] = {"axes", "size", "dim", NULL};
+  static const char *const gather[] = {"axes", "size", "dim", "length", NULL};
   static const char *const two_dims[] = {"axes", "size", "split_dim",
                                          "concat_dim", NULL};
   const char *const *allowed = op == OP_ALL_REDUCE   ? none
                                : op == OP_ALL_TO_ALL ? two_dims
+                               : op == OP_ALL_GATHER ? gather
                                                      : one_dim;
   int64_t size;
   if (!check_attr_names(op, attrs, allowed, err) ||
@@ -740,7 +742,35 @@ static const Type *tr_collective(RULE_ARGS) {
       diag_reason(err, "'all_gather' result is too large");
       return NULL;
     }
-    return type_with_dim(a, (int)d1, a->dims[d1] * size);
+    /* 'length': the chunks are padded; the result keeps that many */
+    int64_t length = a->dims[d1] * size;
+    if (attrs_get(attrs, "length") &&
+        (!get_int(op, attrs, "length", &length, err) ||
+         dist_local_size(length, size) != a->dims[d1])) {
+      if (diag_any(err))
+        return NULL;
+      diag_reason(
+          err,
+          "'all_gather' of %" G_GINT64_FORMAT " chunks of %" G_GINT64_FORMAT
+          " cannot keep length %" G_GINT64_FORMAT
+          " (the chunks are that length over %" G_GINT64_FORMAT ", rounded up)",
+          size, a->dims[d1], length, size);
+      return NULL;
+    }
+    return type_with_dim(a, (int)d1, length);
+  }
+  /* shard and reduce_scatter pad the last chunks of a dimension the
+   * devices do not divide (docs/spmd.md, "Uneven sizes") */
+  if (op != OP_ALL_TO_ALL) {
+    if (a->dims[d1] < size) {
+      diag_reason(err,
+                  "'%s': dimension %" G_GINT64_FORMAT " of size "
+                  "%" G_GINT64_FORMAT " has fewer elements than the "
+                  "%" G_GINT64_FORMAT " devices",
+                  op_name(op), d1, a->dims[d1], size);
+      return NULL;
+    }
+    return type_with_dim(a, (int)d1, dist_local_size(a->dims[d1], size));
   }
   if (a->dims[d1] % size != 0) {
     diag_reason(err,

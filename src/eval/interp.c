@@ -155,11 +155,12 @@ static GHashTable *memo_at(Interp *in, int level) {
 
 /* Runs a region at its home: the tables and binder values of the depths
  * its body uses are its own while it runs.  A tile copies each
- * iteration's value into its chunk of the result; a sum adds them up in
- * an accumulator (tensor_new_acc) and rounds once. */
+ * iteration's value into its chunk of the result, the last chunk of an
+ * uneven range without its padding; a sum adds them up in an
+ * accumulator (tensor_new_acc) and rounds once. */
 static Tensor *eval_region(Interp *in, const Term *t) {
   const Type *range = t->range;
-  int64_t count = range->n / range->w;
+  int64_t count = type_range_parts(range);
   Tensor *out =
       t->kind == TM_TILE ? tensor_new(t->type) : tensor_new_acc(t->type);
   int inner = t->binder + 1, outer_depth = in->depth;
@@ -178,7 +179,8 @@ static Tensor *eval_region(Interp *in, const Term *t) {
     clear_from(in, inner);
     Tensor *v = eval(in, t->args[0]);
     if (t->kind == TM_TILE) {
-      copy_chunk(out, k * range->w, v, 0, t->index, range->w);
+      copy_chunk(out, k * range->w, v, 0, t->index,
+                 MIN(range->w, range->n - k * range->w));
     } else {
       int64_t n = type_numel(t->type);
       for (int64_t j = 0; j < n; j++) {
@@ -233,10 +235,13 @@ static Tensor *eval_uncached(Interp *in, const Term *t) {
     g_assert(r->kind == TM_BVAR);
     Tensor *out = tensor_new(t->type);
     /* level l is the binder of the region whose body is at depth l+1;
-     * the slice takes the same part of a dimension of any size */
+     * the slice takes the same part of a dimension of any size; the
+     * padding of an uneven range's last part is zeros (tensor_new) */
     int64_t part = in->start[r->index + 1] / r->type->w;
     int64_t width = t->type->dims[t->index];
-    copy_chunk(out, 0, x, part * width, t->index, width);
+    int64_t size = x->type->dims[t->index];
+    copy_chunk(out, 0, x, part * width, t->index,
+               MIN(width, size - part * width));
     tensor_unref(x);
     return out;
   }

@@ -15,6 +15,12 @@
  * dimension D (or reduction K) by the new binder, and a'' by s.  Every
  * replacement must have the type of what it replaces.
  *
+ * Uneven ranges (docs/spmd.md, "Uneven sizes"): the last part of a
+ * range<n,w> that w does not divide is padded, and what the body computes
+ * there is garbage (exp of a zero is one).  A tile drops it; a sum would
+ * add it, so OP-sum masks every sliced operand to zero past n
+ * (rw_mask_padding), and OP-sum-rev accepts the masked operands.
+ *
  * rw_apply() applies a rule at a location (a value of the printed
  * program) and replaces that value everywhere in the program
  * (replace.c), so every use sees the rewrite.
@@ -73,13 +79,88 @@ const Attrs *rw_attrs_follow(const Term *t, const Term *const *args) {
   }
 }
 
-/* op(operands, each sliced along dims[i] (>= 0) by range value 'r'). */
+/* attrs {key = value} with one integer value */
+static const Attrs *int_attr(const char *key, int64_t value) {
+  const char **keys = g_new(const char *, 1);
+  AttrValue *vals = g_new0(AttrValue, 1);
+  keys[0] = g_intern_string(key);
+  vals[0] = (AttrValue){.kind = AV_INT, .i = value};
+  return attrs_intern(1, keys, vals);
+}
+
+/* select(broadcast_in_dim(compare(slice 0 iota[r], n, LT)), x, 0): x
+ * with the positions of dimension 'dim' past the range's size set to
+ * zero.  The iota has the padded size P*w, so its slice by r holds the
+ * global index of each position of the part, padding included. */
+const Term *rw_mask_padding(const Term *x, int dim, const Term *r, Diag *why) {
+  const Type *range = r->type;
+  int64_t padded = type_range_parts(range) * range->w;
+  DType it = padded <= G_MAXINT32 ? DT_I32 : DT_I64;
+  const Type *ity = type_tensor(it, 1, &padded);
+  const Type *part = type_tensor(it, 1, &range->w);
+  const Term *iota = term_op(OP_IOTA, 0, NULL, int_attr("dim", 0), ity, why);
+  const Term *pos = iota ? term_slice(0, iota, r, why) : NULL;
+  const Term *size =
+      term_op(OP_CONSTANT, 0, NULL, int_attr("value", range->n), part, why);
+  if (!pos || !size)
+    return NULL;
+  const char **keys = g_new(const char *, 1);
+  AttrValue *vals = g_new0(AttrValue, 1);
+  keys[0] = g_intern_string("direction");
+  vals[0] = (AttrValue){.kind = AV_SYMBOL, .sym = g_intern_string("LT")};
+  const Term *cmp[2] = {pos, size};
+  const Term *valid =
+      term_op(OP_COMPARE, 2, cmp, attrs_intern(1, keys, vals), NULL, why);
+  if (!valid)
+    return NULL;
+  keys = g_new(const char *, 1);
+  vals = g_new0(AttrValue, 1);
+  keys[0] = g_intern_string("dims");
+  vals[0] = (AttrValue){.kind = AV_LIST, .count = 1};
+  vals[0].items = g_new0(AttrValue, 1);
+  vals[0].items[0] = (AttrValue){.kind = AV_INT, .i = dim};
+  const Term *pred =
+      term_op(OP_BROADCAST_IN_DIM, 1, &valid, attrs_intern(1, keys, vals),
+              type_with_dtype(x->type, DT_I1), why);
+  const Term *zero =
+      term_op(OP_CONSTANT, 0, NULL, int_attr("value", 0), x->type, why);
+  if (!pred || !zero)
+    return NULL;
+  const Term *sel[3] = {pred, x, zero};
+  return term_op(OP_SELECT, 3, sel, attrs_empty(), NULL, why);
+}
+
+/* The operand rw_mask_padding masked in 'a' along 'dim' by 'r', or NULL
+ * when 'a' is no such mask. */
+static const Term *unmask_padding(const Term *a, int dim, const Term *r) {
+  if (a->kind != TM_OP || a->op != OP_SELECT)
+    return NULL;
+  g_autoptr(Diag) err = diag_new(NULL);
+  return rw_mask_padding(a->args[1], dim, r, err) == a ? a->args[1] : NULL;
+}
+
+/* op(operands, each sliced along dims[i] (>= 0) by range value 'r', and
+ * masked past the range's size when 'mask'); 'size' is the size of the
+ * dimension 'r' cuts in the value the operator computes. */
 static const Term *sliced_op(const Term *t, const int *dims, const Term *r,
-                             const Type *written, Diag *why) {
+                             int64_t size, gboolean mask, const Type *written,
+                             Diag *why) {
   const Term *args[SPEC_MAX_OPERANDS];
   for (int i = 0; i < t->nargs; i++) {
     const Term *a = t->args[i];
+    /* an uneven range's padding is at the end of the dimension it cuts:
+     * a dimension of another size (a reshape's) is cut elsewhere */
+    if (dims[i] >= 0 && !type_range_even(r->type) &&
+        a->type->dims[dims[i]] != size) {
+      diag_reason(why,
+                  "operand %d has size %" G_GINT64_FORMAT " where the uneven "
+                  "range cuts %" G_GINT64_FORMAT,
+                  i + 1, a->type->dims[dims[i]], size);
+      return NULL;
+    }
     if (dims[i] >= 0 && !(a = term_slice(dims[i], a, r, why)))
+      return NULL;
+    if (dims[i] >= 0 && mask && !(a = rw_mask_padding(a, dims[i], r, why)))
       return NULL;
     args[i] = a;
   }
@@ -122,6 +203,17 @@ static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
   for (int i = 0; i < b->nargs; i++) {
     int c = tile ? spec.out[k][i] : spec.red[k][i];
     const Term *a = b->args[i];
+    const Term *inner = c >= 0 && !tile && !type_range_even(t->range)
+                            ? unmask_padding(a, c, r)
+                            : a;
+    if (!inner) {
+      diag_reason(why,
+                  "operand %d is not masked past the size of the uneven "
+                  "range",
+                  i + 1);
+      return NULL;
+    }
+    a = inner;
     if (c >= 0) {
       if (a->kind != TM_SLICE || a->index != c || a->args[1] != r) {
         diag_reason(why,
@@ -171,7 +263,8 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
     int dims[SPEC_MAX_OPERANDS];
     for (int i = 0; i < opt->nargs; i++)
       dims[i] = spec.out[k][i];
-    return sliced_op(opt, dims, t->args[1], t->type, why);
+    return sliced_op(opt, dims, t->args[1], opt->type->dims[k], FALSE, t->type,
+                     why);
   }
   gboolean have_w;
   int64_t w = arg_int(args, nargs, "w", &have_w);
@@ -202,9 +295,9 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
         n = t->args[i]->type->dims[dims[i]];
     }
   }
-  if (w < 1 || n % w != 0) {
+  if (w < 1 || w > n) {
     diag_reason(why,
-                "width %" G_GINT64_FORMAT " does not divide size "
+                "width %" G_GINT64_FORMAT " is not between 1 and the size "
                 "%" G_GINT64_FORMAT,
                 w, n);
     return NULL;
@@ -215,9 +308,10 @@ static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
   const Term *r = term_bvar(level, range);
   const Type *written =
       rule->kind == RULE_OP_TILE ? type_with_dim(t->type, k, w) : t->type;
+  gboolean mask = rule->kind == RULE_OP_SUM && !type_range_even(range);
   const Term *body = rule->kind == RULE_OP_SUM && spec.red_masked[k]
                          ? lookup_part(t, r, why)
-                         : sliced_op(t, dims, r, written, why);
+                         : sliced_op(t, dims, r, n, mask, written, why);
   if (!body)
     return NULL;
   return rule->kind == RULE_OP_TILE

@@ -306,7 +306,8 @@ static gboolean eval_atom(Env *e, const IntExpr *x, int64_t *out) {
 }
 
 /* An atom, or two atoms multiplied or divided (a division by zero does
- * not evaluate). */
+ * not evaluate).  Division rounds up, so 'n / w' is the number of parts
+ * of range<n,w>, uneven ones included. */
 static gboolean eval_int(Env *e, const IntExpr *x, int64_t *out) {
   int64_t by;
   if (!eval_atom(e, x, out))
@@ -315,7 +316,12 @@ static gboolean eval_int(Env *e, const IntExpr *x, int64_t *out) {
     return TRUE;
   if (!eval_atom(e, x->by, &by) || (x->arith == '/' && by == 0))
     return FALSE;
-  *out = x->arith == '*' ? *out * by : *out / by;
+  if (x->arith == '*')
+    *out *= by;
+  else if (*out > 0 && by > 0)
+    *out = (*out + by - 1) / by;
+  else
+    *out /= by;
   return TRUE;
 }
 
@@ -539,10 +545,10 @@ static const Term *build_region(Builder *b, const Pat *pt) {
     int64_t n, w;
     if (!int_of(b, &pt->n, &n) || !int_of(b, &pt->w, &w))
       return NULL;
-    if (n < 1 || w < 1 || n % w != 0) {
+    if (n < 1 || w < 1 || w > n) {
       diag_reason(e->why,
                   "width %" G_GINT64_FORMAT
-                  " does not divide size %" G_GINT64_FORMAT,
+                  " is not between 1 and the size %" G_GINT64_FORMAT,
                   w, n);
       return NULL;
     }
@@ -611,11 +617,21 @@ static const Term *build(Builder *b, const Pat *pt) {
      * for r's, retyped */
     const Binder *r = lhs_binder(e, pt->name);
     const Type *as = r && r->range != s->type ? s->type : NULL;
-    if (as && as->n / as->w != r->range->n / r->range->w) {
+    if (as && type_range_parts(as) != type_range_parts(r->range)) {
       diag_reason(e->why,
                   "the range substituted for '%s' has %" G_GINT64_FORMAT
                   " parts, '%s' has %" G_GINT64_FORMAT,
-                  pt->name, as->n / as->w, pt->name, r->range->n / r->range->w);
+                  pt->name, type_range_parts(as), pt->name,
+                  type_range_parts(r->range));
+      return NULL;
+    }
+    /* an uneven range pads its last part: another range, even with as
+     * many parts, cuts the same dimensions elsewhere */
+    if (as && (!type_range_even(as) || !type_range_even(r->range))) {
+      diag_reason(e->why,
+                  "the range substituted for '%s' is another range and one "
+                  "of them is uneven",
+                  pt->name);
       return NULL;
     }
     return build_var(b, term_var(e, pt->args[0]->name), pt->name, s->index, as);

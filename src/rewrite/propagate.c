@@ -395,7 +395,7 @@ static const Term *pull_tile(Norm *n, const Term *t) {
                 "dimension %d: its %" G_GINT64_FORMAT " parts do not divide "
                 "dimension %d of the result (size %" G_GINT64_FORMAT
                 "), which carries it (%s); the tile is used whole",
-                i + 1, op_name(t->op), c, a->range->n / a->range->w, carried,
+                i + 1, op_name(t->op), c, type_range_parts(a->range), carried,
                 t->type->dims[carried], name);
     note(n, msg);
   }

@@ -210,7 +210,7 @@ gboolean rw_implied_mesh(const Term *body, Mesh *out, Diag *why) {
     if (!g_hash_table_add(seen, (gpointer)t))
       continue;
     if ((t->kind == TM_TILE || t->kind == TM_SUM) && t->axis) {
-      int64_t parts = t->range->n / t->range->w;
+      int64_t parts = type_range_parts(t->range);
       int k = mesh_axis_index(out, t->axis);
       if (k >= 0 && out->sizes[k] != parts) {
         diag_reason(why,

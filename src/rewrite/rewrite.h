@@ -284,6 +284,12 @@ GPtrArray *rw_matches(const RuleSet *rs, const State *s, const Rule *rule);
  * size follow it). */
 const Attrs *rw_slice_attrs_follow(const Attrs *a, const Type *from,
                                    const Type *to);
+/* 'x' (a slice along 'dim' by range value 'r', or what propagation made
+ * of one) with the padding of an uneven range's last part set to zero:
+ * select(broadcast_in_dim(compare(slice 0 iota[r], n, LT)), x, 0), the
+ * mask OP-sum puts on the operands it sums over an uneven range. */
+const Term *rw_mask_padding(const Term *x, int dim, const Term *r, Diag *why);
+
 /* The attributes of operator 't' on operands 'args' of other sizes
  * along the dimensions its spec splits: a static slice's limits, a
  * gather's or dynamic_slice's slice sizes that took a whole dimension

@@ -675,7 +675,7 @@ static gboolean parse_int_atom(RuleParser *p, IntExpr *e) {
 }
 
 /* atom [('*' | '/') atom]: 'n / w' is the number of parts of a
- * range<n,w> (integer division) */
+ * range<n,w> (division rounding up, match.c) */
 static gboolean parse_int_expr(RuleParser *p, IntExpr *e) {
   if (!parse_int_atom(p, e))
     return FALSE;

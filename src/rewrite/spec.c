@@ -11,7 +11,8 @@
  * The operand dimension has the result dimension's size, except through
  * a reshape that splits or merges it: a slice takes part r of whatever it
  * cuts (term_slice), so tiles of both carry as the same number of parts,
- * where that number divides both sizes.
+ * where that number divides both sizes; an uneven range's split (its last
+ * part padded) carries only to dimensions of its own size.
  */
 #include "rewrite/rewrite.h"
 
@@ -266,8 +267,12 @@ static void spec_dynamic_slice(const Term *t, TileSpec *s) {
 }
 
 int64_t spec_width_for_parts(const Term *t, int d, const Type *range) {
-  int64_t parts = range->n / range->w, size = t->type->dims[d];
-  return size % parts == 0 ? size / parts : 0;
+  int64_t size = t->type->dims[d];
+  /* an uneven range's padding sits at the end of a dimension of its
+   * size: it carries only to a dimension of that size */
+  if (!type_range_even(range) && size != range->n)
+    return 0;
+  return type_range_cut(range, size);
 }
 
 gboolean spec_of(const RuleSet *rs, const Term *t, TileSpec *s) {

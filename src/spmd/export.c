@@ -713,9 +713,21 @@ static const char *emit_operator(Emit *e, const char *base, const Term *t,
   case OP_ALL_GATHER:
   case OP_REDUCE_SCATTER:
   case OP_ALL_TO_ALL:
-    return emit_collective(e, base, t, x[0]);
   case OP_SHARD:
-    return emit_shard(e, base, t, x[0]);
+    /* padded chunks (docs/spmd.md, "Uneven sizes") have no StableHLO
+     * collective of their own: not written */
+    if (t->op != OP_ALL_REDUCE && t->op != OP_ALL_TO_ALL &&
+        (attrs_get(t->attrs, "length") ||
+         (t->op != OP_ALL_GATHER &&
+          t->args[0]->type->dims[attrs_get_int(t->attrs, "dim")] %
+                  attrs_get_int(t->attrs, "size") !=
+              0))) {
+      efail(e, "'%s' of padded chunks (an uneven split): not exported yet",
+            op_name(t->op));
+      return NULL;
+    }
+    return t->op == OP_SHARD ? emit_shard(e, base, t, x[0])
+                             : emit_collective(e, base, t, x[0]);
   default:
     break;
   }
@@ -758,7 +770,14 @@ static void emit_region(Emit *e, const SchedRegion *r);
  * concatenated along the tile's dimension or added in order. */
 static const char *emit_loop(Emit *e, const char *base, const SchedStmt *s) {
   const Term *t = s->t;
-  int64_t parts = t->range->n / t->range->w;
+  int64_t parts = type_range_parts(t->range);
+  if (!type_range_even(t->range)) {
+    efail(e,
+          "a loop over the uneven range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+          ">: not exported yet",
+          t->range->n, t->range->w);
+    return NULL;
+  }
   if (parts > EXPORT_MAX_OPS) {
     efail(e,
           "a loop of %" G_GINT64_FORMAT " parts: more than the %d "

@@ -44,7 +44,8 @@
 #include <string.h>
 
 typedef struct LVal {
-  const Term *t; /* local term */
+  const Term *t;      /* local term */
+  const Type *global; /* the global value's type */
   Dist d;
 } LVal;
 
@@ -95,12 +96,21 @@ static gboolean same_axes(const Dist *a, int da, const Dist *b, int db) {
   return TRUE;
 }
 
-/* The local type of a global type laid out as 'd'. */
+/* The local type of a global type laid out as 'd': a dimension split
+ * unevenly is padded to a multiple of its parts (dist_local_size). */
 static const Type *local_type(Lower *lw, const Type *global, const Dist *d) {
   const Type *t = global;
   for (int i = 0; i < d->rank; i++)
-    t = type_with_dim(t, i, t->dims[i] / dist_parts(d, lw->mesh, i));
+    t = type_with_dim(t, i,
+                      dist_local_size(t->dims[i], dist_parts(d, lw->mesh, i)));
   return t;
+}
+
+/* Whether dimension 'dim' of 'v' is split unevenly: its chunks are
+ * padded. */
+static gboolean split_unevenly(Lower *lw, const LVal *v, int dim) {
+  return v->t->type->dims[dim] * dist_parts(&v->d, lw->mesh, dim) !=
+         v->global->dims[dim];
 }
 
 /* ------------------------------------------------------- collectives */
@@ -115,12 +125,13 @@ static AttrValue axes_value(const char *const *axes, int n) {
   return v;
 }
 
-/* op(x) {axes, size, dim / split_dim, concat_dim} */
-static const Term *collective(Lower *lw, Op op, const Term *x,
-                              const char *const *axes, int naxes, int dim,
-                              int dim2) {
-  const char **keys = g_new(const char *, 4);
-  AttrValue *vals = g_new0(AttrValue, 4);
+/* op(x) {axes, size, dim / split_dim, concat_dim[, length]}: 'length'
+ * (when not 0) is the size an all_gather keeps of the padded chunks. */
+static const Term *collective_length(Lower *lw, Op op, const Term *x,
+                                     const char *const *axes, int naxes,
+                                     int dim, int dim2, int64_t length) {
+  const char **keys = g_new(const char *, 5);
+  AttrValue *vals = g_new0(AttrValue, 5);
   int n = 0;
   int64_t size = 1;
   for (int i = 0; i < naxes; i++)
@@ -138,11 +149,22 @@ static const Term *collective(Lower *lw, Op op, const Term *x,
     keys[n] = g_intern_string("dim");
     vals[n++] = (AttrValue){.kind = AV_INT, .i = dim};
   }
+  if (length) {
+    keys[n] = g_intern_string("length");
+    vals[n++] = (AttrValue){.kind = AV_INT, .i = length};
+  }
   g_autoptr(Diag) err = diag_new(NULL);
   const Term *t = term_op(op, 1, &x, attrs_intern(n, keys, vals), NULL, err);
   if (!t)
     fail(lw, "lowering made an ill-typed %s: %s", op_name(op), diag_text(err));
   return t;
+}
+
+/* op(x) {axes, size, dim / split_dim, concat_dim} */
+static const Term *collective(Lower *lw, Op op, const Term *x,
+                              const char *const *axes, int naxes, int dim,
+                              int dim2) {
+  return collective_length(lw, op, x, axes, naxes, dim, dim2, 0);
 }
 
 /* Sums a partial value over its partial axes. */
@@ -153,12 +175,14 @@ static void reduce_partial(Lower *lw, LVal *v) {
   v->d.npartial = 0;
 }
 
-/* Makes dimension 'dim' whole. */
+/* Makes dimension 'dim' whole; of a dimension split unevenly the
+ * all_gather keeps the global size, dropping the padding. */
 static void gather_dim(Lower *lw, LVal *v, int dim) {
   if (!v->d.naxes[dim] || lw->failed)
     return;
-  v->t = collective(lw, OP_ALL_GATHER, v->t, v->d.axes[dim], v->d.naxes[dim],
-                    dim, 0);
+  int64_t length = split_unevenly(lw, v, dim) ? v->global->dims[dim] : 0;
+  v->t = collective_length(lw, OP_ALL_GATHER, v->t, v->d.axes[dim],
+                           v->d.naxes[dim], dim, 0, length);
   v->d.naxes[dim] = 0;
 }
 
@@ -264,12 +288,22 @@ static G_GNUC_NO_INLINE gboolean region_bindable(Lower *lw, const Term *t) {
     return fail(lw,
                 "a %s is bound to axis \"%s\", which the mesh does not have",
                 t->kind == TM_TILE ? "tile" : "sum", axis);
-  if (range->n / range->w != size)
+  int64_t parts = type_range_parts(range);
+  if (parts != size)
     return fail(lw,
                 "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
                 "> has %" G_GINT64_FORMAT
                 " parts but axis \"%s\" has %" G_GINT64_FORMAT " devices",
-                range->n, range->w, range->n / range->w, axis, size);
+                range->n, range->w, parts, axis, size);
+  /* a device's chunk is padded to ceil(n / devices), as GSPMD pads */
+  if (range->w != dist_local_size(range->n, size))
+    return fail(lw,
+                "uneven range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                "> over axis \"%s\" of %" G_GINT64_FORMAT
+                " devices: the width must be %" G_GINT64_FORMAT
+                " (the size over the devices, rounded up)",
+                range->n, range->w, axis, size,
+                dist_local_size(range->n, size));
   for (int b = 0; b < lw->depth; b++)
     if (lw->binders[b].axis == axis)
       return fail(lw, "axis \"%s\" is bound by two nested regions", axis);
@@ -287,6 +321,16 @@ static G_GNUC_NO_INLINE void region_result(Lower *lw, const Term *t,
       int d = t->index;
       if (body->d.naxes[d] == MESH_MAX_AXES) {
         fail(lw, "too many axes split one dimension");
+        return;
+      }
+      /* padding inside padding would not be where one all_gather over
+       * both axes puts it: an uneven split has one axis */
+      if (body->d.naxes[d] &&
+          (!type_range_even(t->range) || split_unevenly(lw, body, d))) {
+        fail(lw,
+             "dimension %d is split over \"%s\" and \"%s\", unevenly: "
+             "a dimension split unevenly is split over one axis only",
+             d, axis, body->d.axes[d][0]);
         return;
       }
       memmove(&body->d.axes[d][1], &body->d.axes[d][0],
@@ -387,6 +431,10 @@ static G_GNUC_NO_INLINE void op_local(Lower *lw, const Term *t, LVal *args,
                   dist_parts(&args[first].d, lw->mesh, spec.out[D][first]) !=
               0)
         agree = FALSE;
+      /* an uneven split's padding carries to a dimension of its size */
+      for (int i = 0; agree && i < t->nargs; i++)
+        if (spec.out[D][i] >= 0 && split_unevenly(lw, &args[i], spec.out[D][i]))
+          agree = t->type->dims[D] == args[i].global->dims[spec.out[D][i]];
       if (!agree || !spec.out_ok[D])
         gather_column(lw, args, t->nargs, spec.out[D]);
       const Dist *src = &args[first].d;
@@ -401,6 +449,11 @@ static G_GNUC_NO_INLINE void op_local(Lower *lw, const Term *t, LVal *args,
       /* the parts of a lookup are masked lookups (gather-sum), not the
        * gather on the parts: a table split along its rows is gathered */
       agree &= !spec.red_masked[k];
+      /* a reduction over padding would add it: the masks that keep it
+       * out are the rewrite's (OP-sum); a whole operator gathers */
+      for (int i = 0; agree && i < t->nargs; i++)
+        if (spec.red[k][i] >= 0 && split_unevenly(lw, &args[i], spec.red[k][i]))
+          agree = FALSE;
       if (first >= 0 && !agree)
         gather_column(lw, args, t->nargs, spec.red[k]);
       if (first < 0 || !agree)
@@ -564,6 +617,7 @@ static G_GNUC_NO_INLINE void remember(Lower *lw, const Term *t, const LVal *v) {
 /* requires: t is computed at the current depth (its home) */
 static void lower_here(Lower *lw, const Term *t, LVal *out) {
   memset(out, 0, sizeof *out);
+  out->global = t->type;
   out->d.rank = t->type->kind == TY_TENSOR ? t->type->rank : 0;
   if (lw->failed)
     return;
@@ -585,6 +639,7 @@ static void lower_here(Lower *lw, const Term *t, LVal *out) {
     fail(lw, "cannot lower this term");
     break;
   }
+  out->global = t->type;
   if (!lw->failed)
     remember(lw, t, out);
 }
@@ -625,6 +680,7 @@ Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
     results[i] = v.t;
     f->result_types[i] = v.t->type;
     f->spmd->result_dists[i] = v.d;
+    dist_set_global(&f->spmd->result_dists[i], mesh, v.t->type, v.global);
   }
   g_hash_table_unref(lw.memo[0]);
   if (lw.failed) {

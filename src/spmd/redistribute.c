@@ -90,10 +90,18 @@ static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
     const Term *sh = u.only_shard[i];
     if (!sh || u.other_use[i])
       continue;
-    *changed = TRUE;
     const AttrValue *axes = attrs_get(sh->attrs, "axes");
     int d = (int)attrs_get(sh->attrs, "dim")->i;
     Dist *dd = &dists[i];
+    /* a padded chunk of a chunk is not where one all_gather over both
+     * axes would put it: an uneven split stays on one axis */
+    int64_t whole = f->arg_types[i]->dims[d];
+    gboolean padded = whole % attrs_get(sh->attrs, "size")->i != 0;
+    if (dd->naxes[d] && (padded || dd->global[d]))
+      continue;
+    if (padded)
+      dd->global[d] = whole;
+    *changed = TRUE;
     for (int k = 0; k < axes->count; k++)
       dd->axes[d][dd->naxes[d]++] = axes->items[k].sym;
     f->arg_types[i] = sh->type;

@@ -198,6 +198,14 @@ static void box_transfer(Tensor *dst, const int64_t *dst_off, const Tensor *src,
   }
 }
 
+/* 'box' cut to what lies inside 'dims' from 'off': a padded chunk's box
+ * past the end of a dimension the devices do not divide. */
+static void clip_box(int64_t *box, const int64_t *off, const int64_t *dims,
+                     int rank) {
+  for (int k = 0; k < rank; k++)
+    box[k] = CLAMP(dims[k] - off[k], 0, box[k]);
+}
+
 /* ---------------------------------------------------------- collectives */
 
 /* The mesh axes of collective 't' (major first) and the group size they
@@ -328,9 +336,11 @@ static Tensor *comm_collective(Collectives *self, const Term *t, Tensor *x) {
   int64_t box[PARTIR_MAX_RANK], src_off[PARTIR_MAX_RANK] = {0},
                                 dst_off[PARTIR_MAX_RANK] = {0};
   memcpy(box, t->type->dims, sizeof box);
-  if (t->op == OP_SHARD) { /* no exchange: this device's chunk */
+  int rank = t->type->rank;
+  if (t->op == OP_SHARD) { /* no exchange: this device's chunk, padded */
     int d = (int)attrs_get_int(t->attrs, "dim");
     src_off[d] = g * box[d];
+    clip_box(box, src_off, x->type->dims, rank);
     box_transfer(out, zero_offsets, x, src_off, box, FALSE);
     return out;
   }
@@ -347,14 +357,20 @@ static Tensor *comm_collective(Collectives *self, const Term *t, Tensor *x) {
       break;
     case OP_REDUCE_SCATTER: {
       int d = (int)attrs_get_int(t->attrs, "dim");
+      int64_t part[PARTIR_MAX_RANK];
+      memcpy(part, box, sizeof part);
       src_off[d] = g * box[d];
-      box_transfer(out, zero_offsets, from, src_off, box, TRUE);
+      clip_box(part, src_off, x->type->dims, rank);
+      box_transfer(out, zero_offsets, from, src_off, part, TRUE);
       break;
     }
-    case OP_ALL_GATHER: {
+    case OP_ALL_GATHER: { /* a 'length' drops the padding */
       int d = (int)attrs_get_int(t->attrs, "dim");
+      int64_t part[PARTIR_MAX_RANK];
+      memcpy(part, x->type->dims, sizeof part);
       dst_off[d] = j * x->type->dims[d];
-      box_transfer(out, dst_off, from, zero_offsets, x->type->dims, FALSE);
+      clip_box(part, dst_off, t->type->dims, rank);
+      box_transfer(out, dst_off, from, zero_offsets, part, FALSE);
       break;
     }
     case OP_ALL_TO_ALL: {
@@ -432,6 +448,20 @@ static gboolean dist_check(const Func *f, gboolean is_arg, int i, const Dist *d,
                 what, d->partial[0]);
     return FALSE;
   }
+  for (int k = 0; k < d->rank; k++) {
+    int64_t parts = dist_parts(d, m, k);
+    if (d->global[k] &&
+        (d->naxes[k] != 1 ||
+         dist_local_size(d->global[k], parts) != local->dims[k] ||
+         d->global[k] == local->dims[k] * parts)) {
+      diag_reason(diag,
+                  "%s: dimension %d of size %" G_GINT64_FORMAT " a device "
+                  "is no padded chunk of global size %" G_GINT64_FORMAT
+                  " split over one axis",
+                  what, k, local->dims[k], d->global[k]);
+      return FALSE;
+    }
+  }
   return TRUE;
 }
 
@@ -440,10 +470,14 @@ static gboolean dist_check(const Func *f, gboolean is_arg, int i, const Dist *d,
 static const Type *global_type(const Mesh *m, const Dist *d,
                                const Type *local) {
   int64_t dims[PARTIR_MAX_RANK], numel = 1;
-  for (int k = 0; k < local->rank; k++)
-    if (__builtin_mul_overflow(local->dims[k], dist_parts(d, m, k), &dims[k]) ||
-        __builtin_mul_overflow(numel, dims[k], &numel) || numel > SIM_MAX_ELEMS)
+  for (int k = 0; k < local->rank; k++) {
+    if (__builtin_mul_overflow(local->dims[k], dist_parts(d, m, k), &dims[k]))
       return NULL;
+    if (d->global[k]) /* padded chunks */
+      dims[k] = d->global[k];
+    if (__builtin_mul_overflow(numel, dims[k], &numel) || numel > SIM_MAX_ELEMS)
+      return NULL;
+  }
   return type_tensor(local->dtype, local->rank, dims);
 }
 
@@ -637,10 +671,12 @@ static Tensor **scatter_inputs(const Func *f, Tensor *const *global_inputs,
       in[i] = tensor_ref(g);
       continue;
     }
-    int64_t off[PARTIR_MAX_RANK];
+    int64_t off[PARTIR_MAX_RANK], box[PARTIR_MAX_RANK];
     chunk_offsets(m, &f->spmd->arg_dists[i], f->arg_types[i], coords, off);
-    in[i] = tensor_new(f->arg_types[i]);
-    box_transfer(in[i], zero_offsets, g, off, f->arg_types[i]->dims, FALSE);
+    in[i] = tensor_new(f->arg_types[i]); /* padding: zeros */
+    memcpy(box, f->arg_types[i]->dims, sizeof box);
+    clip_box(box, off, g->type->dims, g->type->rank);
+    box_transfer(in[i], zero_offsets, g, off, box, FALSE);
   }
   return in;
 }
@@ -708,9 +744,11 @@ static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
                      local->dims, TRUE);
     }
     g_autoptr(Tensor) sum = tensor_from_acc(acc, local);
-    int64_t off[PARTIR_MAX_RANK];
+    int64_t off[PARTIR_MAX_RANK], box[PARTIR_MAX_RANK];
     chunk_offsets(m, d, local, coords, off);
-    box_transfer(out, off, sum, zero_offsets, local->dims, FALSE);
+    memcpy(box, local->dims, sizeof box); /* without the padding */
+    clip_box(box, off, global->dims, global->rank);
+    box_transfer(out, off, sum, zero_offsets, box, FALSE);
   }
   return out;
 }

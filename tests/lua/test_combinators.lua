@@ -39,7 +39,7 @@ return function(s, mesh, opts)
 
   -- try
   t:ok(C.try(failing("nope"))(s, mesh, opts) == s, "try of a failing tactic gives the input")
-  t:ok(C.try(function(st) return st:arg_tile(0, 0, 5) end)(s) == s,
+  t:ok(C.try(function(st) return st:arg_tile(0, 0, 17) end)(s) == s,
     "try of a failing verb gives the input")
   t:ok(C.try(tile_x)(s) == s:arg_tile(0, 0, 8), "try of a working tactic gives its result")
   t:ok(C.seq(C.try(failing("x")), tile_x, propagate)(s) == tiled, "try lets a seq go on")
@@ -50,9 +50,9 @@ return function(s, mesh, opts)
   t:ok(r == s:arg_tile(0, 0, 8), "first picks the first tactic that works")
   t:same_list(log, { "f1", "f2" }, "...and runs none after it")
   local err = t:fails("first: no tactic applied", "first fails when no tactic works",
-    C.first(failing("reason one"), function(st) return st:arg_tile(0, 0, 5) end, failing("reason three")), s)
+    C.first(failing("reason one"), function(st) return st:arg_tile(0, 0, 17) end, failing("reason three")), s)
   t:has(err, "reason one", "...listing the first reason")
-  t:has(err, "width 5 does not divide size 16", "...the second (an engine error)")
+  t:has(err, "width 17 is not between 1 and the size 16", "...the second (an engine error)")
   t:has(err, "reason three", "...and the third")
   t:fails("first: no tactic applied", "first() with no tactics fails", C.first(), s)
 
@@ -142,8 +142,9 @@ return function(s, mesh, opts)
     "axis_size of a missing axis names it and the mesh", C.axis_size, { "batch", batch = 2 }, "model")
   t:fails("(mesh: empty; use --mesh model=N)", "axis_size on the empty mesh", C.axis_size, {}, "model")
   t:is(C.width(256, 4, "w"), 64, "width 256 / 4")
-  t:fails("%w's dimension 1 has size 256, which 3 devices cannot split evenly",
-    "width that does not divide", C.width, 256, 3, "%w's dimension 1")
+  t:is(C.width(10, 4, "w"), 3, "width 10 / 4: 3, the last device's chunk padded")
+  t:fails("%w's dimension 1 has size 10, which 6 devices cannot split evenly, nor padded (a width of 2 gives 5 parts)",
+    "width that gives another number of parts", C.width, 10, 6, "%w's dimension 1")
   t:same_list(C.split("a, b,,c "), { "a", "b", "c" }, "split takes commas and spaces")
   t:same_list(C.split(nil), {}, "split(nil) is empty")
   t:is(C.arg(s, "w").index, 1, "arg by name")

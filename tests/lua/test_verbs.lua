@@ -112,8 +112,8 @@ return function(s, mesh, opts)
   t:ok(a == s:arg_tile("%x", 0, 8), "arg_tile by index and by '%x' agree")
   t:is(s:arg_tile("%x", 0, 8, "batch"):regions()[1].axis, "batch", "arg_tile with an axis binds it")
   t:ok(a:propagate() == tiled, "arg_tile(0, 0, 8); propagate gives mlp_tiled.pir")
-  t:fails("width 5 does not divide size 16", "arg_tile: a width that does not divide",
-    s.arg_tile, s, 0, 0, 5)
+  t:fails("width 17 is not between 1 and the size 16", "arg_tile: a width larger than the size",
+    s.arg_tile, s, 0, 0, 17)
   t:fails("there is no argument 3 (the function has 3)", "arg_tile: an index out of range",
     s.arg_tile, s, 3, 0, 8)
   t:fails("no argument '%nope'", "arg_tile: an unknown name", s.arg_tile, s, "nope", 0, 8)
@@ -121,14 +121,14 @@ return function(s, mesh, opts)
     s.arg_tile, s, 0, 2, 8)
   t:fails("dimension -1 out of range for rank 2", "arg_tile: a negative dimension",
     s.arg_tile, s, 0, -1, 8)
-  t:fails("width 0 does not divide size 16", "arg_tile: width 0", s.arg_tile, s, 0, 0, 0)
+  t:fails("width 0 is not between 1 and the size 16", "arg_tile: width 0", s.arg_tile, s, 0, 0, 0)
 
   -- tile, sum
   local c = s:tile("%1", 1, 128, "model")
   t:ok(c:propagate() == partir.parse(COLS), "tile %1 along dim 1; propagate: only u is split")
   t:fails("tile: no value '%9'", "tile: an unknown value", s.tile, s, "%9", 0, 8)
-  t:fails("width 3 does not divide size 16", "tile: a width that does not divide",
-    s.tile, s, "%0", 0, 3)
+  t:fails("width 17 is not between 1 and the size 16", "tile: a width larger than the size",
+    s.tile, s, "%0", 0, 17)
   local s0 = s:sum("%0", 128, "model")
   t:ok(s0 == partir.parse(SUM0), "sum %0 128 model splits the first contraction")
   t:is(s:sum("%0", 128):regions()[1].axis, nil, "sum without an axis binds none")
@@ -136,8 +136,8 @@ return function(s, mesh, opts)
     s.sum, s, "%x", 128)
   t:fails("no rule 'matmul-sum-1'", "sum: a reduction the operator lacks",
     s.sum, s, "%0", 128, "model", 1)
-  t:fails("width 100 does not divide size 256", "sum: a width that does not divide",
-    s.sum, s, "%0", 100)
+  t:fails("width 300 is not between 1 and the size 256", "sum: a width larger than the size",
+    s.sum, s, "%0", 300)
 
   -- propagate and its report
   local m, report = s:arg_tile("%w", 1, 128, "model"):arg_tile("%u", 0, 128, "model"):propagate()
@@ -219,9 +219,9 @@ return function(s, mesh, opts)
     "...a script with no pass has nothing to report")
   t:fails("the only option is 'tolerate'", "exec: an unknown option", s.exec, s, "propagate", { x = 1 })
   t:fails("'frob': unknown command 'frob'", "exec: an unknown command", s.exec, s, "frob")
-  local err = t:fails("'arg-tile 0 0 5'", "exec: the failing command is named",
-    s.exec, s, "propagate; arg-tile 0 0 5; propagate")
-  t:has(err, "width 5 does not divide size 16", "...with the reason")
+  local err = t:fails("'arg-tile 0 0 17'", "exec: the failing command is named",
+    s.exec, s, "propagate; arg-tile 0 0 17; propagate")
+  t:has(err, "width 17 is not between 1 and the size 16", "...with the reason")
   t:fails("usage: arg-tile ARG DIM WIDTH [AXIS]", "exec: a command with too few words",
     s.exec, s, "arg-tile 0 0")
 
@@ -241,8 +241,8 @@ return function(s, mesh, opts)
     s.apply, s, "matmul-tile-0", "%9", { w = 8 })
   t:fails("rule 'matmul-tile-0' needs parameter 'w' (the width)", "apply: a missing parameter",
     s.apply, s, "matmul-tile-0", "%0")
-  t:fails("width 5 does not divide size 16", "apply: a width that does not divide",
-    s.apply, s, "matmul-tile-0", "%0", { w = 5 })
+  t:fails("width 17 is not between 1 and the size 16", "apply: a width larger than the size",
+    s.apply, s, "matmul-tile-0", "%0", { w = 17 })
   t:fails("'matmul-tile-0' applies to 'matmul'", "apply: a location where the rule cannot apply",
     s.apply, s, "matmul-tile-0", "%x", { w = 8 })
   t:fails("apply: 'fuse' applies nowhere", "apply: a rule that applies nowhere", s.apply, s, "fuse")

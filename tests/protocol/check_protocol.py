@@ -105,7 +105,7 @@ err(c.call("reset", path=mlp, mesh="model=2", seed="x"), -32602, "a seed that is
 err(c.call("step", state=12345, actions=[]), 1, "unknown state id: 1")
 root = c.call("reset", path=mlp, mesh="model=2")["result"]
 s1 = root["state"]
-err(c.call("step", state=s1, actions=["arg-tile %x 0 5 model"]), 2,
+err(c.call("step", state=s1, actions=["arg-tile %x 0 17 model"]), 2,
     "illegal action: 2")
 err(c.call("step", state=s1, actions=[10 ** 6]), 2, "an action index out of range: 2")
 err(c.call("reset", program="func @f(", mesh="model=2"), 3, "a bad program: 3")
