@@ -83,6 +83,7 @@ typedef struct Loc {
 typedef struct Diag {
   const Source *src; /* what spans point into, or NULL */
   GString *text;     /* what was reported; NULL until something is */
+  gboolean quiet;    /* keeps that something was reported, not what */
 } Diag;
 
 void diag_init(Diag *d, const Source *src);
@@ -90,6 +91,12 @@ void diag_clear(Diag *d);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Diag, diag_clear)
 /* A Diag on the heap (for a reason passed down a call chain). */
 Diag *diag_new(const Source *src);
+/* One that keeps only that a reason was given (diag_any), not the reason
+ * (diag_text is DIAG_QUIET_TEXT): for trials whose reasons nobody reads,
+ * a rule matched at every value of a program, whose formatting would
+ * cost more than the matching. */
+Diag *diag_new_quiet(void);
+#define DIAG_QUIET_TEXT "(the reason was not kept)"
 void diag_free(Diag *d);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Diag, diag_free)
 void diag_error(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
@@ -650,6 +657,10 @@ typedef struct Schedule {
 
 /* The schedule of 'f'; 'm' gives the user's names (NULL: none). */
 Schedule *schedule_new(const Module *m, const Func *f);
+/* The schedule of 'f' without names (every 'name' NULL, 'user' NULL),
+ * and its naming, once, as schedule_new names it. */
+Schedule *schedule_order(const Func *f);
+void schedule_name(Schedule *sc, const Module *m, const Func *f);
 void schedule_free(Schedule *sc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Schedule, schedule_free)
 /* Visits every value as the printer names it, in text order: arguments
