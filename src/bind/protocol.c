@@ -45,7 +45,8 @@ typedef struct Episode {
   int args_legal;    /* some arg-tile applies: -1 not known yet, 0, 1 (it
                         depends on the signature and the mesh alone) */
   GArray *arg_legal; /* Legal: the arg-tile actions; NULL: not listed */
-  GHashTable *memo;  /* the mesh's memo (Proto.memos) */
+  GHashTable *memo;  /* the mesh's memo of legal rules (Proto.memos) */
+  SpmdMemo *lowered; /* the mesh's memo of lowerings (Proto.lowered) */
 } Episode;
 
 /* The actions from the root, shared by an entry and its descendants, so
@@ -79,6 +80,7 @@ typedef struct Proto {
   char **allowed;
   GPtrArray *episodes;
   GHashTable *memos;   /* mesh text -> its memo: content -> TermLegal* */
+  GHashTable *lowered; /* mesh text -> its SpmdMemo (the costs' lowerings) */
   GHashTable *pending; /* rw_propagate_pending's memo */
   GQueue *listed;      /* ids whose entries keep an action list, oldest first */
   size_t collected;    /* collect_freed() when 'pending' was last emptied */
@@ -139,7 +141,7 @@ static gboolean entry_cost(Proto *pr, Entry *e) {
     e->costed = TRUE;
     g_autoptr(Diag) why = diag_new(NULL);
     e->cost_ok = pipeline_cost_state(pr->rs, e->state, &e->ep->mesh, &e->ep->hw,
-                                     &e->cost, why);
+                                     e->ep->lowered, &e->cost, why);
   }
   return e->cost_ok;
 }
@@ -309,7 +311,7 @@ static GArray *arg_legal(Proto *pr, Episode *ep, const Func *f) {
     return ep->arg_legal;
   ep->arg_legal = g_array_new(FALSE, FALSE, sizeof(Legal));
   const Rule *rule = ruleset_find(pr->rs, "arg-tile");
-  g_autoptr(Diag) why = diag_new(NULL);
+  g_autoptr(Diag) why = diag_new_quiet();
   for (int i = 0; i < f->nargs; i++)
     for (int d = 0; d < f->arg_types[i]->rank; d++)
       for (int k = 0; k < ep->mesh.naxes; k++) {
@@ -345,7 +347,7 @@ static const TermLegal *term_legal(Proto *pr, Episode *ep, const Term *t) {
   if (known)
     return known;
   g_autoptr(GArray) found = g_array_new(FALSE, FALSE, sizeof(Legal));
-  g_autoptr(Diag) why = diag_new(NULL);
+  g_autoptr(Diag) why = diag_new_quiet();
   const Mesh *mesh = &ep->mesh;
   gboolean tiles = spec_of(pr->rs, t, &spec);
   for (int kind = 0; tiles && kind < 2; kind++) {
@@ -451,26 +453,62 @@ static void memos_trim(Proto *pr) {
   }
 }
 
-/* The action's command, as a step by string would give it. */
+/* Appends the decimal digits of 'v': a listing writes thousands of
+ * numbers, and printf was most of its time. */
+static void append_int(GString *out, gint64 v) {
+  char digits[24];
+  int n = 0;
+  guint64 u = v < 0 ? -(guint64)v : (guint64)v;
+  do
+    digits[n++] = (char)('0' + u % 10);
+  while ((u /= 10) > 0);
+  if (v < 0)
+    g_string_append_c(out, '-');
+  while (n > 0)
+    g_string_append_c(out, digits[--n]);
+}
+
+/* The printed name of the value action 'a' is at. */
+static const char *legal_at(const State *s, const ActionList *l,
+                            const Legal *a) {
+  return a->arg >= 0
+             ? s->func.arg_names[a->arg]
+             : ((const Location *)g_ptr_array_index(l->locs, a->loc))->name;
+}
+
+/* The action's command, as a step by string would give it:
+ * "arg-tile %x D W AXIS", "apply RULE at %v w=W a=AXIS" or "propagate". */
 static void legal_text(GString *out, const State *s, const ActionList *l,
                        const Legal *a) {
-  if (!a->rule)
+  if (!a->rule) {
     g_string_append(out, "propagate");
-  else if (a->arg >= 0)
-    g_string_append_printf(out, "arg-tile %%%s %d %" G_GINT64_FORMAT " %s",
-                           s->func.arg_names[a->arg], a->dim, a->w, a->axis);
-  else
-    g_string_append_printf(
-        out, "apply %s at %%%s w=%" G_GINT64_FORMAT " a=%s", a->rule->name,
-        ((const Location *)g_ptr_array_index(l->locs, a->loc))->name, a->w,
-        a->axis);
+    return;
+  }
+  g_string_append(out, a->arg >= 0 ? "arg-tile %" : "apply ");
+  if (a->arg < 0) {
+    g_string_append(out, a->rule->name);
+    g_string_append(out, " at %");
+  }
+  g_string_append(out, legal_at(s, l, a));
+  if (a->arg >= 0) {
+    g_string_append_c(out, ' ');
+    append_int(out, a->dim);
+    g_string_append_c(out, ' ');
+  } else {
+    g_string_append(out, " w=");
+  }
+  append_int(out, a->w);
+  g_string_append(out, a->arg >= 0 ? " " : " a=");
+  g_string_append(out, a->axis);
 }
 
 /* Appends {index, action, rule, location, args} for the action whose
  * command is 'text' (as cJSON would write the object). */
 static void legal_json(GString *out, const State *s, const ActionList *l,
                        guint index, const Legal *a, const char *text) {
-  g_string_append_printf(out, "{\"index\":%u,\"action\":", index);
+  g_string_append(out, "{\"index\":");
+  append_int(out, index);
+  g_string_append(out, ",\"action\":");
   proto_append_json_string(out, text);
   g_string_append(out, ",\"rule\":");
   if (!a->rule) {
@@ -479,14 +517,16 @@ static void legal_json(GString *out, const State *s, const ActionList *l,
   }
   proto_append_json_string(out, a->rule->name);
   g_string_append(out, ",\"location\":");
-  proto_append_json_string(
-      out, a->arg >= 0
-               ? s->func.arg_names[a->arg]
-               : ((const Location *)g_ptr_array_index(l->locs, a->loc))->name);
+  proto_append_json_string(out, legal_at(s, l, a));
   g_string_append(out, ",\"args\":{");
-  if (a->arg >= 0)
-    g_string_append_printf(out, "\"d\":%d,", a->dim);
-  g_string_append_printf(out, "\"w\":%" G_GINT64_FORMAT ",\"axis\":", a->w);
+  if (a->arg >= 0) {
+    g_string_append(out, "\"d\":");
+    append_int(out, a->dim);
+    g_string_append_c(out, ',');
+  }
+  g_string_append(out, "\"w\":");
+  append_int(out, a->w);
+  g_string_append(out, ",\"axis\":");
   proto_append_json_string(out, a->axis);
   g_string_append(out, "}}");
 }
@@ -885,7 +925,12 @@ static Entry *new_root(Proto *pr, J *p, Fail *f) {
   if (!e->ep->memo) {
     e->ep->memo = g_hash_table_new_full(term_legal_hash, term_legal_equal,
                                         (GDestroyNotify)term_legal_free, NULL);
-    g_hash_table_insert(pr->memos, g_steal_pointer(&mesh), e->ep->memo);
+    g_hash_table_insert(pr->memos, g_strdup(mesh), e->ep->memo);
+  }
+  e->ep->lowered = g_hash_table_lookup(pr->lowered, mesh);
+  if (!e->ep->lowered) {
+    e->ep->lowered = spmd_memo_new(pr->rs, &ep.mesh);
+    g_hash_table_insert(pr->lowered, g_steal_pointer(&mesh), e->ep->lowered);
   }
   g_ptr_array_add(pr->episodes, e->ep);
   e->ep->root_time = entry_cost(pr, e) ? e->cost.total_time : NAN;
@@ -1428,6 +1473,8 @@ int proto_run(RuleSet *rs, char **allowed, FILE *in) {
   pr.episodes = g_ptr_array_new_with_free_func((GDestroyNotify)episode_free);
   pr.memos = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                    (GDestroyNotify)g_hash_table_unref);
+  pr.lowered = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                     (GDestroyNotify)spmd_memo_free);
   pr.pending = g_hash_table_new(NULL, NULL);
   pr.listed = g_queue_new();
   Io io = {g_string_new(NULL)};
@@ -1455,6 +1502,7 @@ int proto_run(RuleSet *rs, char **allowed, FILE *in) {
   g_hash_table_unref(pr.entries);
   g_ptr_array_unref(pr.episodes);
   g_hash_table_unref(pr.memos);
+  g_hash_table_unref(pr.lowered);
   g_hash_table_unref(pr.pending);
   g_queue_free(pr.listed);
   return 0;

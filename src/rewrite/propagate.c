@@ -444,7 +444,7 @@ static void norm_rules(Norm *n, guint tag) {
 
 gboolean rw_propagate_pending(const RuleSet *rs, const Term *body,
                               GHashTable *memo) {
-  Norm n = {.rs = rs, .err = diag_new(NULL)}; /* no report: no notes */
+  Norm n = {.rs = rs, .err = diag_new_quiet()}; /* no report: no notes */
   n.nests = g_hash_table_new_full(NULL, NULL, NULL,
                                   (GDestroyNotify)g_hash_table_unref);
   norm_rules(&n, RULE_TAG_PROPAGATE);
@@ -526,14 +526,15 @@ static size_t dag_size(const Term *root) {
  * collects the conflicts the pass meets. */
 static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
                        guint tag, const char *pass, const char *tag_name,
-                       GHashTable *names, Conflicts *cx, GString *report,
-                       Diag *why) {
+                       GHashTable *names, Conflicts *cx, GHashTable *memo,
+                       GString *report, Diag *why) {
   Norm n = {.rs = rs,
             .step = step,
             .report = report,
             .names = names,
             .flat = tag == RULE_TAG_SPMD,
-            .err = diag_new(NULL),
+            /* its text goes to the report alone */
+            .err = report ? diag_new(NULL) : diag_new_quiet(),
             .cx = cx};
   if (cx) {
     n.written = conflicts_written(body);
@@ -547,6 +548,10 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
   n.fuel = fuel;
   n.memos = g_hash_table_new_full(NULL, NULL, NULL,
                                   (GDestroyNotify)g_hash_table_unref);
+  if (memo) { /* a flat pass has one context, 0 */
+    g_assert(n.flat);
+    g_hash_table_insert(n.memos, NULL, g_hash_table_ref(memo));
+  }
   n.nests = g_hash_table_new_full(NULL, NULL, NULL,
                                   (GDestroyNotify)g_hash_table_unref);
   n.reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -572,7 +577,10 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
     if (report)
       g_string_truncate(report, reported);
     out = NULL;
-  } else if (!n.flat) {
+  }
+  if (n.stopped && memo) /* it remembers values it did not finish */
+    g_hash_table_remove_all(memo);
+  if (!n.stopped && !n.flat) {
     /* with a report, the nest is reported (a tactic fails on it); without
      * one (the agent protocol) the pass fails: no state it reaches may be
      * one that no device program runs.  (A device's own program, which
@@ -614,7 +622,7 @@ const Term *rw_propagate_conflicts(const RuleSet *rs, const Term *body,
                                    GHashTable *names, Conflicts *cx,
                                    GString *report, Diag *why) {
   const Term *out = run(rs, body, propagate_step, RULE_TAG_PROPAGATE,
-                        "propagate", "propagate", names, cx, report, why);
+                        "propagate", "propagate", names, cx, NULL, report, why);
   /* pulling tiles out makes sibling regions that each compute what they
    * share: compute it once (dedup.c) */
   return out ? rw_dedup(out, names) : NULL;
@@ -628,6 +636,12 @@ const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
                                                     : NULL;
   g_assert(tag_name); /* the tag of one fixed-point pass */
   const char *pass = tag == RULE_TAG_SPMD ? "redistribution fusion" : tag_name;
-  return run(rs, body, rules_step, tag, pass, tag_name, names, NULL, report,
-             why);
+  return run(rs, body, rules_step, tag, pass, tag_name, names, NULL, NULL,
+             report, why);
+}
+
+const Term *rw_fixpoint_memo(const RuleSet *rs, const Term *body,
+                             GHashTable *memo, Diag *why) {
+  return run(rs, body, rules_step, RULE_TAG_SPMD, "redistribution fusion",
+             "spmd", NULL, NULL, memo, NULL, why);
 }

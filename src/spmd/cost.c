@@ -380,7 +380,7 @@ static void sweep(Walk *w) {
   w->out->peak_bytes = peak;
   for (guint i = 0; at >= 0 && i < w->values->len; i++)
     if (value_at(w, (int)i)->pos == at)
-      w->out->peak_at = g_strdup(value_at(w, (int)i)->name);
+      w->out->peak_at = g_strdup(value_at(w, (int)i)->name); /* or NULL */
 }
 
 void cost_report_clear(CostReport *r) {
@@ -402,8 +402,10 @@ static int compare_comms(gconstpointer pa, gconstpointer pb) {
 
 static void clear_value(gpointer p) { g_free(((Value *)p)->name); }
 
-gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
-                       CostReport *out, Diag *diag) {
+/* The estimate of 'f' on 'hw', its statements named as 'm' names them,
+ * or not named when 'named' is FALSE (no 'peak_at'). */
+static gboolean estimate(const Module *m, gboolean named, const Func *f,
+                         const Hardware *hw, CostReport *out, Diag *diag) {
   memset(out, 0, sizeof *out);
   if (!check_program(f, diag))
     return FALSE;
@@ -411,7 +413,9 @@ gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
   out->ndevices = mesh_devices(f->spmd ? &f->spmd->mesh : NULL);
 
   /* kernels are priced when the description models them */
-  g_autoptr(Schedule) sc = schedule_new(m, f);
+  g_autoptr(Schedule) sc = schedule_order(f);
+  if (named)
+    schedule_name(sc, m, f);
   g_autoptr(Fusion) fusion = NULL;
   g_autoptr(GHashTable) reads = NULL;
   if (hw->mem_bw > 0 || hw->kernel_overhead > 0) {
@@ -438,6 +442,16 @@ gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
   out->total_time = out->compute_time + out->comm_time;
   out->fits = out->peak_bytes <= hw->memory_bytes;
   return TRUE;
+}
+
+gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
+                       CostReport *out, Diag *diag) {
+  return estimate(m, TRUE, f, hw, out, diag);
+}
+
+gboolean cost_estimate_unnamed(const Func *f, const Hardware *hw,
+                               CostReport *out, Diag *diag) {
+  return estimate(NULL, FALSE, f, hw, out, diag);
 }
 
 double cost_comm_bytes(const CostReport *r) {

@@ -589,14 +589,18 @@ static void lower_here(Lower *lw, const Term *t, LVal *out) {
     remember(lw, t, out);
 }
 
-Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
-                 const Mesh *mesh, Module *names, Diag *why) {
+/* The lowering of 'g'; 'top' (may be NULL: one of its own) remembers
+ * the closed values' lowerings, which depend on nothing else. */
+static Func *lower_func(const RuleSet *rs, const Module *m, const Func *g,
+                        const Mesh *mesh, Module *names, GHashTable *top,
+                        Diag *why) {
   Lower lw = {.rs = rs,
               .mesh = mesh,
               .why = why,
               .global_names = m,
               .local_names = names};
-  lw.memo[0] = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  lw.memo[0] = top ? g_hash_table_ref(top)
+                   : g_hash_table_new_full(NULL, NULL, NULL, g_free);
   Func *f = g_new0(Func, 1);
   f->name = g_strdup(g->name);
   f->nargs = g->nargs;
@@ -633,4 +637,14 @@ Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
   }
   f->body = term_tuple(f->nresults, results);
   return f;
+}
+
+Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
+                 const Mesh *mesh, Module *names, Diag *why) {
+  return lower_func(rs, m, g, mesh, names, NULL, why);
+}
+
+Func *spmd_lower_memo(const Func *g, SpmdMemo *memo, Diag *why) {
+  spmd_memo_check(memo);
+  return lower_func(memo->rs, NULL, g, &memo->mesh, NULL, memo->lower, why);
 }
