@@ -214,7 +214,7 @@ typedef struct Legal {
   const char *axis; /* interned, the mesh's */
   int dim;          /* arg-tile's dimension */
   int arg;          /* arg-tile's argument; -1: a value's rule */
-  guint loc;        /* the value: an index into ActionList.locs */
+  guint loc;        /* the value: its SchedName.index (ActionList) */
 } Legal;
 
 /* What a tiling rule reads of an operand. */
@@ -263,10 +263,18 @@ static gboolean term_legal_equal(gconstpointer pa, gconstpointer pb) {
   return TRUE;
 }
 
-/* A state's legal actions, in the order 'actions' lists them. */
+/* A state's legal actions, in the order 'actions' lists them, and its
+ * values (the arguments, then the statements in print order: those of
+ * state_locations), read off its schedule: no Location is made for
+ * each, and the values are named only when a name is needed (a step's
+ * trace, a listing), once. */
 typedef struct ActionList {
-  GArray *items;   /* Legal; NULL: not listed yet */
-  GPtrArray *locs; /* Location*: the state's values */
+  GArray *items;           /* Legal; NULL: not listed yet */
+  Schedule *sc;            /* the state's */
+  gboolean named;          /* sc's values have their names */
+  int nargs;               /* values below are statements */
+  const SchedStmt **stmts; /* by SchedName.index (NULL: an argument) */
+  int *up; /* by index: the tile or sum whose region holds it, or -1 */
 } ActionList;
 
 static void action_list_free(ActionList *l) {
@@ -274,8 +282,56 @@ static void action_list_free(ActionList *l) {
     return;
   if (l->items)
     g_array_unref(l->items);
-  g_ptr_array_unref(l->locs);
+  schedule_free(l->sc);
+  g_free(l->stmts);
+  g_free(l->up);
   g_free(l);
+}
+
+static void values_of_region(ActionList *l, const SchedRegion *r, int up) {
+  for (guint i = 0; i < r->stmts->len; i++) {
+    const SchedStmt *st = g_ptr_array_index(r->stmts, i);
+    l->stmts[st->n.index] = st;
+    l->up[st->n.index] = up;
+    if (st->child)
+      values_of_region(l, st->child, st->n.index);
+  }
+}
+
+/* The values of 's', unnamed, without a list of actions yet. */
+static ActionList *action_list_new(const State *s) {
+  ActionList *l = g_new0(ActionList, 1);
+  l->sc = schedule_order(&s->func);
+  l->nargs = s->func.nargs;
+  l->stmts = g_new0(const SchedStmt *, (gsize)MAX(l->sc->nvalues, 1));
+  l->up = g_new(int, (gsize)MAX(l->sc->nvalues, 1));
+  for (int i = 0; i < l->nargs; i++)
+    l->up[i] = -1;
+  values_of_region(l, l->sc->top, -1);
+  return l;
+}
+
+/* The term of value 'i' of 's' (its placed form, as in a Location). */
+static const Term *value_term(const State *s, const ActionList *l, int i) {
+  return i < l->nargs ? term_arg(i, s->func.arg_types[i]) : l->stmts[i]->t;
+}
+
+/* The printed name of value 'i' of 's', without its '%'. */
+static const char *value_name(const State *s, ActionList *l, int i) {
+  if (!l->named) {
+    schedule_name(l->sc, s->module, &s->func);
+    l->named = TRUE;
+  }
+  return i < l->nargs ? l->sc->args[i].name : l->stmts[i]->n.name;
+}
+
+/* Whether a region over 'axis' is around value 'i' (location_inside_axis). */
+static gboolean value_inside_axis(const ActionList *l, int i,
+                                  const char *axis) {
+  for (int r = l->up[i]; axis && r >= 0; r = l->up[r])
+    if (l->stmts[r]->t->axis == axis)
+      return TRUE;
+  return FALSE;
 }
 
 /* The width that splits dimension 'd' of argument 'i' over mesh axis
@@ -387,19 +443,16 @@ static const TermLegal *term_legal(Proto *pr, Episode *ep, const Term *t) {
  * propagate when it would rewrite something. */
 static ActionList *list_actions(Proto *pr, Episode *ep, State *s,
                                 ActionList *l) {
-  if (!l) {
-    l = g_new0(ActionList, 1);
-    l->locs = state_locations(s);
-  }
+  if (!l)
+    l = action_list_new(s);
   l->items = g_array_copy(arg_legal(pr, ep, &s->func));
-  for (guint i = 0; i < l->locs->len; i++) {
-    const Location *loc = g_ptr_array_index(l->locs, i);
-    const TermLegal *tl = term_legal(pr, ep, loc->term);
+  for (int i = l->nargs; i < l->sc->nvalues; i++) { /* no rule takes an arg */
+    const TermLegal *tl = term_legal(pr, ep, l->stmts[i]->t);
     for (guint k = 0; k < tl->n; k++) {
       Legal a = tl->at[k];
-      if (location_inside_axis(loc, a.axis))
+      if (value_inside_axis(l, i, a.axis))
         continue; /* the axis would be bound twice in one nest */
-      a.loc = i;
+      a.loc = (guint)i;
       g_array_append_val(l->items, a);
     }
   }
@@ -410,14 +463,13 @@ static ActionList *list_actions(Proto *pr, Episode *ep, State *s,
   return l;
 }
 
-/* The values of entry 'e' (state_locations), kept with its action list
- * while it is among the LIST_CACHE entries listed last: 'features' and
- * the listing of the actions that follows read them once. */
-static ActionList *entry_locations(Proto *pr, Entry *e) {
+/* The values of entry 'e', kept with its action list while it is among
+ * the LIST_CACHE entries listed last: 'features' and the listing of the
+ * actions that follows read them once. */
+static ActionList *entry_values(Proto *pr, Entry *e) {
   if (e->legal)
     return e->legal;
-  e->legal = g_new0(ActionList, 1);
-  e->legal->locs = state_locations(e->state);
+  e->legal = action_list_new(e->state);
   g_queue_push_tail(pr->listed, GSIZE_TO_POINTER((gsize)e->id));
   while (g_queue_get_length(pr->listed) > LIST_CACHE) {
     gint64 id = (gint64)GPOINTER_TO_SIZE(g_queue_pop_head(pr->listed));
@@ -432,7 +484,7 @@ static ActionList *entry_locations(Proto *pr, Entry *e) {
 
 /* The legal actions of entry 'e', listed once and kept with its values. */
 static ActionList *entry_actions(Proto *pr, Entry *e) {
-  ActionList *l = entry_locations(pr, e);
+  ActionList *l = entry_values(pr, e);
   return l->items ? l : list_actions(pr, e->ep, e->state, l);
 }
 
@@ -469,16 +521,14 @@ static void append_int(GString *out, gint64 v) {
 }
 
 /* The printed name of the value action 'a' is at. */
-static const char *legal_at(const State *s, const ActionList *l,
-                            const Legal *a) {
-  return a->arg >= 0
-             ? s->func.arg_names[a->arg]
-             : ((const Location *)g_ptr_array_index(l->locs, a->loc))->name;
+static const char *legal_at(const State *s, ActionList *l, const Legal *a) {
+  return a->arg >= 0 ? s->func.arg_names[a->arg]
+                     : value_name(s, l, (int)a->loc);
 }
 
 /* The action's command, as a step by string would give it:
  * "arg-tile %x D W AXIS", "apply RULE at %v w=W a=AXIS" or "propagate". */
-static void legal_text(GString *out, const State *s, const ActionList *l,
+static void legal_text(GString *out, const State *s, ActionList *l,
                        const Legal *a) {
   if (!a->rule) {
     g_string_append(out, "propagate");
@@ -504,8 +554,8 @@ static void legal_text(GString *out, const State *s, const ActionList *l,
 
 /* Appends {index, action, rule, location, args} for the action whose
  * command is 'text' (as cJSON would write the object). */
-static void legal_json(GString *out, const State *s, const ActionList *l,
-                       guint index, const Legal *a, const char *text) {
+static void legal_json(GString *out, const State *s, ActionList *l, guint index,
+                       const Legal *a, const char *text) {
   g_string_append(out, "{\"index\":");
   append_int(out, index);
   g_string_append(out, ",\"action\":");
@@ -546,18 +596,15 @@ static State *run_action(Proto *pr, const Hardware *hw, State *s,
  * as the command would: the rule at the value, checked in full, then the
  * replacement everywhere; failing as the command fails ("'TEXT': RULE at
  * %v: why"), without finding the value by its name. */
-static State *run_legal(Proto *pr, const Hardware *hw, State *s,
-                        const ActionList *l, const Legal *a, const char *text,
-                        Diag *why) {
+static State *run_legal(Proto *pr, const Hardware *hw, State *s, ActionList *l,
+                        const Legal *a, const char *text, Diag *why) {
   if (!a->rule)
     return run_action(pr, hw, s, text, NULL, why);
-  Location arg = {0};
-  const Location *loc = g_ptr_array_index(l->locs, a->loc);
-  if (a->arg >= 0) {
-    arg.name = s->func.arg_names[a->arg];
-    arg.term = term_arg(a->arg, s->func.arg_types[a->arg]);
-    loc = &arg;
-  }
+  Location at = {0};
+  at.name = (char *)legal_at(s, l, a);
+  at.term = a->arg >= 0 ? term_arg(a->arg, s->func.arg_types[a->arg])
+                        : value_term(s, l, (int)a->loc);
+  const Location *loc = &at;
   const Term *to =
       apply_with(pr, a->rule, loc->term, a->w, a->axis, a->dim, why);
   if (!to) {
@@ -616,14 +663,14 @@ static J *cost_json(const CostReport *r) {
 
 /* features: documented in docs/protocol.md */
 static J *features_json(Proto *pr, Entry *e, gboolean ok) {
-  const GPtrArray *locs = entry_locations(pr, e)->locs;
+  const ActionList *l = entry_values(pr, e);
   int tiles = 0, sums = 0;
-  for (guint k = 0; k < locs->len; k++) {
-    const Term *t = ((Location *)g_ptr_array_index(locs, k))->term;
+  for (int k = l->nargs; k < l->sc->nvalues; k++) {
+    const Term *t = l->stmts[k]->t;
     tiles += t->kind == TM_TILE;
     sums += t->kind == TM_SUM;
   }
-  double v[] = {(double)locs->len,
+  double v[] = {(double)l->sc->nvalues,
                 tiles,
                 sums,
                 ok ? e->cost.flops : -1,
@@ -1167,7 +1214,7 @@ static J *m_actions(Proto *pr, J *p, Fail *f) {
   if (!e || !proto_get_int(p, "limit", FALSE, &limit, f) ||
       !proto_get_string(p, "filter", FALSE, &filter, f))
     return NULL;
-  const ActionList *l = entry_actions(pr, e);
+  ActionList *l = entry_actions(pr, e);
   GString *t = g_string_sized_new(64 + 128 * (gsize)l->items->len);
   g_autoptr(GString) text = g_string_new(NULL);
   g_string_append(t, "{\"actions\":[");
@@ -1221,7 +1268,7 @@ static J *m_expand(Proto *pr, J *p, Fail *f) {
   g_autoptr(GString) text = g_string_new(NULL);
   for (guint i = 0; i < count; i++) {
     /* listed again if a child's listing pushed it out of the cache */
-    const ActionList *l = entry_actions(pr, e);
+    ActionList *l = entry_actions(pr, e);
     g_string_truncate(text, 0);
     legal_text(text, e->state, l, &g_array_index(l->items, Legal, i));
     Fail cf = {0, g_string_new(NULL)};

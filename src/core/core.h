@@ -629,6 +629,8 @@ char **partir_search_path(const char *env, const char *installed);
 typedef struct SchedName {
   const char *user; /* the name from the module's tables, or NULL */
   char *name;       /* the name it prints as */
+  int index;        /* its place in text order: the arguments 0, 1, ...,
+                       then the statements; -1 for a binder */
 } SchedName;
 
 typedef struct SchedRegion SchedRegion;
@@ -650,6 +652,7 @@ struct SchedRegion {
 
 typedef struct Schedule {
   SchedRegion *top;
+  int nvalues; /* arguments and statements */
   int nargs;
   SchedName *args;     /* per argument */
   SchedName **results; /* per result */

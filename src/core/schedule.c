@@ -44,6 +44,7 @@ typedef struct Namer {
 static Region *region_new(const char *binder_user) {
   Region *r = g_new0(Region, 1);
   r->binder.user = binder_user;
+  r->binder.index = -1;
   r->stmts = g_ptr_array_new();
   r->memo = g_hash_table_new(NULL, NULL);
   return r;
@@ -213,15 +214,30 @@ static GHashTable *reserved_names(const Module *m) {
   return g_hash_table_ref(cache->reserved);
 }
 
+/* Numbers the statements of 'r' in text order from 'next'; returns the
+ * number after the last. */
+static int number_region(Region *r, int next) {
+  for (guint i = 0; i < r->stmts->len; i++) {
+    Stmt *s = g_ptr_array_index(r->stmts, i);
+    s->n.index = next++;
+    if (s->child)
+      next = number_region(s->child, next);
+  }
+  return next;
+}
+
 Schedule *schedule_order(const Func *f) {
   Namer pr = {0};
   Schedule *sc = g_new0(Schedule, 1);
   sc->nargs = f->nargs;
   pr.args = sc->args = g_new0(Named, (gsize)MAX(f->nargs, 1));
+  for (int i = 0; i < f->nargs; i++)
+    sc->args[i].index = i;
   sc->top = pr.open[0] = region_new(NULL);
   sc->results = g_new(Named *, (gsize)MAX(f->nresults, 1));
   for (int i = 0; i < f->nresults; i++)
     sc->results[i] = schedule_value(&pr, 0, f->body->args[i]);
+  sc->nvalues = number_region(sc->top, f->nargs);
   return sc;
 }
 
