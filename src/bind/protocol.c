@@ -269,7 +269,8 @@ static gboolean term_legal_equal(gconstpointer pa, gconstpointer pb) {
  * each, and the values are named only when a name is needed (a step's
  * trace, a listing), once. */
 typedef struct ActionList {
-  GArray *items;           /* Legal; NULL: not listed yet */
+  Legal *items; /* NULL: not listed yet */
+  guint nitems;
   Schedule *sc;            /* the state's */
   gboolean named;          /* sc's values have their names */
   int nargs;               /* values below are statements */
@@ -280,8 +281,7 @@ typedef struct ActionList {
 static void action_list_free(ActionList *l) {
   if (!l)
     return;
-  if (l->items)
-    g_array_unref(l->items);
+  g_free(l->items);
   schedule_free(l->sc);
   g_free(l->stmts);
   g_free(l->up);
@@ -445,7 +445,12 @@ static ActionList *list_actions(Proto *pr, Episode *ep, State *s,
                                 ActionList *l) {
   if (!l)
     l = action_list_new(s);
-  l->items = g_array_copy(arg_legal(pr, ep, &s->func));
+  /* appended to directly: a state has thousands of actions */
+  const GArray *args = arg_legal(pr, ep, &s->func);
+  gsize cap = args->len + (gsize)l->sc->nvalues + 1;
+  l->items = g_new(Legal, cap);
+  l->nitems = args->len;
+  memcpy(l->items, args->data, args->len * sizeof(Legal));
   for (int i = l->nargs; i < l->sc->nvalues; i++) { /* no rule takes an arg */
     const TermLegal *tl = term_legal(pr, ep, l->stmts[i]->t);
     for (guint k = 0; k < tl->n; k++) {
@@ -453,13 +458,13 @@ static ActionList *list_actions(Proto *pr, Episode *ep, State *s,
       if (value_inside_axis(l, i, a.axis))
         continue; /* the axis would be bound twice in one nest */
       a.loc = (guint)i;
-      g_array_append_val(l->items, a);
+      if (l->nitems + 1 >= cap) /* room for propagate stays */
+        l->items = g_renew(Legal, l->items, cap *= 2);
+      l->items[l->nitems++] = a;
     }
   }
-  if (rw_propagate_pending(pr->rs, s->func.body, pr->pending)) {
-    Legal a = {.arg = -1};
-    g_array_append_val(l->items, a);
-  }
+  if (rw_propagate_pending(pr->rs, s->func.body, pr->pending))
+    l->items[l->nitems++] = (Legal){.arg = -1};
   return l;
 }
 
@@ -626,10 +631,10 @@ static State *run_legal(Proto *pr, const Hardware *hw, State *s, ActionList *l,
  * the signature and the mesh alone). */
 static gboolean any_legal_action(Proto *pr, Entry *e) {
   if (e->legal && e->legal->items)
-    return e->legal->items->len > 0;
+    return e->legal->nitems > 0;
   if (e->ep->args_legal < 0)
     arg_legal(pr, e->ep, &e->state->func);
-  return e->ep->args_legal || entry_actions(pr, e)->items->len > 0;
+  return e->ep->args_legal || entry_actions(pr, e)->nitems > 0;
 }
 
 /* -------------------------------------------------------- observations */
@@ -791,7 +796,7 @@ static J *observation_json(Proto *pr, Entry *e, const char *const *what,
     } else if (strcmp(w, "graph") == 0) {
       proto_put(o, "graph", graph_json(e));
     } else if (strcmp(w, "legal") == 0) {
-      proto_put(o, "legal", proto_jint(entry_actions(pr, e)->items->len));
+      proto_put(o, "legal", proto_jint(entry_actions(pr, e)->nitems));
     } else {
       cJSON_Delete(o);
       proto_fail(f, E_PARAMS,
@@ -1035,12 +1040,12 @@ static State *step_one(Proto *pr, Entry *e, State *s, J *n, gint64 index,
   ActionList *own = s == e->state ? NULL : list_actions(pr, e->ep, s, NULL);
   ActionList *l = own ? own : entry_actions(pr, e);
   State *next = NULL;
-  if (index < 0 || index >= (gint64)l->items->len) {
+  if (index < 0 || index >= (gint64)l->nitems) {
     proto_fail(f, E_ACTION,
                "no legal action %" G_GINT64_FORMAT " (there are %u)", index,
-               l->items->len);
+               l->nitems);
   } else {
-    const Legal *a = &g_array_index(l->items, Legal, index);
+    const Legal *a = &l->items[index];
     legal_text(trace, s, l, a);
     next = run_legal(pr, &e->ep->hw, s, l, a,
                      trace->str + start + (start ? 2 : 0), why);
@@ -1215,12 +1220,13 @@ static J *m_actions(Proto *pr, J *p, Fail *f) {
       !proto_get_string(p, "filter", FALSE, &filter, f))
     return NULL;
   ActionList *l = entry_actions(pr, e);
-  GString *t = g_string_sized_new(64 + 128 * (gsize)l->items->len);
+  gsize listed = limit >= 0 ? MIN((gsize)limit, l->nitems) : l->nitems;
+  GString *t = g_string_sized_new(64 + 128 * listed);
   g_autoptr(GString) text = g_string_new(NULL);
   g_string_append(t, "{\"actions\":[");
   gint64 count = 0;
-  for (guint i = 0; i < l->items->len && (limit < 0 || count < limit); i++) {
-    const Legal *a = &g_array_index(l->items, Legal, i);
+  for (guint i = 0; i < l->nitems && (limit < 0 || count < limit); i++) {
+    const Legal *a = &l->items[i];
     g_string_truncate(text, 0);
     legal_text(text, e->state, l, a);
     if (filter && !strstr(text->str, filter))
@@ -1230,7 +1236,7 @@ static J *m_actions(Proto *pr, J *p, Fail *f) {
     legal_json(t, e->state, l, i, a, text->str);
   }
   g_string_append_printf(t, "],\"count\":%" G_GINT64_FORMAT ",\"total\":%u}",
-                         count, l->items->len);
+                         count, l->nitems);
   return proto_raw_json(t);
 }
 
@@ -1263,14 +1269,14 @@ static J *m_expand(Proto *pr, J *p, Fail *f) {
       !proto_get_bool(p, "reward", &reward, f))
     return NULL;
   g_autofree const char **names = observe_names(observe);
-  guint count = entry_actions(pr, e)->items->len;
+  guint count = entry_actions(pr, e)->nitems;
   J *children = cJSON_CreateArray();
   g_autoptr(GString) text = g_string_new(NULL);
   for (guint i = 0; i < count; i++) {
     /* listed again if a child's listing pushed it out of the cache */
     ActionList *l = entry_actions(pr, e);
     g_string_truncate(text, 0);
-    legal_text(text, e->state, l, &g_array_index(l->items, Legal, i));
+    legal_text(text, e->state, l, &l->items[i]);
     Fail cf = {0, g_string_new(NULL)};
     gboolean no_effect = FALSE;
     Entry *c = do_step(pr, e, NULL, i, &no_effect, NULL, &cf);

@@ -98,8 +98,11 @@ static gboolean same_axes(const Dist *a, int da, const Dist *b, int db) {
 /* The local type of a global type laid out as 'd'. */
 static const Type *local_type(Lower *lw, const Type *global, const Dist *d) {
   const Type *t = global;
-  for (int i = 0; i < d->rank; i++)
-    t = type_with_dim(t, i, t->dims[i] / dist_parts(d, lw->mesh, i));
+  for (int i = 0; i < d->rank; i++) {
+    int64_t parts = dist_parts(d, lw->mesh, i);
+    if (parts > 1) /* a dimension no axis splits keeps its size */
+      t = type_with_dim(t, i, t->dims[i] / parts);
+  }
   return t;
 }
 
@@ -119,23 +122,31 @@ static AttrValue axes_value(const char *const *axes, int n) {
 static const Term *collective(Lower *lw, Op op, const Term *x,
                               const char *const *axes, int naxes, int dim,
                               int dim2) {
+  static const char *axes_key, *size_key, *split_key, *concat_key, *dim_key;
+  if (!axes_key) { /* interned once: g_intern_string takes a lock */
+    axes_key = g_intern_static_string("axes");
+    size_key = g_intern_static_string("size");
+    split_key = g_intern_static_string("split_dim");
+    concat_key = g_intern_static_string("concat_dim");
+    dim_key = g_intern_static_string("dim");
+  }
   const char **keys = g_new(const char *, 4);
   AttrValue *vals = g_new0(AttrValue, 4);
   int n = 0;
   int64_t size = 1;
   for (int i = 0; i < naxes; i++)
     size *= mesh_axis_size(lw->mesh, axes[i]);
-  keys[n] = g_intern_string("axes");
+  keys[n] = axes_key;
   vals[n++] = axes_value(axes, naxes);
-  keys[n] = g_intern_string("size");
+  keys[n] = size_key;
   vals[n++] = (AttrValue){.kind = AV_INT, .i = size};
   if (op == OP_ALL_TO_ALL) {
-    keys[n] = g_intern_string("split_dim");
+    keys[n] = split_key;
     vals[n++] = (AttrValue){.kind = AV_INT, .i = dim};
-    keys[n] = g_intern_string("concat_dim");
+    keys[n] = concat_key;
     vals[n++] = (AttrValue){.kind = AV_INT, .i = dim2};
   } else if (op != OP_ALL_REDUCE) {
-    keys[n] = g_intern_string("dim");
+    keys[n] = dim_key;
     vals[n++] = (AttrValue){.kind = AV_INT, .i = dim};
   }
   g_autoptr(Diag) err = diag_new(NULL);
