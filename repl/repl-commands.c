@@ -522,7 +522,7 @@ static double predicted_seconds(Session *s, const Mesh *mesh, Diag *why) {
     g_error_free(error);
     return -1;
   }
-  if (!pipeline_cost_state(s->rs, repl_current(s), mesh, &hw, &r, why))
+  if (!pipeline_cost_state(s->rs, repl_current(s), mesh, &hw, NULL, &r, why))
     return -1;
   return r.total_time;
 }

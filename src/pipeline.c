@@ -333,8 +333,11 @@ State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh, Diag *why) {
   return tactic->run(tactic, in, mesh, why);
 }
 
-gboolean pipeline_lower(const RuleSet *rs, const Module *m, const Func *g,
-                        const Mesh *mesh, Lowered *out, Diag *why) {
+/* pipeline_lower, with what 'memo' remembers when given (then 'm' and
+ * the names are not used). */
+static gboolean lower_with(const RuleSet *rs, const Module *m, const Func *g,
+                           const Mesh *mesh, SpmdMemo *memo, Lowered *out,
+                           Diag *why) {
   *out = (Lowered){.global = g};
   if (g->spmd) {
     out->spmd = g;
@@ -351,6 +354,16 @@ gboolean pipeline_lower(const RuleSet *rs, const Module *m, const Func *g,
                 (unsigned)height, PARTIR_MAX_HEIGHT);
     return FALSE;
   }
+  if (memo) {
+    out->owned = spmd_lower_memo(g, memo, why);
+    if (!out->owned || !spmd_fuse_memo(out->owned, memo, why)) {
+      func_free(out->owned);
+      out->owned = NULL;
+      return FALSE;
+    }
+    out->spmd = out->owned;
+    return TRUE;
+  }
   out->owned_names = module_new();
   out->owned = spmd_lower(rs, m, g, mesh, out->owned_names, why);
   if (!out->owned || !spmd_fuse(rs, out->owned, out->owned_names, why)) {
@@ -362,6 +375,11 @@ gboolean pipeline_lower(const RuleSet *rs, const Module *m, const Func *g,
   out->spmd = out->owned;
   out->names = out->owned_names;
   return TRUE;
+}
+
+gboolean pipeline_lower(const RuleSet *rs, const Module *m, const Func *g,
+                        const Mesh *mesh, Lowered *out, Diag *why) {
+  return lower_with(rs, m, g, mesh, NULL, out, why);
 }
 
 void pipeline_lowered_clear(Lowered *l) {
@@ -377,10 +395,13 @@ gboolean pipeline_cost(const Lowered *l, const Hardware *hw, CostReport *out,
 
 gboolean pipeline_cost_state(const RuleSet *rs, const State *s,
                              const Mesh *mesh, const Hardware *hw,
-                             CostReport *out, Diag *why) {
+                             SpmdMemo *memo, CostReport *out, Diag *why) {
+  g_assert(!memo || spmd_memo_fits(memo, rs, mesh));
   g_auto(Lowered) l = {0};
-  return pipeline_lower(rs, s->module, &s->func, mesh, &l, why) &&
-         pipeline_cost(&l, hw, out, why);
+  if (!lower_with(rs, s->module, &s->func, mesh, memo, &l, why))
+    return FALSE;
+  return memo ? cost_estimate_unnamed(l.spmd, hw, out, why)
+              : pipeline_cost(&l, hw, out, why);
 }
 
 gboolean pipeline_export(const RuleSet *rs, const State *s, const Mesh *mesh,

@@ -132,10 +132,13 @@ gboolean pipeline_cost(const Lowered *l, const Hardware *hw, CostReport *out,
                        Diag *diag);
 /* Stages 3 to 5 at once for a state (the REPL's and the protocol's
  * reward): FALSE with the reason in 'why' when it cannot be lowered
- * or costed. */
+ * or costed.  With 'memo' (may be NULL; made for 'rs' and 'mesh') the
+ * lowering reuses what earlier calls lowered (the protocol's states,
+ * which share most of their values), and the statements of the cost
+ * are not named (no 'peak_at'). */
 gboolean pipeline_cost_state(const RuleSet *rs, const State *s,
                              const Mesh *mesh, const Hardware *hw,
-                             CostReport *out, Diag *why);
+                             SpmdMemo *memo, CostReport *out, Diag *why);
 
 /* Export, after stages 3 and 4: state 's' as StableHLO text
  * (spmd/export.c), lowered on 'mesh'.  EXPORT_SDY and EXPORT_GSPMD write

@@ -45,7 +45,8 @@ typedef struct Episode {
   int args_legal;    /* some arg-tile applies: -1 not known yet, 0, 1 (it
                         depends on the signature and the mesh alone) */
   GArray *arg_legal; /* Legal: the arg-tile actions; NULL: not listed */
-  GHashTable *memo;  /* the mesh's memo (Proto.memos) */
+  GHashTable *memo;  /* the mesh's memo of legal rules (Proto.memos) */
+  SpmdMemo *lowered; /* the mesh's memo of lowerings (Proto.lowered) */
 } Episode;
 
 /* The actions from the root, shared by an entry and its descendants, so
@@ -79,6 +80,7 @@ typedef struct Proto {
   char **allowed;
   GPtrArray *episodes;
   GHashTable *memos;   /* mesh text -> its memo: content -> TermLegal* */
+  GHashTable *lowered; /* mesh text -> its SpmdMemo (the costs' lowerings) */
   GHashTable *pending; /* rw_propagate_pending's memo */
   GQueue *listed;      /* ids whose entries keep an action list, oldest first */
   size_t collected;    /* collect_freed() when 'pending' was last emptied */
@@ -139,7 +141,7 @@ static gboolean entry_cost(Proto *pr, Entry *e) {
     e->costed = TRUE;
     g_autoptr(Diag) why = diag_new(NULL);
     e->cost_ok = pipeline_cost_state(pr->rs, e->state, &e->ep->mesh, &e->ep->hw,
-                                     &e->cost, why);
+                                     e->ep->lowered, &e->cost, why);
   }
   return e->cost_ok;
 }
@@ -212,7 +214,7 @@ typedef struct Legal {
   const char *axis; /* interned, the mesh's */
   int dim;          /* arg-tile's dimension */
   int arg;          /* arg-tile's argument; -1: a value's rule */
-  guint loc;        /* the value: an index into ActionList.locs */
+  guint loc;        /* the value: its SchedName.index (ActionList) */
 } Legal;
 
 /* What a tiling rule reads of an operand. */
@@ -261,19 +263,75 @@ static gboolean term_legal_equal(gconstpointer pa, gconstpointer pb) {
   return TRUE;
 }
 
-/* A state's legal actions, in the order 'actions' lists them. */
+/* A state's legal actions, in the order 'actions' lists them, and its
+ * values (the arguments, then the statements in print order: those of
+ * state_locations), read off its schedule: no Location is made for
+ * each, and the values are named only when a name is needed (a step's
+ * trace, a listing), once. */
 typedef struct ActionList {
-  GArray *items;   /* Legal; NULL: not listed yet */
-  GPtrArray *locs; /* Location*: the state's values */
+  Legal *items; /* NULL: not listed yet */
+  guint nitems;
+  Schedule *sc;            /* the state's */
+  gboolean named;          /* sc's values have their names */
+  int nargs;               /* values below are statements */
+  const SchedStmt **stmts; /* by SchedName.index (NULL: an argument) */
+  int *up; /* by index: the tile or sum whose region holds it, or -1 */
 } ActionList;
 
 static void action_list_free(ActionList *l) {
   if (!l)
     return;
-  if (l->items)
-    g_array_unref(l->items);
-  g_ptr_array_unref(l->locs);
+  g_free(l->items);
+  schedule_free(l->sc);
+  g_free(l->stmts);
+  g_free(l->up);
   g_free(l);
+}
+
+static void values_of_region(ActionList *l, const SchedRegion *r, int up) {
+  for (guint i = 0; i < r->stmts->len; i++) {
+    const SchedStmt *st = g_ptr_array_index(r->stmts, i);
+    l->stmts[st->n.index] = st;
+    l->up[st->n.index] = up;
+    if (st->child)
+      values_of_region(l, st->child, st->n.index);
+  }
+}
+
+/* The values of 's', unnamed, without a list of actions yet. */
+static ActionList *action_list_new(const State *s) {
+  ActionList *l = g_new0(ActionList, 1);
+  l->sc = schedule_order(&s->func);
+  l->nargs = s->func.nargs;
+  l->stmts = g_new0(const SchedStmt *, (gsize)MAX(l->sc->nvalues, 1));
+  l->up = g_new(int, (gsize)MAX(l->sc->nvalues, 1));
+  for (int i = 0; i < l->nargs; i++)
+    l->up[i] = -1;
+  values_of_region(l, l->sc->top, -1);
+  return l;
+}
+
+/* The term of value 'i' of 's' (its placed form, as in a Location). */
+static const Term *value_term(const State *s, const ActionList *l, int i) {
+  return i < l->nargs ? term_arg(i, s->func.arg_types[i]) : l->stmts[i]->t;
+}
+
+/* The printed name of value 'i' of 's', without its '%'. */
+static const char *value_name(const State *s, ActionList *l, int i) {
+  if (!l->named) {
+    schedule_name(l->sc, s->module, &s->func);
+    l->named = TRUE;
+  }
+  return i < l->nargs ? l->sc->args[i].name : l->stmts[i]->n.name;
+}
+
+/* Whether a region over 'axis' is around value 'i' (location_inside_axis). */
+static gboolean value_inside_axis(const ActionList *l, int i,
+                                  const char *axis) {
+  for (int r = l->up[i]; axis && r >= 0; r = l->up[r])
+    if (l->stmts[r]->t->axis == axis)
+      return TRUE;
+  return FALSE;
 }
 
 /* The width that splits dimension 'd' of argument 'i' over mesh axis
@@ -309,7 +367,7 @@ static GArray *arg_legal(Proto *pr, Episode *ep, const Func *f) {
     return ep->arg_legal;
   ep->arg_legal = g_array_new(FALSE, FALSE, sizeof(Legal));
   const Rule *rule = ruleset_find(pr->rs, "arg-tile");
-  g_autoptr(Diag) why = diag_new(NULL);
+  g_autoptr(Diag) why = diag_new_quiet();
   for (int i = 0; i < f->nargs; i++)
     for (int d = 0; d < f->arg_types[i]->rank; d++)
       for (int k = 0; k < ep->mesh.naxes; k++) {
@@ -345,7 +403,7 @@ static const TermLegal *term_legal(Proto *pr, Episode *ep, const Term *t) {
   if (known)
     return known;
   g_autoptr(GArray) found = g_array_new(FALSE, FALSE, sizeof(Legal));
-  g_autoptr(Diag) why = diag_new(NULL);
+  g_autoptr(Diag) why = diag_new_quiet();
   const Mesh *mesh = &ep->mesh;
   gboolean tiles = spec_of(pr->rs, t, &spec);
   for (int kind = 0; tiles && kind < 2; kind++) {
@@ -385,37 +443,38 @@ static const TermLegal *term_legal(Proto *pr, Episode *ep, const Term *t) {
  * propagate when it would rewrite something. */
 static ActionList *list_actions(Proto *pr, Episode *ep, State *s,
                                 ActionList *l) {
-  if (!l) {
-    l = g_new0(ActionList, 1);
-    l->locs = state_locations(s);
-  }
-  l->items = g_array_copy(arg_legal(pr, ep, &s->func));
-  for (guint i = 0; i < l->locs->len; i++) {
-    const Location *loc = g_ptr_array_index(l->locs, i);
-    const TermLegal *tl = term_legal(pr, ep, loc->term);
+  if (!l)
+    l = action_list_new(s);
+  /* appended to directly: a state has thousands of actions */
+  const GArray *args = arg_legal(pr, ep, &s->func);
+  gsize cap = args->len + (gsize)l->sc->nvalues + 1;
+  l->items = g_new(Legal, cap);
+  l->nitems = args->len;
+  memcpy(l->items, args->data, args->len * sizeof(Legal));
+  for (int i = l->nargs; i < l->sc->nvalues; i++) { /* no rule takes an arg */
+    const TermLegal *tl = term_legal(pr, ep, l->stmts[i]->t);
     for (guint k = 0; k < tl->n; k++) {
       Legal a = tl->at[k];
-      if (location_inside_axis(loc, a.axis))
+      if (value_inside_axis(l, i, a.axis))
         continue; /* the axis would be bound twice in one nest */
-      a.loc = i;
-      g_array_append_val(l->items, a);
+      a.loc = (guint)i;
+      if (l->nitems + 1 >= cap) /* room for propagate stays */
+        l->items = g_renew(Legal, l->items, cap *= 2);
+      l->items[l->nitems++] = a;
     }
   }
-  if (rw_propagate_pending(pr->rs, s->func.body, pr->pending)) {
-    Legal a = {.arg = -1};
-    g_array_append_val(l->items, a);
-  }
+  if (rw_propagate_pending(pr->rs, s->func.body, pr->pending))
+    l->items[l->nitems++] = (Legal){.arg = -1};
   return l;
 }
 
-/* The values of entry 'e' (state_locations), kept with its action list
- * while it is among the LIST_CACHE entries listed last: 'features' and
- * the listing of the actions that follows read them once. */
-static ActionList *entry_locations(Proto *pr, Entry *e) {
+/* The values of entry 'e', kept with its action list while it is among
+ * the LIST_CACHE entries listed last: 'features' and the listing of the
+ * actions that follows read them once. */
+static ActionList *entry_values(Proto *pr, Entry *e) {
   if (e->legal)
     return e->legal;
-  e->legal = g_new0(ActionList, 1);
-  e->legal->locs = state_locations(e->state);
+  e->legal = action_list_new(e->state);
   g_queue_push_tail(pr->listed, GSIZE_TO_POINTER((gsize)e->id));
   while (g_queue_get_length(pr->listed) > LIST_CACHE) {
     gint64 id = (gint64)GPOINTER_TO_SIZE(g_queue_pop_head(pr->listed));
@@ -430,7 +489,7 @@ static ActionList *entry_locations(Proto *pr, Entry *e) {
 
 /* The legal actions of entry 'e', listed once and kept with its values. */
 static ActionList *entry_actions(Proto *pr, Entry *e) {
-  ActionList *l = entry_locations(pr, e);
+  ActionList *l = entry_values(pr, e);
   return l->items ? l : list_actions(pr, e->ep, e->state, l);
 }
 
@@ -451,26 +510,60 @@ static void memos_trim(Proto *pr) {
   }
 }
 
-/* The action's command, as a step by string would give it. */
-static void legal_text(GString *out, const State *s, const ActionList *l,
+/* Appends the decimal digits of 'v': a listing writes thousands of
+ * numbers, and printf was most of its time. */
+static void append_int(GString *out, gint64 v) {
+  char digits[24];
+  int n = 0;
+  guint64 u = v < 0 ? -(guint64)v : (guint64)v;
+  do
+    digits[n++] = (char)('0' + u % 10);
+  while ((u /= 10) > 0);
+  if (v < 0)
+    g_string_append_c(out, '-');
+  while (n > 0)
+    g_string_append_c(out, digits[--n]);
+}
+
+/* The printed name of the value action 'a' is at. */
+static const char *legal_at(const State *s, ActionList *l, const Legal *a) {
+  return a->arg >= 0 ? s->func.arg_names[a->arg]
+                     : value_name(s, l, (int)a->loc);
+}
+
+/* The action's command, as a step by string would give it:
+ * "arg-tile %x D W AXIS", "apply RULE at %v w=W a=AXIS" or "propagate". */
+static void legal_text(GString *out, const State *s, ActionList *l,
                        const Legal *a) {
-  if (!a->rule)
+  if (!a->rule) {
     g_string_append(out, "propagate");
-  else if (a->arg >= 0)
-    g_string_append_printf(out, "arg-tile %%%s %d %" G_GINT64_FORMAT " %s",
-                           s->func.arg_names[a->arg], a->dim, a->w, a->axis);
-  else
-    g_string_append_printf(
-        out, "apply %s at %%%s w=%" G_GINT64_FORMAT " a=%s", a->rule->name,
-        ((const Location *)g_ptr_array_index(l->locs, a->loc))->name, a->w,
-        a->axis);
+    return;
+  }
+  g_string_append(out, a->arg >= 0 ? "arg-tile %" : "apply ");
+  if (a->arg < 0) {
+    g_string_append(out, a->rule->name);
+    g_string_append(out, " at %");
+  }
+  g_string_append(out, legal_at(s, l, a));
+  if (a->arg >= 0) {
+    g_string_append_c(out, ' ');
+    append_int(out, a->dim);
+    g_string_append_c(out, ' ');
+  } else {
+    g_string_append(out, " w=");
+  }
+  append_int(out, a->w);
+  g_string_append(out, a->arg >= 0 ? " " : " a=");
+  g_string_append(out, a->axis);
 }
 
 /* Appends {index, action, rule, location, args} for the action whose
  * command is 'text' (as cJSON would write the object). */
-static void legal_json(GString *out, const State *s, const ActionList *l,
-                       guint index, const Legal *a, const char *text) {
-  g_string_append_printf(out, "{\"index\":%u,\"action\":", index);
+static void legal_json(GString *out, const State *s, ActionList *l, guint index,
+                       const Legal *a, const char *text) {
+  g_string_append(out, "{\"index\":");
+  append_int(out, index);
+  g_string_append(out, ",\"action\":");
   proto_append_json_string(out, text);
   g_string_append(out, ",\"rule\":");
   if (!a->rule) {
@@ -479,14 +572,16 @@ static void legal_json(GString *out, const State *s, const ActionList *l,
   }
   proto_append_json_string(out, a->rule->name);
   g_string_append(out, ",\"location\":");
-  proto_append_json_string(
-      out, a->arg >= 0
-               ? s->func.arg_names[a->arg]
-               : ((const Location *)g_ptr_array_index(l->locs, a->loc))->name);
+  proto_append_json_string(out, legal_at(s, l, a));
   g_string_append(out, ",\"args\":{");
-  if (a->arg >= 0)
-    g_string_append_printf(out, "\"d\":%d,", a->dim);
-  g_string_append_printf(out, "\"w\":%" G_GINT64_FORMAT ",\"axis\":", a->w);
+  if (a->arg >= 0) {
+    g_string_append(out, "\"d\":");
+    append_int(out, a->dim);
+    g_string_append_c(out, ',');
+  }
+  g_string_append(out, "\"w\":");
+  append_int(out, a->w);
+  g_string_append(out, ",\"axis\":");
   proto_append_json_string(out, a->axis);
   g_string_append(out, "}}");
 }
@@ -506,18 +601,15 @@ static State *run_action(Proto *pr, const Hardware *hw, State *s,
  * as the command would: the rule at the value, checked in full, then the
  * replacement everywhere; failing as the command fails ("'TEXT': RULE at
  * %v: why"), without finding the value by its name. */
-static State *run_legal(Proto *pr, const Hardware *hw, State *s,
-                        const ActionList *l, const Legal *a, const char *text,
-                        Diag *why) {
+static State *run_legal(Proto *pr, const Hardware *hw, State *s, ActionList *l,
+                        const Legal *a, const char *text, Diag *why) {
   if (!a->rule)
     return run_action(pr, hw, s, text, NULL, why);
-  Location arg = {0};
-  const Location *loc = g_ptr_array_index(l->locs, a->loc);
-  if (a->arg >= 0) {
-    arg.name = s->func.arg_names[a->arg];
-    arg.term = term_arg(a->arg, s->func.arg_types[a->arg]);
-    loc = &arg;
-  }
+  Location at = {0};
+  at.name = (char *)legal_at(s, l, a);
+  at.term = a->arg >= 0 ? term_arg(a->arg, s->func.arg_types[a->arg])
+                        : value_term(s, l, (int)a->loc);
+  const Location *loc = &at;
   const Term *to =
       apply_with(pr, a->rule, loc->term, a->w, a->axis, a->dim, why);
   if (!to) {
@@ -539,10 +631,10 @@ static State *run_legal(Proto *pr, const Hardware *hw, State *s,
  * the signature and the mesh alone). */
 static gboolean any_legal_action(Proto *pr, Entry *e) {
   if (e->legal && e->legal->items)
-    return e->legal->items->len > 0;
+    return e->legal->nitems > 0;
   if (e->ep->args_legal < 0)
     arg_legal(pr, e->ep, &e->state->func);
-  return e->ep->args_legal || entry_actions(pr, e)->items->len > 0;
+  return e->ep->args_legal || entry_actions(pr, e)->nitems > 0;
 }
 
 /* -------------------------------------------------------- observations */
@@ -576,14 +668,14 @@ static J *cost_json(const CostReport *r) {
 
 /* features: documented in docs/protocol.md */
 static J *features_json(Proto *pr, Entry *e, gboolean ok) {
-  const GPtrArray *locs = entry_locations(pr, e)->locs;
+  const ActionList *l = entry_values(pr, e);
   int tiles = 0, sums = 0;
-  for (guint k = 0; k < locs->len; k++) {
-    const Term *t = ((Location *)g_ptr_array_index(locs, k))->term;
+  for (int k = l->nargs; k < l->sc->nvalues; k++) {
+    const Term *t = l->stmts[k]->t;
     tiles += t->kind == TM_TILE;
     sums += t->kind == TM_SUM;
   }
-  double v[] = {(double)locs->len,
+  double v[] = {(double)l->sc->nvalues,
                 tiles,
                 sums,
                 ok ? e->cost.flops : -1,
@@ -704,7 +796,7 @@ static J *observation_json(Proto *pr, Entry *e, const char *const *what,
     } else if (strcmp(w, "graph") == 0) {
       proto_put(o, "graph", graph_json(e));
     } else if (strcmp(w, "legal") == 0) {
-      proto_put(o, "legal", proto_jint(entry_actions(pr, e)->items->len));
+      proto_put(o, "legal", proto_jint(entry_actions(pr, e)->nitems));
     } else {
       cJSON_Delete(o);
       proto_fail(f, E_PARAMS,
@@ -908,7 +1000,12 @@ static Entry *new_root(Proto *pr, J *p, gboolean sharded, Fail *f) {
   if (!e->ep->memo) {
     e->ep->memo = g_hash_table_new_full(term_legal_hash, term_legal_equal,
                                         (GDestroyNotify)term_legal_free, NULL);
-    g_hash_table_insert(pr->memos, g_steal_pointer(&mesh), e->ep->memo);
+    g_hash_table_insert(pr->memos, g_strdup(mesh), e->ep->memo);
+  }
+  e->ep->lowered = g_hash_table_lookup(pr->lowered, mesh);
+  if (!e->ep->lowered) {
+    e->ep->lowered = spmd_memo_new(pr->rs, &ep.mesh);
+    g_hash_table_insert(pr->lowered, g_steal_pointer(&mesh), e->ep->lowered);
   }
   g_ptr_array_add(pr->episodes, e->ep);
   e->ep->root_time = entry_cost(pr, e) ? e->cost.total_time : NAN;
@@ -966,12 +1063,12 @@ static State *step_one(Proto *pr, Entry *e, State *s, J *n, gint64 index,
   ActionList *own = s == e->state ? NULL : list_actions(pr, e->ep, s, NULL);
   ActionList *l = own ? own : entry_actions(pr, e);
   State *next = NULL;
-  if (index < 0 || index >= (gint64)l->items->len) {
+  if (index < 0 || index >= (gint64)l->nitems) {
     proto_fail(f, E_ACTION,
                "no legal action %" G_GINT64_FORMAT " (there are %u)", index,
-               l->items->len);
+               l->nitems);
   } else {
-    const Legal *a = &g_array_index(l->items, Legal, index);
+    const Legal *a = &l->items[index];
     legal_text(trace, s, l, a);
     next = run_legal(pr, &e->ep->hw, s, l, a,
                      trace->str + start + (start ? 2 : 0), why);
@@ -1145,13 +1242,14 @@ static J *m_actions(Proto *pr, J *p, Fail *f) {
   if (!e || !proto_get_int(p, "limit", FALSE, &limit, f) ||
       !proto_get_string(p, "filter", FALSE, &filter, f))
     return NULL;
-  const ActionList *l = entry_actions(pr, e);
-  GString *t = g_string_sized_new(64 + 128 * (gsize)l->items->len);
+  ActionList *l = entry_actions(pr, e);
+  gsize listed = limit >= 0 ? MIN((gsize)limit, l->nitems) : l->nitems;
+  GString *t = g_string_sized_new(64 + 128 * listed);
   g_autoptr(GString) text = g_string_new(NULL);
   g_string_append(t, "{\"actions\":[");
   gint64 count = 0;
-  for (guint i = 0; i < l->items->len && (limit < 0 || count < limit); i++) {
-    const Legal *a = &g_array_index(l->items, Legal, i);
+  for (guint i = 0; i < l->nitems && (limit < 0 || count < limit); i++) {
+    const Legal *a = &l->items[i];
     g_string_truncate(text, 0);
     legal_text(text, e->state, l, a);
     if (filter && !strstr(text->str, filter))
@@ -1161,7 +1259,7 @@ static J *m_actions(Proto *pr, J *p, Fail *f) {
     legal_json(t, e->state, l, i, a, text->str);
   }
   g_string_append_printf(t, "],\"count\":%" G_GINT64_FORMAT ",\"total\":%u}",
-                         count, l->items->len);
+                         count, l->nitems);
   return proto_raw_json(t);
 }
 
@@ -1194,14 +1292,14 @@ static J *m_expand(Proto *pr, J *p, Fail *f) {
       !proto_get_bool(p, "reward", &reward, f))
     return NULL;
   g_autofree const char **names = observe_names(observe);
-  guint count = entry_actions(pr, e)->items->len;
+  guint count = entry_actions(pr, e)->nitems;
   J *children = cJSON_CreateArray();
   g_autoptr(GString) text = g_string_new(NULL);
   for (guint i = 0; i < count; i++) {
     /* listed again if a child's listing pushed it out of the cache */
-    const ActionList *l = entry_actions(pr, e);
+    ActionList *l = entry_actions(pr, e);
     g_string_truncate(text, 0);
-    legal_text(text, e->state, l, &g_array_index(l->items, Legal, i));
+    legal_text(text, e->state, l, &l->items[i]);
     Fail cf = {0, g_string_new(NULL)};
     gboolean no_effect = FALSE;
     Entry *c = do_step(pr, e, NULL, i, &no_effect, NULL, &cf);
@@ -1451,6 +1549,8 @@ int proto_run(RuleSet *rs, char **allowed, FILE *in) {
   pr.episodes = g_ptr_array_new_with_free_func((GDestroyNotify)episode_free);
   pr.memos = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                    (GDestroyNotify)g_hash_table_unref);
+  pr.lowered = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                     (GDestroyNotify)spmd_memo_free);
   pr.pending = g_hash_table_new(NULL, NULL);
   pr.listed = g_queue_new();
   Io io = {g_string_new(NULL)};
@@ -1478,6 +1578,7 @@ int proto_run(RuleSet *rs, char **allowed, FILE *in) {
   g_hash_table_unref(pr.entries);
   g_ptr_array_unref(pr.episodes);
   g_hash_table_unref(pr.memos);
+  g_hash_table_unref(pr.lowered);
   g_hash_table_unref(pr.pending);
   g_queue_free(pr.listed);
   return 0;

@@ -86,6 +86,7 @@ typedef struct Loc {
 typedef struct Diag {
   const Source *src; /* what spans point into, or NULL */
   GString *text;     /* what was reported; NULL until something is */
+  gboolean quiet;    /* keeps that something was reported, not what */
 } Diag;
 
 void diag_init(Diag *d, const Source *src);
@@ -93,6 +94,12 @@ void diag_clear(Diag *d);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Diag, diag_clear)
 /* A Diag on the heap (for a reason passed down a call chain). */
 Diag *diag_new(const Source *src);
+/* One that keeps only that a reason was given (diag_any), not the reason
+ * (diag_text is DIAG_QUIET_TEXT): for trials whose reasons nobody reads,
+ * a rule matched at every value of a program, whose formatting would
+ * cost more than the matching. */
+Diag *diag_new_quiet(void);
+#define DIAG_QUIET_TEXT "(the reason was not kept)"
 void diag_free(Diag *d);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Diag, diag_free)
 void diag_error(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
@@ -770,6 +777,8 @@ char **partir_search_path(const char *env, const char *installed);
 typedef struct SchedName {
   const char *user; /* the name from the module's tables, or NULL */
   char *name;       /* the name it prints as */
+  int index;        /* its place in text order: the arguments 0, 1, ...,
+                       then the statements; -1 for a binder */
 } SchedName;
 
 typedef struct SchedRegion SchedRegion;
@@ -791,6 +800,7 @@ struct SchedRegion {
 
 typedef struct Schedule {
   SchedRegion *top;
+  int nvalues; /* arguments and statements */
   int nargs;
   SchedName *args;     /* per argument */
   SchedName **results; /* per result */
@@ -798,6 +808,10 @@ typedef struct Schedule {
 
 /* The schedule of 'f'; 'm' gives the user's names (NULL: none). */
 Schedule *schedule_new(const Module *m, const Func *f);
+/* The schedule of 'f' without names (every 'name' NULL, 'user' NULL),
+ * and its naming, once, as schedule_new names it. */
+Schedule *schedule_order(const Func *f);
+void schedule_name(Schedule *sc, const Module *m, const Func *f);
 void schedule_free(Schedule *sc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Schedule, schedule_free)
 /* Visits every value as the printer names it, in text order: arguments

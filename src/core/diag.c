@@ -49,11 +49,18 @@ void source_free(Source *s) {
 void diag_init(Diag *d, const Source *src) {
   d->src = src;
   d->text = g_string_new(NULL);
+  d->quiet = FALSE;
 }
 
 Diag *diag_new(const Source *src) {
   Diag *d = g_new0(Diag, 1);
   d->src = src;
+  return d;
+}
+
+Diag *diag_new_quiet(void) {
+  Diag *d = g_new0(Diag, 1);
+  d->quiet = TRUE;
   return d;
 }
 
@@ -136,8 +143,19 @@ static GString *text_of(Diag *d) {
   return d->text;
 }
 
+/* For a quiet Diag: records that a reason was given; TRUE when the
+ * caller is to skip formatting it. */
+static gboolean quieted(Diag *d) {
+  if (!d->quiet)
+    return FALSE;
+  g_string_assign(text_of(d), DIAG_QUIET_TEXT);
+  return TRUE;
+}
+
 static void diag_add(Diag *d, Loc loc, const char *kind, const char *fmt,
                      va_list ap) {
+  if (quieted(d))
+    return;
   g_string_append_printf(text_of(d), "%s:%d:%d: %s",
                          d->src ? d->src->name : "?", loc.line, loc.col, kind);
   g_string_append_vprintf(d->text, fmt, ap);
@@ -160,7 +178,8 @@ void diag_note(Diag *d, Loc loc, const char *fmt, ...) {
 }
 
 void diag_vreason(Diag *d, const char *fmt, va_list ap) {
-  g_string_vprintf(text_of(d), fmt, ap);
+  if (!quieted(d))
+    g_string_vprintf(text_of(d), fmt, ap);
 }
 
 void diag_reason(Diag *d, const char *fmt, ...) {
@@ -171,6 +190,8 @@ void diag_reason(Diag *d, const char *fmt, ...) {
 }
 
 void diag_append_reason(Diag *d, const char *fmt, ...) {
+  if (quieted(d))
+    return;
   va_list ap;
   va_start(ap, fmt);
   g_string_append_vprintf(text_of(d), fmt, ap);
@@ -178,6 +199,8 @@ void diag_append_reason(Diag *d, const char *fmt, ...) {
 }
 
 void diag_prefix(Diag *d, const char *fmt, ...) {
+  if (quieted(d))
+    return;
   va_list ap;
   va_start(ap, fmt);
   g_autofree char *prefix = g_strdup_vprintf(fmt, ap);
@@ -186,7 +209,7 @@ void diag_prefix(Diag *d, const char *fmt, ...) {
 }
 
 void diag_append(Diag *d, const Diag *from) {
-  if (diag_any(from))
+  if (diag_any(from) && !quieted(d))
     g_string_append(text_of(d), from->text->str);
 }
 

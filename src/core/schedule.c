@@ -15,6 +15,9 @@
  *    module's tables when it has one not yet taken, else a fresh number
  *    (%0, %1, ... in order of definition); binders take their user name
  *    or %r, %r1, ...  Fresh names avoid every user name of the module.
+ *    A walk that needs no names (the cost of a device's program, the
+ *    counts of the protocol's features) skips this pass: its values
+ *    have the name NULL (schedule_order).
  *
  * requires: terms well typed (true of every stored Term).
  */
@@ -41,6 +44,7 @@ typedef struct Namer {
 static Region *region_new(const char *binder_user) {
   Region *r = g_new0(Region, 1);
   r->binder.user = binder_user;
+  r->binder.index = -1;
   r->stmts = g_ptr_array_new();
   r->memo = g_hash_table_new(NULL, NULL);
   return r;
@@ -51,7 +55,6 @@ static void region_free(Region *r) {
     Stmt *s = g_ptr_array_index(r->stmts, i);
     if (s->child)
       region_free(s->child);
-    g_free(s->ops);
     g_free(s->n.name);
     g_free(s);
   }
@@ -78,13 +81,14 @@ static Named *schedule_value(Namer *pr, int depth, const Term *t) {
   Stmt *s = g_hash_table_lookup(r->memo, placed);
   if (s)
     return &s->n;
-  s = g_new0(Stmt, 1);
+  /* the operands' names live in the statement's own block */
+  gsize nops = placed->kind == TM_TILE || placed->kind == TM_SUM
+                   ? 0
+                   : (gsize)placed->nargs;
+  s = g_malloc0(sizeof(Stmt) + nops * sizeof(Named *));
   s->t = placed;
-  s->n.user = pr->names ? g_hash_table_lookup(pr->names, placed) : NULL;
   if (placed->kind == TM_TILE || placed->kind == TM_SUM) {
-    Region *child = region_new(
-        pr->binder_names ? g_hash_table_lookup(pr->binder_names, placed)
-                         : NULL);
+    Region *child = region_new(NULL);
     /* a hoisted tile opens its region below regions still being
      * scheduled: keep theirs */
     Region *outer = pr->open[target + 1];
@@ -96,7 +100,7 @@ static Named *schedule_value(Namer *pr, int depth, const Term *t) {
     s->child = child;
   } else {
     s->nops = placed->nargs;
-    s->ops = g_new(Named *, (gsize)placed->nargs);
+    s->ops = (Named **)(s + 1);
     for (int i = 0; i < placed->nargs; i++)
       s->ops[i] = schedule_value(pr, target, placed->args[i]);
   }
@@ -112,31 +116,30 @@ static gboolean name_free(Namer *pr, const char *name) {
          !g_hash_table_contains(pr->taken, name);
 }
 
-/* 'taken' holds the user names and argument names given so far; its
- * keys are the names themselves (the schedule owns them and outlives
- * it).  A fresh name needs no entry: it avoids every user name
- * ('reserved') and every name taken, and its counter never gives it
- * again. */
+/* 'taken' holds the user names and argument names given so far, the
+ * very strings (the schedule owns them, and they outlive the naming).
+ * A fresh name needs no entry: it avoids every user name ('reserved')
+ * and every name taken, and its counter never gives it again. */
 static void take(Namer *pr, Named *n, char *name) {
   n->name = name;
   g_hash_table_add(pr->taken, name);
 }
 
-/* 'prefix' then the decimal digits of 'i', into 'buf' (32 bytes): names
- * are made for every value of every schedule, and printf is most of
- * naming's time on a large program. */
-static const char *format_name(char *buf, const char *prefix, int i) {
+/* 'prefix' followed by the decimal digits of 'i' (>= 0): a fresh name,
+ * made for every value without a user name, so without printf. */
+static char *numbered(const char *prefix, int i) {
   char digits[16];
-  int nd = 0;
+  int n = 0;
   do
-    digits[nd++] = (char)('0' + i % 10);
+    digits[n++] = (char)('0' + i % 10);
   while ((i /= 10) > 0);
-  size_t np = strlen(prefix);
-  memcpy(buf, prefix, np);
-  for (int k = 0; k < nd; k++)
-    buf[np + (size_t)k] = digits[nd - 1 - k];
-  buf[np + (size_t)nd] = '\0';
-  return buf;
+  gsize len = strlen(prefix);
+  char *out = g_malloc(len + (gsize)n + 1);
+  memcpy(out, prefix, len);
+  for (int k = 0; k < n; k++)
+    out[len + (gsize)k] = digits[n - 1 - k];
+  out[len + (gsize)n] = '\0';
+  return out;
 }
 
 static void name_value(Namer *pr, Named *n) {
@@ -145,12 +148,12 @@ static void name_value(Namer *pr, Named *n) {
     return;
   }
   for (;;) {
-    char buf[32];
-    const char *cand = format_name(buf, "", pr->next_number++);
+    char *cand = numbered("", pr->next_number++);
     if (name_free(pr, cand)) {
-      n->name = g_strdup(cand);
+      n->name = cand; /* fresh: see take() */
       return;
     }
+    g_free(cand);
   }
 }
 
@@ -167,20 +170,23 @@ static void name_binder(Namer *pr, Named *n) {
   }
   for (;;) {
     int i = pr->next_binder++;
-    char buf[32];
-    const char *cand = i ? format_name(buf, "r", i) : "r";
+    char *cand = i ? numbered("r", i) : g_strdup("r");
     if (name_free(pr, cand)) {
-      n->name = g_strdup(cand);
+      n->name = cand; /* fresh: see take() */
       return;
     }
+    g_free(cand);
   }
 }
 
 static void name_region(Namer *pr, Region *r) {
   for (guint i = 0; i < r->stmts->len; i++) {
     Stmt *s = g_ptr_array_index(r->stmts, i);
+    s->n.user = pr->names ? g_hash_table_lookup(pr->names, s->t) : NULL;
     name_value(pr, &s->n);
     if (s->child) {
+      s->child->binder.user =
+          pr->binder_names ? g_hash_table_lookup(pr->binder_names, s->t) : NULL;
       name_binder(pr, &s->child->binder);
       name_region(pr, s->child);
     }
@@ -210,24 +216,50 @@ static GHashTable *reserved_names(const Module *m) {
   return g_hash_table_ref(cache->reserved);
 }
 
-Schedule *schedule_new(const Module *m, const Func *f) {
+/* Numbers the statements of 'r' in text order from 'next'; returns the
+ * number after the last. */
+static int number_region(Region *r, int next) {
+  for (guint i = 0; i < r->stmts->len; i++) {
+    Stmt *s = g_ptr_array_index(r->stmts, i);
+    s->n.index = next++;
+    if (s->child)
+      next = number_region(s->child, next);
+  }
+  return next;
+}
+
+Schedule *schedule_order(const Func *f) {
+  Namer pr = {0};
+  Schedule *sc = g_new0(Schedule, 1);
+  sc->nargs = f->nargs;
+  pr.args = sc->args = g_new0(Named, (gsize)MAX(f->nargs, 1));
+  for (int i = 0; i < f->nargs; i++)
+    sc->args[i].index = i;
+  sc->top = pr.open[0] = region_new(NULL);
+  sc->results = g_new(Named *, (gsize)MAX(f->nresults, 1));
+  for (int i = 0; i < f->nresults; i++)
+    sc->results[i] = schedule_value(&pr, 0, f->body->args[i]);
+  sc->nvalues = number_region(sc->top, f->nargs);
+  return sc;
+}
+
+void schedule_name(Schedule *sc, const Module *m, const Func *f) {
+  g_assert(sc->nargs == 0 || !sc->args[0].name); /* named once */
   Namer pr = {.names = m ? m->names : NULL,
               .binder_names = m ? m->binder_names : NULL};
   pr.reserved =
       m ? reserved_names(m) : g_hash_table_new(g_str_hash, g_str_equal);
   pr.taken = g_hash_table_new(g_str_hash, g_str_equal);
-  Schedule *sc = g_new0(Schedule, 1);
-  sc->nargs = f->nargs;
-  pr.args = sc->args = g_new0(Named, (gsize)MAX(f->nargs, 1));
   for (int i = 0; i < f->nargs; i++)
     take(&pr, &sc->args[i], g_strdup(f->arg_names[i]));
-  sc->top = pr.open[0] = region_new(NULL);
-  sc->results = g_new(Named *, (gsize)MAX(f->nresults, 1));
-  for (int i = 0; i < f->nresults; i++)
-    sc->results[i] = schedule_value(&pr, 0, f->body->args[i]);
   name_region(&pr, sc->top);
   g_hash_table_unref(pr.taken);
   g_hash_table_unref(pr.reserved);
+}
+
+Schedule *schedule_new(const Module *m, const Func *f) {
+  Schedule *sc = schedule_order(f);
+  schedule_name(sc, m, f);
   return sc;
 }
 

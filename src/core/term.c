@@ -477,9 +477,18 @@ const Term *term_with_args(const Term *t, const Term *const *args, Diag *err) {
   case TM_ARG:
   case TM_BVAR:
     return t;
-  case TM_OP:
+  case TM_OP: {
+    /* A type rule reads its operands' types alone: with the same ones,
+     * 't' checked already, and its type stands (the rewrite passes
+     * rebuild most values this way: a rule keeps the type it rewrites). */
+    int i = 0;
+    while (i < t->nargs && args[i]->type == t->args[i]->type)
+      i++;
+    if (i == t->nargs)
+      return rebuild_same_types(t, args);
     return term_op(t->op, t->nargs, args, t->attrs,
                    op_takes_written_type(t->op) ? t->type : NULL, err);
+  }
   case TM_SLICE:
     return term_slice(t->index, args[0], args[1], err);
   case TM_TILE:

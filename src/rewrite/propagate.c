@@ -37,7 +37,11 @@
  * Every pass has fuel: a number of rewrites in proportion to the size of
  * its input.  A rule set can loop (neg(x) ~~> neg(neg(x)) tagged
  * [simplify]); a pass that would rewrite once its fuel is spent fails,
- * naming itself, rather than return a program it did not finish.
+ * naming itself, rather than return a program it did not finish.  A pass
+ * that remembers its results across calls (rw_fixpoint_memo, the cost of
+ * the agent protocol's states) rewrites only what is new in its input:
+ * it counts the input (a walk of the whole program) only once it has
+ * spent the base of its budget, which most calls never do.
  *
  * requires: the rule set has 'fuse' (partir.rules) and the op specs.
  */
@@ -67,6 +71,16 @@ typedef const Term *(*StepFn)(Norm *n, const Term *t);
 struct Norm {
   const RuleSet *rs;
   long fuel;
+  /* The budget (fuel and the store's ceiling) is in proportion to the
+   * size of the input; a pass that remembers results across calls
+   * (rw_fixpoint_memo) does little work per call, and counts its input
+   * only once it has spent what a pass gets without counting. */
+  const Term *input;  /* what 'size' counts */
+  size_t size;        /* its nodes, once counted */
+  gboolean sized;     /* 'size' is counted and in the budget */
+  long fuel_given;    /* the fuel the budget gave */
+  size_t new_terms;   /* the new terms it allows */
+  size_t store_start; /* the store's size when the pass began */
   int nest;
   gboolean stopped;  /* a rewrite was due with no fuel left: no fixed point */
   gboolean grew;     /* ... or with the store past its ceiling */
@@ -193,6 +207,7 @@ static void note_nested(Norm *n, const char *axis, const Term *tile, int dim,
 }
 
 static const Term *norm(Norm *n, const Term *t);
+static void count_input(Norm *n);
 
 /* 'x' is a sum over other axes of a tile along 'dim' over 'axis': its
  * value is split there already, so a slice of it along 'dim' by a range
@@ -460,7 +475,7 @@ static void norm_rules(Norm *n, guint tag) {
 
 gboolean rw_propagate_pending(const RuleSet *rs, const Term *body,
                               GHashTable *memo) {
-  Norm n = {.rs = rs, .err = diag_new(NULL)}; /* no report: no notes */
+  Norm n = {.rs = rs, .err = diag_new_quiet()}; /* no report: no notes */
   n.nests = g_hash_table_new_full(NULL, NULL, NULL,
                                   (GDestroyNotify)g_hash_table_unref);
   norm_rules(&n, RULE_TAG_PROPAGATE);
@@ -498,6 +513,8 @@ static const Term *norm(Norm *n, const Term *t) {
   const Term *r = n->stopped ? NULL : n->step(n, t1);
   const char *conflicted = n->conflicted;
   n->conflicted = NULL;
+  if (r && !n->sized && (n->fuel <= 0 || term_store_past_ceiling()))
+    count_input(n);
   if (r &&
       (n->fuel <= 0 || n->nest >= NORM_MAX_NEST || term_store_past_ceiling())) {
     n->stopped = TRUE; /* the caller fails: what is built is not used */
@@ -523,6 +540,21 @@ static const Term *norm(Norm *n, const Term *t) {
   return result;
 }
 
+static size_t dag_size(const Term *root);
+
+/* Puts the size of the input into the budget: NORM_FUEL_PER_NODE
+ * rewrites and NORM_TERMS_PER_NODE new terms per node, over the base
+ * that a pass gets before counting. */
+static void count_input(Norm *n) {
+  n->size = dag_size(n->input);
+  n->sized = TRUE;
+  long more = NORM_FUEL_PER_NODE * (long)n->size;
+  n->fuel += more;
+  n->fuel_given += more;
+  n->new_terms += NORM_TERMS_PER_NODE * n->size;
+  term_store_ceiling(n->store_start + n->new_terms);
+}
+
 static size_t dag_size(const Term *root) {
   g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
   g_autoptr(GPtrArray) todo = g_ptr_array_new();
@@ -542,27 +574,34 @@ static size_t dag_size(const Term *root) {
  * collects the conflicts the pass meets. */
 static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
                        guint tag, const char *pass, const char *tag_name,
-                       GHashTable *names, Conflicts *cx, GString *report,
-                       Diag *why) {
+                       GHashTable *names, Conflicts *cx, GHashTable *memo,
+                       GString *report, Diag *why) {
   Norm n = {.rs = rs,
             .step = step,
             .report = report,
             .names = names,
             .flat = tag == RULE_TAG_SPMD,
-            .err = diag_new(NULL),
+            /* its text goes to the report alone */
+            .err = report ? diag_new(NULL) : diag_new_quiet(),
             .cx = cx};
   if (cx) {
     n.written = conflicts_written(body);
     n.quiet = g_ptr_array_new();
   }
-  const size_t size = dag_size(body);
-  const long fuel = 1024 + NORM_FUEL_PER_NODE * (long)size;
-  const size_t new_terms = NORM_TERMS_BASE + NORM_TERMS_PER_NODE * size;
-  const size_t ceiling = term_store_ceiling(term_store_size() + new_terms);
+  n.input = body;
+  n.fuel = n.fuel_given = 1024;
+  n.new_terms = NORM_TERMS_BASE;
+  n.store_start = term_store_size();
+  const size_t ceiling = term_store_ceiling(n.store_start + n.new_terms);
+  if (!memo) /* counted at once: the budget of a pass without a memo */
+    count_input(&n);
   const gsize reported = report ? report->len : 0;
-  n.fuel = fuel;
   n.memos = g_hash_table_new_full(NULL, NULL, NULL,
                                   (GDestroyNotify)g_hash_table_unref);
+  if (memo) { /* a flat pass has one context, 0 */
+    g_assert(n.flat);
+    g_hash_table_insert(n.memos, NULL, g_hash_table_ref(memo));
+  }
   n.nests = g_hash_table_new_full(NULL, NULL, NULL,
                                   (GDestroyNotify)g_hash_table_unref);
   n.reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -576,7 +615,7 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
                 "the %s pass stopped after %ld rewrites: it would build more "
                 "than %zu new terms from a program of %zu (a tiling that "
                 "nests regions over one axis, or [%s] rules that grow?)",
-                pass, fuel - n.fuel, new_terms, size, tag_name);
+                pass, n.fuel_given - n.fuel, n.new_terms, n.size, tag_name);
     if (report)
       g_string_truncate(report, reported);
     out = NULL;
@@ -584,11 +623,14 @@ static const Term *run(const RuleSet *rs, const Term *body, StepFn step,
     diag_reason(why,
                 "the %s pass stopped without reaching a fixed point after "
                 "%ld rewrites (do the [%s] rules loop?)",
-                pass, fuel - n.fuel, tag_name);
+                pass, n.fuel_given - n.fuel, tag_name);
     if (report)
       g_string_truncate(report, reported);
     out = NULL;
-  } else if (!n.flat) {
+  }
+  if (n.stopped && memo) /* it remembers values it did not finish */
+    g_hash_table_remove_all(memo);
+  if (!n.stopped && !n.flat) {
     /* with a report, the nest is reported (a tactic fails on it); without
      * one (the agent protocol) the pass fails: no state it reaches may be
      * one that no device program runs.  (A device's own program, which
@@ -635,14 +677,14 @@ static const Term *push_step(Norm *n, const Term *t) {
 const Term *rw_push(const RuleSet *rs, const Term *body, GHashTable *names,
                     GString *report, Diag *why) {
   return run(rs, body, push_step, RULE_TAG_PROPAGATE, "push", "propagate",
-             names, NULL, report, why);
+             names, NULL, NULL, report, why);
 }
 
 const Term *rw_propagate_conflicts(const RuleSet *rs, const Term *body,
                                    GHashTable *names, Conflicts *cx,
                                    GString *report, Diag *why) {
   const Term *out = run(rs, body, propagate_step, RULE_TAG_PROPAGATE,
-                        "propagate", "propagate", names, cx, report, why);
+                        "propagate", "propagate", names, cx, NULL, report, why);
   /* pulling tiles out makes sibling regions that each compute what they
    * share: compute it once (dedup.c) */
   return out ? rw_dedup(out, names) : NULL;
@@ -656,6 +698,12 @@ const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
                                                     : NULL;
   g_assert(tag_name); /* the tag of one fixed-point pass */
   const char *pass = tag == RULE_TAG_SPMD ? "redistribution fusion" : tag_name;
-  return run(rs, body, rules_step, tag, pass, tag_name, names, NULL, report,
-             why);
+  return run(rs, body, rules_step, tag, pass, tag_name, names, NULL, NULL,
+             report, why);
+}
+
+const Term *rw_fixpoint_memo(const RuleSet *rs, const Term *body,
+                             GHashTable *memo, Diag *why) {
+  return run(rs, body, rules_step, RULE_TAG_SPMD, "redistribution fusion",
+             "spmd", NULL, NULL, memo, NULL, why);
 }

@@ -355,6 +355,13 @@ const Term *rw_push(const RuleSet *rs, const Term *body, GHashTable *names,
  * fixed point; NULL with the reason in 'why' as rw_propagate. */
 const Term *rw_fixpoint(const RuleSet *rs, const Term *body, guint tag,
                         GHashTable *names, GString *report, Diag *why);
+/* The [spmd] rules' fixed point (a device's program: no axes around a
+ * value) without names or report, with the results of earlier calls in
+ * 'memo' (Term -> its fixed point, the caller's) and adding this call's.
+ * A pass that stops without a fixed point empties 'memo' (what it holds
+ * then is not one). */
+const Term *rw_fixpoint_memo(const RuleSet *rs, const Term *body,
+                             GHashTable *memo, Diag *why);
 
 /* ------------------------------------------------------------- conflict.c */
 

@@ -98,20 +98,18 @@ static gboolean check_program(const Func *f, Diag *diag) {
 
 /* A value of the schedule: an argument or a statement. */
 typedef struct Value {
-  const Term *t;    /* the value's term */
-  const char *name; /* printed name (the schedule's, which outlives it) */
-  int pos;          /* statement number; -1 for arguments */
-  int last;         /* last statement it is needed at */
+  const Term *t;         /* the value's term */
+  const SchedName *name; /* its name in the schedule (unnamed: NULL text) */
+  int pos;               /* statement number; -1 for arguments */
+  int last;              /* last statement it is needed at */
   double bytes;
 } Value;
 
 /* A region instance being walked (depth 0: the function body). */
 typedef struct Open {
-  int stmt;          /* its tile/sum value; -1 at depth 0 */
-  const Term *yield; /* its yield; NULL when no statement is placed in it */
-  double mult;       /* evaluations of each of its statements per step */
-  GHashTable *defs;  /* Term -> value index + 1 */
-  GArray *crossing;  /* int: values of outer regions used inside it */
+  int stmt;         /* its tile/sum value; -1 at depth 0 */
+  GArray *crossing; /* int: values of outer regions used inside it */
+  double mult;      /* evaluations of each of its statements per step */
 } Open;
 
 typedef struct Walk {
@@ -119,65 +117,55 @@ typedef struct Walk {
   const Fusion *fusion; /* the compiled program's kernels, when priced */
   GHashTable *reads;    /* a kernel's values reached so far (kernel_reads) */
   CostReport *out;
-  GArray *values; /* Value */
+  Value *values; /* by SchedName.index: the arguments, then the statements */
+  int nvalues;
   Open open[PARTIR_MAX_REGIONS + 2];
   int depth; /* innermost open region */
   int npos;  /* statements walked */
 } Walk;
 
-static Value *value_at(Walk *w, int i) {
-  return &g_array_index(w->values, Value, i);
-}
+static Value *value_at(Walk *w, int i) { return &w->values[i]; }
 
 static double bytes_of(const Type *t) {
   return (double)type_numel(t) * (double)dtype_storage_bytes(t->dtype);
 }
 
-static void open_region(Walk *w, int stmt, const Term *yield, double mult) {
+static void open_region(Walk *w, int stmt, double mult) {
   g_assert(w->depth + 1 < PARTIR_MAX_REGIONS + 2);
   Open *o = &w->open[++w->depth];
-  *o = (Open){stmt, yield, mult, g_hash_table_new(NULL, NULL),
-              g_array_new(FALSE, FALSE, sizeof(int))};
+  *o = (Open){stmt, g_array_new(FALSE, FALSE, sizeof(int)), mult};
 }
 
-/* Records that operand 'u', as seen at region depth 'depth', is used by
- * the statement at 'pos'. */
-static void use(Walk *w, const Term *u, int depth, int pos) {
+/* Records that operand 'u', named 'n' in the schedule and seen at region
+ * depth 'depth', is used by the statement at 'pos'.  The schedule names
+ * the statement of 'u' that is in scope there (its instance in the
+ * region it is placed in). */
+static void use(Walk *w, const Term *u, const SchedName *n, int depth,
+                int pos) {
   if (u->kind == TM_BVAR || u->kind == TM_ARG) /* ranges; args live always */
     return;
   int target = term_home(u);
-  g_assert(target >= 0 && target <= depth);
-  gpointer found = g_hash_table_lookup(w->open[target].defs, u);
-  g_assert(found);
-  int i = GPOINTER_TO_INT(found) - 1;
+  g_assert(target >= 0 && target <= depth && n->index >= 0);
+  int i = n->index;
   Value *v = value_at(w, i);
   v->last = MAX(v->last, pos);
   if (target < depth) /* needed by every iteration of the loop it is in */
     g_array_append_val(w->open[target + 1].crossing, i);
 }
 
-/* Closes the innermost region at statement 'pos' (its last one). */
-static void close_region(Walk *w, int pos) {
+/* Closes the innermost region, whose yield is 'yield', at statement
+ * 'pos' (its last one). */
+static void close_region(Walk *w, const SchedName *yield, int pos) {
   Open *o = &w->open[w->depth];
   const Term *tile = value_at(w, o->stmt)->t;
   /* each iteration hands its yield to the tile/sum */
-  use(w, tile->args[0], w->depth, pos);
+  use(w, tile->args[0], yield, w->depth, pos);
   for (guint i = 0; i < o->crossing->len; i++) {
     Value *v = value_at(w, g_array_index(o->crossing, int, i));
     v->last = MAX(v->last, pos);
   }
-  g_hash_table_unref(o->defs);
   g_array_unref(o->crossing);
   w->depth--;
-}
-
-/* Closes the regions that statement 'stmt' (at 'pos') ends: its own when
- * it yields there, then its tile's when that yields in turn. */
-static void close_chain(Walk *w, int stmt, int pos) {
-  while (w->depth > 0 && value_at(w, stmt)->t == w->open[w->depth].yield) {
-    stmt = w->open[w->depth].stmt;
-    close_region(w, pos);
-  }
 }
 
 /* Adds the bytes and time of one evaluation of collective 't', 'mult'
@@ -311,51 +299,47 @@ static void account_op(Walk *w, const Term *t, double mult) {
   w->out->compute_time += flops / hw_peak_flops(w->hw, compute_dtype(t));
 }
 
-static int add_value(Walk *w, const Term *t, const char *name, int pos) {
-  Value v = {t, name, pos, pos, bytes_of(t->type)};
-  g_array_append_val(w->values, v);
-  return (int)w->values->len - 1;
+static void add_value(Walk *w, const Term *t, const SchedName *n, int pos) {
+  g_assert(n->index >= 0 && n->index < w->nvalues);
+  w->values[n->index] = (Value){t, n, pos, pos, bytes_of(t->type)};
 }
 
-/* schedule_walk's visitor: one argument or statement in text order. */
-static void visit(void *ud, const char *name, const Term *t) {
-  Walk *w = ud;
-  if (t->kind == TM_ARG) {
-    int i = add_value(w, t, name, -1);
-    g_assert(i == t->index); /* arguments come first, in order */
-    return;
+/* Walks the statements of region 'r' in text order: each statement
+ * once per instance of the region it is placed in, a tile's or sum's
+ * region right after it.  A region closes at its last statement, which
+ * is its yield (operands come before their users); a region whose body
+ * uses no value of its own is empty and closes at its tile or sum. */
+static void walk_region(Walk *w, const SchedRegion *r) {
+  for (guint k = 0; k < r->stmts->len; k++) {
+    const SchedStmt *st = g_ptr_array_index(r->stmts, k);
+    const Term *t = st->t;
+    int pos = w->npos++;
+    Open *here = &w->open[w->depth];
+    /* the walk's region is where the printer placed the statement */
+    g_assert(term_home(t) == w->depth);
+    add_value(w, t, &st->n, pos);
+    switch (t->kind) {
+    case TM_OP:
+      for (int i = 0; i < t->nargs; i++)
+        use(w, t->args[i], st->ops[i], w->depth, pos);
+      account_op(w, t, here->mult);
+      break;
+    case TM_SLICE:
+      use(w, t->args[0], st->ops[0], w->depth, pos);
+      break;
+    case TM_TILE:
+    case TM_SUM: {
+      int64_t count = (t->range->n + t->range->w - 1) / t->range->w;
+      open_region(w, st->n.index, here->mult * (double)count);
+      walk_region(w, st->child);
+      /* the last statement walked is the yield, or the region is empty */
+      close_region(w, st->child->yield, w->npos - 1);
+      break;
+    }
+    default:
+      g_assert_not_reached();
+    }
   }
-  int pos = w->npos++;
-  Open *here = &w->open[w->depth];
-  /* the walk's region is where the printer placed the statement */
-  g_assert(term_home(t) == w->depth);
-  int i = add_value(w, t, name, pos);
-  g_hash_table_insert(here->defs, (gpointer)t, GINT_TO_POINTER(i + 1));
-  switch (t->kind) {
-  case TM_OP:
-    for (int k = 0; k < t->nargs; k++)
-      use(w, t->args[k], w->depth, pos);
-    account_op(w, t, here->mult);
-    break;
-  case TM_SLICE:
-    use(w, t->args[0], w->depth, pos);
-    break;
-  case TM_TILE:
-  case TM_SUM: {
-    const Term *body = t->args[0];
-    int64_t count = (t->range->n + t->range->w - 1) / t->range->w;
-    /* a body that does not use the binder is computed outside */
-    gboolean empty = !term_uses(body, t->binder);
-    open_region(w, i, empty ? NULL : body, here->mult * (double)count);
-    if (!empty)
-      return; /* its statements follow; the last one closes it */
-    close_region(w, pos);
-    break;
-  }
-  default:
-    g_assert_not_reached();
-  }
-  close_chain(w, i, pos);
 }
 
 /* The liveness sweep: peak bytes over the statements and where. */
@@ -363,8 +347,8 @@ static void sweep(Walk *w) {
   int n = w->npos;
   double base = 0; /* live before the first statement and throughout */
   g_autofree double *delta = g_new0(double, (gsize)n + 1);
-  for (guint i = 0; i < w->values->len; i++) {
-    Value *v = value_at(w, (int)i);
+  for (int i = 0; i < w->nvalues; i++) {
+    Value *v = value_at(w, i);
     if (v->pos < 0) {
       base += v->bytes;
       continue;
@@ -382,9 +366,9 @@ static void sweep(Walk *w) {
     }
   }
   w->out->peak_bytes = peak;
-  for (guint i = 0; at >= 0 && i < w->values->len; i++)
-    if (value_at(w, (int)i)->pos == at)
-      w->out->peak_at = g_strdup(value_at(w, (int)i)->name);
+  for (int i = 0; at >= 0 && i < w->nvalues; i++)
+    if (value_at(w, i)->pos == at) /* NULL when not named */
+      w->out->peak_at = g_strdup(value_at(w, i)->name->name);
 }
 
 void cost_report_clear(CostReport *r) {
@@ -404,8 +388,10 @@ static int compare_comms(gconstpointer pa, gconstpointer pb) {
   return a->size < b->size ? -1 : a->size > b->size;
 }
 
-gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
-                       CostReport *out, Diag *diag) {
+/* The estimate of 'f' on 'hw', its statements named as 'm' names them,
+ * or not named when 'named' is FALSE (no 'peak_at'). */
+static gboolean estimate(const Module *m, gboolean named, const Func *f,
+                         const Hardware *hw, CostReport *out, Diag *diag) {
   memset(out, 0, sizeof *out);
   if (!check_program(f, diag))
     return FALSE;
@@ -413,7 +399,9 @@ gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
   out->ndevices = mesh_devices(f->spmd ? &f->spmd->mesh : NULL);
 
   /* kernels are priced when the description models them */
-  g_autoptr(Schedule) sc = schedule_new(m, f);
+  g_autoptr(Schedule) sc = schedule_order(f);
+  if (named)
+    schedule_name(sc, m, f);
   g_autoptr(Fusion) fusion = NULL;
   g_autoptr(GHashTable) reads = NULL;
   if (hw->mem_bw > 0 || hw->kernel_overhead > 0) {
@@ -421,24 +409,35 @@ gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
     reads = g_hash_table_new(NULL, NULL);
   }
   Walk w = {.hw = hw, .fusion = fusion, .reads = reads, .out = out};
-  w.values = g_array_new(FALSE, TRUE, sizeof(Value));
-  w.open[0] = (Open){-1, NULL, 1.0, g_hash_table_new(NULL, NULL),
-                     g_array_new(FALSE, FALSE, sizeof(int))};
-  schedule_visit(sc, f, visit, &w);
-  g_assert(w.depth == 0); /* every region closed by its yield */
+  w.nvalues = sc->nvalues;
+  w.values = g_new(Value, (gsize)MAX(sc->nvalues, 1));
+  w.open[0] = (Open){-1, g_array_new(FALSE, FALSE, sizeof(int)), 1.0};
+  for (int i = 0; i < f->nargs; i++) /* arguments come first, in order */
+    add_value(&w, term_arg(i, f->arg_types[i]), &sc->args[i], -1);
+  walk_region(&w, sc->top);
+  g_assert(w.depth == 0);
 
   for (int i = 0; i < f->nresults; i++) /* results live to the end */
-    use(&w, f->body->args[i], 0, w.npos);
+    use(&w, f->body->args[i], sc->results[i], 0, w.npos);
   sweep(&w);
 
-  g_hash_table_unref(w.open[0].defs);
   g_array_unref(w.open[0].crossing);
-  g_array_unref(w.values);
+  g_free(w.values);
 
   g_array_sort(out->comms, compare_comms);
   out->total_time = out->compute_time + out->comm_time;
   out->fits = out->peak_bytes <= hw->memory_bytes;
   return TRUE;
+}
+
+gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
+                       CostReport *out, Diag *diag) {
+  return estimate(m, TRUE, f, hw, out, diag);
+}
+
+gboolean cost_estimate_unnamed(const Func *f, const Hardware *hw,
+                               CostReport *out, Diag *diag) {
+  return estimate(NULL, FALSE, f, hw, out, diag);
 }
 
 double cost_comm_bytes(const CostReport *r) {

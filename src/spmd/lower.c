@@ -130,27 +130,37 @@ static AttrValue axes_value(const char *const *axes, int n) {
 static const Term *collective_length(Lower *lw, Op op, const Term *x,
                                      const char *const *axes, int naxes,
                                      int dim, int dim2, int64_t length) {
+  static const char *axes_key, *size_key, *split_key, *concat_key, *dim_key,
+      *length_key;
+  if (!axes_key) { /* interned once: g_intern_string takes a lock */
+    axes_key = g_intern_static_string("axes");
+    size_key = g_intern_static_string("size");
+    split_key = g_intern_static_string("split_dim");
+    concat_key = g_intern_static_string("concat_dim");
+    dim_key = g_intern_static_string("dim");
+    length_key = g_intern_static_string("length");
+  }
   const char **keys = g_new(const char *, 5);
   AttrValue *vals = g_new0(AttrValue, 5);
   int n = 0;
   int64_t size = 1;
   for (int i = 0; i < naxes; i++)
     size *= mesh_axis_size(lw->mesh, axes[i]);
-  keys[n] = g_intern_string("axes");
+  keys[n] = axes_key;
   vals[n++] = axes_value(axes, naxes);
-  keys[n] = g_intern_string("size");
+  keys[n] = size_key;
   vals[n++] = (AttrValue){.kind = AV_INT, .i = size};
   if (op == OP_ALL_TO_ALL) {
-    keys[n] = g_intern_string("split_dim");
+    keys[n] = split_key;
     vals[n++] = (AttrValue){.kind = AV_INT, .i = dim};
-    keys[n] = g_intern_string("concat_dim");
+    keys[n] = concat_key;
     vals[n++] = (AttrValue){.kind = AV_INT, .i = dim2};
   } else if (op != OP_ALL_REDUCE) {
-    keys[n] = g_intern_string("dim");
+    keys[n] = dim_key;
     vals[n++] = (AttrValue){.kind = AV_INT, .i = dim};
   }
   if (length) {
-    keys[n] = g_intern_string("length");
+    keys[n] = length_key;
     vals[n++] = (AttrValue){.kind = AV_INT, .i = length};
   }
   g_autoptr(Diag) err = diag_new(NULL);
@@ -644,14 +654,18 @@ static void lower_here(Lower *lw, const Term *t, LVal *out) {
     remember(lw, t, out);
 }
 
-Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
-                 const Mesh *mesh, Module *names, Diag *why) {
+/* The lowering of 'g'; 'top' (may be NULL: one of its own) remembers
+ * the closed values' lowerings, which depend on nothing else. */
+static Func *lower_func(const RuleSet *rs, const Module *m, const Func *g,
+                        const Mesh *mesh, Module *names, GHashTable *top,
+                        Diag *why) {
   Lower lw = {.rs = rs,
               .mesh = mesh,
               .why = why,
               .global_names = m,
               .local_names = names};
-  lw.memo[0] = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  lw.memo[0] = top ? g_hash_table_ref(top)
+                   : g_hash_table_new_full(NULL, NULL, NULL, g_free);
   Func *f = g_new0(Func, 1);
   f->name = g_strdup(g->name);
   f->nargs = g->nargs;
@@ -689,4 +703,14 @@ Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
   }
   f->body = term_tuple(f->nresults, results);
   return f;
+}
+
+Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
+                 const Mesh *mesh, Module *names, Diag *why) {
+  return lower_func(rs, m, g, mesh, names, NULL, why);
+}
+
+Func *spmd_lower_memo(const Func *g, SpmdMemo *memo, Diag *why) {
+  spmd_memo_check(memo);
+  return lower_func(memo->rs, NULL, g, &memo->mesh, NULL, memo->lower, why);
 }

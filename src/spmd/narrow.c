@@ -139,6 +139,16 @@ static const Term *narrow(void *ud, const Term *t) {
   return r;
 }
 
+/* 'narrow' rebuilds a term only where something below it changes, and
+ * then into a different term (a smaller chunk is another term), so the
+ * result is 'body' itself exactly when nothing changed. */
+const Term *spmd_narrow_memo(const Term *body, GHashTable *memo) {
+  Narrow l = {memo, NULL, diag_new(NULL), FALSE};
+  const Term *out = narrow(&l, body);
+  diag_free(l.err);
+  return out;
+}
+
 const Term *spmd_narrow(const Term *body, GHashTable *names,
                         gboolean *changed) {
   Narrow l = {g_hash_table_new(NULL, NULL), names, diag_new(NULL), FALSE};

@@ -78,8 +78,25 @@ static const Term *swap(void *ud, const Term *t) {
   return r;
 }
 
+/* Whether maps 'a' and 'b' (Term -> Term) are equal. */
+static gboolean same_map(GHashTable *a, GHashTable *b) {
+  if (g_hash_table_size(a) != g_hash_table_size(b))
+    return FALSE;
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, a);
+  while (g_hash_table_iter_next(&it, &k, &v))
+    if (g_hash_table_lookup(b, k) != v)
+      return FALSE;
+  return TRUE;
+}
+
+/* One round: the arguments used only through one shard are received
+ * sharded.  With 'memo' (may be NULL) the rebuilt terms of an earlier
+ * call with the same replacements are taken from it. */
 static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
-                                     GHashTable *names, gboolean *changed) {
+                                     GHashTable *names, SpmdMemo *memo,
+                                     gboolean *changed) {
   Uses u = {g_hash_table_new(NULL, NULL), f->nargs,
             g_new0(const Term *, (gsize)f->nargs + 1),
             g_new0(gboolean, (gsize)f->nargs + 1)};
@@ -106,6 +123,19 @@ static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
       dd->axes[d][dd->naxes[d]++] = axes->items[k].sym;
     f->arg_types[i] = sh->type;
     g_hash_table_insert(sw.map, (gpointer)sh, (gpointer)term_arg(i, sh->type));
+  }
+  if (*changed && memo) {
+    if (!same_map(sw.map, memo->swap_map)) {
+      g_hash_table_remove_all(memo->swap);
+      g_hash_table_remove_all(memo->swap_map);
+      GHashTableIter it;
+      gpointer k, v;
+      g_hash_table_iter_init(&it, sw.map);
+      while (g_hash_table_iter_next(&it, &k, &v))
+        g_hash_table_insert(memo->swap_map, k, v);
+    }
+    g_hash_table_unref(sw.memo);
+    sw.memo = g_hash_table_ref(memo->swap);
   }
   if (*changed)
     body = swap(&sw, body);
@@ -160,8 +190,10 @@ static const Term *gather_chunk(const Term *sh, Diag *err) {
     part = term_op(OP_SHARD, 1, &part, inner->attrs, NULL, err);
   if (part)
     part = term_op(OP_ALL_GATHER, 1, &part, g->attrs, NULL, err);
-  g_assert(!part || part->type == sh->type);
-  return part;
+  /* A's chunk cut over B again need not divide evenly (96 heads over
+   * model=8, then batch=8: 12 in parts of 2, padded to 16): then the
+   * gather of the chunk is not A's chunk, and the gather stays */
+  return part && part->type == sh->type ? part : NULL;
 }
 
 typedef struct Regather {
@@ -192,30 +224,49 @@ static const Term *regather(void *ud, const Term *t) {
 /* Until no argument is used only through a shard: a chunk of a chunk
  * (split over two axes) is received as such. */
 static const Term *shard_inputs(const Term *body, Func *f, Dist *dists,
-                                GHashTable *names) {
+                                GHashTable *names, SpmdMemo *memo) {
   for (gboolean changed = TRUE; changed;) {
     changed = FALSE;
-    body = shard_inputs_once(body, f, dists, names, &changed);
+    body = shard_inputs_once(body, f, dists, names, memo, &changed);
   }
   return body;
 }
 
-gboolean spmd_fuse(const RuleSet *rs, Func *f, Module *names, Diag *why) {
+/* spmd_fuse, with the results 'memo' holds when given (then without
+ * names). */
+static gboolean fuse_func(const RuleSet *rs, Func *f, Module *names,
+                          SpmdMemo *memo, Diag *why) {
   g_assert(f->spmd);
   GHashTable *table = names ? names->names : NULL;
   const Term *body = f->body;
   for (gboolean changed = TRUE; changed;) { /* a chunk built may fuse */
-    body = rw_fixpoint(rs, body, RULE_TAG_SPMD, table, NULL, why);
+    body = memo ? rw_fixpoint_memo(rs, body, memo->fixpoint, why)
+                : rw_fixpoint(rs, body, RULE_TAG_SPMD, table, NULL, why);
     if (!body)
       return FALSE;
-    body = spmd_narrow(body, table, &changed);
+    if (memo) {
+      const Term *narrowed = spmd_narrow_memo(body, memo->narrow);
+      changed = narrowed != body;
+      body = narrowed;
+    } else {
+      body = spmd_narrow(body, table, &changed);
+    }
   }
   Regather rg = {g_hash_table_new(NULL, NULL), table, diag_new(NULL)};
   body = regather(&rg, body);
   g_hash_table_unref(rg.memo);
   diag_free(rg.err);
-  f->body = shard_inputs(body, f, f->spmd->arg_dists, table);
+  f->body = shard_inputs(body, f, f->spmd->arg_dists, table, memo);
   for (int i = 0; i < f->nresults; i++)
     f->result_types[i] = f->body->args[i]->type;
   return TRUE;
+}
+
+gboolean spmd_fuse(const RuleSet *rs, Func *f, Module *names, Diag *why) {
+  return fuse_func(rs, f, names, NULL, why);
+}
+
+gboolean spmd_fuse_memo(Func *f, SpmdMemo *memo, Diag *why) {
+  spmd_memo_check(memo);
+  return fuse_func(memo->rs, f, NULL, memo, why);
 }

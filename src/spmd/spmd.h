@@ -6,6 +6,7 @@
  * what one step costs each device on a described machine.
  *
  *   lower.c        a partitioned program to the per-device program
+ *   memo.c         what lowering and fusion remember between calls
  *   redistribute.c the pass after lowering: [spmd] rules, sharded inputs
  *   narrow.c       a device builds its own chunk of a constant, gathers
  *                  a broadcast's operand
@@ -40,6 +41,41 @@
 Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
                  const Mesh *mesh, Module *names, Diag *why);
 
+/* ----------------------------------------------------------------- memo.c */
+
+/* What lowering and redistribution fusion remember between calls on one
+ * mesh (spmd_lower_memo, spmd_fuse_memo).  Each of their passes gives a
+ * term a result that depends on the term alone (with the rule set and
+ * the mesh), so a program that shares most of its values with one
+ * lowered before (the agent protocol's states, an action apart) is
+ * lowered and fused for what is new in it only.  It holds terms by
+ * pointer, which a collection of the store frees: spmd_memo_check
+ * empties it when the store has been collected since it was filled.
+ * Its lowerings make no names (the cost needs none). */
+typedef struct SpmdMemo {
+  const RuleSet *rs;
+  Mesh mesh;
+  size_t collected;     /* collect_freed() when it was last emptied */
+  GHashTable *lower;    /* global closed Term -> its local value (lower.c) */
+  GHashTable *fixpoint; /* local Term -> its [spmd] rules' fixed point */
+  GHashTable *narrow;   /* local Term -> spmd_narrow's result */
+  GHashTable *swap_map; /* shard -> argument: the last map of 'swap' */
+  GHashTable *swap;     /* Term -> its result under swap_map */
+} SpmdMemo;
+
+SpmdMemo *spmd_memo_new(const RuleSet *rs, const Mesh *mesh);
+void spmd_memo_free(SpmdMemo *m);
+/* Whether 'm' was made for rule set 'rs' and 'mesh'. */
+gboolean spmd_memo_fits(const SpmdMemo *m, const RuleSet *rs, const Mesh *mesh);
+/* Empties 'm' when the store has been collected since it was filled. */
+void spmd_memo_check(SpmdMemo *m);
+
+/* spmd_lower for 'memo's rule set and mesh, without names, with the
+ * lowerings of the closed values 'memo' holds and adding the new ones. */
+Func *spmd_lower_memo(const Func *g, SpmdMemo *memo, Diag *why);
+/* spmd_fuse without names, with the results 'memo' holds. */
+gboolean spmd_fuse_memo(Func *f, SpmdMemo *memo, Diag *why);
+
 /* --------------------------------------------------------- redistribute.c */
 
 /* Fuses the redistributions of lowered program 'f' in place: the [spmd]
@@ -57,6 +93,9 @@ gboolean spmd_fuse(const RuleSet *rs, Func *f, Module *names, Diag *why);
  * of its operand; 'changed' says whether anything was.  Names in 'names'
  * (may be NULL) carry over to rebuilt values. */
 const Term *spmd_narrow(const Term *body, GHashTable *names, gboolean *changed);
+/* The same with the results of earlier calls in 'memo' (Term -> result),
+ * without names; 'body' itself when nothing changes. */
+const Term *spmd_narrow_memo(const Term *body, GHashTable *memo);
 
 /* ------------------------------------------------------------- simulate.c */
 
@@ -239,6 +278,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CostReport, cost_report_clear)
  * requires: f well typed; f->arg_names set. */
 gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
                        CostReport *out, Diag *diag);
+/* The same without naming the statements: 'peak_at' is NULL. */
+gboolean cost_estimate_unnamed(const Func *f, const Hardware *hw,
+                               CostReport *out, Diag *diag);
 /* "1.01 us": seconds as the table prints them. */
 void cost_append_time(GString *out, double seconds);
 /* A readable table: per device and over all devices.  'mesh' may be NULL. */
