@@ -1024,18 +1024,28 @@ static const GOptionEntry tactic_entries[] = {
      "an option for the tactic", "KEY=VALUE"},
     G_OPTION_ENTRY_NULL};
 
+/* What a tactic runs on: the mesh (--mesh, else the file's), its --set
+ * options, the rules and the program at 'path' with its shardings.  0,
+ * or the exit status (2: bad options, 1: files). */
+static int open_tactic_job(const Options *o, const char *path, Program *p,
+                           RuleSet **rs, GHashTable **options) {
+  Mesh mesh;
+  if (!job_mesh(o, &mesh) || !(*options = tactic_options(o->tactic_sets)))
+    return 2;
+  if (!(*rs = load_rules(o->rule_files)) ||
+      !open_program(path, o, &mesh, *rs, p))
+    return 1;
+  return 0;
+}
+
 /* files[0] is the tactic script, files[1] the program. */
 static int cmd_tactic(const Options *o, char **files) {
-  Mesh mesh;
-  if (!job_mesh(o, &mesh))
-    return 2;
-  g_autoptr(GHashTable) options = tactic_options(o->tactic_sets);
-  if (!options)
-    return 2;
+  g_autoptr(GHashTable) options = NULL;
+  g_autoptr(RuleSet) rs = NULL;
   g_auto(Program) p = {0};
-  g_autoptr(RuleSet) rs = load_rules(o->rule_files);
-  if (!rs || !open_program(files[1], o, &mesh, rs, &p))
-    return 1;
+  int status = open_tactic_job(o, files[1], &p, &rs, &options);
+  if (status)
+    return status;
   g_autoptr(GString) out = g_string_new(NULL);
   if (!tactic_apply(rs, pipeline_program_state(&p), files[0], options, &p.mesh,
                     o->hw, o->expr, out))
@@ -1189,16 +1199,12 @@ static int cmd_export(const Options *o, char **files) {
     g_printerr("partir: export --set gives the --tactic options\n");
     return 2;
   }
-  Mesh mesh;
-  if (!job_mesh(o, &mesh))
-    return 2;
-  g_autoptr(GHashTable) options = tactic_options(o->tactic_sets);
-  if (!options)
-    return 2;
+  g_autoptr(GHashTable) options = NULL;
+  g_autoptr(RuleSet) rs = NULL;
   g_auto(Program) p = {0};
-  g_autoptr(RuleSet) rs = load_rules(o->rule_files);
-  if (!rs || !open_program(files[0], o, &mesh, rs, &p))
-    return 1;
+  int status = open_tactic_job(o, files[0], &p, &rs, &options);
+  if (status)
+    return status;
   g_autoptr(State) s =
       export_state(o, rs, pipeline_program_state(&p), options, &p.mesh);
   if (!s)
