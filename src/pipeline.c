@@ -123,6 +123,46 @@ static ValueLayout *layouts_of(const Imported *im) {
 }
 
 /* The commands an import's shardings become, from 'out->initial'. */
+/* A result whose sharding closes a dimension whole ('{}': replicated)
+ * must come out whole there.  partir has no action that keeps a value
+ * whole, so a partitioning that splits it is refused, naming the
+ * result, the dimension and the axes (docs/stablehlo.md). */
+static gboolean check_closed_results(const RuleSet *rs, const Imported *im,
+                                     const Program *out, Diag *diags) {
+  gboolean any = FALSE;
+  for (guint i = 0; i < im->shardings->len; i++) {
+    const ImportedSharding *s = g_ptr_array_index(im->shardings, i);
+    for (int d = 0; s->site == HLO_ON_RESULT && d < s->sharding.rank; d++)
+      any |= s->sharding.dims[d].naxes == 0 && !s->sharding.dims[d].open;
+  }
+  const State *st = pipeline_program_state(out);
+  if (!any || st == out->initial)
+    return TRUE;
+  g_auto(Lowered) l = {0};
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (!pipeline_lower(rs, st->module, &st->func, &out->mesh, &l, why))
+    return TRUE; /* what cannot be lowered says so where it is lowered */
+  for (guint i = 0; i < im->shardings->len; i++) {
+    const ImportedSharding *s = g_ptr_array_index(im->shardings, i);
+    if (s->site != HLO_ON_RESULT)
+      continue;
+    const Dist *got = &l.spmd->spmd->result_dists[s->index];
+    for (int d = 0; d < s->sharding.rank && d < got->rank; d++) {
+      const ShardingDim *want = &s->sharding.dims[d];
+      if (want->naxes > 0 || want->open || got->naxes[d] == 0)
+        continue;
+      diag_reason(diags,
+                  "%s: dimension %d is closed and whole ('{}'), but the "
+                  "program's partitioning splits it over \"%s\" (partir "
+                  "keeps no value whole: leave it open, '{?}', or give it "
+                  "the split)\n",
+                  s->origin, d, got->axes[d][0]);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 static gboolean apply_shardings(const Imported *im, const LoadOptions *o,
                                 Program *out, const char *name, Diag *diags) {
   if (im->shardings->len == 0)
@@ -141,7 +181,7 @@ static gboolean apply_shardings(const Imported *im, const LoadOptions *o,
     return FALSE;
   }
   state_unref(last);
-  return TRUE;
+  return check_closed_results(rs, im, out, diags);
 }
 
 /* Stage 1 on 'src' (taken), then the commands its shardings ask for. */
