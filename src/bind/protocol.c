@@ -450,7 +450,8 @@ static ActionList *list_actions(Proto *pr, Episode *ep, State *s,
   gsize cap = args->len + (gsize)l->sc->nvalues + 1;
   l->items = g_new(Legal, cap);
   l->nitems = args->len;
-  memcpy(l->items, args->data, args->len * sizeof(Legal));
+  if (args->len) /* no axis: no split, and no data to copy */
+    memcpy(l->items, args->data, args->len * sizeof(Legal));
   for (int i = l->nargs; i < l->sc->nvalues; i++) { /* no rule takes an arg */
     const TermLegal *tl = term_legal(pr, ep, l->stmts[i]->t);
     for (guint k = 0; k < tl->n; k++) {

@@ -312,6 +312,7 @@ gboolean hlo_annotate(const HloFile *f, const HloLowered *l,
     Gspmd g;
     ShardingText t = sharding_text_of(f->src, n->attr, diag);
     if (!sharding_read_gspmd(&t, &g)) {
+      gspmd_clear(&g); /* what it read before the error */
       ok = FALSE;
       break;
     }
