@@ -20,37 +20,27 @@ printf 'set show-all-if-ambiguous on\nset bell-style none\n' >"$tmp/inputrc"
 # The whole script polls at most 200 times 0.1 s (about 20 s).
 polls=0
 screen() { tmux -S "$sock" capture-pane -p -t repl >"$tmp/pane" 2>/dev/null; }
-# wait_for GREP-ARGS...: polls the screen until grep finds the pattern.
-wait_for() {
+# poll COMMAND...: captures the screen until COMMAND (which reads
+# $tmp/pane) succeeds, or the script's polls run out.
+poll() {
   while [ $polls -lt 200 ]; do
     screen
-    grep -q "$@" "$tmp/pane" && return 0
+    "$@" && return 0
     polls=$((polls + 1))
     sleep 0.1
   done
   return 1
 }
-# wait_cleared: polls until the prompt is the only non-empty line (the
-# prompt alone is on the screen before C-l has cleared it, too).
-wait_cleared() {
-  while [ $polls -lt 200 ]; do
-    screen
-    [ "$(grep -v '^ *$' "$tmp/pane")" = "partir>" ] && return 0
-    polls=$((polls + 1))
-    sleep 0.1
-  done
-  return 1
-}
-# wait_last LINE: polls until the last non-empty line of the screen is LINE.
-wait_last() {
-  while [ $polls -lt 200 ]; do
-    screen
-    [ "$(grep -v '^ *$' "$tmp/pane" | tail -n 1)" = "$1" ] && return 0
-    polls=$((polls + 1))
-    sleep 0.1
-  done
-  return 1
-}
+lines() { grep -v '^ *$' "$tmp/pane"; }
+last_is() { [ "$(lines | tail -n 1)" = "$1" ]; }
+only_prompt() { [ "$(lines)" = "partir>" ]; }
+# wait_for GREP-ARGS...: until grep finds the pattern on the screen.
+wait_for() { poll grep -q "$@" "$tmp/pane"; }
+# wait_cleared: until the prompt is the only non-empty line (the prompt
+# alone is on the screen before C-l has cleared it, too).
+wait_cleared() { poll only_prompt; }
+# wait_last LINE: until the last non-empty line of the screen is LINE.
+wait_last() { poll last_is "$1"; }
 keys() { tmux -S "$sock" send-keys -t repl "$@"; }
 # clear: an empty screen but for the prompt (readline's C-l), so that
 # what is checked next comes from what is typed next
