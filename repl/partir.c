@@ -375,13 +375,33 @@ static gboolean open_program(const char *path, const Options *o,
   return FALSE;
 }
 
-static int cmd_check(const Options *o, char **files) {
+/* Loads the rule files named by --rules, or the default ones. */
+static RuleSet *load_rules(char **files) {
+  g_autoptr(Diag) errors = diag_new(NULL);
+  RuleSet *rs = pipeline_load_rules((const char *const *)files, NULL, errors);
+  if (!rs)
+    fputs(diag_text(errors), stderr);
+  return rs;
+}
+
+/* What a command runs on, in the order it reports failures: the mesh
+ * (--mesh, else the file's; 2 when it is bad), the rules when 'rs' is
+ * given (1), then FILE with its shardings (1).  0 when all are there. */
+static int open_job(const char *path, const Options *o, RuleSet **rs,
+                    Program *p) {
   Mesh mesh;
-  g_auto(Program) p = {0};
   if (!job_mesh(o, &mesh))
     return 2;
-  if (!open_program(files[0], o, &mesh, NULL, &p))
+  if (rs && !(*rs = load_rules(o->rule_files)))
     return 1;
+  return open_program(path, o, &mesh, rs ? *rs : NULL, p) ? 0 : 1;
+}
+
+static int cmd_check(const Options *o, char **files) {
+  g_auto(Program) p = {0};
+  int status = open_job(files[0], o, NULL, &p);
+  if (status)
+    return status;
   g_print("%s: ok\n", files[0]);
   return 0;
 }
@@ -398,12 +418,10 @@ static void print_program(GString *out, const Program *p, gboolean expr) {
 }
 
 static int cmd_fmt(const Options *o, char **files) {
-  Mesh mesh;
   g_auto(Program) p = {0};
-  if (!job_mesh(o, &mesh))
-    return 2;
-  if (!open_program(files[0], o, &mesh, NULL, &p))
-    return 1;
+  int status = open_job(files[0], o, NULL, &p);
+  if (status)
+    return status;
   g_autoptr(GString) out = g_string_new(NULL);
   print_program(out, &p, o->expr);
   fwrite(out->str, 1, out->len, stdout);
@@ -413,12 +431,10 @@ static int cmd_fmt(const Options *o, char **files) {
 /* The .pir text of a program, StableHLO included: what 'fmt' prints,
  * to the -o file when given. */
 static int cmd_import(const Options *o, char **files) {
-  Mesh mesh;
   g_auto(Program) p = {0};
-  if (!job_mesh(o, &mesh))
-    return 2;
-  if (!open_program(files[0], o, &mesh, NULL, &p))
-    return 1;
+  int status = open_job(files[0], o, NULL, &p);
+  if (status)
+    return status;
   g_autoptr(GString) out = g_string_new(NULL);
   print_program(out, &p, FALSE);
   return write_result(o->output, out);
@@ -548,15 +564,6 @@ static const GOptionEntry run_entries[] = {
      "write each result to DIR/NAME.npy", "DIR"},
     G_OPTION_ENTRY_NULL};
 
-/* Loads the rule files named by --rules, or the default ones. */
-static RuleSet *load_rules(char **files) {
-  g_autoptr(Diag) errors = diag_new(NULL);
-  RuleSet *rs = pipeline_load_rules((const char *const *)files, NULL, errors);
-  if (!rs)
-    fputs(diag_text(errors), stderr);
-  return rs;
-}
-
 typedef struct Loaded {
   RuleSet *rs;
   Program p;
@@ -575,15 +582,9 @@ static void loaded_clear(Loaded *ld) {
 static gboolean load_rules_program(const char *path, const Options *o,
                                    Loaded *ld, int *status) {
   memset(ld, 0, sizeof *ld);
-  Mesh mesh;
-  if (!job_mesh(o, &mesh)) {
-    *status = 2;
+  if ((*status = open_job(path, o, &ld->rs, &ld->p)))
     return FALSE;
-  }
-  *status = 1;
-  if (!(ld->rs = load_rules(o->rule_files)) ||
-      !open_program(path, o, &mesh, ld->rs, &ld->p))
-    return FALSE;
+  *status = 1; /* what fails after loading */
   ld->s = pipeline_program_state(&ld->p);
   return TRUE;
 }
@@ -686,12 +687,10 @@ static void free_inputs(const Func *f, Tensor **inputs) {
 
 /* run: the interpreter's results, and the program's checks of them. */
 static int cmd_run(const Options *o, char **files) {
-  Mesh mesh;
   g_auto(Program) p = {0};
-  if (!job_mesh(o, &mesh))
-    return 2;
-  if (!open_program(files[0], o, &mesh, NULL, &p))
-    return 1;
+  int status = open_job(files[0], o, NULL, &p);
+  if (status)
+    return status;
   const State *st = pipeline_program_state(&p);
   const Func *f = &st->func;
   g_autoptr(Diag) diag = diag_new(NULL);
@@ -700,8 +699,7 @@ static int cmd_run(const Options *o, char **files) {
   GPtrArray *results = NULL;
   if (run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
     results = interp_run(f, inputs, &error);
-  int status =
-      report_results(o, files[0], &p, st->module, f, results, diag, error);
+  status = report_results(o, files[0], &p, st->module, f, results, diag, error);
   if (results)
     g_ptr_array_unref(results);
   free_inputs(f, inputs);
@@ -725,13 +723,11 @@ static int cmd_exec(const Options *o, char **files) {
   CodegenOptions co;
   if (!exec_options(o, &co))
     return 2;
-  Mesh mesh;
   g_auto(Program) p = {0};
-  if (!job_mesh(o, &mesh))
-    return 2;
-  g_autoptr(RuleSet) rs = load_rules(o->rule_files);
-  if (!rs || !open_program(files[0], o, &mesh, rs, &p))
-    return 1;
+  g_autoptr(RuleSet) rs = NULL;
+  int status = open_job(files[0], o, &rs, &p);
+  if (status)
+    return status;
   const State *st = pipeline_program_state(&p);
   const Func *f = &st->func;
   g_autoptr(Diag) diag = diag_new(NULL);
@@ -746,8 +742,7 @@ static int cmd_exec(const Options *o, char **files) {
     results = pipeline_execute(&ex, inputs, diag, &error);
   if (results && o->repeat > 0)
     exec_repeat(&ex, inputs, (int)o->repeat, diag, &error);
-  int status =
-      report_results(o, files[0], &p, st->module, f, results, diag, error);
+  status = report_results(o, files[0], &p, st->module, f, results, diag, error);
   if (status == 0 && o->profile) {
     g_autoptr(GString) out = g_string_new(NULL);
     codegen_profile_report(ex.code, out);
@@ -850,13 +845,11 @@ static int cmd_rewrite(const Options *o, char **files) {
     g_printerr("partir: rewrite needs --do 'COMMANDS' (or --matches RULE)\n");
     return 2;
   }
-  Mesh mesh;
-  if (!job_mesh(o, &mesh))
-    return 2;
   g_auto(Program) p = {0};
-  g_autoptr(RuleSet) rs = load_rules(o->rule_files);
-  if (!rs || !open_program(files[0], o, &mesh, rs, &p))
-    return 1;
+  g_autoptr(RuleSet) rs = NULL;
+  int status = open_job(files[0], o, &rs, &p);
+  if (status)
+    return status;
   /* 'propagate --resolve' prices on it: given, or cpu2 when needed */
   Hardware hw;
   if ((o->hw || o->hw_sets) && !cost_hardware(o, &hw))
@@ -1029,13 +1022,9 @@ static const GOptionEntry tactic_entries[] = {
  * or the exit status (2: bad options, 1: files). */
 static int open_tactic_job(const Options *o, const char *path, Program *p,
                            RuleSet **rs, GHashTable **options) {
-  Mesh mesh;
-  if (!job_mesh(o, &mesh) || !(*options = tactic_options(o->tactic_sets)))
+  if (!(*options = tactic_options(o->tactic_sets)))
     return 2;
-  if (!(*rs = load_rules(o->rule_files)) ||
-      !open_program(path, o, &mesh, *rs, p))
-    return 1;
-  return 0;
+  return open_job(path, o, rs, p);
 }
 
 /* files[0] is the tactic script, files[1] the program. */
