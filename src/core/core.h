@@ -668,6 +668,8 @@ int64_t mesh_devices(const Mesh *m);
 /* Axis names are letters, digits and '_', at least one. */
 gboolean mesh_axis_name_ok(const char *name);
 char *mesh_to_string(const Mesh *m);
+/* The same axes, in the same order, of the same sizes. */
+gboolean mesh_equal(const Mesh *a, const Mesh *b);
 
 /* How a value of an SPMD program lies on the mesh: for each dimension
  * the axes that split it (major first); the axes over which each device

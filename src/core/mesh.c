@@ -112,6 +112,15 @@ int64_t mesh_devices(const Mesh *m) {
   return n;
 }
 
+gboolean mesh_equal(const Mesh *a, const Mesh *b) {
+  if (a->naxes != b->naxes)
+    return FALSE;
+  for (int i = 0; i < a->naxes; i++) /* names are interned */
+    if (a->names[i] != b->names[i] || a->sizes[i] != b->sizes[i])
+      return FALSE;
+  return TRUE;
+}
+
 char *mesh_to_string(const Mesh *m) {
   GString *s = g_string_new(NULL);
   for (int i = 0; i < m->naxes; i++)

@@ -57,15 +57,6 @@ static gboolean afail(Annotate *an, Loc at, const char *fmt, ...) {
   return FALSE;
 }
 
-static gboolean mesh_equal(const Mesh *a, const Mesh *b) {
-  if (a->naxes != b->naxes)
-    return FALSE;
-  for (int i = 0; i < a->naxes; i++)
-    if (a->names[i] != b->names[i] || a->sizes[i] != b->sizes[i])
-      return FALSE;
-  return TRUE;
-}
-
 /* "x=2,y=4", or "no axes". */
 static char *mesh_text(const Mesh *m) {
   char *s = mesh_to_string(m);

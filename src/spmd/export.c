@@ -913,6 +913,20 @@ static gboolean emit_func(Emit *e, const Module *m, const Func *f,
   return TRUE;
 }
 
+/* Ends the module being written into 'text' (taken) by 'e' and, when
+ * everything before went well ('ok'), appends it to 'out': an export
+ * that fails writes nothing. */
+static gboolean close_module(GString *out, GString *text, Emit *e,
+                             gboolean ok) {
+  emit_clear(e);
+  if (ok) {
+    g_string_append(text, "}\n");
+    g_string_append_len(out, text->str, (gssize)text->len);
+  }
+  g_string_free(text, TRUE);
+  return ok;
+}
+
 /* 'module attributes {...} {': the devices XLA partitions over. */
 static gboolean module_open(GString *out, const Mesh *mesh, Diag *why) {
   int64_t n = mesh_devices(mesh);
@@ -947,14 +961,7 @@ gboolean export_global(GString *out, const Module *m, const Func *g,
     g_string_append(text, ", sym_name = \"mesh\"}> : () -> ()\n");
   }
   Annotate an = {form, spmd->spmd};
-  ok = ok && emit_func(&e, m, g, &an);
-  emit_clear(&e);
-  if (ok) {
-    g_string_append(text, "}\n");
-    g_string_append_len(out, text->str, (gssize)text->len);
-  }
-  g_string_free(text, TRUE);
-  return ok;
+  return close_module(out, text, &e, ok && emit_func(&e, m, g, &an));
 }
 
 /* A comment per argument and result of device program 'f': the global
@@ -1007,12 +1014,5 @@ gboolean export_device(GString *out, const Module *m, const Func *spmd,
   if (ok)
     device_comments(text, spmd);
   Annotate an = {EXPORT_DEVICE, NULL};
-  ok = ok && emit_func(&e, m, spmd, &an);
-  emit_clear(&e);
-  if (ok) {
-    g_string_append(text, "}\n");
-    g_string_append_len(out, text->str, (gssize)text->len);
-  }
-  g_string_free(text, TRUE);
-  return ok;
+  return close_module(out, text, &e, ok && emit_func(&e, m, spmd, &an));
 }

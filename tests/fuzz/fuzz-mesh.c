@@ -6,15 +6,6 @@
  */
 #include "fuzz.h"
 
-static gboolean mesh_equal(const Mesh *a, const Mesh *b) {
-  if (a->naxes != b->naxes)
-    return FALSE;
-  for (int i = 0; i < a->naxes; i++)
-    if (a->names[i] != b->names[i] || a->sizes[i] != b->sizes[i])
-      return FALSE;
-  return TRUE;
-}
-
 static void fuzz_mesh(const uint8_t *data, size_t size) {
   g_autofree char *spec = fuzz_text(data, size);
   Mesh mesh;

@@ -52,20 +52,10 @@ import re
 import subprocess
 import sys
 
+from taplines import done, tap
+
 repl, examples = sys.argv[1], sys.argv[2]
 models = sys.argv[3] if len(sys.argv) > 3 else None
-n = 0
-failed = False
-
-
-def tap(ok, what, why=""):
-    global n, failed
-    n += 1
-    print(("ok %d - %s" if ok else "not ok %d - %s") % (n, what))
-    if not ok:
-        failed = True
-        if why:
-            print("# " + str(why)[:600])
 
 
 class Client:
@@ -289,5 +279,4 @@ if models:
     guarded(session, models + "/t12.pir", "batch=2,model=2", "cpu2", 300, 5)
     guarded(session, models + "/gpt3-2.pir", "batch=8,model=8", "h100x8", 300, 6)
 
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+done()

@@ -13,19 +13,9 @@ import subprocess
 import sys
 import tempfile
 
+from taplines import done, tap
+
 repl, examples = sys.argv[1], sys.argv[2]
-n = 0
-failed = False
-
-
-def tap(ok, what, why=""):
-    global n, failed
-    n += 1
-    print(("ok %d - %s" if ok else "not ok %d - %s") % (n, what))
-    if not ok:
-        failed = True
-        if why:
-            print("# " + str(why)[:400])
 
 
 def start(*more):
@@ -717,5 +707,4 @@ tap(c.call("stats").get("result") is not None, "...and the session goes on")
 c.call("shutdown")
 c.p.wait(timeout=30)
 
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+done()
