@@ -170,8 +170,8 @@ return function(s, mesh, opts)
     end
   end
   local updated, nupdated = {}, 0
-  for _, r in ipairs(s:results()) do
-    local v = byname[r.name]
+  for _, returned in ipairs(values) do
+    local v = returned.result and returned
     -- after Megatron, a chunk's update is the body of a tile over the
     -- model axis
     while v and v.kind == "tile" and v.yield do

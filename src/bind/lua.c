@@ -302,8 +302,9 @@ static int l_args(lua_State *L) {
 typedef struct ValuesCtx {
   lua_State *L;
   int n;
-  GHashTable *names;  /* placed Term -> printed name (this region's view) */
-  GHashTable *yields; /* a region's body Term -> the region's list index */
+  GHashTable *names;   /* placed Term -> printed name (this region's view) */
+  GHashTable *yields;  /* a region's body Term -> the region's list index */
+  GHashTable *results; /* a returned Term -> 1 + its first result index */
   gboolean regions_only;
 } ValuesCtx;
 
@@ -359,9 +360,9 @@ static void push_attrs(lua_State *L, const Term *t) {
 
 /* One table per value, in print order: name, kind, op, type, shape,
  * attrs, operands (names of operand values; binders are not values), dim,
- * range {n, w}, axis and yield (the body's value) for tiles and sums, and
- * around: the mesh axes of
- * the regions the value is computed in, outermost first. */
+ * range {n, w}, axis and yield (the body's value) for tiles and sums,
+ * result (the first result that returns it, from 0), and around: the mesh axes
+ * of the regions the value is computed in, outermost first. */
 static void visit_value(void *ud, const char *name, const Term *t,
                         const char *const *around, int naround) {
   ValuesCtx *c = ud;
@@ -429,6 +430,11 @@ static void visit_value(void *ud, const char *name, const Term *t,
       lua_rawseti(L, -2, ++k);
     }
   lua_setfield(L, -2, "around");
+  gpointer result = naround ? NULL : g_hash_table_lookup(c->results, t);
+  if (result) { /* returned values are computed at the top */
+    lua_pushinteger(L, GPOINTER_TO_INT(result) - 1);
+    lua_setfield(L, -2, "result");
+  }
   lua_rawseti(L, -2, ++c->n);
   if (t->kind == TM_TILE || t->kind == TM_SUM) {
     const char *body = g_hash_table_lookup(c->names, t->args[0]);
@@ -447,12 +453,21 @@ static void visit_value(void *ud, const char *name, const Term *t,
 static int values_common(lua_State *L, gboolean regions_only) {
   State *s = check_state(L, 1);
   lua_newtable(L);
-  ValuesCtx c = {L, 0, g_hash_table_new_full(NULL, NULL, NULL, g_free),
-                 g_hash_table_new(NULL, NULL), regions_only};
+  ValuesCtx c = {L,
+                 0,
+                 g_hash_table_new_full(NULL, NULL, NULL, g_free),
+                 g_hash_table_new(NULL, NULL),
+                 g_hash_table_new(NULL, NULL),
+                 regions_only};
+  const Term *body = s->func.body;
+  for (int i = body->nargs - 1; i >= 0; i--) /* the first index wins */
+    g_hash_table_insert(c.results, (gpointer)body->args[i],
+                        GINT_TO_POINTER(i + 1));
   /* schedule_walk does not call Lua functions that can raise */
   schedule_walk_around(s->module, &s->func, visit_value, &c);
   g_hash_table_unref(c.names);
   g_hash_table_unref(c.yields);
+  g_hash_table_unref(c.results);
   return 1;
 }
 
@@ -464,8 +479,12 @@ static int l_regions(lua_State *L) { return values_common(L, TRUE); }
 static int l_results(lua_State *L) {
   State *s = check_state(L, 1);
   lua_newtable(L); /* the walk's list, dropped */
-  ValuesCtx c = {L, 0, g_hash_table_new_full(NULL, NULL, NULL, g_free),
-                 g_hash_table_new(NULL, NULL), TRUE};
+  ValuesCtx c = {L,
+                 0,
+                 g_hash_table_new_full(NULL, NULL, NULL, g_free),
+                 g_hash_table_new(NULL, NULL),
+                 g_hash_table_new(NULL, NULL),
+                 TRUE};
   schedule_walk_around(s->module, &s->func, visit_value, &c);
   lua_pop(L, 1);
   const Term *body = s->func.body;
@@ -475,6 +494,7 @@ static int l_results(lua_State *L) {
                body->args[i]->type);
   g_hash_table_unref(c.names);
   g_hash_table_unref(c.yields);
+  g_hash_table_unref(c.results);
   return 1;
 }
 

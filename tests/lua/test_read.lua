@@ -140,6 +140,8 @@ return function(s, mesh, opts)
     "results: %1, index 0, tensor<16x256xf32>")
   t:same_list(rs[1].shape, { 16, 256 }, "results: its shape")
   t:is(tiled:results()[1].name, "0", "results: mlp_tiled.pir returns its tile, %0")
+  t:ok(vs[5].result == 0 and vs[4].result == nil,
+    "values: %1 is result 0, %0 is no result")
 
   local tfv = tf:values()
   local statements = 0
