@@ -103,6 +103,10 @@ Diag *diag_new_quiet(void);
 void diag_free(Diag *d);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Diag, diag_free)
 void diag_error(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+/* diag_error for the helpers that take a format and their own
+ * arguments. */
+void diag_verror(Diag *d, Loc loc, const char *fmt, va_list ap)
+    G_GNUC_PRINTF(3, 0);
 void diag_note(Diag *d, Loc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 /* A diagnostic without a span: the reason, replacing what 'd' held. */
 void diag_reason(Diag *d, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

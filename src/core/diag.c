@@ -170,6 +170,10 @@ void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
   va_end(ap);
 }
 
+void diag_verror(Diag *d, Loc loc, const char *fmt, va_list ap) {
+  diag_add(d, loc, "error: ", fmt, ap);
+}
+
 void diag_note(Diag *d, Loc loc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -514,8 +514,7 @@ void cursor_next(Cursor *c) {
 
 gboolean cursor_vfail(Cursor *c, Loc loc, const char *fmt, va_list ap) {
   if (!c->failed) {
-    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-    diag_error(c->lx.diag, loc, "%s", msg);
+    diag_verror(c->lx.diag, loc, fmt, ap);
   }
   c->failed = TRUE;
   return FALSE;

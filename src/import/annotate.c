@@ -51,9 +51,8 @@ static gboolean afail(Annotate *an, Loc at, const char *fmt, ...)
 static gboolean afail(Annotate *an, Loc at, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  diag_verror(an->diag, at, fmt, ap);
   va_end(ap);
-  diag_error(an->diag, at, "%s", msg);
   return FALSE;
 }
 

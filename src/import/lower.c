@@ -67,9 +67,8 @@ static gboolean lfail(Lower *lw, Loc at, const char *fmt, ...) {
     return FALSE;
   va_list ap;
   va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  diag_verror(lw->diag, at, fmt, ap);
   va_end(ap);
-  diag_error(lw->diag, at, "%s", msg);
   lw->failed = TRUE;
   return FALSE;
 }

@@ -65,9 +65,8 @@ static gboolean scan_fail(Scan *s, gsize pos, const char *fmt, ...) {
     return FALSE;
   va_list ap;
   va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  diag_verror(s->t->diag, scan_loc(s, pos), fmt, ap);
   va_end(ap);
-  diag_error(s->t->diag, scan_loc(s, pos), "%s", msg);
   s->failed = TRUE;
   return FALSE;
 }

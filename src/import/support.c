@@ -266,9 +266,8 @@ static void refuse(Refusals *rf, Loc at, const char *fmt, ...)
 static void refuse(Refusals *rf, Loc at, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  diag_verror(rf->diag, at, fmt, ap);
   va_end(ap);
-  diag_error(rf->diag, at, "%s", msg);
   rf->count++;
 }
 
