@@ -44,22 +44,8 @@ top=$(cd "$top_srcdir" && pwd)
 ex=$top/examples/mlp_sgd.pir
 inputs=x,y # the data: every other argument is a weight
 
-# the strategies, as tactic files
-cat >"$tmp/batch-megatron.lua" <<'LUA'
-local C = require "combinators"
-return C.seq(require "batch", require "megatron")
-LUA
-cat >"$tmp/megatron-batch.lua" <<'LUA'
-local C = require "combinators"
-return C.seq(require "megatron", require "batch")
-LUA
-cat >"$tmp/fsdp.lua" <<'LUA'
-local batch, zero = require "batch", require "zero"
-return function(s, mesh, opts)
-  s = batch(s, mesh, { inputs = opts.inputs })
-  return zero(s, mesh, { axis = "batch", inputs = opts.inputs })
-end
-LUA
+# the strategies: the tactic files of tests/bench/tactics/
+tactics=$top/tests/bench/tactics
 
 # strategy NAME MESH TACTIC EXPECTED: expect_strategy on $ex with the
 # data named by $inputs, then compiled
@@ -70,18 +56,18 @@ strategy() {
 
 strategy batch batch=2 "$top/tactics/batch.lua" \
   "all_reduce batch 3 49156"
-strategy batch-megatron batch=2,model=2 "$tmp/batch-megatron.lua" \
+strategy batch-megatron batch=2,model=2 "$tactics/batch-megatron.lua" \
   "all_reduce batch 3 24580
 all_reduce model 1 1024"
-strategy megatron-batch batch=2,model=2 "$tmp/megatron-batch.lua" \
+strategy megatron-batch batch=2,model=2 "$tactics/megatron-batch.lua" \
   "all_reduce batch 3 24580
 all_reduce model 1 1024"
-strategy fsdp batch=2 "$tmp/fsdp.lua" \
+strategy fsdp batch=2 "$top/examples/fsdp.lua" \
   "all_gather batch 2 24576
 all_reduce batch 1 4
 reduce_scatter batch 2 24576"
 strategy batch-megatron-zero batch=2,model=2 \
-  "$top/tests/bench/tactics/batch-megatron-zero.lua" \
+  "$tactics/batch-megatron-zero.lua" \
   "all_gather batch 2 12288
 all_reduce batch 1 4
 all_reduce model 1 1024
@@ -99,18 +85,18 @@ reduce_scatter batch 2 12288"
 #     chunks reduce-scattered alike
 ex=$top/tests/fixtures/stablehlo/mlp_train_step.mlir
 inputs=arg0,arg1
-strategy jax-batch-megatron batch=2,model=2 "$tmp/batch-megatron.lua" \
+strategy jax-batch-megatron batch=2,model=2 "$tactics/batch-megatron.lua" \
   "all_reduce batch 3 3076
 all_reduce model 1 256"
-strategy jax-megatron-batch batch=2,model=2 "$tmp/megatron-batch.lua" \
+strategy jax-megatron-batch batch=2,model=2 "$tactics/megatron-batch.lua" \
   "all_reduce batch 3 3076
 all_reduce model 1 256"
-strategy jax-fsdp batch=2 "$tmp/fsdp.lua" \
+strategy jax-fsdp batch=2 "$top/examples/fsdp.lua" \
   "all_gather batch 2 3072
 all_reduce batch 1 4
 reduce_scatter batch 2 3072"
 strategy jax-batch-megatron-zero batch=2,model=2 \
-  "$top/tests/bench/tactics/batch-megatron-zero.lua" \
+  "$tactics/batch-megatron-zero.lua" \
   "all_gather batch 2 1536
 all_reduce batch 1 4
 all_reduce model 1 256

@@ -197,7 +197,7 @@ STRATEGIES = [
     Strategy("megatron+batch", "tests/bench/tactics/megatron-batch.lua",
              "batch=2,model=4",
              needs(("all_reduce", "model"), training=BATCH_SUMS)),
-    Strategy("fsdp", "tests/bench/tactics/fsdp.lua", "batch=8",
+    Strategy("fsdp", "examples/fsdp.lua", "batch=8",
              needs(("all_gather", "batch"), training=ZERO_SUMS)),
     Strategy("batch+megatron+zero",
              "tests/bench/tactics/batch-megatron-zero.lua", "batch=2,model=4",

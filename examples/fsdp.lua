@@ -1,6 +1,6 @@
 -- fsdp.lua: fully sharded data parallelism, data parallelism over
 -- 'batch' and then ZeRO-3 over the same axis (zero's own default axis is
--- "data") (tests/referee/referee.py; tests/train.sh writes the same).
+-- "data") (README; tests/train.sh, tests/referee/referee.py).
 -- '--set inputs=x,y' names the data (default: the first argument).
 local batch, zero = require "batch", require "zero"
 
