@@ -1414,7 +1414,10 @@ gboolean hlo_lower(const HloFile *f, HloLowered *res, Diag *diag) {
   Func *out = NULL;
   if (fn) {
     out = g_new0(Func, 1);
-    out->name = g_strdup(fn->name);
+    /* MLIR's symbols take any bytes ("m/ain"), partir's names do not */
+    out->name = sanitize_name(fn->name);
+    if (!out->name)
+      out->name = g_strdup("main");
     out->loc = fn->loc;
     out->nargs = (int)fn->args->len;
     out->arg_names = g_new0(char *, fn->args->len + 1);

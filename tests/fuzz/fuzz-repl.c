@@ -9,8 +9,8 @@
  * on ';' and '. ', argv parsing, the command table, undo and redo.
  * Commands that would touch files or run arbitrary code are skipped with
  * their whole line: load, save, source, lua, a tactic given as a path,
- * 'set hw' given a path.  The session is made fresh for every input over
- * the shared rules and the loaded example, so inputs do not see each
+ * 'set hw' given a path, export to a file.  The session is made fresh for every
+ * input over the shared rules and the loaded example, so inputs do not see each
  * other.
  */
 #include "fuzz.h"
@@ -42,6 +42,14 @@ static gboolean command_allowed(const char *text) {
     for (const char *p = argv[1]; *p; p++)
       if (!g_ascii_islower(*p))
         return FALSE; /* only NAME, a shipped tactic */
+  /* export FILE writes the file: only 'export [--emit FORM]' prints */
+  if (strcmp(argv[0], "export") == 0) {
+    for (int i = 1; i < argc; i++) {
+      if (strcmp(argv[i], "--emit") != 0)
+        return FALSE;
+      i++; /* its form */
+    }
+  }
   if (strcmp(argv[0], "set") == 0 && argc >= 3 && strcmp(argv[1], "hw") == 0)
     return !strchr(argv[2], '/') && !g_str_has_suffix(argv[2], ".hw");
   return TRUE;
