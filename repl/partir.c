@@ -67,6 +67,11 @@ static void usage(FILE *to) {
         "as a\n"
         "                        .pir program; every command that takes a\n"
         "                        FILE takes .mlir too (docs/stablehlo.md)\n"
+        "  grad FILE --loss sum|mse|xent [--wrt w1,w2|--params-from-arg N]\n"
+        "       [--optimizer sgd|momentum|adam] [--lr 0.01] [-o TRAIN.pir]\n"
+        "                        the model's training step: (parameters,\n"
+        "                        optimizer state, batch) -> (new ones, loss)\n"
+        "                        (docs/grad.md)\n"
         "  run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]\n"
         "                        run the reference interpreter\n"
         "  exec FILE [--mesh batch=2,model=2] [--input NAME=FILE.npy]...\n"
@@ -188,6 +193,11 @@ typedef struct Options {
   gint64 devices;     /* calibrate --devices (-1: the CPUs) */
   gint64 runs;        /* calibrate --runs */
   char *shardings;    /* --shardings apply|ignore (group load) */
+  char *loss;         /* grad --loss */
+  char *wrt;          /* grad --wrt a,b */
+  gint64 params_from; /* grad --params-from-arg (-1: not given) */
+  char *optimizer;    /* grad --optimizer */
+  double lr;          /* grad --lr */
 } Options;
 
 /* The job's options, at their defaults until a subcommand parses them
@@ -197,7 +207,9 @@ static Options opt = {.check_seed = 1,
                       .walks = 100,
                       .steps = 8,
                       .devices = -1,
-                      .runs = 5};
+                      .runs = 5,
+                      .params_from = -1,
+                      .lr = 0.01};
 
 static void options_clear(Options *o) {
   g_strfreev(o->rule_files);
@@ -215,6 +227,9 @@ static void options_clear(Options *o) {
   g_free(o->blas);
   g_free(o->runtime);
   g_free(o->shardings);
+  g_free(o->loss);
+  g_free(o->wrt);
+  g_free(o->optimizer);
 }
 
 /* The option groups several subcommands share, each declared here once. */
@@ -877,6 +892,59 @@ static int cmd_rewrite(const Options *o, char **files) {
   return write_result(o->output, out);
 }
 
+static const GOptionEntry grad_entries[] = {
+    {"loss", 0, 0, G_OPTION_ARG_STRING, &opt.loss,
+     "the loss on the model's first result: sum (of it), mse or xent "
+     "(softmax cross-entropy over its last dimension) against a target",
+     "sum|mse|xent"},
+    {"wrt", 0, 0, G_OPTION_ARG_STRING, &opt.wrt,
+     "the parameters, by name (default: every argument but the first)",
+     "w1,w2"},
+    {"params-from-arg", 0, 0, G_OPTION_ARG_INT64, &opt.params_from,
+     "the parameters are the arguments from this one on (0-based)", "N"},
+    {"optimizer", 0, 0, G_OPTION_ARG_STRING, &opt.optimizer,
+     "the update: sgd (the default), momentum or adam", "sgd|momentum|adam"},
+    {"lr", 0, 0, G_OPTION_ARG_DOUBLE, &opt.lr,
+     "the learning rate (default 0.01)", "RATE"},
+    G_OPTION_ENTRY_NULL};
+
+/* The training step of a model (docs/grad.md): a program every other
+ * command takes. */
+static int cmd_grad(const Options *o, char **files) {
+  if (!o->loss) {
+    g_printerr("partir: grad needs --loss sum|mse|xent\n");
+    return 2;
+  }
+  if (o->wrt && o->params_from >= 0) {
+    g_printerr("partir: grad takes --wrt or --params-from-arg, not both\n");
+    return 2;
+  }
+  TrainOptions to = {.lr = o->lr, .params_from = 1};
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (!train_options_words(o->loss, o->optimizer, &to, why)) {
+    g_printerr("partir: %s\n", diag_text(why));
+    return 2;
+  }
+  g_auto(GStrv) wrt = o->wrt ? g_strsplit(o->wrt, ",", -1) : NULL;
+  to.params = (const char *const *)wrt;
+  if (o->params_from >= 0)
+    to.params_from = (int)o->params_from;
+  g_auto(Program) p = {0};
+  g_autoptr(RuleSet) rs = NULL;
+  int status = open_job(files[0], o, &rs, &p);
+  if (status)
+    return status;
+  g_autoptr(Module) m =
+      pipeline_train_step(rs, pipeline_program_state(&p), &to, why);
+  if (!m) {
+    g_printerr("partir: %s: %s\n", files[0], diag_text(why));
+    return 1;
+  }
+  g_autoptr(GString) out = g_string_new(NULL);
+  print_module(out, m);
+  return write_result(o->output, out);
+}
+
 static int cmd_rules(const Options *o, char **files) {
   (void)files;
   g_autoptr(RuleSet) rs = load_rules(o->rule_files);
@@ -1272,6 +1340,9 @@ static const Command commands[] = {
      GROUP_HARDWARE | GROUP_WHAT_IF | GROUP_OUTPUT | GROUP_RULES | GROUP_EXPR |
          GROUP_MESH | GROUP_LOAD,
      rewrite_entries, cmd_rewrite},
+    {"grad", "FILE", 1, one_file,
+     GROUP_OUTPUT | GROUP_MESH | GROUP_LOAD | GROUP_RULES, grad_entries,
+     cmd_grad},
     {"rules", "", 0, "takes no FILE (use --rules FILE)", GROUP_RULES, NULL,
      cmd_rules},
     {"check-rules", "[RULE-FILES...]", -1, NULL, GROUP_RULES,

@@ -83,6 +83,11 @@ Module *pipeline_read_program(const char *name, const char *text, gsize len,
   return parse_text(name, text, len, diags);
 }
 
+Module *pipeline_train_step(const RuleSet *rs, const State *s,
+                            const TrainOptions *o, Diag *why) {
+  return grad_train_step(rs, &s->func, o, why);
+}
+
 gboolean pipeline_shardings_option(const char *word, gboolean *ignore,
                                    Diag *why) {
   if (g_strcmp0(word, "apply") == 0 || g_strcmp0(word, "ignore") == 0) {

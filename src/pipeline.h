@@ -84,6 +84,11 @@ gboolean pipeline_shardings_option(const char *word, gboolean *ignore,
 gboolean pipeline_check_results(const Program *p, GPtrArray *results,
                                 GString *passed, GString *failed);
 
+/* Stage 2 also derives: the training step of state 's' (docs/grad.md),
+ * a new module, or NULL with the reason in 'why'. */
+Module *pipeline_train_step(const RuleSet *rs, const State *s,
+                            const TrainOptions *o, Diag *why);
+
 /* Stage 2, rewrite: engine commands ("arg-tile 0 0 8; propagate"), or a
  * tactic.  A tactic is a service of a higher layer (the Lua binding
  * implements it): a function from state to state.

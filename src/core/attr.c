@@ -270,3 +270,33 @@ const Attrs *attrs_with(const Attrs *a, const char *key, AttrValue v) {
   }
   return attrs_intern(n, keys, vals);
 }
+
+AttrValue attr_new_int(int64_t i) {
+  return (AttrValue){.kind = AV_INT, .i = i};
+}
+
+AttrValue attr_new_float(double f) {
+  return (AttrValue){.kind = AV_FLOAT, .f = f};
+}
+
+AttrValue attr_new_symbol(const char *s) {
+  return (AttrValue){.kind = AV_SYMBOL, .sym = g_intern_string(s)};
+}
+
+AttrValue attr_new_ints(int n, const int64_t *v) {
+  AttrValue l = {.kind = AV_LIST, .count = n};
+  l.items = g_new0(AttrValue, (gsize)MAX(n, 1));
+  for (int i = 0; i < n; i++)
+    l.items[i] = attr_new_int(v[i]);
+  return l;
+}
+
+const Attrs *attrs_build(int n, const char *const *keys, AttrValue *values) {
+  const char **k = g_new(const char *, (gsize)MAX(n, 1));
+  AttrValue *v = g_new0(AttrValue, (gsize)MAX(n, 1));
+  for (int i = 0; i < n; i++) {
+    k[i] = g_intern_string(keys[i]);
+    v[i] = values[i];
+  }
+  return attrs_intern(n, k, v);
+}

@@ -315,6 +315,13 @@ void attr_value_print(GString *out, const AttrValue *v);
 gboolean attr_value_numbers(const AttrValue *v, GArray *out_doubles);
 /* 'a' with 'key' set to a copy of 'v' (added when absent). */
 const Attrs *attrs_with(const Attrs *a, const char *key, AttrValue v);
+/* Values and dictionaries built in code (a rewrite's new operators). */
+AttrValue attr_new_int(int64_t i);
+AttrValue attr_new_float(double f);
+AttrValue attr_new_symbol(const char *s);
+AttrValue attr_new_ints(int n, const int64_t *v);
+/* {keys[i] = values[i]}: the keys in any order, the values taken. */
+const Attrs *attrs_build(int n, const char *const *keys, AttrValue *values);
 
 /* ----------------------------------------------------------------- term.c */
 
@@ -759,6 +766,11 @@ void func_free(Func *f);
 /* Parses and type-checks a whole file.  On error returns NULL and leaves
  * the diagnostics in 'diag'. */
 Module *parse_module(const Source *src, Diag *diag);
+/* An attribute dictionary '{key = value, ...}' at the cursor, as a
+ * program writes one (an empty one when no '{' follows): numbers, names,
+ * strings and nested lists.  The rule files' vjp items read theirs with
+ * it too.  FALSE after a diagnostic. */
+gboolean cursor_attrs(Cursor *c, const Attrs **out);
 /* A reader of one language (parse_module; the StableHLO importer's). */
 typedef Module *(*ModuleReader)(const Source *src, Diag *diag);
 /* 'read' on 'src'; on error returns NULL with its diagnostics gathered

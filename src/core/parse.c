@@ -46,7 +46,6 @@ typedef struct Parser {
   GPtrArray *scope; /* names defined in open regions, NULL marks a region */
   GArray *recorded; /* Recorded, in open regions (to rename their keys) */
   int depth;
-  int nest; /* attribute list nesting */
 } Parser;
 
 static gboolean parse_int(Parser *p, const char *what, int64_t *out) {
@@ -115,56 +114,55 @@ static gboolean parse_tensor_type(Parser *p, const Type **out) {
 
 /* ------------------------------------------------------------- attributes */
 
-static gboolean parse_attr_value(Parser *p, AttrValue *v) {
+static gboolean attr_value(Cursor *c, int nest, AttrValue *v) {
   memset(v, 0, sizeof *v);
-  if (p->c.failed)
+  if (c->failed)
     return FALSE;
-  switch (p->c.tok.kind) {
+  switch (c->tok.kind) {
   case TK_INT:
     v->kind = AV_INT;
-    v->i = p->c.tok.i;
-    cursor_next(&p->c);
-    return !p->c.failed;
+    v->i = c->tok.i;
+    cursor_next(c);
+    return !c->failed;
   case TK_FLOAT:
     v->kind = AV_FLOAT;
-    v->f = p->c.tok.f;
-    cursor_next(&p->c);
-    return !p->c.failed;
+    v->f = c->tok.f;
+    cursor_next(c);
+    return !c->failed;
   case TK_IDENT:
   case TK_STRING: {
-    g_autofree char *name = token_name(&p->c.tok);
+    g_autofree char *name = token_name(&c->tok);
     v->kind = AV_SYMBOL;
     v->sym = g_intern_string(name);
-    cursor_next(&p->c);
-    return !p->c.failed;
+    cursor_next(c);
+    return !c->failed;
   }
   case TK_PUNCT:
-    if (p->c.tok.punct == '[') {
-      Loc open = p->c.tok.loc;
-      if (++p->nest > PARTIR_MAX_DEPTH)
-        return cursor_fail(&p->c, open, "attribute lists nest deeper than %d",
+    if (c->tok.punct == '[') {
+      Loc open = c->tok.loc;
+      if (nest + 1 > PARTIR_MAX_DEPTH)
+        return cursor_fail(c, open, "attribute lists nest deeper than %d",
                            PARTIR_MAX_DEPTH);
-      cursor_next(&p->c);
+      cursor_next(c);
       GArray *items = g_array_new(FALSE, TRUE, sizeof(AttrValue));
       v->kind = AV_LIST;
-      while (!p->c.failed && !token_punct(&p->c.tok, ']')) {
-        if (items->len > 0 && !cursor_punct(&p->c, ','))
+      while (!c->failed && !token_punct(&c->tok, ']')) {
+        if (items->len > 0 && !cursor_punct(c, ','))
           break;
         AttrValue item;
-        gboolean ok = parse_attr_value(p, &item);
+        gboolean ok = attr_value(c, nest + 1, &item);
         g_array_append_val(items, item);
         if (!ok)
           break;
       }
       v->count = (int)items->len;
       v->items = (AttrValue *)g_array_free(items, FALSE);
-      p->nest--;
-      if (p->c.failed) {
+      if (c->failed) {
         attr_value_clear(v);
         return FALSE;
       }
-      cursor_next(&p->c); /* ']' */
-      if (p->c.failed) {  /* after the list: the caller drops 'v' */
+      cursor_next(c);  /* ']' */
+      if (c->failed) { /* after the list: the caller drops 'v' */
         attr_value_clear(v);
         return FALSE;
       }
@@ -174,48 +172,48 @@ static gboolean parse_attr_value(Parser *p, AttrValue *v) {
   default:
     break;
   }
-  return cursor_expected(&p->c,
+  return cursor_expected(c,
                          "an attribute value (number, name, string or list)");
 }
 
-static gboolean parse_attrs(Parser *p, const Attrs **out) {
+gboolean cursor_attrs(Cursor *c, const Attrs **out) {
   *out = attrs_empty();
-  if (!token_punct(&p->c.tok, '{'))
+  if (!token_punct(&c->tok, '{'))
     return TRUE;
-  cursor_next(&p->c);
+  cursor_next(c);
   GPtrArray *keys = g_ptr_array_new();
   GArray *values = g_array_new(FALSE, TRUE, sizeof(AttrValue));
-  while (!p->c.failed && !token_punct(&p->c.tok, '}')) {
-    if (keys->len > 0 && !cursor_punct(&p->c, ','))
+  while (!c->failed && !token_punct(&c->tok, '}')) {
+    if (keys->len > 0 && !cursor_punct(c, ','))
       break;
-    if (p->c.tok.kind != TK_IDENT) {
-      cursor_expected(&p->c, "an attribute name");
+    if (c->tok.kind != TK_IDENT) {
+      cursor_expected(c, "an attribute name");
       break;
     }
-    g_autofree char *key = token_name(&p->c.tok);
+    g_autofree char *key = token_name(&c->tok);
     const char *ikey = g_intern_string(key);
     for (guint i = 0; i < keys->len; i++)
       if (g_ptr_array_index(keys, i) == ikey)
-        cursor_fail(&p->c, p->c.tok.loc, "attribute '%s' given twice", key);
-    cursor_next(&p->c);
+        cursor_fail(c, c->tok.loc, "attribute '%s' given twice", key);
+    cursor_next(c);
     AttrValue v;
-    if (!cursor_punct(&p->c, '=') || !parse_attr_value(p, &v))
+    if (!cursor_punct(c, '=') || !attr_value(c, 0, &v))
       break;
     g_ptr_array_add(keys, (gpointer)ikey);
     g_array_append_val(values, v);
   }
-  if (p->c.failed) {
+  if (c->failed) {
     for (guint i = 0; i < values->len; i++)
       attr_value_clear(&g_array_index(values, AttrValue, i));
     g_array_free(values, TRUE);
     g_ptr_array_free(keys, TRUE);
     return FALSE;
   }
-  cursor_next(&p->c); /* '}' */
+  cursor_next(c); /* '}' */
   int count = (int)keys->len;
   *out = attrs_intern(count, (const char **)g_ptr_array_free(keys, FALSE),
                       (AttrValue *)g_array_free(values, FALSE));
-  return !p->c.failed;
+  return !c->failed;
 }
 
 /* ----------------------------------------------------------------- values */
@@ -557,7 +555,7 @@ static const Term *parse_stmt_expr(Parser *p, Loc def_loc) {
   if (!cursor_punct(&p->c, ')'))
     return NULL;
   const Attrs *attrs;
-  if (!parse_attrs(p, &attrs))
+  if (!cursor_attrs(&p->c, &attrs))
     return NULL;
   const Type *written = NULL;
   if (token_punct(&p->c.tok, ':')) {
@@ -630,7 +628,7 @@ static gboolean parse_dist(Parser *p, int rank, Dist *out, GArray *axes_used,
   if (!token_punct(&p->c.tok, '{'))
     return cursor_expected(&p->c, "a layout ('{dist = [...]}')");
   const Attrs *a;
-  if (!parse_attrs(p, &a))
+  if (!cursor_attrs(&p->c, &a))
     return FALSE;
   const AttrValue *dist = attrs_get(a, "dist");
   const AttrValue *partial = attrs_get(a, "partial");

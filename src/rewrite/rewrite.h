@@ -181,7 +181,8 @@ struct RuleSet {
   /* the derived rules by kind, operator and index (NULL: none) */
   const Rule *derived[RULE_OP_SUM_REV + 1][OP_COUNT_][PARTIR_MAX_RANK];
   OpSpec *specs[OP_COUNT_];
-  GPtrArray *files;   /* loaded paths */
+  struct Vjp *vjps[OP_COUNT_]; /* the vjp of each operator, or NULL */
+  GPtrArray *files;            /* loaded paths */
   GPtrArray *sources; /* Source*: the loaded texts, which rules point into */
 };
 
@@ -211,6 +212,98 @@ typedef struct RuleArg {
   int64_t value;
   const char *axis; /* interned */
 } RuleArg;
+
+/* ------------------------------------------------------------------ vjp.c */
+
+/* A vector-Jacobian product rule (rules/grad.rules, docs/grad.md): how
+ * the cotangent of an operator's result becomes its operands'.
+ *
+ *   vjp mul(x, y) -> z, dz: x = mul(dz, y), y = mul(dz, x)
+ *   vjp dot_general -> builtin dot
+ *   vjp compare -> zero
+ *
+ * A written rule names the operands, the result and its cotangent; each
+ * operand it lists gets the expression's value (an operator call with
+ * attributes as a program writes them, a name, or a number: a constant
+ * of the type of the operands beside it).  An operand it does not list
+ * gets no cotangent.  'builtin KIND' is computed from the attributes by
+ * the engine (vjp_builtin.c); 'zero' gives no operand a cotangent (the
+ * result is piecewise constant, or not a number). */
+typedef enum { VX_NAME, VX_NUMBER, VX_OP } VjpExprKind;
+
+typedef struct VjpExpr {
+  VjpExprKind kind;
+  Loc loc;
+  int name;     /* VX_NAME: operand index; nargs: the result; nargs + 1: dz */
+  double value; /* VX_NUMBER */
+  Op op;        /* VX_OP */
+  int nargs;
+  struct VjpExpr **args;
+  const Attrs *attrs;
+} VjpExpr;
+
+typedef enum { VJP_WRITTEN, VJP_BUILTIN, VJP_ZERO } VjpKind;
+
+typedef struct Vjp {
+  VjpKind kind;
+  Op op;
+  int nargs;
+  const char *names[SPEC_MAX_OPERANDS + 2]; /* operands, result, cotangent */
+  VjpExpr *ct[SPEC_MAX_OPERANDS];           /* per operand, or NULL: none */
+  char *builtin;                            /* VJP_BUILTIN */
+  const Source *src;                        /* where it was written */
+  Loc loc;
+} Vjp;
+
+/* 'vjp ...' at the cursor (on the word 'vjp', at 'at'): adds the rule
+ * to 'rs'; FALSE after a diagnostic. */
+gboolean vjp_parse(Cursor *c, RuleSet *rs, const Source *src, Loc at);
+void vjp_free(Vjp *v);
+/* The cotangent of operand 'i' of operator application 't' when its
+ * result's is 'dz' (of t's type): a term of the operand's type.  NULL
+ * without an error when the operand gets none (the rule lists it not,
+ * or it is not a floating-point value); NULL + 'err' when the operator
+ * has no vjp or its rule cannot be applied here. */
+const Term *vjp_cotangent(const RuleSet *rs, const Term *t, int i,
+                          const Term *dz, Diag *err);
+/* The same, by a builtin kind (vjp_builtin.c). */
+const Term *vjp_builtin(const char *kind, const Term *t, int i, const Term *dz,
+                        Diag *err);
+gboolean vjp_builtin_known(const char *kind, Op op, Diag *why);
+
+/* ----------------------------------------------------------------- grad.c */
+
+/* Reverse mode: given cotangents 'dys' (NULL: none) of the closed values
+ * 'ys', the cotangent of each of the function's 'nargs' arguments
+ * (out[i], of argument i's type; NULL when none reaches it).  Works on
+ * partitioned terms too: tiles, slices and sums have their own rules.
+ * FALSE + 'err' when an operator has no vjp. */
+gboolean grad_backward(const RuleSet *rs, int n, const Term *const *ys,
+                       const Term *const *dys, int nargs, const Term **out,
+                       Diag *err);
+
+/* ---------------------------------------------------------------- train.c */
+
+typedef enum { LOSS_SUM, LOSS_MSE, LOSS_XENT } TrainLoss;
+typedef enum { OPT_SGD, OPT_MOMENTUM, OPT_ADAM } TrainOptimizer;
+
+typedef struct TrainOptions {
+  TrainLoss loss;
+  TrainOptimizer optimizer;
+  double lr;
+  const char *const *params; /* NULL-terminated names, or NULL: ... */
+  int params_from;           /* ... every argument from this one on */
+} TrainOptions;
+
+/* The training step of model 'f' (its first result the prediction), a
+ * new module: (parameters, optimizer state, batch[, target]) -> (new
+ * parameters, new optimizer state, loss).  NULL + 'err' on bad options
+ * or an operator without a vjp. */
+Module *grad_train_step(const RuleSet *rs, const Func *f, const TrainOptions *o,
+                        Diag *err);
+/* --loss and --optimizer by name (either may be NULL: unchanged). */
+gboolean train_options_words(const char *loss, const char *optimizer,
+                             TrainOptions *o, Diag *why);
 
 /* ---------------------------------------------------------------- match.c */
 

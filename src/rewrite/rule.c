@@ -1,11 +1,13 @@
 /* rule.c — rule files: operator specs, written rules, derived rules.
  *
- * A rule file (grammar in docs/rules.md) holds three kinds of item:
+ * A rule file (grammar in docs/rules.md) holds four kinds of item:
  *
  *   include "other.rules"
  *   op matmul(x[i,k], y[k,j]) -> [i,j]      tiling specification
  *   rule fuse [propagate]:                  a rewrite rule
  *     slice d (tile d (\r:range<n,w> -> e))[s:range<n,w>]  ~~>  e{s/r}
+ *   vjp mul(x, y) -> z, dz: x = mul(dz, y), y = mul(dz, x)
+ *                                           a derivative (vjp.c)
  *
  * Patterns use the talk's expression form.  Names bound by the left side
  * are pattern variables; integer variables (dims, range sizes) and axis
@@ -1040,8 +1042,10 @@ static gboolean parse_rule_file(RuleSet *rs, const Source *src, Diag *errors,
       parse_op_spec(&p, at);
     } else if (token_is(&p.c.tok, "rule")) {
       parse_rule(&p, at);
+    } else if (token_is(&p.c.tok, "vjp")) {
+      vjp_parse(&p.c, rs, src, at);
     } else {
-      cursor_expected(&p.c, "'op', 'rule' or 'include'");
+      cursor_expected(&p.c, "'op', 'rule', 'vjp' or 'include'");
     }
   }
   token_clear(&p.c.tok);
@@ -1157,6 +1161,8 @@ void ruleset_free(RuleSet *rs) {
       g_free(rs->specs[i]->builtin);
       g_free(rs->specs[i]);
     }
+  for (int i = 0; i < OP_COUNT_; i++)
+    vjp_free(rs->vjps[i]);
   g_ptr_array_unref(rs->files);
   g_ptr_array_unref(rs->sources);
   g_free(rs);
