@@ -56,7 +56,7 @@ RuleSet *pipeline_load_rules(const char *const *paths, const Source *extra,
                              Diag *errors) {
   RuleSet *rs = extra ? ruleset_load_with(paths, extra, errors)
                       : ruleset_load(paths, errors);
-  if (rs && !check_rule_types(rs, errors)) {
+  if (rs && (!check_rule_types(rs, errors) || !check_vjp_types(rs, errors))) {
     ruleset_free(rs);
     return NULL;
   }

@@ -19,8 +19,9 @@
  *   reshape      dx = reshape(dz) to x's type; convert likewise
  *   slice        dx = pad(dz, 0) back to x's size (strides as interior
  *                padding)
- *   pad          dx = slice(dz) of the kept elements; the padding value's
- *                cotangent is the sum of the rest
+ *   pad          dx = slice(dz) of the kept elements (zeros for cropped
+ *                ones); the padding value's cotangent is the sum of the
+ *                rest
  *   concatenate  each operand's dx is its slice of dz
  */
 #include "rewrite/rewrite.h"
@@ -275,25 +276,38 @@ static const Term *vjp_slice(const Term *t, const Term *dz, Diag *err) {
   return op2(OP_PAD, dz, splat(0, scalar, err), a, err);
 }
 
+/* x's element j of dimension d is dz's at low + j (interior + 1).  A
+ * negative low or high crops: dz is first padded back with zeros there,
+ * so every element of x has a place (the cropped ones get 0). */
 static const Term *vjp_pad(const Term *t, int i, const Term *dz, Diag *err) {
   const Type *xt = t->args[0]->type;
   int rank = xt->rank;
   int64_t start[PARTIR_MAX_RANK], limit[PARTIR_MAX_RANK], step[PARTIR_MAX_RANK];
+  int64_t back_lo[PARTIR_MAX_RANK], back_hi[PARTIR_MAX_RANK],
+      none[PARTIR_MAX_RANK] = {0};
+  gboolean cropped = FALSE;
   for (int d = 0; d < rank; d++) {
     int64_t low = list_at(t, "low", d, 0), high = list_at(t, "high", d, 0);
-    if (low < 0 || high < 0) {
-      diag_reason(err, "the vjp of 'pad' with negative padding (it crops) "
-                       "is not written");
-      return NULL;
-    }
+    back_lo[d] = MAX(-low, 0);
+    back_hi[d] = MAX(-high, 0);
+    cropped |= low < 0 || high < 0;
     step[d] = list_at(t, "interior", d, 0) + 1;
-    start[d] = low;
-    limit[d] = xt->dims[d] > 0 ? low + (xt->dims[d] - 1) * step[d] + 1 : low;
+    start[d] = MAX(low, 0);
+    limit[d] =
+        xt->dims[d] > 0 ? start[d] + (xt->dims[d] - 1) * step[d] + 1 : start[d];
+  }
+  const Term *whole = dz;
+  if (cropped) {
+    AttrValue v[3] = {attr_new_ints(rank, back_lo),
+                      attr_new_ints(rank, back_hi), attr_new_ints(rank, none)};
+    whole = op2(OP_PAD, dz, splat(0, type_tensor(xt->dtype, 0, NULL), err),
+                attrs_build(3, (const char *[]){"low", "high", "interior"}, v),
+                err);
   }
   AttrValue v[3] = {attr_new_ints(rank, start), attr_new_ints(rank, limit),
                     attr_new_ints(rank, step)};
   const Term *dx =
-      op1(OP_SLICE, dz,
+      op1(OP_SLICE, whole,
           attrs_build(3, (const char *[]){"start", "limit", "strides"}, v),
           NULL, err);
   if (i == 0 || !dx)
