@@ -647,6 +647,55 @@ static gboolean cmd_export(Session *s, const char *text, int argc,
   return TRUE;
 }
 
+/* 'grad --loss L [--wrt a,b] [--params-from-arg N] [--optimizer O]
+ * [--lr R]': the current program's training step becomes the current
+ * program (undo goes back to the model). */
+static gboolean cmd_grad(Session *s, const char *text, int argc, char **argv) {
+  TrainOptions to = {.lr = 0.01, .params_from = 1};
+  const char *loss = NULL, *optimizer = NULL, *wrt = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    char *end = NULL;
+    if (!v)
+      return usage_error(s, "grad");
+    if (strcmp(argv[i], "--loss") == 0)
+      loss = v;
+    else if (strcmp(argv[i], "--optimizer") == 0)
+      optimizer = v;
+    else if (strcmp(argv[i], "--wrt") == 0)
+      wrt = v;
+    else if (strcmp(argv[i], "--lr") == 0 &&
+             (to.lr = g_ascii_strtod(v, &end), *end == 0))
+      ;
+    else if (strcmp(argv[i], "--params-from-arg") == 0 &&
+             (to.params_from = (int)g_ascii_strtoll(v, &end, 10),
+              *end == 0 && to.params_from >= 0))
+      ;
+    else
+      return usage_error(s, "grad");
+    i++;
+  }
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (!loss || !train_options_words(loss, optimizer, &to, why)) {
+    if (!loss)
+      return usage_error(s, "grad");
+    repl_report_error(s, "%s", diag_text(why));
+    return FALSE;
+  }
+  State *cur = repl_need_program(s, "grad");
+  if (!cur)
+    return FALSE;
+  g_auto(GStrv) names = wrt ? g_strsplit(wrt, ",", -1) : NULL;
+  to.params = (const char *const *)names;
+  g_autoptr(Module) m = pipeline_train_step(s->rs, cur, &to, why);
+  if (!m) {
+    repl_report_error(s, "%s", diag_text(why));
+    return FALSE;
+  }
+  repl_adopt(s, state_new(m), text);
+  return TRUE;
+}
+
 static gboolean cmd_stats(Session *s, const char *text, int argc, char **argv) {
   g_auto(Lowered) l = {0};
   if (!lower_current(s, "stats", &l))
@@ -1001,6 +1050,16 @@ const Command repl_commands[] = {
      "stablehlo-spmd: the program each device runs ('lower'), with\n"
      "StableHLO's collectives.  Printed, or written to FILE (atomically);\n"
      "docs/stablehlo.md, 'Export'."},
+    {"grad", cmd_grad, 2, 10, TRUE, COMPLETE_OPTIONS,
+     "grad --loss sum|mse|xent [--wrt w1,w2] [--params-from-arg N] "
+     "[--optimizer sgd|momentum|adam] [--lr R]",
+     "the program's training step becomes the program (docs/grad.md)",
+     "(parameters, optimizer state, batch[, target]) -> (new parameters,\n"
+     "new optimizer state, loss), differentiated by the vjp rules of\n"
+     "rules/grad.rules.  The parameters: those named by --wrt, else every\n"
+     "argument from --params-from-arg N on (default 1: all but the\n"
+     "first).  A partitioned program is differentiated as it is; undo\n"
+     "goes back to the model."},
     {"save", cmd_save, 1, 1, FALSE, COMPLETE_FILE, "save FILE",
      "write the program's canonical text to FILE (atomically)", NULL},
     {"lua", NULL, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "lua CODE",

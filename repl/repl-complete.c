@@ -108,6 +108,13 @@ static void add_options(Session *s, const Command *c, const char *prev) {
       add_candidate(export_form_name(f));
     return;
   }
+  if (strcmp(prev, "--loss") == 0 || strcmp(prev, "--optimizer") == 0) {
+    static const char *const words[][4] = {{"sum", "mse", "xent", NULL},
+                                           {"sgd", "momentum", "adam", NULL}};
+    for (const char *const *w = words[prev[2] == 'o']; *w; w++)
+      add_candidate(*w);
+    return;
+  }
   g_auto(GStrv) words = g_strsplit_set(c->usage, " []|", -1);
   for (char **w = words; *w; w++)
     if (g_str_has_prefix(*w, "--"))

@@ -1139,6 +1139,96 @@ static int l_export(lua_State *L) {
   return 1;
 }
 
+/* A string field of the options table at 'i', or NULL when absent;
+ * raises when it is not a string. */
+static const char *opt_string(lua_State *L, int i, const char *key) {
+  lua_getfield(L, i, key);
+  const char *v = NULL;
+  if (!lua_isnil(L, -1)) {
+    if (lua_type(L, -1) != LUA_TSTRING)
+      luaL_error(L, "grad: '%s' must be a string", key);
+    v = lua_tostring(L, -1); /* the table keeps it alive */
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+/* s:grad{loss = "mse", wrt = {"w1", "w2"} or "w1,w2", params_from = 1,
+ * optimizer = "sgd", lr = 0.01}: the training step of the state's
+ * program, a new state (docs/grad.md). */
+static int l_grad(lua_State *L) {
+  State *s = check_state(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  static const char *const keys[] = {"loss",      "wrt", "params_from",
+                                     "optimizer", "lr",  NULL};
+  lua_pushnil(L);
+  while (lua_next(L, 2)) {
+    const char *key =
+        lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    gboolean known = FALSE;
+    for (int k = 0; key && keys[k]; k++)
+      known |= strcmp(key, keys[k]) == 0;
+    if (!known)
+      return luaL_error(L,
+                        "grad: unknown option '%s' (loss, wrt, "
+                        "params_from, optimizer, lr)",
+                        key ? key : "?");
+    lua_pop(L, 1);
+  }
+  TrainOptions to = {.lr = 0.01, .params_from = 1};
+  const char *loss = opt_string(L, 2, "loss");
+  const char *optimizer = opt_string(L, 2, "optimizer");
+  if (!loss)
+    return luaL_error(L, "grad: needs loss = \"sum\", \"mse\" or \"xent\"");
+  lua_getfield(L, 2, "lr");
+  if (!lua_isnil(L, -1))
+    to.lr = luaL_checknumber(L, -1);
+  lua_getfield(L, 2, "params_from");
+  if (!lua_isnil(L, -1))
+    to.params_from = (int)luaL_checkinteger(L, -1);
+  lua_pop(L, 2);
+  /* wrt: a list of names, or one string of them separated by commas */
+  GPtrArray *wrt = NULL;
+  lua_getfield(L, 2, "wrt");
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    wrt = g_ptr_array_new_with_free_func(g_free);
+    g_auto(GStrv) parts = g_strsplit(lua_tostring(L, -1), ",", -1);
+    for (char **p = parts; *p; p++)
+      g_ptr_array_add(wrt, g_strdup(*p));
+  } else if (lua_type(L, -1) == LUA_TTABLE) {
+    lua_Integer n = luaL_len(L, -1);
+    for (lua_Integer k = 1; k <= n; k++) { /* raises before allocating */
+      if (lua_geti(L, -1, k) != LUA_TSTRING)
+        return luaL_error(L, "grad: 'wrt' lists names (strings)");
+      lua_pop(L, 1);
+    }
+    wrt = g_ptr_array_new_with_free_func(g_free);
+    for (lua_Integer k = 1; k <= n; k++) {
+      lua_geti(L, -1, k);
+      g_ptr_array_add(wrt, g_strdup(lua_tostring(L, -1)));
+      lua_pop(L, 1);
+    }
+  } else if (!lua_isnil(L, -1)) {
+    return luaL_error(L, "grad: 'wrt' is a list of names or a string");
+  }
+  lua_pop(L, 1);
+  Diag *why = diag_new(NULL);
+  if (wrt)
+    g_ptr_array_add(wrt, NULL);
+  to.params = wrt ? (const char *const *)wrt->pdata : NULL;
+  Module *m = train_options_words(loss, optimizer, &to, why)
+                  ? pipeline_train_step(rules_of(L), s, &to, why)
+                  : NULL;
+  if (wrt)
+    g_ptr_array_unref(wrt);
+  if (!m)
+    return raise_error(L, why);
+  diag_free(why);
+  push_state(L, state_new(m));
+  module_free(m);
+  return 1;
+}
+
 static int l_lower(lua_State *L) { return lower_common(L, FALSE); }
 static int l_stats(lua_State *L) { return lower_common(L, TRUE); }
 
@@ -1163,6 +1253,7 @@ static const luaL_Reg state_methods[] = {{"print", l_print},
                                          {"lower", l_lower},
                                          {"stats", l_stats},
                                          {"export", l_export},
+                                         {"grad", l_grad},
                                          {NULL, NULL}};
 
 static const luaL_Reg state_meta[] = {
