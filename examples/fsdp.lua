@@ -1,11 +1,13 @@
 -- fsdp.lua: fully sharded data parallelism, data parallelism over
 -- 'batch' and then ZeRO-3 over the same axis (zero's own default axis is
 -- "data") (README; tests/train.sh, tests/referee/referee.py).
--- '--set inputs=x,y' names the data (default: the first argument).
+-- '--set inputs=x,y' names the data (default: the first argument);
+-- '--set stage=2' gives ZeRO-2 (docs/grad.md).
 local batch, zero = require "batch", require "zero"
 
 return function(s, mesh, opts)
   local inputs = opts and opts.inputs
   s = batch(s, mesh, { inputs = inputs })
-  return zero(s, mesh, { axis = "batch", inputs = inputs })
+  return zero(s, mesh, { axis = "batch", inputs = inputs,
+    stage = opts and opts.stage })
 end

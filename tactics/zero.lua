@@ -12,6 +12,14 @@
 --                  device; any other parameter that no dimension of
 --                  splits evenly over the axis is an error, naming it
 --                  (uneven splits are not supported)
+--          stage   3 (the default): parameters and optimizer state stored
+--                  split; 2 (ZeRO-2): on a training step, the parameters
+--                  stay whole and only what the optimizer alone reads
+--                  (its state: arguments used by elementwise operators
+--                  only) is stored split; each device updates its part
+--                  of every parameter, from its part of the gradient (a
+--                  reduce_scatter), and the new parameters are gathered
+--                  whole (an all_gather)
 --
 -- After another tactic (Megatron), a parameter that a region slices (a
 -- device's tensor-parallel chunk) has that chunk split instead, along the
@@ -38,6 +46,10 @@ end
 return function(s, mesh, opts)
   opts = opts or {}
   local axis = opts.axis or "data"
+  local stage = tonumber(opts.stage or 3)
+  if stage ~= 2 and stage ~= 3 then
+    error(string.format("zero: stage is 2 or 3, not '%s'", opts.stage), 0)
+  end
   local parts = C.axis_size(mesh, axis)
   local inputs = {}
   for _, a in ipairs(C.inputs(s, opts)) do
@@ -119,10 +131,23 @@ return function(s, mesh, opts)
       cannot(v.name .. " of %" .. v.operands[1], v.shape)
     end
   end
+  -- ZeRO-2 keeps the parameters whole: what an operator other than an
+  -- elementwise one reads (a matmul's weight) is one; an argument read
+  -- by elementwise operators only is optimizer state
+  local model_reads = {}
+  for _, v in ipairs(values) do
+    if v.kind ~= "op" or not ELEMENTWISE[v.op] then
+      for _, o in ipairs(v.operands or {}) do
+        model_reads[o] = true
+      end
+    end
+  end
   for _, a in ipairs(s:args()) do
     if params[a.name] and not chunked[a.name] then
       local d = dimension(a.shape, nil, sliced[a.name])
-      if d then
+      if d and stage == 2 and model_reads[a.name] then
+        split_dim[a.name] = d -- kept whole; its update is split
+      elseif d then
         script[#script + 1] = string.format("arg-tile %%%s %d %d %s", a.name,
           d - 1, a.shape[d] // parts, axis)
         split_dim[a.name] = d

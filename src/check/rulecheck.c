@@ -992,6 +992,41 @@ static void walk_matmul_chain(Walker *w) {
     walk(w, s, 12);
 }
 
+/* Random walks from add(sum (\r -> x[r] . y[r]), sum (\s -> z[s] . y[s]))
+ * over one axis: two partial products added, as a backward pass makes
+ * them (sum-add's left side; propagation merges them, so a walk from a
+ * propagated program never meets it). */
+static void walk_sum_pair(Walker *w) {
+  Gen c = {w->rng, g_ptr_array_new()};
+  int64_t d[3] = {4, 6, 4}; /* x, z 4x6, y 6x4 */
+  const Term *x = new_arg(&c, type_tensor(DT_F32, 2, d));
+  const Term *y = new_arg(&c, type_tensor(DT_F32, 2, d + 1));
+  const Term *z = new_arg(&c, type_tensor(DT_F32, 2, d));
+  g_autoptr(Diag) err = diag_new(NULL);
+  const char *axis = g_intern_string("model");
+  const Type *range = type_range(6, 3);
+  const Term *parts[2];
+  for (int k = 0; k < 2; k++) {
+    const Term *r = term_bvar(0, range);
+    const Term *a = term_slice(1, k ? z : x, r, err);
+    const Term *b = term_slice(0, y, r, err);
+    const Term *ab = a && b ? term_op(OP_MATMUL, 2, (const Term *[]){a, b},
+                                      attrs_empty(), NULL, err)
+                            : NULL;
+    parts[k] = ab ? term_sum(range, axis, ab, 0, err) : NULL;
+  }
+  const Term *sum = parts[0] && parts[1]
+                        ? term_op(OP_ADD, 2, parts, attrs_empty(), NULL, err)
+                        : NULL;
+  if (sum) {
+    g_autoptr(Module) m = instance_module(&c, sum);
+    g_autoptr(State) s = state_new(m);
+    for (int k = 0; k < 4; k++)
+      walk(w, s, 6);
+  }
+  g_ptr_array_unref(c.arg_types);
+}
+
 gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
   gboolean vjps = FALSE;
   for (int op = 0; op < OP_COUNT_; op++)
@@ -1016,8 +1051,10 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
         g_autoptr(State) s = state_new(m);
         walk(&w, s, 8);
       }
-      if (op == OP_MATMUL)
+      if (op == OP_MATMUL) {
         walk_matmul_chain(&w);
+        walk_sum_pair(&w);
+      }
       g_ptr_array_unref(g.arg_types);
     }
   /* every rule, whatever failed before it */

@@ -10,7 +10,9 @@
  *     which is "pulling the tile out";
  *   - a slice of a value is pushed into the value: the rules tagged
  *     [propagate] in the rule files (fuse, slice-tile, slice-sum) and the
- *     derived slice-OP-D.
+ *     derived slice-OP-D;
+ *   - the [propagate] rules whose left side is an operator (sum-add: two
+ *     sums over one axis, added, become one) where no tile is pulled.
  *
  * Rewrites do not depend on a term's context, so each distinct term is
  * normalised once (memo by pointer) and the pass is linear in the size
@@ -418,8 +420,10 @@ static const Term *pull_tile(Norm *n, const Term *t) {
 }
 
 static const Term *propagate_step(Norm *n, const Term *t) {
-  if (t->kind == TM_OP)
-    return pull_tile(n, t);
+  if (t->kind == TM_OP) {
+    const Term *out = pull_tile(n, t);
+    return out ? out : try_rules(n, t); /* sum-add */
+  }
   if (t->kind != TM_SLICE)
     return NULL;
   const Term *out = try_rules(n, t);
