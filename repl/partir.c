@@ -991,7 +991,8 @@ static int cmd_check_rules(const Options *o, char **files) {
   if (!rs)
     return 1;
   g_autoptr(GString) out = g_string_new(NULL);
-  gboolean ok = check_rules(rs, (guint32)o->check_seed, (int)o->tries, out);
+  gboolean ok =
+      pipeline_check_rules(rs, (guint32)o->check_seed, (int)o->tries, out);
   fwrite(out->str, 1, out->len, stdout);
   return ok ? 0 : 1;
 }

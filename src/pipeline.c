@@ -83,6 +83,19 @@ Module *pipeline_read_program(const char *name, const char *text, gsize len,
   return parse_text(name, text, len, diags);
 }
 
+gboolean pipeline_check_rules(const RuleSet *rs, guint32 seed, int tries,
+                              GString *out) {
+  gboolean vjps = FALSE;
+  for (int op = 0; op < OP_COUNT_; op++)
+    vjps |= rs->vjps[op] != NULL;
+  gboolean ok = TRUE;
+  if (rs->rules->len > 0 || !vjps) /* grad.rules alone has none */
+    ok = check_rules(rs, seed, tries, out);
+  if (vjps)
+    ok = check_vjps(rs, seed, tries, out) && ok;
+  return ok;
+}
+
 Module *pipeline_train_step(const RuleSet *rs, const State *s,
                             const TrainOptions *o, Diag *why) {
   return grad_train_step(rs, &s->func, o, why);

@@ -84,6 +84,12 @@ gboolean pipeline_shardings_option(const char *word, gboolean *ignore,
 gboolean pipeline_check_results(const Program *p, GPtrArray *results,
                                 GString *passed, GString *failed);
 
+/* 'partir check-rules': the rewrite rules (check_rules) when any are
+ * loaded, then the vjp rules (check_vjps) when any are; a line each into
+ * 'out'. */
+gboolean pipeline_check_rules(const RuleSet *rs, guint32 seed, int tries,
+                              GString *out);
+
 /* Stage 2 also derives: the training step of state 's' (docs/grad.md),
  * a new module, or NULL with the reason in 'why'. */
 Module *pipeline_train_step(const RuleSet *rs, const State *s,

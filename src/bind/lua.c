@@ -1012,17 +1012,100 @@ static GPtrArray *compiled_inputs(lua_State *L, const Func *f,
 /* s:exec{...} and s:bench{...}: 's' compiled as 'o' says and run once
  * into '*results' (when 'results' is not NULL) or 'o->runs' times into
  * '*time'.  FALSE with the reason. */
-static gboolean run_compiled(lua_State *L, const State *s,
-                             const CompiledOpts *o, GPtrArray **results,
-                             StepTime *time, Diag *why) {
+/* The programs s:exec and s:bench compiled last, kept (a training loop
+ * runs one or two steps many times): each with the state (a reference),
+ * the mesh and the arithmetic it was compiled for.  The registry holds
+ * the cache as a userdata; its __gc frees it when Lua closes. */
+#define EXEC_CACHE_KEY "partir.compiled"
+#define EXEC_CACHE_SLOTS 4
+
+typedef struct CachedExe {
+  State *state; /* NULL: free */
+  char *mesh;
+  gboolean exact;
+  guint64 used;
+  Executable e;
+} CachedExe;
+
+typedef struct ExecCache {
+  CachedExe slot[EXEC_CACHE_SLOTS];
+  guint64 clock;
+} ExecCache;
+
+static void cached_clear(CachedExe *c) {
+  if (!c->state)
+    return;
+  pipeline_executable_clear(&c->e);
+  state_unref(c->state);
+  g_free(c->mesh);
+  memset(c, 0, sizeof *c);
+}
+
+static int exec_cache_gc(lua_State *L) {
+  ExecCache *c = lua_touserdata(L, 1);
+  for (int i = 0; i < EXEC_CACHE_SLOTS; i++)
+    cached_clear(&c->slot[i]);
+  return 0;
+}
+
+static ExecCache *exec_cache(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, EXEC_CACHE_KEY);
+  ExecCache *c = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (c)
+    return c;
+  c = lua_newuserdatauv(L, sizeof *c, 0);
+  memset(c, 0, sizeof *c);
+  lua_newtable(L);
+  lua_pushcfunction(L, exec_cache_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, LUA_REGISTRYINDEX, EXEC_CACHE_KEY);
+  return c;
+}
+
+/* 's' compiled for 'o', from the cache or compiled into its least
+ * recently used slot; NULL with the reason. */
+static const Executable *compiled_for(lua_State *L, State *s,
+                                      const CompiledOpts *o, Diag *why) {
+  ExecCache *c = exec_cache(L);
+  const char *spec = o->mesh ? o->mesh : "";
+  CachedExe *slot = &c->slot[0];
+  for (int i = 0; i < EXEC_CACHE_SLOTS; i++) {
+    CachedExe *k = &c->slot[i];
+    if (k->state == s && k->exact == o->exact && strcmp(k->mesh, spec) == 0) {
+      k->used = ++c->clock;
+      return &k->e;
+    }
+    if (!k->state || (slot->state && k->used < slot->used))
+      slot = k;
+  }
   Mesh mesh = {0};
   if (o->mesh && !mesh_parse(o->mesh, &mesh, why))
-    return FALSE;
+    return NULL;
   CodegenOptions co = {0};
   co.exact = o->exact;
-  g_auto(Executable) e = {0};
-  if (!pipeline_compile(rules_of(L), s->module, &s->func, &mesh, &co, &e, why))
+  Executable e = {0};
+  if (!pipeline_compile(rules_of(L), s->module, &s->func, &mesh, &co, &e,
+                        why)) {
+    pipeline_executable_clear(&e);
+    return NULL;
+  }
+  cached_clear(slot);
+  slot->e = e;
+  slot->state = state_ref(s);
+  slot->mesh = g_strdup(spec);
+  slot->exact = o->exact;
+  slot->used = ++c->clock;
+  return &slot->e;
+}
+
+static gboolean run_compiled(lua_State *L, State *s, const CompiledOpts *o,
+                             GPtrArray **results, StepTime *time, Diag *why) {
+  const Executable *ep = compiled_for(L, s, o, why);
+  if (!ep)
     return FALSE;
+  const Executable e = *ep;
   g_autoptr(GPtrArray) inputs = compiled_inputs(L, e.global, o, why);
   if (!inputs)
     return FALSE;

@@ -20,8 +20,7 @@
 /* ------------------------------------------------------------ rulecheck.c */
 
 /* Instantiates every rule on random programs and compares both sides
- * with the interpreter; one line per rule into 'out'.  Then the vjp
- * rules (check_vjps). */
+ * with the interpreter; one line per rule into 'out'. */
 gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out);
 /* Finds instances of the written rules on random programs and returns in
  * 'errors' a diagnostic for each rule whose right side has another type
@@ -43,7 +42,7 @@ Module *check_random_op(Op op, guint32 seed);
 
 /* Each vjp rule against central finite differences of the interpreter in
  * f64, on 'tries' random applications of its operator; one line per rule
- * into 'out' (check_rules runs it when vjps are loaded). */
+ * into 'out'. */
 gboolean check_vjps(const RuleSet *rs, guint32 seed, int tries, GString *out);
 /* The written vjp rules applied to random instances of their operators:
  * a diagnostic at the rule for each whose cotangent does not have its

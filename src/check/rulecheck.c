@@ -1028,12 +1028,6 @@ static void walk_sum_pair(Walker *w) {
 }
 
 gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
-  gboolean vjps = FALSE;
-  for (int op = 0; op < OP_COUNT_; op++)
-    vjps |= rs->vjps[op] != NULL;
-  /* a file of vjp rules alone (grad.rules) */
-  if (vjps && rs->rules->len == 0)
-    return check_vjps(rs, seed, tries, out);
   /* instances are made by tiling arguments: without the rule, none */
   if (!ruleset_find(rs, "arg-tile")) {
     g_string_append(out, "check-rules: no 'arg-tile' rule is loaded (it "
@@ -1091,8 +1085,7 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
                            w.pass_failures, w.pass_failures == 1 ? "" : "s");
   g_string_append_c(out, '\n');
   walker_clear(&w);
-  gboolean ok = failed == 0 && w.pass_failures == 0 && unexercised == 0;
-  return (vjps ? check_vjps(rs, seed, tries, out) : TRUE) && ok;
+  return failed == 0 && w.pass_failures == 0 && unexercised == 0;
 }
 
 gboolean check_rule_types(const RuleSet *rs, Diag *errors) {
