@@ -994,6 +994,15 @@ const Command repl_commands[] = {
      "A split written on a value ('tile' of a result) reaches back into\n"
      "what computes it; the splits of its operands stay where they are,\n"
      "and the lowering gathers them where they are used whole."},
+    {"remat", cmd_engine, 1, ARGS_ANY, TRUE, COMPLETE_NONE, "remat %v...",
+     "a training step's backward pass recomputes the values instead of "
+     "keeping them",
+     "The forward pass is what the step's last result (its loss) reads;\n"
+     "each value named must be one of its operators.  The backward pass\n"
+     "gets its own copy of each, computed from what it reads (kept, or\n"
+     "recomputed too), through a convert to their own type that keeps the\n"
+     "copy apart from the forward's value.  'cost' shows the FLOPs added\n"
+     "(docs/grad.md)."},
     {"fuse", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "fuse",
      "the [fuse] rules to a fixed point", NULL},
     {"simplify", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "simplify",

@@ -98,7 +98,7 @@ gboolean pipeline_check_rules(const RuleSet *rs, guint32 seed, int tries,
 
 Module *pipeline_train_step(const RuleSet *rs, const State *s,
                             const TrainOptions *o, Diag *why) {
-  return grad_train_step(rs, &s->func, o, why);
+  return grad_train_step(rs, &s->func, s->module->names, o, why);
 }
 
 gboolean pipeline_shardings_option(const char *word, gboolean *ignore,

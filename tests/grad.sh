@@ -294,6 +294,33 @@ lua5.4 "$top/examples/models/transformer.lua" --layers 2 --batch 4 --seq 8 \
 strategy tf-megatron "$tmp/tf-step.pir" model=2 "$top/tactics/megatron.lua" \
   "all_reduce model 8 32768"
 
+# remat: the backward pass recomputes h0 = x . w0 and a0 = relu(h0)
+# instead of keeping them: the same results bit for bit (the same
+# operations), and 'partir cost' counts the copy's FLOPs: the matmul,
+# 2 x 16 x 64 x 64 = 131072, and the relu, 16 x 64 = 1024 (the mask of
+# relu's derivative is computed once either way; converts are free)
+"$PARTIR" rewrite "$tmp/sgd.pir" --do 'remat %h0 %a0' -o "$tmp/remat.pir"
+check "remat: the backward pass reads the copy, through converts" \
+  grep -q '= matmul(%[0-9]*, %[0-9]*)$' "$tmp/remat.pir"
+mkdir -p "$tmp/r0" "$tmp/r1"
+"$PARTIR" run "$tmp/sgd.pir" --seed 5 --output "$tmp/r0" >/dev/null
+"$PARTIR" run "$tmp/remat.pir" --seed 5 --output "$tmp/r1" >/dev/null
+same=yes
+for f in "$tmp/r0"/*.npy; do
+  cmp -s "$f" "$tmp/r1/$(basename "$f")" || same=no
+done
+check "remat: the step's results, bit for bit" test $same = yes
+flops() { "$PARTIR" cost "$1" | awk '$1 == "FLOPs" { print $2 }'; }
+f0=$(flops "$tmp/sgd.pir") f1=$(flops "$tmp/remat.pir")
+check "remat: cost counts the recomputation ($f0 -> $f1 FLOPs, +132096)" \
+  test $((f1 - f0)) = 132096
+if "$PARTIR" rewrite "$tmp/sgd.pir" --do 'remat %w0_new' >"$tmp/out" 2>&1; then
+  not_ok "remat refuses a value of the backward pass"
+else
+  check "remat refuses a value of the backward pass" \
+    grep -q 'is not an operator of the forward pass' "$tmp/out"
+fi
+
 # examples/train_mlp.lua: 20 steps of the loop, partitioned on 2x2
 # devices and on one: it fails unless the loss falls and both agree
 if "$PARTIR" tactic "$top/examples/train_mlp.lua" "$top/examples/mlp_relu.pir" \

@@ -313,6 +313,27 @@ static State *run_propagate(const RuleSet *rs, State *in, char **w, int nw,
   return body ? state_with_body(in, body) : NULL;
 }
 
+/* 'remat VALUE...': the backward pass recomputes them (remat.c). */
+static State *run_remat(State *in, GPtrArray *locs, char **w, int nw,
+                        Diag *why) {
+  if (nw < 2) {
+    diag_reason(why, "usage: remat VALUE...");
+    return NULL;
+  }
+  g_autofree const Term **vs = g_new(const Term *, (gsize)nw);
+  for (int i = 1; i < nw; i++) {
+    const Location *loc = state_find_location(locs, w[i]);
+    if (!loc) {
+      diag_reason(why, "remat: no value '%s'", w[i]);
+      return NULL;
+    }
+    vs[i - 1] = loc->term;
+  }
+  const Term *body =
+      rw_remat(in->func.body, vs, nw - 1, in->module->names, why);
+  return body ? state_with_body(in, body) : NULL;
+}
+
 /* One command, its words in 'w': the new state, or NULL with the reason
  * in 'why'.  Passes append what they did to env->report. */
 static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
@@ -334,9 +355,11 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
     return run_push(rs, in, nw, env, why);
   if (strcmp(cmd, "fuse") == 0 || strcmp(cmd, "simplify") == 0)
     return run_pass(rs, in, cmd, nw, why, report);
-  static const char *const commands[] = {"arg-tile", "tile",      "sum",
-                                         "apply",    "propagate", "push",
-                                         "fuse",     "simplify",  NULL};
+  if (strcmp(cmd, "remat") == 0)
+    return run_remat(in, locs, w, nw, why);
+  static const char *const commands[] = {
+      "arg-tile", "tile", "sum",      "apply", "propagate",
+      "push",     "fuse", "simplify", "remat", NULL};
   g_autofree char *hint = diag_did_you_mean(cmd, commands);
   diag_reason(why, "unknown command '%s'%s", cmd, hint);
   return NULL;

@@ -295,15 +295,24 @@ typedef struct TrainOptions {
   int params_from;           /* ... every argument from this one on */
 } TrainOptions;
 
-/* The training step of model 'f' (its first result the prediction), a
- * new module: (parameters, optimizer state, batch[, target]) -> (new
- * parameters, new optimizer state, loss).  NULL + 'err' on bad options
- * or an operator without a vjp. */
-Module *grad_train_step(const RuleSet *rs, const Func *f, const TrainOptions *o,
-                        Diag *err);
+/* The training step of model 'f' (its first result the prediction;
+ * its values named in 'names', or NULL), a new module: (parameters, optimizer
+ * state, batch[, target]) -> (new parameters, new optimizer state, loss).  NULL
+ * + 'err' on bad options or an operator without a vjp. */
+Module *grad_train_step(const RuleSet *rs, const Func *f, GHashTable *names,
+                        const TrainOptions *o, Diag *err);
 /* --loss and --optimizer by name (either may be NULL: unchanged). */
 gboolean train_options_words(const char *loss, const char *optimizer,
                              TrainOptions *o, Diag *why);
+
+/* ---------------------------------------------------------------- remat.c */
+
+/* Training step 'body' (its last result the loss) with its backward pass
+ * recomputing 'values' (operators of the forward pass, outside regions)
+ * from what they read, instead of keeping them; NULL with the reason.
+ * The rebuilt results keep their names in 'names'. */
+const Term *rw_remat(const Term *body, const Term *const *values, int n,
+                     GHashTable *names, Diag *why);
 
 /* ---------------------------------------------------------------- match.c */
 

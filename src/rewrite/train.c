@@ -290,8 +290,8 @@ static void name_result(Module *m, const Term *t, char *name) {
     g_free(name);
 }
 
-Module *grad_train_step(const RuleSet *rs, const Func *f, const TrainOptions *o,
-                        Diag *err) {
+Module *grad_train_step(const RuleSet *rs, const Func *f, GHashTable *names,
+                        const TrainOptions *o, Diag *err) {
   if (!check_options(o, f, err))
     return NULL;
   Signature sig = {g_ptr_array_new_with_free_func(g_free), g_ptr_array_new()};
@@ -378,6 +378,15 @@ Module *grad_train_step(const RuleSet *rs, const Func *f, const TrainOptions *o,
   tf->loc = f->loc;
   g_ptr_array_free(results, TRUE);
   g_ptr_array_add(m->funcs, tf);
+  /* the model's values keep their names in the step's forward pass */
+  GHashTableIter it;
+  gpointer from, to;
+  g_hash_table_iter_init(&it, memo);
+  while (names && g_hash_table_iter_next(&it, &from, &to)) {
+    const char *name = g_hash_table_lookup(names, from);
+    if (name && term_is_closed(from) && term_is_closed(to))
+      name_result(m, to, g_strdup(name));
+  }
   name_result(m, loss, g_strdup("loss"));
   for (int k = 0; k < nparams; k++) {
     const char *pn = tf->arg_names[k];
