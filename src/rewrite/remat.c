@@ -13,7 +13,9 @@
  * optimization barrier.)  The forward's %a then dies after its last
  * forward use, and the copy lives from where the backward pass computes
  * it: less memory at the peak, the copy's FLOPs more ('partir cost'
- * shows both).
+ * shows both).  A region can be rematerialized too: ZeRO-3's gathered
+ * weight (a tile of the device's parts) is gathered again for the
+ * backward pass instead of kept between the passes.
  */
 #include "rewrite/rewrite.h"
 
@@ -46,8 +48,10 @@ static const Term *copy_operand(void *ud, const Term *a) {
     return a;
   if (g_hash_table_contains(r->chosen, a))
     return copy_of(r, a);
-  if (!term_is_closed(a) || a->type->kind != TY_TENSOR)
+  if (a->kind == TM_BVAR || a->type->kind != TY_TENSOR)
     return a; /* a region's binder: nothing to keep apart */
+  if (!term_is_closed(a))
+    return copy_of(r, a); /* inside a region: copied too */
   const Term *kept = term_op(OP_CONVERT, 1, &a, attrs_empty(), a->type, r->why);
   if (!kept)
     r->failed = TRUE;
@@ -108,11 +112,11 @@ const Term *rw_remat(const Term *body, const Term *const *values, int n,
   reach(r.forward, body->args[body->nargs - 1]);
   for (int i = 0; i < n && !r.failed; i++) {
     const Term *v = values[i];
-    if (v->kind != TM_OP || !term_is_closed(v) ||
-        !g_hash_table_contains(r.forward, v)) {
+    if (v->kind == TM_ARG || v->kind == TM_BVAR || v->kind == TM_SLICE ||
+        !term_is_closed(v) || !g_hash_table_contains(r.forward, v)) {
       diag_reason(why,
-                  "remat: value %d is not an operator of the forward pass "
-                  "(what the loss reads), outside every region",
+                  "remat: value %d is not an operator or a region of the "
+                  "forward pass (what the loss reads), outside every region",
                   i + 1);
       r.failed = TRUE;
     }
