@@ -164,5 +164,48 @@ return function(s, mesh, opts)
     script[#script + 1] = string.format("arg-tile %%%s %d %d %s", name, dim, w, axis)
   end
   script[#script + 1] = "propagate"
-  return (s:exec(table.concat(script, "; ")))
+  local t = s:exec(table.concat(script, "; "))
+  -- A parameter the partitioned program reads only in parts over the
+  -- axis (every use a slice of it along one dimension, in a region over
+  -- the axis: a bias of a column-parallel block), but for the update
+  -- that a training step returns, is stored in those parts, as
+  -- Megatron-LM stores it: each part is then updated where it is,
+  -- instead of its gradient gathered.
+  local uses, parts_of = {}, {}
+  for _, v in ipairs(t:values()) do
+    for _, o in ipairs(v.operands or {}) do
+      if args[o] and not plan[o] then
+        uses[o] = (uses[o] or 0) + 1
+        local inside = false
+        for _, a in ipairs(v.around or {}) do
+          inside = inside or a == axis
+        end
+        if v.result and v.kind == "op" then
+          uses[o] = uses[o] - 1 -- the update of a training step
+        elseif v.kind == "slice" and inside and v.operands[1] == o then
+          local p = parts_of[o]
+          if not p then
+            parts_of[o] = { dim = v.dim, n = 1 }
+          elseif p.dim == v.dim then
+            p.n = p.n + 1
+          else
+            p.n = -math.huge -- sliced along two dimensions
+          end
+        end
+      end
+    end
+  end
+  local more = {}
+  for _, a in ipairs(t:args()) do
+    local p = parts_of[a.name]
+    if p and p.n == uses[a.name] and a.shape[p.dim + 1] % parts == 0 then
+      more[#more + 1] = string.format("arg-tile %%%s %d %d %s", a.name, p.dim,
+        a.shape[p.dim + 1] // parts, axis)
+    end
+  end
+  if #more == 0 then
+    return t
+  end
+  more[#more + 1] = "propagate"
+  return (t:exec(table.concat(more, "; ")))
 end
