@@ -3,7 +3,8 @@
 # step that tests/fixtures/grad/cases lists (five models: the relu MLP of
 # examples/models/mlp.lua, a tanh classifier, examples/transformer_layer.pir,
 # and two models that use every differentiable operator; each loss, sum,
-# mse and xent, with each optimizer, sgd, momentum and adam), 'partir
+# mse and xent, with each optimizer, sgd, momentum and adam, six of the
+# nine pairs for the transformer, whose files are the largest), 'partir
 # grad' builds the step, 'partir run' runs it on the inputs that
 # tests/fixtures/grad/gen_jax.py wrote, and every result (updated
 # parameters, optimizer state, step, loss) must be JAX's.  Then some of
@@ -43,7 +44,7 @@ fi
 # inputs MODEL LOSS FILE: '-i NAME=FILE.npy' for each argument of the step
 # in FILE: the target of LOSS, else MODEL's file of that name
 inputs() {
-  sed -n '1s/)[ ]*->.*//p' "$3" | grep -o '%[A-Za-z0-9_]*:' |
+  sed -n '/^func/{s/)[ ]*->.*//p;q;}' "$3" | grep -o '%[A-Za-z0-9_]*:' |
     tr -d '%:' | while read -r a; do
     if [ "$a" = target ]; then
       printf ' -i target=%s' "$fx/$1.$2.target.npy"
@@ -53,8 +54,8 @@ inputs() {
   done
 }
 
-# compare WHAT CASE DIR TOL: DIR holds exactly the results JAX has for
-# CASE (MODEL.LOSS.OPT), each within TOL; the largest error goes into
+# compare WHAT CASE DIR: DIR holds exactly the results JAX has for CASE
+# (MODEL.LOSS.OPT), each within $TOL_NOW; the largest error goes into
 # $tmp/errors
 compare() {
   what=$1 case=$2 dir=$3

@@ -9,8 +9,9 @@
 # batch=2, runs tests/bench/bench-codegen on each (compile and run
 # times; the arguments and results saved as .npy) and
 # tests/bench/train_peers.py (NumPy from the system python3: forward
-# and backward written by hand) on the same arguments, and prints a
-# table of ratios, each against a baseline measured in this run.  Run
+# and backward written by hand; checked against its own float64 step)
+# on the same arguments, and prints a table of ratios, each against a
+# baseline measured in this run.  Run
 # it from the build directory (run.sh and 'make bench' do); the
 # environment may set:
 #   BENCH_CODEGEN  the driver (default tests/bench/bench-codegen)
@@ -20,8 +21,8 @@
 #   PYTHON         the python with NumPy (default /usr/bin/python3)
 #   PARTIR         the CLI (default repl/partir)
 #   LUA, PARTIR_RULES, PARTIR_TACTICS, top_srcdir  as for run.sh
-# Exit status: 1 when something fails to run or NumPy's step disagrees
-# with the compiled one; timings never fail it.
+# Exit status: 1 when something fails to run or the compiled step
+# disagrees with NumPy's in float64; timings never fail it.
 set -u
 
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -153,7 +154,8 @@ echo "partir is faster); NumPy on CPU $cpu, one thread," \
   "OPENBLAS_CORETYPE=${coretype:-unset}"
 echo "mlp: $mlp_shape $mlp_train"
 echo "transformer: $tr_shape $tr_train"
-row "step" "partir ms" "numpy ms" "ratio" "cpu" "check (max diff / max)"
+row "step" "partir ms" "numpy ms" "ratio" "cpu" \
+  "check (max diff / max, vs float64)"
 for entry in "mlp, 1 device|mlp|mlp-np|mlp-np" \
   "mlp, batch=2 (2 threads)|mlp-b2|mlp-np|mlp-b2-check" \
   "transformer layer, 1 device|tr|tr-np|tr-np" \
@@ -166,6 +168,8 @@ for entry in "mlp, 1 device|mlp|mlp-np|mlp-np" \
     "$(div "$(get "$base" run_cpu)" "$(get "$ours" run_cpu)")" \
     "$(get "$checked" check) $(get "$checked" check 3)"
 done
+echo "NumPy's own float32 step against float64: mlp $(get mlp-np numpy_err)," \
+  "transformer $(get tr-np numpy_err)"
 echo "compile: mlp $(ms "$(get mlp compile)") ms," \
   "transformer $(ms "$(get tr compile)") ms"
 exit $status
