@@ -188,6 +188,16 @@ else
   show "$tmp/err"
 fi
 
+# a bad option fails with partir's reason, printing no program
+if PARTIR=$PARTIR lua5.4 "$gen/mlp.lua" --train --loss hinge >"$tmp/gen.pir" \
+  2>"$tmp/err"; then
+  not_ok "mlp.lua --train --loss hinge fails"
+else
+  check "mlp.lua --train --loss hinge: partir's reason, no program" \
+    grep -q "the loss is sum, mse or xent, not 'hinge'" "$tmp/err"
+  [ -s "$tmp/gen.pir" ] && not_ok "mlp.lua --train --loss hinge printed a program"
+fi
+
 echo "# largest errors (of max|want|), interpreted and compiled:"
 grep -v compiled "$tmp/errors" | sort -g -r | head -n 1 | sed 's/^/#   /'
 grep compiled "$tmp/errors" | sort -g -r | head -n 1 | sed 's/^/#   /'

@@ -95,7 +95,8 @@ end
 
 -- Prints TEXT, the program, or with o.train its training step: TEXT in a
 -- temporary file given to 'partir grad', whose output (or diagnostics,
--- and exit status) are the script's own.
+-- and exit status) are the script's own.  ('partir' reads only regular
+-- files, so the program cannot go to it through a pipe.)
 function cli.print(o, text)
   if not o.train then
     io.write(text)
@@ -110,6 +111,9 @@ function cli.print(o, text)
     quote(path), quote(o.loss), quote(o.optimizer), quote(o.lr)))
   os.remove(path)
   if not ok then
+    -- partir's diagnostics name the temporary file: say what it was
+    io.stderr:write((arg and arg[0] or "?"):match("[^/]*$"),
+      ": 'partir grad' of the generated program (", path, ") failed\n")
     os.exit(code or 1)
   end
 end
