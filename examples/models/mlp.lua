@@ -8,18 +8,32 @@
 -- Values are named %h{i} (matmul) and %a{i} (relu) so that commands can
 -- name a layer ('apply relu-tile-0 at %a500 w=8').  The benchmark in
 -- tests/bench uses it to grow a program with a known structure.
-
-local USAGE = [[
-usage: lua5.4 mlp.lua [--layers N] [--batch N] [--width N]
-  --layers N   number of matmuls (default 2)
-  --batch N    rows of %x (default 16)
-  --width N    columns of %x and size of each square weight (default 256)
-Prints the program to stdout.]]
+--
+-- With --train it prints the model's training step instead, built by
+-- 'partir grad' (cli.lua says which partir): the weights are the
+-- parameters, %x and a %target the batch; --loss, --optimizer and --lr
+-- are partir grad's.  E.g. one Adam step on a cross-entropy:
+--   lua5.4 examples/models/mlp.lua --layers 4 --train --loss xent \
+--     --optimizer adam > mlp_train.pir
 
 package.path = (arg[0]:match("^(.*)/") or ".") .. "/?.lua;" .. package.path
 local cli = require "cli"
 
-local o = cli.options("mlp.lua", USAGE, arg, { layers = 2, batch = 16, width = 256 })
+local USAGE = [[
+usage: lua5.4 mlp.lua [--layers N] [--batch N] [--width N]
+                     [--train] [--loss L] [--optimizer O] [--lr R]
+  --layers N   number of matmuls (default 2)
+  --batch N    rows of %x (default 16)
+  --width N    columns of %x and size of each square weight (default 256)
+]] .. cli.TRAIN_USAGE .. [[
+
+Prints the program to stdout.]]
+
+local options = { layers = 2, batch = 16, width = 256 }
+for k, v in pairs(cli.TRAIN_OPTIONS) do
+  options[k] = v
+end
+local o = cli.options("mlp.lua", USAGE, arg, options)
 
 local function tensor(...)
   return "tensor<" .. table.concat({ ... }, "x") .. "xf32>"
@@ -49,4 +63,4 @@ for i = 0, o.layers - 1 do
 end
 emit("  return %%%s", prev)
 emit("}")
-io.write(table.concat(out, "\n"), "\n")
+cli.print(o, table.concat(out, "\n") .. "\n")

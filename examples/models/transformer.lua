@@ -26,11 +26,22 @@
 -- %embed [V, D] (a gather, as JAX exports table[ids]); the ids are then
 -- the first argument (the data of batch.lua and megatron.lua) and the
 -- table a weight (Megatron splits its V rows: one all-reduce).
+--
+-- With --train it prints the training step of the stack instead, built
+-- by 'partir grad' (cli.lua says which partir): every weight is a
+-- parameter, %x and a %target the batch; --loss, --optimizer and --lr
+-- are partir grad's.  E.g. two layers under Adam:
+--   lua5.4 examples/models/transformer.lua --layers 2 --train \
+--     --optimizer adam > transformer_train.pir
+
+package.path = (arg[0]:match("^(.*)/") or ".") .. "/?.lua;" .. package.path
+local cli = require "cli"
 
 local USAGE = [[
 usage: lua5.4 transformer.lua [--layers N] [--batch N] [--seq N]
                               [--d_model N] [--heads N] [--d_ff N]
                               [--heads-by-reshape] [--embed V]
+                              [--train] [--loss L] [--optimizer O] [--lr R]
   --layers N    transformer layers (default 1)
   --batch N     batch size (default 2)
   --seq N       sequence length (default 8)
@@ -42,15 +53,18 @@ usage: lua5.4 transformer.lua [--layers N] [--batch N] [--seq N]
                 transpose (as JAX and PyTorch export attention)
   --embed V     start from token ids [batch, seq] looked up in an
                 embedding table of V rows (a gather)
+]] .. cli.TRAIN_USAGE .. [[
+
 Prints the program to stdout.]]
 
-package.path = (arg[0]:match("^(.*)/") or ".") .. "/?.lua;" .. package.path
-local cli = require "cli"
-
-local o, fail = cli.options("transformer.lua", USAGE, arg, {
+local options = {
   layers = 1, batch = 2, seq = 8, d_model = 32, heads = 4, d_ff = 64,
   heads_by_reshape = false, embed = 0,
-})
+}
+for k, v in pairs(cli.TRAIN_OPTIONS) do
+  options[k] = v
+end
+local o, fail = cli.options("transformer.lua", USAGE, arg, options)
 if o.d_model % o.heads ~= 0 then
   fail(string.format("--heads %d does not divide --d_model %d", o.heads,
     o.d_model))
@@ -212,4 +226,4 @@ for i = 0, o.layers - 1 do
 end
 emit("  return %s", x)
 emit("}")
-io.write(table.concat(out, "\n"), "\n")
+cli.print(o, table.concat(out, "\n") .. "\n")

@@ -7,8 +7,9 @@
 # generates GPT-3-shaped transformers of 12, 24, 48 and 96 layers and runs
 # tests/bench/bench-gpt3 on them with three strategies (the tactics in
 # tests/bench/tactics/), tests/bench/bench-gemm (the generated sgemm
-# against OpenBLAS), and last bench-codegen.sh, which times compiled
-# execution against NumPy, JAX and memcpy (issue 13).  Run it from the
+# against OpenBLAS), bench-codegen.sh, which times compiled execution
+# against NumPy, JAX and memcpy (issue 13), and last bench-train.sh,
+# training steps compiled against NumPy's (issue 16).  Run it from the
 # build directory; the environment may set:
 #   BENCH_REWRITE  the rewrite benchmark (default tests/bench/bench-rewrite)
 #   BENCH_GPT3     the GPT-3 benchmark (default tests/bench/bench-gpt3)
@@ -157,7 +158,16 @@ codegen_status=0
 PARTIR=${PARTIR:-${abs_top_builddir:-.}/repl/partir} \
   sh "$top_srcdir/tests/bench/bench-codegen.sh" || codegen_status=$?
 
+# training steps (issue 16): partir exec against NumPy written by hand
+echo
+train_status=0
+PARTIR=${PARTIR:-${abs_top_builddir:-.}/repl/partir} \
+  sh "$top_srcdir/tests/bench/bench-train.sh" || train_status=$?
+
 if [ "$gpt3_status" -ne 0 ]; then
   exit "$gpt3_status"
 fi
-exit $codegen_status
+if [ "$codegen_status" -ne 0 ]; then
+  exit "$codegen_status"
+fi
+exit $train_status
