@@ -680,9 +680,8 @@ static Func *lower_func(const RuleSet *rs, const Module *m, const Func *g,
   f->spmd->result_dists = g_new0(Dist, (gsize)MAX(g->nresults, 1));
   for (int i = 0; i < g->nargs; i++)
     f->spmd->arg_dists[i] = dist_whole(g->arg_types[i]->rank);
-  const Term *results[64];
-  if (g->nresults > 64)
-    fail(&lw, "more than 64 results");
+  g_autofree const Term **results =
+      g_new0(const Term *, (gsize)MAX(g->nresults, 1));
   for (int i = 0; i < g->nresults && !lw.failed; i++) {
     LVal v;
     lower(&lw, g->body->args[i], &v);
