@@ -3,7 +3,8 @@
  * A command names a location by its printed SSA name and runs one
  * engine verb there: 'arg-tile ARG DIM WIDTH [AXIS]', 'tile VALUE DIM
  * WIDTH [AXIS]', 'sum VALUE WIDTH [AXIS] [REDUCTION]', 'apply RULE [at
- * VALUE] [K=V...]', 'propagate [--resolve]', 'push', 'fuse', 'simplify'.  A
+ * VALUE] [K=V...]', 'fission VALUE DIM REGION', 'propagate [--resolve]',
+ * 'push', 'fuse', 'simplify'.  A
  * script is
  * commands separated by ';', newlines or a '.' ending a word (the talk's
  * syntax).  Applying a rule at a location replaces that value everywhere
@@ -313,6 +314,75 @@ static State *run_propagate(const RuleSet *rs, State *in, char **w, int nw,
   return body ? state_with_body(in, body) : NULL;
 }
 
+/* 'fission VALUE DIM REGION': the tile or sum REGION cut in two at
+ * VALUE, a value computed inside it (fission.c). */
+static State *run_fission(State *in, GPtrArray *locs, char **w, int nw,
+                          Diag *why) {
+  if (!need_args(nw, 4, 4, "fission VALUE DIM REGION", why))
+    return NULL;
+  const Location *value = state_find_location(locs, w[1]);
+  if (!value) {
+    diag_reason(why, "fission: no value '%s'", w[1]);
+    return NULL;
+  }
+  int64_t dim;
+  if (!parse_int64(w[2], &dim) || dim < 0 || dim >= PARTIR_MAX_RANK) {
+    diag_reason(why, "fission: DIM must be an integer between 0 and %d",
+                PARTIR_MAX_RANK - 1);
+    return NULL;
+  }
+  const Location *region = state_find_location(locs, w[3]);
+  if (!region) {
+    diag_reason(why, "fission: no value '%s'", w[3]);
+    return NULL;
+  }
+  return rw_fission(in, value, region, (int)dim, why);
+}
+
+/* 'lift [--cheaper] VALUE REGION': the operator VALUE computed outside
+ * the tile REGION (lift.c); with --cheaper only where env's pricer
+ * prices the result faster, a line to env->choices either way. */
+static State *run_lift(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
+                       int nw, const RewriteEnv *env, Diag *why) {
+  gboolean cheaper = nw > 1 && strcmp(w[1], "--cheaper") == 0;
+  if (!need_args(nw - cheaper, 3, 3, "lift [--cheaper] VALUE REGION", why))
+    return NULL;
+  const Location *value = state_find_location(locs, w[1 + cheaper]);
+  const Location *region = state_find_location(locs, w[2 + cheaper]);
+  if (!value || !region) {
+    diag_reason(why, "lift: no value '%s'",
+                w[value ? 2 + cheaper : 1 + cheaper]);
+    return NULL;
+  }
+  State *out = rw_lift(rs, in, value, region, why);
+  if (!out || !cheaper)
+    return out;
+  if (!env || !env->pricer) {
+    state_unref(out);
+    diag_reason(why, "lift --cheaper: no cost model to price with");
+    return NULL;
+  }
+  Price before = {0}, after = {0};
+  gboolean ok = env->pricer->price(env->pricer, in, &before, why) &&
+                env->pricer->price(env->pricer, out, &after, why);
+  gboolean keep = ok && after.seconds < before.seconds;
+  if (ok && env->choices)
+    g_string_append_printf(env->choices,
+                           "lift %%%s out of %%%s: %s (%s; in place: %s)\n",
+                           value->name, region->name, keep ? "lifted" : "kept",
+                           after.summary, before.summary);
+  price_clear(&before);
+  price_clear(&after);
+  if (!ok) {
+    state_unref(out);
+    return NULL;
+  }
+  if (keep)
+    return out;
+  state_unref(out);
+  return state_ref(in);
+}
+
 /* One command, its words in 'w': the new state, or NULL with the reason
  * in 'why'.  Passes append what they did to env->report. */
 static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
@@ -328,15 +398,19 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
     return run_sum(rs, in, locs, w, nw, why);
   if (strcmp(cmd, "apply") == 0)
     return run_apply(rs, in, locs, w, nw, why);
+  if (strcmp(cmd, "fission") == 0)
+    return run_fission(in, locs, w, nw, why);
+  if (strcmp(cmd, "lift") == 0)
+    return run_lift(rs, in, locs, w, nw, env, why);
   if (strcmp(cmd, "propagate") == 0)
     return run_propagate(rs, in, w, nw, env, why);
   if (strcmp(cmd, "push") == 0)
     return run_push(rs, in, nw, env, why);
   if (strcmp(cmd, "fuse") == 0 || strcmp(cmd, "simplify") == 0)
     return run_pass(rs, in, cmd, nw, why, report);
-  static const char *const commands[] = {"arg-tile", "tile",      "sum",
-                                         "apply",    "propagate", "push",
-                                         "fuse",     "simplify",  NULL};
+  static const char *const commands[] = {
+      "arg-tile",  "tile", "sum",  "apply",    "fission", "lift",
+      "propagate", "push", "fuse", "simplify", NULL};
   g_autofree char *hint = diag_did_you_mean(cmd, commands);
   diag_reason(why, "unknown command '%s'%s", cmd, hint);
   return NULL;
