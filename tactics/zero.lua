@@ -202,5 +202,41 @@ return function(s, mesh, opts)
     error(string.format("zero: no parameter has a dimension that %d devices split", parts), 0)
   end
   -- one script: the engine splits all the parameters in one pass
-  return (s:exec(table.concat(script, "; ")))
+  s = s:exec(table.concat(script, "; "))
+  -- The other way to use a stored part: in place, moving the activations
+  -- instead.  'lift' takes the operator that first uses a parameter's
+  -- part inside a region over 'axis' out of that region: the activation
+  -- is gathered, the part's split enters the operator.  It is kept where
+  -- the cost model prices the program faster ('--cheaper'); else the
+  -- part stays gathered.  A Megatron pair moves its activations well only
+  -- together (the first leaves them split along the features, the second
+  -- contracts that split), so a parameter whose lift alone does not pay
+  -- is tried with the next one (docs/spmd.md, "ZeRO: the weight or the
+  -- activations").
+  local order = {}
+  for _, a in ipairs(s:args()) do
+    if params[a.name] then
+      order[#order + 1] = a.name
+    end
+  end
+  local function lift(names)
+    local ok, t = pcall(s.exec, s, string.format("lift --cheaper %%%s %s",
+      table.concat(names, " %"), axis))
+    if ok and t ~= s then
+      s = t
+      return true
+    end
+    return false
+  end
+  local i = 1
+  while i <= #order do
+    if lift { order[i] } then
+      i = i + 1
+    elseif order[i + 1] and lift { order[i], order[i + 1] } then
+      i = i + 2
+    else
+      i = i + 1
+    end
+  end
+  return s
 end

@@ -21,7 +21,9 @@
  *    the dimension that carries d: op(tile (\r -> a(r)), b).  Such a
  *    tile is the operand gathered, unless the tile of a slice or of an
  *    operator on slices by r is the whole operand again ('tile-slice',
- *    OP-tile-rev), which moves nothing.
+ *    OP-tile-rev), which moves nothing.  A function argument is the
+ *    exception: it stays received as the tactics split it, and its tile
+ *    is gathered.
  * 4. An operand that is a slice of a tile over REGION's axis along
  *    another dimension (ZeRO's weight, cut by Megatron's range) gives
  *    its tile to the operator ('slice-tile', then OP-tile-D or OP-sum-K
@@ -121,8 +123,11 @@ static const Term *apply_named(const Lift *lf, const char *rule,
  * such slices; else 'tile' itself. */
 static const Term *whole_if_free(const Lift *lf, const Term *tile) {
   const Term *whole = apply_named(lf, "tile-slice", tile);
+  /* an argument stays received as the tactics split it (a batch of
+   * inputs is not turned into a split of its features): its tile is
+   * gathered, and the pricing sees that */
   if (whole)
-    return whole;
+    return whole->kind == TM_ARG ? tile : whole;
   const Term *body = tile->args[0];
   const Rule *rev =
       body->kind == TM_OP
@@ -133,19 +138,24 @@ static const Term *whole_if_free(const Lift *lf, const Term *tile) {
   return whole ? whole : tile;
 }
 
-/* Step 4 at operator 'op': an operand that is a slice of a tile over the
- * lifted axis along another dimension gives that tile to the operator;
- * 'op' itself when none does. */
-static const Term *enter_split(const Lift *lf, const Term *op) {
+/* Step 4 at operator 'op': an operand that is a tile over the lifted axis,
+ * or a slice of one along another dimension, gives that tile to the
+ * operator; 'op' itself when none does.  Operands marked in 'gathered'
+ * are the ones step 3 made whole: their tiles stay where they are. */
+static const Term *enter_split(const Lift *lf, const Term *op,
+                               const gboolean *gathered) {
   TileSpec spec;
   if (!spec_of(lf->rs, op, &spec))
     return op;
   for (int i = 0; i < op->nargs; i++) {
-    const Term *a = op->args[i];
-    if (a->kind != TM_SLICE || a->args[0]->kind != TM_TILE ||
-        a->args[0]->axis != lf->axis || a->args[0]->index == a->index)
+    const Term *a = op->args[i], *tile = NULL;
+    if (gathered[i])
       continue;
-    const Term *tile = apply_named(lf, "slice-tile", a);
+    if (a->kind == TM_TILE && a->axis == lf->axis)
+      tile = a; /* the weight itself (no Megatron chunk) */
+    else if (a->kind == TM_SLICE && a->args[0]->kind == TM_TILE &&
+             a->args[0]->axis == lf->axis && a->args[0]->index != a->index)
+      tile = apply_named(lf, "slice-tile", a);
     if (!tile)
       continue;
     int d = tile->index;
@@ -214,11 +224,13 @@ static const Term *lift_tile(const Lift *lf, const Term *tile) {
   const Rule *rev =
       ruleset_derived(lf->rs, RULE_OP_TILE_REV, body->op, tile->index);
   const Term *args[SPEC_MAX_OPERANDS];
+  gboolean gathered[SPEC_MAX_OPERANDS];
   for (int i = 0; i < body->nargs; i++) {
     const Term *a = body->args[i];
     int d = spec.out[tile->index][i];
     args[i] = a;
-    if (!term_uses(a, tile->binder))
+    gathered[i] = term_uses(a, tile->binder);
+    if (!gathered[i])
       continue;
     if (d < 0) {
       diag_reason(lf->why,
@@ -228,8 +240,8 @@ static const Term *lift_tile(const Lift *lf, const Term *tile) {
       return NULL;
     }
     if (a->kind == TM_SLICE && a->index == d && a->args[1]->kind == TM_BVAR &&
-        a->args[1]->index == tile->binder)
-      continue;
+        a->args[1]->index == tile->binder && a->args[0]->kind != TM_ARG)
+      continue; /* the operand's whole is there already */
     /* the operand's parts, materialized: slice d (tile d (\r' -> a))[r] */
     const Term *cut = rw_fission_term(a, tile, d, lf->why);
     if (!cut)
@@ -250,7 +262,7 @@ static const Term *lift_tile(const Lift *lf, const Term *tile) {
                 op_name(body->op));
     return NULL;
   }
-  return enter_split(lf, op);
+  return enter_split(lf, op, gathered);
 }
 
 /* The body of 'in' with 'from' replaced by 'to' everywhere. */
@@ -260,21 +272,26 @@ static const Term *replaced(const State *in, const Term *body, const Term *from,
 }
 
 static State *lift(const RuleSet *rs, State *in, const Location *value,
-                   const Location *region, Diag *why) {
-  const Term *R = region->term, *v = value->term;
-  if (R->kind != TM_TILE || !R->axis) {
-    diag_reason(why, "lift: %%%s is not a tile bound to a mesh axis",
-                region->name);
-    return NULL;
-  }
+                   const char *axis, Diag *why) {
+  const Term *v = value->term;
   if (v->kind != TM_OP) {
     diag_reason(why, "lift: %%%s is not an operator", value->name);
     return NULL;
   }
+  /* the outermost tile over 'axis' that binds a level the value uses */
   g_autoptr(GHashTable) memo = g_hash_table_new(NULL, NULL);
-  if (!term_uses(v, R->binder) || !reaches(R->args[0], v, memo)) {
-    diag_reason(why, "lift: %%%s is not computed inside %%%s", value->name,
-                region->name);
+  const Term *R = NULL;
+  for (int level = 0; level < term_home(v) && !R; level++) {
+    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+    const Term *G = term_uses(v, level)
+                        ? region_around(in->func.body, v, level, memo, seen)
+                        : NULL;
+    if (G && G->kind == TM_TILE && G->axis == axis)
+      R = G;
+  }
+  if (!R) {
+    diag_reason(why, "lift: %%%s is not computed in a tile over '%s'",
+                value->name, axis);
     return NULL;
   }
   /* step 1: cut the regions between the value and R, innermost first;
@@ -284,7 +301,8 @@ static State *lift(const RuleSet *rs, State *in, const Location *value,
   while (term_home(orig) - 1 > R->binder) {
     int level = term_home(orig) - 1;
     g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
-    const Term *G = region_around(R->args[0], orig, level, memo, seen);
+    g_autoptr(GHashTable) memo_orig = g_hash_table_new(NULL, NULL);
+    const Term *G = region_around(R->args[0], orig, level, memo_orig, seen);
     if (!G) {
       diag_reason(why, "lift: no region around %%%s at level %d", value->name,
                   level);
@@ -314,8 +332,10 @@ static State *lift(const RuleSet *rs, State *in, const Location *value,
   const Term *cut = d < 0 ? NULL : rw_fission_term(cur, R, d, why);
   if (!cut) {
     if (d < 0)
-      diag_reason(why, "lift: what holds %%%s has no dimension of %%%s's width",
-                  value->name, region->name);
+      diag_reason(why,
+                  "lift: what holds %%%s has no dimension of the width of "
+                  "the tile over '%s'",
+                  value->name, axis);
     return NULL;
   }
   Lift lf = {rs, R->axis, why};
@@ -326,10 +346,33 @@ static State *lift(const RuleSet *rs, State *in, const Location *value,
   return state_with_body(in, body);
 }
 
+/* Whether 't' is a tile over 'axis' of the parts of argument 'arg', or a
+ * slice of one (a Megatron chunk of a ZeRO part). */
+static gboolean part_of(const Term *t, const Term *arg, const char *axis) {
+  if (t->kind == TM_SLICE)
+    t = t->args[0];
+  return t->kind == TM_TILE && t->axis == axis &&
+         t->args[0]->kind == TM_SLICE && t->args[0]->args[0] == arg;
+}
+
+const Location *rw_lift_use(GPtrArray *locs, const Term *arg,
+                            const char *axis) {
+  axis = g_intern_string(axis);
+  for (guint i = 0; i < locs->len; i++) {
+    const Location *l = g_ptr_array_index(locs, i);
+    if (l->term->kind != TM_OP || !location_inside_axis(l, axis))
+      continue;
+    for (int k = 0; k < l->term->nargs; k++)
+      if (part_of(l->term->args[k], arg, axis))
+        return l;
+  }
+  return NULL;
+}
+
 State *rw_lift(const RuleSet *rs, State *in, const Location *value,
-               const Location *region, Diag *why) {
+               const char *axis, Diag *why) {
   term_carry_names(in->module->names);
-  State *out = lift(rs, in, value, region, why);
+  State *out = lift(rs, in, value, g_intern_string(axis), why);
   term_carry_names(NULL);
   return out;
 }

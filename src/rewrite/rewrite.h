@@ -311,12 +311,16 @@ State *rw_fission(State *in, const Location *value, const Location *region,
 
 /* ----------------------------------------------------------------- lift.c */
 
-/* The operator at 'value', inside the tile 'region' bound to an axis,
- * computed outside it on its whole operands, and an operand's split over
- * that axis moved into it (a ZeRO weight used in place).  NULL with the
- * reason when the nest around it cannot be cut or commuted. */
+/* The operator at 'value', inside a tile over 'axis', computed outside
+ * the outermost such tile on its whole operands, and an operand's split
+ * over that axis moved into it (a ZeRO weight used in place).  NULL with
+ * the reason when the nest around it cannot be cut or commuted. */
 State *rw_lift(const RuleSet *rs, State *in, const Location *value,
-               const Location *region, Diag *why);
+               const char *axis, Diag *why);
+/* The first operator (in 'locs' order) inside a tile over 'axis' that
+ * uses a part of argument 'arg' split over 'axis' (ZeRO's tile of it, or
+ * a slice of that tile), or NULL. */
+const Location *rw_lift_use(GPtrArray *locs, const Term *arg, const char *axis);
 
 /* --------------------------------------------------------------- lookup.c */
 
