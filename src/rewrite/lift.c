@@ -94,14 +94,16 @@ static const Term *region_around(const Term *t, const Term *target, int level,
 }
 
 /* A dimension of 'v' of the width of 'region''s range: the region's own
- * dimension when it is a tile and that fits, else the first; -1. */
-static int width_dim(const Term *v, const Term *region) {
+ * dimension when it is a tile and that fits, else the first but 'avoid'
+ * (the lifted tile's, which a tile inside it along the same dimension
+ * could not commute with), else -1. */
+static int width_dim(const Term *v, const Term *region, int avoid) {
   const Type *t = v->type;
   if (region->kind == TM_TILE && region->index < t->rank &&
-      t->dims[region->index] == region->range->w)
+      region->index != avoid && t->dims[region->index] == region->range->w)
     return region->index;
   for (int d = 0; d < t->rank; d++)
-    if (t->dims[d] == region->range->w)
+    if (d != avoid && t->dims[d] == region->range->w)
       return d;
   return -1;
 }
@@ -314,7 +316,7 @@ static State *lift(const RuleSet *rs, State *in, const Location *value,
       cur = G;
       continue;
     }
-    int d = width_dim(cur, G);
+    int d = width_dim(cur, G, R->index);
     const Term *cut = d < 0 ? NULL : rw_fission_term(cur, G, d, why);
     if (!cut) {
       if (d < 0)
@@ -328,7 +330,7 @@ static State *lift(const RuleSet *rs, State *in, const Location *value,
       return NULL;
     cur = cut->args[0];
   }
-  int d = width_dim(cur, R);
+  int d = width_dim(cur, R, -1);
   const Term *cut = d < 0 ? NULL : rw_fission_term(cur, R, d, why);
   if (!cut) {
     if (d < 0)
@@ -343,6 +345,16 @@ static State *lift(const RuleSet *rs, State *in, const Location *value,
   const Term *back = whole ? term_slice(d, whole, cut->args[1], why) : NULL;
   if (!back || !(body = replaced(in, body, cur, back, why)))
     return NULL;
+  /* a region over an axis taken out of a region over another (a sum over
+   * 'model' whose nest held the value) may land in a region over that
+   * other axis: no device program runs that */
+  const char *twice = rw_axes_bound_twice(body, NULL);
+  if (twice && !rw_axes_bound_twice(in->func.body, NULL)) {
+    diag_reason(why, "lift: %%%s would leave axis '%s' bound by two nested "
+                     "regions",
+                value->name, twice);
+    return NULL;
+  }
   return state_with_body(in, body);
 }
 
