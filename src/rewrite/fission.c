@@ -72,8 +72,16 @@ const Term *rw_fission_term(const Term *value, const Term *region, int dim,
                 dim, value->type->dims[dim], region->range->w);
     return NULL;
   }
-  const Term *whole =
-      term_tile(dim, region->range, region->axis, value, level, why);
+  /* the tile's binder must be above every level its body uses: a value
+   * that uses regions nested in 'region' has its level renamed above
+   * them first */
+  const Term *body = value;
+  int above = term_home(value);
+  if (above - 1 > level &&
+      !(body = term_rename_level(value, level, above, why)))
+    return NULL;
+  const Term *whole = term_tile(dim, region->range, region->axis, body,
+                                above - 1 > level ? above : level, why);
   if (!whole)
     return NULL;
   return term_slice(dim, whole, term_bvar(level, region->range), why);

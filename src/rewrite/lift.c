@@ -350,8 +350,9 @@ static State *lift(const RuleSet *rs, State *in, const Location *value,
    * other axis: no device program runs that */
   const char *twice = rw_axes_bound_twice(body, NULL);
   if (twice && !rw_axes_bound_twice(in->func.body, NULL)) {
-    diag_reason(why, "lift: %%%s would leave axis '%s' bound by two nested "
-                     "regions",
+    diag_reason(why,
+                "lift: %%%s would leave axis '%s' bound by two nested "
+                "regions",
                 value->name, twice);
     return NULL;
   }
