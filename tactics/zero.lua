@@ -12,6 +12,8 @@
 --                  device; any other parameter that no dimension of
 --                  splits evenly over the axis is an error, naming it
 --                  (uneven splits are not supported)
+--          lift    "no": gather every part where it is used, never move
+--                  the activations instead (below; default "yes")
 --
 -- After another tactic (Megatron), a parameter that a region slices (a
 -- device's tensor-parallel chunk) has that chunk split instead, along the
@@ -25,6 +27,17 @@
 -- the gradient's sum over the axis becomes a reduce_scatter.  'push'
 -- carries that split back through the update; it pulls no tile out, so
 -- the parameters stay gathered where they are used.
+--
+-- Gathering a part is one way to use it; the other is in place, moving
+-- the activations instead ('lift', src/rewrite/lift.c): the operator
+-- that uses the part is taken out of the region over 'axis' (its input
+-- gathered), the part's split enters it, and the region slices the
+-- result back (a reduce_scatter where the split was contracted).  Each
+-- parameter, in argument order, is lifted where the cost model prices
+-- the program faster; a Megatron pair is also tried together, since the
+-- first of it alone leaves the activations split along the features and
+-- only the second contracts that split.  A parameter whose lift fails
+-- (no operator to lift, a nest that does not commute) stays gathered.
 local C = require "combinators"
 
 -- operators that compute each element from the same element of their
@@ -39,6 +52,10 @@ return function(s, mesh, opts)
   opts = opts or {}
   local axis = opts.axis or "data"
   local parts = C.axis_size(mesh, axis)
+  if opts.lift and opts.lift ~= "yes" and opts.lift ~= "no" then
+    error(string.format("zero: lift=%s: expected yes or no", opts.lift), 0)
+  end
+  local lift_parts = opts.lift ~= "no"
   local inputs = {}
   for _, a in ipairs(C.inputs(s, opts)) do
     inputs[a.name] = true
@@ -203,16 +220,12 @@ return function(s, mesh, opts)
   end
   -- one script: the engine splits all the parameters in one pass
   s = s:exec(table.concat(script, "; "))
-  -- The other way to use a stored part: in place, moving the activations
-  -- instead.  'lift' takes the operator that first uses a parameter's
-  -- part inside a region over 'axis' out of that region: the activation
-  -- is gathered, the part's split enters the operator.  It is kept where
-  -- the cost model prices the program faster ('--cheaper'); else the
-  -- part stays gathered.  A Megatron pair moves its activations well only
-  -- together (the first leaves them split along the features, the second
-  -- contracts that split), so a parameter whose lift alone does not pay
-  -- is tried with the next one (docs/spmd.md, "ZeRO: the weight or the
-  -- activations").
+  -- each part gathered, or in place ('lift --cheaper' keeps the lift
+  -- only where the cost model prices it faster; docs/spmd.md, "ZeRO: the
+  -- weight or the activations")
+  if not lift_parts then
+    return s
+  end
   local order = {}
   for _, a in ipairs(s:args()) do
     if params[a.name] then
