@@ -211,6 +211,7 @@ lua5.4 "$top/examples/models/transformer.lua" --layers 1 >"$tmp/t1.pir"
 every "relu_mlp, batch+megatron+zero" "$tmp/relu.pir" $mesh yes x 4
 every "relu_mlp, fsdp" "$tmp/relu.pir" batch=2 no x 4
 every "mlp, fsdp" "$top/examples/mlp.pir" batch=2 no x 2
+every "mlp, batch+megatron+zero" "$top/examples/mlp.pir" $mesh yes x 2
 every "transformer, batch+megatron+zero" "$tmp/t1.pir" $mesh yes x 2
 
 # A training step's batch region is a sum (the gradients'), not a tile:
