@@ -632,6 +632,8 @@ typedef struct Walker {
   guint32 seed;
   GHashTable *type_changes; /* probe mode: Rule* -> message; no checks */
   Reference ref;            /* outputs of the current walk's start */
+  gboolean fissions; /* walks take fissions too (check-rules' walks, which
+                        exercise rules, do not) */
 } Walker;
 
 /* A random width for size n with at most 8 parts, so that nests of
@@ -795,11 +797,11 @@ static State *random_step(Walker *w, State *s, GString *step) {
   g_autoptr(Diag) why = diag_new(NULL);
   w->stepped = NULL;
   w->stepped_pass = 0;
-  int choice = g_rand_int_range(w->rng, 0, 11);
+  if (w->fissions && g_rand_int_range(w->rng, 0, 11) == 0)
+    return fission_step(w, s, step);
+  int choice = g_rand_int_range(w->rng, 0, 10);
   if (choice == 0)
     return pass_step(w, s, RULE_TAG_PROPAGATE, step);
-  if (choice == 10)
-    return fission_step(w, s, step);
   if (choice == 1)
     return pass_step(
         w, s, g_rand_boolean(w->rng) ? RULE_TAG_FUSE : RULE_TAG_SIMPLIFY, step);
@@ -915,6 +917,7 @@ static void walker_clear(Walker *w) {
 gboolean check_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
                      int steps, GString *out) {
   Walker w = walker_new(rs, out, seed);
+  w.fissions = TRUE;
   g_autoptr(State) start = state_new(m);
   g_autoptr(Diag) why = diag_new(NULL);
   if (!interp_check(&start->func, why)) {

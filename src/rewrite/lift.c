@@ -65,13 +65,15 @@ static gboolean reaches(const Term *t, const Term *target, GHashTable *memo) {
  * computed outside that region holds 'target' under a region of its
  * own, and uses the level no more). */
 static gboolean in_scope(const Term *t, const Term *target, int level,
-                         GHashTable *memo) {
+                         GHashTable *memo, GHashTable *visited) {
   if (t == target)
     return TRUE;
-  if (!term_uses(t, level) || !reaches(t, target, memo))
+  /* a term visited before gave FALSE: TRUE would have ended the search */
+  if (!term_uses(t, level) || !g_hash_table_add(visited, (gpointer)t) ||
+      !reaches(t, target, memo))
     return FALSE;
   for (int i = 0; i < t->nargs; i++)
-    if (in_scope(t->args[i], target, level, memo))
+    if (in_scope(t->args[i], target, level, memo, visited))
       return TRUE;
   return FALSE;
 }
@@ -82,9 +84,11 @@ static const Term *region_around(const Term *t, const Term *target, int level,
                                  GHashTable *memo, GHashTable *seen) {
   if (!g_hash_table_add(seen, (gpointer)t) || !reaches(t, target, memo))
     return NULL;
-  if ((t->kind == TM_TILE || t->kind == TM_SUM) && t->binder == level &&
-      in_scope(t->args[0], target, level, memo))
-    return t;
+  if ((t->kind == TM_TILE || t->kind == TM_SUM) && t->binder == level) {
+    g_autoptr(GHashTable) visited = g_hash_table_new(NULL, NULL);
+    if (in_scope(t->args[0], target, level, memo, visited))
+      return t;
+  }
   for (int i = 0; i < t->nargs; i++) {
     const Term *r = region_around(t->args[i], target, level, memo, seen);
     if (r)
@@ -114,10 +118,13 @@ typedef struct Lift {
   Diag *why;
 } Lift;
 
-static const Term *apply_named(const Lift *lf, const char *rule,
+/* Written rule 'name' (rules/partir.rules) applied at 't', or NULL where
+ * it does not apply or the rule set lacks it. */
+static const Term *apply_named(const Lift *lf, const char *name,
                                const Term *t) {
+  const Rule *rule = ruleset_find(lf->rs, name);
   g_autoptr(Diag) ignore = diag_new(NULL);
-  return rw_apply_here(lf->rs, ruleset_find(lf->rs, rule), t, NULL, 0, ignore);
+  return rule ? rw_apply_here(lf->rs, rule, t, NULL, 0, ignore) : NULL;
 }
 
 /* 'tile' (a tile of an operand's parts) as the whole operand where that
@@ -202,13 +209,13 @@ static const Term *lift_tile(const Lift *lf, const Term *tile) {
   const Term *body = tile->args[0];
   if (body->kind == TM_SUM ||
       (body->kind == TM_TILE && body->index != tile->index)) {
-    const Term *swapped =
-        apply_named(lf, body->kind == TM_SUM ? "tile-sum" : "tile-tile", tile);
+    const char *rule = body->kind == TM_SUM ? "tile-sum" : "tile-tile";
+    const Term *swapped = apply_named(lf, rule, tile);
     if (!swapped) {
       diag_reason(lf->why,
-                  "lift: the tile does not commute with the %s "
-                  "around the value",
-                  body->kind == TM_SUM ? "sum" : "tile");
+                  "lift: the tile over '%s' does not commute with the %s "
+                  "around the value (rule '%s')",
+                  lf->axis, body->kind == TM_SUM ? "sum" : "tile", rule);
       return NULL;
     }
     const Term *inner = lift_tile(lf, swapped->args[0]);
