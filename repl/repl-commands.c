@@ -994,7 +994,7 @@ const Command repl_commands[] = {
      "A split written on a value ('tile' of a result) reaches back into\n"
      "what computes it; the splits of its operands stay where they are,\n"
      "and the lowering gathers them where they are used whole."},
-    {"remat", cmd_engine, 1, ARGS_ANY, TRUE, COMPLETE_NONE, "remat %v...",
+    {"remat", cmd_engine, 1, ARGS_ANY, TRUE, COMPLETE_VALUE, "remat %v...",
      "a training step's backward pass recomputes the values instead of "
      "keeping them",
      "The forward pass is what the step's last result (its loss) reads;\n"
@@ -1003,6 +1003,20 @@ const Command repl_commands[] = {
      "recomputed too), through a convert to their own type that keeps the\n"
      "copy apart from the forward's value.  'cost' shows the FLOPs added\n"
      "(docs/grad.md)."},
+    {"fission", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_VALUE,
+     "fission VALUE DIM REGION",
+     "cut the tile or sum REGION in two at VALUE, a value inside it",
+     "VALUE's parts become a tile of their own over REGION's range (and\n"
+     "axis), along DIM, which must have the range's width; REGION reads\n"
+     "its part of that tile.  What the program computes and sends stays."},
+    {"lift", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_VALUE,
+     "lift [--cheaper] VALUE... AXIS",
+     "compute an operator outside the tiles over AXIS around it",
+     "Its operands are gathered, and an operand split over AXIS (a ZeRO\n"
+     "part) enters it: the part is used in place.  An argument names the\n"
+     "first operator that uses its part split over AXIS.  --cheaper keeps\n"
+     "the lifts only where the cost model prices the program faster on\n"
+     "the session's hardware ('set hw'), and says what it chose."},
     {"fuse", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "fuse",
      "the [fuse] rules to a fixed point", NULL},
     {"simplify", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_NONE, "simplify",

@@ -20,6 +20,8 @@
 --                  of every parameter, from its part of the gradient (a
 --                  reduce_scatter), and the new parameters are gathered
 --                  whole (an all_gather)
+--          lift    "no": gather every part where it is used, never move
+--                  the activations instead (below; default "yes")
 --
 -- After another tactic (Megatron), a parameter that a region slices (a
 -- device's tensor-parallel chunk) has that chunk split instead, along the
@@ -33,6 +35,17 @@
 -- the gradient's sum over the axis becomes a reduce_scatter.  'push'
 -- carries that split back through the update; it pulls no tile out, so
 -- the parameters stay gathered where they are used.
+--
+-- Gathering a part is one way to use it; the other is in place, moving
+-- the activations instead ('lift', src/rewrite/lift.c): the operator
+-- that uses the part is taken out of the region over 'axis' (its input
+-- gathered), the part's split enters it, and the region slices the
+-- result back (a reduce_scatter where the split was contracted).  Each
+-- parameter, in argument order, is lifted where the cost model prices
+-- the program faster; a Megatron pair is also tried together, since the
+-- first of it alone leaves the activations split along the features and
+-- only the second contracts that split.  A parameter whose lift fails
+-- (no operator to lift, a nest that does not commute) stays gathered.
 local C = require "combinators"
 
 -- operators that compute each element from the same element of their
@@ -51,6 +64,10 @@ return function(s, mesh, opts)
     error(string.format("zero: stage is 2 or 3, not '%s'", opts.stage), 0)
   end
   local parts = C.axis_size(mesh, axis)
+  if opts.lift and opts.lift ~= "yes" and opts.lift ~= "no" then
+    error(string.format("zero: lift=%s: expected yes or no", opts.lift), 0)
+  end
+  local lift_parts = opts.lift ~= "no"
   local inputs = {}
   for _, a in ipairs(C.inputs(s, opts)) do
     inputs[a.name] = true
@@ -227,5 +244,37 @@ return function(s, mesh, opts)
     error(string.format("zero: no parameter has a dimension that %d devices split", parts), 0)
   end
   -- one script: the engine splits all the parameters in one pass
-  return (s:exec(table.concat(script, "; ")))
+  s = s:exec(table.concat(script, "; "))
+  -- each part gathered, or in place ('lift --cheaper' keeps the lift
+  -- only where the cost model prices it faster; docs/spmd.md, "ZeRO: the
+  -- weight or the activations")
+  if not lift_parts then
+    return s
+  end
+  local order = {}
+  for _, a in ipairs(s:args()) do
+    if params[a.name] then
+      order[#order + 1] = a.name
+    end
+  end
+  local function lift(names)
+    local ok, t = pcall(s.exec, s, string.format("lift --cheaper %%%s %s",
+      table.concat(names, " %"), axis))
+    if ok and t ~= s then
+      s = t
+      return true
+    end
+    return false
+  end
+  local i = 1
+  while i <= #order do
+    if lift { order[i] } then
+      i = i + 1
+    elseif order[i + 1] and lift { order[i], order[i + 1] } then
+      i = i + 2
+    else
+      i = i + 1
+    end
+  end
+  return s
 end

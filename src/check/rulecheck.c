@@ -18,9 +18,10 @@
  *
  * check_walks() takes random legal steps — arg-tile with random
  * parameters, any rule at any location where it applies, propagate, fuse,
- * simplify — and after every step checks that the printed state parses
- * (and so type-checks) back to the same term and computes what the start
- * computes.  This is the property test of the engine.
+ * simplify, a region's fission at a value inside it — and after every step
+ * checks that the printed state parses (and so type-checks) back to the same
+ * term and computes what the start computes.  This is the property test of the
+ * engine.
  *
  * Agreement: |a - b| <= 1e-6 + 1e-5 |a| + 1e-4 max|A| elementwise (sums
  * reorder floating-point additions, and the rounding of each part is
@@ -631,6 +632,8 @@ typedef struct Walker {
   guint32 seed;
   GHashTable *type_changes; /* probe mode: Rule* -> message; no checks */
   Reference ref;            /* outputs of the current walk's start */
+  gboolean fissions; /* walks take fissions too (check-rules' walks, which
+                        exercise rules, do not) */
 } Walker;
 
 /* A random width for size n with at most 8 parts, so that nests of
@@ -748,12 +751,54 @@ static State *pass_step(Walker *w, State *s, guint tag, GString *step) {
   return NULL;
 }
 
+/* A fission (src/rewrite/fission.c) at a random value inside a random
+ * region, along a random dimension of the region's width; NULL when the
+ * draw finds none. */
+static State *fission_step(Walker *w, State *s, GString *step) {
+  g_autoptr(GPtrArray) locs = state_locations(s);
+  g_autoptr(GPtrArray) regions = g_ptr_array_new();
+  for (guint i = 0; i < locs->len; i++) {
+    const Location *l = g_ptr_array_index(locs, i);
+    if (l->term->kind == TM_TILE || l->term->kind == TM_SUM)
+      g_ptr_array_add(regions, (gpointer)l);
+  }
+  if (regions->len == 0)
+    return NULL;
+  const Location *region = g_ptr_array_index(
+      regions, g_rand_int_range(w->rng, 0, (gint32)regions->len));
+  const Term *g = region->term;
+  g_autoptr(GPtrArray) inside = g_ptr_array_new();
+  for (guint i = 0; i < locs->len; i++) {
+    const Location *l = g_ptr_array_index(locs, i);
+    if (l->term->type->kind == TY_TENSOR && term_uses(l->term, g->binder))
+      g_ptr_array_add(inside, (gpointer)l);
+  }
+  if (inside->len == 0)
+    return NULL;
+  const Location *value = g_ptr_array_index(
+      inside, g_rand_int_range(w->rng, 0, (gint32)inside->len));
+  int dims[PARTIR_MAX_RANK], n = 0;
+  for (int d = 0; d < value->term->type->rank; d++)
+    if (value->term->type->dims[d] == g->range->w)
+      dims[n++] = d;
+  if (n == 0)
+    return NULL;
+  int d = dims[g_rand_int_range(w->rng, 0, n)];
+  g_autoptr(Diag) why = diag_new(NULL);
+  State *next = rw_fission(s, value, region, d, why);
+  if (next)
+    g_string_printf(step, "fission %%%s %d %%%s", value->name, d, region->name);
+  return next;
+}
+
 /* One random legal step from 's'; NULL when the chosen step did not apply.
  * 'w->stepped' and 'w->stepped_pass' say what it was. */
 static State *random_step(Walker *w, State *s, GString *step) {
   g_autoptr(Diag) why = diag_new(NULL);
   w->stepped = NULL;
   w->stepped_pass = 0;
+  if (w->fissions && g_rand_int_range(w->rng, 0, 11) == 0)
+    return fission_step(w, s, step);
   int choice = g_rand_int_range(w->rng, 0, 10);
   if (choice == 0)
     return pass_step(w, s, RULE_TAG_PROPAGATE, step);
@@ -872,6 +917,7 @@ static void walker_clear(Walker *w) {
 gboolean check_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
                      int steps, GString *out) {
   Walker w = walker_new(rs, out, seed);
+  w.fissions = TRUE;
   g_autoptr(State) start = state_new(m);
   g_autoptr(Diag) why = diag_new(NULL);
   if (!interp_check(&start->func, why)) {

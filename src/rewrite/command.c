@@ -3,8 +3,8 @@
  * A command names a location by its printed SSA name and runs one
  * engine verb there: 'arg-tile ARG DIM WIDTH [AXIS]', 'tile VALUE DIM
  * WIDTH [AXIS]', 'sum VALUE WIDTH [AXIS] [REDUCTION]', 'apply RULE [at
- * VALUE] [K=V...]', 'propagate [--resolve]', 'push', 'fuse', 'simplify'.  A
- * script is
+ * VALUE] [K=V...]', 'fission VALUE DIM REGION', 'lift [--cheaper] VALUE...
+ * AXIS', 'propagate [--resolve]', 'push', 'fuse', 'simplify'.  A script is
  * commands separated by ';', newlines or a '.' ending a word (the talk's
  * syntax).  Applying a rule at a location replaces that value everywhere
  * in the program (replace.c), so every use sees the rewrite.
@@ -334,6 +334,94 @@ static State *run_remat(State *in, GPtrArray *locs, char **w, int nw,
   return body ? state_with_body(in, body) : NULL;
 }
 
+/* 'fission VALUE DIM REGION': the tile or sum REGION cut in two at
+ * VALUE, a value computed inside it (fission.c). */
+static State *run_fission(State *in, GPtrArray *locs, char **w, int nw,
+                          Diag *why) {
+  if (!need_args(nw, 4, 4, "fission VALUE DIM REGION", why))
+    return NULL;
+  const Location *value = state_find_location(locs, w[1]);
+  if (!value) {
+    diag_reason(why, "fission: no value '%s'", w[1]);
+    return NULL;
+  }
+  int64_t dim;
+  if (!parse_int64(w[2], &dim) || dim < 0 || dim >= PARTIR_MAX_RANK) {
+    diag_reason(why, "fission: DIM must be an integer between 0 and %d",
+                PARTIR_MAX_RANK - 1);
+    return NULL;
+  }
+  const Location *region = state_find_location(locs, w[3]);
+  if (!region) {
+    diag_reason(why, "fission: no value '%s'", w[3]);
+    return NULL;
+  }
+  return rw_fission(in, value, region, (int)dim, why);
+}
+
+/* 'lift [--cheaper] VALUE... AXIS': each operator VALUE computed outside
+ * the tiles over AXIS around it (lift.c), in order, each named as the
+ * program prints after the lifts before it; an argument names the first
+ * operator that uses its part split over AXIS.  With --cheaper the lifts
+ * are kept only where env's pricer prices the result faster than 'in',
+ * a line to env->choices either way. */
+static State *run_lift(const RuleSet *rs, State *in, char **w, int nw,
+                       const RewriteEnv *env, Diag *why) {
+  gboolean cheaper = nw > 1 && strcmp(w[1], "--cheaper") == 0;
+  if (nw - cheaper < 3) {
+    diag_reason(why, "usage: lift [--cheaper] VALUE... AXIS");
+    return NULL;
+  }
+  const char *axis = w[nw - 1];
+  if (!axis_name_ok(axis, why))
+    return NULL;
+  g_autoptr(State) out = state_ref(in);
+  g_autoptr(GString) names = g_string_new(NULL);
+  for (int i = 1 + cheaper; i < nw - 1; i++) {
+    g_autoptr(GPtrArray) locs = state_locations(out);
+    const Location *value = state_find_location(locs, w[i]);
+    if (value && value->term->kind == TM_ARG) {
+      value = rw_lift_use(locs, value->term, axis);
+      if (!value) {
+        diag_reason(why,
+                    "lift: no operator in a tile over '%s' uses a part "
+                    "of '%s' split over it",
+                    axis, w[i]);
+        return NULL;
+      }
+    } else if (!value) {
+      diag_reason(why, "lift: no value '%s'", w[i]);
+      return NULL;
+    }
+    g_string_append_printf(names, "%s%s", names->len ? ", " : "", w[i]);
+    State *next = rw_lift(rs, out, value, axis, why);
+    if (!next)
+      return NULL;
+    state_unref(out);
+    out = next;
+  }
+  if (!cheaper)
+    return g_steal_pointer(&out);
+  if (!env || !env->pricer) {
+    diag_reason(why, "lift --cheaper: no cost model to price with");
+    return NULL;
+  }
+  Price before = {0}, after = {0};
+  gboolean ok = env->pricer->price(env->pricer, in, &before, why) &&
+                env->pricer->price(env->pricer, out, &after, why);
+  gboolean keep = ok && after.seconds < before.seconds;
+  if (ok && env->choices)
+    g_string_append_printf(
+        env->choices, "lift %s out of '%s': %s (lifted: %s; as it was: %s)\n",
+        names->str, axis, keep ? "lifted" : "kept", after.summary,
+        before.summary);
+  price_clear(&before);
+  price_clear(&after);
+  if (!ok)
+    return NULL;
+  return keep ? g_steal_pointer(&out) : state_ref(in);
+}
+
 /* One command, its words in 'w': the new state, or NULL with the reason
  * in 'why'.  Passes append what they did to env->report. */
 static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
@@ -349,6 +437,10 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
     return run_sum(rs, in, locs, w, nw, why);
   if (strcmp(cmd, "apply") == 0)
     return run_apply(rs, in, locs, w, nw, why);
+  if (strcmp(cmd, "fission") == 0)
+    return run_fission(in, locs, w, nw, why);
+  if (strcmp(cmd, "lift") == 0)
+    return run_lift(rs, in, w, nw, env, why);
   if (strcmp(cmd, "propagate") == 0)
     return run_propagate(rs, in, w, nw, env, why);
   if (strcmp(cmd, "push") == 0)
@@ -358,7 +450,7 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
   if (strcmp(cmd, "remat") == 0)
     return run_remat(in, locs, w, nw, why);
   static const char *const commands[] = {
-      "arg-tile", "tile", "sum",      "apply", "propagate",
+      "arg-tile", "tile", "sum",      "apply", "fission", "lift", "propagate",
       "push",     "fuse", "simplify", "remat", NULL};
   g_autofree char *hint = diag_did_you_mean(cmd, commands);
   diag_reason(why, "unknown command '%s'%s", cmd, hint);

@@ -398,6 +398,32 @@ const Term *rw_mask_padding(const Term *x, int dim, const Term *r, Diag *why);
  * follow it; other operators keep theirs. */
 const Attrs *rw_attrs_follow(const Term *t, const Term *const *args);
 
+/* -------------------------------------------------------------- fission.c */
+
+/* 'value' (a placed term inside 'region', a tile or sum) as the slice by
+ * the region's range value of the tile of its parts along 'dim': the
+ * region cut in two at 'value'.  NULL with the reason when 'value' does
+ * not depend on the region or its dimension 'dim' is not the region's
+ * width. */
+const Term *rw_fission_term(const Term *value, const Term *region, int dim,
+                            Diag *why);
+/* The state where the value at 'value' is rw_fission_term's everywhere. */
+State *rw_fission(State *in, const Location *value, const Location *region,
+                  int dim, Diag *why);
+
+/* ----------------------------------------------------------------- lift.c */
+
+/* The operator at 'value', inside a tile over 'axis', computed outside
+ * the outermost such tile on its whole operands, and an operand's split
+ * over that axis moved into it (a ZeRO weight used in place).  NULL with
+ * the reason when the nest around it cannot be cut or commuted. */
+State *rw_lift(const RuleSet *rs, State *in, const Location *value,
+               const char *axis, Diag *why);
+/* The first operator (in 'locs' order) inside a tile over 'axis' that
+ * uses a part of argument 'arg' split over 'axis' (ZeRO's tile of it, or
+ * a slice of that tile), or NULL. */
+const Location *rw_lift_use(GPtrArray *locs, const Term *arg, const char *axis);
+
 /* --------------------------------------------------------------- lookup.c */
 
 /* The table dimension (vocabulary) of a lookup: gather 't' reading one

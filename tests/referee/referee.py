@@ -457,13 +457,25 @@ class Xla:
 # ------------------------------------------------------------------ TAP
 
 # Where partir sends more than a peer, and why (docs/spmd.md, "Against
-# GSPMD and Shardy"): each is an open problem, reported as TODO.
-KNOWN = {
-    ("relu_mlp", "batch+megatron+zero", "Shardy"):
-        "ZeRO gathers each weight chunk where it is used; Shardy, given the "
-        "same layouts, keeps the middle layers' chunks in place and moves "
-        "the (smaller) activations instead; zero.lua does not weigh that "
-        "choice (issue 14)",
+# GSPMD and Shardy"): each is an open problem, reported as TODO.  (None
+# now: relu_mlp under batch+megatron+zero was one until zero.lua weighed
+# moving the activations against gathering the parts.)
+KNOWN = {}
+
+# ZeRO uses a part in place and moves the activations instead where the
+# cost model prices that faster (tactics/zero.lua; docs/spmd.md, "ZeRO:
+# the weight or the activations").  On these models the activations are
+# the smaller, and these are the collectives that gives: the activations
+# re-split (all_to_all) or summed over batch and cut (reduce_scatter)
+# where the parts would have been gathered.
+LIFTED = {
+    ("mlp", "fsdp"): {("all_to_all", "batch"), ("reduce_scatter", "batch")},
+    ("mlp", "batch+megatron+zero"): {
+        ("all_to_all", "batch"), ("reduce_scatter", "batch"),
+        ("all_gather", "batch"), ("all_reduce", "model")},
+    ("relu_mlp", "batch+megatron+zero"): {
+        ("all_gather", "batch"), ("reduce_scatter", "batch"),
+        ("all_reduce", "model")},
 }
 
 
@@ -545,7 +557,7 @@ def compare(tap, partir, xla, top, lua, tmp):
             except RuntimeError as e:
                 tap.result(False, what + ": partir partitions it", [str(e)])
                 continue
-            want = st.textbook(model)
+            want = LIFTED.get((model.name, st.name)) or st.textbook(model)
             used = {k for k, (_, b) in ours.items()}
             tap.result(used == want, "%s: partir's collectives are the "
                        "textbook's (%s)" % (what, ", ".join(
