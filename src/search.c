@@ -249,8 +249,8 @@ static gboolean must_stop(Search *se) {
 }
 
 static void report_progress(Search *se, gboolean force) {
-  if (!se->o->progress)
-    return;
+  if (!se->o->progress || !se->root)
+    return; /* nothing to say while the root is costed */
   gint64 now = partir_now_ns();
   if (!force && now - se->last_progress_ns < 200000000)
     return;

@@ -179,6 +179,42 @@ else
   for i in 1 2 3 4 5; do ok "# SKIP no python3"; done
 fi
 
+# --- a terminal: the progress line, and Ctrl-C keeps the best so far ---
+if [ $have_python = 1 ]; then
+  python3 - "$PARTIR" "$tmp/t2.pir" "$tmp/int.pir" >"$tmp/pty.out" 2>&1 <<'EOF'
+import os, pty, select, sys, time
+partir, program, out = sys.argv[1:4]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(partir, [partir, "search", program, "--mesh", "batch=2,model=4",
+                      "--hw", "h100x8", "--budget", "1000000", "-o", out])
+got, sent, start = b"", False, time.time()
+while time.time() - start < 120:
+    if select.select([fd], [], [], 0.1)[0]:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        got += chunk
+    if not sent and b"states/s, best" in got:
+        os.write(fd, b"\x03")  # Ctrl-C, once the search reports progress
+        sent = True
+_, status = os.waitpid(pid, 0)
+text = got.decode(errors="replace")
+print("progress", "\r\x1b[Ksearch: " in text)
+print("interrupted", "(interrupted: the best so far)" in text)
+print("status", status)
+EOF
+  check "terminal: a progress line" grep -qx 'progress True' "$tmp/pty.out"
+  check "terminal: Ctrl-C stops the search and says so" grep -qx 'interrupted True' "$tmp/pty.out"
+  check "terminal: ... exits 0 and writes the best program" \
+    sh -c "grep -qx 'status 0' '$tmp/pty.out' && grep -q '^func @transformer' '$tmp/int.pir'"
+else
+  for i in 1 2 3; do ok "# SKIP no python3"; done
+fi
+
 # --- bad input ---------------------------------------------------------
 "$PARTIR" search "$tmp/mlp.pir" --hw h100x8 >/dev/null 2>"$tmp/err"
 check "no mesh: a clear error" grep -q 'search needs a mesh with axes' "$tmp/err"
