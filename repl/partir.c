@@ -1385,11 +1385,11 @@ static int search_job(const Options *o, const char *path) {
       "search %s, seed %" G_GINT64_FORMAT
       ", on mesh %s, hardware %s: %" G_GINT64_FORMAT
       " states costed in %.2f s (%.0f states/s), %" G_GINT64_FORMAT
-      " transpositions; %u action groups, %d actions at the "
-      "root%s\n",
+      " transpositions, the best at state %" G_GINT64_FORMAT
+      "; %u action groups, %d actions at the root%s\n",
       search_algo_name(so.algo), search_opt.seed, ms, hw.name, r.explored,
       r.seconds, r.seconds > 0 ? r.explored / r.seconds : 0.0, r.transpositions,
-      r.groups->len, r.root_actions,
+      r.best_at, r.groups->len, r.root_actions,
       r.interrupted ? " (interrupted: the best so far)" : "");
   search_print(report, &r, &hw);
   g_autoptr(GString) program = g_string_new(NULL);

@@ -251,6 +251,7 @@ typedef struct SearchResult {
   GPtrArray *groups;     /* char*: each action group's arguments ("%a %b") */
   int root_actions;      /* actions of the program as given */
   gint64 explored;       /* states costed */
+  gint64 best_at;        /* ... when the best was costed (1: the first) */
   gint64 transpositions; /* actions that reached a state already costed */
   double seconds;
   gboolean interrupted; /* stopped by partir_interrupt: the best so far */

@@ -193,6 +193,7 @@ typedef struct Search {
   GRand *rng;
   Node *root, *best;
   gint64 budget, explored, transpositions;
+  gint64 best_at; /* 'explored' when 'best' was costed */
   gint64 start_ns, last_progress_ns;
   gboolean stopped, interrupted;
   guint round;
@@ -288,8 +289,10 @@ static Node *node_new(Search *se, State *s, guint64 key, Node *parent,
   se->explored++;
   g_hash_table_insert(se->table, &n->key, n);
   g_ptr_array_add(se->nodes, n);
-  if (!se->best || (n->candidate && n->score < se->best->score))
+  if (!se->best || (n->candidate && n->score < se->best->score)) {
     se->best = n;
+    se->best_at = se->explored;
+  }
   report_progress(se, FALSE);
   return n;
 }
@@ -569,7 +572,7 @@ gboolean search_run(const RuleSet *rs, State *root, const Mesh *mesh,
   se.nodes = g_ptr_array_new_with_free_func((GDestroyNotify)node_free);
   se.rng = g_rand_new_with_seed((guint32)(o->seed ^ (o->seed >> 32)));
   se.root = node_new(&se, state_ref(root), state_key(root), NULL, NULL);
-  se.explored = 0; /* the root is not a state searched */
+  se.explored = se.best_at = 0; /* the root is not a state searched */
   if (o->algo == SEARCH_BEAM)
     run_beam(&se);
   else
@@ -582,6 +585,7 @@ gboolean search_run(const RuleSet *rs, State *root, const Mesh *mesh,
     g_ptr_array_insert(trace, 0, g_strdup(n->script));
   out->trace = trace;
   out->explored = se.explored;
+  out->best_at = se.best_at;
   out->transpositions = se.transpositions;
   out->seconds = elapsed(&se);
   out->interrupted = se.interrupted;

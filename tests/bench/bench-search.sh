@@ -6,14 +6,16 @@
 # d_model 1024, 16 heads, d_ff 4096) on batch=2,model=4 with h100x8: the
 # modelled step time of tests/bench/tactics/batch-megatron.lua beside
 # what MCTS (the default budget, 1000 states) and beam search (width 4)
-# find, the states costed, the search's wall time and states/s; 'ok'
+# find, the states costed, the one the best was (best@), the search's
+# wall time and states/s; 'ok'
 # when the search is within 5% of the expert or better.  Then the
 # GPT-3-shaped 96-layer model on model=8: the Megatron tactic's peak
 # memory beside the search's (BENCH_SEARCH_GPT3_BUDGET states, default
 # 200; 0 skips it: it takes about a minute).  Timings never fail it; the
 # exit status is 1 when a search fails to run.
 # Environment: PARTIR (default repl/partir), LUA (default lua5.4),
-# top_srcdir (default: two levels above this script).
+# BENCH_SEARCH_LAYERS (default "2 4 12 24"), top_srcdir (default: two
+# levels above this script).
 set -e
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${PARTIR:=repl/partir}"
@@ -36,9 +38,9 @@ seconds() {
 mesh=batch=2,model=4
 echo "partir search on $mesh, h100x8: transformer --batch 16 --seq 512" \
   "--d_model 1024 --heads 16 --d_ff 4096"
-printf '%-7s %-11s %-5s %-11s %7s %9s %9s  %s\n' layers expert algo found \
-  states seconds states/s "within 5%"
-for layers in 2 4 12 24; do
+printf '%-7s %-11s %-5s %-11s %7s %7s %9s %9s  %s\n' layers expert algo found \
+  states best@ seconds states/s "within 5%"
+for layers in ${BENCH_SEARCH_LAYERS:-2 4 12 24}; do
   "$LUA" "$models/transformer.lua" --layers $layers --batch 16 --seq 512 \
     --d_model 1024 --heads 16 --d_ff 4096 >"$tmp/t.pir"
   "$PARTIR" tactic "$tactics/batch-megatron.lua" "$tmp/t.pir" --mesh $mesh \
@@ -48,11 +50,12 @@ for layers in 2 4 12 24; do
     "$PARTIR" search "$tmp/t.pir" --mesh $mesh --hw h100x8 --algo $algo \
       -o "$tmp/found.pir" >"$tmp/report"
     found=$(seconds "$tmp/found.pir" $mesh)
-    # "...: N states costed in T s (R states/s), ..."
-    set -- $(sed -n '1s/.*: \([0-9]*\) states costed in \([0-9.]*\) s (\([0-9]*\) states\/s).*/\1 \2 \3/p' "$tmp/report")
+    # "...: N states costed in T s (R states/s), M transpositions, the best
+    # at state B; ..."
+    set -- $(sed -n '1s/.*: \([0-9]*\) states costed in \([0-9.]*\) s (\([0-9]*\) states\/s).* the best at state \([0-9]*\).*/\1 \2 \3 \4/p' "$tmp/report")
     verdict=$(awk -v a="$found" -v b="$expert" 'BEGIN { print (a <= 1.05 * b) ? "ok" : "NO" }')
-    printf '%-7s %-11s %-5s %-11s %7s %9s %9s  %s\n' $layers "$expert s" $algo \
-      "$found s" "$1" "$2" "$3" "$verdict"
+    printf '%-7s %-11s %-5s %-11s %7s %7s %9s %9s  %s\n' $layers "$expert s" $algo \
+      "$found s" "$1" "$4" "$2" "$3" "$verdict"
   done
 done
 

@@ -8,7 +8,9 @@
 # tests/bench/bench-gpt3 on them with three strategies (the tactics in
 # tests/bench/tactics/), tests/bench/bench-gemm (the generated sgemm
 # against OpenBLAS), and last bench-codegen.sh, which times compiled
-# execution against NumPy, JAX and memcpy (issue 13).  Run it from the
+# execution against NumPy, JAX and memcpy (issue 13), and
+# bench-search.sh, partir search against the experts' tactics (issue 18).
+# Run it from the
 # build directory; the environment may set:
 #   BENCH_REWRITE  the rewrite benchmark (default tests/bench/bench-rewrite)
 #   BENCH_GPT3     the GPT-3 benchmark (default tests/bench/bench-gpt3)
@@ -157,7 +159,16 @@ codegen_status=0
 PARTIR=${PARTIR:-${abs_top_builddir:-.}/repl/partir} \
   sh "$top_srcdir/tests/bench/bench-codegen.sh" || codegen_status=$?
 
+# automatic partitioning (issue 18): partir search against the tactics
+echo
+search_status=0
+PARTIR=${PARTIR:-${abs_top_builddir:-.}/repl/partir} LUA=$LUA \
+  sh "$top_srcdir/tests/bench/bench-search.sh" || search_status=$?
+
 if [ "$gpt3_status" -ne 0 ]; then
   exit "$gpt3_status"
+fi
+if [ "$search_status" -ne 0 ]; then
+  exit "$search_status"
 fi
 exit $codegen_status
