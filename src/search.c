@@ -199,14 +199,6 @@ typedef struct Search {
   guint round;
 } Search;
 
-static guint64 state_key(const State *s) {
-  guint64 h = s->func.body->content;
-  for (int i = 0; i < s->func.nargs; i++)
-    h = h * G_GUINT64_CONSTANT(1099511628211) ^
-        g_str_hash(s->func.arg_names[i]);
-  return h;
-}
-
 static double score_of(const CostReport *r, const Hardware *hw) {
   if (r->fits || hw->memory_bytes <= 0)
     return r->total_time;
@@ -380,7 +372,7 @@ static Node *take(Search *se, Node *n, Edge *e) {
     e->dead = !partir_interrupt;
     return NULL;
   }
-  guint64 key = state_key(s);
+  guint64 key = state_hash(s);
   Node *known = g_hash_table_lookup(se->table, &key);
   if (known) {
     state_unref(s);
@@ -571,7 +563,7 @@ gboolean search_run(const RuleSet *rs, State *root, const Mesh *mesh,
   se.table = g_hash_table_new(g_int64_hash, g_int64_equal);
   se.nodes = g_ptr_array_new_with_free_func((GDestroyNotify)node_free);
   se.rng = g_rand_new_with_seed((guint32)(o->seed ^ (o->seed >> 32)));
-  se.root = node_new(&se, state_ref(root), state_key(root), NULL, NULL);
+  se.root = node_new(&se, state_ref(root), state_hash(root), NULL, NULL);
   se.explored = se.best_at = 0; /* the root is not a state searched */
   if (o->algo == SEARCH_BEAM)
     run_beam(&se);

@@ -640,14 +640,9 @@ static gboolean any_legal_action(Proto *pr, Entry *e) {
 
 /* -------------------------------------------------------- observations */
 
-/* The program's content hash: the body's and the signature's, without
- * printing (the same in every run; names are not part of it). */
-static void state_hash(const State *s, char out[17]) {
-  guint64 h = s->func.body->content;
-  for (int i = 0; i < s->func.nargs; i++)
-    h = h * G_GUINT64_CONSTANT(1099511628211) ^
-        g_str_hash(s->func.arg_names[i]);
-  g_snprintf(out, 17, "%016" G_GINT64_MODIFIER "x", h);
+/* The program's content hash (state_hash) in 16 hex digits. */
+static void state_hash_hex(const State *s, char out[17]) {
+  g_snprintf(out, 17, "%016" G_GINT64_MODIFIER "x", state_hash(s));
 }
 
 static J *cost_json(const CostReport *r) {
@@ -1128,7 +1123,7 @@ static J *step_json(Proto *pr, Entry *parent, Entry *c, gint64 cid,
   if (observe && !obs)
     return NULL;
   char hash[17];
-  state_hash(c->state, hash);
+  state_hash_hex(c->state, hash);
   GString *t = g_string_sized_new(192);
   g_string_append_c(t, '{');
   if (index >= 0) {
@@ -1224,7 +1219,7 @@ static J *m_reset(Proto *pr, J *p, Fail *f) {
   J *obs = observation_json(pr, e,
                             (const char *const[]){"program", "cost", NULL}, f);
   char hash[17];
-  state_hash(e->state, hash);
+  state_hash_hex(e->state, hash);
   J *o = cJSON_CreateObject();
   proto_put(o, "state", proto_jint(id));
   proto_put(o, "hash", cJSON_CreateString(hash));

@@ -68,13 +68,13 @@ if [ "$BENCH_SEARCH_GPT3_BUDGET" -gt 0 ]; then
   echo "GPT-3 shape, 96 layers, model=8, h100x8 (80 GB a device):"
   printf '  %-22s' "megatron.lua:"
   "$PARTIR" cost "$tmp/gpt3.megatron.pir" --mesh model=8 --hw h100x8 |
-    awk '/^  peak memory/ { p = $5 " " $6 } /% of/ { f = $0 } $1 == "total" { t = $2 " " $3 }
+    awk '/^  peak memory/ { p = $5 " " $6; gsub(/[()]/, "", p) } /% of/ { f = $0 } $1 == "total" { t = $2 " " $3 }
       END { sub(/^ */, "", f); print "peak " p ", " f ", step " t }'
   "$PARTIR" search "$tmp/gpt3.pir" --mesh model=8 --hw h100x8 \
     --budget "$BENCH_SEARCH_GPT3_BUDGET" -o "$tmp/gpt3.found.pir" >"$tmp/report"
   printf '  %-22s' "search ($BENCH_SEARCH_GPT3_BUDGET states):"
   "$PARTIR" cost "$tmp/gpt3.found.pir" --mesh model=8 --hw h100x8 |
-    awk '/^  peak memory/ { p = $5 " " $6 } /% of/ { f = $0 } $1 == "total" { t = $2 " " $3 }
+    awk '/^  peak memory/ { p = $5 " " $6; gsub(/[()]/, "", p) } /% of/ { f = $0 } $1 == "total" { t = $2 " " $3 }
       END { sub(/^ */, "", f); print "peak " p ", " f ", step " t }'
   sed -n '1s/.*: \([0-9]*\) states costed in \([0-9.]*\) s.*/  search: \1 states in \2 s/p' "$tmp/report"
 fi
