@@ -23,8 +23,10 @@
  * hash (the same 64-bit hash as the protocol's), so two orders of the
  * same actions that build one program share a node and are costed once.
  * Costing goes through one SpmdMemo: a child's lowering redoes only what
- * its action changed.  A node remembers the action that first reached it
- * and its parent, which is the trace replayed as a tactic.
+ * its action changed.  Before each action the term store may be
+ * collected (collect_maybe): only the nodes' states hold terms then, and
+ * the memo empties itself after a collection.  A node remembers the action that
+ * first reached it and its parent, which is the trace replayed as a tactic.
  *
  * Two algorithms share this: UCT Monte-Carlo tree search (selection by
  * the best reward seen below a child plus an exploration term, expansion
@@ -356,6 +358,10 @@ static char *edge_script(const Search *se, const Edge *e) {
 static Node *take(Search *se, Node *n, Edge *e) {
   if (e->child || e->dead)
     return e->child;
+  /* a safe point: the nodes' states hold every term the search uses (the
+   * memo empties itself after a collection), and the rewrites that
+   * failed or led to known states left garbage */
+  collect_maybe();
   g_autofree char *splits = edge_script(se, e);
   RewriteContext cx = {.hw = se->hw};
   g_autoptr(Diag) why = diag_new_quiet();
