@@ -19,6 +19,9 @@
  *   partir cost FILE --mesh MESH [--hw HW] [--set K=V]
  *   partir export FILE --mesh MESH [--tactic T.lua [--set K=V]] [--do CMDS]
  *               [--emit stablehlo|stablehlo-gspmd|stablehlo-spmd] [-o OUT]
+ *   partir search FILE --mesh MESH [--hw HW] [--algo mcts|beam]
+ *               [--budget STATES | --time SECONDS] [--seed N] [-o OUT.pir]
+ *               [--emit-tactic OUT.lua]   the best partitioning found
  *   partir calibrate [--devices N] [--runs N] [-o OUT.hw]
  *                                      this machine's figures, measured
  *   partir rules                       every rule and where it comes from
@@ -53,7 +56,9 @@
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <locale.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *to) {
   fputs("usage: partir COMMAND [OPTIONS] FILE\n"
@@ -103,6 +108,10 @@ static void usage(FILE *to) {
         "                        StableHLO for JAX/XLA: the program with the\n"
         "                        shardings of its partitioning, or each\n"
         "                        device's program with collectives\n"
+        "  search FILE --mesh M [--hw HW] [--algo mcts|beam] [--budget N]\n"
+        "         [--time S] [--seed N] [-o OUT.pir] [--emit-tactic OUT.lua]\n"
+        "                        find a partitioning: a search scored by\n"
+        "                        the cost model (docs/search.md)\n"
         "  calibrate [--devices N] [--runs N] [-o OUT.hw]\n"
         "                        measure this machine for the cost model: a\n"
         "                        hardware description, each figure from a\n"
@@ -1322,6 +1331,177 @@ static int cmd_calibrate(const Options *o, char **files) {
   return write_result(o->output, out);
 }
 
+/* ------------------------------------------------------------- search */
+
+/* search's own options, kept together (apart from 'Options') because
+ * they are its alone. */
+static struct {
+  char *algo;       /* --algo mcts|beam */
+  gint64 budget;    /* --budget STATES (0: the default) */
+  double seconds;   /* --time SECONDS (0: none) */
+  gint64 seed;      /* --seed N */
+  gint64 width;     /* --width N (beam) */
+  char *tactic_out; /* --emit-tactic OUT.lua */
+  char *inputs;     /* --inputs x,y */
+  char *batch_axes; /* --batch-axes batch,data */
+} search_opt = {.seed = 1};
+
+static const GOptionEntry search_entries[] = {
+    {"algo", 0, 0, G_OPTION_ARG_STRING, &search_opt.algo,
+     "mcts (Monte-Carlo tree search, the default) or beam", "mcts|beam"},
+    {"budget", 0, 0, G_OPTION_ARG_INT64, &search_opt.budget,
+     "cost at most this many states (default 1000)", "STATES"},
+    {"time", 0, 0, G_OPTION_ARG_DOUBLE, &search_opt.seconds,
+     "stop after this many seconds", "SECONDS"},
+    {"seed", 's', 0, G_OPTION_ARG_INT64, &search_opt.seed,
+     "seed of the search's random choices (default 1)", "N"},
+    {"width", 0, 0, G_OPTION_ARG_INT64, &search_opt.width,
+     "beam search keeps this many states a round (default 4)", "N"},
+    {"emit-tactic", 0, 0, G_OPTION_ARG_FILENAME, &search_opt.tactic_out,
+     "write the actions found as a Lua tactic", "OUT.lua"},
+    {"inputs", 0, 0, G_OPTION_ARG_STRING, &search_opt.inputs,
+     "the data arguments, split only over the batch axes (default: the "
+     "first argument)",
+     "x,y"},
+    {"batch-axes", 0, 0, G_OPTION_ARG_STRING, &search_opt.batch_axes,
+     "the mesh axes data splits over (default: batch)", "AXES"},
+    G_OPTION_ENTRY_NULL};
+
+static void search_opt_clear(void) {
+  g_free(search_opt.algo);
+  g_free(search_opt.tactic_out);
+  g_free(search_opt.inputs);
+  g_free(search_opt.batch_axes);
+  memset(&search_opt, 0, sizeof search_opt);
+  search_opt.seed = 1;
+}
+
+static void search_on_sigint(int sig) {
+  (void)sig;
+  partir_interrupt = 1;
+}
+
+/* The progress line, redrawn in place on the terminal. */
+static void search_progress(void *data, const SearchProgress *p) {
+  (void)data;
+  g_autoptr(GString) line = g_string_new("\r\033[Ksearch: ");
+  g_string_append_printf(
+      line, "%" G_GINT64_FORMAT " states, %.0f states/s, best ", p->explored,
+      p->elapsed > 0 ? p->explored / p->elapsed : 0);
+  cost_append_time(line, p->best_score);
+  if (p->best_score > 0)
+    g_string_append_printf(line, " (%.3gx)", p->root_score / p->best_score);
+  g_string_append_printf(line, ", %.1f s", p->elapsed);
+  fputs(line->str, stderr);
+  fflush(stderr);
+}
+
+static int search_job(const Options *o, const char *path) {
+  SearchOptions so = {.budget = search_opt.budget,
+                      .seconds = search_opt.seconds,
+                      .seed = (guint64)search_opt.seed,
+                      .beam_width = (int)search_opt.width};
+  if (search_opt.algo && !search_algo_parse(search_opt.algo, &so.algo)) {
+    g_printerr("partir: search --algo takes mcts or beam, not '%s'\n",
+               search_opt.algo);
+    return 2;
+  }
+  if (search_opt.budget < 0 || search_opt.seconds < 0 || search_opt.width < 0) {
+    g_printerr("partir: search --budget, --time and --width take a "
+               "positive number\n");
+    return 2;
+  }
+  Hardware hw;
+  if (!cost_hardware(o, &hw))
+    return 2;
+  g_auto(GStrv) inputs =
+      search_opt.inputs ? g_strsplit(search_opt.inputs, ",", -1) : NULL;
+  g_auto(GStrv) axes =
+      search_opt.batch_axes ? g_strsplit(search_opt.batch_axes, ",", -1) : NULL;
+  so.inputs = (const char *const *)inputs;
+  so.batch_axes = (const char *const *)axes;
+  g_autoptr(RuleSet) rs = NULL;
+  g_auto(Program) p = {0};
+  int status = open_job(path, o, &rs, &p);
+  if (status)
+    return status;
+  gboolean tty = isatty(fileno(stderr));
+  struct sigaction on_int = {0}, before;
+  if (tty) {
+    so.progress = search_progress;
+    on_int.sa_handler = search_on_sigint;
+    sigemptyset(&on_int.sa_mask);
+    sigaction(SIGINT, &on_int, &before);
+  }
+  partir_interrupt = 0;
+  g_auto(SearchResult) r = {0};
+  g_autoptr(Diag) why = diag_new(NULL);
+  gboolean ok =
+      search_run(rs, pipeline_program_state(&p), &p.mesh, &hw, &so, &r, why);
+  if (tty) {
+    sigaction(SIGINT, &before, NULL);
+    fputs("\n", stderr);
+  }
+  partir_interrupt = 0;
+  if (!ok) {
+    print_reason(path, why);
+    return 1;
+  }
+  g_autofree char *ms = mesh_to_string(&p.mesh);
+  g_autoptr(GString) report = g_string_new(NULL);
+  g_string_append_printf(
+      report,
+      "search %s, seed %" G_GINT64_FORMAT
+      ", on mesh %s, hardware %s: %" G_GINT64_FORMAT
+      " states costed in %.2f s (%.0f states/s), %" G_GINT64_FORMAT
+      " transpositions, the best at state %" G_GINT64_FORMAT
+      "; %u action groups, %d actions at the root%s\n",
+      search_algo_name(so.algo), search_opt.seed, ms, hw.name, r.explored,
+      r.seconds, r.seconds > 0 ? r.explored / r.seconds : 0.0, r.transpositions,
+      r.best_at, r.groups->len, r.root_actions,
+      r.interrupted ? " (interrupted: the best so far)" : "");
+  search_print(report, &r, &hw);
+  g_autoptr(GString) program = g_string_new(NULL);
+  state_print(program, r.best, o->expr);
+  g_autoptr(GString) tactic = g_string_new(NULL);
+  g_autofree char *header = g_strdup_printf(
+      "-- Found by 'partir search %s --mesh %s --hw %s --algo %s --seed "
+      "%" G_GINT64_FORMAT "' (%" G_GINT64_FORMAT
+      " states): modelled step time\n"
+      "-- %.6g s (as given: %.6g s).  'partir tactic' with the same mesh and\n"
+      "-- hardware replays it to the program found.\n",
+      path, ms, hw.name, search_algo_name(so.algo), search_opt.seed, r.explored,
+      r.cost.total_time, r.base.total_time);
+  search_tactic(tactic, &r, header);
+  GError *error = NULL;
+  if (o->output &&
+      !partir_write_file(o->output, program->str, program->len, &error)) {
+    print_error(NULL, error);
+    g_error_free(error);
+    return 1;
+  }
+  if (search_opt.tactic_out &&
+      !partir_write_file(search_opt.tactic_out, tactic->str, tactic->len,
+                         &error)) {
+    print_error(NULL, error);
+    g_error_free(error);
+    if (o->output)
+      g_unlink(o->output); /* nothing half-written */
+    return 1;
+  }
+  if (!o->output)
+    fwrite(program->str, 1, program->len, stdout);
+  fwrite(report->str, 1, report->len, stdout);
+  return 0;
+}
+
+/* search: the best partitioning the cost model finds (docs/search.md). */
+static int cmd_search(const Options *o, char **files) {
+  int status = search_job(o, files[0]);
+  search_opt_clear();
+  return status;
+}
+
 static const char one_file[] = "needs exactly one FILE (see 'partir help')";
 
 static const Command commands[] = {
@@ -1363,6 +1543,10 @@ static const Command commands[] = {
     {"export", "FILE", 1, one_file,
      GROUP_MESH | GROUP_HARDWARE | GROUP_OUTPUT | GROUP_RULES | GROUP_LOAD,
      export_entries, cmd_export},
+    {"search", "FILE", 1, one_file,
+     GROUP_MESH | GROUP_HARDWARE | GROUP_WHAT_IF | GROUP_OUTPUT | GROUP_RULES |
+         GROUP_EXPR | GROUP_LOAD,
+     search_entries, cmd_search},
     {"calibrate", "", 0, "takes no FILE (use -o OUT.hw)",
      GROUP_OUTPUT | GROUP_RULES, calibrate_entries, cmd_calibrate},
 };

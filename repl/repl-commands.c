@@ -868,6 +868,85 @@ static gboolean cmd_tactic(Session *s, const char *text, int argc,
   return TRUE;
 }
 
+/* 'search [--algo A] [--budget N] [--time S] [--seed N] [--width N]
+ * [--emit-tactic FILE]': the best partitioning the cost model finds on
+ * the session's mesh and hardware (docs/search.md) becomes the current
+ * state, as one step (undo goes back); Ctrl-C stops it with the best so
+ * far. */
+static gboolean cmd_search(Session *s, const char *text, int argc,
+                           char **argv) {
+  SearchOptions so = {.seed = 1};
+  const char *tactic_file = NULL;
+  for (int i = 1; i < argc; i += 2) {
+    const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
+    gint64 n = 0;
+    double x = 0;
+    gboolean ok = value != NULL;
+    if (ok && strcmp(flag, "--algo") == 0)
+      ok = search_algo_parse(value, &so.algo);
+    else if (ok && strcmp(flag, "--emit-tactic") == 0)
+      tactic_file = value;
+    else if (ok && strcmp(flag, "--time") == 0) {
+      char *end = NULL;
+      x = g_ascii_strtod(value, &end);
+      ok = end && *end == '\0' && end != value && x > 0 && x < 1e9;
+      so.seconds = x;
+    } else if (ok &&
+               (strcmp(flag, "--budget") == 0 || strcmp(flag, "--seed") == 0 ||
+                strcmp(flag, "--width") == 0)) {
+      ok = g_ascii_string_to_signed(value, 10, 0, G_MAXINT32, &n, NULL);
+      if (flag[2] == 'b')
+        so.budget = n;
+      else if (flag[2] == 's')
+        so.seed = (guint64)n;
+      else
+        so.beam_width = (int)n;
+    } else
+      ok = FALSE;
+    if (!ok)
+      return usage_error(s, "search");
+  }
+  State *cur = repl_need_program(s, "search");
+  if (!cur)
+    return FALSE;
+  if (s->mesh.naxes == 0) {
+    repl_report_error(s, "search: no mesh (set mesh batch=2,model=4)");
+    return FALSE;
+  }
+  Hardware hw;
+  GError *error = NULL;
+  if (!hw_load(s->hw ? s->hw : "cpu2", &hw, &error)) {
+    repl_report_error(s, "search: %s", error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  g_auto(SearchResult) r = {0};
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (!search_run(s->rs, cur, &s->mesh, &hw, &so, &r, why)) {
+    repl_report_error(s, "search: %s", diag_text(why));
+    return FALSE;
+  }
+  g_autoptr(GString) out = g_string_new(NULL);
+  g_string_append_printf(
+      out, "search %s: %" G_GINT64_FORMAT " states costed in %.2f s%s\n",
+      search_algo_name(so.algo), r.explored, r.seconds,
+      r.interrupted ? " (interrupted: the best so far)" : "");
+  search_print(out, &r, &hw);
+  if (tactic_file) {
+    g_autoptr(GString) tactic = g_string_new(NULL);
+    search_tactic(tactic, &r, "-- Found by the REPL's 'search'.\n");
+    if (!partir_write_file(tactic_file, tactic->str, tactic->len, &error)) {
+      repl_report_error(s, "search: %s", error->message);
+      g_error_free(error);
+      return FALSE;
+    }
+    g_string_append_printf(out, "wrote %s\n", tactic_file);
+  }
+  repl_put_string(out);
+  repl_adopt(s, state_ref(r.best), text);
+  return TRUE;
+}
+
 static void append_settings(GString *out, const Session *s) {
   g_autofree char *mesh = mesh_to_string(&s->mesh);
   g_string_append_printf(out, "mesh = %s\n", *mesh ? mesh : "none");
@@ -1100,6 +1179,19 @@ const Command repl_commands[] = {
      "The script returns a function(state, mesh, options); KEY=VALUE pairs\n"
      "are its options.  What propagate could not resolve fails the tactic\n"
      "(unless it passes {tolerate = true}), and the program stays as it was."},
+    {"search", cmd_search, 0, ARGS_ANY, TRUE, COMPLETE_OPTIONS,
+     "search [--algo mcts|beam] [--budget N] [--time S] [--seed N] "
+     "[--width N] [--emit-tactic FILE]",
+     "find a partitioning: a search scored by the cost model",
+     "Searches from the current program on the session's mesh and hardware\n"
+     "(set mesh, set hw) as 'partir search' does (docs/search.md): actions\n"
+     "split a group of alike arguments (the same weight of every layer)\n"
+     "over a mesh axis and propagate; the first argument is data, split\n"
+     "only over an axis named batch.  The best state found becomes the\n"
+     "current one ('undo' goes back); its cost is shown beside the\n"
+     "program's, then the actions.  --emit-tactic writes them as a Lua\n"
+     "tactic that 'tactic FILE' replays.  Ctrl-C stops the search and\n"
+     "keeps the best so far."},
     {"set", cmd_set, 0, ARGS_ANY, FALSE, COMPLETE_SETTING, "set [NAME VALUE]",
      "show the settings, or set one",
      "  set mesh batch=2,model=4   the mesh tactics, Lua, lower, cost, exec\n"

@@ -115,6 +115,15 @@ static void add_options(Session *s, const Command *c, const char *prev) {
       add_candidate(*w);
     return;
   }
+  if (strcmp(prev, "--algo") == 0) { /* search's algorithms */
+    for (SearchAlgo a = SEARCH_MCTS; a <= SEARCH_BEAM; a++)
+      add_candidate(search_algo_name(a));
+    return;
+  }
+  if (strcmp(prev, "--emit-tactic") == 0) { /* search's tactic file */
+    candidate_files = TRUE;
+    return;
+  }
   g_auto(GStrv) words = g_strsplit_set(c->usage, " []|", -1);
   for (char **w = words; *w; w++)
     if (g_str_has_prefix(*w, "--"))

@@ -8,6 +8,8 @@
  *   pipeline.c   rules -> parse -> rewrite or tactic -> lower ->
  *                redistribution fusion -> cost -> compile -> execute
  *   calibrate.c  the cost model's figures, measured on this machine
+ *   search.c     automatic partitioning: a search over the engine's
+ *                actions, scored by the cost model
  *
  * Compiling (codegen/) links LLVM into every program that links the
  * library: libpartir.a holds the code generator's objects too.
@@ -220,5 +222,69 @@ typedef struct CalibrateOptions {
  * when a program cannot be compiled or run. */
 gboolean pipeline_calibrate(const RuleSet *rs, const CalibrateOptions *o,
                             Hardware *out, GString *log, Diag *why);
+
+/* -------------------------------------------------------------- search.c */
+
+/* Automatic partitioning (docs/search.md): Monte-Carlo tree search or
+ * beam search over actions that split a group of alike arguments (the
+ * same weight of every layer) along a dimension over a mesh axis and
+ * propagate, scored by the modelled step time (stage 5) with a penalty
+ * when the peak memory exceeds the device's. */
+typedef enum { SEARCH_MCTS, SEARCH_BEAM } SearchAlgo;
+
+typedef struct SearchProgress {
+  gint64 explored;   /* states costed so far */
+  double elapsed;    /* seconds */
+  double best_score; /* the best state's score (seconds) ... */
+  double root_score; /* ... and the program's as given */
+} SearchProgress;
+
+typedef struct SearchOptions {
+  SearchAlgo algo;
+  gint64 budget;                 /* states costed at most (0: 1000) */
+  double seconds;                /* stop after this long (0: no limit) */
+  guint64 seed;                  /* the only source of randomness */
+  int beam_width;                /* beam search's width (0: 4) */
+  const char *const *inputs;     /* the data arguments (NULL: the first) */
+  const char *const *batch_axes; /* the axes data splits over (NULL:
+                                    "batch") */
+  /* Called now and then (at most 5 times a second) and at the end; may be
+   * NULL. */
+  void (*progress)(void *data, const SearchProgress *p);
+  void *progress_data;
+} SearchOptions;
+
+typedef struct SearchResult {
+  State *best;           /* the best state found */
+  CostReport cost;       /* its cost ... */
+  CostReport base;       /* ... and the program's as given */
+  GPtrArray *trace;      /* char*: the scripts from the root to 'best' */
+  GPtrArray *groups;     /* char*: each action group's arguments ("%a %b") */
+  int root_actions;      /* actions of the program as given */
+  gint64 explored;       /* states costed */
+  gint64 best_at;        /* ... when the best was costed (1: the first) */
+  gint64 transpositions; /* actions that reached a state already costed */
+  double seconds;
+  gboolean interrupted; /* stopped by partir_interrupt: the best so far */
+} SearchResult;
+
+/* Searches from 'root' on 'mesh' and 'hw'.  FALSE with the reason when
+ * the program as given cannot be costed or an option is wrong.  The
+ * caller runs it on the deep stack (stage 3's requirement). */
+gboolean search_run(const RuleSet *rs, State *root, const Mesh *mesh,
+                    const Hardware *hw, const SearchOptions *o,
+                    SearchResult *out, Diag *why);
+void search_result_clear(SearchResult *r);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(SearchResult, search_result_clear)
+const char *search_algo_name(SearchAlgo a);
+gboolean search_algo_parse(const char *word, SearchAlgo *out);
+/* The trace as one engine script ("arg-tile ...; propagate; ..."). */
+void search_script(GString *out, const SearchResult *r);
+/* The trace as a Lua tactic that 'partir tactic' replays to 'best',
+ * after the comment 'header' (may be NULL). */
+void search_tactic(GString *out, const SearchResult *r, const char *header);
+/* The cost of 'best' beside the program's as given, its collectives and
+ * the trace, as a table. */
+void search_print(GString *out, const SearchResult *r, const Hardware *hw);
 
 #endif

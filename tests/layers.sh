@@ -3,7 +3,7 @@
 # '#include' lines and, in a built tree, from the symbols of the objects.
 #
 #   0 core  1 import  2 eval  3 rewrite  4 spmd  5 codegen  6 check
-#   7 pipeline (src/pipeline.[ch], src/calibrate.c)  8 bind  9 repl
+#   7 pipeline (src/pipeline.[ch], src/calibrate.c, src/search.c)  8 bind  9 repl
 #
 # A file may include the headers of its own layer and of the layers
 # below; an include upward, or a cycle of includes between files, fails.
@@ -26,7 +26,7 @@ layer_of() {
   src/spmd/*) echo 4 ;;
   codegen/*) echo 5 ;;
   src/check/*) echo 6 ;;
-  src/pipeline.c | src/pipeline.h | src/calibrate.c) echo 7 ;;
+  src/pipeline.c | src/pipeline.h | src/calibrate.c | src/search.c) echo 7 ;;
   src/bind/*) echo 8 ;;
   repl/*) echo 9 ;;
   *) echo -1 ;;

@@ -93,6 +93,10 @@ keys C-u 'exec --' Tab
 check "Tab after exec lists its options" wait_for -E '^--exact +--mesh +--seed *$'
 keys C-u 'bench --r' Tab
 check "...and bench's: --r -> --repeat" wait_for -x 'partir> bench --repeat'
+keys C-u 'search --a' Tab
+check "...and search's: --a -> --algo" wait_for -x 'partir> search --algo'
+keys C-u 'search --algo ' Tab
+check "...and its algorithms after --algo" wait_for -E '^beam +mcts *$'
 keys C-u 'exec --mesh ' Tab
 check "...and after --mesh, 'none'" wait_for -x 'partir> exec --mesh none'
 keys C-u

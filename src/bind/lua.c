@@ -24,6 +24,9 @@
  *   s:bench{mesh =, runs =, seed =, inputs =, exact =} -> {min, median, runs}
  *   s:lower(mesh [, "dot"]) s:stats(mesh) -> text
  *   s:export(mesh [, "stablehlo"|"stablehlo-gspmd"|"stablehlo-spmd"]) -> text
+ *   s:search{mesh =, hw =, algo =, budget =, time =, seed =, ...}
+ *   partir.search{state = s, mesh =, ...} -> best state, {time, trace,
+ *       tactic, ...}: automatic partitioning (docs/search.md)
  *
  * s:exec with a table runs the program compiled (pipeline stages 6 and
  * 7) instead of the interpreter: a string is a script of engine
@@ -1315,6 +1318,179 @@ static int l_grad(lua_State *L) {
 static int l_lower(lua_State *L) { return lower_common(L, FALSE); }
 static int l_stats(lua_State *L) { return lower_common(L, TRUE); }
 
+/* ------------------------------------------------------------- search */
+
+enum { SEARCH_MAX_NAMES = 64 };
+
+/* The options of partir.search{...} / s:search{...}, read from the
+ * table at 'opts' with every string borrowed from it (the table stays
+ * on the stack during the search).  Raises on a bad option before any C
+ * resource is held. */
+typedef struct LuaSearchOpts {
+  SearchOptions so;
+  const char *mesh, *hw;
+  const char *inputs[SEARCH_MAX_NAMES + 1];
+  const char *axes[SEARCH_MAX_NAMES + 1];
+} LuaSearchOpts;
+
+/* A list of names: a table of strings (at most SEARCH_MAX_NAMES), or
+ * one string. */
+static void check_names(lua_State *L, int t, const char *key,
+                        const char **out) {
+  int n = 0;
+  if (lua_type(L, t) == LUA_TTABLE) {
+    for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, t); i++) {
+      if (lua_rawgeti(L, t, i) != LUA_TSTRING || n == SEARCH_MAX_NAMES)
+        luaL_error(L, "search: '%s' takes a list of at most %d names", key,
+                   SEARCH_MAX_NAMES);
+      out[n++] = lua_tostring(L, -1);
+      lua_pop(L, 1); /* the table keeps the string */
+    }
+  } else if (lua_type(L, t) == LUA_TSTRING) {
+    out[n++] = lua_tostring(L, t);
+  } else {
+    luaL_error(L, "search: '%s' takes a list of names", key);
+  }
+  out[n] = NULL;
+}
+
+static void check_search_opts(lua_State *L, int opts, LuaSearchOpts *o) {
+  memset(o, 0, sizeof *o);
+  o->so.seed = 1;
+  lua_getfield(L, LUA_REGISTRYINDEX, HW_KEY);
+  o->hw = lua_tostring(L, -1); /* the registry keeps it alive */
+  lua_pop(L, 1);
+  luaL_checktype(L, opts, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, opts)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+    int t = lua_type(L, -1);
+    int top = lua_gettop(L);
+    if (strcmp(k, "state") == 0 && t == LUA_TUSERDATA) {
+      /* partir.search's state: read by the caller */
+    } else if (strcmp(k, "mesh") == 0 && t == LUA_TSTRING) {
+      o->mesh = lua_tostring(L, -1);
+    } else if (strcmp(k, "hw") == 0 && t == LUA_TSTRING) {
+      o->hw = lua_tostring(L, -1);
+    } else if (strcmp(k, "algo") == 0 && t == LUA_TSTRING &&
+               search_algo_parse(lua_tostring(L, -1), &o->so.algo)) {
+    } else if (strcmp(k, "budget") == 0 && lua_isinteger(L, -1) &&
+               lua_tointeger(L, -1) >= 1) {
+      o->so.budget = lua_tointeger(L, -1);
+    } else if (strcmp(k, "time") == 0 && t == LUA_TNUMBER &&
+               lua_tonumber(L, -1) > 0) {
+      o->so.seconds = lua_tonumber(L, -1);
+    } else if (strcmp(k, "seed") == 0 && lua_isinteger(L, -1)) {
+      o->so.seed = (guint64)lua_tointeger(L, -1);
+    } else if (strcmp(k, "width") == 0 && lua_isinteger(L, -1) &&
+               lua_tointeger(L, -1) >= 1 && lua_tointeger(L, -1) <= 1000) {
+      o->so.beam_width = (int)lua_tointeger(L, -1);
+    } else if (strcmp(k, "inputs") == 0) {
+      check_names(L, top, k, o->inputs);
+      o->so.inputs = o->inputs;
+    } else if (strcmp(k, "batch_axes") == 0) {
+      check_names(L, top, k, o->axes);
+      o->so.batch_axes = o->axes;
+    } else {
+      luaL_error(L, "search: options are mesh (a string), hw (a name or "
+                    "file), algo (\"mcts\" or \"beam\"), budget (a count), "
+                    "time (seconds), seed (an integer), width (1 to 1000), "
+                    "inputs and batch_axes (lists of names)");
+    }
+    lua_pop(L, 1);
+  }
+  if (!o->mesh)
+    luaL_error(L, "search: give the mesh (mesh = \"batch=2,model=4\")");
+}
+
+/* Runs the search 'o' asks for from 's'; the result in 'out', FALSE with
+ * the reason. */
+static gboolean run_search(lua_State *L, State *s, const LuaSearchOpts *o,
+                           SearchResult *out, Diag *why) {
+  Mesh mesh;
+  if (!mesh_parse(o->mesh, &mesh, why))
+    return FALSE;
+  Hardware hw;
+  GError *error = NULL;
+  if (!hw_load(o->hw ? o->hw : "cpu2", &hw, &error)) {
+    diag_reason(why, "%s", error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  collect_maybe(); /* a safe point, before the search holds states */
+  return search_run(rules_of(L), s, &mesh, &hw, &o->so, out, why);
+}
+
+/* Pushes the table partir.search returns beside the state. */
+static void push_search_info(lua_State *L, const SearchResult *r) {
+  lua_newtable(L);
+  const struct {
+    const char *key;
+    double v;
+  } numbers[] = {{"time", r->cost.total_time},
+                 {"base_time", r->base.total_time},
+                 {"peak_bytes", r->cost.peak_bytes},
+                 {"comm_bytes", cost_comm_bytes(&r->cost)},
+                 {"seconds", r->seconds}};
+  for (gsize i = 0; i < G_N_ELEMENTS(numbers); i++) {
+    lua_pushnumber(L, numbers[i].v);
+    lua_setfield(L, -2, numbers[i].key);
+  }
+  lua_pushinteger(L, r->explored);
+  lua_setfield(L, -2, "explored");
+  lua_pushboolean(L, r->cost.fits);
+  lua_setfield(L, -2, "fits");
+  lua_pushboolean(L, r->interrupted);
+  lua_setfield(L, -2, "interrupted");
+  lua_newtable(L);
+  for (guint i = 0; i < r->trace->len; i++) {
+    lua_pushstring(L, r->trace->pdata[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "trace");
+  GString *text = g_string_new(NULL);
+  search_script(text, r);
+  lua_pushstring(L, text->str);
+  lua_setfield(L, -2, "script");
+  g_string_truncate(text, 0);
+  search_tactic(text, r, "-- Found by partir.search.\n");
+  lua_pushstring(L, text->str);
+  g_string_free(text, TRUE);
+  lua_setfield(L, -2, "tactic");
+}
+
+static int search_common(lua_State *L, State *s, int opts) {
+  LuaSearchOpts o;
+  check_search_opts(L, opts, &o);
+  Diag *why = diag_new(NULL);
+  SearchResult r;
+  if (!run_search(L, s, &o, &r, why))
+    return raise_error(L, why);
+  diag_free(why);
+  push_state(L, state_ref(r.best));
+  push_search_info(L, &r);
+  search_result_clear(&r);
+  return 2;
+}
+
+/* s:search{mesh =, hw =, algo =, budget =, time =, seed =, ...} -> the
+ * best state found, {time, base_time, fits, explored, trace, tactic,
+ * ...} (docs/lua.md). */
+static int l_search(lua_State *L) {
+  State *s = check_state(L, 1);
+  return search_common(L, s, 2);
+}
+
+/* partir.search{state = s, mesh =, ...}: the same as s:search{mesh =,
+ * ...}. */
+static int l_module_search(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_getfield(L, 1, "state");
+  State *s = check_state(L, -1);
+  lua_pop(L, 1); /* the table keeps the state */
+  return search_common(L, s, 1);
+}
+
 static const luaL_Reg state_methods[] = {{"print", l_print},
                                          {"text", l_print},
                                          {"check", l_check},
@@ -1337,13 +1513,17 @@ static const luaL_Reg state_methods[] = {{"print", l_print},
                                          {"stats", l_stats},
                                          {"export", l_export},
                                          {"grad", l_grad},
+                                         {"search", l_search},
                                          {NULL, NULL}};
 
 static const luaL_Reg state_meta[] = {
     {"__gc", l_gc}, {"__tostring", l_tostring}, {"__eq", l_eq}, {NULL, NULL}};
 
-static const luaL_Reg module_funcs[] = {
-    {"parse", l_parse}, {"load", l_load}, {"rules", l_rules}, {NULL, NULL}};
+static const luaL_Reg module_funcs[] = {{"parse", l_parse},
+                                        {"load", l_load},
+                                        {"rules", l_rules},
+                                        {"search", l_module_search},
+                                        {NULL, NULL}};
 
 static int luaopen_partir(lua_State *L) {
   luaL_newmetatable(L, STATE_MT);

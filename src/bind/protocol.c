@@ -640,14 +640,9 @@ static gboolean any_legal_action(Proto *pr, Entry *e) {
 
 /* -------------------------------------------------------- observations */
 
-/* The program's content hash: the body's and the signature's, without
- * printing (the same in every run; names are not part of it). */
-static void state_hash(const State *s, char out[17]) {
-  guint64 h = s->func.body->content;
-  for (int i = 0; i < s->func.nargs; i++)
-    h = h * G_GUINT64_CONSTANT(1099511628211) ^
-        g_str_hash(s->func.arg_names[i]);
-  g_snprintf(out, 17, "%016" G_GINT64_MODIFIER "x", h);
+/* The program's content hash (state_hash) in 16 hex digits. */
+static void state_hash_hex(const State *s, char out[17]) {
+  g_snprintf(out, 17, "%016" G_GINT64_MODIFIER "x", state_hash(s));
 }
 
 static J *cost_json(const CostReport *r) {
@@ -1128,7 +1123,7 @@ static J *step_json(Proto *pr, Entry *parent, Entry *c, gint64 cid,
   if (observe && !obs)
     return NULL;
   char hash[17];
-  state_hash(c->state, hash);
+  state_hash_hex(c->state, hash);
   GString *t = g_string_sized_new(192);
   g_string_append_c(t, '{');
   if (index >= 0) {
@@ -1209,7 +1204,7 @@ static J *m_initialize(Proto *pr, J *p, Fail *f) {
   J *caps = cJSON_CreateObject();
   for (const char *const *c =
            (const char *const[]){"step", "expand", "trace", "replay", "drop",
-                                 "stats", NULL};
+                                 "stats", "search", NULL};
        *c; c++)
     proto_put(caps, *c, cJSON_CreateBool(TRUE));
   proto_put(o, "capabilities", caps);
@@ -1224,7 +1219,7 @@ static J *m_reset(Proto *pr, J *p, Fail *f) {
   J *obs = observation_json(pr, e,
                             (const char *const[]){"program", "cost", NULL}, f);
   char hash[17];
-  state_hash(e->state, hash);
+  state_hash_hex(e->state, hash);
   J *o = cJSON_CreateObject();
   proto_put(o, "state", proto_jint(id));
   proto_put(o, "hash", cJSON_CreateString(hash));
@@ -1405,6 +1400,116 @@ static J *m_drop(Proto *pr, J *p, Fail *f) {
   return o;
 }
 
+/* The names of array parameter 'key' (strings; at most 64), NULL-ended,
+ * borrowed from the request, into 'out'; '*set' when it was given.
+ * FALSE after proto_fail. */
+static gboolean get_names(J *p, const char *key, const char **out,
+                          const char *const **set, Fail *f) {
+  J *a;
+  if (!proto_get_array(p, key, &a, f))
+    return FALSE;
+  int n = 0;
+  for (J *item = a ? a->child : NULL; item; item = item->next) {
+    if (!cJSON_IsString(item) || n == 64)
+      return proto_fail(f, E_PARAMS,
+                        "parameter '%s' must be an array of at most 64 names",
+                        key);
+    out[n++] = item->valuestring;
+  }
+  out[n] = NULL;
+  if (a)
+    *set = out;
+  return TRUE;
+}
+
+/* search: the built-in search (docs/search.md) from a state, on its
+ * episode's mesh and hardware, within 'time' seconds (and 'budget'
+ * states); the best state found is a new id, its reply a step's, with
+ * what the search did. */
+static J *m_search(Proto *pr, J *p, Fail *f) {
+  const char *algo = NULL, *inputs[65], *axes[65];
+  gint64 budget = 0, seed = 1, width = 0;
+  SearchOptions so = {0};
+  J *observe, *time = cJSON_GetObjectItemCaseSensitive(p, "time");
+  Entry *e = get_state(pr, p, f);
+  if (!e || !proto_get_string(p, "algo", FALSE, &algo, f) ||
+      !proto_get_int(p, "budget", FALSE, &budget, f) ||
+      !proto_get_int(p, "seed", FALSE, &seed, f) ||
+      !proto_get_int(p, "width", FALSE, &width, f) ||
+      !proto_get_array(p, "observe", &observe, f) ||
+      !get_names(p, "inputs", inputs, &so.inputs, f) ||
+      !get_names(p, "batch_axes", axes, &so.batch_axes, f))
+    return NULL;
+  if (!cJSON_IsNumber(time) || !(time->valuedouble > 0) ||
+      time->valuedouble > 3600) {
+    proto_fail(f, E_PARAMS,
+               "parameter 'time' (seconds) must be a number above 0 and at "
+               "most 3600");
+    return NULL;
+  }
+  if (algo && !search_algo_parse(algo, &so.algo)) {
+    proto_fail(f, E_PARAMS, "parameter 'algo' must be \"mcts\" or \"beam\"");
+    return NULL;
+  }
+  if (budget < 0 || width < 0 || width > 1000) {
+    proto_fail(f, E_PARAMS,
+               "parameters 'budget' and 'width' must be "
+               "positive ('width' at most 1000)");
+    return NULL;
+  }
+  so.seconds = time->valuedouble;
+  so.budget = budget;
+  so.seed = (guint64)seed;
+  so.beam_width = (int)width;
+  g_auto(SearchResult) r = {0};
+  g_autoptr(Diag) why = diag_new(NULL);
+  if (!search_run(pr->rs, e->state, &e->ep->mesh, &e->ep->hw, &so, &r, why)) {
+    proto_fail(f, E_PARAMS, "search: %s", diag_text(why));
+    return NULL;
+  }
+  /* the best state is a step from 'e': each action of the trace one
+   * step of its own in 'trace' */
+  Entry *c = g_new0(Entry, 1);
+  c->state = state_ref(r.best);
+  c->trace = e->trace;
+  if (e->trace)
+    e->trace->refcount++;
+  for (guint i = 0; i < r.trace->len; i++) {
+    const char *action = r.trace->pdata[i];
+    Trace *t = g_malloc(sizeof(Trace) + strlen(action) + 1);
+    t->refcount = 1;
+    t->up = c->trace;
+    strcpy(t->action, action);
+    c->trace = t;
+  }
+  c->ep = e->ep;
+  c->steps = e->steps + r.trace->len;
+  gint64 id = add_entry(pr, c);
+  g_autofree const char **names = observe_names(observe);
+  J *step = step_json(pr, e, c, id, -1, NULL, names, TRUE,
+                      c->state->func.body == e->state->func.body, NULL, f);
+  if (!step)
+    return NULL;
+  J *info = cJSON_CreateObject();
+  proto_put(info, "algo", cJSON_CreateString(search_algo_name(so.algo)));
+  proto_put(info, "explored", proto_jint(r.explored));
+  proto_put(info, "transpositions", proto_jint(r.transpositions));
+  proto_put(info, "groups", proto_jint(r.groups->len));
+  proto_put(info, "interrupted", cJSON_CreateBool(r.interrupted));
+  J *actions = cJSON_CreateArray();
+  for (guint i = 0; i < r.trace->len; i++)
+    cJSON_AddItemToArray(actions, cJSON_CreateString(r.trace->pdata[i]));
+  proto_put(info, "actions", actions);
+  /* the step's text, with "search" before its closing brace */
+  GString *t = g_string_new(step->valuestring);
+  cJSON_Delete(step);
+  g_string_truncate(t, t->len - 1);
+  g_string_append(t, ",\"search\":");
+  proto_append_json(t, info);
+  g_string_append_c(t, '}');
+  return proto_raw_json(t);
+}
+
 static J *m_stats(Proto *pr, J *p, Fail *f) {
   gboolean now = FALSE;
   if (!proto_get_bool(p, "collect", &now, f))
@@ -1439,6 +1544,7 @@ static const struct {
     {"replay", m_replay},
     {"drop", m_drop},
     {"stats", m_stats},
+    {"search", m_search},
     {"shutdown", m_shutdown},
 };
 

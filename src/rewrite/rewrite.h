@@ -341,6 +341,10 @@ State *state_ref(State *s);
 void state_unref(State *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(State, state_unref)
 void state_print(GString *out, const State *s, gboolean expr);
+/* The program's 64-bit content hash: the body's and the argument names'
+ * (the same in every run; other names are not part of it).  The agent
+ * protocol's state hash and partir search's transposition key. */
+guint64 state_hash(const State *s);
 
 /* A location: a value of the printed program. */
 typedef struct Location {

@@ -43,6 +43,14 @@ void state_print(GString *out, const State *s, gboolean expr) {
     print_func(out, s->module, &s->func);
 }
 
+guint64 state_hash(const State *s) {
+  guint64 h = s->func.body->content;
+  for (int i = 0; i < s->func.nargs; i++)
+    h = h * G_GUINT64_CONSTANT(1099511628211) ^
+        g_str_hash(s->func.arg_names[i]);
+  return h;
+}
+
 void location_free(Location *l) {
   if (!l)
     return;

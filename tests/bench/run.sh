@@ -8,8 +8,9 @@
 # tests/bench/bench-gpt3 on them with three strategies (the tactics in
 # tests/bench/tactics/), tests/bench/bench-gemm (the generated sgemm
 # against OpenBLAS), bench-codegen.sh, which times compiled execution
-# against NumPy, JAX and memcpy (issue 13), and last bench-train.sh,
-# training steps compiled against NumPy's (issue 16).  Run it from the
+# against NumPy, JAX and memcpy (issue 13), bench-train.sh, training
+# steps compiled against NumPy's (issue 16), and last bench-search.sh,
+# partir search against the experts' tactics (issue 18).  Run it from the
 # build directory; the environment may set:
 #   BENCH_REWRITE  the rewrite benchmark (default tests/bench/bench-rewrite)
 #   BENCH_GPT3     the GPT-3 benchmark (default tests/bench/bench-gpt3)
@@ -164,10 +165,19 @@ train_status=0
 PARTIR=${PARTIR:-${abs_top_builddir:-.}/repl/partir} \
   sh "$top_srcdir/tests/bench/bench-train.sh" || train_status=$?
 
+# automatic partitioning (issue 18): partir search against the tactics
+echo
+search_status=0
+PARTIR=${PARTIR:-${abs_top_builddir:-.}/repl/partir} LUA=$LUA \
+  sh "$top_srcdir/tests/bench/bench-search.sh" || search_status=$?
+
 if [ "$gpt3_status" -ne 0 ]; then
   exit "$gpt3_status"
 fi
 if [ "$codegen_status" -ne 0 ]; then
   exit "$codegen_status"
 fi
-exit $train_status
+if [ "$train_status" -ne 0 ]; then
+  exit "$train_status"
+fi
+exit $search_status
