@@ -519,17 +519,9 @@ static gboolean gemm(Device *d, const GpuGemm *g, GError **error) {
   float one_f = 1, zero_f = 0;
   double one_d = 1, zero_d = 0;
   const void *alpha = g->dtype == DT_F64 ? (const void *)&one_d : &one_f;
-  int64_t idx[PARTIR_MAX_RANK * 4] = {0};
-  for (;;) {
-    int64_t a = 0, b = 0, c = 0;
-    gboolean first = TRUE; /* every outer K index 0: beta 0 */
-    for (int j = 0; j < g->nouter; j++) {
-      a += idx[j] * g->outer[j].a;
-      b += idx[j] * g->outer[j].b;
-      c += idx[j] * g->outer[j].c;
-      if (g->outer[j].contracted && idx[j])
-        first = FALSE;
-    }
+  for (int64_t call = 0; call < gpu_gemm_calls(g); call++) {
+    int64_t a, b, c;
+    gboolean first = gpu_gemm_call(g, call, &a, &b, &c);
     const void *beta = g->dtype == DT_F64
                            ? (const void *)(first ? &zero_d : &one_d)
                            : (first ? &zero_f : &one_f);
@@ -543,12 +535,8 @@ static gboolean gemm(Device *d, const GpuGemm *g, GError **error) {
         (int)g->ldc, g->stride_c, (int)g->batch, compute, CUBLAS_GEMM_DEFAULT);
     if (!cublas_ok(r, "cublasGemmStridedBatchedEx", error))
       return FALSE;
-    int j = g->nouter - 1; /* the next index, row-major */
-    while (j >= 0 && ++idx[j] == g->outer[j].size)
-      idx[j--] = 0;
-    if (j < 0)
-      return TRUE;
   }
+  return TRUE;
 }
 
 /* Launches 'l' once per member: chunk j of the staging buffer at

@@ -236,6 +236,16 @@ gboolean gpu_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
 gboolean gpu_gemm_of(const Term *t, int lhs, int rhs, int out, GpuGemm *gm,
                      Diag *why);
 
+/* How many cuBLAS calls 'gm' makes: one per index of its outer
+ * dimensions. */
+int64_t gpu_gemm_calls(const GpuGemm *gm);
+/* Call number 'call' (row-major over the outer dimensions, contracted
+ * ones last): the offsets (elements) of its A, B and C; TRUE when it
+ * writes C (beta 0: its contracted indices are all 0, the first of its
+ * C), FALSE when it adds to it (beta 1). */
+gboolean gpu_gemm_call(const GpuGemm *gm, int64_t call, int64_t *a, int64_t *b,
+                       int64_t *c);
+
 /* NCCL's data type of 'dt' (ncclDataType_t) and its name ("ncclFloat32"
  * into *name, may be NULL); -1 when NCCL has none (16-bit integers). */
 int gpu_nccl_type(DType dt, const char **name);

@@ -101,6 +101,30 @@ gboolean gpu_gemm_of(const Term *t, int lhs, int rhs, int out, GpuGemm *gm,
   return TRUE;
 }
 
+int64_t gpu_gemm_calls(const GpuGemm *gm) {
+  int64_t calls = 1;
+  for (int j = 0; j < gm->nouter; j++)
+    calls *= gm->outer[j].size;
+  return calls;
+}
+
+gboolean gpu_gemm_call(const GpuGemm *gm, int64_t call, int64_t *a, int64_t *b,
+                       int64_t *c) {
+  gboolean first = TRUE;
+  *a = *b = *c = 0;
+  for (int j = gm->nouter - 1; j >= 0; j--) { /* row-major: last fastest */
+    const GpuOuter *o = &gm->outer[j];
+    int64_t i = call % o->size;
+    call /= o->size;
+    *a += i * o->a;
+    *b += i * o->b;
+    *c += i * o->c;
+    if (o->contracted && i)
+      first = FALSE;
+  }
+  return first;
+}
+
 /* NCCL's data types: ncclDataType_t's values and names (nccl.h). */
 static const struct {
   DType dt;
@@ -147,13 +171,6 @@ static void print_launch(GString *out, const GpuProgram *gp,
   g_string_append_c(out, ')');
 }
 
-static int64_t gemm_calls(const GpuGemm *gm) {
-  int64_t calls = 1;
-  for (int j = 0; j < gm->nouter; j++)
-    calls *= gm->outer[j].size;
-  return calls;
-}
-
 static void print_gemm(GString *out, const GpuProgram *gp, const GpuGemm *gm) {
   g_string_append_printf(
       out,
@@ -165,7 +182,8 @@ static void print_gemm(GString *out, const GpuProgram *gp, const GpuGemm *gm) {
       gm->m, gm->n, gm->k, gm->batch, slot_name(gp, gm->a), gm->lda,
       slot_name(gp, gm->b), gm->ldb, slot_name(gp, gm->c), gm->ldc);
   if (gm->nouter)
-    g_string_append_printf(out, " x%" G_GINT64_FORMAT " calls", gemm_calls(gm));
+    g_string_append_printf(out, " x%" G_GINT64_FORMAT " calls",
+                           gpu_gemm_calls(gm));
 }
 
 static const char *nccl_call(Op op) {
@@ -212,7 +230,7 @@ char *gpu_plan_text(const GpuProgram *gp) {
     kernels += st->kind == GPU_KERNEL;
     collectives += st->kind == GPU_COLLECTIVE;
     if (st->kind == GPU_GEMM)
-      gemms += gemm_calls(&st->gemm);
+      gemms += gpu_gemm_calls(&st->gemm);
   }
   GString *out = g_string_new(NULL);
   g_string_append_printf(
