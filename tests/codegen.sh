@@ -28,23 +28,11 @@
 #   - 'partir compile' shows the optimized IR, the host's assembly, an
 #     object and the fusion decision, and refuses an unknown --emit.
 . "$top_srcdir/tests/tap.sh"
+. "$top_srcdir/tests/tolerance.sh"
 PARTIR=${PARTIR:-$top_builddir/repl/partir}
 mesh=
 
 RUNNER=${FIXTURE_RUNNER:-$top_builddir/tests/fixture-runner}
-
-# tolerance FILE: the relative error allowed to fast arithmetic (above).
-tolerance() {
-  awk '
-    /bf16/ { bf = 1 } /(^|[^b])f16/ { h = 1 } /f32/ { f32 = 1 }
-    /(exp|log|tanh|logistic|pow|log1p|expm1)\(/ { t = 1 }
-    { s = $0
-      while (match(s, /[0-9]+x/)) {
-        d = substr(s, RSTART, RLENGTH - 1) + 0; if (d > k) k = d
-        s = substr(s, RSTART + RLENGTH) } }
-    END { eps = bf ? 2^-7 : h ? 2^-10 : f32 ? 2^-23 : 2^-52
-          printf "%.6g\n", (8 + k + 8 * t) * eps }' "$1"
-}
 
 # same NAME FILE [ARGS...]: exec --exact writes the interpreter's .npy
 # files bit for bit, and exec (fast) writes them within the tolerance

@@ -1,0 +1,128 @@
+#!/bin/sh
+# The CUDA runtime on real GPUs (docs/gpu.md): 'partir exec --runtime
+# cuda' against the reference interpreter ('partir run'), the .npy files
+# of --output compared within fast arithmetic's bound (tests/tolerance.sh:
+# the GPU's reductions sum in a tree and cuBLAS in its own order, so no
+# bit-for-bit comparison), integers exactly.
+#
+# On: the kernel fixtures that the GPU computes (all but the integer
+# contractions), the examples, a 4-layer transformer on one GPU (tiles
+# and sums as loops of the host) and, where the machine has the GPUs,
+# lowered on meshes of 2 and 4 devices under batch, Megatron and ZeRO and
+# the compositions on batch=2,model=2 (NCCL between the GPUs).
+#
+# Without a GPU (no libcuda.so.1, or no device) the whole script is
+# skipped, saying why: tests/ptx.sh checks what can be checked there.
+. "$top_srcdir/tests/tap.sh"
+. "$top_srcdir/tests/tolerance.sh"
+PARTIR=${PARTIR:-$top_builddir/repl/partir}
+RUNNER=${FIXTURE_RUNNER:-$top_builddir/tests/fixture-runner}
+
+if ! "$PARTIR" exec "$top_srcdir/examples/mlp.pir" --runtime cuda \
+  >/dev/null 2>"$tmp/err"; then
+  if grep -q 'no GPU to run on' "$tmp/err"; then
+    echo "1..0 # SKIP no GPU: $(sed 's/^partir: --runtime cuda: //' "$tmp/err")"
+    exit 0
+  fi
+  echo "not ok 1 - examples/mlp.pir runs on the GPU"
+  show "$tmp/err"
+  echo "1..1"
+  exit 1
+fi
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+echo "# $gpus GPU(s)"
+
+# same NAME FILE [ARGS...]: the GPU's .npy files are the interpreter's
+# within the tolerance (with --mesh $mesh when 'mesh' is set).
+same() {
+  name=$1
+  file=$2
+  shift 2
+  rm -rf "$tmp/run" "$tmp/gpu"
+  mkdir -p "$tmp/run" "$tmp/gpu"
+  if ! "$PARTIR" run "$file" --output "$tmp/run" "$@" >/dev/null \
+    2>"$tmp/err"; then
+    not_ok "$name: the interpreter runs it"
+    show "$tmp/err"
+    return
+  fi
+  if ! timeout 300 "$PARTIR" exec "$file" --runtime cuda --output "$tmp/gpu" \
+    ${mesh:+--mesh "$mesh"} "$@" >/dev/null 2>"$tmp/err"; then
+    not_ok "$name: it runs on the GPU${mesh:+ (mesh $mesh)}"
+    show "$tmp/err"
+    return
+  fi
+  rel=$(tolerance "$file")
+  for f in "$tmp/run"/*.npy; do
+    if ! "$RUNNER" --npy-near "$tmp/gpu/$(basename "$f")" "$f" "$rel" \
+      >"$tmp/near"; then
+      not_ok "$name: $(basename "$f") is not within $rel"
+      show "$tmp/near"
+      return
+    fi
+  done
+  ok "$name: on the GPU${mesh:+ (mesh $mesh)}, within $rel of the interpreter"
+}
+
+mesh=
+mkdir -p "$tmp/kernels"
+awk -v dir="$tmp/kernels" '
+  /^%%RUN / { file = dir "/" $2 ".pir"; copy = 1; next }
+  /^%%/ { copy = 0 }
+  copy { print > file }' "$top_srcdir/tests/fixtures/kernels.test"
+for file in "$tmp/kernels"/*.pir; do
+  name=$(basename "$file" .pir)
+  case $name in # cuBLAS has no integer products (tests/ptx.sh)
+  dot_general_i64 | matmul_i32 | matmul_i8_wraps) continue ;;
+  esac
+  same "kernels/$name" "$file"
+done
+same "examples/mlp.pir" "$top_srcdir/examples/mlp.pir" --seed 3
+same "examples/transformer_layer.pir" \
+  "$top_srcdir/examples/transformer_layer.pir" --seed 4
+same "examples/mlp_tiled.pir" "$top_srcdir/examples/mlp_tiled.pir" --seed 7
+lua5.4 "$top_srcdir/examples/models/transformer.lua" --layers 4 --batch 4 \
+  --seq 8 --d_model 32 --heads 4 --d_ff 64 >"$tmp/t4.pir"
+same "4-layer transformer" "$tmp/t4.pir" --seed 8
+
+# meshes: one GPU a device
+for spec in batch:batch=2 megatron:model=2 zero:data=2 batch:batch=4 \
+  megatron:model=4 zero:data=4; do
+  tactic=${spec%%:*}
+  mesh=${spec#*:}
+  devices=${mesh#*=}
+  if [ "$gpus" -lt "$devices" ]; then
+    echo "# skipped $tactic on $mesh: $gpus GPU(s)"
+    continue
+  fi
+  for program in t4 mlp; do
+    case $program in
+    t4) src=$tmp/t4.pir ;;
+    mlp) src=$top_srcdir/examples/mlp.pir ;;
+    esac
+    if "$PARTIR" tactic "$top_srcdir/tactics/$tactic.lua" "$src" \
+      --mesh "$mesh" -o "$tmp/p.pir" 2>"$tmp/err"; then
+      same "$program, $tactic" "$tmp/p.pir" --seed 9
+    else
+      not_ok "$program, $tactic on $mesh: the tactic runs"
+    fi
+  done
+done
+mesh=
+if [ "$gpus" -ge 4 ]; then
+  for tactic in batch-megatron batch-megatron-zero; do
+    "$PARTIR" tactic "$top_srcdir/tests/bench/tactics/$tactic.lua" \
+      "$tmp/t4.pir" --mesh batch=2,model=2 -o "$tmp/c.pir" 2>/dev/null
+    mesh=batch=2,model=2
+    same "4-layer transformer, $tactic" "$tmp/c.pir" --seed 8
+    mesh=
+  done
+else
+  echo "# skipped the compositions on batch=2,model=2: $gpus GPU(s)"
+fi
+"$PARTIR" exec "$top_srcdir/examples/mlp.pir" --runtime cuda --mesh data=64 \
+  >/dev/null 2>"$tmp/err"
+status=$?
+check "a mesh with more devices than GPUs: exit 1, saying so" \
+  sh -c "test $status -eq 1 && grep -q 'runs one device a GPU' '$tmp/err'"
+done_testing
