@@ -106,7 +106,8 @@ static void plan_value(PlanWalk *w, const char *name, const Term *t) {
   if (t->kind == TM_SUM)
     acc = type_with_dtype(t->type,
                           dtype_is_float(t->type->dtype) ? DT_F64 : DT_I64);
-  if (t->kind == TM_OP && (t->op == OP_MATMUL || t->op == OP_DOT_GENERAL))
+  if (t->kind == TM_OP && (t->op == OP_MATMUL || t->op == OP_DOT_GENERAL) &&
+      w->plan->opt.target == CODEGEN_TARGET_HOST) /* cuBLAS needs none */
     acc = dot_scratch(t, w->plan->opt.exact);
   if (acc) {
     Slot a = {.type = acc, .name = s.name, .arg = -1, .acc = -1};

@@ -151,7 +151,7 @@ static gboolean library_open(Library *lib, const char *const *sonames,
       lib->why =
           g_strdup_printf("%s cannot be loaded (%s)", sonames[0], dlerror());
     else if (!resolve(lib, names, table, n))
-      lib->handle = NULL;
+      g_clear_pointer(&lib->handle, dlclose);
     g_once_init_leave(&lib->once, 1);
   }
   return lib->handle != NULL;
@@ -263,16 +263,14 @@ static gboolean driver_devices(int *count, GError **error) {
 
 gboolean codegen_cuda_available(GError **error) {
   int count;
-  if (driver_devices(&count, error))
+  GError *why = NULL;
+  if (driver_devices(&count, &why))
     return TRUE;
-  g_prefix_error(error, "no GPU to run on: ");
-  GError *e = *error;
-  char *msg = g_strconcat(e->message,
-                          " (run with --runtime threads, or see the "
-                          "kernels with 'partir compile --target nvptx')",
-                          NULL);
-  g_free(e->message);
-  e->message = msg;
+  g_set_error(error, CUDA_ERROR, why->code,
+              "no GPU to run on: %s (run with --runtime threads, or see the "
+              "kernels with 'partir compile --target nvptx')",
+              why->message);
+  g_error_free(why);
   return FALSE;
 }
 
