@@ -1,7 +1,7 @@
 #!/bin/sh
 # The CUDA runtime on real GPUs (docs/gpu.md): 'partir exec --runtime
 # cuda' against the reference interpreter ('partir run'), the .npy files
-# of --output compared within fast arithmetic's bound (tests/tolerance.sh:
+# of --output compared within fast arithmetic's bound (tests/compiled.sh:
 # the GPU's reductions sum in a tree and cuBLAS in its own order, so no
 # bit-for-bit comparison), integers exactly.
 #
@@ -14,9 +14,8 @@
 # Without a GPU (no libcuda.so.1, or no device) the whole script is
 # skipped, saying why: tests/ptx.sh checks what can be checked there.
 . "$top_srcdir/tests/tap.sh"
-. "$top_srcdir/tests/tolerance.sh"
+. "$top_srcdir/tests/compiled.sh"
 PARTIR=${PARTIR:-$top_builddir/repl/partir}
-RUNNER=${FIXTURE_RUNNER:-$top_builddir/tests/fixture-runner}
 
 if ! "$PARTIR" exec "$top_srcdir/examples/mlp.pir" --runtime cuda \
   >/dev/null 2>"$tmp/err"; then
@@ -53,23 +52,12 @@ same() {
     return
   fi
   rel=$(tolerance "$file")
-  for f in "$tmp/run"/*.npy; do
-    if ! "$RUNNER" --npy-near "$tmp/gpu/$(basename "$f")" "$f" "$rel" \
-      >"$tmp/near"; then
-      not_ok "$name: $(basename "$f") is not within $rel"
-      show "$tmp/near"
-      return
-    fi
-  done
+  near "$name" "$tmp/run" "$tmp/gpu" "$rel" || return
   ok "$name: on the GPU${mesh:+ (mesh $mesh)}, within $rel of the interpreter"
 }
 
 mesh=
-mkdir -p "$tmp/kernels"
-awk -v dir="$tmp/kernels" '
-  /^%%RUN / { file = dir "/" $2 ".pir"; copy = 1; next }
-  /^%%/ { copy = 0 }
-  copy { print > file }' "$top_srcdir/tests/fixtures/kernels.test"
+split_kernels "$tmp/kernels"
 for file in "$tmp/kernels"/*.pir; do
   name=$(basename "$file" .pir)
   case $name in # cuBLAS has no integer products (tests/ptx.sh)
@@ -85,29 +73,18 @@ lua5.4 "$top_srcdir/examples/models/transformer.lua" --layers 4 --batch 4 \
   --seq 8 --d_model 32 --heads 4 --d_ff 64 >"$tmp/t4.pir"
 same "4-layer transformer" "$tmp/t4.pir" --seed 8
 
-# meshes: one GPU a device
-for spec in batch:batch=2 megatron:model=2 zero:data=2 batch:batch=4 \
-  megatron:model=4 zero:data=4; do
-  tactic=${spec%%:*}
-  mesh=${spec#*:}
-  devices=${mesh#*=}
-  if [ "$gpus" -lt "$devices" ]; then
-    echo "# skipped $tactic on $mesh: $gpus GPU(s)"
-    continue
+# meshes: one GPU a device, where the machine has them
+on_mesh() {
+  if [ "$gpus" -lt "${3#*=}" ]; then
+    echo "# skipped $1, $2 on $3: $gpus GPU(s)"
+    return
   fi
-  for program in t4 mlp; do
-    case $program in
-    t4) src=$tmp/t4.pir ;;
-    mlp) src=$top_srcdir/examples/mlp.pir ;;
-    esac
-    if "$PARTIR" tactic "$top_srcdir/tactics/$tactic.lua" "$src" \
-      --mesh "$mesh" -o "$tmp/p.pir" 2>"$tmp/err"; then
-      same "$program, $tactic" "$tmp/p.pir" --seed 9
-    else
-      not_ok "$program, $tactic on $mesh: the tactic runs"
-    fi
-  done
-done
+  mesh=$3
+  same "$1, $2 on $3" "$4" --seed 9
+  mesh=
+}
+each_tactic on_mesh batch:batch=2 megatron:model=2 zero:data=2 batch:batch=4 \
+  megatron:model=4 zero:data=4
 mesh=
 if [ "$gpus" -ge 4 ]; then
   for tactic in batch-megatron batch-megatron-zero; do

@@ -19,6 +19,7 @@
 # Where ptxas is absent (no CUDA Toolkit) the PTX is still compiled and
 # its kernels counted; the ptxas checks are skipped with a message.
 . "$top_srcdir/tests/tap.sh"
+. "$top_srcdir/tests/compiled.sh"
 PARTIR=${PARTIR:-$top_builddir/repl/partir}
 
 ptxas=
@@ -37,11 +38,7 @@ valid() {
 }
 
 # The kernel fixtures, one file each.
-mkdir -p "$tmp/kernels"
-awk -v dir="$tmp/kernels" '
-  /^%%RUN / { file = dir "/" $2 ".pir"; copy = 1; next }
-  /^%%/ { copy = 0 }
-  copy { print > file }' "$top_srcdir/tests/fixtures/kernels.test"
+split_kernels "$tmp/kernels"
 assembled=0
 refused=
 for file in "$tmp/kernels"/*.pir; do
@@ -117,24 +114,10 @@ for tactic in batch-megatron megatron-batch batch-megatron-zero; do
     show "$tmp/err"
   fi
 done
-for program in t4 mlp; do
-  case $program in
-  t4) src=$tmp/t4.pir ;;
-  mlp) src=$top_srcdir/examples/mlp.pir ;;
-  esac
-  for spec in batch:batch=2 batch:batch=4 megatron:model=2 megatron:model=4 \
-    zero:data=2 zero:data=4; do
-    tactic=${spec%%:*}
-    mesh=${spec#*:}
-    if "$PARTIR" tactic "$top_srcdir/tactics/$tactic.lua" "$src" \
-      --mesh "$mesh" -o "$tmp/$program-$tactic.pir" 2>"$tmp/err"; then
-      ptx "$program, $tactic on $mesh" "$tmp/$program-$tactic.pir" --mesh "$mesh"
-    else
-      not_ok "$program, $tactic on $mesh: the tactic runs"
-      show "$tmp/err"
-    fi
-  done
-done
+# on_mesh PROGRAM TACTIC MESH FILE: FILE lowered on MESH, its device's PTX
+on_mesh() { ptx "$1, $2 on $3" "$4" --mesh "$3"; }
+each_tactic on_mesh batch:batch=2 batch:batch=4 megatron:model=2 \
+  megatron:model=4 zero:data=2 zero:data=4
 
 # The MLP under Megatron on model=2, by hand: x [16, 256] times the
 # column half of w [256, 128], then times the row half of u [128, 256]:
@@ -182,31 +165,37 @@ check "gpu-plan, batch-megatron-zero: gathers along an inner dimension unpack pe
   grep -q 'ncclAllGather .*; unpack tile_[0-9]*<<<[0-9]*, 256>>>([0-9a-z_]*, stage, member)$' "$tmp/plan"
 
 # Refusals.
-"$PARTIR" compile "$top_srcdir/examples/mlp.pir" --target nvptx --exact \
-  --emit ptx >/dev/null 2>"$tmp/err"
-status=$?
-check "--target nvptx --exact: refused (fast arithmetic only on the GPU)" \
-  sh -c "test $status -eq 1 && grep -q 'exact, --blas and --profile are the CPU' '$tmp/err'"
-"$PARTIR" compile "$top_srcdir/examples/mlp.pir" --target nvptx --arch sm_70 \
-  >/dev/null 2>"$tmp/err"
-status=$?
-check "--arch sm_70: a usage error naming the architectures" \
-  sh -c "test $status -eq 2 && grep -q 'arch takes sm_80, sm_90' '$tmp/err'"
-"$PARTIR" compile "$top_srcdir/examples/mlp.pir" --emit ptx >/dev/null \
-  2>"$tmp/err"
-status=$?
-check "--emit ptx without --target nvptx: a usage error" \
-  sh -c "test $status -eq 2 && grep -q 'target host emits llvm, asm, obj or fusion' '$tmp/err'"
-"$PARTIR" compile "$top_srcdir/examples/mlp.pir" --target gpu >/dev/null \
-  2>"$tmp/err"
-status=$?
-check "--target gpu: a usage error" \
-  sh -c "test $status -eq 2 && grep -q 'target must be host or nvptx' '$tmp/err'"
-"$PARTIR" exec "$top_srcdir/examples/mlp.pir" --runtime bogus >/dev/null \
-  2>"$tmp/err"
-status=$?
-check "exec --runtime bogus: a usage error" \
-  sh -c "test $status -eq 2 && grep -q 'runtime must be threads or cuda' '$tmp/err'"
+# refused STATUS MESSAGE DESCRIPTION COMMAND...: the command exits with
+# STATUS, saying MESSAGE.
+refused() {
+  want=$1
+  msg=$2
+  d=$3
+  shift 3
+  "$@" >/dev/null 2>"$tmp/err"
+  status=$?
+  if [ $status -eq "$want" ] && grep -q -- "$msg" "$tmp/err"; then
+    ok "$d"
+  else
+    not_ok "$d (exit $status)"
+    show "$tmp/err"
+  fi
+}
+mlp=$top_srcdir/examples/mlp.pir
+refused 1 'exact, --blas and --profile are the CPU' \
+  "--target nvptx --exact: refused (fast arithmetic only on the GPU)" \
+  "$PARTIR" compile "$mlp" --target nvptx --exact --emit ptx
+refused 2 'arch takes sm_80, sm_90' \
+  "--arch sm_70: a usage error naming the architectures" \
+  "$PARTIR" compile "$mlp" --target nvptx --arch sm_70
+refused 2 'target host emits llvm, asm, obj or fusion' \
+  "--emit ptx without --target nvptx: a usage error" \
+  "$PARTIR" compile "$mlp" --emit ptx
+refused 2 'target must be host or nvptx' "--target gpu: a usage error" \
+  "$PARTIR" compile "$mlp" --target gpu
+refused 2 'runtime must be threads or cuda' \
+  "exec --runtime bogus: a usage error" \
+  "$PARTIR" exec "$mlp" --runtime bogus
 "$PARTIR" exec "$top_srcdir/examples/mlp.pir" --runtime cuda >"$tmp/out" \
   2>"$tmp/err"
 status=$?
