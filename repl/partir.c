@@ -626,8 +626,8 @@ static gboolean load_lowered(const char *path, const Options *o, Loaded *ld,
   return load_rules_program(path, o, ld, status) && lower_loaded(path, ld);
 }
 
-/* The code generator's options from --exact and --blas: FALSE (with a
- * message) when they are wrong. */
+/* The code generator's options from --exact, --blas, --target and
+ * --arch: FALSE (with a message) when they are wrong. */
 static gboolean codegen_options(const Options *o, CodegenOptions *co) {
   *co = (CodegenOptions){.exact = o->exact, .profile = o->profile};
   if (o->target && strcmp(o->target, "nvptx") == 0) {
@@ -660,12 +660,10 @@ static gboolean codegen_options(const Options *o, CodegenOptions *co) {
 }
 
 /* exec's options: FALSE (with a message) when they are wrong. */
-/* The runtimes of exec --runtime, and the code each runs. */
+/* The runtimes of exec --runtime, and the --target each runs. */
 static const struct {
-  const char *name;
-  CodegenTarget target;
-} runtimes[] = {{"threads", CODEGEN_TARGET_HOST},
-                {"cuda", CODEGEN_TARGET_NVPTX}};
+  const char *name, *target;
+} runtimes[] = {{"threads", "host"}, {"cuda", "nvptx"}};
 
 static gboolean exec_options(const Options *o, CodegenOptions *co) {
   const char *runtime = o->runtime ? o->runtime : "threads";
@@ -678,14 +676,15 @@ static gboolean exec_options(const Options *o, CodegenOptions *co) {
                runtime);
     return FALSE;
   }
-  if (!codegen_options(o, co))
-    return FALSE;
-  if (o->target && co->target != runtimes[at].target) {
-    g_printerr("partir: --target %s does not run on --runtime %s\n", o->target,
-               runtime);
+  if (o->target && strcmp(o->target, runtimes[at].target) != 0) {
+    g_printerr("partir: --runtime %s runs --target %s, not '%s'\n", runtime,
+               runtimes[at].target, o->target);
     return FALSE;
   }
-  co->target = runtimes[at].target;
+  Options with_target = *o; /* borrowed strings: not cleared */
+  with_target.target = (char *)runtimes[at].target;
+  if (!codegen_options(&with_target, co))
+    return FALSE;
   if (co->target == CODEGEN_TARGET_NVPTX && (o->repeat || o->profile)) {
     g_printerr("partir: --repeat and --profile are the threads runtime's\n");
     return FALSE;

@@ -193,6 +193,9 @@ refused 2 'target host emits llvm, asm, obj or fusion' \
   "$PARTIR" compile "$mlp" --emit ptx
 refused 2 'target must be host or nvptx' "--target gpu: a usage error" \
   "$PARTIR" compile "$mlp" --target gpu
+refused 2 "runtime threads runs --target host, not 'nvptx'" \
+  "exec --target nvptx on the threads runtime: a usage error" \
+  "$PARTIR" exec "$mlp" --target nvptx
 refused 2 'runtime must be threads or cuda' \
   "exec --runtime bogus: a usage error" \
   "$PARTIR" exec "$mlp" --runtime bogus
