@@ -310,6 +310,22 @@ static LLVMValueRef libm_own_type(Gen *g, Op op, LLVMValueRef x) {
   return ir_call(g, name, ty, &ty, &x, 1);
 }
 
+/* Fast exp, log, tanh and logistic on a GPU: libdevice's, in the
+ * value's own type (__nv_expf, __nv_exp, ...), which the GPU computes
+ * with its special function units; logistic as 1 / (1 + exp(-x)). */
+static LLVMValueRef libdevice_fast(Gen *g, Op op, LLVMValueRef x) {
+  gboolean is_double = LLVMTypeOf(x) == g->f64;
+  LLVMTypeRef ty = LLVMTypeOf(x);
+  const char *base = op == OP_LOG ? "log" : op == OP_TANH ? "tanh" : "exp";
+  g_autofree char *name = g_strconcat(base, is_double ? "" : "f", NULL);
+  if (op != OP_LOGISTIC)
+    return ir_call(g, name, ty, &ty, &x, 1);
+  LLVMValueRef nx = LLVMBuildFNeg(g->b, x, "");
+  LLVMValueRef e = ir_call(g, name, ty, &ty, &nx, 1);
+  return LLVMBuildFDiv(g->b, cfl(g, x, 1.0),
+                       LLVMBuildFAdd(g->b, cfl(g, x, 1.0), e, ""), "");
+}
+
 /* exp, log, tanh, logistic, sqrt, rsqrt in the value's own type. */
 static LLVMValueRef transcendental(Gen *g, Op op, LLVMValueRef x) {
   if (op == OP_SQRT || op == OP_RSQRT) { /* correctly rounded, as libm */
@@ -325,7 +341,7 @@ static LLVMValueRef transcendental(Gen *g, Op op, LLVMValueRef x) {
     }
     return libm(g, op == OP_EXP ? "exp" : op == OP_LOG ? "log" : "tanh", &x, 1);
   }
-  return math_fast(g, op, x);
+  return g->gpu ? libdevice_fast(g, op, x) : math_fast(g, op, x);
 }
 
 /* ---------------------------------------------------------- elementwise */

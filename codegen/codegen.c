@@ -22,6 +22,7 @@
 struct Compiled {
   Plan *plan;
   JitCode *code;
+  GpuProgram *gpu;  /* compiled for NVPTX: no 'code', run by cuda.c */
   Profile *profile; /* compiled with 'profile', else NULL */
   /* arenas not in use, kept for the next run (device threads run one
    * Compiled at once, each with an arena of its own; a kept one has its
@@ -105,7 +106,8 @@ static void plan_value(PlanWalk *w, const char *name, const Term *t) {
   if (t->kind == TM_SUM)
     acc = type_with_dtype(t->type,
                           dtype_is_float(t->type->dtype) ? DT_F64 : DT_I64);
-  if (t->kind == TM_OP && (t->op == OP_MATMUL || t->op == OP_DOT_GENERAL))
+  if (t->kind == TM_OP && (t->op == OP_MATMUL || t->op == OP_DOT_GENERAL) &&
+      w->plan->opt.target == CODEGEN_TARGET_HOST) /* cuBLAS needs none */
     acc = dot_scratch(t, w->plan->opt.exact);
   if (acc) {
     Slot a = {.type = acc, .name = s.name, .arg = -1, .acc = -1};
@@ -189,14 +191,31 @@ static LLVMModuleRef optimized(LLVMContextRef ctx, const Plan *p,
   return mod;
 }
 
+/* A device's mesh, for the GPU's collectives; NULL on one device. */
+static const Mesh *mesh_of(const Func *f) {
+  return f->spmd ? &f->spmd->mesh : NULL;
+}
+
 Compiled *codegen_compile(const Module *m, const Func *f,
                           const CodegenOptions *o, Diag *why) {
   Plan *p = plan_new(m, f, o, why);
   if (!p)
     return NULL;
+  Compiled *c = g_new0(Compiled, 1);
+  c->plan = p;
+  g_mutex_init(&c->lock);
+  c->arenas = g_ptr_array_new_with_free_func(free);
+  c->results = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
+  if (p->opt.target == CODEGEN_TARGET_NVPTX) { /* run by cuda.c */
+    c->gpu = nvptx_program_new(p, mesh_of(f), o->arch, NULL, why);
+    if (c->gpu)
+      return c;
+    codegen_free(c);
+    return NULL;
+  }
   LLVMTargetMachineRef tm = jit_host_machine(why);
   if (!tm) {
-    plan_free(p);
+    codegen_free(c);
     return NULL;
   }
   g_autofree char *entry = entry_name();
@@ -208,24 +227,23 @@ Compiled *codegen_compile(const Module *m, const Func *f,
   LLVMContextDispose(ctx);
   LLVMDisposeTargetMachine(tm);
   if (!code) {
-    plan_free(p);
+    codegen_free(c);
     return NULL;
   }
-  Compiled *c = g_new0(Compiled, 1);
-  c->plan = p;
   c->code = code;
-  g_mutex_init(&c->lock);
-  c->arenas = g_ptr_array_new_with_free_func(free);
-  c->results = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
   if (p->opt.profile)
     c->profile = profile_new((int)p->slots->len);
   return c;
 }
 
+const GpuProgram *codegen_gpu(const Compiled *c) { return c->gpu; }
+
 void codegen_free(Compiled *c) {
   if (!c)
     return;
-  jit_unload(c->code);
+  if (c->code)
+    jit_unload(c->code);
+  nvptx_program_free(c->gpu);
   g_ptr_array_unref(c->arenas);
   g_ptr_array_unref(c->results);
   g_mutex_clear(&c->lock);
@@ -263,6 +281,7 @@ static void restore_subnormals(unsigned saved) {
 GPtrArray *codegen_run(Compiled *c, Tensor *const *args) {
   /* a device's program: only on a device (its collectives need one) */
   g_return_val_if_fail(!c->plan->spmd || kernel_comm, NULL);
+  g_return_val_if_fail(!c->gpu, NULL); /* codegen_cuda_run */
   GArray *slots = c->plan->slots;
   g_autofree void **bufs = g_new0(void *, MAX(slots->len, 1));
   g_autofree Tensor **held = g_new0(Tensor *, MAX(slots->len, 1));
@@ -326,7 +345,7 @@ static GPtrArray *run_device(void *data, const Func *f, Tensor *const *inputs,
 GPtrArray *codegen_run_spmd(Compiled *c, const Func *f,
                             Tensor *const *global_inputs, int steps,
                             double *step_seconds, Diag *diag, GError **error) {
-  g_assert(c->plan->spmd && f->spmd);
+  g_assert(c->plan->spmd && f->spmd && !c->gpu);
   SpmdRuntime threads = {.run = run_device,
                          .run_data = c,
                          .connect = threads_connect,
@@ -368,18 +387,49 @@ static char *module_text(const Plan *p, CodegenEmit what, gsize *len,
   return text;
 }
 
+/* The GPU program of 'p' as 'what' shows it: the PTX (EMIT_ASM too),
+ * the launch plan, or the optimized IR; NULL + why. */
+static char *gpu_text(const Plan *p, const Func *f, CodegenEmit what,
+                      Diag *why) {
+  char *llvm = NULL;
+  GpuProgram *gp = nvptx_program_new(p, mesh_of(f), p->opt.arch,
+                                     what == EMIT_LLVM ? &llvm : NULL, why);
+  if (!gp)
+    return NULL;
+  char *text = what == EMIT_LLVM       ? llvm
+               : what == EMIT_GPU_PLAN ? gpu_plan_text(gp)
+                                       : g_strdup(gp->ptx);
+  nvptx_program_free(gp);
+  return text;
+}
+
 char *codegen_text(const Module *m, const Func *f, const CodegenOptions *o,
                    CodegenEmit what, gsize *len, Diag *why) {
+  gboolean gpu = o && o->target == CODEGEN_TARGET_NVPTX;
+  if (!gpu && (what == EMIT_PTX || what == EMIT_GPU_PLAN)) {
+    diag_reason(why, "ptx and gpu-plan are the NVPTX target's "
+                     "(--target nvptx)");
+    return NULL;
+  }
+  if (gpu && what == EMIT_OBJ) {
+    diag_reason(why, "the NVPTX target emits ptx, gpu-plan, llvm or fusion");
+    return NULL;
+  }
   Plan *p = plan_new(m, f, o, why);
   if (!p)
     return NULL;
   char *text;
   if (what == EMIT_FUSION) {
     text = plan_fusion_text(p);
-    *len = strlen(text);
+  } else if (gpu) {
+    text = gpu_text(p, f, what, why);
   } else {
     text = module_text(p, what, len, why);
+    plan_free(p);
+    return text;
   }
+  if (text)
+    *len = strlen(text);
   plan_free(p);
   return text;
 }

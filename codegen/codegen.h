@@ -21,6 +21,9 @@
  *   runtime.c  what the generated code calls (collectives)
  *   threads.c  the threaded runtime's collectives, in shared memory
  *   jit.c      the host's target machine, the O3 pipeline, LLJIT
+ *   nvptx.c    NVIDIA GPUs: the plan's kernels as PTX, libdevice linked
+ *   nvptx_plan.c  the GPU launch plan: kernels, cuBLAS, NCCL, in order
+ *   cuda.c     the CUDA runtime: driver API, cuBLAS, NCCL (dlopen'ed)
  *
  * Tiles and sums are loops; an SPMD program runs on a thread a device
  * (codegen_run_spmd).
@@ -39,10 +42,21 @@ typedef enum {
   CODEGEN_BLAS_OPENBLAS, /* cblas_sgemm/dgemm for f32 and f64 */
 } CodegenBlas;
 
+/* Where the code runs. */
+typedef enum {
+  CODEGEN_TARGET_HOST,  /* this CPU, through LLJIT */
+  CODEGEN_TARGET_NVPTX, /* NVIDIA GPUs: PTX kernels and a launch plan */
+} CodegenTarget;
+
+/* The GPU architectures the NVPTX target compiles for. */
+#define CODEGEN_NVPTX_ARCHS "sm_80, sm_90"
+
 /* What the code is compiled for.  Zero is the default: fast arithmetic
  * (each value computed in its own type), the generated matmul kernel,
- * no profiling. */
+ * no profiling, the host CPU. */
 typedef struct CodegenOptions {
+  CodegenTarget target;
+  const char *arch; /* NVPTX: "sm_80" (NULL) or "sm_90" */
   /* the interpreter's arithmetic, bit for bit (doubles rounded on
    * store, libm's transcendentals, sums in double in its order) */
   gboolean exact;
@@ -81,15 +95,36 @@ void codegen_profile_report(Compiled *c, GString *out);
 
 /* What 'partir compile --emit' shows. */
 typedef enum {
-  EMIT_LLVM,   /* the optimized module as LLVM IR */
-  EMIT_ASM,    /* the host's assembly */
-  EMIT_OBJ,    /* an ELF object (binary) */
-  EMIT_FUSION, /* the kernels: what each computes and reads */
+  EMIT_LLVM,     /* the optimized module as LLVM IR */
+  EMIT_ASM,      /* the host's assembly */
+  EMIT_OBJ,      /* an ELF object (binary) */
+  EMIT_FUSION,   /* the kernels: what each computes and reads */
+  EMIT_PTX,      /* NVPTX: the kernels' PTX module */
+  EMIT_GPU_PLAN, /* NVPTX: the launch plan, in order */
 } CodegenEmit;
 
 /* 'what' for 'f' (a new buffer of *len bytes, NUL-terminated), or NULL
  * with the reason. */
 char *codegen_text(const Module *m, const Func *f, const CodegenOptions *o,
                    CodegenEmit what, gsize *len, Diag *why);
+
+/* ------------------------------------------------------------- cuda.c */
+
+/* Whether 'c' was compiled for NVPTX (it runs through codegen_cuda_run). */
+gboolean codegen_on_gpu(const Compiled *c);
+
+/* TRUE when the CUDA driver (libcuda.so.1) loads and sees a GPU; else
+ * FALSE with the reason (no driver, no device), which says how to run
+ * without one. */
+gboolean codegen_cuda_available(GError **error);
+
+/* Runs 'f' compiled for NVPTX as 'c' on the global inputs: one GPU per
+ * device of its mesh (an SPMD program: scattered, run, gathered as
+ * spmd_run does; collectives through NCCL) or GPU 0, driven by this
+ * process.  NULL with the reason (diag) or the error (no GPU, a CUDA,
+ * cuBLAS or NCCL failure). */
+GPtrArray *codegen_cuda_run(Compiled *c, const Func *f,
+                            Tensor *const *global_inputs, Diag *diag,
+                            GError **error);
 
 #endif

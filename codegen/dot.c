@@ -43,19 +43,7 @@ static LLVMValueRef mul_add(Gen *g, LLVMValueRef acc, LLVMValueRef a,
   return ir_intrinsic(g, "llvm.fmuladd", args, 3);
 }
 
-/* The dimensions of a contraction: per group, each dimension's size
- * and its strides in lhs, rhs and the result. */
-typedef struct Dim {
-  int64_t size, l, r, o;
-} Dim;
-
-typedef struct Groups {
-  int nb, nm, nn, nk;
-  Dim b[PARTIR_MAX_RANK], m[PARTIR_MAX_RANK], n[PARTIR_MAX_RANK],
-      k[PARTIR_MAX_RANK];
-} Groups;
-
-static void groups_of(const Term *t, Groups *gr) {
+void dot_groups(const Term *t, Groups *gr) {
   int64_t lb[PARTIR_MAX_RANK], rb[PARTIR_MAX_RANK];
   int64_t lc[PARTIR_MAX_RANK], rc[PARTIR_MAX_RANK];
   int nb = 0, nc = 1;
@@ -92,11 +80,7 @@ static void groups_of(const Term *t, Groups *gr) {
       gr->n[gr->nn++] = (Dim){rt->dims[d], 0, rs[d], os[od++]};
 }
 
-/* Merges the innermost run of 'dims' whose strides nest (each the next
- * one's times its size, in lhs, rhs and the result alike; size-1
- * dimensions nest anywhere) into one: its size and strides into *out.
- * Returns how many dimensions stay outside it. */
-static int merge_suffix(const Dim *dims, int n, Dim *out) {
+int dot_merge(const Dim *dims, int n, Dim *out) {
   *out = (Dim){1, 0, 0, 0};
   int at = n;
   while (at > 0) {
@@ -243,11 +227,11 @@ static void emit_accumulate(Gen *g, DType dt, const Dim *m, const Dim *n,
 static void emit_products(Gen *g, const Term *t) {
   DType dt = t->type->dtype;
   Groups gr;
-  groups_of(t, &gr);
+  dot_groups(t, &gr);
   Dim m, n, k;
-  int om = merge_suffix(gr.m, gr.nm, &m);
-  int on = merge_suffix(gr.n, gr.nn, &n);
-  int ok = merge_suffix(gr.k, gr.nk, &k);
+  int om = dot_merge(gr.m, gr.nm, &m);
+  int on = dot_merge(gr.n, gr.nn, &n);
+  int ok = dot_merge(gr.k, gr.nk, &k);
   /* the loops outside the products: batch, unmerged M and N; then the
    * unmerged K, whose products add up */
   Dim outer[PARTIR_MAX_RANK * 4];
@@ -317,7 +301,7 @@ static gboolean dot_products(DType dt, gboolean exact) {
 const Type *dot_scratch(const Term *t, gboolean exact) {
   DType dt = t->type->dtype;
   Groups gr;
-  groups_of(t, &gr);
+  dot_groups(t, &gr);
   if (!dot_products(dt, exact)) { /* a row: the rhs free indices */
     int64_t n = 1;
     for (int j = 0; j < gr.nn; j++)
@@ -325,11 +309,11 @@ const Type *dot_scratch(const Term *t, gboolean exact) {
     return type_tensor(dtype_is_float(dt) ? DT_F64 : DT_I64, 1, &n);
   }
   Dim m, n, k;
-  merge_suffix(gr.m, gr.nm, &m);
-  merge_suffix(gr.n, gr.nn, &n);
+  dot_merge(gr.m, gr.nm, &m);
+  dot_merge(gr.n, gr.nn, &n);
   /* the kernel's workspace, 64 bytes to spare for its alignment */
   int64_t bytes = gemm_workspace_bytes(dt) + 64;
-  if (merge_suffix(gr.k, gr.nk, &k) > 0) /* the partial products */
+  if (dot_merge(gr.k, gr.nk, &k) > 0) /* the partial products */
     bytes += m.size * n.size * (int64_t)dtype_storage_bytes(dt);
   int64_t words = (bytes + 3) / 4; /* as f32 elements */
   return type_tensor(DT_F32, 1, &words);
@@ -347,7 +331,7 @@ static LLVMValueRef widen_to(Gen *g, LLVMValueRef v, LLVMValueRef like) {
  * innermost) summed over the contracting indices, then stored. */
 static void emit_rows(Gen *g, const Term *t) {
   Groups gr;
-  groups_of(t, &gr);
+  dot_groups(t, &gr);
   int64_t size[PARTIR_MAX_RANK * 2], so[PARTIR_MAX_RANK * 2],
       sl[PARTIR_MAX_RANK * 2], sr[PARTIR_MAX_RANK * 2];
   int rows = 0;

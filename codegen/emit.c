@@ -13,13 +13,8 @@
  */
 #include "codegen/gen.h"
 
-/* 'void f(ptr a, ptr b, i64 r)' copying between a chunk-sized value and
- * chunk r (width w along dim d) of a whole one: 'slice d x[r]' reads the
- * chunk (a = the slice, b = x); a tile's iteration r writes it (a = the
- * tile, b = its body's value). */
-static Fn *chunk_function(Gen *g, gboolean put, int d, int64_t w,
-                          const Type *whole, const Type *chunk,
-                          GHashTable *made) {
+Fn *chunk_function(Gen *g, gboolean put, int d, int64_t w, const Type *whole,
+                   const Type *chunk, GHashTable *made) {
   char *key =
       g_strdup_printf("%s %d %" G_GINT64_FORMAT " %p %p", put ? "put" : "slice",
                       d, w, (const void *)whole, (const void *)chunk);
@@ -42,21 +37,15 @@ static Fn *chunk_function(Gen *g, gboolean put, int d, int64_t w,
   bases[at_whole] = LLVMBuildNSWMul(g->b, LLVMGetParam(fn, 2),
                                     c64(g, w * strides[at_whole][d]), "");
   Nest nest;
-  nest_open(g, &nest, chunk->rank, chunk->dims, 2, sets, bases);
+  par_nest_open(g, &nest, chunk->rank, chunk->dims, 2, sets, bases);
   store_raw(g, 0, nest.off[0], load_raw(g, 1, nest.off[1]));
   nest_close(g, &nest);
   ir_finish(g);
   return fn_remember(made, key, fn, ty);
 }
 
-/* A sum's accumulator (double, or i64 for integers): 'zero' sets it to 0,
- * 'add' adds an iteration's body value, 'round' stores it rounded (or
- * wrapped) into the sum's result, once, as the interpreter does
- * (tensor_new_acc, tensor_from_acc). */
-typedef enum { ACC_ZERO, ACC_ADD, ACC_ROUND } AccStep;
-
-static Fn *acc_function(Gen *g, AccStep step, const Type *acc,
-                        const Type *other, GHashTable *made) {
+Fn *acc_function(Gen *g, AccStep step, const Type *acc, const Type *other,
+                 GHashTable *made) {
   static const char *const names[] = {"acc_zero", "acc_add", "acc_round"};
   char *key = g_strdup_printf("%s %p %p", names[step], (const void *)acc,
                               (const void *)other);
@@ -73,7 +62,7 @@ static Fn *acc_function(Gen *g, AccStep step, const Type *acc,
       ir_function(g, name, step == ACC_ZERO ? 1 : 2, FALSE, vt, &ty);
   gboolean is_float = dtype_is_float(acc->dtype);
   Loop l;
-  LLVMValueRef i = loop_open(g, type_numel(acc), &l);
+  LLVMValueRef i = par_loop_open(g, type_numel(acc), &l);
   switch (step) {
   case ACC_ZERO:
     store_elem(g, 0, i, is_float ? cf64(g, 0) : c64(g, 0));
@@ -226,20 +215,25 @@ static void emit_statements(Entry *e, const SchedRegion *r) {
     emit_statement(e, g_ptr_array_index(r->stmts, i));
 }
 
+void gen_init(Gen *g, LLVMContextRef ctx, LLVMModuleRef mod) {
+  g->ctx = ctx;
+  g->mod = mod;
+  g->b = LLVMCreateBuilderInContext(ctx);
+  g->i1 = LLVMInt1TypeInContext(ctx);
+  g->i8 = LLVMInt8TypeInContext(ctx);
+  g->i16 = LLVMInt16TypeInContext(ctx);
+  g->i32 = LLVMInt32TypeInContext(ctx);
+  g->i64 = LLVMInt64TypeInContext(ctx);
+  g->f32 = LLVMFloatTypeInContext(ctx);
+  g->f64 = LLVMDoubleTypeInContext(ctx);
+  g->ptr = LLVMPointerTypeInContext(ctx, 0);
+  g->vd = LLVMVoidTypeInContext(ctx);
+}
+
 LLVMModuleRef emit_module(LLVMContextRef ctx, const Plan *p,
                           const char *entry) {
-  Gen g = {.ctx = ctx, .exact = p->opt.exact, .blas = p->opt.blas};
-  g.mod = LLVMModuleCreateWithNameInContext("partir", ctx);
-  g.b = LLVMCreateBuilderInContext(ctx);
-  g.i1 = LLVMInt1TypeInContext(ctx);
-  g.i8 = LLVMInt8TypeInContext(ctx);
-  g.i16 = LLVMInt16TypeInContext(ctx);
-  g.i32 = LLVMInt32TypeInContext(ctx);
-  g.i64 = LLVMInt64TypeInContext(ctx);
-  g.f32 = LLVMFloatTypeInContext(ctx);
-  g.f64 = LLVMDoubleTypeInContext(ctx);
-  g.ptr = LLVMPointerTypeInContext(ctx, 0);
-  g.vd = LLVMVoidTypeInContext(ctx);
+  Gen g = {.exact = p->opt.exact, .blas = p->opt.blas};
+  gen_init(&g, ctx, LLVMModuleCreateWithNameInContext("partir", ctx));
   Entry e = {.g = &g, .p = p};
   e.made = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   e.leaves = g_ptr_array_new();

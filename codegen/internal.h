@@ -99,6 +99,9 @@ int jit_host_vector_bits(void);
 
 /* The host's target machine (CPU name and features), or NULL + why. */
 LLVMTargetMachineRef jit_host_machine(Diag *why);
+/* The NVPTX target machine for GPU architecture 'arch' ("sm_90"), or
+ * NULL + why. */
+LLVMTargetMachineRef jit_nvptx_machine(const char *arch, Diag *why);
 /* Runs the O3 pipeline on 'mod' for 'tm'. */
 gboolean jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, Diag *why);
 
@@ -115,5 +118,153 @@ JitCode *jit_load(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *entry,
                   Diag *why);
 EntryFn jit_entry(JitCode *code);
 void jit_unload(JitCode *code);
+
+/* ------------------------------------------------------- nvptx_plan.c */
+
+/* What a GPU runs for a program (nvptx.c makes it): one PTX module of
+ * kernels, and the launch plan the host walks, in the schedule's order.
+ * Every device of a mesh runs the same plan on its own GPU. */
+
+/* A kernel launch: 'kernel' on a 1-D grid of 'grid' blocks of 'block'
+ * threads, its buffers the slots 'args' (-1: the collective's staging
+ * buffer 'stage' at 'stage_at' bytes), then the chunk index when it has
+ * one. */
+typedef enum {
+  GPU_INDEX_NONE,
+  GPU_INDEX_LOOP,     /* the iteration of the loop over region 'level' */
+  GPU_INDEX_POSITION, /* the device's position in the group of 'axes' */
+  GPU_INDEX_MEMBER,   /* each member of a collective's group in turn */
+} GpuIndex;
+
+typedef struct GpuLaunch {
+  char *kernel;
+  int64_t grid, block;
+  int *args;
+  int nargs;
+  GpuIndex index;
+  int level; /* GPU_INDEX_LOOP */
+} GpuLaunch;
+
+/* A dimension a contraction's matrix products loop over on the host:
+ * its size and strides (elements) in cuBLAS's A (rhs), B (lhs) and C. */
+typedef struct GpuOuter {
+  int64_t size, a, b, c;
+  gboolean contracted; /* a K dimension: its first product writes C, the
+                          others add to it (beta 1) */
+} GpuOuter;
+
+/* A contraction as cublasGemmStridedBatchedEx calls, column-major:
+ * C (m x n) = op(A) op(B), with A the rhs and B the lhs (a row-major
+ * product is the column-major product of the transposes), once per
+ * index of the outer dimensions. */
+typedef struct GpuGemm {
+  DType dtype;
+  int64_t m, n, k;
+  gboolean trans_a, trans_b;
+  int64_t lda, ldb, ldc;
+  int64_t batch, stride_a, stride_b, stride_c;
+  int nouter;
+  GpuOuter outer[PARTIR_MAX_RANK * 4];
+  int a, b, c; /* slots: rhs, lhs, the result */
+} GpuGemm;
+
+/* A collective: NCCL's call between 'in' and 'out' (slots), the
+ * operand first packed into the staging buffer member by member when
+ * its chunks are not contiguous ('pack'), the result unpacked from it
+ * ('unpack'). */
+typedef struct GpuCollective {
+  int in, out;
+  int members;       /* the group's size */
+  int64_t chunk;     /* bytes a member sends or receives (all_gather,
+                        reduce_scatter, all_to_all) */
+  GpuLaunch *pack;   /* or NULL: a slice of 'in' per member */
+  GpuLaunch *unpack; /* or NULL: a put into 'out' per member */
+} GpuCollective;
+
+typedef enum {
+  GPU_KERNEL,
+  GPU_GEMM,
+  GPU_COLLECTIVE,
+  GPU_LOOP, /* the steps up to its GPU_END, 'count' times */
+  GPU_END,
+} GpuStepKind;
+
+typedef struct GpuStep {
+  GpuStepKind kind;
+  const Term *t;    /* the value it computes, the region it loops, the
+                       collective (its op, axes and dims) */
+  const char *name; /* the value's printed name */
+  GpuLaunch launch; /* GPU_KERNEL */
+  GpuGemm gemm;
+  GpuCollective coll;
+  int64_t count; /* GPU_LOOP */
+  int level;     /* GPU_LOOP: the region's level */
+} GpuStep;
+
+typedef struct GpuProgram {
+  char *arch;          /* "sm_80" */
+  char *ptx;           /* the module, NUL-terminated */
+  GArray *steps;       /* GpuStep */
+  int64_t stage_bytes; /* the largest staging buffer a collective needs */
+  const Plan *plan;    /* slots, arena offsets, constants */
+} GpuProgram;
+
+#define GPU_BLOCK 256      /* threads per block of an elementwise kernel */
+#define GPU_MAX_GRID 65535 /* blocks at most: more elements loop */
+
+/* Launch shapes (plain arithmetic, tested in tests/unit/test-nvptx): an
+ * elementwise kernel over 'n' elements gets GPU_BLOCK threads a block
+ * and enough blocks for one element a thread, at most GPU_MAX_GRID; a
+ * reduction of rows of 'width' elements a block per row (at most
+ * GPU_MAX_GRID), its block the smallest power of two from 32 to 256
+ * that covers the row. */
+int64_t gpu_map_grid(int64_t n);
+int gpu_reduce_block(int64_t width);
+int64_t gpu_reduce_grid(int64_t rows);
+
+/* cuBLAS's view of a row-major operand of 'rows' x 'cols' with strides
+ * 'rs' and 'cs' (elements), read as the column-major matrix of cuBLAS
+ * (cols x rows when 'cs' is 1, rows x cols transposed when 'rs' is 1):
+ * whether it is transposed and its leading dimension; FALSE when
+ * neither stride is 1 (cuBLAS needs a unit stride). */
+gboolean gpu_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                     gboolean *trans, int64_t *ld);
+
+/* Contraction 't' as cuBLAS calls, its operands and result in slots
+ * 'lhs', 'rhs' and 'out'; FALSE with the reason when cuBLAS cannot
+ * compute it (an integer contraction, no unit stride). */
+gboolean gpu_gemm_of(const Term *t, int lhs, int rhs, int out, GpuGemm *gm,
+                     Diag *why);
+
+/* How many cuBLAS calls 'gm' makes: one per index of its outer
+ * dimensions. */
+int64_t gpu_gemm_calls(const GpuGemm *gm);
+/* Call number 'call' (row-major over the outer dimensions, contracted
+ * ones last): the offsets (elements) of its A, B and C; TRUE when it
+ * writes C (beta 0: its contracted indices are all 0, the first of its
+ * C), FALSE when it adds to it (beta 1). */
+gboolean gpu_gemm_call(const GpuGemm *gm, int64_t call, int64_t *a, int64_t *b,
+                       int64_t *c);
+
+/* NCCL's data type of 'dt' (ncclDataType_t) and its name ("ncclFloat32"
+ * into *name, may be NULL); -1 when NCCL has none (16-bit integers). */
+int gpu_nccl_type(DType dt, const char **name);
+
+/* The launch plan as text (partir compile --emit gpu-plan). */
+char *gpu_plan_text(const GpuProgram *gp);
+
+/* ------------------------------------------------------------ nvptx.c */
+
+/* The GPU program of 'p' (a device's program on 'mesh', or NULL) for
+ * 'arch' ("sm_80", "sm_90"): its kernels
+ * compiled to PTX with libdevice linked in, and its launch plan; NULL
+ * with the reason.  'llvm' (may be NULL) gets the optimized module as
+ * LLVM IR text. */
+GpuProgram *nvptx_program_new(const Plan *p, const Mesh *mesh, const char *arch,
+                              char **llvm, Diag *why);
+void nvptx_program_free(GpuProgram *gp);
+
+/* codegen.c: the GPU program 'c' was compiled to, or NULL (the host's). */
+const GpuProgram *codegen_gpu(const Compiled *c);
 
 #endif

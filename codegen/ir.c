@@ -17,8 +17,8 @@ LLVMValueRef cfl(Gen *g, LLVMValueRef like, double v) {
 
 LLVMValueRef loop_open(Gen *g, int64_t n, Loop *l) {
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+  *l = (Loop){.n = n};
   l->body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "loop");
-  l->n = n;
   LLVMBuildBr(g->b, l->body);
   LLVMPositionBuilderAtEnd(g->b, l->body);
   l->iv = LLVMBuildPhi(g->b, g->i64, "i");
@@ -27,18 +27,67 @@ LLVMValueRef loop_open(Gen *g, int64_t n, Loop *l) {
   return l->iv;
 }
 
+LLVMValueRef loop_open_strided(Gen *g, LLVMValueRef start, LLVMValueRef step,
+                               int64_t n, Loop *l) {
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+  *l = (Loop){.n = n, .step = step};
+  l->body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "loop");
+  l->exit = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "done");
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, start, c64(g, n), ""),
+                  l->body, l->exit);
+  LLVMPositionBuilderAtEnd(g->b, l->body);
+  l->iv = LLVMBuildPhi(g->b, g->i64, "i");
+  LLVMAddIncoming(l->iv, &start, &pre, 1);
+  return l->iv;
+}
+
 void loop_close(Gen *g, Loop *l) {
-  LLVMValueRef next = LLVMBuildNSWAdd(g->b, l->iv, c64(g, 1), "");
+  LLVMValueRef next =
+      LLVMBuildNSWAdd(g->b, l->iv, l->step ? l->step : c64(g, 1), "");
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
   LLVMAddIncoming(l->iv, &next, &latch, 1);
   LLVMValueRef more = LLVMBuildICmp(g->b, LLVMIntSLT, next, c64(g, l->n), "");
-  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "done");
+  LLVMBasicBlockRef done =
+      l->exit ? l->exit : LLVMAppendBasicBlockInContext(g->ctx, g->fn, "done");
   LLVMBuildCondBr(g->b, more, l->body, done);
   LLVMPositionBuilderAtEnd(g->b, done);
 }
 
+/* -------------------------------------------------------- GPU threads */
+
+LLVMValueRef gpu_sreg(Gen *g, const char *reg) {
+  g_autofree char *name = g_strdup_printf("llvm.nvvm.read.ptx.sreg.%s", reg);
+  LLVMTypeRef fty = LLVMFunctionType(g->i32, NULL, 0, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+  if (!f)
+    f = LLVMAddFunction(g->mod, name, fty);
+  return LLVMBuildZExt(g->b, LLVMBuildCall2(g->b, fty, f, NULL, 0, ""), g->i64,
+                       "");
+}
+
+void gpu_barrier(Gen *g) {
+  LLVMTypeRef fty = LLVMFunctionType(g->vd, NULL, 0, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(g->mod, "llvm.nvvm.barrier0");
+  if (!f)
+    f = LLVMAddFunction(g->mod, "llvm.nvvm.barrier0", fty);
+  LLVMBuildCall2(g->b, fty, f, NULL, 0, "");
+}
+
+LLVMValueRef par_loop_open(Gen *g, int64_t n, Loop *l) {
+  if (!g->gpu)
+    return loop_open(g, n, l);
+  LLVMValueRef block = gpu_sreg(g, "ntid.x");
+  LLVMValueRef first = LLVMBuildNSWAdd(
+      g->b, LLVMBuildNSWMul(g->b, gpu_sreg(g, "ctaid.x"), block, ""),
+      gpu_sreg(g, "tid.x"), "");
+  LLVMValueRef threads =
+      LLVMBuildNSWMul(g->b, gpu_sreg(g, "nctaid.x"), block, "");
+  return loop_open_strided(g, first, threads, n, l);
+}
+
 void nest_open(Gen *g, Nest *n, int rank, const int64_t *sizes, int nsets,
                const int64_t *const *strides, const LLVMValueRef *base) {
+  n->flat = FALSE;
   n->rank = rank;
   n->nsets = nsets;
   for (int k = 0; k < nsets; k++)
@@ -53,7 +102,40 @@ void nest_open(Gen *g, Nest *n, int rank, const int64_t *sizes, int nsets,
   }
 }
 
+void par_nest_open(Gen *g, Nest *n, int rank, const int64_t *sizes, int nsets,
+                   const int64_t *const *strides, const LLVMValueRef *base) {
+  if (!g->gpu) {
+    nest_open(g, n, rank, sizes, nsets, strides, base);
+    return;
+  }
+  int64_t total = 1;
+  for (int d = 0; d < rank; d++)
+    total *= sizes[d];
+  n->rank = rank;
+  n->nsets = nsets;
+  n->flat = TRUE;
+  LLVMValueRef rest = par_loop_open(g, total, &n->whole);
+  for (int d = rank - 1; d >= 0; d--) { /* row-major: the last dim fastest */
+    n->loops[d].iv = d ? LLVMBuildURem(g->b, rest, c64(g, sizes[d]), "") : rest;
+    if (d)
+      rest = LLVMBuildUDiv(g->b, rest, c64(g, sizes[d]), "");
+  }
+  for (int k = 0; k < nsets; k++) {
+    n->off[k] = base[k];
+    for (int d = 0; d < rank; d++)
+      if (strides[k][d])
+        n->off[k] = LLVMBuildNSWAdd(
+            g->b, n->off[k],
+            LLVMBuildNSWMul(g->b, n->loops[d].iv, c64(g, strides[k][d]), ""),
+            "");
+  }
+}
+
 void nest_close(Gen *g, Nest *n) {
+  if (n->flat) {
+    loop_close(g, &n->whole);
+    return;
+  }
   for (int d = n->rank - 1; d >= 0; d--)
     loop_close(g, &n->loops[d]);
 }
@@ -62,6 +144,10 @@ void nest_close(Gen *g, Nest *n) {
 
 LLVMValueRef ir_call(Gen *g, const char *name, LLVMTypeRef ret,
                      LLVMTypeRef *params, LLVMValueRef *args, int n) {
+  /* on a GPU libm's functions are libdevice's, linked in (nvptx.c) */
+  g_autofree char *nv = g->gpu ? g_strconcat("__nv_", name, NULL) : NULL;
+  if (nv)
+    name = nv;
   LLVMTypeRef fty = LLVMFunctionType(ret, params, (unsigned)n, 0);
   LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
   if (!f)
@@ -102,11 +188,15 @@ LLVMValueRef ir_function(Gen *g, const char *name, int n, gboolean index,
   params[n] = g->i64;
   *fty = LLVMFunctionType(g->vd, params, (unsigned)(n + index), 0);
   LLVMValueRef fn = LLVMAddFunction(g->mod, name, *fty);
-  LLVMSetLinkage(fn, LLVMInternalLinkage);
-  LLVMAddAttributeAtIndex(
-      fn, LLVMAttributeFunctionIndex,
-      LLVMCreateEnumAttribute(
-          g->ctx, LLVMGetEnumAttributeKindForName("noinline", 8), 0));
+  if (g->gpu) { /* an entry the host launches */
+    LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  } else {
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMAddAttributeAtIndex(
+        fn, LLVMAttributeFunctionIndex,
+        LLVMCreateEnumAttribute(
+            g->ctx, LLVMGetEnumAttributeKindForName("noinline", 8), 0));
+  }
   /* buffers never overlap: a value's buffer is its own (noalias lets
    * the loops vectorize without run-time checks) */
   unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);

@@ -59,6 +59,31 @@ static gboolean native_init(Diag *why) {
   return native_ready == 1;
 }
 
+static gsize nvptx_ready;
+
+LLVMTargetMachineRef jit_nvptx_machine(const char *arch, Diag *why) {
+  if (!native_init(why)) /* the fatal error handler */
+    return NULL;
+  if (g_once_init_enter(&nvptx_ready)) {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+    g_once_init_leave(&nvptx_ready, 1);
+  }
+  const char *triple = "nvptx64-nvidia-cuda";
+  LLVMTargetRef target = NULL;
+  char *msg = NULL;
+  if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+    diag_reason(why, "this LLVM has no NVPTX code generator: %s", msg);
+    LLVMDisposeMessage(msg);
+    return NULL;
+  }
+  return LLVMCreateTargetMachine(target, triple, arch, "",
+                                 LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                 LLVMCodeModelDefault);
+}
+
 LLVMTargetMachineRef jit_host_machine(Diag *why) {
   if (!native_init(why))
     return NULL;

@@ -244,7 +244,7 @@ static void emit_map(Kern *k) {
   Ix ix = {.ty = ty};
   if (!k->needs_d) {
     Loop l;
-    ix.lin = loop_open(g, type_numel(ty), &l);
+    ix.lin = par_loop_open(g, type_numel(ty), &l);
     store_elem(g, 0, ix.lin, element(k, k->root, &ix));
     loop_close(g, &l);
     return;
@@ -254,7 +254,7 @@ static void emit_map(Kern *k) {
   const int64_t *sets[1] = {strides};
   LLVMValueRef zero = c64(g, 0);
   Nest n;
-  nest_open(g, &n, ty->rank, ty->dims, 1, sets, &zero);
+  par_nest_open(g, &n, ty->rank, ty->dims, 1, sets, &zero);
   for (int d = 0; d < ty->rank; d++)
     ix.d[d] = n.loops[d].iv;
   ix.has_d = TRUE;
@@ -312,12 +312,17 @@ static LLVMValueRef fold(Gen *g, Op op, LLVMValueRef acc, LLVMValueRef v) {
       v, acc, "");
 }
 
-/* A reduction (op_is_reduction): for each kept index, the reduced
- * elements of the (fused) operand folded in row-major order from the
- * reduction's identity. */
-static void emit_reduce(Kern *k) {
-  Gen *g = k->g;
-  const Term *t = k->root;
+/* A reduction's dimensions: those it keeps (the result's, in order) and
+ * those it folds, each with its size. */
+typedef struct Reduced {
+  int nkept, nred;
+  int kept_dim[PARTIR_MAX_RANK], red_dim[PARTIR_MAX_RANK];
+  int64_t kept_size[PARTIR_MAX_RANK], red_size[PARTIR_MAX_RANK];
+  LLVMTypeRef aty;   /* the accumulator's type */
+  LLVMValueRef init; /* the reduction's identity */
+} Reduced;
+
+static void reduced_of(Gen *g, const Term *t, Reduced *r) {
   const Type *in = t->args[0]->type;
   DType dt = in->dtype;
   int64_t dims[PARTIR_MAX_RANK];
@@ -325,53 +330,150 @@ static void emit_reduce(Kern *k) {
   gboolean reduced[PARTIR_MAX_RANK] = {FALSE};
   for (int j = 0; j < ndims; j++)
     reduced[dims[j]] = TRUE;
-  int kept_dim[PARTIR_MAX_RANK], red_dim[PARTIR_MAX_RANK];
-  int64_t kept_size[PARTIR_MAX_RANK], red_size[PARTIR_MAX_RANK];
-  int nkept = 0, nred = 0;
+  r->nkept = r->nred = 0;
   for (int d = 0; d < in->rank; d++) {
     if (reduced[d]) {
-      red_dim[nred] = d;
-      red_size[nred++] = in->dims[d];
+      r->red_dim[r->nred] = d;
+      r->red_size[r->nred++] = in->dims[d];
     } else {
-      kept_dim[nkept] = d;
-      kept_size[nkept++] = in->dims[d];
+      r->kept_dim[r->nkept] = d;
+      r->kept_size[r->nkept++] = in->dims[d];
     }
+  }
+  /* exact: double or i64, the interpreter's; fast: the compute type,
+   * but a product of floats in double (f32 products overflow long
+   * before the result does) */
+  r->aty = compute_type(g, dt);
+  if (dtype_is_float(dt) && (g->exact || t->op == OP_REDUCE_PROD))
+    r->aty = g->f64;
+  r->init = dtype_is_float(dt)
+                ? LLVMConstReal(r->aty, kernel_reduce_identity_float(t->op))
+                : c64(g, kernel_reduce_identity_int(t->op, dt));
+}
+
+/* The multi-index of linear offset 'lin' in the row-major space 'sizes'
+ * into ix->d at 'dims'. */
+static void unflatten(Gen *g, LLVMValueRef lin, int n, const int *dims,
+                      const int64_t *sizes, Ix *ix) {
+  for (int j = n - 1; j >= 0; j--) {
+    ix->d[dims[j]] = j ? LLVMBuildURem(g->b, lin, c64(g, sizes[j]), "") : lin;
+    if (j)
+      lin = LLVMBuildUDiv(g->b, lin, c64(g, sizes[j]), "");
+  }
+}
+
+/* A reduction on a GPU: a block per result element (grid-stride over
+ * them), its threads folding the reduced elements t, t + block, ...
+ * each into its own accumulator, then a tree over the block in shared
+ * memory (half the threads fold the other half's, log2(block) steps,
+ * a barrier after each); thread 0 stores.  The block size is
+ * gpu_reduce_block's, the launch's. */
+static void emit_reduce_gpu(Kern *k, const Reduced *r) {
+  Gen *g = k->g;
+  const Term *t = k->root;
+  int64_t rows = type_numel(t->type), width = 1;
+  for (int j = 0; j < r->nred; j++)
+    width *= r->red_size[j];
+  int block = gpu_reduce_block(width);
+  LLVMTypeRef shty = LLVMArrayType2(r->aty, (uint64_t)block);
+  LLVMValueRef shared =
+      LLVMAddGlobalInAddressSpace(g->mod, shty, "partials", 3);
+  LLVMSetLinkage(shared, LLVMInternalLinkage);
+  LLVMSetInitializer(shared, LLVMGetUndef(shty));
+  LLVMValueRef tid = gpu_sreg(g, "tid.x");
+  Loop row;
+  LLVMValueRef at = loop_open_strided(g, gpu_sreg(g, "ctaid.x"),
+                                      gpu_sreg(g, "nctaid.x"), rows, &row);
+  LLVMValueRef accp = acc_slot(g, r->aty);
+  LLVMBuildStore(g->b, r->init, accp);
+  if (width > 0) {
+    Loop mine;
+    LLVMValueRef j =
+        loop_open_strided(g, tid, gpu_sreg(g, "ntid.x"), width, &mine);
+    Ix ix = {.ty = t->args[0]->type, .has_d = TRUE};
+    unflatten(g, at, r->nkept, r->kept_dim, r->kept_size, &ix);
+    unflatten(g, j, r->nred, r->red_dim, r->red_size, &ix);
+    LLVMValueRef v = element(k, t->args[0], &ix);
+    if (LLVMTypeOf(v) != r->aty)
+      v = LLVMBuildFPExt(g->b, v, r->aty, "");
+    LLVMValueRef acc = LLVMBuildLoad2(g->b, r->aty, accp, "");
+    LLVMBuildStore(g->b, fold(g, t->op, acc, v), accp);
+    loop_close(g, &mine);
+  }
+  LLVMValueRef zero = c64(g, 0);
+  LLVMValueRef idx[2] = {zero, tid};
+  LLVMValueRef own = LLVMBuildGEP2(g->b, shty, shared, idx, 2, "");
+  LLVMBuildStore(g->b, LLVMBuildLoad2(g->b, r->aty, accp, ""), own);
+  gpu_barrier(g);
+  for (int half = block / 2; half >= 1; half /= 2) {
+    LLVMBasicBlockRef folds =
+        LLVMAppendBasicBlockInContext(g->ctx, g->fn, "fold");
+    LLVMBasicBlockRef next =
+        LLVMAppendBasicBlockInContext(g->ctx, g->fn, "folded");
+    LLVMBuildCondBr(g->b,
+                    LLVMBuildICmp(g->b, LLVMIntULT, tid, c64(g, half), ""),
+                    folds, next);
+    LLVMPositionBuilderAtEnd(g->b, folds);
+    idx[1] = LLVMBuildNUWAdd(g->b, tid, c64(g, half), "");
+    LLVMValueRef other = LLVMBuildGEP2(g->b, shty, shared, idx, 2, "");
+    LLVMValueRef a = LLVMBuildLoad2(g->b, r->aty, own, "");
+    LLVMValueRef b = LLVMBuildLoad2(g->b, r->aty, other, "");
+    LLVMBuildStore(g->b, fold(g, t->op, a, b), own);
+    LLVMBuildBr(g->b, next);
+    LLVMPositionBuilderAtEnd(g->b, next);
+    gpu_barrier(g);
+  }
+  LLVMBasicBlockRef store =
+      LLVMAppendBasicBlockInContext(g->ctx, g->fn, "store");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "row");
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, tid, zero, ""), store,
+                  done);
+  LLVMPositionBuilderAtEnd(g->b, store);
+  store_elem(g, 0, at, LLVMBuildLoad2(g->b, r->aty, own, ""));
+  LLVMBuildBr(g->b, done);
+  LLVMPositionBuilderAtEnd(g->b, done);
+  gpu_barrier(g); /* the partials are the next row's */
+  loop_close(g, &row);
+}
+
+/* A reduction (op_is_reduction): for each kept index, the reduced
+ * elements of the (fused) operand folded in row-major order from the
+ * reduction's identity. */
+static void emit_reduce(Kern *k) {
+  Gen *g = k->g;
+  const Term *t = k->root;
+  const Type *in = t->args[0]->type;
+  Reduced r;
+  reduced_of(g, t, &r);
+  if (g->gpu) {
+    emit_reduce_gpu(k, &r);
+    return;
   }
   int64_t out_strides[PARTIR_MAX_RANK];
   strides_of(t->type, out_strides);
   const int64_t *kept_sets[1] = {out_strides};
   LLVMValueRef zero = c64(g, 0);
   Nest kept;
-  nest_open(g, &kept, nkept, kept_size, 1, kept_sets, &zero);
-  /* exact: double or i64, the interpreter's; fast: the compute type,
-   * but a product of floats in double (f32 products overflow long
-   * before the result does) */
-  LLVMTypeRef aty = compute_type(g, dt);
-  if (dtype_is_float(dt) && (g->exact || t->op == OP_REDUCE_PROD))
-    aty = g->f64;
-  LLVMValueRef init =
-      dtype_is_float(dt)
-          ? LLVMConstReal(aty, kernel_reduce_identity_float(t->op))
-          : c64(g, kernel_reduce_identity_int(t->op, dt));
-  LLVMValueRef accp = acc_slot(g, aty);
-  LLVMBuildStore(g->b, init, accp);
-  if (!any_empty(nred, red_size)) {
+  nest_open(g, &kept, r.nkept, r.kept_size, 1, kept_sets, &zero);
+  LLVMValueRef accp = acc_slot(g, r.aty);
+  LLVMBuildStore(g->b, r.init, accp);
+  if (!any_empty(r.nred, r.red_size)) {
     const int64_t *none[1] = {NULL};
     Nest red;
-    nest_open(g, &red, nred, red_size, 0, none, NULL);
+    nest_open(g, &red, r.nred, r.red_size, 0, none, NULL);
     Ix ix = {.ty = in, .has_d = TRUE};
-    for (int j = 0; j < nkept; j++)
-      ix.d[kept_dim[j]] = kept.loops[j].iv;
-    for (int j = 0; j < nred; j++)
-      ix.d[red_dim[j]] = red.loops[j].iv;
+    for (int j = 0; j < r.nkept; j++)
+      ix.d[r.kept_dim[j]] = kept.loops[j].iv;
+    for (int j = 0; j < r.nred; j++)
+      ix.d[r.red_dim[j]] = red.loops[j].iv;
     LLVMValueRef v = element(k, t->args[0], &ix);
-    if (LLVMTypeOf(v) != aty) /* a float into a double accumulator */
-      v = LLVMBuildFPExt(g->b, v, aty, "");
-    LLVMValueRef acc = LLVMBuildLoad2(g->b, aty, accp, "");
+    if (LLVMTypeOf(v) != r.aty) /* a float into a double accumulator */
+      v = LLVMBuildFPExt(g->b, v, r.aty, "");
+    LLVMValueRef acc = LLVMBuildLoad2(g->b, r.aty, accp, "");
     LLVMBuildStore(g->b, fold(g, t->op, acc, v), accp);
     nest_close(g, &red);
   }
-  store_elem(g, 0, kept.off[0], LLVMBuildLoad2(g->b, aty, accp, ""));
+  store_elem(g, 0, kept.off[0], LLVMBuildLoad2(g->b, r.aty, accp, ""));
   nest_close(g, &kept);
 }
 
@@ -388,7 +490,7 @@ static void emit_concatenate(Kern *k) {
       const int64_t *sets[1] = {out_strides};
       LLVMValueRef base = c64(g, at * out_strides[dim]);
       Nest n;
-      nest_open(g, &n, ty->rank, ty->dims, 1, sets, &base);
+      par_nest_open(g, &n, ty->rank, ty->dims, 1, sets, &base);
       Ix ix = {.ty = ty, .has_d = TRUE};
       for (int d = 0; d < ty->rank; d++)
         ix.d[d] = n.loops[d].iv;
@@ -418,7 +520,7 @@ static void emit_pad(Gen *g, const Term *t) {
   const int64_t *sets[1] = {out_strides};
   LLVMValueRef zero = c64(g, 0);
   Nest n;
-  nest_open(g, &n, ty->rank, ty->dims, 1, sets, &zero);
+  par_nest_open(g, &n, ty->rank, ty->dims, 1, sets, &zero);
   LLVMValueRef inside = LLVMConstInt(g->i1, 1, 0), src = c64(g, 0);
   for (int d = 0; d < ty->rank; d++) {
     int64_t every = step[d] + 1;

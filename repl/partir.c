@@ -9,8 +9,9 @@
  *   partir run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]
  *   partir exec FILE [--mesh MESH] [run's options] [--exact] [--blas B]
  *               [--repeat N] [--profile]   compiled (LLVM): one device, or
- *                                          a thread per device
+ *               [--runtime threads|cuda]   a thread per device, or a GPU
  *   partir compile FILE [--mesh MESH] [--emit llvm|asm|obj|fusion] [-o OUT]
+ *               [--target nvptx [--arch sm_90] --emit ptx|gpu-plan]
  *   partir rewrite FILE --do 'arg-tile 0 0 8; propagate' [-o OUT] [--expr]
  *               [--hw HW] [--set K=V]  (what propagate --resolve prices on)
  *   partir tactic SCRIPT.lua FILE [--mesh batch=2,model=4] [--set K=V] [-o OUT]
@@ -81,14 +82,17 @@ static void usage(FILE *to) {
         "                        run the reference interpreter\n"
         "  exec FILE [--mesh batch=2,model=2] [--input NAME=FILE.npy]...\n"
         "       [--seed N] [--output DIR] [--exact] [--blas none|openblas]\n"
-        "       [--repeat N] [--profile]\n"
+        "       [--repeat N] [--profile] [--runtime threads|cuda]\n"
         "                        run it compiled for this CPU: on one\n"
         "                        device, or lowered on the mesh, a thread\n"
-        "                        a device\n"
+        "                        a device (cuda: a GPU a device)\n"
         "  compile FILE [--mesh M] [--emit llvm|asm|obj|fusion] [-o OUT]\n"
         "                        the code 'exec' runs: optimized LLVM IR,\n"
         "                        the host's assembly, an object, or the\n"
-        "                        kernels and what each fuses\n"
+        "                        kernels and what each fuses; with\n"
+        "                        --target nvptx [--arch sm_80|sm_90],\n"
+        "                        --emit ptx|gpu-plan: GPU kernels and the\n"
+        "                        launch plan (docs/gpu.md)\n"
         "  rewrite FILE --do 'CMD; CMD...' [-o OUT] [--expr] [--hw HW]\n"
         "                        partition: arg-tile ARG DIM WIDTH [AXIS],\n"
         "                        tile VALUE DIM WIDTH [AXIS], sum VALUE WIDTH\n"
@@ -196,6 +200,8 @@ typedef struct Options {
   gint64 steps;       /* walk --steps */
   gboolean exact;     /* exec and compile --exact */
   char *blas;         /* exec and compile --blas */
+  char *target;       /* exec and compile --target */
+  char *arch;         /* exec and compile --arch */
   gint64 repeat;      /* exec --repeat */
   gboolean profile;   /* exec --profile */
   char *runtime;      /* exec --runtime */
@@ -234,6 +240,8 @@ static void options_clear(Options *o) {
   g_free(o->emit);
   g_free(o->tactic);
   g_free(o->blas);
+  g_free(o->target);
+  g_free(o->arch);
   g_free(o->runtime);
   g_free(o->shardings);
   g_free(o->loss);
@@ -248,7 +256,7 @@ typedef enum OptionGroup {
   GROUP_OUTPUT = 1 << 2,   /* -o OUT */
   GROUP_RULES = 1 << 3,    /* --rules */
   GROUP_EXPR = 1 << 4,     /* --expr */
-  GROUP_CODEGEN = 1 << 5,  /* --exact, --blas */
+  GROUP_CODEGEN = 1 << 5,  /* --exact, --blas, --target, --arch */
   GROUP_EXEC = 1 << 6,     /* --repeat, --profile, --runtime */
   GROUP_WHAT_IF = 1 << 7,  /* --set what-ifs (tactic's --set is its own) */
   GROUP_LOAD = 1 << 8,     /* --shardings */
@@ -302,6 +310,13 @@ static const GOptionEntry codegen_entries[] = {
     {"blas", 0, 0, G_OPTION_ARG_STRING, &opt.blas,
      "matrix products: none (the generated kernel, the default) or openblas",
      "none|openblas"},
+    {"target", 0, 0, G_OPTION_ARG_STRING, &opt.target,
+     "what the code runs on: host (this CPU, the default) or nvptx (NVIDIA "
+     "GPUs: PTX kernels, cuBLAS, NCCL)",
+     "host|nvptx"},
+    {"arch", 0, 0, G_OPTION_ARG_STRING, &opt.arch,
+     "the GPU architecture of --target nvptx: sm_80 (the default) or sm_90",
+     "sm_80|sm_90"},
     G_OPTION_ENTRY_NULL};
 
 static const GOptionEntry exec_entries[] = {
@@ -310,7 +325,9 @@ static const GOptionEntry exec_entries[] = {
     {"profile", 0, 0, G_OPTION_ARG_NONE, &opt.profile,
      "report the time of each kernel and collective", NULL},
     {"runtime", 0, 0, G_OPTION_ARG_STRING, &opt.runtime,
-     "where the devices run: threads (the default: one per device)", "threads"},
+     "where the devices run: threads (the default: one per device) or cuda "
+     "(a GPU per device, NCCL between them)",
+     "threads|cuda"},
     G_OPTION_ENTRY_NULL};
 
 /* In the order --help lists them, after a subcommand's own entries. */
@@ -633,10 +650,24 @@ static gboolean load_lowered(const char *path, const Options *o, Loaded *ld,
   return load_rules_program(path, o, ld, status) && lower_loaded(path, ld);
 }
 
-/* The code generator's options from --exact and --blas: FALSE (with a
- * message) when they are wrong. */
+/* The code generator's options from --exact, --blas, --target and
+ * --arch: FALSE (with a message) when they are wrong. */
 static gboolean codegen_options(const Options *o, CodegenOptions *co) {
   *co = (CodegenOptions){.exact = o->exact, .profile = o->profile};
+  if (o->target && strcmp(o->target, "nvptx") == 0) {
+    co->target = CODEGEN_TARGET_NVPTX;
+  } else if (o->target && strcmp(o->target, "host") != 0) {
+    g_printerr("partir: --target must be host or nvptx, not '%s'\n", o->target);
+    return FALSE;
+  }
+  if (o->arch &&
+      (co->target != CODEGEN_TARGET_NVPTX ||
+       (strcmp(o->arch, "sm_80") != 0 && strcmp(o->arch, "sm_90") != 0))) {
+    g_printerr("partir: --arch takes " CODEGEN_NVPTX_ARCHS
+               ", with --target nvptx\n");
+    return FALSE;
+  }
+  co->arch = o->arch;
   if (!o->blas || strcmp(o->blas, "none") == 0)
     return TRUE;
   if (strcmp(o->blas, "openblas") != 0) {
@@ -653,11 +684,33 @@ static gboolean codegen_options(const Options *o, CodegenOptions *co) {
 }
 
 /* exec's options: FALSE (with a message) when they are wrong. */
+/* The runtimes of exec --runtime, and the --target each runs. */
+static const struct {
+  const char *name, *target;
+} runtimes[] = {{"threads", "host"}, {"cuda", "nvptx"}};
+
 static gboolean exec_options(const Options *o, CodegenOptions *co) {
-  if (o->runtime && strcmp(o->runtime, "threads") != 0) {
-    g_printerr("partir: --runtime must be threads, not '%s' (MPI and CUDA "
-               "runtimes are not built)\n",
-               o->runtime);
+  const char *runtime = o->runtime ? o->runtime : "threads";
+  int at = -1;
+  for (guint i = 0; i < G_N_ELEMENTS(runtimes); i++)
+    if (strcmp(runtime, runtimes[i].name) == 0)
+      at = (int)i;
+  if (at < 0) {
+    g_printerr("partir: --runtime must be threads or cuda, not '%s'\n",
+               runtime);
+    return FALSE;
+  }
+  if (o->target && strcmp(o->target, runtimes[at].target) != 0) {
+    g_printerr("partir: --runtime %s runs --target %s, not '%s'\n", runtime,
+               runtimes[at].target, o->target);
+    return FALSE;
+  }
+  Options with_target = *o; /* borrowed strings: not cleared */
+  with_target.target = (char *)runtimes[at].target;
+  if (!codegen_options(&with_target, co))
+    return FALSE;
+  if (co->target == CODEGEN_TARGET_NVPTX && (o->repeat || o->profile)) {
+    g_printerr("partir: --repeat and --profile are the threads runtime's\n");
     return FALSE;
   }
   if (o->repeat < 0 || o->repeat > G_MAXINT) {
@@ -665,7 +718,7 @@ static gboolean exec_options(const Options *o, CodegenOptions *co) {
                o->repeat);
     return FALSE;
   }
-  return codegen_options(o, co);
+  return TRUE;
 }
 
 /* The program of 'path' (and on a mesh, --mesh or its own, its
@@ -747,6 +800,12 @@ static int cmd_exec(const Options *o, char **files) {
   CodegenOptions co;
   if (!exec_options(o, &co))
     return 2;
+  GError *error = NULL;
+  if (co.target == CODEGEN_TARGET_NVPTX && !codegen_cuda_available(&error)) {
+    g_printerr("partir: --runtime cuda: %s\n", error->message);
+    g_error_free(error);
+    return 1;
+  }
   g_auto(Program) p = {0};
   g_autoptr(RuleSet) rs = NULL;
   int status = open_job(files[0], o, &rs, &p);
@@ -757,7 +816,6 @@ static int cmd_exec(const Options *o, char **files) {
   g_autoptr(Diag) diag = diag_new(NULL);
   g_auto(Executable) ex = {0};
   Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
-  GError *error = NULL;
   GPtrArray *results = NULL;
   /* compile first: a program the code generator refuses is refused
    * before any input is read */
@@ -781,14 +839,17 @@ static int cmd_exec(const Options *o, char **files) {
 static const GOptionEntry compile_entries[] = {
     {"emit", 'e', 0, G_OPTION_ARG_STRING, &opt.emit,
      "what to show: llvm (optimized IR, the default), asm, obj (an ELF "
-     "object) or fusion (the kernels and what each fuses)",
-     "llvm|asm|obj|fusion"},
+     "object) or fusion (the kernels and what each fuses); with --target "
+     "nvptx, ptx (the kernels' module) or gpu-plan (launches, cuBLAS calls "
+     "and collectives in order)",
+     "llvm|asm|obj|fusion|ptx|gpu-plan"},
     G_OPTION_ENTRY_NULL};
 
 static int cmd_compile(const Options *o, char **files) {
-  static const char *const names[] = {"llvm", "asm", "obj", "fusion"};
-  static const CodegenEmit kinds[] = {EMIT_LLVM, EMIT_ASM, EMIT_OBJ,
-                                      EMIT_FUSION};
+  static const char *const names[] = {"llvm",   "asm", "obj",
+                                      "fusion", "ptx", "gpu-plan"};
+  static const CodegenEmit kinds[] = {EMIT_LLVM,   EMIT_ASM, EMIT_OBJ,
+                                      EMIT_FUSION, EMIT_PTX, EMIT_GPU_PLAN};
   const char *emit = o->emit ? o->emit : "llvm";
   int at = -1;
   for (guint i = 0; i < G_N_ELEMENTS(names); i++)
@@ -796,12 +857,23 @@ static int cmd_compile(const Options *o, char **files) {
       at = (int)i;
   CodegenOptions co;
   if (at < 0) {
-    g_printerr("partir: --emit must be llvm, asm, obj or fusion, not '%s'\n",
+    g_printerr("partir: --emit must be llvm, asm, obj or fusion (or ptx "
+               "or gpu-plan with --target nvptx), not '%s'\n",
                emit);
     return 2;
   }
   if (!codegen_options(o, &co))
     return 2;
+  if ((kinds[at] == EMIT_PTX || kinds[at] == EMIT_GPU_PLAN) !=
+          (co.target == CODEGEN_TARGET_NVPTX) &&
+      kinds[at] != EMIT_LLVM && kinds[at] != EMIT_FUSION) {
+    g_printerr("partir: --target %s emits %s\n",
+               co.target == CODEGEN_TARGET_NVPTX ? "nvptx" : "host",
+               co.target == CODEGEN_TARGET_NVPTX
+                   ? "ptx, gpu-plan, llvm or fusion"
+                   : "llvm, asm, obj or fusion");
+    return 2;
+  }
   Loaded ld = {0};
   int status = 1;
   if (!load_program(files[0], o, &ld, &status)) {

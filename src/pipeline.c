@@ -535,6 +535,8 @@ void pipeline_executable_clear(Executable *e) {
 
 GPtrArray *pipeline_execute(const Executable *e, Tensor *const *inputs,
                             Diag *why, GError **error) {
+  if (codegen_on_gpu(e->code)) /* compiled for NVPTX: the CUDA runtime */
+    return codegen_cuda_run(e->code, e->device, inputs, why, error);
   if (e->device->spmd)
     return codegen_run_spmd(e->code, e->device, inputs, 0, NULL, why, error);
   return codegen_run(e->code, inputs);

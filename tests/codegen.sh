@@ -28,23 +28,10 @@
 #   - 'partir compile' shows the optimized IR, the host's assembly, an
 #     object and the fusion decision, and refuses an unknown --emit.
 . "$top_srcdir/tests/tap.sh"
+. "$top_srcdir/tests/compiled.sh"
 PARTIR=${PARTIR:-$top_builddir/repl/partir}
 mesh=
 
-RUNNER=${FIXTURE_RUNNER:-$top_builddir/tests/fixture-runner}
-
-# tolerance FILE: the relative error allowed to fast arithmetic (above).
-tolerance() {
-  awk '
-    /bf16/ { bf = 1 } /(^|[^b])f16/ { h = 1 } /f32/ { f32 = 1 }
-    /(exp|log|tanh|logistic|pow|log1p|expm1)\(/ { t = 1 }
-    { s = $0
-      while (match(s, /[0-9]+x/)) {
-        d = substr(s, RSTART, RLENGTH - 1) + 0; if (d > k) k = d
-        s = substr(s, RSTART + RLENGTH) } }
-    END { eps = bf ? 2^-7 : h ? 2^-10 : f32 ? 2^-23 : 2^-52
-          printf "%.6g\n", (8 + k + 8 * t) * eps }' "$1"
-}
 
 # same NAME FILE [ARGS...]: exec --exact writes the interpreter's .npy
 # files bit for bit, and exec (fast) writes them within the tolerance
@@ -84,24 +71,13 @@ same() {
   done
   rel=$(tolerance "$file")
   for mode in fast $blas; do
-    for f in "$tmp/run"/*.npy; do
-      if ! "$RUNNER" --npy-near "$tmp/$mode/$(basename "$f")" "$f" "$rel" \
-        >"$tmp/near"; then
-        not_ok "$name: compiled $mode, $(basename "$f") is not within $rel"
-        show "$tmp/near"
-        return
-      fi
-    done
+    near "$name: compiled $mode" "$tmp/run" "$tmp/$mode" "$rel" || return
   done
   ok "$name: compiled, exact bit for bit, fast${blas:+ and with OpenBLAS} within $rel"
 }
 
 # The kernel fixtures, one file each.
-mkdir -p "$tmp/kernels"
-awk -v dir="$tmp/kernels" '
-  /^%%RUN / { file = dir "/" $2 ".pir"; copy = 1; next }
-  /^%%/ { copy = 0 }
-  copy { print > file }' "$top_srcdir/tests/fixtures/kernels.test"
+split_kernels "$tmp/kernels"
 compiled=0
 for file in "$tmp/kernels"/*.pir; do
   name=$(basename "$file" .pir)
@@ -156,25 +132,14 @@ done
 
 # Each tactic on its own over meshes of 1, 2 and 4 devices, each device
 # on its thread: the transformer and the MLP example.
-for program in t4 mlp; do
-  case $program in # ('same' sets 'file')
-  t4) src=$tmp/t4.pir ;;
-  mlp) src=$top_srcdir/examples/mlp.pir ;;
-  esac
-  for spec in batch:batch=1 batch:batch=2 batch:batch=4 megatron:model=2 \
-    megatron:model=4 zero:data=2 zero:data=4; do
-    tactic=${spec%%:*}
-    if "$PARTIR" tactic "$top_srcdir/tactics/$tactic.lua" "$src" \
-      --mesh "${spec#*:}" -o "$tmp/$program-$tactic.pir" 2>"$tmp/err"; then
-      mesh=${spec#*:}
-      same "$program, $tactic on $mesh" "$tmp/$program-$tactic.pir" --seed 9
-      mesh=
-    else
-      not_ok "$program, $tactic on ${spec#*:}: the tactic runs"
-      show "$tmp/err"
-    fi
-  done
-done
+# on_mesh PROGRAM TACTIC MESH FILE: FILE lowered on MESH, run and compared
+on_mesh() {
+  mesh=$3
+  same "$1, $2 on $3" "$4" --seed 9
+  mesh=
+}
+each_tactic on_mesh batch:batch=1 batch:batch=2 batch:batch=4 megatron:model=2 \
+  megatron:model=4 zero:data=2 zero:data=4
 
 # compile: the code.
 "$PARTIR" compile "$top_srcdir/examples/mlp.pir" >"$tmp/ll" 2>"$tmp/err"
