@@ -400,6 +400,8 @@ const Term *term_sum(const Type *range, const char *axis, const Term *body,
  * as 'level': one more than the highest other level the body uses. */
 int term_region_level(const Term *body, int level);
 const Term *term_tuple(int n, const Term *const *args);
+/* Adds to the set 'seen' every term 'root' reaches (root included). */
+void term_reach(const Term *root, GHashTable *seen);
 /* Rebuilds 't' with new operands (same kind/op/attrs); NULL + err when the
  * new operands do not type-check. */
 const Term *term_with_args(const Term *t, const Term *const *args, Diag *err);

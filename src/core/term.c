@@ -727,3 +727,14 @@ const Term *term_rename_level(const Term *t, int from, int to, Diag *err) {
   relevel_free(rl);
   return r;
 }
+
+void term_reach(const Term *root, GHashTable *seen) {
+  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  g_ptr_array_add(todo, (gpointer)root);
+  while (todo->len > 0) {
+    const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
+    if (g_hash_table_add(seen, (gpointer)t))
+      for (int i = 0; i < t->nargs; i++)
+        g_ptr_array_add(todo, (gpointer)t->args[i]);
+  }
+}

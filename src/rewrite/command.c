@@ -450,8 +450,8 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
   if (strcmp(cmd, "remat") == 0)
     return run_remat(in, locs, w, nw, why);
   static const char *const commands[] = {
-      "arg-tile", "tile", "sum",      "apply", "fission", "lift", "propagate",
-      "push",     "fuse", "simplify", "remat", NULL};
+      "arg-tile",  "tile", "sum",  "apply",    "fission", "lift",
+      "propagate", "push", "fuse", "simplify", "remat",   NULL};
   g_autofree char *hint = diag_did_you_mean(cmd, commands);
   diag_reason(why, "unknown command '%s'%s", cmd, hint);
   return NULL;

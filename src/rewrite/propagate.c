@@ -561,14 +561,7 @@ static void count_input(Norm *n) {
 
 static size_t dag_size(const Term *root) {
   g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
-  g_autoptr(GPtrArray) todo = g_ptr_array_new();
-  g_ptr_array_add(todo, (gpointer)root);
-  while (todo->len > 0) {
-    const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
-    if (g_hash_table_add(seen, (gpointer)t))
-      for (int i = 0; i < t->nargs; i++)
-        g_ptr_array_add(todo, (gpointer)t->args[i]);
-  }
+  term_reach(root, seen);
   return g_hash_table_size(seen);
 }
 

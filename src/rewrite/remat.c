@@ -28,17 +28,6 @@ typedef struct Remat {
   gboolean failed;
 } Remat;
 
-static void reach(GHashTable *seen, const Term *root) {
-  g_autoptr(GPtrArray) todo = g_ptr_array_new();
-  g_ptr_array_add(todo, (gpointer)root);
-  while (todo->len > 0) {
-    const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
-    if (g_hash_table_add(seen, (gpointer)t))
-      for (int i = 0; i < t->nargs; i++)
-        g_ptr_array_add(todo, (gpointer)t->args[i]);
-  }
-}
-
 static const Term *copy_of(Remat *r, const Term *t);
 
 /* operand 'a' as the copy reads it */
@@ -109,7 +98,7 @@ const Term *rw_remat(const Term *body, const Term *const *values, int n,
   r.chosen = g_hash_table_new(NULL, NULL);
   r.copies = g_hash_table_new(NULL, NULL);
   r.rebuilt = g_hash_table_new(NULL, NULL);
-  reach(r.forward, body->args[body->nargs - 1]);
+  term_reach(body->args[body->nargs - 1], r.forward);
   for (int i = 0; i < n && !r.failed; i++) {
     const Term *v = values[i];
     if (v->kind == TM_ARG || v->kind == TM_BVAR || v->kind == TM_SLICE ||
