@@ -1,7 +1,7 @@
 // Operations partir cannot express, each refused in one list
 // (tests/stablehlo.sh compares the error with unsupported.expected).
 module @unsupported {
-  func.func public @main(%x: tensor<4xf32>, %i: tensor<4xi32>, %h: tensor<4xui64>) -> tensor<4xf32> {
+  func.func public @main(%x: tensor<4xf32>, %i: tensor<4xi32>, %h: tensor<4xf16>) -> tensor<4xf32> {
     %c = stablehlo.constant dense<0> : tensor<i32>
     %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %x) : tensor<i32>, tensor<4xf32>
      cond {
@@ -19,13 +19,13 @@ module @unsupported {
       %lt = stablehlo.compare  LT, %a, %b,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
       stablehlo.return %lt : tensor<i1>
     }) : (tensor<4xf32>) -> tensor<4xf32>
-    %z = stablehlo.constant dense<0> : tensor<i32>
-    %3 = stablehlo.reduce(%i init: %z) applies stablehlo.xor across dimensions = [0] : (tensor<4xi32>, tensor<i32>) -> tensor<i32>
+    %inf = stablehlo.constant dense<0x7F800000> : tensor<f32>
+    %3 = stablehlo.reduce(%x init: %inf) applies stablehlo.minimum across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
     %4 = stablehlo.custom_call @my_kernel(%x) {backend_config = ""} : (tensor<4xf32>) -> tensor<4xf32>
-    %5 = stablehlo.and %x, %x : tensor<4xf32>
+    %5 = stablehlo.and %i, %i : tensor<4xi32>
     %6 = stablehlo.compare  LT, %x, %x,  TOTALORDER : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
     %7 = "mydialect.frobnicate"(%x) : (tensor<4xf32>) -> tensor<4xf32>
-    %8 = stablehlo.atan2 %x, %x : tensor<4xf32>
+    %8 = stablehlo.floor %x : tensor<4xf32>
     return %0#1 : tensor<4xf32>
   }
 }
