@@ -72,6 +72,7 @@ model_inputs() {
     for a in ids table w pos; do printf '%s ' "$fx/embed.$a.npy"; done
     ;;
   batched_lookup) echo "$fx/batched_lookup.tables.npy $fx/batched_lookup.ids.npy" ;;
+  threefry) echo "$fx/threefry.key_data.npy" ;;
   esac
 }
 
@@ -120,6 +121,16 @@ run_model ops "$fx/ops.pretty.mlir" 1e-6
 run_model ops "$fx/ops.generic.mlir" 1e-6
 run_model constants "$fx/constants.mlir" 0
 run_model torch_xla "$fx/torch_xla.mlir" 1e-6
+# JAX's threefry (gen_threefry.py: split, fold_in, bits, randint): xor,
+# shifts, or and adds on ui32; partir's bits are JAX's, interpreted and
+# compiled
+run_model threefry "$fx/threefry.mlir" 0
+"$PARTIR" exec "$fx/threefry.mlir" -i "arg0=$fx/threefry.key_data.npy" \
+  -o "$tmp/threefry.exec" >/dev/null 2>"$tmp/err"
+for k in 0 1 2; do
+  near "$tmp/threefry.exec/result$k.npy" "$fx/threefry.expected$k.npy" 0 \
+    "threefry.mlir compiled: result $k is JAX's bits"
+done
 
 # ------------------------------------------------------- the two forms
 check "ops.pretty.mlir and ops.generic.mlir (MLIR's generic print) compute alike" \
