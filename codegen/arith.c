@@ -451,7 +451,7 @@ static LLVMValueRef unary_int(Gen *g, Op op, LLVMValueRef x) {
   }
 }
 
-/* A bitwise operator on 'dt' (b is NULL for not and popcnt), as the
+/* A bitwise operator on 'dt' (b is NULL for not, popcnt and clz), as the
  * interpreter's bitwise_int: operands in i64 as loaded (sign- or zero-
  * extended), a shift amount read unsigned in the operand's width, one
  * of the width or more shifting every bit out (0, or the sign in every
@@ -467,6 +467,11 @@ static LLVMValueRef bitwise(Gen *g, Op op, DType dt, LLVMValueRef a,
     return LLVMBuildXor(g->b, a, c64(g, dt == DT_I1 ? 1 : -1), "");
   if (op == OP_POPCNT)
     return ir_intrinsic(g, "llvm.ctpop", &ua, 1);
+  if (op == OP_CLZ) { /* of 0: 64 (not poison), less the bits above the width */
+    LLVMValueRef args[2] = {ua, LLVMConstInt(g->i1, 0, 0)};
+    return LLVMBuildSub(g->b, ir_intrinsic(g, "llvm.ctlz", args, 2),
+                        c64(g, 64 - width), "");
+  }
   if (op == OP_AND)
     return LLVMBuildAnd(g->b, a, b, "");
   if (op == OP_OR)
@@ -583,7 +588,7 @@ LLVMValueRef arith_op(Gen *g, const Term *t, LLVMValueRef *v) {
   }
   case OP_CONVERT:
     return convert(g, in, t->type->dtype, v[0]);
-  case OP_AND ... OP_POPCNT:
+  case OP_AND ... OP_CLZ:
     return bitwise(g, t->op, in, v[0], t->nargs == 2 ? v[1] : NULL);
   default:
     if (t->nargs == 2)

@@ -449,17 +449,17 @@ check "...a line for each: checks.mlir:34:11: @check.eq: ok" \
 st=$?
 check "...compiled and run on the file's mesh, it passes them too" \
   sh -c "test $st -eq 0 && test \$(grep -c ': ok\$' '$tmp/err') -eq 10"
-# bitwise.mlir: and, or, xor, not, the shifts and popcnt on ui32, i32
+# bitwise.mlir: and, or, xor, not, the shifts, popcnt and count_leading_zeros on ui32, i32
 # and i1, and reduces over integer and/or, checked against values worked
 # out by hand in the file: interpreted and compiled
 "$PARTIR" run "$fx/bitwise.mlir" >/dev/null 2>"$tmp/err"
 st=$?
-check "bitwise.mlir: run passes its 21 checks" \
-  sh -c "test $st -eq 0 && test \$(grep -c ': ok\$' '$tmp/err') -eq 21"
+check "bitwise.mlir: run passes its 22 checks" \
+  sh -c "test $st -eq 0 && test \$(grep -c ': ok\$' '$tmp/err') -eq 22"
 "$PARTIR" exec "$fx/bitwise.mlir" >/dev/null 2>"$tmp/err"
 st=$?
 check "...compiled, it passes them too" \
-  sh -c "test $st -eq 0 && test \$(grep -c ': ok\$' '$tmp/err') -eq 21"
+  sh -c "test $st -eq 0 && test \$(grep -c ': ok\$' '$tmp/err') -eq 22"
 (cd "$fx" && "$PARTIR" run checks_fail.mlir) >/dev/null 2>"$tmp/err"
 st=$?
 check "a failing check: status 1, its position and first difference" \

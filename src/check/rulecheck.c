@@ -526,6 +526,7 @@ static DType elementwise_dtype(Gen *g, Op op) {
   case OP_SHIFT_RIGHT_ARITHMETIC:
   case OP_SHIFT_RIGHT_LOGICAL:
   case OP_POPCNT:
+  case OP_CLZ:
     return rnd(g, 0, 1) ? DT_I32 : DT_UI8;
   default:
     return DT_F32;

@@ -223,7 +223,7 @@ static const Type *tr_bitwise(RULE_ARGS) {
   return a;
 }
 
-/* shift_left, shift_right_arithmetic, shift_right_logical, popcnt:
+/* shift_left, shift_right_arithmetic, shift_right_logical, popcnt, clz:
  * operands of one integer type (i1 has no bits to shift or count). */
 static const Type *tr_integer(RULE_ARGS) {
   const Type *t = tr_bitwise(op, nargs, args, attrs, written, err);

@@ -369,13 +369,15 @@ static int64_t bitwise_int(Op op, DType dt, int64_t a, int64_t b) {
   }
   case OP_POPCNT:
     return __builtin_popcountll(ua);
+  case OP_CLZ: /* the zeros above the highest bit set, in the width */
+    return ua == 0 ? width : __builtin_clzll(ua) - (64 - width);
   default:
     g_assert_not_reached();
   }
 }
 
 /* and or xor not shift_left shift_right_arithmetic shift_right_logical
- * popcnt: integers and i1 only (tr_bitwise, tr_integer). */
+ * popcnt clz: integers and i1 only (tr_bitwise, tr_integer). */
 static Tensor *k_bitwise(const Term *t, Tensor *const *args) {
   Tensor *out = tensor_new(t->type);
   DType dt = t->type->dtype;

@@ -167,7 +167,8 @@ static char *refine(const HloOp *op) {
                            "i1)",
                            x->text);
   if ((g_str_has_prefix(n, "stablehlo.shift_") ||
-       strcmp(n, "stablehlo.popcnt") == 0) &&
+       strcmp(n, "stablehlo.popcnt") == 0 ||
+       strcmp(n, "stablehlo.count_leading_zeros") == 0) &&
       (is_float_type(x) || is_i1_type(x)))
     return g_strdup_printf("on %s (it takes integers)", x->text);
   if (strcmp(n, "stablehlo.reduce") == 0) {
