@@ -467,6 +467,55 @@ static LLVMValueRef unary_int(Gen *g, Op op, LLVMValueRef x) {
   }
 }
 
+/* A bitwise operator on 'dt' (b is NULL for not, popcnt and clz), as the
+ * interpreter's bitwise_int: operands in i64 as loaded (sign- or zero-
+ * extended), a shift amount read unsigned in the operand's width, one
+ * of the width or more shifting every bit out (0, or the sign in every
+ * bit for shift_right_arithmetic); LLVM's shifts by that much are
+ * poison, so the amount is clamped first.  not on i1 is logical. */
+static LLVMValueRef bitwise(Gen *g, Op op, DType dt, LLVMValueRef a,
+                            LLVMValueRef b) {
+  int width = (int)dtype_storage_bytes(dt) * 8;
+  LLVMValueRef mask =
+      c64(g, width == 64 ? -1 : (int64_t)(((uint64_t)1 << width) - 1));
+  LLVMValueRef ua = LLVMBuildAnd(g->b, a, mask, "");
+  if (op == OP_NOT)
+    return LLVMBuildXor(g->b, a, c64(g, dt == DT_I1 ? 1 : -1), "");
+  if (op == OP_POPCNT)
+    return ir_intrinsic(g, "llvm.ctpop", &ua, 1);
+  if (op == OP_CLZ) { /* of 0: 64 (not poison), less the bits above the width */
+    LLVMValueRef args[2] = {ua, LLVMConstInt(g->i1, 0, 0)};
+    return LLVMBuildSub(g->b, ir_intrinsic(g, "llvm.ctlz", args, 2),
+                        c64(g, 64 - width), "");
+  }
+  if (op == OP_AND)
+    return LLVMBuildAnd(g->b, a, b, "");
+  if (op == OP_OR)
+    return LLVMBuildOr(g->b, a, b, "");
+  if (op == OP_XOR)
+    return LLVMBuildXor(g->b, a, b, "");
+  LLVMValueRef amount = LLVMBuildAnd(g->b, b, mask, "");
+  LLVMValueRef out = LLVMBuildICmp(g->b, LLVMIntUGE, amount, c64(g, width), "");
+  switch (op) {
+  case OP_SHIFT_LEFT:
+  case OP_SHIFT_RIGHT_LOGICAL: {
+    LLVMValueRef safe = LLVMBuildSelect(g->b, out, c64(g, 0), amount, "");
+    LLVMValueRef r = op == OP_SHIFT_LEFT ? LLVMBuildShl(g->b, ua, safe, "")
+                                         : LLVMBuildLShr(g->b, ua, safe, "");
+    return LLVMBuildSelect(g->b, out, c64(g, 0), r, "");
+  }
+  case OP_SHIFT_RIGHT_ARITHMETIC: { /* the width's top bit is the sign */
+    LLVMValueRef up = c64(g, 64 - width);
+    LLVMValueRef sa =
+        LLVMBuildAShr(g->b, LLVMBuildShl(g->b, a, up, ""), up, "");
+    LLVMValueRef safe = LLVMBuildSelect(g->b, out, c64(g, 63), amount, "");
+    return LLVMBuildAShr(g->b, sa, safe, "");
+  }
+  default:
+    g_assert_not_reached();
+  }
+}
+
 /* Comparison 'dir' of 'a' and 'b': true or false, as an i1 (NE is true
  * when unordered, the others false). */
 static LLVMValueRef compare(Gen *g, const char *dir, gboolean is_float,
@@ -555,6 +604,8 @@ LLVMValueRef arith_op(Gen *g, const Term *t, LLVMValueRef *v) {
   }
   case OP_CONVERT:
     return convert(g, in, t->type->dtype, v[0]);
+  case OP_AND ... OP_CLZ:
+    return bitwise(g, t->op, in, v[0], t->nargs == 2 ? v[1] : NULL);
   default:
     if (t->nargs == 2)
       return dtype_is_float(in)

@@ -15,6 +15,7 @@
 # On:
 #   - every program of tests/fixtures/kernels.test (the interpreter's
 #     kernel tests, values from NumPy), tiles and sums included;
+#   - the bitwise operators (tests/fixtures/export/bitwise.pir);
 #   - the examples and generated models (MLP, transformer layer, a
 #     12-layer transformer) on random inputs (--seed), and partitioned
 #     ones (mlp_tiled.pir, a 4-layer transformer after batch, Megatron
@@ -85,9 +86,9 @@ for file in "$tmp/kernels"/*.pir; do
   same "kernels/$name" "$file"
   [ "$failed" = "$before" ] && compiled=$((compiled + 1))
 done
-# 189 programs, 20 of them with tiles and sums (counted when written)
-check "kernel fixtures: all $compiled compiled and agree (189)" \
-  test "$compiled" -eq 189
+# 196 programs, 20 of them with tiles and sums (counted when written)
+check "kernel fixtures: all $compiled compiled and agree (196)" \
+  test "$compiled" -eq 196
 
 # Examples and models, on random inputs; and with OpenBLAS's products
 # where partir has it.
@@ -100,6 +101,9 @@ fi
 same "examples/mlp.pir" "$top_srcdir/examples/mlp.pir" --seed 3
 same "examples/transformer_layer.pir" \
   "$top_srcdir/examples/transformer_layer.pir" --seed 4
+# shifts by amounts in range and out of it (random i32 in [-10, 10]),
+# bitwise operations on ui32, i8 and i1, every reduction
+same "bitwise operators" "$top_srcdir/tests/fixtures/export/bitwise.pir" --seed 6
 lua5.4 "$top_srcdir/examples/models/transformer.lua" --layers 12 >"$tmp/t12.pir"
 same "12-layer transformer" "$tmp/t12.pir" --seed 5
 lua5.4 "$top_srcdir/examples/models/mlp.lua" --layers 8 --batch 16 \

@@ -75,7 +75,8 @@ def partir(*args):
 # ------------------------------------------------------- reading exports
 
 DTYPES = {"f32": np.float32, "f64": np.float64, "bf16": jnp.bfloat16,
-          "i32": np.int32, "i64": np.int64, "i1": np.bool_}
+          "i8": np.int8, "i32": np.int32, "i64": np.int64, "ui32": np.uint32,
+          "i1": np.bool_}
 
 
 def tensor_type(text):
@@ -138,7 +139,7 @@ def make_inputs(exp, seed):
         elif dt == "i1":
             v = rng.standard_normal(shape) > 0
         else:
-            v = rng.integers(-5, 5, shape).astype(DTYPES[dt])
+            v = rng.integers(-5, 5, shape).astype(DTYPES[dt])  # ui32: wraps
         values.append(np.asarray(v))
         path = os.path.join(WORK, "in.%d.%s.npy" % (seed, name))
         np.save(path, v.astype(np.float32) if dt == "bf16" else v)
@@ -304,6 +305,13 @@ def main():
          os.path.join(tactics, "zero.lua"), model=mlp_relu, seed=4)
     case("every operator, one device", os.path.join(fx, "export", "ops.pir"),
          "", seed=5)
+    # XLA's shifts, bitwise operations and reductions against partir's
+    # interpreter, whole and with the rows split over model
+    bitwise = os.path.join(fx, "export", "bitwise.pir")
+    case("bitwise operators, one device", bitwise, "", seed=10)
+    case("bitwise operators, rows over model=2", bitwise, "model=2",
+         extra=["--do", "arg-tile 0 0 1 model; arg-tile 2 0 1 model; "
+                "arg-tile 4 0 1 model; propagate"], seed=11)
     spmd = os.path.join(fx, "spmd")
     base = ["--rules", os.path.join(TOP, "rules", "ops.rules"),
             "--rules", os.path.join(TOP, "rules", "partir.rules")]

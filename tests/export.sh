@@ -194,6 +194,15 @@ roundtrip() { # roundtrip LABEL FILE same|term EXPORT-OPTIONS...
 roundtrip "every operator" "$fx/export/ops.pir" same
 roundtrip "the MLP (Megatron's shardings)" "$mlp" same --mesh model=2 --tactic "$tactics/megatron.lua"
 roundtrip "loops, unrolled" "$fx/export/loops.pir" term --mesh model=2
+roundtrip "bitwise operators and every reduction" "$fx/export/bitwise.pir" same
+check "...and the export computes what the original computes" \
+  sh -c "'$PARTIR' run '$fx/export/bitwise.pir' --seed 3 >'$tmp/bw.orig' &&
+         '$PARTIR' run '$tmp/rt.bitwise.pir.mlir' --seed 3 >'$tmp/bw.back' &&
+         test -s '$tmp/bw.orig' && cmp -s '$tmp/bw.orig' '$tmp/bw.back'"
+has "$tmp/rt.bitwise.pir.mlir" '"stablehlo.shift_right_arithmetic"(%i, %i)' \
+  "shift_right_arithmetic is written as StableHLO's"
+has "$tmp/rt.bitwise.pir.mlir" 'value = dense<4294967295> : tensor<ui32>' \
+  "a ui32 reduce_and starts from every bit set"
 # the export imported with its shardings applied lowers to the layouts
 # the tactic gave: the signature's dist annotations are the same
 dists() { "$PARTIR" lower "$1" --mesh model=2 | head -n 1 | grep -o '{dist[^}]*}'; }

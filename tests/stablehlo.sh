@@ -72,6 +72,7 @@ model_inputs() {
     for a in ids table w pos; do printf '%s ' "$fx/embed.$a.npy"; done
     ;;
   batched_lookup) echo "$fx/batched_lookup.tables.npy $fx/batched_lookup.ids.npy" ;;
+  threefry) echo "$fx/threefry.key_data.npy" ;;
   esac
 }
 
@@ -120,6 +121,16 @@ run_model ops "$fx/ops.pretty.mlir" 1e-6
 run_model ops "$fx/ops.generic.mlir" 1e-6
 run_model constants "$fx/constants.mlir" 0
 run_model torch_xla "$fx/torch_xla.mlir" 1e-6
+# JAX's threefry (gen_threefry.py: split, fold_in, bits, randint): xor,
+# shifts, or and adds on ui32; partir's bits are JAX's, interpreted and
+# compiled
+run_model threefry "$fx/threefry.mlir" 0
+"$PARTIR" exec "$fx/threefry.mlir" -i "arg0=$fx/threefry.key_data.npy" \
+  -o "$tmp/threefry.exec" >/dev/null 2>"$tmp/err"
+for k in 0 1 2; do
+  near "$tmp/threefry.exec/result$k.npy" "$fx/threefry.expected$k.npy" 0 \
+    "threefry.mlir compiled: result $k is JAX's bits"
+done
 
 # ------------------------------------------------------- the two forms
 check "ops.pretty.mlir and ops.generic.mlir (MLIR's generic print) compute alike" \
@@ -438,6 +449,17 @@ check "...a line for each: checks.mlir:34:11: @check.eq: ok" \
 st=$?
 check "...compiled and run on the file's mesh, it passes them too" \
   sh -c "test $st -eq 0 && test \$(grep -c ': ok\$' '$tmp/err') -eq 10"
+# bitwise.mlir: and, or, xor, not, the shifts, popcnt and count_leading_zeros on ui32, i32
+# and i1, and reduces over integer and/or, checked against values worked
+# out by hand in the file: interpreted and compiled
+"$PARTIR" run "$fx/bitwise.mlir" >/dev/null 2>"$tmp/err"
+st=$?
+check "bitwise.mlir: run passes its 22 checks" \
+  sh -c "test $st -eq 0 && test \$(grep -c ': ok\$' '$tmp/err') -eq 22"
+"$PARTIR" exec "$fx/bitwise.mlir" >/dev/null 2>"$tmp/err"
+st=$?
+check "...compiled, it passes them too" \
+  sh -c "test $st -eq 0 && test \$(grep -c ': ok\$' '$tmp/err') -eq 22"
 (cd "$fx" && "$PARTIR" run checks_fail.mlir) >/dev/null 2>"$tmp/err"
 st=$?
 check "a failing check: status 1, its position and first difference" \

@@ -514,13 +514,33 @@ static const Term *gen_pad(Gen *g, Op op, int dim, int minr, Diag *err) {
   return term_op(op, 2, args, attrs_intern(3, keys, vals), NULL, err);
 }
 
+/* The element type of 'op''s random instances: f32, but integers for
+ * the operators that take nothing else (and, or, xor and not i1 too). */
+static DType elementwise_dtype(Gen *g, Op op) {
+  switch (op) {
+  case OP_AND:
+  case OP_OR:
+  case OP_XOR:
+  case OP_NOT:
+    return rnd(g, 0, 1) ? DT_I32 : DT_I1;
+  case OP_SHIFT_LEFT:
+  case OP_SHIFT_RIGHT_ARITHMETIC:
+  case OP_SHIFT_RIGHT_LOGICAL:
+  case OP_POPCNT:
+  case OP_CLZ:
+    return rnd(g, 0, 1) ? DT_I32 : DT_UI8;
+  default:
+    return DT_F32;
+  }
+}
+
 /* An elementwise operator over operands of one random shape (select's
  * condition is i1, compare gets a random direction, convert goes to
- * f64). */
+ * f64, the bitwise operators take integers). */
 static const Term *gen_elementwise(Gen *g, Op op, int dim, int minr,
                                    Diag *err) {
   int rank = rnd_at_least(g, minr, 1, 3);
-  const Type *t = rshape(g, DT_F32, rank, dim);
+  const Type *t = rshape(g, elementwise_dtype(g, op), rank, dim);
   const Term *args[3];
   int n = op_arity(op);
   if (op == OP_SELECT) {

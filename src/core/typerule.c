@@ -209,6 +209,27 @@ static const Type *tr_unary_float(RULE_ARGS) {
   return t && need_float(op, t, err) ? t : NULL;
 }
 
+/* and, or, xor, not: operands of one integer or i1 type. */
+static const Type *tr_bitwise(RULE_ARGS) {
+  const Type *a = args[0]->type;
+  if (!check_attr_names(op, attrs, NO_ATTRS, err) ||
+      (nargs == 2 && !same_type(op, a, args[1]->type, err)))
+    return NULL;
+  if (dtype_is_float(a->dtype)) {
+    diag_reason(err, "'%s' needs an integer or i1 operand, not %s", op_name(op),
+                dtype_name(a->dtype));
+    return NULL;
+  }
+  return a;
+}
+
+/* shift_left, shift_right_arithmetic, shift_right_logical, popcnt, clz:
+ * operands of one integer type (i1 has no bits to shift or count). */
+static const Type *tr_integer(RULE_ARGS) {
+  const Type *t = tr_bitwise(op, nargs, args, attrs, written, err);
+  return t && not_i1(op, t, err) ? t : NULL;
+}
+
 static const Type *tr_compare(RULE_ARGS) {
   static const char *const dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
   const Type *a = args[0]->type;

@@ -324,6 +324,71 @@ static Tensor *k_unary(const Term *t, Tensor *const *args) {
   return out;
 }
 
+/* ------------------------------------------------------------- bitwise */
+
+/* The bits of a 'dt' element: its width, and the mask of them. */
+static int dtype_bits(DType dt) { return (int)dtype_storage_bytes(dt) * 8; }
+
+static uint64_t bits_mask(int width) {
+  return width == 64 ? ~(uint64_t)0 : ((uint64_t)1 << width) - 1;
+}
+
+/* One element of a bitwise operator on 'dt' (docs/language.md).  The
+ * operands are read as tensor_get_int gives them (sign- or zero-
+ * extended), the result is wrapped as tensor_set_int stores it.  A
+ * shift amount is read as unsigned in the operand's width (StableHLO,
+ * XLA): an amount of the width or more, a negative one included, shifts
+ * every bit out, giving 0, or the sign in every bit for an arithmetic
+ * shift right.  On i1, not is logical ('x == 0'); and, or and xor of 0
+ * and 1 already are. */
+static int64_t bitwise_int(Op op, DType dt, int64_t a, int64_t b) {
+  int width = dtype_bits(dt);
+  uint64_t mask = bits_mask(width), ua = (uint64_t)a & mask;
+  uint64_t amount = (uint64_t)b & mask;
+  gboolean out = amount >= (uint64_t)width;
+  switch (op) {
+  case OP_AND:
+    return a & b;
+  case OP_OR:
+    return a | b;
+  case OP_XOR:
+    return a ^ b;
+  case OP_NOT:
+    return dt == DT_I1 ? a == 0 : ~a;
+  case OP_SHIFT_LEFT:
+    return out ? 0 : (int64_t)(ua << amount);
+  case OP_SHIFT_RIGHT_LOGICAL:
+    return out ? 0 : (int64_t)(ua >> amount);
+  case OP_SHIFT_RIGHT_ARITHMETIC: {
+    /* the width's top bit is the sign, unsigned types too */
+    gboolean negative = (ua >> (width - 1)) & 1;
+    if (out)
+      return negative ? -1 : 0;
+    uint64_t shifted = ua >> amount;
+    return (int64_t)(negative ? shifted | ~(mask >> amount) : shifted);
+  }
+  case OP_POPCNT:
+    return __builtin_popcountll(ua);
+  case OP_CLZ: /* the zeros above the highest bit set, in the width */
+    return ua == 0 ? width : __builtin_clzll(ua) - (64 - width);
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* and or xor not shift_left shift_right_arithmetic shift_right_logical
+ * popcnt clz: integers and i1 only (tr_bitwise, tr_integer). */
+static Tensor *k_bitwise(const Term *t, Tensor *const *args) {
+  Tensor *out = tensor_new(t->type);
+  DType dt = t->type->dtype;
+  int64_t n = type_numel(t->type);
+  for (int64_t k = 0; k < n && !stop_at(k); k++)
+    tensor_set_int(out, k,
+                   bitwise_int(t->op, dt, tensor_get_int(args[0], k),
+                               t->nargs == 2 ? tensor_get_int(args[1], k) : 0));
+  return out;
+}
+
 typedef enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE } Direction;
 
 static Direction direction_of(const Term *t) {

@@ -430,26 +430,6 @@ static gboolean lower_sign(Lower *lw, const HloOp *op, Op pop,
              select3(lw, op, compare(lw, op, x[0], zero, "GT"), plus, neg));
 }
 
-/* not, and, or, xor on i1: selects and comparisons. */
-static gboolean lower_logical(Lower *lw, const HloOp *op, Op pop,
-                              const Term *const *x, int nx, GPtrArray *out) {
-  (void)pop;
-  const Type *t = x[0]->type;
-  const Term *f = splat(lw, op, t, 0), *tr = splat(lw, op, t, 1);
-  if (!f || !tr)
-    return FALSE;
-  const char *n = op->name + strlen("stablehlo.");
-  if (strcmp(n, "not") == 0)
-    return one(out, compare(lw, op, x[0], f, "EQ"));
-  if (nx != 2)
-    return lfail(lw, op->loc, "'%s' takes 2 operands", op->name);
-  if (strcmp(n, "and") == 0)
-    return one(out, select3(lw, op, x[0], x[1], f));
-  if (strcmp(n, "or") == 0)
-    return one(out, select3(lw, op, x[0], tr, x[1]));
-  return one(out, compare(lw, op, x[0], x[1], "NE"));
-}
-
 /* convert: to the same type is the value itself. */
 static gboolean lower_convert(Lower *lw, const HloOp *op, Op pop,
                               const Term *const *x, int nx, GPtrArray *out) {
@@ -653,9 +633,8 @@ static gboolean lower_dot_general(Lower *lw, const HloOp *op, Op pop,
 }
 
 /* The reductions a reduce's body names, with the elementwise operator
- * that combines the result with an init value that is not the identity
- * (OP_COUNT_: none; and/or combine by select on i1, by reducing again
- * on integers). */
+ * that combines the result with an init value that is not the
+ * identity. */
 static const struct {
   const char *body;
   Op reduce, combine;
@@ -664,8 +643,8 @@ static const struct {
     {"stablehlo.maximum", OP_REDUCE_MAX, OP_MAX},
     {"stablehlo.minimum", OP_REDUCE_MIN, OP_MIN},
     {"stablehlo.multiply", OP_REDUCE_PROD, OP_MUL},
-    {"stablehlo.and", OP_REDUCE_AND, OP_COUNT_},
-    {"stablehlo.or", OP_REDUCE_OR, OP_COUNT_},
+    {"stablehlo.and", OP_REDUCE_AND, OP_AND},
+    {"stablehlo.or", OP_REDUCE_OR, OP_OR},
 };
 
 /* Whether 'init' is the identity of reduction 'rop' on 'dt' (what the
@@ -693,37 +672,6 @@ static gboolean is_identity(const Term *init, Op rop, DType dt) {
     break;
   }
   return constant_is(init, identity);
-}
-
-/* 'r' and 'ib' (of one type) combined by reduction 'rop' (and, or on
- * integers: partir has no bitwise operator): the two stacked along a new
- * last dimension and reduced over it. */
-static const Term *reduce_pair(Lower *lw, const HloOp *op, Op rop,
-                               const Term *r, const Term *ib) {
-  const Type *t = r->type;
-  if (t->rank >= PARTIR_MAX_RANK) {
-    lfail(lw, op->loc,
-          "'%s': combining a rank-%d result with the init value needs "
-          "rank %d (at most %d)",
-          op->name, t->rank, t->rank + 1, PARTIR_MAX_RANK);
-    return NULL;
-  }
-  int64_t dims[PARTIR_MAX_RANK];
-  memcpy(dims, t->dims, sizeof(int64_t) * (gsize)t->rank);
-  dims[t->rank] = 1;
-  const Type *column = type_tensor(t->dtype, t->rank + 1, dims);
-  const Term *parts[2] = {build(lw, op, OP_RESHAPE, 1, &r, NULL, column),
-                          build(lw, op, OP_RESHAPE, 1, &ib, NULL, column)};
-  if (!parts[0] || !parts[1])
-    return NULL;
-  Kv kc = {"dim", av_int(t->rank)};
-  const Term *both =
-      build(lw, op, OP_CONCATENATE, 2, parts, make_attrs(&kc, 1), NULL);
-  if (!both)
-    return NULL;
-  int64_t last = t->rank;
-  Kv kr = {"dims", av_ints(&last, 1)};
-  return build(lw, op, rop, 1, &both, make_attrs(&kr, 1), NULL);
 }
 
 /* reduce over add, maximum, minimum, multiply, and, or: the partir
@@ -768,14 +716,8 @@ static gboolean lower_reduce(Lower *lw, const HloOp *op, Op pop,
   const Term *ib = broadcast_scalar(lw, op, init, r->type);
   if (!ib)
     return FALSE;
-  if (reducers[k].combine != OP_COUNT_) {
-    const Term *pair[2] = {r, ib};
-    return one(out, build(lw, op, reducers[k].combine, 2, pair, NULL, NULL));
-  }
-  if (dt == DT_I1) /* and: ib ? r : false; or: ib ? true : r */
-    return one(out, rop == OP_REDUCE_AND ? select3(lw, op, ib, r, ib)
-                                         : select3(lw, op, ib, ib, r));
-  return one(out, reduce_pair(lw, op, rop, r, ib));
+  const Term *pair[2] = {r, ib};
+  return one(out, build(lw, op, reducers[k].combine, 2, pair, NULL, NULL));
 }
 
 /* pad: its low, high and interior padding per dimension ([1, 0],

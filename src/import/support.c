@@ -9,7 +9,7 @@
  * An operation is supported when its name is in hlo_ops.def, its types
  * are tensors partir has (static shapes, the element types of
  * dtype_all_names), and the few operations whose meaning depends on
- * more (power on integers, a bitwise 'and', a reduce over a subtraction,
+ * more (power on integers, a shift of i1, a reduce over a subtraction,
  * a total-order comparison) say what partir expresses exactly.  Operations
  * inside the region of a refused one are not judged again: the outer one is
  * listed.
@@ -162,10 +162,15 @@ static char *refine(const HloOp *op) {
   }
   if ((strcmp(n, "stablehlo.not") == 0 || strcmp(n, "stablehlo.and") == 0 ||
        strcmp(n, "stablehlo.or") == 0 || strcmp(n, "stablehlo.xor") == 0) &&
-      !is_i1_type(x))
-    return g_strdup_printf("a bitwise '%s' on %s (partir has logical "
-                           "operations on i1 only)",
-                           n + strlen("stablehlo."), x ? x->text : "?");
+      is_float_type(x))
+    return g_strdup_printf("on %s (bitwise operations take integers and "
+                           "i1)",
+                           x->text);
+  if ((g_str_has_prefix(n, "stablehlo.shift_") ||
+       strcmp(n, "stablehlo.popcnt") == 0 ||
+       strcmp(n, "stablehlo.count_leading_zeros") == 0) &&
+      (is_float_type(x) || is_i1_type(x)))
+    return g_strdup_printf("on %s (it takes integers)", x->text);
   if (strcmp(n, "stablehlo.reduce") == 0) {
     if (op->uses->len != 2)
       return g_strdup_printf("a reduce of %u inputs at once",

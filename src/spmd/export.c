@@ -387,25 +387,38 @@ static char *reduction_region(Emit *e, DType dt, const char *op) {
                          scalar, c, scalar);
 }
 
-/* reduce_sum / reduce_max: stablehlo.reduce from the identity (0; -inf
- * or the least integer), as JAX writes them. */
+/* A reduction: stablehlo.reduce from its identity (what the
+ * interpreter starts from: 0, 1, -inf or the least integer, every bit
+ * set), its body the operation the importer reads back as it, as JAX
+ * writes them. */
 static const char *emit_reduce(Emit *e, const char *base, const Term *t,
                                const char *x) {
+  static const struct {
+    Op op;
+    const char *body;
+  } bodies[] = {
+      {OP_REDUCE_SUM, "stablehlo.add"},
+      {OP_REDUCE_MAX, "stablehlo.maximum"},
+      {OP_REDUCE_MIN, "stablehlo.minimum"},
+      {OP_REDUCE_PROD, "stablehlo.multiply"},
+      {OP_REDUCE_AND, "stablehlo.and"},
+      {OP_REDUCE_OR, "stablehlo.or"},
+  };
+  gsize k = 0;
+  while (bodies[k].op != t->op)
+    k++;
   DType dt = t->type->dtype;
-  gboolean sum = t->op == OP_REDUCE_SUM;
   const char *init =
-      sum ? emit_scalar(e, dt, 0, 0)
-      : dtype_is_float(dt)
-          ? emit_scalar(e, dt, -INFINITY, 0)
-          : emit_scalar(e, dt, 0, dt == DT_I32 ? G_MININT32 : G_MININT64);
+      dtype_is_float(dt)
+          ? emit_scalar(e, dt, kernel_reduce_identity_float(t->op), 0)
+          : emit_scalar(e, dt, 0, kernel_reduce_identity_int(t->op, dt));
   if (!init)
     return NULL;
   g_autoptr(GString) props = g_string_new("dimensions = array<i64: ");
   append_ints(props, t, "dims", 0);
   g_string_append_c(props, '>');
   const char *r = fresh(e, base, type_text(t->type)); /* before its region's */
-  g_autofree char *region =
-      reduction_region(e, dt, sum ? "stablehlo.add" : "stablehlo.maximum");
+  g_autofree char *region = reduction_region(e, dt, bodies[k].body);
   const char *ops[2] = {x, init};
   return emit_named(e, r, "stablehlo.reduce", 2, ops, props->str, region);
 }
@@ -660,6 +673,10 @@ static const char *emit_operator(Emit *e, const char *base, const Term *t,
     return emit_dot(e, base, t, x);
   case OP_REDUCE_SUM:
   case OP_REDUCE_MAX:
+  case OP_REDUCE_MIN:
+  case OP_REDUCE_PROD:
+  case OP_REDUCE_AND:
+  case OP_REDUCE_OR:
     if (list_count(t, "dims") == 0) /* nothing reduced */
       return x[0];
     return emit_reduce(e, base, t, x[0]);

@@ -50,6 +50,7 @@ gboolean fusion_fusible(const Term *t) {
   case OP_CEIL:
   case OP_ROUND_EVEN:
   case OP_ROUND_AWAY:
+  case OP_AND ... OP_CLZ:
   case OP_COMPARE:
   case OP_SELECT:
   case OP_CONVERT:
