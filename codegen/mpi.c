@@ -68,7 +68,7 @@ typedef struct MpiDevice {
   const Mesh *mesh;
   int64_t coords[MESH_MAX_AXES];
   GHashTable *groups; /* axis list ("0,1": mesh axis indices) -> Group */
-  gsize scratch_bytes;
+  gsize scratch_bytes[2];
   void *scratch[2]; /* packing and widening buffers, grown as needed */
 } MpiDevice;
 
@@ -336,14 +336,13 @@ static void chunks_move(void *whole, void *packed, const int64_t *dims,
     }
 }
 
-/* Scratch buffer 'k' of at least 'bytes'. */
+/* Scratch buffer 'k' (0 or 1) of at least 'bytes': its contents are not
+ * kept when it grows. */
 static void *scratch(MpiDevice *dev, int k, gsize bytes) {
-  if (bytes > dev->scratch_bytes) {
-    for (int i = 0; i < 2; i++) {
-      g_free(dev->scratch[i]);
-      dev->scratch[i] = g_malloc(bytes);
-    }
-    dev->scratch_bytes = bytes;
+  if (bytes > dev->scratch_bytes[k]) {
+    g_free(dev->scratch[k]);
+    dev->scratch[k] = g_malloc(bytes);
+    dev->scratch_bytes[k] = bytes;
   }
   return dev->scratch[k];
 }
@@ -368,17 +367,73 @@ static int64_t group_position(const MpiDevice *dev, const Term *t) {
   return position;
 }
 
+/* Whether a sum over 'g' goes through MPI's reductions: integers (their
+ * wrapping sums do not depend on the order) and groups of two (0 + a + b
+ * in double rounds once, in either order).  Floats over more members are
+ * summed here in group order, from the chunks MPI_Alltoall brings: the
+ * threaded runtime's bits, whatever association MPI's reduction would
+ * choose, with the traffic of a reduce-scatter. */
+static gboolean mpi_sums(const Group *g, DType dt) {
+  return !dtype_is_float(dt) || g->size <= 2;
+}
+
+/* The sum of 'parts' runs of 'n' elements of dtype 'dt', one after
+ * another at 'in', in that order from zero, rounded once to 'out'. */
+static void sum_in_order(void *out, const void *in, int parts, int64_t n,
+                         DType dt, double *acc, double *one) {
+  gsize width = dtype_storage_bytes(dt);
+  for (int64_t e = 0; e < n; e++)
+    acc[e] = 0.0;
+  for (int j = 0; j < parts; j++) {
+    widen(one, (const char *)in + (gsize)j * (gsize)n * width, dt, n);
+    for (int64_t e = 0; e < n; e++)
+      acc[e] += one[e];
+  }
+  narrow(out, dt, acc, n);
+}
+
 static void all_reduce(MpiDevice *dev, const Term *t, const void *in,
                        void *out) {
   Group *g = device_group(dev, t);
   DType dt = t->type->dtype;
   int64_t n = type_numel(t->type);
-  void *acc = scratch(dev, 0, (gsize)n * 8);
-  widen(acc, in, dt, n);
-  MPI_Allreduce(MPI_IN_PLACE, acc, (int)n,
-                dtype_is_float(dt) ? MPI_DOUBLE : MPI_UINT64_T, MPI_SUM,
-                g->comm);
-  narrow(out, dt, acc, n);
+  if (mpi_sums(g, dt)) {
+    void *acc = scratch(dev, 0, (gsize)n * 8);
+    widen(acc, in, dt, n);
+    MPI_Allreduce(MPI_IN_PLACE, acc, (int)n,
+                  dtype_is_float(dt) ? MPI_DOUBLE : MPI_UINT64_T, MPI_SUM,
+                  g->comm);
+    narrow(out, dt, acc, n);
+    return;
+  }
+  /* member j sums slice j (elements n*j/size up to n*(j+1)/size) of
+   * every operand, then every member gathers the sums */
+  int size = g->size;
+  int64_t position = group_position(dev, t);
+  gsize width = dtype_storage_bytes(dt);
+  MPI_Datatype type = element_type(width);
+  g_autofree int *counts = g_new(int, (gsize)size);
+  g_autofree int *offsets = g_new(int, (gsize)size);
+  g_autofree int *mine = g_new(int, (gsize)size);
+  g_autofree int *mine_at = g_new(int, (gsize)size);
+  for (int j = 0; j < size; j++) {
+    offsets[j] = (int)(n * j / size);
+    counts[j] = (int)(n * (j + 1) / size) - offsets[j];
+  }
+  int64_t slice = counts[position];
+  for (int j = 0; j < size; j++) {
+    mine[j] = (int)slice;
+    mine_at[j] = (int)(j * slice);
+  }
+  char *parts = scratch(dev, 0, (gsize)(slice * size) * width + 8 * (gsize)n);
+  double *acc = (double *)(parts + (gsize)(slice * size) * width);
+  double *one = scratch(dev, 1, 8 * (gsize)n + 8);
+  /* alltoallv: slice j of this operand to member j; member j's slice
+   * 'position' back, in group order */
+  MPI_Alltoallv(in, counts, offsets, type, parts, mine, mine_at, type, g->comm);
+  char *sum = (char *)out + (gsize)offsets[position] * width;
+  sum_in_order(sum, parts, size, slice, dt, acc, one);
+  MPI_Allgatherv(MPI_IN_PLACE, 0, type, out, counts, offsets, type, g->comm);
 }
 
 static void reduce_scatter(MpiDevice *dev, const Term *t, const void *in,
@@ -388,15 +443,28 @@ static void reduce_scatter(MpiDevice *dev, const Term *t, const void *in,
   DType dt = t->type->dtype;
   int d = (int)attrs_get_int(t->attrs, "dim");
   int64_t n = type_numel(x), block = type_numel(t->type);
-  void *wide = scratch(dev, 0, (gsize)n * 8);
-  void *packed = scratch(dev, 1, (gsize)n * 8);
-  widen(wide, in, dt, n);
-  chunks_move(wide, packed, x->dims, x->rank, d, t->type->dims[d], g->size, 8,
-              TRUE);
-  MPI_Reduce_scatter_block(MPI_IN_PLACE, packed, (int)block,
-                           dtype_is_float(dt) ? MPI_DOUBLE : MPI_UINT64_T,
-                           MPI_SUM, g->comm);
-  narrow(out, dt, packed, block);
+  if (mpi_sums(g, dt)) {
+    void *wide = scratch(dev, 0, (gsize)n * 8);
+    void *packed = scratch(dev, 1, (gsize)n * 8);
+    widen(wide, in, dt, n);
+    chunks_move(wide, packed, x->dims, x->rank, d, t->type->dims[d], g->size, 8,
+                TRUE);
+    MPI_Reduce_scatter_block(MPI_IN_PLACE, packed, (int)block,
+                             dtype_is_float(dt) ? MPI_DOUBLE : MPI_UINT64_T,
+                             MPI_SUM, g->comm);
+    narrow(out, dt, packed, block);
+    return;
+  }
+  /* chunk j of every operand to member j, summed there in group order */
+  gsize width = dtype_storage_bytes(dt), bytes = (gsize)n * width;
+  char *packed = scratch(dev, 0, 2 * bytes + 16 * (gsize)block);
+  char *parts = packed + bytes;
+  double *acc = (double *)(parts + bytes), *one = acc + block;
+  chunks_move((void *)in, packed, x->dims, x->rank, d, t->type->dims[d],
+              g->size, width, TRUE);
+  MPI_Alltoall(packed, (int)block, element_type(width), parts, (int)block,
+               element_type(width), g->comm);
+  sum_in_order(out, parts, g->size, block, dt, acc, one);
 }
 
 static void all_gather(MpiDevice *dev, const Term *t, const void *in,
