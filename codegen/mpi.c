@@ -169,10 +169,12 @@ static void connect_groups(MpiDevice *dev, const Func *f) {
     if (t->kind == TM_OP && op_is_collective(t->op) && t->op != OP_SHARD) {
       int axes[MESH_MAX_AXES];
       char *key = axes_key(axes, collective_axes(dev->mesh, t, axes));
-      if (g_hash_table_add(lists, key))
-        g_ptr_array_add(keys, key);
-      else
+      if (g_hash_table_contains(lists, key)) {
         g_free(key);
+      } else {
+        g_hash_table_add(lists, key);
+        g_ptr_array_add(keys, key);
+      }
     }
     for (int i = 0; i < t->nargs; i++)
       g_ptr_array_add(todo, (gpointer)t->args[i]);
