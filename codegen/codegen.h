@@ -100,6 +100,13 @@ void codegen_mpi_stop(int status);
 GPtrArray *codegen_run_mpi(Compiled *c, const Func *f,
                            Tensor *const *global_inputs, int steps,
                            double *step_seconds, Diag *diag, GError **error);
+/* This rank's device on mesh 'm' (its rank's coordinates), with a
+ * communicator for each axis list of the collectives under 'roots' (made
+ * by every rank at once: all must pass the same terms).  For a device
+ * that runs its collectives itself (the benchmarks). */
+Collectives *codegen_mpi_connect(const Mesh *m, const Term *const *roots,
+                                 int nroots);
+void codegen_mpi_disconnect(Collectives *c);
 #endif
 
 /* What 'partir compile --emit' shows. */

@@ -154,14 +154,17 @@ static gint compare_keys(gconstpointer a, gconstpointer b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Makes the communicator of every axis list the program's collectives
- * use, in the order of their keys: the same calls on every rank. */
-static void connect_groups(MpiDevice *dev, const Func *f) {
+/* Makes the communicator of every axis list the collectives under
+ * 'roots' use, in the order of their keys: the same calls on every
+ * rank. */
+static void connect_groups(MpiDevice *dev, const Term *const *roots,
+                           int nroots) {
   g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
   g_autoptr(GPtrArray) todo = g_ptr_array_new();
   g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GHashTable) lists = g_hash_table_new(g_str_hash, g_str_equal);
-  g_ptr_array_add(todo, (gpointer)f->body);
+  for (int i = 0; i < nroots; i++)
+    g_ptr_array_add(todo, (gpointer)roots[i]);
   while (todo->len > 0) {
     const Term *t = g_ptr_array_steal_index_fast(todo, todo->len - 1);
     if (!g_hash_table_add(seen, (gpointer)t))
@@ -567,6 +570,37 @@ static gboolean mpi_check(Collectives *self, GError **error) {
   return TRUE;
 }
 
+/* ---------------------------------------------------------- the device */
+
+Collectives *codegen_mpi_connect(const Mesh *m, const Term *const *roots,
+                                 int nroots) {
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MpiDevice *dev = g_new0(MpiDevice, 1);
+  dev->ops = (Collectives){.collective = mpi_collective,
+                           .collective_into = mpi_collective_into,
+                           .fail = mpi_fail,
+                           .check = mpi_check};
+  dev->mesh = m;
+  int64_t rest = rank;
+  for (int a = m->naxes - 1; a >= 0; a--) {
+    dev->coords[a] = rest % m->sizes[a];
+    rest /= m->sizes[a];
+  }
+  dev->groups =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, group_free);
+  connect_groups(dev, roots, nroots);
+  return &dev->ops;
+}
+
+void codegen_mpi_disconnect(Collectives *c) {
+  MpiDevice *dev = (MpiDevice *)c;
+  g_hash_table_unref(dev->groups);
+  g_free(dev->scratch[0]);
+  g_free(dev->scratch[1]);
+  g_free(dev);
+}
+
 /* ----------------------------------------------------- scatter, gather */
 
 static void send_bytes(const void *p, gsize n, int to, int tag) {
@@ -647,25 +681,13 @@ GPtrArray *codegen_run_mpi(Compiled *c, const Func *f,
   if (rank == 0 && !spmd_check_inputs(f, global_inputs, diag))
     return NULL; /* the caller ends every rank */
 
-  MpiDevice dev = {.ops = {.collective = mpi_collective,
-                           .collective_into = mpi_collective_into,
-                           .fail = mpi_fail,
-                           .check = mpi_check},
-                   .mesh = m};
-  int64_t rest = rank;
-  for (int a = m->naxes - 1; a >= 0; a--) {
-    dev.coords[a] = rest % m->sizes[a];
-    rest /= m->sizes[a];
-  }
-  dev.groups =
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, group_free);
-  connect_groups(&dev, f);
+  MpiDevice *dev = (MpiDevice *)codegen_mpi_connect(m, &f->body, 1);
   Tensor **inputs = scatter(f, global_inputs, rank, ranks);
 
   /* a timed run: the ranks meet before each step and after the last */
   GPtrArray *local = NULL;
   Collectives *saved = kernel_comm;
-  kernel_comm = &dev.ops;
+  kernel_comm = &dev->ops;
   int count = MAX(steps, 1);
   double start = 0;
   for (int k = 0; k < count; k++) {
@@ -692,8 +714,6 @@ GPtrArray *codegen_run_mpi(Compiled *c, const Func *f,
   for (int i = 0; i < f->nargs; i++)
     tensor_unref(inputs[i]);
   g_free(inputs);
-  g_hash_table_unref(dev.groups);
-  g_free(dev.scratch[0]);
-  g_free(dev.scratch[1]);
+  codegen_mpi_disconnect(&dev->ops);
   return out;
 }
