@@ -37,7 +37,8 @@
  *                thread a device; without one, the program on one device.
  *                requires: a program from 1-2 (not SPMD text); the
  *                requirements of 3 on a mesh.
- *   7. execute   inputs -> results (codegen_run, codegen_run_spmd), or
+ *   7. execute   inputs -> results (codegen_run, codegen_run_spmd, or on
+ *                the MPI runtime codegen_run_mpi: 'runtimes' below), or
  *                the step time of N runs (min and median).
  *                requires: an Executable from 6; inputs of its program's
  *                argument types.
