@@ -53,6 +53,10 @@
 
 #include <mpi.h>
 
+/* 'n' rounded up to a multiple of 8: where doubles may follow bytes in
+ * one scratch buffer. */
+#define ALIGN8(n) (((n) + 7) & ~(gsize)7)
+
 /* Largest message: MPI counts are ints, so big tensors go in pieces. */
 #define MPI_PIECE_BYTES ((gsize)1 << 30)
 
@@ -430,8 +434,9 @@ static void all_reduce(MpiDevice *dev, const Term *t, const void *in,
     mine[j] = (int)slice;
     mine_at[j] = (int)(j * slice);
   }
-  char *parts = scratch(dev, 0, (gsize)(slice * size) * width + 8 * (gsize)n);
-  double *acc = (double *)(parts + (gsize)(slice * size) * width);
+  gsize parts_bytes = ALIGN8((gsize)(slice * size) * width);
+  char *parts = scratch(dev, 0, parts_bytes + 8 * (gsize)n);
+  double *acc = (double *)(parts + parts_bytes);
   double *one = scratch(dev, 1, 8 * (gsize)n + 8);
   /* alltoallv: slice j of this operand to member j; member j's slice
    * 'position' back, in group order */
@@ -461,7 +466,7 @@ static void reduce_scatter(MpiDevice *dev, const Term *t, const void *in,
     return;
   }
   /* chunk j of every operand to member j, summed there in group order */
-  gsize width = dtype_storage_bytes(dt), bytes = (gsize)n * width;
+  gsize width = dtype_storage_bytes(dt), bytes = ALIGN8((gsize)n * width);
   char *packed = scratch(dev, 0, 2 * bytes + 16 * (gsize)block);
   char *parts = packed + bytes;
   double *acc = (double *)(parts + bytes), *one = acc + block;
