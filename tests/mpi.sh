@@ -91,7 +91,9 @@ same() {
       return
     fi
   done
-  ok "$name: $ranks ranks, byte for byte the threads'${threads_only:- and the interpreter's}"
+  also=" and the interpreter's"
+  [ -n "$threads_only" ] && also=$threads_only
+  ok "$name: $ranks ranks, byte for byte the threads'$also"
 }
 threads_only=
 
