@@ -13,6 +13,9 @@
 # Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN for the namespaces), 'ip' and
 # the MPI runtime; skipped with a message where any is missing.
 . "$top_srcdir/tests/tap.sh"
+# (under --enable-asan: OpenMPI's allocations that outlive MPI_Finalize)
+LSAN_OPTIONS="suppressions=$top_srcdir/tests/mpi-lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS
 PARTIR=${PARTIR:-$top_builddir/repl/partir}
 case $PARTIR in /*) ;; *) PARTIR=$PWD/$PARTIR ;; esac
 

@@ -19,11 +19,15 @@
 #     all_gather);
 #   - failures: a rank count that is not the mesh's devices (every rank
 #     exits, one message), a bad input file on rank 0 (every rank ends,
-#     the message said, long before the timeout), an unknown --runtime.
+#     the message said, long before the timeout), an uneven split (refused
+#     as the threaded runtime refuses it), an unknown --runtime.
 # Every mpirun runs under 'timeout': a hang fails the test instead of
 # stalling make check.  Skipped, saying so, when the MPI runtime is not
 # built or mpirun is missing.
 . "$top_srcdir/tests/tap.sh"
+# (under --enable-asan: OpenMPI's allocations that outlive MPI_Finalize)
+LSAN_OPTIONS="suppressions=$top_srcdir/tests/mpi-lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS
 PARTIR=${PARTIR:-$top_builddir/repl/partir}
 
 # (--repeat -1 fails before MPI starts: only the runtime's name is judged)
@@ -175,6 +179,15 @@ check "a bad input file on rank 0: every rank ends, not by the timeout" \
   sh -c "test $status -ne 0 && test $status -ne 124 && test $status -ne 137"
 check "...with the message, and no results" sh -c \
   "grep -qF '$tmp/bad.npy: not a .npy file' '$tmp/err' && ! test -s '$tmp/out'"
+# an uneven split (padded chunks): refused as the threaded runtime
+# refuses it, rank 0 saying so, every rank exiting 1
+sed 's/16x256/10x256/' "$top_srcdir/examples/mlp.pir" >"$tmp/mlp10.pir"
+"$PARTIR" rewrite "$tmp/mlp10.pir" --do 'arg-tile %x 0 3 batch; propagate' \
+  -o "$tmp/mlp10.b.pir" 2>"$tmp/err"
+mpi 4 "$tmp/mlp10.b.pir" --mesh batch=4 >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "an uneven split: exit 1 on every rank, the code generator's message once" \
+  sh -c "test $status -eq 1 && test \$(grep -c 'does not compile uneven splits' '$tmp/err') -eq 1"
 "$PARTIR" exec "$t4bm" --mesh batch=2,model=2 --runtime bogus \
   >/dev/null 2>"$tmp/err"
 status=$?
