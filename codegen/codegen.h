@@ -20,6 +20,7 @@
  *   profile.c  the time of each kernel (--profile)
  *   runtime.c  what the generated code calls (collectives)
  *   threads.c  the threaded runtime's collectives, in shared memory
+ *   mpi.c      the MPI runtime: a process (rank) per device (HAVE_MPI)
  *   jit.c      the host's target machine, the O3 pipeline, LLJIT
  *   nvptx.c    NVIDIA GPUs: the plan's kernels as PTX, libdevice linked
  *   nvptx_plan.c  the GPU launch plan: kernels, cuBLAS, NCCL, in order
@@ -92,6 +93,35 @@ GPtrArray *codegen_run_spmd(Compiled *c, const Func *f,
  * summed over the runs so far (on a device thread: the first device's),
  * the largest first, as a table. */
 void codegen_profile_report(Compiled *c, GString *out);
+
+/* ------------------------------------------------------------------ mpi.c */
+
+/* The MPI runtime (built when configure finds MPI, HAVE_MPI;
+ * docs/runtime.md): each rank of an mpirun is a device of the mesh, rank
+ * r the device numbered r row-major. */
+#ifdef HAVE_MPI
+/* Joins the ranks (MPI_Init): this process's 'rank' of 'ranks'.  FALSE
+ * with the error when MPI cannot start. */
+gboolean codegen_mpi_start(int *rank, int *ranks, GError **error);
+/* Leaves them: 'status' 0 finalizes; any other ends every rank at once
+ * (MPI_Abort), so that none is left waiting for this one. */
+void codegen_mpi_stop(int status);
+/* codegen_run_spmd with a rank per device: rank 0 passes the global
+ * inputs and gets the global results; the other ranks pass NULL and get
+ * an empty array.  The number of ranks must be the mesh's devices.
+ * NULL with the reason (diag, on rank 0: the caller then ends every
+ * rank with codegen_mpi_stop). */
+GPtrArray *codegen_run_mpi(Compiled *c, const Func *f,
+                           Tensor *const *global_inputs, int steps,
+                           double *step_seconds, Diag *diag, GError **error);
+/* This rank's device on mesh 'm' (its rank's coordinates), with a
+ * communicator for each axis list of the collectives under 'roots' (made
+ * by every rank at once: all must pass the same terms).  For a device
+ * that runs its collectives itself (the benchmarks). */
+Collectives *codegen_mpi_connect(const Mesh *m, const Term *const *roots,
+                                 int nroots);
+void codegen_mpi_disconnect(Collectives *c);
+#endif
 
 /* What 'partir compile --emit' shows. */
 typedef enum {

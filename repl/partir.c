@@ -325,9 +325,10 @@ static const GOptionEntry exec_entries[] = {
     {"profile", 0, 0, G_OPTION_ARG_NONE, &opt.profile,
      "report the time of each kernel and collective", NULL},
     {"runtime", 0, 0, G_OPTION_ARG_STRING, &opt.runtime,
-     "where the devices run: threads (the default: one per device) or cuda "
-     "(a GPU per device, NCCL between them)",
-     "threads|cuda"},
+     "where the devices run: threads (the default: one per device), mpi "
+     "(under mpirun: one rank per device, docs/runtime.md) or cuda (a GPU "
+     "per device, NCCL between them, docs/gpu.md)",
+     "threads|mpi|cuda"},
     G_OPTION_ENTRY_NULL};
 
 /* In the order --help lists them, after a subcommand's own entries. */
@@ -684,33 +685,27 @@ static gboolean codegen_options(const Options *o, CodegenOptions *co) {
 }
 
 /* exec's options: FALSE (with a message) when they are wrong. */
-/* The runtimes of exec --runtime, and the --target each runs. */
-static const struct {
-  const char *name, *target;
-} runtimes[] = {{"threads", "host"}, {"cuda", "nvptx"}};
-
-static gboolean exec_options(const Options *o, CodegenOptions *co) {
-  const char *runtime = o->runtime ? o->runtime : "threads";
-  int at = -1;
-  for (guint i = 0; i < G_N_ELEMENTS(runtimes); i++)
-    if (strcmp(runtime, runtimes[i].name) == 0)
-      at = (int)i;
-  if (at < 0) {
-    g_printerr("partir: --runtime must be threads or cuda, not '%s'\n",
-               runtime);
+static gboolean exec_options(const Options *o, CodegenOptions *co,
+                             PipelineRuntime *rt) {
+  g_autoptr(Diag) why = diag_new(NULL);
+  *rt = PIPELINE_RUNTIME_THREADS;
+  if (o->runtime && !pipeline_runtime_find(o->runtime, rt, why)) {
+    g_printerr("partir: %s\n", diag_text(why));
     return FALSE;
   }
-  if (o->target && strcmp(o->target, runtimes[at].target) != 0) {
-    g_printerr("partir: --runtime %s runs --target %s, not '%s'\n", runtime,
-               runtimes[at].target, o->target);
+  /* each runtime runs code for its own target */
+  const char *target = *rt == PIPELINE_RUNTIME_CUDA ? "nvptx" : "host";
+  if (o->target && strcmp(o->target, target) != 0) {
+    g_printerr("partir: --runtime %s runs --target %s, not '%s'\n",
+               o->runtime ? o->runtime : "threads", target, o->target);
     return FALSE;
   }
   Options with_target = *o; /* borrowed strings: not cleared */
-  with_target.target = (char *)runtimes[at].target;
+  with_target.target = (char *)target;
   if (!codegen_options(&with_target, co))
     return FALSE;
   if (co->target == CODEGEN_TARGET_NVPTX && (o->repeat || o->profile)) {
-    g_printerr("partir: --repeat and --profile are the threads runtime's\n");
+    g_printerr("partir: --repeat and --profile are the CPU runtimes'\n");
     return FALSE;
   }
   if (o->repeat < 0 || o->repeat > G_MAXINT) {
@@ -786,45 +781,63 @@ static int cmd_run(const Options *o, char **files) {
 /* --repeat N: N more steps on the same inputs; their min and median on
  * stderr (stdout keeps the results). */
 static void exec_repeat(const Executable *ex, Tensor *const *inputs, int n,
-                        Diag *diag, GError **error) {
+                        gboolean say, Diag *diag, GError **error) {
   StepTime st;
-  if (pipeline_time(ex, inputs, n, &st, diag, error))
+  if (pipeline_time(ex, inputs, n, &st, diag, error) && say)
     g_printerr("partir: %d steps: min %.3f ms, median %.3f ms\n", st.runs,
                st.min * 1e3, st.median * 1e3);
 }
 
-/* exec: the compiled code's results (the pipeline's stages 6 and 7);
- * with --mesh, the program lowered on the mesh, each device's program
- * compiled and run on its own thread. */
-static int cmd_exec(const Options *o, char **files) {
-  CodegenOptions co;
-  if (!exec_options(o, &co))
-    return 2;
-  GError *error = NULL;
-  if (co.target == CODEGEN_TARGET_NVPTX && !codegen_cuda_available(&error)) {
-    g_printerr("partir: --runtime cuda: %s\n", error->message);
-    g_error_free(error);
-    return 1;
-  }
+/* exec on this process, rank 'rank' of 'ranks' of runtime 'rt' (0 of 1
+ * for threads): every rank loads and compiles the program; rank 0 reads
+ * the inputs, gets the results and reports them.  '*alike' stays TRUE
+ * when every rank fails the same way or none waits for this one (its
+ * status needs no MPI_Abort). */
+static int exec_rank(const Options *o, const char *file,
+                     const CodegenOptions *co, PipelineRuntime rt, int rank,
+                     int ranks, gboolean *alike) {
   g_auto(Program) p = {0};
   g_autoptr(RuleSet) rs = NULL;
-  int status = open_job(files[0], o, &rs, &p);
+  int status = open_job(file, o, &rs, &p);
   if (status)
     return status;
+  if (rt == PIPELINE_RUNTIME_MPI && ranks != mesh_devices(&p.mesh)) {
+    g_autofree char *m = mesh_to_string(&p.mesh);
+    if (rank == 0)
+      g_printerr("partir: %s: --runtime mpi runs a rank per device, and "
+                 "mesh '%s' has %" G_GINT64_FORMAT " devices, but mpirun "
+                 "started %d ranks (mpirun -np %" G_GINT64_FORMAT ")\n",
+                 file, m, mesh_devices(&p.mesh), ranks, mesh_devices(&p.mesh));
+    return 2;
+  }
   const State *st = pipeline_program_state(&p);
   const Func *f = &st->func;
   g_autoptr(Diag) diag = diag_new(NULL);
   g_auto(Executable) ex = {0};
   Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
+  GError *error = NULL;
   GPtrArray *results = NULL;
   /* compile first: a program the code generator refuses is refused
-   * before any input is read */
-  if (pipeline_compile(rs, st->module, f, &p.mesh, &co, &ex, diag) &&
-      run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
-    results = pipeline_execute(&ex, inputs, diag, &error);
-  if (results && o->repeat > 0)
-    exec_repeat(&ex, inputs, (int)o->repeat, diag, &error);
-  status = report_results(o, files[0], &p, st->module, f, results, diag, error);
+   * before any input is read (by every rank alike) */
+  if (pipeline_compile(rs, st->module, f, &p.mesh, co, &ex, diag)) {
+    ex.runtime = rt;
+    *alike = FALSE; /* from here on, the other ranks wait for this one */
+    if (rank != 0 ||
+        run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))
+      results = pipeline_execute(&ex, rank == 0 ? inputs : NULL, diag, &error);
+    if (results && o->repeat > 0)
+      exec_repeat(&ex, inputs, (int)o->repeat, rank == 0, diag, &error);
+  } else if (rank != 0) {
+    free_inputs(f, inputs);
+    return 1; /* rank 0 says why */
+  }
+  if (rank != 0 && results) { /* rank 0 reports */
+    g_ptr_array_unref(results);
+    free_inputs(f, inputs);
+    return 0;
+  }
+  *alike |= results != NULL; /* a run the others finished */
+  status = report_results(o, file, &p, st->module, f, results, diag, error);
   if (status == 0 && o->profile) {
     g_autoptr(GString) out = g_string_new(NULL);
     codegen_profile_report(ex.code, out);
@@ -833,6 +846,33 @@ static int cmd_exec(const Options *o, char **files) {
   if (results)
     g_ptr_array_unref(results);
   free_inputs(f, inputs);
+  return status;
+}
+
+/* exec: the compiled code's results (the pipeline's stages 6 and 7);
+ * with --mesh, the program lowered on the mesh, each device's program
+ * compiled and run on its own thread, or with --runtime mpi on its own
+ * rank of an mpirun. */
+static int cmd_exec(const Options *o, char **files) {
+  CodegenOptions co;
+  PipelineRuntime rt;
+  if (!exec_options(o, &co, &rt))
+    return 2;
+  int rank, ranks;
+  GError *error = NULL;
+  if (rt == PIPELINE_RUNTIME_CUDA && !codegen_cuda_available(&error)) {
+    g_printerr("partir: --runtime cuda: %s\n", error->message);
+    g_error_free(error);
+    return 1;
+  }
+  if (!pipeline_runtime_start(rt, &rank, &ranks, &error)) {
+    print_error(files[0], error);
+    g_clear_error(&error);
+    return 1;
+  }
+  gboolean alike = TRUE;
+  int status = exec_rank(o, files[0], &co, rt, rank, ranks, &alike);
+  pipeline_runtime_stop(rt, alike ? 0 : status);
   return status;
 }
 

@@ -37,7 +37,8 @@
  *                thread a device; without one, the program on one device.
  *                requires: a program from 1-2 (not SPMD text); the
  *                requirements of 3 on a mesh.
- *   7. execute   inputs -> results (codegen_run, codegen_run_spmd), or
+ *   7. execute   inputs -> results (codegen_run, codegen_run_spmd, or on
+ *                the MPI runtime codegen_run_mpi: 'runtimes' below), or
  *                the step time of N runs (min and median).
  *                requires: an Executable from 6; inputs of its program's
  *                argument types.
@@ -533,12 +534,87 @@ void pipeline_executable_clear(Executable *e) {
   *e = (Executable){0};
 }
 
+/* The runtimes, by name: --runtime's choices.  'built' is FALSE for one
+ * this partir was configured without. */
+static const struct {
+  const char *name;
+  PipelineRuntime kind;
+  gboolean built;
+  const char *missing; /* how to get it, when not built */
+} runtimes[] = {
+    {"threads", PIPELINE_RUNTIME_THREADS, TRUE, NULL},
+#ifdef HAVE_MPI
+    {"mpi", PIPELINE_RUNTIME_MPI, TRUE, NULL},
+#else
+    {"mpi", PIPELINE_RUNTIME_MPI, FALSE,
+     "install OpenMPI (apt-get install libopenmpi-dev openmpi-bin) and "
+     "configure again"},
+#endif
+    /* the driver, cuBLAS and NCCL are loaded when it runs (dlopen) */
+    {"cuda", PIPELINE_RUNTIME_CUDA, TRUE, NULL},
+};
+
+gboolean pipeline_runtime_find(const char *name, PipelineRuntime *out,
+                               Diag *why) {
+  for (gsize k = 0; k < G_N_ELEMENTS(runtimes); k++) {
+    if (strcmp(runtimes[k].name, name) != 0)
+      continue;
+    if (!runtimes[k].built) {
+      diag_reason(why, "the %s runtime is not built into this partir: %s", name,
+                  runtimes[k].missing);
+      return FALSE;
+    }
+    *out = runtimes[k].kind;
+    return TRUE;
+  }
+  g_autoptr(GString) names = g_string_new(NULL);
+  for (gsize k = 0; k < G_N_ELEMENTS(runtimes); k++)
+    g_string_append_printf(names, "%s%s", k ? " or " : "", runtimes[k].name);
+  diag_reason(why, "--runtime must be %s, not '%s'", names->str, name);
+  return FALSE;
+}
+
+gboolean pipeline_runtime_start(PipelineRuntime rt, int *rank, int *ranks,
+                                GError **error) {
+  *rank = 0;
+  *ranks = 1;
+#ifdef HAVE_MPI
+  if (rt == PIPELINE_RUNTIME_MPI)
+    return codegen_mpi_start(rank, ranks, error);
+#endif
+  (void)rt;
+  (void)error;
+  return TRUE;
+}
+
+void pipeline_runtime_stop(PipelineRuntime rt, int status) {
+#ifdef HAVE_MPI
+  if (rt == PIPELINE_RUNTIME_MPI)
+    codegen_mpi_stop(status);
+#endif
+  (void)rt;
+  (void)status;
+}
+
+/* A mesh's devices on the executable's runtime. */
+static GPtrArray *run_devices(const Executable *e, Tensor *const *inputs,
+                              int steps, double *step_seconds, Diag *why,
+                              GError **error) {
+#ifdef HAVE_MPI
+  if (e->runtime == PIPELINE_RUNTIME_MPI)
+    return codegen_run_mpi(e->code, e->device, inputs, steps, step_seconds, why,
+                           error);
+#endif
+  return codegen_run_spmd(e->code, e->device, inputs, steps, step_seconds, why,
+                          error);
+}
+
 GPtrArray *pipeline_execute(const Executable *e, Tensor *const *inputs,
                             Diag *why, GError **error) {
   if (codegen_on_gpu(e->code)) /* compiled for NVPTX: the CUDA runtime */
     return codegen_cuda_run(e->code, e->device, inputs, why, error);
   if (e->device->spmd)
-    return codegen_run_spmd(e->code, e->device, inputs, 0, NULL, why, error);
+    return run_devices(e, inputs, 0, NULL, why, error);
   return codegen_run(e->code, inputs);
 }
 
@@ -561,8 +637,7 @@ gboolean pipeline_time(const Executable *e, Tensor *const *inputs, int runs,
   runs = MAX(runs, 1);
   g_autofree double *times = g_new(double, (gsize)runs + 1);
   if (e->device->spmd) { /* one warm-up step, then the timed ones */
-    GPtrArray *results = codegen_run_spmd(e->code, e->device, inputs, runs + 1,
-                                          times, why, error);
+    GPtrArray *results = run_devices(e, inputs, runs + 1, times, why, error);
     if (!results)
       return FALSE;
     g_ptr_array_unref(results);

@@ -171,11 +171,18 @@ gboolean pipeline_export(const RuleSet *rs, const State *s, const Mesh *mesh,
  * device, its tiles and sums as loops.  'g' is a program before lowering
  * (SPMD text is refused: its arguments are a device's).  'm' as for
  * pipeline_lower; 'm' and 'g' must outlive the executable. */
+/* The runtimes a mesh's devices run on (docs/runtime.md). */
+typedef enum {
+  PIPELINE_RUNTIME_THREADS, /* a thread per device, in this process */
+  PIPELINE_RUNTIME_MPI,     /* a process per device: the ranks of mpirun */
+  PIPELINE_RUNTIME_CUDA,    /* a GPU per device, in this process (gpu.md) */
+} PipelineRuntime;
 typedef struct Executable {
   Lowered lowered;    /* on a mesh, the lowering; else zero */
   const Func *global; /* the program: the inputs it takes, its results */
   const Func *device; /* what 'code' is: 'lowered.spmd', or 'global' */
   Compiled *code;
+  PipelineRuntime runtime; /* what stage 7 runs a mesh's devices on */
 } Executable;
 gboolean pipeline_compile(const RuleSet *rs, const Module *m, const Func *g,
                           const Mesh *mesh, const CodegenOptions *o,
@@ -183,9 +190,26 @@ gboolean pipeline_compile(const RuleSet *rs, const Module *m, const Func *g,
 void pipeline_executable_clear(Executable *e);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Executable, pipeline_executable_clear)
 
+/* The runtime called 'name' ("threads", "mpi", "cuda"): FALSE with the reason
+ * when there is none by that name or this partir was built without it. */
+gboolean pipeline_runtime_find(const char *name, PipelineRuntime *out,
+                               Diag *why);
+/* Joins the runtime's processes, before a program is loaded: this
+ * process's 'rank' among 'ranks' (0 of 1 for threads).  A runtime of
+ * several processes needs one per device, and only rank 0 reads inputs
+ * and gets results (pipeline_execute). */
+gboolean pipeline_runtime_start(PipelineRuntime rt, int *rank, int *ranks,
+                                GError **error);
+/* Leaves it, with the process's exit 'status': a non-zero status on a
+ * runtime of several processes ends all of them at once (MPI_Abort), so
+ * that none waits for this one. */
+void pipeline_runtime_stop(PipelineRuntime rt, int status);
+
 /* Stage 7, execute: the program's results (new tensors, in order) on
  * 'inputs' (one per argument of 'e->global', of its types), or NULL with
- * the reason (diag) or the error. */
+ * the reason (diag) or the error.  On the MPI runtime every rank calls
+ * it; rank 0 passes the inputs and gets the results, the others pass
+ * NULL and get an empty array. */
 GPtrArray *pipeline_execute(const Executable *e, Tensor *const *inputs,
                             Diag *why, GError **error);
 /* The seeded random inputs 'run' draws (interp_random_input), one per

@@ -274,5 +274,5 @@ else
 fi
 # an unknown hardware name lists the shipped ones, sorted
 expect_fail "an unknown --hw lists the known names in order" \
-  "known: cpu2, h100x8, tpuv4" "$PARTIR" cost "$ex/mlp.pir" --hw nosuch
+  "known: cpu2, cpu2-mpi, h100x8, tpuv4" "$PARTIR" cost "$ex/mlp.pir" --hw nosuch
 done_testing

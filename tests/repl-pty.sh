@@ -81,7 +81,7 @@ check "Tab after set lists every setting" wait_for -E '^cost +hw +mesh +show *$'
 keys C-u 'set cost ' Tab
 check "...and on|off after set cost" wait_for -E '^off +on *$'
 keys C-u 'set hw ' Tab
-check "...and the hardware names after set hw" wait_for -E '^cpu2 +h100x8 +tpuv4 *$'
+check "...and the hardware names after set hw" wait_for -E '^cpu2 +cpu2-mpi +h100x8 +tpuv4 *$'
 # tactics: the tactic files only, not the helper module nor dot-files
 keys C-u 'tactic ' Tab
 check "Tab after tactic lists the tactics only" wait_for -E '^batch +megatron +sequence +zero *$'

@@ -683,26 +683,27 @@ static Tensor **scatter_inputs(const Func *f, Tensor *const *global_inputs,
 
 /* Global result 'i' from the devices' local ones: partial axes summed,
  * split dimensions placed, replicas checked against coordinate 0. */
-static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
-                             const Type *global, const AxisRole *roles,
-                             Diag *diag) {
+static Tensor *gather_result(const Func *f, GPtrArray *const *results,
+                             int ndevices, int i, const Type *global,
+                             const AxisRole *roles, Diag *diag) {
   const Mesh *m = &f->spmd->mesh;
   const Dist *d = &f->spmd->result_dists[i];
   for (int a = 0; a < m->naxes; a++) {
     if (roles[a] != ROLE_REPLICATED)
       continue;
     for (int dev = 0; dev < ndevices; dev++) {
-      if (devs[dev].coords[a] == 0)
+      int64_t dev_coords[MESH_MAX_AXES], ref_coords[MESH_MAX_AXES];
+      device_coords(m, dev, dev_coords);
+      if (dev_coords[a] == 0)
         continue;
-      int64_t ref_coords[MESH_MAX_AXES];
-      memcpy(ref_coords, devs[dev].coords, sizeof ref_coords);
+      memcpy(ref_coords, dev_coords, sizeof ref_coords);
       ref_coords[a] = 0;
       const Tensor *ref =
-          g_ptr_array_index(devs[device_index(m, ref_coords)].results, i);
-      const Tensor *other = g_ptr_array_index(devs[dev].results, i);
+          g_ptr_array_index(results[device_index(m, ref_coords)], i);
+      const Tensor *other = g_ptr_array_index(results[dev], i);
       int64_t at;
       if (!replicas_agree(ref, other, &at)) {
-        g_autofree char *who = device_name(m, devs[dev].coords);
+        g_autofree char *who = device_name(m, dev_coords);
         g_autofree char *whom = device_name(m, ref_coords);
         g_autoptr(GString) msg = g_string_new(NULL);
         g_string_printf(msg,
@@ -722,7 +723,8 @@ static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
   Tensor *out = tensor_new(global);
   const Type *local = f->result_types[i];
   for (int dev = 0; dev < ndevices; dev++) {
-    const int64_t *coords = devs[dev].coords;
+    int64_t coords[MESH_MAX_AXES];
+    device_coords(m, dev, coords);
     gboolean representative = TRUE;
     for (int a = 0; a < m->naxes; a++)
       representative &= roles[a] == ROLE_SPLIT || coords[a] == 0;
@@ -730,18 +732,17 @@ static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
       continue;
     g_autoptr(Tensor) acc = tensor_new_acc(local);
     for (int other = 0; other < ndevices; other++) {
+      int64_t at[MESH_MAX_AXES];
+      device_coords(m, other, at);
       gboolean same_part = TRUE; /* differs only on partial axes */
       for (int a = 0; a < m->naxes; a++)
-        same_part &=
-            roles[a] != ROLE_SPLIT || devs[other].coords[a] == coords[a];
+        same_part &= roles[a] != ROLE_SPLIT || at[a] == coords[a];
       gboolean replica_zero = TRUE;
       for (int a = 0; a < m->naxes; a++)
-        replica_zero &=
-            roles[a] != ROLE_REPLICATED || devs[other].coords[a] == 0;
+        replica_zero &= roles[a] != ROLE_REPLICATED || at[a] == 0;
       if (same_part && replica_zero)
-        box_transfer(acc, zero_offsets,
-                     g_ptr_array_index(devs[other].results, i), zero_offsets,
-                     local->dims, TRUE);
+        box_transfer(acc, zero_offsets, g_ptr_array_index(results[other], i),
+                     zero_offsets, local->dims, TRUE);
     }
     g_autoptr(Tensor) sum = tensor_from_acc(acc, local);
     int64_t off[PARTIR_MAX_RANK], box[PARTIR_MAX_RANK];
@@ -749,6 +750,23 @@ static Tensor *gather_result(const Func *f, Device *devs, int ndevices, int i,
     memcpy(box, local->dims, sizeof box); /* without the padding */
     clip_box(box, off, global->dims, global->rank);
     box_transfer(out, off, sum, zero_offsets, box, FALSE);
+  }
+  return out;
+}
+
+/* Every global result (NULL with the reason when one fails). */
+static GPtrArray *gather_results(const Func *f, GPtrArray *const *results,
+                                 int ndevices, const Type **globals,
+                                 AxisRole (*roles)[MESH_MAX_AXES], Diag *diag) {
+  GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
+  for (int i = 0; i < f->nresults; i++) {
+    Tensor *r =
+        gather_result(f, results, ndevices, i, globals[i], roles[i], diag);
+    if (!r) {
+      g_ptr_array_unref(out);
+      return NULL;
+    }
+    g_ptr_array_add(out, r);
   }
   return out;
 }
@@ -795,6 +813,28 @@ static gboolean run_devices(Device *devs, int ndevices, GError **error) {
   return TRUE;
 }
 
+/* Gives each result its global type and axis roles: FALSE with the
+ * reason when a layout is wrong or a result too large. */
+static gboolean result_layouts(const Func *f, const Type **result_globals,
+                               AxisRole (*result_roles)[MESH_MAX_AXES],
+                               Diag *diag) {
+  const Mesh *m = &f->spmd->mesh;
+  for (int i = 0; i < f->nresults; i++) {
+    const Dist *d = &f->spmd->result_dists[i];
+    if (!dist_check(f, FALSE, i, d, f->result_types[i], result_roles[i], diag))
+      return FALSE;
+    result_globals[i] = global_type(m, d, f->result_types[i]);
+    if (!result_globals[i]) {
+      diag_reason(diag,
+                  "result %d is too large to assemble (limit %" G_GINT64_FORMAT
+                  " elements)",
+                  i, SIM_MAX_ELEMS);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 /* Checks program, layouts and inputs, and gives each result its global
  * type and axis roles. */
 static gboolean check_program(const Func *f, Tensor *const *global_inputs,
@@ -818,19 +858,8 @@ static gboolean check_program(const Func *f, Tensor *const *global_inputs,
       return FALSE;
     }
   }
-  for (int i = 0; i < f->nresults; i++) {
-    const Dist *d = &f->spmd->result_dists[i];
-    if (!dist_check(f, FALSE, i, d, f->result_types[i], result_roles[i], diag))
-      return FALSE;
-    result_globals[i] = global_type(m, d, f->result_types[i]);
-    if (!result_globals[i]) {
-      diag_reason(diag,
-                  "result %d is too large to assemble (limit %" G_GINT64_FORMAT
-                  " elements)",
-                  i, SIM_MAX_ELEMS);
-      return FALSE;
-    }
-  }
+  if (!result_layouts(f, result_globals, result_roles, diag))
+    return FALSE;
   if (!check_collectives(f, diag))
     return FALSE;
   /* interp_check refuses collectives outside a simulated device */
@@ -878,6 +907,16 @@ static void sim_disconnect(void *data, Collectives **devices) {
   g_free(w);
 }
 
+/* FALSE with the reason when mesh 'm' has too many devices to run. */
+static gboolean check_devices(const Mesh *m, Diag *diag) {
+  if (mesh_devices(m) <= SIM_MAX_DEVICES)
+    return TRUE;
+  g_autofree char *mesh = mesh_to_string(m);
+  diag_reason(diag, "mesh '%s' has more than %d devices, too many to simulate",
+              mesh, SIM_MAX_DEVICES);
+  return FALSE;
+}
+
 static const SpmdRuntime simulator = {
     .connect = sim_connect,
     .disconnect = sim_disconnect,
@@ -898,13 +937,8 @@ GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
   }
   const Mesh *m = &f->spmd->mesh;
   int64_t ndevices = mesh_devices(m);
-  if (ndevices > SIM_MAX_DEVICES) {
-    g_autofree char *mesh = mesh_to_string(m);
-    diag_reason(diag,
-                "mesh '%s' has more than %d devices, too many to simulate",
-                mesh, SIM_MAX_DEVICES);
+  if (!check_devices(m, diag))
     return NULL;
-  }
   g_autofree const Type **globals =
       g_new0(const Type *, (gsize)f->nresults + 1);
   g_autofree AxisRole(*roles)[MESH_MAX_AXES] =
@@ -937,17 +971,10 @@ GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
   if (run_devices(devs, (int)ndevices, error)) {
     for (int k = 0; stamps && rt->step_seconds && k < count; k++)
       rt->step_seconds[k] = (double)(stamps[k + 1] - stamps[k]) * 1e-9;
-    out = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
-    for (int i = 0; i < f->nresults && out; i++) {
-      Tensor *r =
-          gather_result(f, devs, (int)ndevices, i, globals[i], roles[i], diag);
-      if (r) {
-        g_ptr_array_add(out, r);
-      } else {
-        g_ptr_array_unref(out);
-        out = NULL;
-      }
-    }
+    g_autofree GPtrArray **results = g_new0(GPtrArray *, (gsize)ndevices);
+    for (int dev = 0; dev < ndevices; dev++)
+      results[dev] = devs[dev].results;
+    out = gather_results(f, results, (int)ndevices, globals, roles, diag);
   }
 
   for (int dev = 0; dev < ndevices; dev++) {
@@ -965,4 +992,41 @@ GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
     g_clear_error(&steps.error);
   }
   return out;
+}
+
+/* ------------------------------------------- devices in other processes */
+
+gboolean spmd_check_inputs(const Func *f, Tensor *const *global_inputs,
+                           Diag *diag) {
+  if (!f->spmd) {
+    diag_reason(diag,
+                "'%s' is not an SPMD program (it has no mesh and layouts)",
+                f->name);
+    return FALSE;
+  }
+  if (!check_devices(&f->spmd->mesh, diag))
+    return FALSE;
+  g_autofree const Type **globals =
+      g_new0(const Type *, (gsize)f->nresults + 1);
+  g_autofree AxisRole(*roles)[MESH_MAX_AXES] =
+      g_malloc0_n((gsize)f->nresults + 1, sizeof *roles);
+  return check_program(f, global_inputs, globals, roles, diag);
+}
+
+Tensor **spmd_scatter(const Func *f, Tensor *const *global_inputs, int device) {
+  int64_t coords[MESH_MAX_AXES];
+  device_coords(&f->spmd->mesh, device, coords);
+  return scatter_inputs(f, global_inputs, coords);
+}
+
+GPtrArray *spmd_gather(const Func *f, GPtrArray *const *device_results,
+                       Diag *diag) {
+  g_autofree const Type **globals =
+      g_new0(const Type *, (gsize)f->nresults + 1);
+  g_autofree AxisRole(*roles)[MESH_MAX_AXES] =
+      g_malloc0_n((gsize)f->nresults + 1, sizeof *roles);
+  if (!result_layouts(f, globals, roles, diag))
+    return NULL;
+  return gather_results(f, device_results, (int)mesh_devices(&f->spmd->mesh),
+                        globals, roles, diag);
 }

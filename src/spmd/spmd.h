@@ -138,6 +138,23 @@ typedef struct SpmdRuntime {
 GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
                     const SpmdRuntime *rt, Diag *diag, GError **error);
 
+/* spmd_run in pieces, for a runtime whose devices are other processes
+ * (codegen/mpi.c): one process checks the global inputs, cuts each
+ * device's chunks, and assembles the results; each device runs its
+ * program where it is. */
+/* spmd_run's checks of 'f' and 'global_inputs', made before any device
+ * starts: FALSE with the reason. */
+gboolean spmd_check_inputs(const Func *f, Tensor *const *global_inputs,
+                           Diag *diag);
+/* The local inputs of device 'device' (row-major): new references, one
+ * per argument, padding zeroed.  requires: spmd_check_inputs passed. */
+Tensor **spmd_scatter(const Func *f, Tensor *const *global_inputs, int device);
+/* The global results from every device's local ones (one array a device,
+ * row-major), as spmd_run gathers them: NULL with the reason when
+ * replicas disagree or a result is too large. */
+GPtrArray *spmd_gather(const Func *f, GPtrArray *const *device_results,
+                       Diag *diag);
+
 /* ----------------------------------------------------------------- show.c */
 
 /* The collectives of an SPMD program per kind and axes (counts and local

@@ -17,6 +17,8 @@
 #   BENCH_GEMM     the gemm benchmark (default tests/bench/bench-gemm)
 #   OPENBLAS_CORETYPE  OpenBLAS's kernels for bench-gemm (default: as
 #                  OpenBLAS finds the CPU, then the one run.sh picks)
+#   BENCH_SIZES    collective bandwidth against size, threads and MPI
+#                  (default tests/bench/bench-collective-sizes; bench-mpi.sh)
 #   BENCH_COLLECTIVES  the collectives benchmark (default
 #                  tests/bench/bench-collectives; skipped when not built)
 #   BENCH_RUNS     runs per program, the median is reported (default 5 for
@@ -139,6 +141,13 @@ else
   echo "bench: no $BENCH_COLLECTIVES (make tests/bench/bench-collectives)," \
     "collectives skipped"
 fi
+
+# collective bandwidth against size and a transformer step, threads and
+# MPI, with the cost model's predictions (bench-mpi.sh)
+echo
+BENCH_SIZES=${BENCH_SIZES:-tests/bench/bench-collective-sizes} \
+  PARTIR=${PARTIR:-${abs_top_builddir:-.}/repl/partir} BENCH_RUNS=$BENCH_RUNS \
+  sh "$top_srcdir/tests/bench/bench-mpi.sh"
 
 # the agent protocol over a pipe
 if command -v python3 >/dev/null 2>&1; then
