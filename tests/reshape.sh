@@ -188,4 +188,11 @@ simulates "$bm" batch=2,model=2
 "$PARTIR" tactic "$tactics/megatron.lua" "$tmp/tfr2.pir" --mesh model=8 -o "$tmp/tfr8.pir" 2>"$tmp/err"
 check "heads-by-reshape, megatron on model=8 (4 heads): refused, naming the reshape" sh -c \
   "test $? -ne 0 && grep -qF \"its 8 parts do not divide dimension 2 of the result (size 4)\" '$tmp/err'"
+# --dtype bf16: every tensor bf16; Megatron's 2 all_reduces per layer move
+# [2, 8, 32] bf16, 1024 B each (half f32's 2048)
+lua5.4 "$ex/models/transformer.lua" --layers 1 --dtype bf16 >"$tmp/tfb.pir"
+check "--dtype bf16: no f32 tensor left" sh -c "! grep -q 'xf32>' '$tmp/tfb.pir'"
+"$PARTIR" tactic "$tactics/megatron.lua" "$tmp/tfb.pir" --mesh model=2 -o "$tmp/tfbm.pir"
+check "--dtype bf16, megatron on model=2: 2 all_reduces of 1024 B" sh -c \
+  "'$PARTIR' cost '$tmp/tfbm.pir' --mesh model=2 | grep -q '^  all_reduce  *model  *2  *2  *2048 B'"
 done_testing

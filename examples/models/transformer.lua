@@ -41,6 +41,7 @@ local USAGE = [[
 usage: lua5.4 transformer.lua [--layers N] [--batch N] [--seq N]
                               [--d_model N] [--heads N] [--d_ff N]
                               [--heads-by-reshape] [--embed V]
+                              [--dtype f32|bf16|f16]
                               [--train] [--loss L] [--optimizer O] [--lr R]
   --layers N    transformer layers (default 1)
   --batch N     batch size (default 2)
@@ -53,13 +54,16 @@ usage: lua5.4 transformer.lua [--layers N] [--batch N] [--seq N]
                 transpose (as JAX and PyTorch export attention)
   --embed V     start from token ids [batch, seq] looked up in an
                 embedding table of V rows (a gather)
+  --dtype T     the element type of the weights and activations: f32
+                (default), bf16 or f16 (as mixed-precision training
+                stores them)
 ]] .. cli.TRAIN_USAGE .. [[
 
 Prints the program to stdout.]]
 
 local options = {
   layers = 1, batch = 2, seq = 8, d_model = 32, heads = 4, d_ff = 64,
-  heads_by_reshape = false, embed = 0,
+  heads_by_reshape = false, embed = 0, dtype = "f32",
 }
 for k, v in pairs(cli.TRAIN_OPTIONS) do
   options[k] = v
@@ -70,11 +74,14 @@ if o.d_model % o.heads ~= 0 then
     o.d_model))
 end
 
+if o.dtype ~= "f32" and o.dtype ~= "bf16" and o.dtype ~= "f16" then
+  fail(string.format("--dtype is f32, bf16 or f16, not '%s'", o.dtype))
+end
 local B, S, D, H, F = o.batch, o.seq, o.d_model, o.heads, o.d_ff
 local HD = D // H -- head size
 
 local function tensor(...)
-  return "tensor<" .. table.concat({ ... }, "x") .. "xf32>"
+  return "tensor<" .. table.concat({ ... }, "x") .. "x" .. o.dtype .. ">"
 end
 
 -- Shortest text that reads back as the same double.
