@@ -126,23 +126,7 @@ peer tr-np transformer "$tmp/tr"
 driver tr-b2 --mesh batch=2 "$tmp/tr-b2.pir"
 peer tr-b2-check transformer "$tmp/tr-b2" --runs 1
 
-# get NAME KEY [FIELD]: field 2 (the median) of KEY's line in NAME.out
-get() {
-  [ -f "$tmp/$1.out" ] && awk -v k="$2" -v f="${3:-2}" \
-    '$1 == k { print $f; exit }' "$tmp/$1.out"
-}
-div() {
-  awk -v a="${1:-}" -v b="${2:-}" 'BEGIN {
-    if (a == "" || b == "" || b + 0 == 0) print "-";
-    else printf "%.2f\n", a / b }'
-}
-ms() {
-  awk -v a="${1:-}" 'BEGIN {
-    if (a == "") print "-";
-    else if (a >= 100) printf "%.0f\n", a;
-    else if (a >= 1) printf "%.1f\n", a;
-    else printf "%.3f\n", a }'
-}
+. "$top_srcdir/tests/bench/figures.sh"
 row() {
   printf '%-40s %9s %9s  %6s  %6s  %s\n' "$@" | sed 's/ *$//'
 }
