@@ -276,8 +276,8 @@ static const GOptionEntry load_entries[] = {
 
 static const GOptionEntry hardware_entries[] = {
     {"hw", 0, 0, G_OPTION_ARG_STRING, &opt.hw,
-     "hardware description: a name (cpu2, h100x8, tpuv4) or a .hw file "
-     "(default cpu2)",
+     "hardware description: a name (cpu2, cpu2-mpi, h100x8, tpuv4) or a .hw "
+     "file (default cpu2)",
      "HW"},
     G_OPTION_ENTRY_NULL};
 

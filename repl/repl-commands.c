@@ -1201,8 +1201,8 @@ const Command repl_commands[] = {
      "  set show on|full|off       after a change, print what changed (on),\n"
      "                             the whole program (full) or nothing\n"
      "  set cost on|off            print the cost after it changes\n"
-     "  set hw NAME                the hardware for 'cost' (cpu2, h100x8,\n"
-     "                             tpuv4, or a FILE.hw)"},
+     "  set hw NAME                the hardware for 'cost' (cpu2, cpu2-mpi,\n"
+     "                             h100x8, tpuv4, or a FILE.hw)"},
     {"help", cmd_help, 0, 1, FALSE, COMPLETE_COMMAND, "help [COMMAND]",
      "list the commands, or describe one", NULL},
     {"quit", cmd_quit, 0, ARGS_ANY, FALSE, COMPLETE_NONE, "quit",
