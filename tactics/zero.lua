@@ -20,8 +20,10 @@
 --                  of every parameter, from its part of the gradient (a
 --                  reduce_scatter), and the new parameters are gathered
 --                  whole (an all_gather)
---          lift    "no": gather every part where it is used, never move
---                  the activations instead (below; default "yes")
+--          lift    "yes": where the cost model prices it faster, use a
+--                  part in place and move the activations instead of
+--                  gathering it (below); "no" (the default): gather
+--                  every part where it is used
 --
 -- After another tactic (Megatron), a parameter that a region slices (a
 -- device's tensor-parallel chunk) has that chunk split instead, along the
@@ -40,9 +42,11 @@
 -- the activations instead ('lift', src/rewrite/lift.c): the operator
 -- that uses the part is taken out of the region over 'axis' (its input
 -- gathered), the part's split enters it, and the region slices the
--- result back (a reduce_scatter where the split was contracted).  Each
--- parameter, in argument order, is lifted where the cost model prices
--- the program faster; a Megatron pair is also tried together, since the
+-- result back (a reduce_scatter where the split was contracted).  With
+-- lift=yes each parameter, in argument order, is lifted where the cost
+-- model prices the program faster (each try prices the whole program,
+-- so the choice costs time in proportion to parameters times program:
+-- seconds on a dozen layers, minutes on GPT-3's 96, hence opt-in); a Megatron pair is also tried together, since the
 -- first of it alone leaves the activations split along the features and
 -- only the second contracts that split.  A parameter whose lift fails
 -- (no operator to lift, a nest that does not commute) stays gathered.
@@ -67,7 +71,7 @@ return function(s, mesh, opts)
   if opts.lift and opts.lift ~= "yes" and opts.lift ~= "no" then
     error(string.format("zero: lift=%s: expected yes or no", opts.lift), 0)
   end
-  local lift_parts = opts.lift ~= "no"
+  local lift_parts = opts.lift == "yes"
   local inputs = {}
   for _, a in ipairs(C.inputs(s, opts)) do
     inputs[a.name] = true

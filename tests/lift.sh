@@ -18,7 +18,7 @@
 #     uses it, 4 all_gathers over batch of 2048 B = 8192 B; each Megatron
 #     pair sums its 8x64 batch half over model, 2 all_reduces of 2048 B
 #     local: 2 * 3072 = 6144 B.  14336 B.
-#   lifted (zero's default): w1 and w2 are used in place.  The first
+#   lifted (zero lift=yes): w1 and w2 are used in place.  The first
 #     layer's 8x16 output a0 is gathered over batch instead (16x16: 512
 #     B), multiplied by w1's stored 16x32 (its columns split over batch),
 #     and summed over model (16x32, 2048 B local: 3072 B).  a1 16x32
@@ -58,7 +58,7 @@ expect_strategy lifted "$tmp/relu.pir" $mesh \
   "$top/tests/bench/tactics/batch-megatron-zero.lua" \
   "all_gather batch 3 4608
 all_reduce model 2 6144
-reduce_scatter batch 1 512"
+reduce_scatter batch 1 512" --set lift=yes
 expect_compiled lifted "$tmp/lifted.pir" $mesh
 
 # the commands themselves, on the gathered program

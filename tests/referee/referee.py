@@ -170,11 +170,12 @@ MODELS = [
 # -------------------------------------------------------- the strategies
 
 class Strategy:
-    def __init__(self, name, tactic, mesh, textbook):
+    def __init__(self, name, tactic, mesh, textbook, sets=()):
         self.name = name
         self.tactic = tactic      # relative to the source tree
         self.mesh = mesh
         self.textbook = textbook  # model -> {(kind, axes)} partir must use
+        self.sets = list(sets)    # more tactic options (--set K=V)
 
 
 def needs(*kinds, training=()):
@@ -198,11 +199,12 @@ STRATEGIES = [
              "batch=2,model=4",
              needs(("all_reduce", "model"), training=BATCH_SUMS)),
     Strategy("fsdp", "examples/fsdp.lua", "batch=8",
-             needs(("all_gather", "batch"), training=ZERO_SUMS)),
+             needs(("all_gather", "batch"), training=ZERO_SUMS),
+             sets=["lift=yes"]),
     Strategy("batch+megatron+zero",
              "tests/bench/tactics/batch-megatron-zero.lua", "batch=2,model=4",
              needs(("all_gather", "batch"), ("all_reduce", "model"),
-                   training=ZERO_SUMS)),
+                   training=ZERO_SUMS), sets=["lift=yes"]),
 ]
 
 
@@ -551,7 +553,9 @@ def compare(tap, partir, xla, top, lua, tmp):
                                                    st.name.replace("+", "-")))
             try:
                 partir("tactic", os.path.join(top, st.tactic), path, "--mesh",
-                       st.mesh, "--set", "inputs=" + model.inputs, "-o", out)
+                       st.mesh, "--set", "inputs=" + model.inputs,
+                       *[a for k in st.sets for a in ("--set", k)],
+                       "-o", out)
                 ours = partir.collectives(out, st.mesh)
                 args, results = partir.layouts(out, st.mesh)
             except RuntimeError as e:

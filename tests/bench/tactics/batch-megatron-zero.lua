@@ -9,5 +9,6 @@ return function(s, mesh, opts)
   local inputs = opts and opts.inputs
   s = batch(s, mesh, { inputs = inputs })
   s = megatron(s, mesh, { inputs = inputs })
-  return zero(s, mesh, { axis = "batch", inputs = inputs })
+  return zero(s, mesh, { axis = "batch", inputs = inputs,
+    lift = opts and opts.lift })
 end
