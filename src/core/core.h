@@ -378,6 +378,9 @@ static inline gboolean term_uses(const Term *t, int level) {
 
 const Term *term_arg(int index, const Type *type);
 const Term *term_bvar(int level, const Type *range);
+/* constant() {value = v} of type 't' (a float value for a float type,
+ * else its integer part): the splat a rewrite writes. */
+const Term *term_splat(double v, const Type *t, Diag *err);
 /* Builds an operator node, type-checking it.  'written' is the result
  * type written in the source, or NULL.  On a type error returns NULL and
  * sets 'err' to the message (no location; the caller adds it). */
@@ -653,6 +656,12 @@ gboolean cursor_expected(Cursor *c, const char *what);
 /* Consumes punctuation 'ch' or the identifier 'word', or fails. */
 gboolean cursor_punct(Cursor *c, char ch);
 gboolean cursor_word(Cursor *c, const char *word);
+/* Consumes an identifier and returns its name, interned; NULL after
+ * "expected WHAT" when the token is no identifier. */
+const char *cursor_name(Cursor *c, const char *what);
+/* Whether the token after the current one is punctuation 'ch' (the
+ * cursor does not move): an operator's name is a call only before '('. */
+gboolean cursor_peek_punct(Cursor *c, char ch);
 
 /* ----------------------------------------------------------------- mesh.c */
 

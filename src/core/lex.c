@@ -554,3 +554,25 @@ gboolean cursor_word(Cursor *c, const char *word) {
   cursor_next(c);
   return !c->failed;
 }
+
+const char *cursor_name(Cursor *c, const char *what) {
+  if (c->failed)
+    return NULL;
+  if (c->tok.kind != TK_IDENT) {
+    cursor_expected(c, what);
+    return NULL;
+  }
+  g_autofree char *n = token_name(&c->tok);
+  cursor_next(c);
+  return g_intern_string(n);
+}
+
+gboolean cursor_peek_punct(Cursor *c, char ch) {
+  Lexer save = c->lx;
+  Token peeked = {0};
+  lex_next(&c->lx, &peeked);
+  gboolean is = token_punct(&peeked, ch);
+  token_clear(&peeked);
+  c->lx = save;
+  return is;
+}

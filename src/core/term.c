@@ -738,3 +738,10 @@ void term_reach(const Term *root, GHashTable *seen) {
         g_ptr_array_add(todo, (gpointer)t->args[i]);
   }
 }
+
+const Term *term_splat(double v, const Type *t, Diag *err) {
+  AttrValue a =
+      dtype_is_float(t->dtype) ? attr_new_float(v) : attr_new_int((int64_t)v);
+  return term_op(OP_CONSTANT, 0, NULL,
+                 attrs_build(1, (const char *[]){"value"}, &a), t, err);
+}

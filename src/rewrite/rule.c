@@ -42,15 +42,7 @@ typedef struct RuleParser {
 } RuleParser;
 
 static const char *rname(RuleParser *p, const char *what) {
-  if (p->c.failed)
-    return NULL;
-  if (p->c.tok.kind != TK_IDENT) {
-    cursor_expected(&p->c, what);
-    return NULL;
-  }
-  g_autofree char *n = token_name(&p->c.tok);
-  cursor_next(&p->c);
-  return g_intern_string(n);
+  return cursor_name(&p->c, what);
 }
 
 /* ------------------------------------------------------------- patterns */
@@ -226,19 +218,7 @@ static gboolean parse_binder_body(RuleParser *p, Pat *pt) {
 
 /* Whether '(' follows the current token, peeked at without moving the
  * cursor: an operator's name is an operator only when called. */
-static gboolean called(RuleParser *p) {
-  gsize save = p->c.lx.pos;
-  int line = p->c.lx.line;
-  gsize line_start = p->c.lx.line_start;
-  Token peeked = {0};
-  lex_next(&p->c.lx, &peeked);
-  gboolean call = token_punct(&peeked, '(');
-  token_clear(&peeked);
-  p->c.lx.pos = save;
-  p->c.lx.line = line;
-  p->c.lx.line_start = line_start;
-  return call;
-}
+static gboolean called(RuleParser *p) { return cursor_peek_punct(&p->c, '('); }
 
 /* OP(pattern, ...) {attrs} at 'at', the cursor on OP: an operator
  * pattern, with as many operands as the operator takes.  Returned even

@@ -42,12 +42,7 @@ static const Term *un(Builder *b, Op op, const Term *x) {
 }
 
 static const Term *splat(Builder *b, double v, const Type *ty) {
-  if (b->failed)
-    return NULL;
-  AttrValue a = attr_new_float(v);
-  return check(b, term_op(OP_CONSTANT, 0, NULL,
-                          attrs_build(1, (const char *[]){"value"}, &a), ty,
-                          b->err));
+  return b->failed ? NULL : check(b, term_splat(v, ty, b->err));
 }
 
 static const Type *scalar_of(const Type *t) {

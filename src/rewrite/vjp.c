@@ -47,18 +47,6 @@ typedef struct VjpParser {
   int depth;
 } VjpParser;
 
-static const char *ident(Cursor *c, const char *what) {
-  if (c->failed)
-    return NULL;
-  if (c->tok.kind != TK_IDENT) {
-    cursor_expected(c, what);
-    return NULL;
-  }
-  g_autofree char *n = token_name(&c->tok);
-  cursor_next(c);
-  return g_intern_string(n);
-}
-
 static int name_index(const Vjp *v, const char *name) {
   for (int i = 0; i < v->nargs + 2; i++)
     if (v->names[i] == name)
@@ -110,18 +98,6 @@ static VjpExpr *parse_call(VjpParser *p, Op op, Loc at) {
   return e;
 }
 
-/* Whether '(' follows the current token (an operator's name is one only
- * when called). */
-static gboolean called(Cursor *c) {
-  Lexer save = c->lx;
-  Token peeked = {0};
-  lex_next(&c->lx, &peeked);
-  gboolean call = token_punct(&peeked, '(');
-  token_clear(&peeked);
-  c->lx = save;
-  return call;
-}
-
 static VjpExpr *parse_expr(VjpParser *p) {
   Cursor *c = p->c;
   if (c->failed)
@@ -138,10 +114,11 @@ static VjpExpr *parse_expr(VjpParser *p) {
     cursor_next(c);
   } else if (c->tok.kind == TK_IDENT) {
     Op op;
-    if (op_from_name(c->tok.start, c->tok.len, &op) && called(c)) {
+    if (op_from_name(c->tok.start, c->tok.len, &op) &&
+        cursor_peek_punct(c, '(')) {
       e = parse_call(p, op, at);
     } else {
-      const char *name = ident(c, "an expression");
+      const char *name = cursor_name(c, "an expression");
       int k = name ? name_index(p->v, name) : -1;
       if (name && k < 0)
         cursor_fail(c, at,
@@ -177,7 +154,7 @@ static gboolean parse_written(VjpParser *p) {
     if (v->nargs > 0 && !cursor_punct(c, ','))
       return FALSE;
     Loc at = c->tok.loc;
-    const char *n = ident(c, "an operand name");
+    const char *n = cursor_name(c, "an operand name");
     if (!n)
       return FALSE;
     if (name_index(v, n) >= 0)
@@ -198,7 +175,8 @@ static gboolean parse_written(VjpParser *p) {
   cursor_next(c);
   for (int k = 0; k < 2; k++) {
     Loc at = c->tok.loc;
-    const char *n = ident(c, k ? "the cotangent's name" : "the result's name");
+    const char *n =
+        cursor_name(c, k ? "the cotangent's name" : "the result's name");
     if (!n || (k == 0 && !cursor_punct(c, ',')))
       return FALSE;
     if (name_index(v, n) >= 0)
@@ -209,7 +187,7 @@ static gboolean parse_written(VjpParser *p) {
     return FALSE;
   do {
     Loc at = c->tok.loc;
-    const char *n = ident(c, "an operand name");
+    const char *n = cursor_name(c, "an operand name");
     if (!n)
       return FALSE;
     int k = name_index(v, n);
@@ -250,7 +228,7 @@ gboolean vjp_parse(Cursor *c, RuleSet *rs, const Source *src, Loc at) {
       cursor_next(c);
       v->kind = VJP_ZERO;
     } else if (cursor_word(c, "builtin")) {
-      const char *kind = ident(c, "a builtin kind");
+      const char *kind = cursor_name(c, "a builtin kind");
       g_autoptr(Diag) why = diag_new(NULL);
       if (kind && !vjp_builtin_known(kind, op, why))
         cursor_fail(c, ka, "%s", diag_text(why));
@@ -309,10 +287,7 @@ static const Term *number(Inst *in, const VjpExpr *e, const Type *type) {
                 e->value);
     return NULL;
   }
-  AttrValue v = dtype_is_float(type->dtype) ? attr_new_float(e->value)
-                                            : attr_new_int((int64_t)e->value);
-  return term_op(OP_CONSTANT, 0, NULL,
-                 attrs_build(1, (const char *[]){"value"}, &v), type, in->err);
+  return term_splat(e->value, type, in->err);
 }
 
 static const Term *call(Inst *in, const VjpExpr *e, const Type *expect) {

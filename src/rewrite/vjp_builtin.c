@@ -56,13 +56,6 @@ static const Attrs *ints_attr(const char *key, int n, const int64_t *v) {
   return attrs_build(1, (const char *[]){key}, &a);
 }
 
-static const Term *splat(double value, const Type *ty, Diag *err) {
-  AttrValue v = dtype_is_float(ty->dtype) ? attr_new_float(value)
-                                          : attr_new_int((int64_t)value);
-  return term_op(OP_CONSTANT, 0, NULL,
-                 attrs_build(1, (const char *[]){"value"}, &v), ty, err);
-}
-
 /* transpose(x) {permutation = perm}: result dimension i is x's
  * dimension perm[i]; x itself for the identity */
 static const Term *permute(const Term *x, const int64_t *perm, Diag *err) {
@@ -273,7 +266,7 @@ static const Term *vjp_slice(const Term *t, const Term *dz, Diag *err) {
   const Attrs *a =
       attrs_build(3, (const char *[]){"low", "high", "interior"}, v);
   const Type *scalar = type_tensor(xt->dtype, 0, NULL);
-  return op2(OP_PAD, dz, splat(0, scalar, err), a, err);
+  return op2(OP_PAD, dz, term_splat(0, scalar, err), a, err);
 }
 
 /* x's element j of dimension d is dz's at low + j (interior + 1).  A
@@ -300,7 +293,7 @@ static const Term *vjp_pad(const Term *t, int i, const Term *dz, Diag *err) {
   if (cropped) {
     AttrValue v[3] = {attr_new_ints(rank, back_lo),
                       attr_new_ints(rank, back_hi), attr_new_ints(rank, none)};
-    whole = op2(OP_PAD, dz, splat(0, type_tensor(xt->dtype, 0, NULL), err),
+    whole = op2(OP_PAD, dz, term_splat(0, type_tensor(xt->dtype, 0, NULL), err),
                 attrs_build(3, (const char *[]){"low", "high", "interior"}, v),
                 err);
   }
