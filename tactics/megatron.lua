@@ -27,7 +27,11 @@
 --
 -- What propagate could not resolve (its report) fails the tactic with
 -- the report: a weight whose split does not reach its block is not
--- Megatron, so it is not tolerated.
+-- Megatron, so it is not tolerated.  The one exception is a last
+-- column-parallel layer that no row-parallel one follows (an odd number
+-- of layers, a classifier whose logits feed a loss's max): Megatron-LM
+-- gathers such a layer's output (ColumnParallelLinear's gather_output),
+-- and so does the tactic, where an operator cannot carry its split.
 local C = require "combinators"
 
 local function is_contraction(v)
@@ -110,6 +114,9 @@ return function(s, mesh, opts)
     end
   end
   local split = {} -- value name -> true when it carries a split activation
+  local origin = {} -- value name -> the column-parallel weight it follows
+  local column = {} -- the column-parallel weights
+  local closed = {} -- column-parallel weight -> a row-parallel one follows
   -- a tile or sum (a program partitioned already) carries what its body
   -- yields; regions are listed before their bodies, so it is looked up
   -- when used
@@ -126,6 +133,7 @@ return function(s, mesh, opts)
     local any = false
     for _, o in ipairs(ops) do
       any = any or is_split(o)
+      origin[v.name] = origin[v.name] or origin[o]
     end
     if v.yield then
       yields[v.name] = v.yield
@@ -145,6 +153,11 @@ return function(s, mesh, opts)
         plan[w.name] = dim
         order[#order + 1] = w.name
         split[v.name] = not row
+        if row and origin[other] then
+          closed[origin[other]] = true
+        end
+        origin[v.name] = not row and w.name or nil
+        column[w.name] = not row or nil
       end
     elseif side then
       split[v.name] = not is_split(other) -- a weight used again: same role
@@ -164,7 +177,16 @@ return function(s, mesh, opts)
     script[#script + 1] = string.format("arg-tile %%%s %d %d %s", name, dim, w, axis)
   end
   script[#script + 1] = "propagate"
-  local t = s:exec(table.concat(script, "; "))
+  local gathers = false -- a column-parallel layer no row-parallel one follows
+  for name in pairs(column) do
+    gathers = gathers or not closed[name]
+  end
+  local t, report = s:exec(table.concat(script, "; "), { tolerate = gathers })
+  for _, line in ipairs(report or {}) do
+    if not line:find("the operator cannot carry it", 1, true) then
+      error("megatron: its passes did not resolve: " .. line, 0)
+    end
+  end
   -- A parameter the partitioned program reads only in parts over the
   -- axis (every use a slice of it along one dimension, in a region over
   -- the axis: a bias of a column-parallel block), but for the update

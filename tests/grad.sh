@@ -31,8 +31,10 @@
 #     half; the loss's all_reduce.
 #   ZeRO-2 (--set stage=2) on the momentum step: the weights whole, the
 #     momentum stored split; the 4 gradients reduce-scattered, each
-#     device updating its half of the weights and momentum; the new
-#     weights come back split (4 shards, no bytes: each device's part).
+#     device updating its half of each weight (4 shards, no bytes: each
+#     device's part) and of the momentum; the new weights gathered whole
+#     again (4 all_gathers of 16384 B, half sent), as the step's results
+#     that update whole arguments ('{updates = %w0}') return whole.
 . "$top_srcdir/tests/tap.sh"
 . "$top_srcdir/tests/strategies.sh"
 top=$(cd "$top_srcdir" && pwd)
@@ -108,8 +110,8 @@ func @mlp(%x: tensor<16x64xf32>, %w1: tensor<64x128xf32>,
 }
 EOF
 "$PARTIR" grad "$tmp/mlp2.pir" --loss mse --lr 0.05 -o "$tmp/step2.pir"
-check "grad --loss mse: the step's signature" grep -q \
-  '^func @mlp_train(%w1: tensor<64x128xf32>, %w2: tensor<128x32xf32>, %x: tensor<16x64xf32>, %target: tensor<16x32xf32>) -> (tensor<64x128xf32>, tensor<128x32xf32>, tensor<f32>)' \
+check "grad --loss mse: the step's signature, each new weight naming the one it updates" grep -q \
+  '^func @mlp_train(%w1: tensor<64x128xf32>, %w2: tensor<128x32xf32>, %x: tensor<16x64xf32>, %target: tensor<16x32xf32>) -> (tensor<64x128xf32> {updates = %w1}, tensor<128x32xf32> {updates = %w2}, tensor<f32>)' \
   "$tmp/step2.pir"
 mkdir -p "$tmp/a" "$tmp/b"
 "$PARTIR" run "$tmp/step2.pir" --seed 2 --output "$tmp/a" >/dev/null
@@ -208,13 +210,29 @@ check "... naming it, with the nearest name" \
 bad "a learning rate of 0" 1 "$tmp/mlp2.pir" --loss sum --lr 0
 bad "no parameter" 1 "$tmp/mlp2.pir" --loss sum --params-from-arg 3
 
+# a result's '{updates = %arg}' names an argument, once
+sed 's/{updates = %w2}/{updates = %w9}/' "$tmp/step2.pir" >"$tmp/u.pir"
+if "$PARTIR" run "$tmp/u.pir" >"$tmp/out" 2>&1; then
+  not_ok "refused: a result updating no argument"
+else
+  check "refused: a result updating no argument, at its place" \
+    grep -q "u.pir:1:[0-9]*: error: result 1 updates '%w9', which is no argument" "$tmp/out"
+fi
+sed 's/{updates = %w2}/{updates = %w1}/' "$tmp/step2.pir" >"$tmp/u.pir"
+if "$PARTIR" run "$tmp/u.pir" >"$tmp/out" 2>&1; then
+  not_ok "refused: two results updating one argument"
+else
+  check "refused: two results updating one argument" \
+    grep -q "error: results 0 and 1 both update '%w1'" "$tmp/out"
+fi
+
 # ------------------------------------------ optimizers and losses
 
 # momentum and adam carry their state; xent takes a target distribution
 "$PARTIR" grad "$tmp/mlp2.pir" --loss xent --optimizer adam --lr 0.001 \
   -o "$tmp/adam.pir"
 check "grad --optimizer adam: (w, m_w, v_w, step, x, target) -> (new ones, loss)" \
-  grep -q '^func @mlp_train(%w1: .*, %w2: .*, %m_w1: .*, %m_w2: .*, %v_w1: .*, %v_w2: .*, %step: tensor<f32>, %x: .*, %target: tensor<16x32xf32>) -> (.*, tensor<f32>, tensor<f32>)' \
+  grep -q '^func @mlp_train(%w1: .*, %w2: .*, %m_w1: .*, %m_w2: .*, %v_w1: .*, %v_w2: .*, %step: tensor<f32>, %x: .*, %target: tensor<16x32xf32>) -> (.*, tensor<f32> {updates = %step}, tensor<f32>)' \
   "$tmp/adam.pir"
 check "grad --optimizer adam: runs" quiet "$PARTIR" run "$tmp/adam.pir"
 
@@ -247,9 +265,27 @@ strategy zero3 "$tmp/sgd.pir" batch=2 "$top/examples/fsdp.lua" \
 all_reduce batch 1 4
 reduce_scatter batch 4 32768"
 strategy zero2 "$tmp/mom.pir" batch=2 "$top/examples/fsdp.lua" \
-  "all_reduce batch 1 4
+  "all_gather batch 4 32768
+all_reduce batch 1 4
 reduce_scatter batch 4 32768
 shard batch 4 0" --set stage=2
+
+# Megatron on a 3-layer MLP (64 classes) trained on softmax
+# cross-entropy: w0 by columns, w1 by rows, w2 by columns, whose logits
+# no row-parallel layer follows.  They stay split through the loss, as
+# Megatron-LM's vocabulary-parallel cross-entropy keeps them: forward,
+# block 1's all_reduce ([16, 64] f32, 4096 B), the logits gathered for
+# their max only (2048 B sent; the max is not differentiated), the sum of
+# exp over the classes ([16], 64 B) and the loss (4 B); backward, the
+# gradient of w2's input (4096 B): 4 all_reduces, 8260 B.  The target is
+# read in parts (a shard, no bytes).
+lua5.4 "$top/examples/models/mlp.lua" --layers 3 --batch 16 --width 64 \
+  >"$tmp/mlp3.pir"
+"$PARTIR" grad "$tmp/mlp3.pir" --loss xent -o "$tmp/xent3.pir"
+strategy xent-megatron "$tmp/xent3.pir" model=2 "$top/tactics/megatron.lua" \
+  "all_gather model 1 2048
+all_reduce model 4 8260
+shard model 1 0"
 
 # peak memory per device (partir cost) on the momentum step: ZeRO-2
 # stores the momentum split (4 x 16384 B halved: at least 32768 B less

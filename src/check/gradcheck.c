@@ -144,7 +144,7 @@ static gboolean instance(const RuleSet *rs, Module *m, Instance *in,
   in->f.body = term_tuple(1, &y);
   const Term *dz = term_arg(n, y->type);
   in->ct = g_new0(const Term *, (gsize)n);
-  if (!grad_backward(rs, 1, &y, &dz, n, in->ct, err))
+  if (!grad_backward(rs, 1, &y, &dz, n, in->ct, NULL, err))
     return FALSE;
   in->g = (Func){.name = f0->name, .nargs = n + 1, .nresults = n};
   in->g.arg_types = g_new(const Type *, (gsize)n + 1);

@@ -745,6 +745,12 @@ typedef struct Func {
   const Term *body; /* TM_TUPLE of the results */
   Loc loc;
   SpmdInfo *spmd; /* SPMD programs only, else NULL */
+  /* Per result, the argument it is the new value of (a training step's
+   * updated parameter, '{updates = %w}'), or -1; NULL: none.  Lowering
+   * returns such a result in its argument's layout, so the next step can
+   * take it as it is (JAX's donated arguments with out_shardings equal to
+   * in_shardings). */
+  int *result_updates;
 } Func;
 
 /* A parsed file: its functions and the names the user gave values.  The

@@ -808,11 +808,49 @@ static void parse_func_args(Parser *p, Func *f, Layouts *lay) {
   f->arg_types = (const Type **)g_ptr_array_free(types, FALSE);
 }
 
+/* '{updates = %arg}' after result 'i''s type, where there is a '{': the
+ * argument the result is the new value of (Func.result_updates). */
+static void parse_result_updates(Parser *p, Func *f, int i, GArray *updates) {
+  if (!token_punct(&p->c.tok, '{'))
+    return;
+  cursor_next(&p->c);
+  if (!cursor_word(&p->c, "updates") || !cursor_punct(&p->c, '='))
+    return;
+  if (p->c.tok.kind != TK_VALUE) {
+    cursor_expected(&p->c, "the argument the result updates ('%name')");
+    return;
+  }
+  g_autofree char *name = token_name(&p->c.tok);
+  int k = 0;
+  while (k < f->nargs && strcmp(f->arg_names[k], name) != 0)
+    k++;
+  if (k == f->nargs) {
+    cursor_fail(&p->c, p->c.tok.loc,
+                "result %d updates '%%%s', which is no argument", i, name);
+    return;
+  }
+  for (guint j = 0; j < updates->len; j++)
+    if (g_array_index(updates, int, j) == k) {
+      cursor_fail(&p->c, p->c.tok.loc, "results %u and %d both update '%%%s'",
+                  j, i, name);
+      return;
+    }
+  if ((int)updates->len <= i) {
+    int none = -1;
+    while ((int)updates->len <= i)
+      g_array_append_val(updates, none);
+  }
+  g_array_index(updates, int, i) = k;
+  cursor_next(&p->c);
+  cursor_punct(&p->c, '}');
+}
+
 /* '-> type' or '-> (type, ...)': the result types, each followed by a
- * layout when 'lay' is given.  Fills 'f's result fields even when it
- * fails. */
+ * layout when 'lay' is given, or else by the argument it updates.  Fills
+ * 'f's result fields even when it fails. */
 static void parse_func_results(Parser *p, Func *f, Layouts *lay) {
   GPtrArray *rtypes = g_ptr_array_new();
+  g_autoptr(GArray) updates = g_array_new(FALSE, FALSE, sizeof(int));
   if (p->c.tok.kind != TK_ARROW) {
     cursor_expected(&p->c, "'->' and the result types");
   } else {
@@ -829,6 +867,8 @@ static void parse_func_results(Parser *p, Func *f, Layouts *lay) {
         if (!p->c.failed && lay &&
             parse_dist(p, ty->rank, &dist, lay->axes_used, lay->reps))
           g_array_append_val(lay->dists, dist);
+        if (!p->c.failed && !lay)
+          parse_result_updates(p, f, (int)rtypes->len - 1, updates);
       }
       if (!p->c.failed)
         cursor_next(&p->c);
@@ -840,6 +880,12 @@ static void parse_func_results(Parser *p, Func *f, Layouts *lay) {
   }
   f->nresults = (int)rtypes->len;
   f->result_types = (const Type **)g_ptr_array_free(rtypes, FALSE);
+  if (updates->len > 0 && !p->c.failed) {
+    f->result_updates = g_new(int, (gsize)f->nresults);
+    for (int i = 0; i < f->nresults; i++)
+      f->result_updates[i] =
+          i < (int)updates->len ? g_array_index(updates, int, i) : -1;
+  }
 }
 
 /* The 'mesh {...}' ending an SPMD signature: every axis the layouts name

@@ -93,7 +93,8 @@ void print_func(GString *out, const Module *m, const Func *f) {
     }
   }
   g_string_append(out, ") -> ");
-  if (f->nresults > 1 || sp)
+  const int *updates = sp ? NULL : f->result_updates;
+  if (f->nresults > 1 || sp || updates)
     g_string_append_c(out, '(');
   for (int i = 0; i < f->nresults; i++) {
     if (i)
@@ -103,8 +104,11 @@ void print_func(GString *out, const Module *m, const Func *f) {
       g_string_append_c(out, ' ');
       dist_print(out, &sp->result_dists[i], &sp->mesh);
     }
+    if (updates && updates[i] >= 0)
+      g_string_append_printf(out, " {updates = %%%s}",
+                             f->arg_names[updates[i]]);
   }
-  if (f->nresults > 1 || sp)
+  if (f->nresults > 1 || sp || updates)
     g_string_append_c(out, ')');
   if (sp) {
     g_string_append(out, " mesh {");

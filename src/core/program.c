@@ -44,6 +44,7 @@ void func_free(Func *f) {
   g_strfreev(f->arg_names);
   g_free(f->arg_types);
   g_free(f->result_types);
+  g_free(f->result_updates);
   g_free(f);
 }
 

@@ -35,6 +35,7 @@ typedef struct Pass {
   GHashTable *tiled;  /* slice d x[r] node -> (x's cotangent part): keyed
                          by the slice, x and d read from it */
   GPtrArray *outside; /* the outside values, in the order first reached */
+  GHashTable *stop;   /* values whose cotangent goes no further, or NULL */
   Diag *err;
 } Pass;
 
@@ -144,7 +145,7 @@ static gboolean region(Pass *p, const Term *t, const Term *dt) {
   const Term *dbody = dt;
   if (t->kind == TM_TILE && !(dbody = term_slice(t->index, dt, r, p->err)))
     return FALSE;
-  Pass in = {.rs = p->rs, .level = t->binder, .err = p->err};
+  Pass in = {.rs = p->rs, .level = t->binder, .stop = p->stop, .err = p->err};
   in.ct = g_hash_table_new(NULL, NULL);
   in.summed = g_hash_table_new(NULL, NULL);
   in.tiled = g_hash_table_new(NULL, NULL);
@@ -184,6 +185,8 @@ static gboolean region(Pass *p, const Term *t, const Term *dt) {
 }
 
 static gboolean node(Pass *p, const Term *t, const Term *dt) {
+  if (p->stop && g_hash_table_contains(p->stop, t))
+    return TRUE;
   switch (t->kind) {
   case TM_OP:
     for (int i = 0; i < t->nargs; i++) {
@@ -243,13 +246,13 @@ static gboolean run_pass(Pass *p, int n, const Term *const *roots,
 
 gboolean grad_backward(const RuleSet *rs, int n, const Term *const *ys,
                        const Term *const *dys, int nargs, const Term **out,
-                       Diag *err) {
+                       GHashTable *stop, Diag *err) {
   for (int i = 0; i < n; i++)
     if (!term_is_closed(ys[i]) || (dys[i] && dys[i]->type != ys[i]->type)) {
       diag_reason(err, "grad: result %d and its cotangent do not match", i);
       return FALSE;
     }
-  Pass p = {.rs = rs, .level = -1, .err = err};
+  Pass p = {.rs = rs, .level = -1, .stop = stop, .err = err};
   p.ct = g_hash_table_new(NULL, NULL);
   p.summed = g_hash_table_new(NULL, NULL);
   p.tiled = g_hash_table_new(NULL, NULL);

@@ -51,7 +51,15 @@ static const Term *copy_of(Remat *r, const Term *t) {
   const Term *done = g_hash_table_lookup(r->copies, t);
   if (done)
     return done;
-  const Term *c = term_map_args(t, copy_operand, r, r->why);
+  const Term *c;
+  const Term *x = t->kind == TM_SLICE ? t->args[0] : NULL;
+  if (x && term_is_closed(x) && !g_hash_table_contains(r->chosen, x))
+    /* a part of a kept value is kept apart as the part, not through a
+     * copy of the whole: ZeRO-3's weight is read in its parts again, so
+     * each device still stores its own part only */
+    c = term_op(OP_CONVERT, 1, &t, attrs_empty(), t->type, r->why);
+  else
+    c = term_map_args(t, copy_operand, r, r->why);
   if (!c) { /* a constant or an iota (no operand) is its own copy */
     r->failed = TRUE;
     c = t;

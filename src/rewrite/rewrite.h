@@ -277,10 +277,11 @@ gboolean vjp_builtin_known(const char *kind, Op op, Diag *why);
  * 'ys', the cotangent of each of the function's 'nargs' arguments
  * (out[i], of argument i's type; NULL when none reaches it).  Works on
  * partitioned terms too: tiles, slices and sums have their own rules.
- * FALSE + 'err' when an operator has no vjp. */
+ * The values in 'stop' (NULL: none) pass no cotangent on, as JAX's
+ * stop_gradient.  FALSE + 'err' when an operator has no vjp. */
 gboolean grad_backward(const RuleSet *rs, int n, const Term *const *ys,
                        const Term *const *dys, int nargs, const Term **out,
-                       Diag *err);
+                       GHashTable *stop, Diag *err);
 
 /* ---------------------------------------------------------------- train.c */
 

@@ -20,6 +20,7 @@
 typedef struct Builder {
   Diag *err;
   gboolean failed;
+  GHashTable *stop; /* values the backward pass does not go through */
 } Builder;
 
 static const Term *check(Builder *b, const Term *t) {
@@ -102,7 +103,11 @@ static const Term *mse(Builder *b, const Term *p, const Term *y) {
 /* softmax cross-entropy over the last dimension (the classes), the
  * target a probability per class, averaged over the rest:
  * -mean(sum(y * log_softmax(p))) with log_softmax = s - log(sum(exp(s))),
- * s = p - max(p) */
+ * s = p - max(p).  The loss does not depend on the max, which is there
+ * for range only: its cotangent is zero, and it is not differentiated
+ * (JAX's logsumexp stops its gradient too).  So a prediction split over
+ * its classes (Megatron's last layer) is not gathered for the backward
+ * pass of a max. */
 static const Term *xent(Builder *b, const Term *p, const Term *y) {
   int last = p->type->rank - 1;
   const Term *mx = NULL;
@@ -114,6 +119,8 @@ static const Term *xent(Builder *b, const Term *p, const Term *y) {
     mx = check(b, term_op(OP_REDUCE_MAX, 1, &p,
                           attrs_build(1, (const char *[]){"dims"}, &a),
                           type_tensor(p->type->dtype, last, kept), b->err));
+    if (mx)
+      g_hash_table_add(b->stop, (gpointer)mx);
   }
   const Term *s = bin(b, OP_SUB, p, widen(b, mx, p->type));
   const Term *lse = un(b, OP_LOG, sum_dims(b, un(b, OP_EXP, s), last, 1));
@@ -239,6 +246,14 @@ static gboolean check_options(const TrainOptions *o, const Func *f, Diag *err) {
 #define ADAM_B2 0.999
 #define ADAM_EPS 1e-8
 
+/* Result 't', the new value of argument 'of' (NULL: of none). */
+static void add_result(GPtrArray *results, GArray *updates, const Term *t,
+                       const Term *of) {
+  int a = of ? of->index : -1;
+  g_ptr_array_add(results, (gpointer)t);
+  g_array_append_val(updates, a);
+}
+
 typedef struct Update {
   const Term *p, *g;        /* the parameter and its gradient */
   const Term *m, *v;        /* its optimizer state, or NULL */
@@ -318,7 +333,8 @@ Module *grad_train_step(const RuleSet *rs, const Func *f, GHashTable *names,
       args[i] = arg(&sig, f->arg_names[i], f->arg_types[i]);
   const Term *target = o->loss != LOSS_SUM ? arg(&sig, "target", pred_t) : NULL;
 
-  Builder b = {err, FALSE};
+  g_autoptr(GHashTable) stop = g_hash_table_new(NULL, NULL);
+  Builder b = {err, FALSE, stop};
   g_autoptr(GHashTable) memo = g_hash_table_new(NULL, NULL);
   const Term *pred = remap(f->body->args[0], args, memo, err);
   b.failed = !pred;
@@ -332,7 +348,7 @@ Module *grad_train_step(const RuleSet *rs, const Func *f, GHashTable *names,
   const Term *one = splat(&b, 1.0, scalar_of(pred_t));
   int nargs = (int)sig.types->len;
   g_autofree const Term **grads = g_new0(const Term *, (gsize)nargs);
-  if (!b.failed && !grad_backward(rs, 1, &loss, &one, nargs, grads, err))
+  if (!b.failed && !grad_backward(rs, 1, &loss, &one, nargs, grads, stop, err))
     b.failed = TRUE;
   const Term *step2 =
       step ? bin(&b, OP_ADD, step, splat(&b, 1, step->type)) : NULL;
@@ -345,18 +361,20 @@ Module *grad_train_step(const RuleSet *rs, const Func *f, GHashTable *names,
     g_ptr_array_free(sig.types, TRUE);
     return NULL;
   }
+  /* the new values, each with the argument it updates */
   GPtrArray *results = g_ptr_array_new();
+  g_autoptr(GArray) updates = g_array_new(FALSE, FALSE, sizeof(int));
   for (int k = 0; k < nparams; k++)
-    g_ptr_array_add(results, (gpointer)u[k].p2);
+    add_result(results, updates, u[k].p2, u[k].p);
   for (int k = 0; k < nparams; k++)
     if (u[k].m2)
-      g_ptr_array_add(results, (gpointer)u[k].m2);
+      add_result(results, updates, u[k].m2, u[k].m);
   for (int k = 0; k < nparams; k++)
     if (u[k].v2)
-      g_ptr_array_add(results, (gpointer)u[k].v2);
+      add_result(results, updates, u[k].v2, u[k].v);
   if (step2)
-    g_ptr_array_add(results, (gpointer)step2);
-  g_ptr_array_add(results, (gpointer)loss);
+    add_result(results, updates, step2, step);
+  add_result(results, updates, loss, NULL);
 
   Module *m = module_new();
   Func *tf = g_new0(Func, 1);
@@ -370,6 +388,7 @@ Module *grad_train_step(const RuleSet *rs, const Func *f, GHashTable *names,
   for (guint i = 0; i < results->len; i++)
     tf->result_types[i] = ((const Term *)results->pdata[i])->type;
   tf->body = term_tuple((int)results->len, (const Term *const *)results->pdata);
+  tf->result_updates = (int *)g_array_free(g_steal_pointer(&updates), FALSE);
   tf->loc = f->loc;
   g_ptr_array_free(results, TRUE);
   g_ptr_array_add(m->funcs, tf);

@@ -125,11 +125,9 @@ static AttrValue axes_value(const char *const *axes, int n) {
   return v;
 }
 
-/* op(x) {axes, size, dim / split_dim, concat_dim[, length]}: 'length'
- * (when not 0) is the size an all_gather keeps of the padded chunks. */
-static const Term *collective_length(Lower *lw, Op op, const Term *x,
-                                     const char *const *axes, int naxes,
-                                     int dim, int dim2, int64_t length) {
+const Term *spmd_collective(const Mesh *mesh, Op op, const Term *x,
+                            const char *const *axes, int naxes, int dim,
+                            int dim2, int64_t length, Diag *err) {
   static const char *axes_key, *size_key, *split_key, *concat_key, *dim_key,
       *length_key;
   if (!axes_key) { /* interned once: g_intern_string takes a lock */
@@ -145,7 +143,7 @@ static const Term *collective_length(Lower *lw, Op op, const Term *x,
   int n = 0;
   int64_t size = 1;
   for (int i = 0; i < naxes; i++)
-    size *= mesh_axis_size(lw->mesh, axes[i]);
+    size *= mesh_axis_size(mesh, axes[i]);
   keys[n] = axes_key;
   vals[n++] = axes_value(axes, naxes);
   keys[n] = size_key;
@@ -163,8 +161,15 @@ static const Term *collective_length(Lower *lw, Op op, const Term *x,
     keys[n] = length_key;
     vals[n++] = (AttrValue){.kind = AV_INT, .i = length};
   }
+  return term_op(op, 1, &x, attrs_intern(n, keys, vals), NULL, err);
+}
+
+static const Term *collective_length(Lower *lw, Op op, const Term *x,
+                                     const char *const *axes, int naxes,
+                                     int dim, int dim2, int64_t length) {
   g_autoptr(Diag) err = diag_new(NULL);
-  const Term *t = term_op(op, 1, &x, attrs_intern(n, keys, vals), NULL, err);
+  const Term *t =
+      spmd_collective(lw->mesh, op, x, axes, naxes, dim, dim2, length, err);
   if (!t)
     fail(lw, "lowering made an ill-typed %s: %s", op_name(op), diag_text(err));
   return t;
@@ -674,6 +679,9 @@ static Func *lower_func(const RuleSet *rs, const Module *m, const Func *g,
       g_memdup2(g->arg_types, sizeof(Type *) * (gsize)MAX(g->nargs, 1));
   f->nresults = g->nresults;
   f->result_types = g_new(const Type *, (gsize)MAX(g->nresults, 1));
+  if (g->result_updates)
+    f->result_updates =
+        g_memdup2(g->result_updates, sizeof(int) * (gsize)MAX(g->nresults, 1));
   f->spmd = g_new0(SpmdInfo, 1);
   f->spmd->mesh = *mesh;
   f->spmd->arg_dists = g_new0(Dist, (gsize)MAX(g->nargs, 1));

@@ -232,6 +232,71 @@ static const Term *shard_inputs(const Term *body, Func *f, Dist *dists,
   return body;
 }
 
+/* Whether 'a' splits dimension 'd' over the axes 'b' splits it over. */
+static gboolean same_split(const Dist *a, const Dist *b, int d) {
+  if (a->naxes[d] != b->naxes[d])
+    return FALSE;
+  for (int k = 0; k < a->naxes[d]; k++)
+    if (a->axes[d][k] != b->axes[d][k])
+      return FALSE;
+  return TRUE;
+}
+
+/* Local result 'r', laid out as 'got', in layout 'want' instead: the
+ * dimensions 'got' splits otherwise gathered, then cut as 'want' cuts
+ * them (outer axis first, as lowering cuts them).  NULL to leave it as
+ * it is: an uneven split (its padding is the lowering's to place), or a
+ * collective that does not type. */
+static const Term *relayout(const Mesh *mesh, const Term *r, const Dist *got,
+                            const Dist *want) {
+  for (int d = 0; d < got->rank; d++)
+    if (got->global[d] || want->global[d])
+      return NULL;
+  g_autoptr(Diag) err = diag_new(NULL);
+  Dist now = *got;
+  for (int d = 0; d < got->rank && r; d++)
+    if (now.naxes[d] && !same_split(&now, want, d)) {
+      r = spmd_collective(mesh, OP_ALL_GATHER, r, now.axes[d], now.naxes[d], d,
+                          0, 0, err);
+      now.naxes[d] = 0;
+    }
+  for (int d = 0; d < got->rank && r; d++)
+    for (int k = 0; !now.naxes[d] && k < want->naxes[d] && r; k++)
+      r = spmd_collective(mesh, OP_SHARD, r, &want->axes[d][k], 1, d, 0, 0,
+                          err);
+  return r;
+}
+
+/* Each result that updates an argument in the argument's layout (what
+ * shard_inputs gave it); whether any changed. */
+static gboolean results_as_updated(Func *f) {
+  if (!f->result_updates)
+    return FALSE;
+  const SpmdInfo *sp = f->spmd;
+  const Term **results = g_newa(const Term *, (gsize)MAX(f->nresults, 1));
+  gboolean changed = FALSE;
+  for (int i = 0; i < f->nresults; i++) {
+    results[i] = f->body->args[i];
+    int k = f->result_updates[i];
+    const Dist *want = k >= 0 ? &sp->arg_dists[k] : NULL;
+    Dist *got = &sp->result_dists[i];
+    if (!want || want->npartial || got->npartial)
+      continue;
+    gboolean same = TRUE;
+    for (int d = 0; d < got->rank; d++)
+      same &= same_split(got, want, d);
+    const Term *r = same ? NULL : relayout(&sp->mesh, results[i], got, want);
+    if (!r)
+      continue;
+    results[i] = r;
+    *got = *want;
+    changed = TRUE;
+  }
+  if (changed)
+    f->body = term_tuple(f->nresults, results);
+  return changed;
+}
+
 /* spmd_fuse, with the results 'memo' holds when given (then without
  * names). */
 static gboolean fuse_func(const RuleSet *rs, Func *f, Module *names,
@@ -239,6 +304,7 @@ static gboolean fuse_func(const RuleSet *rs, Func *f, Module *names,
   g_assert(f->spmd);
   GHashTable *table = names ? names->names : NULL;
   const Term *body = f->body;
+again:
   for (gboolean changed = TRUE; changed;) { /* a chunk built may fuse */
     body = memo ? rw_fixpoint_memo(rs, body, memo->fixpoint, why)
                 : rw_fixpoint(rs, body, RULE_TAG_SPMD, table, NULL, why);
@@ -257,6 +323,12 @@ static gboolean fuse_func(const RuleSet *rs, Func *f, Module *names,
   g_hash_table_unref(rg.memo);
   diag_free(rg.err);
   f->body = shard_inputs(body, f, f->spmd->arg_dists, table, memo);
+  /* the collectives a result's layout adds may fuse (shard(all_gather)
+   * on another dimension is an all_to_all); the arguments' layouts stay */
+  if (results_as_updated(f)) {
+    body = f->body;
+    goto again;
+  }
   for (int i = 0; i < f->nresults; i++)
     f->result_types[i] = f->body->args[i]->type;
   return TRUE;

@@ -70,6 +70,14 @@ gboolean spmd_memo_fits(const SpmdMemo *m, const RuleSet *rs, const Mesh *mesh);
 /* Empties 'm' when the store has been collected since it was filled. */
 void spmd_memo_check(SpmdMemo *m);
 
+/* op(x) {axes, size, dim / split_dim, concat_dim[, length]}, a
+ * collective over 'axes' of 'mesh': 'length' (when not 0) is the size an
+ * all_gather keeps of padded chunks.  NULL with the reason in 'err' when
+ * it is ill-typed. */
+const Term *spmd_collective(const Mesh *mesh, Op op, const Term *x,
+                            const char *const *axes, int naxes, int dim,
+                            int dim2, int64_t length, Diag *err);
+
 /* spmd_lower for 'memo's rule set and mesh, without names, with the
  * lowerings of the closed values 'memo' holds and adding the new ones. */
 Func *spmd_lower_memo(const Func *g, SpmdMemo *memo, Diag *why);
@@ -80,9 +88,10 @@ gboolean spmd_fuse_memo(Func *f, SpmdMemo *memo, Diag *why);
 
 /* Fuses the redistributions of lowered program 'f' in place: the [spmd]
  * rules of 'rs' to a fixed point, then arguments used only through one
- * 'shard' are received sharded.  Rebuilt values keep their names in
- * 'names' (may be NULL).  FALSE with the reason in 'why', and 'f'
- * unchanged, when the [spmd] rules loop. */
+ * 'shard' are received sharded, and a result that updates an argument
+ * (Func.result_updates) is returned in the argument's layout.  Rebuilt values
+ * keep their names in 'names' (may be NULL).  FALSE with the reason in 'why',
+ * and 'f' unchanged, when the [spmd] rules loop. */
 gboolean spmd_fuse(const RuleSet *rs, Func *f, Module *names, Diag *why);
 
 /* --------------------------------------------------------------- narrow.c */
