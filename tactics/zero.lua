@@ -20,6 +20,13 @@
 --                  of every parameter, from its part of the gradient (a
 --                  reduce_scatter), and the new parameters are gathered
 --                  whole (an all_gather)
+--          reshard "yes" (the default on a training step, stage 3): each
+--                  parameter is gathered again where the backward pass
+--                  reads it, instead of kept whole between the passes
+--                  (FSDP's reshard_after_forward, DeepSpeed ZeRO-3's
+--                  release after use): one all_gather per parameter in
+--                  each pass, and less memory at the peak; "no": one
+--                  gather serves both passes
 --          lift    "yes": where the cost model prices it faster, use a
 --                  part in place and move the activations instead of
 --                  gathering it (below); "no" (the default): gather
@@ -72,6 +79,9 @@ return function(s, mesh, opts)
     error(string.format("zero: lift=%s: expected yes or no", opts.lift), 0)
   end
   local lift_parts = opts.lift == "yes"
+  if opts.reshard and opts.reshard ~= "yes" and opts.reshard ~= "no" then
+    error(string.format("zero: reshard=%s: expected yes or no", opts.reshard), 0)
+  end
   local inputs = {}
   for _, a in ipairs(C.inputs(s, opts)) do
     inputs[a.name] = true
@@ -249,6 +259,35 @@ return function(s, mesh, opts)
   end
   -- one script: the engine splits all the parameters in one pass
   s = s:exec(table.concat(script, "; "))
+  -- On a training step (its results update arguments), ZeRO-3 gathers
+  -- each parameter again for the backward pass: the tiles that gather a
+  -- part of an argument over 'axis' are rematerialized (docs/grad.md).
+  local training = false
+  for _, r in ipairs(s:results()) do
+    training = training or r.updates ~= nil
+  end
+  if stage == 3 and training and opts.reshard ~= "no" and not lift_parts then
+    local is_arg, part_of = {}, {}
+    for _, a in ipairs(s:args()) do
+      is_arg[a.name] = true
+    end
+    local gathered, all = {}, s:values()
+    for _, v in ipairs(all) do
+      if v.kind == "slice" and is_arg[v.operands[1]] then
+        part_of[v.name] = true
+      end
+    end
+    -- (a region is listed before its body)
+    for _, v in ipairs(all) do
+      if v.kind == "tile" and v.axis == axis and #v.around == 0 and
+          part_of[v.yield] and not v.result then
+        gathered[#gathered + 1] = "%" .. v.name
+      end
+    end
+    if #gathered > 0 then
+      s = s:exec("remat " .. table.concat(gathered, " "))
+    end
+  end
   -- each part gathered, or in place ('lift --cheaper' keeps the lift
   -- only where the cost model prices it faster; docs/spmd.md, "ZeRO: the
   -- weight or the activations")

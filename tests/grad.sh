@@ -25,10 +25,13 @@
 #     the batch (2048 B, 3) and over batch the 4 gradients of each
 #     device's Megatron chunk (64x32: 8192 B) and the loss.
 #   ZeRO-3 / FSDP (examples/fsdp.lua, batch=2): each weight stored split,
-#     gathered once (one all_gather of 16384 B, half sent: the gathered
-#     weight serves the forward and the backward pass); each device
-#     keeps its half of each gradient (4 reduce_scatters) and updates its
-#     half; the loss's all_reduce.
+#     gathered for the forward pass (an all_gather of 16384 B, half
+#     sent) and again where the backward pass reads it: w1, w2 and w3
+#     (dx of a block's input needs its weight); w0 is read by the forward
+#     pass only, since x's gradient is not computed: 4 + 3 all_gathers.
+#     Each device keeps its half of each gradient (4 reduce_scatters)
+#     and updates its half; the loss's all_reduce.  With reshard=no, one
+#     gather serves both passes: 4 all_gathers.
 #   ZeRO-2 (--set stage=2) on the momentum step: the weights whole, the
 #     momentum stored split; the 4 gradients reduce-scattered, each
 #     device updating its half of each weight (4 shards, no bytes: each
@@ -261,7 +264,7 @@ strategy batch-megatron "$tmp/sgd.pir" batch=2,model=2 \
   "$tactics/batch-megatron.lua" "all_reduce batch 5 32772
 all_reduce model 3 6144"
 strategy zero3 "$tmp/sgd.pir" batch=2 "$top/examples/fsdp.lua" \
-  "all_gather batch 4 32768
+  "all_gather batch 7 57344
 all_reduce batch 1 4
 reduce_scatter batch 4 32768"
 strategy zero2 "$tmp/mom.pir" batch=2 "$top/examples/fsdp.lua" \
@@ -353,21 +356,29 @@ else
     grep -q 'is not an operator or a region of the forward pass' "$tmp/out"
 fi
 
-# ZeRO-3 with the gathered weights rematerialized: each weight gathered
-# again for the backward pass, as DeepSpeed's ZeRO-3 does, where the
-# backward reads it: w1, w2 and w3 (dx of a block's input needs its
-# weight); w0 is read by the forward pass only (x's gradient is not
-# computed).  4 + 3 all_gathers of 8192 B each.
-gathered=$(awk '/= partir.tile 0 .*@"batch"/ && !/_new/ { print $1 }' \
-  "$tmp/zero3.pir" | head -4 | tr '\n' ' ')
-"$PARTIR" rewrite "$tmp/zero3.pir" --do "remat $gathered" -o "$tmp/z3r.pir"
-printf 'all_gather batch 7 57344\nall_reduce batch 1 4\nreduce_scatter batch 4 32768\n' \
-  >"$tmp/want"
-collectives "$tmp/z3r.pir" batch=2 | grep -v '^shard' >"$tmp/got"
-check "ZeRO-3, the weights rematerialized ($gathered): gathered again for the backward pass" \
-  cmp -s "$tmp/want" "$tmp/got"
-check "ZeRO-3 rematerialized: simulated on batch=2" \
-  quiet "$PARTIR" lower "$tmp/z3r.pir" --mesh batch=2 --simulate --seed 4
+# ZeRO-3 keeping the gathered weights between the passes (reshard=no):
+# one all_gather each, and more memory at the peak than regathering
+expect_strategy zero3-kept "$tmp/sgd.pir" batch=2 "$top/examples/fsdp.lua" \
+  "all_gather batch 4 32768
+all_reduce batch 1 4
+reduce_scatter batch 4 32768" --set inputs=x,target --set reshard=no
+kept=$(peak "$tmp/zero3-kept.pir") resharded=$(peak "$tmp/zero3.pir")
+check "peak memory: ZeRO-3 regathering ($resharded B) below keeping the gathered weights ($kept B)" \
+  test "$resharded" -lt "$kept"
+
+# remat lowers the modelled peak where activations dominate it (batch
+# 256: each [256, 64] f32 activation is 65536 B, four times a weight):
+# at the forward pass's end a0 and a1 are no longer kept for the
+# backward pass, at least one activation less at the peak
+lua5.4 "$top/examples/models/mlp.lua" --layers 4 --batch 256 --width 64 \
+  >"$tmp/mlp256.pir"
+"$PARTIR" grad "$tmp/mlp256.pir" --loss mse -o "$tmp/s256.pir"
+"$PARTIR" rewrite "$tmp/s256.pir" --do 'remat %h0 %a0 %h1 %a1 %h2' \
+  -o "$tmp/r256.pir"
+onedev() { "$PARTIR" cost "$1" | awk '$1 == "peak" && $2 == "memory" { print $3 }'; }
+p0=$(onedev "$tmp/s256.pir") p1=$(onedev "$tmp/r256.pir")
+check "remat: the modelled peak falls by an activation or more ($p0 -> $p1 B)" \
+  test $((p0 - p1)) -ge 65536
 
 # examples/train_mlp.lua: 20 steps of the loop, partitioned on 2x2
 # devices and on one: it fails unless the loss falls and both agree

@@ -492,9 +492,17 @@ static int l_results(lua_State *L) {
   lua_pop(L, 1);
   const Term *body = s->func.body;
   lua_createtable(L, body->nargs, 0);
-  for (int i = 0; i < body->nargs; i++)
+  const int *updates = s->func.result_updates;
+  for (int i = 0; i < body->nargs; i++) {
     push_named(L, g_hash_table_lookup(c.names, body->args[i]), i,
                body->args[i]->type);
+    if (updates && updates[i] >= 0) { /* the entry just set */
+      lua_rawgeti(L, -1, i + 1);
+      lua_pushstring(L, s->func.arg_names[updates[i]]);
+      lua_setfield(L, -2, "updates");
+      lua_pop(L, 1);
+    }
+  }
   g_hash_table_unref(c.names);
   g_hash_table_unref(c.yields);
   g_hash_table_unref(c.results);

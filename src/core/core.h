@@ -847,6 +847,11 @@ Schedule *schedule_new(const Module *m, const Func *f);
  * and its naming, once, as schedule_new names it. */
 Schedule *schedule_order(const Func *f);
 void schedule_name(Schedule *sc, const Module *m, const Func *f);
+/* schedule_order for less memory: the results from the last, each
+ * operator's operands the tallest first (schedule.c).  The cost model's
+ * liveness sweep follows it: the order a memory-aware compiler runs, not
+ * the order the printer shows. */
+Schedule *schedule_for_memory(const Func *f);
 void schedule_free(Schedule *sc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Schedule, schedule_free)
 /* Visits every value as the printer names it, in text order: arguments

@@ -39,6 +39,7 @@ typedef struct Namer {
   GHashTable *taken;    /* names already given in this function */
   int next_number;      /* fresh value names are tried from %N on */
   int next_binder;      /* fresh binder names are tried from %rN on */
+  gboolean by_memory;   /* schedule_for_memory's order */
 } Namer;
 
 static Region *region_new(const char *binder_user) {
@@ -66,6 +67,30 @@ static void region_free(Region *r) {
 }
 
 /* ------------------------------------------------------------- schedule */
+
+#define SCHED_MAX_OPERANDS 16
+
+/* The order the operands of 't' are scheduled in (the first 'n' of
+ * them, n returned; the rest follow in order): as written, or for
+ * memory the tallest first.  An operand's chain is then computed before
+ * the short ones, which are computed just before 't' uses them and live
+ * the less: a training step's rematerialized copy (a short chain from
+ * the arguments) where the backward pass reads it, not ahead of the
+ * forward pass (Sethi-Ullman's order, on heights). */
+static int operand_order(const Namer *pr, const Term *t, int *order) {
+  int n = MIN(t->nargs, SCHED_MAX_OPERANDS);
+  for (int i = 0; i < n; i++) {
+    int k = i;
+    /* insertion sort, stable: ties keep the written order */
+    while (pr->by_memory && k > 0 &&
+           t->args[order[k - 1]]->height < t->args[i]->height) {
+      order[k] = order[k - 1];
+      k--;
+    }
+    order[k] = i;
+  }
+  return n;
+}
 
 /* Returns the Named for 't' as seen at region depth 'depth', scheduling
  * its statement (and its operands') when needed. */
@@ -101,7 +126,11 @@ static Named *schedule_value(Namer *pr, int depth, const Term *t) {
   } else {
     s->nops = placed->nargs;
     s->ops = (Named **)(s + 1);
-    for (int i = 0; i < placed->nargs; i++)
+    int order[SCHED_MAX_OPERANDS];
+    int n = operand_order(pr, placed, order);
+    for (int k = 0; k < n; k++)
+      s->ops[order[k]] = schedule_value(pr, target, placed->args[order[k]]);
+    for (int i = n; i < placed->nargs; i++)
       s->ops[i] = schedule_value(pr, target, placed->args[i]);
   }
   g_ptr_array_add(r->stmts, s);
@@ -228,8 +257,8 @@ static int number_region(Region *r, int next) {
   return next;
 }
 
-Schedule *schedule_order(const Func *f) {
-  Namer pr = {0};
+static Schedule *schedule_by(const Func *f, gboolean by_memory) {
+  Namer pr = {.by_memory = by_memory};
   Schedule *sc = g_new0(Schedule, 1);
   sc->nargs = f->nargs;
   pr.args = sc->args = g_new0(Named, (gsize)MAX(f->nargs, 1));
@@ -237,11 +266,20 @@ Schedule *schedule_order(const Func *f) {
     sc->args[i].index = i;
   sc->top = pr.open[0] = region_new(NULL);
   sc->results = g_new(Named *, (gsize)MAX(f->nresults, 1));
-  for (int i = 0; i < f->nresults; i++)
+  /* for memory, the last result first: a training step's loss (its
+   * forward pass), then the updates from the last layer's back, each
+   * computed as soon as its gradient is, not all after the pass */
+  for (int k = 0; k < f->nresults; k++) {
+    int i = by_memory ? f->nresults - 1 - k : k;
     sc->results[i] = schedule_value(&pr, 0, f->body->args[i]);
+  }
   sc->nvalues = number_region(sc->top, f->nargs);
   return sc;
 }
+
+Schedule *schedule_order(const Func *f) { return schedule_by(f, FALSE); }
+
+Schedule *schedule_for_memory(const Func *f) { return schedule_by(f, TRUE); }
 
 void schedule_name(Schedule *sc, const Module *m, const Func *f) {
   g_assert(sc->nargs == 0 || !sc->args[0].name); /* named once */

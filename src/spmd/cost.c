@@ -7,14 +7,15 @@
  * (a tile over range<n,w> runs its body n/w times); its collectives move
  * data between the devices of the mesh axes named in their 'axes'.
  *
- * The walk follows the printer's schedule (schedule_walk): statements in
- * text order, each distinct value once per instance of the region it is
- * placed in, loop-invariant values hoisted out — the evaluation order and
- * sharing of the reference interpreter.  The walk reconstructs the region
- * structure from that order: a tile/sum statement opens its region, whose
- * statements follow it, and the region closes after its yield (the last
- * statement placed in it; a region whose body uses no value of its own is
- * empty).  From the walk come
+ * The walk follows the schedule for memory (schedule_for_memory: the
+ * printer's, with the tallest operand first and the last result first):
+ * each distinct value once per instance of the region it is placed in,
+ * loop-invariant values hoisted out — the sharing of the reference
+ * interpreter, in the order a memory-aware compiler would run it.  The walk
+ * reconstructs the region structure from that order: a tile/sum statement opens
+ * its region, whose statements follow it, and the region closes after its yield
+ * (the last statement placed in it; a region whose body uses no value of its
+ * own is empty).  From the walk come
  *
  *   FLOPs       op_flops of every statement times the iterations of the
  *               loops around it;
@@ -120,8 +121,9 @@ typedef struct Walk {
   Value *values; /* by SchedName.index: the arguments, then the statements */
   int nvalues;
   Open open[PARTIR_MAX_REGIONS + 2];
-  int depth; /* innermost open region */
-  int npos;  /* statements walked */
+  int depth;             /* innermost open region */
+  int npos;              /* statements walked */
+  const Term *peak_term; /* the value computed at the peak, or NULL */
 } Walk;
 
 static Value *value_at(Walk *w, int i) { return &w->values[i]; }
@@ -367,8 +369,22 @@ static void sweep(Walk *w) {
   }
   w->out->peak_bytes = peak;
   for (int i = 0; at >= 0 && i < w->nvalues; i++)
-    if (value_at(w, i)->pos == at) /* NULL when not named */
-      w->out->peak_at = g_strdup(value_at(w, i)->name->name);
+    if (value_at(w, i)->pos == at)
+      w->peak_term = value_at(w, i)->t;
+}
+
+/* The name the printer gives term 't' in region 'r' or a region in it
+ * (NULL: none). */
+static const char *printed_name(const SchedRegion *r, const Term *t) {
+  for (guint k = 0; k < r->stmts->len; k++) {
+    const SchedStmt *st = g_ptr_array_index(r->stmts, k);
+    if (st->t == t)
+      return st->n.name;
+    const char *in = st->child ? printed_name(st->child, t) : NULL;
+    if (in)
+      return in;
+  }
+  return NULL;
 }
 
 void cost_report_clear(CostReport *r) {
@@ -399,9 +415,7 @@ static gboolean estimate(const Module *m, gboolean named, const Func *f,
   out->ndevices = mesh_devices(f->spmd ? &f->spmd->mesh : NULL);
 
   /* kernels are priced when the description models them */
-  g_autoptr(Schedule) sc = schedule_order(f);
-  if (named)
-    schedule_name(sc, m, f);
+  g_autoptr(Schedule) sc = schedule_for_memory(f);
   g_autoptr(Fusion) fusion = NULL;
   g_autoptr(GHashTable) reads = NULL;
   if (hw->mem_bw > 0 || hw->kernel_overhead > 0) {
@@ -420,6 +434,10 @@ static gboolean estimate(const Module *m, gboolean named, const Func *f,
   for (int i = 0; i < f->nresults; i++) /* results live to the end */
     use(&w, f->body->args[i], sc->results[i], 0, w.npos);
   sweep(&w);
+  if (named && w.peak_term) { /* as the printed program names it */
+    g_autoptr(Schedule) printed = schedule_new(m, f);
+    out->peak_at = g_strdup(printed_name(printed->top, w.peak_term));
+  }
 
   g_array_unref(w.open[0].crossing);
   g_free(w.values);
