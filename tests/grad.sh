@@ -229,6 +229,36 @@ else
     grep -q "error: results 0 and 1 both update '%w1'" "$tmp/out"
 fi
 
+# jit's donated arguments are StableHLO's 'tf.aliasing_output = N' (as
+# jax.jit(step, donate_argnums=0).lower(...).as_text() writes them): read
+# as '{updates}', and written back so by 'partir export'
+cat >"$tmp/donated.mlir" <<'EOF'
+module @jit_step {
+  func.func public @main(%arg0: tensor<4x4xf32> {tf.aliasing_output = 0 : i32}, %arg1: tensor<2x4xf32>) -> (tensor<4x4xf32> {jax.result_info = "result[0]"}, tensor<f32> {jax.result_info = "result[1]"}) {
+    %0 = stablehlo.dot_general %arg1, %arg0, contracting_dims = [1] x [0] : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    %1 = stablehlo.transpose %0, dims = [1, 0] : (tensor<2x4xf32>) -> tensor<4x2xf32>
+    %2 = stablehlo.dot_general %1, %arg1, contracting_dims = [1] x [0] : (tensor<4x2xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
+    %3 = stablehlo.subtract %arg0, %2 : tensor<4x4xf32>
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %4 = stablehlo.reduce(%arg1 init: %cst) applies stablehlo.add across dimensions = [0, 1] : (tensor<2x4xf32>, tensor<f32>) -> tensor<f32>
+    return %3, %4 : tensor<4x4xf32>, tensor<f32>
+  }
+}
+EOF
+"$PARTIR" import "$tmp/donated.mlir" -o "$tmp/donated.pir"
+check "import: a donated argument (tf.aliasing_output) is what its result updates" \
+  grep -q -- '-> (tensor<4x4xf32> {updates = %arg0}, tensor<f32>)' "$tmp/donated.pir"
+"$PARTIR" export "$tmp/donated.pir" --mesh batch=2 -o "$tmp/donated2.mlir"
+check "export: a result's {updates} is its argument's tf.aliasing_output" \
+  grep -q '%arg0: tensor<4x4xf32> {tf.aliasing_output = 0 : i32, ' "$tmp/donated2.mlir"
+sed 's/tf.aliasing_output = 0/tf.aliasing_output = 1/' "$tmp/donated.mlir" >"$tmp/bad.mlir"
+if "$PARTIR" import "$tmp/bad.mlir" >"$tmp/out" 2>&1; then
+  not_ok "import refuses an aliased result of another type"
+else
+  check "import refuses an aliased result of another type, at its place" \
+    grep -q "bad.mlir:2:[0-9]*: error: 'tf.aliasing_output' of argument 0 names no result of its type" "$tmp/out"
+fi
+
 # ------------------------------------------ optimizers and losses
 
 # momentum and adam carry their state; xent takes a target distribution

@@ -828,6 +828,37 @@ static void note_attrs(Lower *lw, HloNoteSite site, int index,
   g_ptr_array_add(lw->notes, n);
 }
 
+/* An argument's 'tf.aliasing_output = N' (jit's donated argument whose
+ * buffer result N reuses: a training step's parameter and its update)
+ * is what partir writes '{updates = %arg}' on result N. */
+static void read_aliasing(Lower *lw, const HloFunc *fn, Func *out) {
+  for (guint i = 0; i < fn->args->len && !lw->failed; i++) {
+    const HloArg *a = g_ptr_array_index(fn->args, i);
+    const HloAttr *n =
+        a->attrs ? hlo_dict_get(a->attrs, "tf.aliasing_output") : NULL;
+    if (!n)
+      continue;
+    if (n->kind != HA_INT || n->i < 0 || n->i >= out->nresults ||
+        out->result_types[n->i] != out->arg_types[i]) {
+      lfail(lw, n->loc,
+            "'tf.aliasing_output' of argument %u names no result of its "
+            "type",
+            i);
+      return;
+    }
+    if (!out->result_updates) {
+      out->result_updates = g_new(int, (gsize)out->nresults);
+      for (int k = 0; k < out->nresults; k++)
+        out->result_updates[k] = -1;
+    }
+    if (out->result_updates[n->i] >= 0) {
+      lfail(lw, n->loc, "two arguments alias result %" G_GINT64_FORMAT, n->i);
+      return;
+    }
+    out->result_updates[n->i] = (int)i;
+  }
+}
+
 /* sdy.sharding_constraint, sdy.reshard: the value, its sharding noted. */
 static gboolean lower_sharding(Lower *lw, const HloOp *op, Op pop,
                                const Term *const *x, int nx, GPtrArray *out) {
@@ -1394,6 +1425,8 @@ gboolean hlo_lower(const HloFile *f, HloLowered *res, Diag *diag) {
       else
         out->body =
             term_tuple(out->nresults, (const Term *const *)results->pdata);
+      if (!lw.failed)
+        read_aliasing(&lw, fn, out);
     }
   }
   g_hash_table_unref(lw.funcs);

@@ -869,26 +869,39 @@ typedef struct Annotate {
   const SpmdInfo *layouts; /* global programs: the lowering's layouts */
 } Annotate;
 
-/* The annotation of argument 'i' (or, 'result' set, result 'i'). */
+/* The annotation of argument 'i' (or, 'result' set, result 'i'); an
+ * argument that result 'alias' (>= 0) updates is donated to it, as jit
+ * writes a donated argument ('tf.aliasing_output', Func.result_updates). */
 static gboolean append_annotation(Emit *e, const Annotate *an, gboolean result,
-                                  int i) {
+                                  int i, int alias) {
+  g_string_append(e->out, " {");
+  if (alias >= 0)
+    g_string_append_printf(e->out, "tf.aliasing_output = %d : i32, ", alias);
   if (an->form == EXPORT_DEVICE) {
-    g_string_append(e->out, " {mhlo.sharding = \"{manual}\"}");
+    g_string_append(e->out, "mhlo.sharding = \"{manual}\"}");
     return TRUE;
   }
   const Dist *d =
       result ? &an->layouts->result_dists[i] : &an->layouts->arg_dists[i];
   if (an->form == EXPORT_SDY) {
-    g_string_append(e->out, " {sdy.sharding = ");
+    g_string_append(e->out, "sdy.sharding = ");
     sharding_sdy(e->out, d, "mesh");
     g_string_append_c(e->out, '}');
     return TRUE;
   }
-  g_string_append(e->out, " {mhlo.sharding = \"");
+  g_string_append(e->out, "mhlo.sharding = \"");
   if (!sharding_gspmd(e->out, d, &an->layouts->mesh))
     return efail(e, "a layout names an axis the mesh lacks");
   g_string_append(e->out, "\"}");
   return TRUE;
+}
+
+/* The result that updates argument 'i' of 'f', or -1. */
+static int result_updating(const Func *f, int i) {
+  for (int r = 0; f->result_updates && r < f->nresults; r++)
+    if (f->result_updates[r] == i)
+      return r;
+  return -1;
 }
 
 /* 'func.func public @main' of 'f' (names from 'm'), its body unrolled. */
@@ -903,14 +916,14 @@ static gboolean emit_func(Emit *e, const Module *m, const Func *f,
         fresh(e, ssa_name_ok(f->arg_names[i]) ? f->arg_names[i] : arg, type);
     g_hash_table_insert(e->bound, &sc->args[i], (gpointer)name);
     g_string_append_printf(e->out, "%s%%%s: %s", i ? ", " : "", name, type);
-    if (!append_annotation(e, an, FALSE, i))
+    if (!append_annotation(e, an, FALSE, i, result_updating(f, i)))
       return FALSE;
   }
   g_string_append(e->out, ") -> (");
   for (int i = 0; i < f->nresults; i++) {
     g_string_append_printf(e->out, "%s%s", i ? ", " : "",
                            type_text(f->result_types[i]));
-    if (!append_annotation(e, an, TRUE, i))
+    if (!append_annotation(e, an, TRUE, i, -1))
       return FALSE;
   }
   g_string_append(e->out, ") {\n");
