@@ -121,9 +121,11 @@ typedef struct Walk {
   Value *values; /* by SchedName.index: the arguments, then the statements */
   int nvalues;
   Open open[PARTIR_MAX_REGIONS + 2];
-  int depth;             /* innermost open region */
-  int npos;              /* statements walked */
+  int depth; /* innermost open region */
+  int npos;  /* statements walked */
+  int nargs;
   const Term *peak_term; /* the value computed at the peak, or NULL */
+  gboolean *donated;     /* per argument: a result reuses its buffer */
 } Walk;
 
 static Value *value_at(Walk *w, int i) { return &w->values[i]; }
@@ -144,6 +146,15 @@ static void open_region(Walk *w, int stmt, double mult) {
  * region it is placed in). */
 static void use(Walk *w, const Term *u, const SchedName *n, int depth,
                 int pos) {
+  if (u->kind == TM_ARG && w->donated && w->donated[u->index]) {
+    /* a donated argument lives to its last use, then its buffer is its
+     * update's (a loop it is used in keeps it to the loop's end) */
+    Value *v = value_at(w, n->index);
+    v->last = MAX(v->last, pos);
+    if (depth > 0)
+      g_array_append_val(w->open[1].crossing, n->index);
+    return;
+  }
   if (u->kind == TM_BVAR || u->kind == TM_ARG) /* ranges; args live always */
     return;
   int target = term_home(u);
@@ -351,8 +362,15 @@ static void sweep(Walk *w) {
   g_autofree double *delta = g_new0(double, (gsize)n + 1);
   for (int i = 0; i < w->nvalues; i++) {
     Value *v = value_at(w, i);
-    if (v->pos < 0) {
+    if (v->pos < 0 && !(w->donated && i < w->nargs && w->donated[i])) {
       base += v->bytes;
+      continue;
+    }
+    if (v->pos < 0) { /* donated: from the start to its last use */
+      if (v->last >= 0) {
+        delta[0] += v->bytes;
+        delta[MIN(v->last, n - 1) + 1] -= v->bytes;
+      }
       continue;
     }
     delta[v->pos] += v->bytes;
@@ -404,6 +422,24 @@ static int compare_comms(gconstpointer pa, gconstpointer pb) {
   return a->size < b->size ? -1 : a->size > b->size;
 }
 
+/* Per argument, whether a result updates it in place (Func.
+ * result_updates, of the same local size: lowering gives the update its
+ * argument's layout): XLA reuses a donated argument's buffer for its
+ * update, so the two are not live at once unless the update is computed
+ * before the argument's last use.  NULL: none. */
+static gboolean *donations(const Func *f) {
+  if (!f->result_updates)
+    return NULL;
+  gboolean *d = g_new0(gboolean, (gsize)MAX(f->nargs, 1));
+  for (int r = 0; r < f->nresults; r++) {
+    int k = f->result_updates[r];
+    if (k >= 0 && k < f->nargs &&
+        bytes_of(f->result_types[r]) == bytes_of(f->arg_types[k]))
+      d[k] = TRUE;
+  }
+  return d;
+}
+
 /* The estimate of 'f' on 'hw', its statements named as 'm' names them,
  * or not named when 'named' is FALSE (no 'peak_at'). */
 static gboolean estimate(const Module *m, gboolean named, const Func *f,
@@ -424,6 +460,9 @@ static gboolean estimate(const Module *m, gboolean named, const Func *f,
   }
   Walk w = {.hw = hw, .fusion = fusion, .reads = reads, .out = out};
   w.nvalues = sc->nvalues;
+  w.nargs = f->nargs;
+  g_autofree gboolean *donated = donations(f);
+  w.donated = donated;
   w.values = g_new(Value, (gsize)MAX(sc->nvalues, 1));
   w.open[0] = (Open){-1, g_array_new(FALSE, FALSE, sizeof(int)), 1.0};
   for (int i = 0; i < f->nargs; i++) /* arguments come first, in order */
