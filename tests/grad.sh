@@ -213,21 +213,25 @@ check "... naming it, with the nearest name" \
 bad "a learning rate of 0" 1 "$tmp/mlp2.pir" --loss sum --lr 0
 bad "no parameter" 1 "$tmp/mlp2.pir" --loss sum --params-from-arg 3
 
+# refused DESCRIPTION PATTERN COMMAND...: COMMAND fails, saying PATTERN
+refused() {
+  desc=$1 pattern=$2
+  shift 2
+  if "$@" >"$tmp/out" 2>&1; then
+    not_ok "refused: $desc"
+  else
+    check "refused: $desc" grep -q "$pattern" "$tmp/out"
+  fi
+}
+
 # a result's '{updates = %arg}' names an argument, once
 sed 's/{updates = %w2}/{updates = %w9}/' "$tmp/step2.pir" >"$tmp/u.pir"
-if "$PARTIR" run "$tmp/u.pir" >"$tmp/out" 2>&1; then
-  not_ok "refused: a result updating no argument"
-else
-  check "refused: a result updating no argument, at its place" \
-    grep -q "u.pir:1:[0-9]*: error: result 1 updates '%w9', which is no argument" "$tmp/out"
-fi
+refused "a result updating no argument, at its place" \
+  "u.pir:1:[0-9]*: error: result 1 updates '%w9', which is no argument" \
+  "$PARTIR" run "$tmp/u.pir"
 sed 's/{updates = %w2}/{updates = %w1}/' "$tmp/step2.pir" >"$tmp/u.pir"
-if "$PARTIR" run "$tmp/u.pir" >"$tmp/out" 2>&1; then
-  not_ok "refused: two results updating one argument"
-else
-  check "refused: two results updating one argument" \
-    grep -q "error: results 0 and 1 both update '%w1'" "$tmp/out"
-fi
+refused "two results updating one argument" \
+  "error: results 0 and 1 both update '%w1'" "$PARTIR" run "$tmp/u.pir"
 
 # jit's donated arguments are StableHLO's 'tf.aliasing_output = N' (as
 # jax.jit(step, donate_argnums=0).lower(...).as_text() writes them): read
@@ -252,12 +256,9 @@ check "import: a donated argument (tf.aliasing_output) is what its result update
 check "export: a result's {updates} is its argument's tf.aliasing_output" \
   grep -q '%arg0: tensor<4x4xf32> {tf.aliasing_output = 0 : i32, ' "$tmp/donated2.mlir"
 sed 's/tf.aliasing_output = 0/tf.aliasing_output = 1/' "$tmp/donated.mlir" >"$tmp/bad.mlir"
-if "$PARTIR" import "$tmp/bad.mlir" >"$tmp/out" 2>&1; then
-  not_ok "import refuses an aliased result of another type"
-else
-  check "import refuses an aliased result of another type, at its place" \
-    grep -q "bad.mlir:2:[0-9]*: error: 'tf.aliasing_output' of argument 0 names no result of its type" "$tmp/out"
-fi
+refused "an aliased result of another type, at its place" \
+  "bad.mlir:2:[0-9]*: error: 'tf.aliasing_output' of argument 0 names no result of its type" \
+  "$PARTIR" import "$tmp/bad.mlir"
 
 # ------------------------------------------ optimizers and losses
 

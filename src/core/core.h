@@ -720,6 +720,9 @@ typedef struct SpmdInfo {
 void dist_print(GString *out, const Dist *d, const Mesh *m);
 /* The axes of 'm' that 'd' replicates (mesh order) into 'out'; how many. */
 int dist_replicated(const Dist *d, const Mesh *m, const char **out);
+/* Whether 'a' splits its dimension 'da' over the axes 'b' splits 'db'
+ * over, in the same order. */
+gboolean dist_same_axes(const Dist *a, int da, const Dist *b, int db);
 /* The number of parts a dist splits dimension 'dim' into. */
 int64_t dist_parts(const Dist *d, const Mesh *m, int dim);
 /* A device's size of a dimension of 'size' in 'parts': rounded up, the

@@ -203,6 +203,15 @@ void dist_set_global(Dist *d, const Mesh *m, const Type *local,
                        : 0;
 }
 
+gboolean dist_same_axes(const Dist *a, int da, const Dist *b, int db) {
+  if (a->naxes[da] != b->naxes[db])
+    return FALSE;
+  for (int k = 0; k < a->naxes[da]; k++)
+    if (a->axes[da][k] != b->axes[db][k])
+      return FALSE;
+  return TRUE;
+}
+
 int64_t dist_parts(const Dist *d, const Mesh *m, int dim) {
   int64_t parts = 1;
   for (int k = 0; k < d->naxes[dim]; k++)

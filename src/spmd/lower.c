@@ -87,15 +87,6 @@ static Dist dist_whole(int rank) {
   return d;
 }
 
-static gboolean same_axes(const Dist *a, int da, const Dist *b, int db) {
-  if (a->naxes[da] != b->naxes[db])
-    return FALSE;
-  for (int k = 0; k < a->naxes[da]; k++)
-    if (a->axes[da][k] != b->axes[db][k])
-      return FALSE;
-  return TRUE;
-}
-
 /* The local type of a global type laid out as 'd': a dimension split
  * unevenly is padded to a multiple of its parts (dist_local_size). */
 static const Type *local_type(Lower *lw, const Type *global, const Dist *d) {
@@ -408,7 +399,7 @@ static int column_first(const LVal *args, int nargs, const int *col,
     mapped[i][col[i]] = TRUE;
     if (first < 0)
       first = i;
-    else if (!same_axes(&args[first].d, col[first], &args[i].d, col[i]))
+    else if (!dist_same_axes(&args[first].d, col[first], &args[i].d, col[i]))
       *agree = FALSE;
   }
   return first;

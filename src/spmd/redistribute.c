@@ -232,16 +232,6 @@ static const Term *shard_inputs(const Term *body, Func *f, Dist *dists,
   return body;
 }
 
-/* Whether 'a' splits dimension 'd' over the axes 'b' splits it over. */
-static gboolean same_split(const Dist *a, const Dist *b, int d) {
-  if (a->naxes[d] != b->naxes[d])
-    return FALSE;
-  for (int k = 0; k < a->naxes[d]; k++)
-    if (a->axes[d][k] != b->axes[d][k])
-      return FALSE;
-  return TRUE;
-}
-
 /* Local result 'r', laid out as 'got', in layout 'want' instead: the
  * dimensions 'got' splits otherwise gathered, then cut as 'want' cuts
  * them (outer axis first, as lowering cuts them).  NULL to leave it as
@@ -255,7 +245,7 @@ static const Term *relayout(const Mesh *mesh, const Term *r, const Dist *got,
   g_autoptr(Diag) err = diag_new(NULL);
   Dist now = *got;
   for (int d = 0; d < got->rank && r; d++)
-    if (now.naxes[d] && !same_split(&now, want, d)) {
+    if (now.naxes[d] && !dist_same_axes(&now, d, want, d)) {
       r = spmd_collective(mesh, OP_ALL_GATHER, r, now.axes[d], now.naxes[d], d,
                           0, 0, err);
       now.naxes[d] = 0;
@@ -284,7 +274,7 @@ static gboolean results_as_updated(Func *f) {
       continue;
     gboolean same = TRUE;
     for (int d = 0; d < got->rank; d++)
-      same &= same_split(got, want, d);
+      same &= dist_same_axes(got, d, want, d);
     const Term *r = same ? NULL : relayout(&sp->mesh, results[i], got, want);
     if (!r)
       continue;
