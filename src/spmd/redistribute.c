@@ -93,10 +93,12 @@ static gboolean same_map(GHashTable *a, GHashTable *b) {
 
 /* One round: the arguments used only through one shard are received
  * sharded.  With 'memo' (may be NULL) the rebuilt terms of an earlier
- * call with the same replacements are taken from it. */
+ * call with the same replacements in the same round are taken from it
+ * (each round has a map of its own: one memo for all would be emptied
+ * at every round). */
 static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
                                      GHashTable *names, SpmdMemo *memo,
-                                     gboolean *changed) {
+                                     int round, gboolean *changed) {
   Uses u = {g_hash_table_new(NULL, NULL), f->nargs,
             g_new0(const Term *, (gsize)f->nargs + 1),
             g_new0(gboolean, (gsize)f->nargs + 1)};
@@ -124,18 +126,19 @@ static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
     f->arg_types[i] = sh->type;
     g_hash_table_insert(sw.map, (gpointer)sh, (gpointer)term_arg(i, sh->type));
   }
-  if (*changed && memo) {
-    if (!same_map(sw.map, memo->swap_map)) {
-      g_hash_table_remove_all(memo->swap);
-      g_hash_table_remove_all(memo->swap_map);
+  if (*changed && memo && round < SPMD_SWAP_ROUNDS) {
+    GHashTable *map = memo->swap_map[round];
+    if (!same_map(sw.map, map)) {
+      g_hash_table_remove_all(memo->swap[round]);
+      g_hash_table_remove_all(map);
       GHashTableIter it;
       gpointer k, v;
       g_hash_table_iter_init(&it, sw.map);
       while (g_hash_table_iter_next(&it, &k, &v))
-        g_hash_table_insert(memo->swap_map, k, v);
+        g_hash_table_insert(map, k, v);
     }
     g_hash_table_unref(sw.memo);
-    sw.memo = g_hash_table_ref(memo->swap);
+    sw.memo = g_hash_table_ref(memo->swap[round]);
   }
   if (*changed)
     body = swap(&sw, body);
@@ -225,9 +228,10 @@ static const Term *regather(void *ud, const Term *t) {
  * (split over two axes) is received as such. */
 static const Term *shard_inputs(const Term *body, Func *f, Dist *dists,
                                 GHashTable *names, SpmdMemo *memo) {
-  for (gboolean changed = TRUE; changed;) {
+  int round = 0;
+  for (gboolean changed = TRUE; changed; round++) {
     changed = FALSE;
-    body = shard_inputs_once(body, f, dists, names, memo, &changed);
+    body = shard_inputs_once(body, f, dists, names, memo, round, &changed);
   }
   return body;
 }
@@ -252,7 +256,10 @@ static gboolean fuse_func(const RuleSet *rs, Func *f, Module *names,
       body = spmd_narrow(body, table, &changed);
     }
   }
-  Regather rg = {g_hash_table_new(NULL, NULL), table, diag_new(NULL)};
+  /* its result depends on the term alone: kept with 'memo' */
+  Regather rg = {memo ? g_hash_table_ref(memo->regather)
+                      : g_hash_table_new(NULL, NULL),
+                 table, diag_new(NULL)};
   body = regather(&rg, body);
   g_hash_table_unref(rg.memo);
   diag_free(rg.err);
