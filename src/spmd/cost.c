@@ -181,22 +181,42 @@ static void close_region(Walk *w, const SchedName *yield, int pos) {
   w->depth--;
 }
 
+/* The axes of a collective with attributes 'attrs', as interned text
+ * ("batch,model"), the key of its CostComm.  Attributes are interned for
+ * the life of the process, so the text is made once per attributes: the
+ * agent protocol costs thousands of collectives a step. */
+static const char *axes_text_of(const Attrs *attrs, const AttrValue *axes) {
+  static GHashTable *known; /* Attrs* -> interned text */
+  if (!known)
+    known = g_hash_table_new(NULL, NULL);
+  const char *text = g_hash_table_lookup(known, attrs);
+  if (text)
+    return text;
+  GString *key = g_string_new(NULL);
+  for (int i = 0; i < axes->count; i++) {
+    if (i)
+      g_string_append_c(key, ',');
+    g_string_append(key, axes->items[i].sym);
+  }
+  text = g_intern_string(key->str);
+  g_string_free(key, TRUE);
+  g_hash_table_insert(known, (gpointer)attrs, (gpointer)text);
+  return text;
+}
+
 /* Adds the bytes and time of one evaluation of collective 't', 'mult'
  * times. */
 static void account_collective(Walk *w, const Term *t, double mult) {
   const AttrValue *axes = attrs_get(t->attrs, "axes");
   int64_t k = attrs_get(t->attrs, "size")->i;
   double bw = INFINITY, latency = 0;
-  GString *key = g_string_new(NULL);
   for (int i = 0; i < axes->count; i++) {
     double b, l;
     hw_link(w->hw, axes->items[i].sym, &b, &l);
     bw = MIN(bw, b);
     latency = MAX(latency, l);
-    g_string_append_printf(key, "%s%s", i ? "," : "", axes->items[i].sym);
   }
-  const char *axes_text = g_intern_string(key->str);
-  g_string_free(key, TRUE);
+  const char *axes_text = axes_text_of(t->attrs, axes);
 
   double in = bytes_of(t->args[0]->type), out = bytes_of(t->type);
   double part = (double)(k - 1) / (double)k, bytes = 0, steps = 0;

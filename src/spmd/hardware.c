@@ -89,11 +89,12 @@ static HwAxis *axis_entry(Hardware *hw, const char *axis, gboolean create) {
 
 void hw_link(const Hardware *hw, const char *axis, double *bw,
              double *latency) {
-  const char *name = g_intern_string(axis);
+  /* compared as text, not interned: the cost model asks for every
+   * collective, and interning takes a lock and a hash */
   *bw = hw->link_bw;
   *latency = hw->link_latency;
   for (int i = 0; i < hw->naxes; i++)
-    if (hw->axes[i].name == name) {
+    if (hw->axes[i].name == axis || strcmp(hw->axes[i].name, axis) == 0) {
       *bw = hw->axes[i].link_bw;
       *latency = hw->axes[i].link_latency;
     }

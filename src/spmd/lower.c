@@ -116,9 +116,84 @@ static AttrValue axes_value(const char *const *axes, int n) {
   return v;
 }
 
+/* The attributes of a collective: what makes them, as the key of
+ * 'collective_attrs'. */
+typedef struct CollectiveKey {
+  Op op;
+  int naxes, dim, dim2;
+  int64_t size, length;
+  const char *axes[MESH_MAX_AXES]; /* interned */
+} CollectiveKey;
+
+static guint collective_key_hash(gconstpointer p) {
+  const CollectiveKey *k = p;
+  guint h = (guint)k->op * 31u + (guint)k->naxes;
+  h = h * 1000003u + (guint)k->dim * 7u + (guint)k->dim2;
+  h = h * 1000003u + (guint)k->size + (guint)k->length * 13u;
+  for (int i = 0; i < k->naxes; i++)
+    h = h * 1000003u + g_direct_hash(k->axes[i]);
+  return h;
+}
+
+static gboolean collective_key_equal(gconstpointer pa, gconstpointer pb) {
+  const CollectiveKey *a = pa, *b = pb;
+  if (a->op != b->op || a->naxes != b->naxes || a->dim != b->dim ||
+      a->dim2 != b->dim2 || a->size != b->size || a->length != b->length)
+    return FALSE;
+  for (int i = 0; i < a->naxes; i++)
+    if (a->axes[i] != b->axes[i])
+      return FALSE;
+  return TRUE;
+}
+
+static const Attrs *collective_attrs_make(const CollectiveKey *k);
+
+/* The interned attributes of a collective, made once per key: a
+ * lowering makes a collective for most values it lowers, and attributes
+ * are interned for the life of the process, so the table holds no more
+ * than the store of attributes does. */
+static const Attrs *collective_attrs(const CollectiveKey *k) {
+  static GHashTable *known; /* CollectiveKey* -> Attrs* */
+  if (!known)
+    known = g_hash_table_new(collective_key_hash, collective_key_equal);
+  const Attrs *a = g_hash_table_lookup(known, k);
+  if (!a) {
+    a = collective_attrs_make(k);
+    g_hash_table_insert(known, g_memdup2(k, sizeof *k), (gpointer)a);
+  }
+  return a;
+}
+
 const Term *spmd_collective(const Mesh *mesh, Op op, const Term *x,
                             const char *const *axes, int naxes, int dim,
                             int dim2, int64_t length, Diag *err) {
+  g_assert(naxes <= MESH_MAX_AXES);
+  CollectiveKey k = {.op = op,
+                     .naxes = naxes,
+                     .dim = dim,
+                     .dim2 = dim2,
+                     .size = 1,
+                     .length = length};
+  for (int i = 0; i < naxes; i++) {
+    k.axes[i] = axes[i];
+    k.size *= mesh_axis_size(mesh, axes[i]);
+  }
+  return term_op(op, 1, &x, collective_attrs(&k), NULL, err);
+}
+
+/* spmd_collective, failing the lowering when it does not type */
+static const Term *collective_length(Lower *lw, Op op, const Term *x,
+                                     const char *const *axes, int naxes,
+                                     int dim, int dim2, int64_t length) {
+  g_autoptr(Diag) err = diag_new(NULL);
+  const Term *t =
+      spmd_collective(lw->mesh, op, x, axes, naxes, dim, dim2, length, err);
+  if (!t)
+    fail(lw, "lowering made an ill-typed %s: %s", op_name(op), diag_text(err));
+  return t;
+}
+
+static const Attrs *collective_attrs_make(const CollectiveKey *k) {
   static const char *axes_key, *size_key, *split_key, *concat_key, *dim_key,
       *length_key;
   if (!axes_key) { /* interned once: g_intern_string takes a lock */
@@ -132,38 +207,24 @@ const Term *spmd_collective(const Mesh *mesh, Op op, const Term *x,
   const char **keys = g_new(const char *, 5);
   AttrValue *vals = g_new0(AttrValue, 5);
   int n = 0;
-  int64_t size = 1;
-  for (int i = 0; i < naxes; i++)
-    size *= mesh_axis_size(mesh, axes[i]);
   keys[n] = axes_key;
-  vals[n++] = axes_value(axes, naxes);
+  vals[n++] = axes_value(k->axes, k->naxes);
   keys[n] = size_key;
-  vals[n++] = (AttrValue){.kind = AV_INT, .i = size};
-  if (op == OP_ALL_TO_ALL) {
+  vals[n++] = (AttrValue){.kind = AV_INT, .i = k->size};
+  if (k->op == OP_ALL_TO_ALL) {
     keys[n] = split_key;
-    vals[n++] = (AttrValue){.kind = AV_INT, .i = dim};
+    vals[n++] = (AttrValue){.kind = AV_INT, .i = k->dim};
     keys[n] = concat_key;
-    vals[n++] = (AttrValue){.kind = AV_INT, .i = dim2};
-  } else if (op != OP_ALL_REDUCE) {
+    vals[n++] = (AttrValue){.kind = AV_INT, .i = k->dim2};
+  } else if (k->op != OP_ALL_REDUCE) {
     keys[n] = dim_key;
-    vals[n++] = (AttrValue){.kind = AV_INT, .i = dim};
+    vals[n++] = (AttrValue){.kind = AV_INT, .i = k->dim};
   }
-  if (length) {
+  if (k->length) {
     keys[n] = length_key;
-    vals[n++] = (AttrValue){.kind = AV_INT, .i = length};
+    vals[n++] = (AttrValue){.kind = AV_INT, .i = k->length};
   }
-  return term_op(op, 1, &x, attrs_intern(n, keys, vals), NULL, err);
-}
-
-static const Term *collective_length(Lower *lw, Op op, const Term *x,
-                                     const char *const *axes, int naxes,
-                                     int dim, int dim2, int64_t length) {
-  g_autoptr(Diag) err = diag_new(NULL);
-  const Term *t =
-      spmd_collective(lw->mesh, op, x, axes, naxes, dim, dim2, length, err);
-  if (!t)
-    fail(lw, "lowering made an ill-typed %s: %s", op_name(op), diag_text(err));
-  return t;
+  return attrs_intern(n, keys, vals);
 }
 
 /* op(x) {axes, size, dim / split_dim, concat_dim} */

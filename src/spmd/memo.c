@@ -4,9 +4,10 @@
  * parent with one action applied: the values upstream of the action are
  * the same terms, and so are most of their lowerings.  Lowering a closed
  * value (lower.c), taking a local value to the [spmd] rules' fixed point
- * (rw_fixpoint_memo), narrowing it (narrow.c) and receiving arguments
- * sharded (redistribute.c) each give a term a result that depends on
- * that term alone, for one rule set and mesh; hash-consing makes equal
+ * (rw_fixpoint_memo), narrowing it (narrow.c), regathering chunks and
+ * receiving arguments sharded (redistribute.c: the latter for one map of
+ * shards to arguments per round) each give a term a result that depends
+ * on that term alone, for one rule set and mesh; hash-consing makes equal
  * terms one pointer, so a table keyed by pointer answers for every
  * program that holds the term.  Kept across calls, those tables make a
  * lowering cost what is new in the program.
@@ -30,8 +31,11 @@ SpmdMemo *spmd_memo_new(const RuleSet *rs, const Mesh *mesh) {
   m->lower = g_hash_table_new_full(NULL, NULL, NULL, g_free);
   m->fixpoint = g_hash_table_new(NULL, NULL);
   m->narrow = g_hash_table_new(NULL, NULL);
-  m->swap_map = g_hash_table_new(NULL, NULL);
-  m->swap = g_hash_table_new(NULL, NULL);
+  m->regather = g_hash_table_new(NULL, NULL);
+  for (int i = 0; i < SPMD_SWAP_ROUNDS; i++) {
+    m->swap_map[i] = g_hash_table_new(NULL, NULL);
+    m->swap[i] = g_hash_table_new(NULL, NULL);
+  }
   return m;
 }
 
@@ -41,8 +45,11 @@ void spmd_memo_free(SpmdMemo *m) {
   g_hash_table_unref(m->lower);
   g_hash_table_unref(m->fixpoint);
   g_hash_table_unref(m->narrow);
-  g_hash_table_unref(m->swap_map);
-  g_hash_table_unref(m->swap);
+  g_hash_table_unref(m->regather);
+  for (int i = 0; i < SPMD_SWAP_ROUNDS; i++) {
+    g_hash_table_unref(m->swap_map[i]);
+    g_hash_table_unref(m->swap[i]);
+  }
   g_free(m);
 }
 
@@ -64,6 +71,9 @@ void spmd_memo_check(SpmdMemo *m) {
   g_hash_table_remove_all(m->lower);
   g_hash_table_remove_all(m->fixpoint);
   g_hash_table_remove_all(m->narrow);
-  g_hash_table_remove_all(m->swap_map);
-  g_hash_table_remove_all(m->swap);
+  g_hash_table_remove_all(m->regather);
+  for (int i = 0; i < SPMD_SWAP_ROUNDS; i++) {
+    g_hash_table_remove_all(m->swap_map[i]);
+    g_hash_table_remove_all(m->swap[i]);
+  }
 }

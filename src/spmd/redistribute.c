@@ -34,7 +34,17 @@ typedef struct Uses {
   int nargs;
   const Term **only_shard; /* per argument: its single shard, or NULL */
   gboolean *other_use;
+  /* shard(argument) -> its single user when that is a shard, or
+   * &other_user: whether the next round can receive a chunk of the
+   * chunk this round receives */
+  GHashTable *shard_users;
 } Uses;
+
+static const char other_user[] = "";
+
+static gboolean is_shard(const Term *t) {
+  return t->kind == TM_OP && t->op == OP_SHARD;
+}
 
 static void find_uses(Uses *u, const Term *t) {
   if (!g_hash_table_add(u->seen, (gpointer)t))
@@ -43,11 +53,16 @@ static void find_uses(Uses *u, const Term *t) {
     const Term *a = t->args[i];
     if (a->kind == TM_ARG && a->index < u->nargs) {
       int k = a->index;
-      if (t->kind == TM_OP && t->op == OP_SHARD &&
-          (!u->only_shard[k] || u->only_shard[k] == t))
+      if (is_shard(t) && (!u->only_shard[k] || u->only_shard[k] == t))
         u->only_shard[k] = t;
       else
         u->other_use[k] = TRUE;
+    } else if (is_shard(a) && a->args[0]->kind == TM_ARG) {
+      gpointer was = g_hash_table_lookup(u->shard_users, a);
+      g_hash_table_insert(u->shard_users, (gpointer)a,
+                          is_shard(t) && (!was || was == t)
+                              ? (gpointer)t
+                              : (gpointer)other_user);
     }
     find_uses(u, a);
   }
@@ -93,13 +108,17 @@ static gboolean same_map(GHashTable *a, GHashTable *b) {
 
 /* One round: the arguments used only through one shard are received
  * sharded.  With 'memo' (may be NULL) the rebuilt terms of an earlier
- * call with the same replacements are taken from it. */
+ * call with the same replacements in the same round are taken from it
+ * (each round has a map of its own: one memo for all would be emptied
+ * at every round). */
 static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
                                      GHashTable *names, SpmdMemo *memo,
-                                     gboolean *changed) {
+                                     int round, gboolean *changed,
+                                     gboolean *again) {
   Uses u = {g_hash_table_new(NULL, NULL), f->nargs,
             g_new0(const Term *, (gsize)f->nargs + 1),
-            g_new0(gboolean, (gsize)f->nargs + 1)};
+            g_new0(gboolean, (gsize)f->nargs + 1),
+            g_hash_table_new(NULL, NULL)};
   find_uses(&u, body);
   Swap sw = {g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL), names,
              diag_new(NULL)};
@@ -123,19 +142,24 @@ static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
       dd->axes[d][dd->naxes[d]++] = axes->items[k].sym;
     f->arg_types[i] = sh->type;
     g_hash_table_insert(sw.map, (gpointer)sh, (gpointer)term_arg(i, sh->type));
+    /* received as 'sh', the argument's users are sh's (rebuilt): used
+     * only through one shard, it is received as that in the next round */
+    const Term *user = g_hash_table_lookup(u.shard_users, sh);
+    *again |= user && user != (const Term *)other_user;
   }
-  if (*changed && memo) {
-    if (!same_map(sw.map, memo->swap_map)) {
-      g_hash_table_remove_all(memo->swap);
-      g_hash_table_remove_all(memo->swap_map);
+  if (*changed && memo && round < SPMD_SWAP_ROUNDS) {
+    GHashTable *map = memo->swap_map[round];
+    if (!same_map(sw.map, map)) {
+      g_hash_table_remove_all(memo->swap[round]);
+      g_hash_table_remove_all(map);
       GHashTableIter it;
       gpointer k, v;
       g_hash_table_iter_init(&it, sw.map);
       while (g_hash_table_iter_next(&it, &k, &v))
-        g_hash_table_insert(memo->swap_map, k, v);
+        g_hash_table_insert(map, k, v);
     }
     g_hash_table_unref(sw.memo);
-    sw.memo = g_hash_table_ref(memo->swap);
+    sw.memo = g_hash_table_ref(memo->swap[round]);
   }
   if (*changed)
     body = swap(&sw, body);
@@ -143,6 +167,7 @@ static const Term *shard_inputs_once(const Term *body, Func *f, Dist *dists,
   g_hash_table_unref(sw.memo);
   diag_free(sw.err);
   g_hash_table_unref(u.seen);
+  g_hash_table_unref(u.shard_users);
   g_free(u.only_shard);
   g_free(u.other_use);
   return body;
@@ -222,12 +247,18 @@ static const Term *regather(void *ud, const Term *t) {
 }
 
 /* Until no argument is used only through a shard: a chunk of a chunk
- * (split over two axes) is received as such. */
+ * (split over two axes) is received as such.  A round after one that
+ * received no argument whose chunk is used only through one shard would
+ * change nothing (the arguments it did not receive are used as they
+ * were), so it is not run: it would walk the whole program. */
 static const Term *shard_inputs(const Term *body, Func *f, Dist *dists,
                                 GHashTable *names, SpmdMemo *memo) {
-  for (gboolean changed = TRUE; changed;) {
-    changed = FALSE;
-    body = shard_inputs_once(body, f, dists, names, memo, &changed);
+  int round = 0;
+  for (gboolean again = TRUE; again; round++) {
+    gboolean changed = FALSE;
+    again = FALSE;
+    body =
+        shard_inputs_once(body, f, dists, names, memo, round, &changed, &again);
   }
   return body;
 }
@@ -308,7 +339,10 @@ again:
       body = spmd_narrow(body, table, &changed);
     }
   }
-  Regather rg = {g_hash_table_new(NULL, NULL), table, diag_new(NULL)};
+  /* its result depends on the term alone: kept with 'memo' */
+  Regather rg = {memo ? g_hash_table_ref(memo->regather)
+                      : g_hash_table_new(NULL, NULL),
+                 table, diag_new(NULL)};
   body = regather(&rg, body);
   g_hash_table_unref(rg.memo);
   diag_free(rg.err);

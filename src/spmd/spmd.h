@@ -43,6 +43,8 @@ Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
 
 /* ----------------------------------------------------------------- memo.c */
 
+#define SPMD_SWAP_ROUNDS 4 /* rounds of shard_inputs a SpmdMemo keeps */
+
 /* What lowering and redistribution fusion remember between calls on one
  * mesh (spmd_lower_memo, spmd_fuse_memo).  Each of their passes gives a
  * term a result that depends on the term alone (with the rule set and
@@ -59,8 +61,13 @@ typedef struct SpmdMemo {
   GHashTable *lower;    /* global closed Term -> its local value (lower.c) */
   GHashTable *fixpoint; /* local Term -> its [spmd] rules' fixed point */
   GHashTable *narrow;   /* local Term -> spmd_narrow's result */
-  GHashTable *swap_map; /* shard -> argument: the last map of 'swap' */
-  GHashTable *swap;     /* Term -> its result under swap_map */
+  GHashTable *regather; /* local Term -> it with its gathers of chunks
+                           regathered (redistribute.c) */
+  /* by round of redistribute.c's shard_inputs (a chunk of a chunk is
+   * received in a second round, with a map of its own): */
+  GHashTable *swap_map[SPMD_SWAP_ROUNDS]; /* shard -> argument: the
+                                             round's last map */
+  GHashTable *swap[SPMD_SWAP_ROUNDS];     /* Term -> its result under the map */
 } SpmdMemo;
 
 SpmdMemo *spmd_memo_new(const RuleSet *rs, const Mesh *mesh);
