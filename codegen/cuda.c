@@ -29,6 +29,16 @@
  * and disconnecting aborts the communicators (ncclCommAbort), so a
  * device waiting in a collective that will not complete does not hang
  * the process.
+ *
+ * A rank (cuda_mpi.c, --runtime cuda-mpi): a process that runs one
+ * device of the mesh (cuda_rank_run), the same device run with a Peer of
+ * its own.  Its communicators cannot come from ncclCommInitAll, whose
+ * GPUs are one process's: once its GPU is current, for each axis list
+ * device 0 makes an id per group (ncclGetUniqueId), the ranks share them
+ * (RankExchange: MPI_Bcast), and each joins its group's with
+ * ncclCommInitRank (cuda_rank_connect), ranks in group order as above.
+ * The NCCL entry points are a table (NcclApi), so that a test can run
+ * the exchange with a fake one.
  */
 #include "codegen/internal.h"
 
