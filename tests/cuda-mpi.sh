@@ -1,10 +1,10 @@
 #!/bin/sh
 # The CUDA runtime under MPI (docs/gpu.md): 'mpirun -np N partir exec
 # --runtime cuda-mpi', a rank per device of the mesh, each driving one
-# GPU, NCCL between them; against the threaded runtime ('partir exec',
-# fast arithmetic), the .npy files of --output compared within fast
-# arithmetic's bound (tests/compiled.sh: the GPU's reductions and NCCL
-# sum in their own order), integers exactly.
+# GPU, NCCL between them; against the threaded runtime ('partir exec
+# --exact': the interpreter's bits), the .npy files of --output compared
+# within fast arithmetic's bound (tests/compiled.sh: the GPU's reductions
+# and NCCL sum in their own order), integers exactly.
 #
 # Everywhere MPI is built (make check, no GPU needed):
 #   - --runtime cuda under an mpirun of 2 ranks is refused, naming
@@ -94,8 +94,8 @@ same() {
     awk -F'[=,]' '{ n = 1; for (i = 2; i <= NF; i += 2) n *= $i; print n }')
   rm -rf "$tmp/threads" "$tmp/gpu"
   mkdir -p "$tmp/threads" "$tmp/gpu"
-  if ! "$PARTIR" exec "$file" ${mesh:+--mesh "$mesh"} --output "$tmp/threads" \
-    "$@" >/dev/null 2>"$tmp/err"; then
+  if ! "$PARTIR" exec "$file" ${mesh:+--mesh "$mesh"} --exact \
+    --output "$tmp/threads" "$@" >/dev/null 2>"$tmp/err"; then
     not_ok "$name: the threaded runtime runs it"
     show "$tmp/err"
     return
