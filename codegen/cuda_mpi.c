@@ -54,7 +54,7 @@ static gboolean gpu_unshared(MPI_Comm host, int local, int locals,
         memcmp(all + k * CUDA_GPU_UUID_BYTES, uuid, CUDA_GPU_UUID_BYTES) == 0) {
       g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_IO,
                   "local ranks %d and %d of this host would drive the same "
-                  "GPU (each sees one): NCCL needs a GPU per rank; give each "
+                  "GPU: NCCL needs a GPU per rank; give each "
                   "rank its own (CUDA_VISIBLE_DEVICES) or start fewer ranks",
                   MIN(k, local), MAX(k, local));
       return FALSE;
