@@ -341,10 +341,10 @@ typedef struct Peer {
   Collectives ops;
   World *world;
   int device;
-  GHashTable *comms;            /* axes key -> NcclComm */
-  const RankExchange *exchange; /* a rank of several processes (cuda_rank_
-                                   run): its communicators are made once
-                                   its GPU is current; NULL in one process */
+  GHashTable *comms; /* axes key -> NcclComm */
+  /* a rank's (cuda_rank_run): its communicators are made through it once
+   * its GPU is current; NULL in one process */
+  const RankExchange *exchange;
 } Peer;
 
 struct World {

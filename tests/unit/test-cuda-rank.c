@@ -117,8 +117,8 @@ static void program_free(GpuProgram *gp) {
   g_free(gp);
 }
 
-/* Every device of 'mesh' connects in turn, rank 0 first: TRUE when all
- * did; each device's communicators counted into 'ncomms'. */
+/* Every device of 'mesh' connects in turn, rank 0 first, each
+ * succeeding; each device's communicators counted into 'ncomms'. */
 static void connect_all(const GpuProgram *gp, const Mesh *mesh, int *ncomms) {
   for (int dev = 0; dev < mesh_devices(mesh); dev++) {
     fake.device = dev;
