@@ -104,8 +104,10 @@ void codegen_profile_report(Compiled *c, GString *out);
 /* Joins the ranks (MPI_Init): this process's 'rank' of 'ranks'.  FALSE
  * with the error when MPI cannot start. */
 gboolean codegen_mpi_start(int *rank, int *ranks, GError **error);
-/* Leaves them: 'status' 0 finalizes; any other ends every rank at once
- * (MPI_Abort), so that none is left waiting for this one. */
+/* Leaves them: 'status' 0 finalizes, once every rank is here (so each
+ * has printed what it had to before mpirun sees one exit); any other
+ * ends every rank at once (MPI_Abort), so that none is left waiting for
+ * this one.  Nothing when MPI did not start. */
 void codegen_mpi_stop(int status);
 /* codegen_run_spmd with a rank per device: rank 0 passes the global
  * inputs and gets the global results; the other ranks pass NULL and get
@@ -165,8 +167,8 @@ GPtrArray *codegen_cuda_run(Compiled *c, const Func *f,
 #ifdef HAVE_MPI
 /* Joins the ranks (codegen_mpi_start) and gives this rank its GPU (its
  * local rank on its host).  FALSE with this rank's reason when MPI
- * cannot start or any rank has no GPU: then every rank has left MPI
- * (each says why), and none waits for another. */
+ * cannot start or any rank has no GPU (every rank then fails alike):
+ * the caller says why, then leaves with codegen_mpi_stop(0). */
 gboolean codegen_cuda_mpi_start(int *rank, int *ranks, GError **error);
 /* codegen_cuda_run with a rank per device (codegen_run_mpi's scatter and
  * gather): rank 0 passes the global inputs and gets the global results,

@@ -20,8 +20,8 @@
  *              RankExchange so that a test can run it without MPI).
  *
  * Failure: the ranks start only when every one has a GPU (each rank
- * that has none says why; MPI_Allreduce makes them agree, so all exit
- * alike without waiting for one another).  A rank whose run fails
+ * that has none says why; MPI_Allreduce makes them agree, so all fail
+ * alike, and leave together once each has said why).  A rank whose run fails
  * returns its error, and its front end ends every rank (MPI_Abort),
  * which also ends a rank waiting in NCCL (it polls its stream) or in
  * ncclCommInitRank.
@@ -123,8 +123,7 @@ gboolean codegen_cuda_mpi_start(int *rank, int *ranks, GError **error) {
                 "(it says why)",
                 name, rank_gpu);
   }
-  MPI_Finalize(); /* every rank ends here alike */
-  return FALSE;
+  return FALSE; /* every rank alike: each says why, then they leave */
 }
 
 /* RankExchange's broadcast: MPI_Bcast from rank 0 (the ids are small). */

@@ -103,8 +103,16 @@ gboolean codegen_mpi_start(int *rank, int *ranks, GError **error) {
 }
 
 void codegen_mpi_stop(int status) {
+  int started = 0, stopped = 0;
+  MPI_Initialized(&started);
+  MPI_Finalized(&stopped);
+  if (!started || stopped) /* MPI_Init failed: nothing to leave */
+    return;
   if (status != 0) /* the others may wait for this rank: end them all */
     MPI_Abort(MPI_COMM_WORLD, status);
+  /* every rank has said what it had to before any exits: mpirun ends
+   * the others as soon as one exits with a non-zero status */
+  MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
 }
 

@@ -900,6 +900,7 @@ static int cmd_exec(const Options *o, char **files) {
         g_strdup_printf("--runtime %s", o->runtime ? o->runtime : "threads");
     print_error(what, error);
     g_clear_error(&error);
+    pipeline_runtime_stop(rt, 0); /* every rank failed to start alike */
     return 1;
   }
   gboolean alike = TRUE;

@@ -200,8 +200,9 @@ gboolean pipeline_runtime_find(const char *name, PipelineRuntime *out,
  * process's 'rank' among 'ranks' (0 of 1 for threads).  A runtime of
  * several processes needs one per device, and only rank 0 reads inputs
  * and gets results (pipeline_execute).  FALSE with the reason when it
- * cannot start: then no process of it waits for this one (on cuda-mpi,
- * when a rank has no GPU, every rank fails, each saying why). */
+ * cannot start, on every process alike (on cuda-mpi, when a rank has no
+ * GPU, every rank fails): each says why, then calls
+ * pipeline_runtime_stop(rt, 0). */
 gboolean pipeline_runtime_start(PipelineRuntime rt, int *rank, int *ranks,
                                 GError **error);
 /* Leaves it, with the process's exit 'status': a non-zero status on a
