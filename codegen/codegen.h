@@ -25,6 +25,7 @@
  *   nvptx.c    NVIDIA GPUs: the plan's kernels as PTX, libdevice linked
  *   nvptx_plan.c  the GPU launch plan: kernels, cuBLAS, NCCL, in order
  *   cuda.c     the CUDA runtime: driver API, cuBLAS, NCCL (dlopen'ed)
+ *   cuda_mpi.c the CUDA runtime under MPI: a GPU per rank (HAVE_MPI)
  *
  * Tiles and sums are loops; an SPMD program runs on a thread a device
  * (codegen_run_spmd).
@@ -103,8 +104,10 @@ void codegen_profile_report(Compiled *c, GString *out);
 /* Joins the ranks (MPI_Init): this process's 'rank' of 'ranks'.  FALSE
  * with the error when MPI cannot start. */
 gboolean codegen_mpi_start(int *rank, int *ranks, GError **error);
-/* Leaves them: 'status' 0 finalizes; any other ends every rank at once
- * (MPI_Abort), so that none is left waiting for this one. */
+/* Leaves them: 'status' 0 finalizes, once every rank is here (so each
+ * has printed what it had to before mpirun sees one exit); any other
+ * ends every rank at once (MPI_Abort), so that none is left waiting for
+ * this one.  Nothing when MPI did not start. */
 void codegen_mpi_stop(int status);
 /* codegen_run_spmd with a rank per device: rank 0 passes the global
  * inputs and gets the global results; the other ranks pass NULL and get
@@ -156,5 +159,25 @@ gboolean codegen_cuda_available(GError **error);
 GPtrArray *codegen_cuda_run(Compiled *c, const Func *f,
                             Tensor *const *global_inputs, Diag *diag,
                             GError **error);
+
+/* --------------------------------------------------------- cuda_mpi.c */
+
+/* The CUDA runtime under MPI (HAVE_MPI; docs/gpu.md): a rank per device
+ * of the mesh, each driving one GPU, NCCL between them. */
+#ifdef HAVE_MPI
+/* Joins the ranks (codegen_mpi_start) and gives this rank its GPU (its
+ * local rank on its host).  FALSE with this rank's reason when MPI
+ * cannot start or any rank has no GPU (every rank then fails alike):
+ * the caller says why, then leaves with codegen_mpi_stop(0). */
+gboolean codegen_cuda_mpi_start(int *rank, int *ranks, GError **error);
+/* codegen_cuda_run with a rank per device (codegen_run_mpi's scatter and
+ * gather): rank 0 passes the global inputs and gets the global results,
+ * the other ranks pass NULL and get an empty array.  NULL with the
+ * reason (diag, on rank 0) or this rank's error: the caller then ends
+ * every rank with codegen_mpi_stop. */
+GPtrArray *codegen_run_cuda_mpi(Compiled *c, const Func *f,
+                                Tensor *const *global_inputs, Diag *diag,
+                                GError **error);
+#endif
 
 #endif

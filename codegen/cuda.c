@@ -29,6 +29,16 @@
  * and disconnecting aborts the communicators (ncclCommAbort), so a
  * device waiting in a collective that will not complete does not hang
  * the process.
+ *
+ * A rank (cuda_mpi.c, --runtime cuda-mpi): a process that runs one
+ * device of the mesh (cuda_rank_run), the same device run with a Peer of
+ * its own.  Its communicators cannot come from ncclCommInitAll, whose
+ * GPUs are one process's: once its GPU is current, for each axis list
+ * device 0 makes an id per group (ncclGetUniqueId), the ranks share them
+ * (RankExchange: MPI_Bcast), and each joins its group's with
+ * ncclCommInitRank (cuda_rank_connect), ranks in group order as above.
+ * The NCCL entry points are a table (NcclApi), so that a test can run
+ * the exchange with a fake one.
  */
 #include "codegen/internal.h"
 
@@ -47,7 +57,6 @@ typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
 #define CU_JIT_ERROR_LOG_BUFFER 5
 #define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
@@ -59,6 +68,7 @@ typedef struct Driver {
   CUresult (*device_count)(int *);
   CUresult (*device_get)(CUdevice *, int);
   CUresult (*device_attribute)(int *, int, CUdevice);
+  CUresult (*device_uuid)(char *, CUdevice); /* CUuuid: 16 bytes */
   CUresult (*primary_retain)(CUcontext *, CUdevice);
   CUresult (*primary_release)(CUdevice);
   CUresult (*ctx_set_current)(CUcontext);
@@ -97,23 +107,7 @@ typedef struct Cublas {
               const void *, void *, int, int, long long, int, int, int);
 } Cublas;
 
-typedef struct NcclComm *NcclComm;
 #define NCCL_SUM 0
-
-typedef struct Nccl {
-  int (*init_all)(NcclComm *, int, const int *);
-  int (*destroy)(NcclComm);
-  int (*abort)(NcclComm);
-  int (*all_reduce)(const void *, void *, size_t, int, int, NcclComm, CUstream);
-  int (*all_gather)(const void *, void *, size_t, int, NcclComm, CUstream);
-  int (*reduce_scatter)(const void *, void *, size_t, int, int, NcclComm,
-                        CUstream);
-  int (*send)(const void *, size_t, int, int, NcclComm, CUstream);
-  int (*recv)(void *, size_t, int, int, NcclComm, CUstream);
-  int (*group_start)(void);
-  int (*group_end)(void);
-  const char *(*error_string)(int);
-} Nccl;
 
 /* A library and its entry points, opened once; 'why' when it failed. */
 typedef struct Library {
@@ -125,7 +119,7 @@ typedef struct Library {
 static Library cuda_lib, cublas_lib, nccl_lib;
 static Driver cu;
 static Cublas cublas;
-static Nccl nccl;
+static NcclApi nccl;
 
 /* Resolves 'names' into the function pointers 'slots' from 'lib': FALSE
  * (with the first missing name in lib->why) when one is missing. */
@@ -164,6 +158,7 @@ static gboolean open_driver(GError **error) {
       "cuDeviceGetCount",
       "cuDeviceGet",
       "cuDeviceGetAttribute",
+      "cuDeviceGetUuid_v2",
       "cuDevicePrimaryCtxRetain",
       "cuDevicePrimaryCtxRelease_v2",
       "cuCtxSetCurrent",
@@ -204,11 +199,12 @@ static gboolean open_cublas(GError **error) {
 static gboolean open_nccl(GError **error) {
   static const char *const sonames[] = {"libnccl.so.2", "libnccl.so", NULL};
   static const char *const names[] = {
-      "ncclCommInitAll", "ncclCommDestroy",   "ncclCommAbort",
-      "ncclAllReduce",   "ncclAllGather",     "ncclReduceScatter",
-      "ncclSend",        "ncclRecv",          "ncclGroupStart",
-      "ncclGroupEnd",    "ncclGetErrorString"};
-  G_STATIC_ASSERT(sizeof(Nccl) == G_N_ELEMENTS(names) * sizeof(void *));
+      "ncclCommInitAll",   "ncclGetUniqueId",   "ncclCommInitRank",
+      "ncclCommDestroy",   "ncclCommAbort",     "ncclAllReduce",
+      "ncclAllGather",     "ncclReduceScatter", "ncclSend",
+      "ncclRecv",          "ncclGroupStart",    "ncclGroupEnd",
+      "ncclGetErrorString"};
+  G_STATIC_ASSERT(sizeof(NcclApi) == G_N_ELEMENTS(names) * sizeof(void *));
   if (library_open(&nccl_lib, sonames, names, &nccl, G_N_ELEMENTS(names)))
     return TRUE;
   g_set_error(error, CUDA_ERROR, 0, "NCCL: %s", nccl_lib.why);
@@ -233,15 +229,21 @@ static gboolean cublas_ok(int r, const char *what, GError **error) {
   return FALSE;
 }
 
-static gboolean nccl_ok(int r, const char *what, GError **error) {
+/* FALSE with 'what' and the message of 'api' when 'r' is an error. */
+static gboolean api_ok(const NcclApi *api, int r, const char *what,
+                       GError **error) {
   if (r == 0)
     return TRUE;
-  g_set_error(error, CUDA_ERROR, r, "%s: NCCL: %s", what, nccl.error_string(r));
+  g_set_error(error, CUDA_ERROR, r, "%s: NCCL: %s", what, api->error_string(r));
   return FALSE;
 }
 
+static gboolean nccl_ok(int r, const char *what, GError **error) {
+  return api_ok(&nccl, r, what, error);
+}
+
 /* The driver, initialized, and how many GPUs it sees: FALSE when none. */
-static gboolean driver_devices(int *count, GError **error) {
+gboolean cuda_gpu_count(int *count, GError **error) {
   static gsize ready;
   static CUresult init;
   if (!open_driver(error))
@@ -261,10 +263,18 @@ static gboolean driver_devices(int *count, GError **error) {
   return TRUE;
 }
 
+gboolean cuda_gpu_uuid(int gpu, char *uuid, GError **error) {
+  int count;
+  CUdevice dev;
+  return cuda_gpu_count(&count, error) &&
+         cu_ok(cu.device_get(&dev, gpu), "cuDeviceGet", error) &&
+         cu_ok(cu.device_uuid(uuid, dev), "cuDeviceGetUuid", error);
+}
+
 gboolean codegen_cuda_available(GError **error) {
   int count;
   GError *why = NULL;
-  if (driver_devices(&count, &why))
+  if (cuda_gpu_count(&count, &why))
     return TRUE;
   g_set_error(error, CUDA_ERROR, why->code,
               "no GPU to run on: %s (run with --runtime threads, or see the "
@@ -332,13 +342,16 @@ typedef struct Peer {
   World *world;
   int device;
   GHashTable *comms; /* axes key -> NcclComm */
+  /* a rank's (cuda_rank_run): its communicators are made through it once
+   * its GPU is current; NULL in one process */
+  const RankExchange *exchange;
 } Peer;
 
 struct World {
   Mesh mesh;
   int ndevices;
   const GpuProgram *gp;
-  Peer *peers;
+  Peer *peers; /* every device's, in one process; NULL for a rank */
   Collectives **views;
   GError *error; /* the first failure's, set once (atomically) */
 };
@@ -417,23 +430,88 @@ static Collectives **cuda_connect(void *data, const Mesh *mesh, int ndevices) {
   return w->views;
 }
 
+/* Ends the communicators of 'p': aborted when the run failed (a
+ * collective may still wait on them), else destroyed. */
+static void peer_close(Peer *p, gboolean failed) {
+  GHashTableIter it;
+  gpointer comm;
+  g_hash_table_iter_init(&it, p->comms);
+  while (g_hash_table_iter_next(&it, NULL, &comm))
+    (failed ? nccl.abort : nccl.destroy)(comm);
+  g_hash_table_unref(p->comms);
+}
+
 static void cuda_disconnect(void *data, Collectives **devices) {
   (void)data;
   World *w = ((Peer *)devices[0])->world;
-  gboolean failed = w->error != NULL;
-  for (int dev = 0; dev < w->ndevices; dev++) {
-    GHashTableIter it;
-    gpointer comm;
-    g_hash_table_iter_init(&it, w->peers[dev].comms);
-    while (g_hash_table_iter_next(&it, NULL, &comm))
-      (failed ? nccl.abort : nccl.destroy)(comm);
-    g_hash_table_unref(w->peers[dev].comms);
-  }
+  for (int dev = 0; dev < w->ndevices; dev++)
+    peer_close(&w->peers[dev], w->error != NULL);
   if (w->error)
     g_error_free(w->error);
   g_free(w->peers);
   g_free(w->views);
   g_free(w);
+}
+
+/* ------------------------------------------------------------- a rank */
+
+gboolean cuda_rank_connect(const GpuProgram *gp, const Mesh *mesh, int device,
+                           const NcclApi *api, const RankExchange *x,
+                           GHashTable *comms, GError **error) {
+  int ndevices = (int)mesh_devices(mesh);
+  g_autofree NcclId *ids = g_new0(NcclId, (gsize)ndevices);
+  g_autofree int *members = g_new(int, (gsize)ndevices);
+  for (guint i = 0; i < gp->steps->len; i++) {
+    const GpuStep *st = &g_array_index(gp->steps, GpuStep, i);
+    if (st->kind != GPU_COLLECTIVE)
+      continue;
+    g_autofree char *key = axes_key(st->t);
+    if (g_hash_table_contains(comms, key))
+      continue;
+    const AttrValue *axes = attrs_get(st->t->attrs, "axes");
+    int position;
+    /* device 0 makes every group's id, at its first member's number */
+    memset(ids, 0, (gsize)ndevices * sizeof *ids);
+    for (int dev = 0; device == 0 && dev < ndevices; dev++) {
+      group_of(mesh, axes, dev, NULL, &position);
+      if (position == 0 &&
+          !api_ok(api, api->get_unique_id(&ids[dev]), "ncclGetUniqueId", error))
+        return FALSE;
+    }
+    x->bcast(ids, (gsize)ndevices * sizeof *ids, x->user);
+    int size = group_of(mesh, axes, device, members, &position);
+    NcclComm comm = NULL;
+    if (!api_ok(api, api->init_rank(&comm, size, ids[members[0]], position),
+                "ncclCommInitRank", error))
+      return FALSE;
+    g_hash_table_insert(comms, g_steal_pointer(&key), comm);
+  }
+  return TRUE;
+}
+
+int cuda_rank_gpu(int local_rank, int gpus) {
+  if (gpus == 1) /* the launcher gave each rank a GPU of its own */
+    return 0;
+  return local_rank < gpus ? local_rank : -1;
+}
+
+static gboolean has_collectives(const GpuProgram *gp) {
+  for (guint i = 0; i < gp->steps->len; i++)
+    if (g_array_index(gp->steps, GpuStep, i).kind == GPU_COLLECTIVE)
+      return TRUE;
+  return FALSE;
+}
+
+/* A rank's communicators, made once its GPU is current (NCCL binds a
+ * communicator to the current device: the runtime API's, which is the
+ * driver's current context); none for a device of one process
+ * (cuda_connect made its). */
+static gboolean rank_connect(Peer *peer, GError **error) {
+  if (!peer || !peer->exchange || !has_collectives(peer->world->gp))
+    return TRUE;
+  return open_nccl(error) &&
+         cuda_rank_connect(peer->world->gp, &peer->world->mesh, peer->device,
+                           &nccl, peer->exchange, peer->comms, error);
 }
 
 /* ------------------------------------------------------------ a device */
@@ -787,7 +865,8 @@ static GPtrArray *device_run(const GpuProgram *gp, Peer *peer, int gpu,
   d.bufs = g_new0(CUdeviceptr, MAX(p->slots->len, 1));
   d.owned = g_new0(CUdeviceptr, MAX(p->slots->len, 1));
   GPtrArray *results = NULL;
-  if (device_open(&d, gpu, error) && place_slots(&d, inputs, error) &&
+  if (device_open(&d, gpu, error) && rank_connect(peer, error) &&
+      place_slots(&d, inputs, error) &&
       run_steps(&d, 0, gp->steps->len, error) && finish(&d, error))
     results = copy_results(&d, error);
   device_clear(&d);
@@ -804,13 +883,31 @@ static GPtrArray *spmd_device(void *data, const Func *f, Tensor *const *inputs,
   return device_run(data, peer, peer->device, inputs, error);
 }
 
+GPtrArray *cuda_rank_run(const GpuProgram *gp, const Mesh *mesh, int device,
+                         int gpu, const RankExchange *x, Tensor *const *inputs,
+                         GError **error) {
+  if (!mesh)
+    return device_run(gp, NULL, gpu, inputs, error);
+  World w = {.mesh = *mesh, .ndevices = (int)mesh_devices(mesh), .gp = gp};
+  Peer p = {.ops = {.fail = peer_fail, .check = peer_check},
+            .world = &w,
+            .device = device,
+            .exchange = x};
+  p.comms = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  GPtrArray *results = device_run(gp, &p, gpu, inputs, error);
+  peer_close(&p, results == NULL);
+  if (w.error)
+    g_error_free(w.error);
+  return results;
+}
+
 GPtrArray *codegen_cuda_run(Compiled *c, const Func *f,
                             Tensor *const *global_inputs, Diag *diag,
                             GError **error) {
   const GpuProgram *gp = codegen_gpu(c);
   g_assert(gp);
   int count;
-  if (!driver_devices(&count, error))
+  if (!cuda_gpu_count(&count, error))
     return NULL;
   if (!f->spmd)
     return device_run(gp, NULL, 0, global_inputs, error);

@@ -267,4 +267,93 @@ void nvptx_program_free(GpuProgram *gp);
 /* codegen.c: the GPU program 'c' was compiled to, or NULL (the host's). */
 const GpuProgram *codegen_gpu(const Compiled *c);
 
+/* ------------------------------------------------------------- cuda.c */
+
+/* NCCL's entry points that cuda.c calls, as nccl.h declares them: the
+ * library's (opened with dlopen), or a test's. */
+typedef struct NcclComm *NcclComm;    /* ncclComm_t */
+typedef struct CUstream_st *CUstream; /* the driver's, and cudaStream_t */
+#define NCCL_ID_BYTES 128             /* NCCL_UNIQUE_ID_BYTES */
+typedef struct NcclId {               /* ncclUniqueId */
+  char bytes[NCCL_ID_BYTES];
+} NcclId;
+typedef struct NcclApi {
+  int (*init_all)(NcclComm *, int, const int *);
+  int (*get_unique_id)(NcclId *);
+  int (*init_rank)(NcclComm *, int nranks, NcclId id, int rank);
+  int (*destroy)(NcclComm);
+  int (*abort)(NcclComm);
+  int (*all_reduce)(const void *, void *, size_t, int, int, NcclComm, CUstream);
+  int (*all_gather)(const void *, void *, size_t, int, NcclComm, CUstream);
+  int (*reduce_scatter)(const void *, void *, size_t, int, int, NcclComm,
+                        CUstream);
+  int (*send)(const void *, size_t, int, int, NcclComm, CUstream);
+  int (*recv)(void *, size_t, int, int, NcclComm, CUstream);
+  int (*group_start)(void);
+  int (*group_end)(void);
+  const char *(*error_string)(int);
+} NcclApi;
+
+/* How the processes of one run share bytes (cuda_mpi.c: MPI_Bcast):
+ * 'bcast' copies the 'bytes' at 'data' on rank 0 to 'data' on every
+ * rank.  Every rank calls it at once. */
+typedef struct RankExchange {
+  void (*bcast)(void *data, gsize bytes, void *user);
+  void *user;
+} RankExchange;
+
+/* The CUDA driver, initialized, and how many GPUs it sees in *count:
+ * FALSE with the reason when it does not load or sees none. */
+gboolean cuda_gpu_count(int *count, GError **error);
+
+/* The UUID of GPU 'gpu' (CUDA_GPU_UUID_BYTES at 'uuid'): the same GPU
+ * has the same UUID in every process, whatever the GPU's number there. */
+#define CUDA_GPU_UUID_BYTES 16
+gboolean cuda_gpu_uuid(int gpu, char *uuid, GError **error);
+
+/* Device 'device' of 'mesh', a process of its own (a rank, its GPU
+ * current): its NCCL communicator for each axis list that a collective
+ * of 'gp' uses, into 'comms' (axes key -> NcclComm), in the order the
+ * steps first use them.  For each axis list, device 0 makes an id per
+ * group (ncclGetUniqueId), at the number of the group's first member
+ * (ndevices ids, the others zero); 'x' shares them; each device joins
+ * its group's (ncclCommInitRank, its rank its position in the group, as
+ * in one process).  Every device calls it at once.  FALSE with the
+ * error at the first NCCL failure, the communicators made so far in
+ * 'comms' (to abort). */
+gboolean cuda_rank_connect(const GpuProgram *gp, const Mesh *mesh, int device,
+                           const NcclApi *api, const RankExchange *x,
+                           GHashTable *comms, GError **error);
+
+/* The GPU of the process that is local rank 'local_rank' on its host,
+ * where it sees 'gpus' GPUs: the local rank's, or the one GPU when it
+ * sees one (the launcher gave each rank its own: CUDA_VISIBLE_DEVICES,
+ * a scheduler's binding); -1 when the host has too few. */
+int cuda_rank_gpu(int local_rank, int gpus);
+
+/* Device 'device' of 'mesh' (NULL: a program without one) run by this
+ * process on GPU 'gpu', with its local inputs: its local results, or
+ * NULL with the error (its communicators aborted).  Its communicators
+ * come from cuda_rank_connect through 'x'. */
+GPtrArray *cuda_rank_run(const GpuProgram *gp, const Mesh *mesh, int device,
+                         int gpu, const RankExchange *x, Tensor *const *inputs,
+                         GError **error);
+
+/* -------------------------------------------------------------- mpi.c */
+
+#ifdef HAVE_MPI
+/* A rank's part of a run spread over the ranks: its device's results
+ * from its local inputs, or NULL with the error. */
+typedef GPtrArray *(*MpiRankRun)(void *data, int rank, Tensor *const *inputs,
+                                 GError **error);
+/* Rank 0 checks the global inputs and scatters each rank's chunks; each
+ * rank runs 'run'; rank 0 gathers the global results, which it returns
+ * (the other ranks an empty array).  NULL with the reason (diag, on
+ * rank 0) or the error of 'run': the caller then ends every rank
+ * (codegen_mpi_stop). */
+GPtrArray *codegen_mpi_spread(const Func *f, Tensor *const *global_inputs,
+                              MpiRankRun run, void *data, Diag *diag,
+                              GError **error);
+#endif
+
 #endif

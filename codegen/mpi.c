@@ -10,7 +10,8 @@
  *               cuts each device's chunks (spmd_scatter) and sends them;
  *               the others receive theirs;
  *   2. run      each rank runs the compiled program, its collectives
- *               through this file's Collectives (kernel_comm);
+ *               through this file's Collectives (kernel_comm), or its
+ *               GPU does (cuda_mpi.c: codegen_mpi_spread takes the run);
  *   3. gather   each rank sends its results to rank 0, which assembles
  *               the global ones (spmd_gather: replicas checked, partial
  *               sums added) exactly as spmd_run does.
@@ -102,8 +103,16 @@ gboolean codegen_mpi_start(int *rank, int *ranks, GError **error) {
 }
 
 void codegen_mpi_stop(int status) {
+  int started = 0, stopped = 0;
+  MPI_Initialized(&started);
+  MPI_Finalized(&stopped);
+  if (!started || stopped) /* MPI_Init failed: nothing to leave */
+    return;
   if (status != 0) /* the others may wait for this rank: end them all */
     MPI_Abort(MPI_COMM_WORLD, status);
+  /* every rank has said what it had to before any exits: mpirun ends
+   * the others as soon as one exits with a non-zero status */
+  MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
 }
 
@@ -673,52 +682,82 @@ static GPtrArray *gather(const Func *f, GPtrArray *local, int rank, int ranks,
 
 /* ------------------------------------------------------------- the run */
 
-GPtrArray *codegen_run_mpi(Compiled *c, const Func *f,
-                           Tensor *const *global_inputs, int steps,
-                           double *step_seconds, Diag *diag, GError **error) {
-  (void)error; /* MPI's failures are fatal; a run does not fail */
+GPtrArray *codegen_mpi_spread(const Func *f, Tensor *const *global_inputs,
+                              MpiRankRun run, void *data, Diag *diag,
+                              GError **error) {
   g_assert(f->spmd);
   int rank, ranks;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  const Mesh *m = &f->spmd->mesh;
-  g_assert(ranks == mesh_devices(m)); /* the front end checked */
+  g_assert(ranks == mesh_devices(&f->spmd->mesh)); /* the front end checked */
   if (rank == 0 && !spmd_check_inputs(f, global_inputs, diag))
     return NULL; /* the caller ends every rank */
-
-  MpiDevice *dev = (MpiDevice *)codegen_mpi_connect(m, &f->body, 1);
   Tensor **inputs = scatter(f, global_inputs, rank, ranks);
+  GPtrArray *local = run(data, rank, inputs, error);
+  for (int i = 0; i < f->nargs; i++)
+    tensor_unref(inputs[i]);
+  g_free(inputs);
+  if (!local)
+    return NULL; /* the caller ends every rank */
+  GPtrArray *out = gather(f, local, rank, ranks, diag);
+  g_ptr_array_unref(local);
+  return out;
+}
 
-  /* a timed run: the ranks meet before each step and after the last */
+/* What a rank of codegen_run_mpi runs: the compiled code, 'steps' times
+ * when timed. */
+typedef struct CpuRank {
+  Compiled *code;
+  const Mesh *mesh;
+  const Term *body;
+  int steps;
+  double *step_seconds;
+} CpuRank;
+
+/* A rank of codegen_run_mpi: its device connected, then the code run on
+ * its inputs; the ranks meet before each timed step and after the
+ * last. */
+static GPtrArray *cpu_rank(void *data, int rank, Tensor *const *inputs,
+                           GError **error) {
+  (void)rank;
+  (void)error; /* MPI's failures are fatal; a run does not fail */
+  CpuRank *job = data;
+  MpiDevice *dev = (MpiDevice *)codegen_mpi_connect(job->mesh, &job->body, 1);
   GPtrArray *local = NULL;
   Collectives *saved = kernel_comm;
   kernel_comm = &dev->ops;
-  int count = MAX(steps, 1);
+  int count = MAX(job->steps, 1);
   double start = 0;
   for (int k = 0; k < count; k++) {
-    if (steps > 1) {
+    if (job->steps > 1) {
       MPI_Barrier(MPI_COMM_WORLD);
       double now = MPI_Wtime();
-      if (k > 0 && step_seconds)
-        step_seconds[k - 1] = now - start;
+      if (k > 0 && job->step_seconds)
+        job->step_seconds[k - 1] = now - start;
       start = now;
     }
     if (local)
       g_ptr_array_unref(local);
-    local = codegen_run(c, inputs);
+    local = codegen_run(job->code, inputs);
   }
-  if (steps > 1) {
+  if (job->steps > 1) {
     MPI_Barrier(MPI_COMM_WORLD);
-    if (step_seconds)
-      step_seconds[count - 1] = MPI_Wtime() - start;
+    if (job->step_seconds)
+      job->step_seconds[count - 1] = MPI_Wtime() - start;
   }
   kernel_comm = saved;
-
-  GPtrArray *out = gather(f, local, rank, ranks, diag);
-  g_ptr_array_unref(local);
-  for (int i = 0; i < f->nargs; i++)
-    tensor_unref(inputs[i]);
-  g_free(inputs);
   codegen_mpi_disconnect(&dev->ops);
-  return out;
+  return local;
+}
+
+GPtrArray *codegen_run_mpi(Compiled *c, const Func *f,
+                           Tensor *const *global_inputs, int steps,
+                           double *step_seconds, Diag *diag, GError **error) {
+  g_assert(f->spmd);
+  CpuRank job = {.code = c,
+                 .mesh = &f->spmd->mesh,
+                 .body = f->body,
+                 .steps = steps,
+                 .step_seconds = step_seconds};
+  return codegen_mpi_spread(f, global_inputs, cpu_rank, &job, diag, error);
 }

@@ -9,7 +9,9 @@
  *   partir run FILE [--input NAME=FILE.npy]... [--seed N] [--output DIR]
  *   partir exec FILE [--mesh MESH] [run's options] [--exact] [--blas B]
  *               [--repeat N] [--profile]   compiled (LLVM): one device, or
- *               [--runtime threads|cuda]   a thread per device, or a GPU
+ *               [--runtime threads|mpi|cuda|cuda-mpi]  a thread per
+ *                                          device, a rank, a GPU, a GPU
+ *                                          per rank
  *   partir compile FILE [--mesh MESH] [--emit llvm|asm|obj|fusion] [-o OUT]
  *               [--target nvptx [--arch sm_90] --emit ptx|gpu-plan]
  *   partir rewrite FILE --do 'arg-tile 0 0 8; propagate' [-o OUT] [--expr]
@@ -82,10 +84,13 @@ static void usage(FILE *to) {
         "                        run the reference interpreter\n"
         "  exec FILE [--mesh batch=2,model=2] [--input NAME=FILE.npy]...\n"
         "       [--seed N] [--output DIR] [--exact] [--blas none|openblas]\n"
-        "       [--repeat N] [--profile] [--runtime threads|cuda]\n"
+        "       [--repeat N] [--profile]\n"
+        "       [--runtime threads|mpi|cuda|cuda-mpi]\n"
         "                        run it compiled for this CPU: on one\n"
         "                        device, or lowered on the mesh, a thread\n"
-        "                        a device (cuda: a GPU a device)\n"
+        "                        a device (mpi: a rank a device; cuda: a\n"
+        "                        GPU a device; cuda-mpi: a rank and its\n"
+        "                        GPU a device)\n"
         "  compile FILE [--mesh M] [--emit llvm|asm|obj|fusion] [-o OUT]\n"
         "                        the code 'exec' runs: optimized LLVM IR,\n"
         "                        the host's assembly, an object, or the\n"
@@ -326,9 +331,10 @@ static const GOptionEntry exec_entries[] = {
      "report the time of each kernel and collective", NULL},
     {"runtime", 0, 0, G_OPTION_ARG_STRING, &opt.runtime,
      "where the devices run: threads (the default: one per device), mpi "
-     "(under mpirun: one rank per device, docs/runtime.md) or cuda (a GPU "
-     "per device, NCCL between them, docs/gpu.md)",
-     "threads|mpi|cuda"},
+     "(under mpirun: one rank per device, docs/runtime.md), cuda (a GPU "
+     "per device, NCCL between them, docs/gpu.md) or cuda-mpi (under "
+     "mpirun: one rank per device, each driving a GPU, docs/gpu.md)",
+     "threads|mpi|cuda|cuda-mpi"},
     G_OPTION_ENTRY_NULL};
 
 /* In the order --help lists them, after a subcommand's own entries. */
@@ -694,7 +700,7 @@ static gboolean exec_options(const Options *o, CodegenOptions *co,
     return FALSE;
   }
   /* each runtime runs code for its own target */
-  const char *target = *rt == PIPELINE_RUNTIME_CUDA ? "nvptx" : "host";
+  const char *target = pipeline_runtime_gpu(*rt) ? "nvptx" : "host";
   if (o->target && strcmp(o->target, target) != 0) {
     g_printerr("partir: --runtime %s runs --target %s, not '%s'\n",
                o->runtime ? o->runtime : "threads", target, o->target);
@@ -801,13 +807,14 @@ static int exec_rank(const Options *o, const char *file,
   int status = open_job(file, o, &rs, &p);
   if (status)
     return status;
-  if (rt == PIPELINE_RUNTIME_MPI && ranks != mesh_devices(&p.mesh)) {
+  if (pipeline_runtime_ranks(rt) && ranks != mesh_devices(&p.mesh)) {
     g_autofree char *m = mesh_to_string(&p.mesh);
     if (rank == 0)
-      g_printerr("partir: %s: --runtime mpi runs a rank per device, and "
+      g_printerr("partir: %s: --runtime %s runs a rank per device, and "
                  "mesh '%s' has %" G_GINT64_FORMAT " devices, but mpirun "
                  "started %d ranks (mpirun -np %" G_GINT64_FORMAT ")\n",
-                 file, m, mesh_devices(&p.mesh), ranks, mesh_devices(&p.mesh));
+                 file, o->runtime, m, mesh_devices(&p.mesh), ranks,
+                 mesh_devices(&p.mesh));
     return 2;
   }
   const State *st = pipeline_program_state(&p);
@@ -849,10 +856,24 @@ static int exec_rank(const Options *o, const char *file,
   return status;
 }
 
+/* How many processes the MPI launcher that started this one started
+ * (OpenMPI's mpirun, or a PMI launcher: MPICH's, Slurm's srun), from
+ * the environment they give each; 1 when none did. */
+static int64_t launched_processes(void) {
+  const char *names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+  for (gsize k = 0; k < G_N_ELEMENTS(names); k++) {
+    const char *v = g_getenv(names[k]);
+    if (v && g_ascii_strtoll(v, NULL, 10) > 1)
+      return g_ascii_strtoll(v, NULL, 10);
+  }
+  return 1;
+}
+
 /* exec: the compiled code's results (the pipeline's stages 6 and 7);
  * with --mesh, the program lowered on the mesh, each device's program
  * compiled and run on its own thread, or with --runtime mpi on its own
- * rank of an mpirun. */
+ * rank of an mpirun (cuda: on its own GPU; cuda-mpi: a rank and its
+ * GPU). */
 static int cmd_exec(const Options *o, char **files) {
   CodegenOptions co;
   PipelineRuntime rt;
@@ -860,14 +881,26 @@ static int cmd_exec(const Options *o, char **files) {
     return 2;
   int rank, ranks;
   GError *error = NULL;
+  /* one process drives every GPU: N copies would each drive them all */
+  if (rt == PIPELINE_RUNTIME_CUDA && launched_processes() > 1) {
+    g_printerr("partir: --runtime cuda drives every GPU from one process, "
+               "but mpirun started %" G_GINT64_FORMAT " processes: run "
+               "--runtime cuda-mpi under mpirun (a rank per GPU), or "
+               "--runtime cuda without it\n",
+               launched_processes());
+    return 2;
+  }
   if (rt == PIPELINE_RUNTIME_CUDA && !codegen_cuda_available(&error)) {
     g_printerr("partir: --runtime cuda: %s\n", error->message);
     g_error_free(error);
     return 1;
   }
   if (!pipeline_runtime_start(rt, &rank, &ranks, &error)) {
-    print_error(files[0], error);
+    g_autofree char *what =
+        g_strdup_printf("--runtime %s", o->runtime ? o->runtime : "threads");
+    print_error(what, error);
     g_clear_error(&error);
+    pipeline_runtime_stop(rt, 0); /* every rank failed to start alike */
     return 1;
   }
   gboolean alike = TRUE;

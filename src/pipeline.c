@@ -38,7 +38,8 @@
  *                requires: a program from 1-2 (not SPMD text); the
  *                requirements of 3 on a mesh.
  *   7. execute   inputs -> results (codegen_run, codegen_run_spmd, or on
- *                the MPI runtime codegen_run_mpi: 'runtimes' below), or
+ *                the other runtimes codegen_run_mpi, codegen_cuda_run,
+ *                codegen_run_cuda_mpi: 'runtimes' below), or
  *                the step time of N runs (min and median).
  *                requires: an Executable from 6; inputs of its program's
  *                argument types.
@@ -534,25 +535,47 @@ void pipeline_executable_clear(Executable *e) {
   *e = (Executable){0};
 }
 
-/* The runtimes, by name: --runtime's choices.  'built' is FALSE for one
- * this partir was configured without. */
+#ifdef HAVE_MPI
+#define MPI_BUILT TRUE, NULL
+#else
+#define MPI_BUILT                                                              \
+  FALSE, "install OpenMPI (apt-get install libopenmpi-dev openmpi-bin) and "   \
+         "configure again"
+#endif
+
+/* The runtimes, by name: --runtime's choices, in the order the usage
+ * lists them.  'built' is FALSE for one this partir was configured
+ * without.  (The driver, cuBLAS and NCCL are loaded when a GPU runtime
+ * runs, with dlopen: they are always built.) */
 static const struct {
   const char *name;
   PipelineRuntime kind;
+  gboolean ranks; /* a process per device: the ranks of mpirun */
+  gboolean gpu;   /* its devices are GPUs: code for NVPTX */
   gboolean built;
   const char *missing; /* how to get it, when not built */
 } runtimes[] = {
-    {"threads", PIPELINE_RUNTIME_THREADS, TRUE, NULL},
-#ifdef HAVE_MPI
-    {"mpi", PIPELINE_RUNTIME_MPI, TRUE, NULL},
-#else
-    {"mpi", PIPELINE_RUNTIME_MPI, FALSE,
-     "install OpenMPI (apt-get install libopenmpi-dev openmpi-bin) and "
-     "configure again"},
-#endif
-    /* the driver, cuBLAS and NCCL are loaded when it runs (dlopen) */
-    {"cuda", PIPELINE_RUNTIME_CUDA, TRUE, NULL},
+    {"threads", PIPELINE_RUNTIME_THREADS, FALSE, FALSE, TRUE, NULL},
+    {"mpi", PIPELINE_RUNTIME_MPI, TRUE, FALSE, MPI_BUILT},
+    {"cuda", PIPELINE_RUNTIME_CUDA, FALSE, TRUE, TRUE, NULL},
+    {"cuda-mpi", PIPELINE_RUNTIME_CUDA_MPI, TRUE, TRUE, MPI_BUILT},
 };
+
+/* The row of 'rt'. */
+static gsize runtime_row(PipelineRuntime rt) {
+  for (gsize k = 0; k < G_N_ELEMENTS(runtimes); k++)
+    if (runtimes[k].kind == rt)
+      return k;
+  g_assert_not_reached();
+}
+
+gboolean pipeline_runtime_ranks(PipelineRuntime rt) {
+  return runtimes[runtime_row(rt)].ranks;
+}
+
+gboolean pipeline_runtime_gpu(PipelineRuntime rt) {
+  return runtimes[runtime_row(rt)].gpu;
+}
 
 gboolean pipeline_runtime_find(const char *name, PipelineRuntime *out,
                                Diag *why) {
@@ -581,6 +604,8 @@ gboolean pipeline_runtime_start(PipelineRuntime rt, int *rank, int *ranks,
 #ifdef HAVE_MPI
   if (rt == PIPELINE_RUNTIME_MPI)
     return codegen_mpi_start(rank, ranks, error);
+  if (rt == PIPELINE_RUNTIME_CUDA_MPI)
+    return codegen_cuda_mpi_start(rank, ranks, error);
 #endif
   (void)rt;
   (void)error;
@@ -589,7 +614,7 @@ gboolean pipeline_runtime_start(PipelineRuntime rt, int *rank, int *ranks,
 
 void pipeline_runtime_stop(PipelineRuntime rt, int status) {
 #ifdef HAVE_MPI
-  if (rt == PIPELINE_RUNTIME_MPI)
+  if (pipeline_runtime_ranks(rt))
     codegen_mpi_stop(status);
 #endif
   (void)rt;
@@ -611,6 +636,10 @@ static GPtrArray *run_devices(const Executable *e, Tensor *const *inputs,
 
 GPtrArray *pipeline_execute(const Executable *e, Tensor *const *inputs,
                             Diag *why, GError **error) {
+#ifdef HAVE_MPI
+  if (e->runtime == PIPELINE_RUNTIME_CUDA_MPI)
+    return codegen_run_cuda_mpi(e->code, e->device, inputs, why, error);
+#endif
   if (codegen_on_gpu(e->code)) /* compiled for NVPTX: the CUDA runtime */
     return codegen_cuda_run(e->code, e->device, inputs, why, error);
   if (e->device->spmd)

@@ -173,9 +173,10 @@ gboolean pipeline_export(const RuleSet *rs, const State *s, const Mesh *mesh,
  * pipeline_lower; 'm' and 'g' must outlive the executable. */
 /* The runtimes a mesh's devices run on (docs/runtime.md). */
 typedef enum {
-  PIPELINE_RUNTIME_THREADS, /* a thread per device, in this process */
-  PIPELINE_RUNTIME_MPI,     /* a process per device: the ranks of mpirun */
-  PIPELINE_RUNTIME_CUDA,    /* a GPU per device, in this process (gpu.md) */
+  PIPELINE_RUNTIME_THREADS,  /* a thread per device, in this process */
+  PIPELINE_RUNTIME_MPI,      /* a process per device: the ranks of mpirun */
+  PIPELINE_RUNTIME_CUDA,     /* a GPU per device, in this process (gpu.md) */
+  PIPELINE_RUNTIME_CUDA_MPI, /* a GPU per device, a rank of mpirun each */
 } PipelineRuntime;
 typedef struct Executable {
   Lowered lowered;    /* on a mesh, the lowering; else zero */
@@ -190,20 +191,28 @@ gboolean pipeline_compile(const RuleSet *rs, const Module *m, const Func *g,
 void pipeline_executable_clear(Executable *e);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Executable, pipeline_executable_clear)
 
-/* The runtime called 'name' ("threads", "mpi", "cuda"): FALSE with the reason
- * when there is none by that name or this partir was built without it. */
+/* The runtime called 'name' ("threads", "mpi", "cuda", "cuda-mpi"): FALSE
+ * with the reason when there is none by that name or this partir was
+ * built without it. */
 gboolean pipeline_runtime_find(const char *name, PipelineRuntime *out,
                                Diag *why);
 /* Joins the runtime's processes, before a program is loaded: this
  * process's 'rank' among 'ranks' (0 of 1 for threads).  A runtime of
  * several processes needs one per device, and only rank 0 reads inputs
- * and gets results (pipeline_execute). */
+ * and gets results (pipeline_execute).  FALSE with the reason when it
+ * cannot start, on every process alike (on cuda-mpi, when a rank has no
+ * GPU, every rank fails): each says why, then calls
+ * pipeline_runtime_stop(rt, 0). */
 gboolean pipeline_runtime_start(PipelineRuntime rt, int *rank, int *ranks,
                                 GError **error);
 /* Leaves it, with the process's exit 'status': a non-zero status on a
  * runtime of several processes ends all of them at once (MPI_Abort), so
  * that none waits for this one. */
 void pipeline_runtime_stop(PipelineRuntime rt, int status);
+/* Whether 'rt' runs a process per device (mpi, cuda-mpi), and whether
+ * its devices are GPUs (the code compiled for NVPTX). */
+gboolean pipeline_runtime_ranks(PipelineRuntime rt);
+gboolean pipeline_runtime_gpu(PipelineRuntime rt);
 
 /* Stage 7, execute: the program's results (new tensors, in order) on
  * 'inputs' (one per argument of 'e->global', of its types), or NULL with

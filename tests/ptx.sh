@@ -198,7 +198,7 @@ refused 2 'target must be host or nvptx' "--target gpu: a usage error" \
 refused 2 "runtime threads runs --target host, not 'nvptx'" \
   "exec --target nvptx on the threads runtime: a usage error" \
   "$PARTIR" exec "$mlp" --target nvptx
-refused 2 'runtime must be threads or mpi or cuda' \
+refused 2 'runtime must be threads or mpi or cuda or cuda-mpi, not' \
   "exec --runtime bogus: a usage error" \
   "$PARTIR" exec "$mlp" --runtime bogus
 "$PARTIR" exec "$top_srcdir/examples/mlp.pir" --runtime cuda >"$tmp/out" \
