@@ -34,6 +34,14 @@
 -- and so does the tactic, where an operator cannot carry its split.
 local C = require "combinators"
 
+-- operators that compute each element from the same element of their
+-- operands (an optimizer's update is built from them)
+local ELEMENTWISE = {}
+for op in ([[add sub mul div max min pow neg abs relu exp log tanh logistic
+  sqrt rsqrt compare select convert]]):gmatch("%S+") do
+  ELEMENTWISE[op] = true
+end
+
 local function is_contraction(v)
   return v.kind == "op" and (v.op == "matmul" or v.op == "dot_general")
 end
@@ -177,16 +185,32 @@ return function(s, mesh, opts)
     script[#script + 1] = string.format("arg-tile %%%s %d %d %s", name, dim, w, axis)
   end
   script[#script + 1] = "propagate"
-  local gathers = false -- a column-parallel layer no row-parallel one follows
-  for name in pairs(column) do
-    gathers = gathers or not closed[name]
-  end
-  local t, report = s:exec(table.concat(script, "; "), { tolerate = gathers })
-  for _, line in ipairs(report or {}) do
-    if not line:find("the operator cannot carry it", 1, true) then
-      error("megatron: its passes did not resolve: " .. line, 0)
+  -- What may stay unresolved: the operators that a column-parallel layer
+  -- no row-parallel one follows feeds (by kind, how many), whose split
+  -- is gathered there; any other report fails the tactic.
+  local gathered = {}
+  for _, v in ipairs(s:values()) do
+    local o = origin[v.name]
+    if v.kind == "op" and o and column[o] and not closed[o] then
+      gathered[v.op] = (gathered[v.op] or 0) + 1
     end
   end
+  local function exec(state, text)
+    local out, report = state:exec(text, { tolerate = next(gathered) ~= nil })
+    local left = {}
+    for k, n in pairs(gathered) do
+      left[k] = n
+    end
+    for _, line in ipairs(report or {}) do
+      local op = line:match("of '([%w_]+)' along dimension %d+ %(the operator cannot carry it%)")
+      if not op or (left[op] or 0) == 0 then
+        error("megatron: its passes did not resolve: " .. line, 0)
+      end
+      left[op] = left[op] - 1
+    end
+    return out
+  end
+  local t = exec(s, table.concat(script, "; "))
   -- A parameter the partitioned program reads only in parts over the
   -- axis (every use a slice of it along one dimension, in a region over
   -- the axis: a bias of a column-parallel block), but for the update
@@ -217,17 +241,67 @@ return function(s, mesh, opts)
       end
     end
   end
-  local more = {}
+  local more, stored = {}, {}
   for _, a in ipairs(t:args()) do
     local p = parts_of[a.name]
     if p and p.n == uses[a.name] and a.shape[p.dim + 1] % parts == 0 then
       more[#more + 1] = string.format("arg-tile %%%s %d %d %s", a.name, p.dim,
         a.shape[p.dim + 1] // parts, axis)
+      stored[a.name] = true
+    end
+  end
+  -- A training step's optimizer state follows its parameter, as
+  -- Megatron-LM keeps a shard's optimizer state with the shard: an
+  -- argument of the weight's shape that a result updates, and that the
+  -- weight's update reads through elementwise operators (momentum,
+  -- Adam's moments), is split as the weight is.
+  local update_of, is_arg = {}, {}
+  for _, r in ipairs(t:results()) do
+    if r.updates then
+      update_of[r.updates] = r.name
+    end
+  end
+  for _, a in ipairs(t:args()) do
+    is_arg[a.name] = a
+  end
+  local byname = {}
+  for _, v in ipairs(t:values()) do
+    byname[v.name] = v
+  end
+  local function reads(name, found, seen)
+    if seen[name] then
+      return
+    end
+    seen[name] = true
+    local v = byname[name]
+    if not v or v.kind == "arg" then
+      found[#found + 1] = is_arg[name]
+    elseif v.kind == "tile" or v.kind == "sum" then
+      reads(v.yield, found, seen)
+    elseif v.kind == "slice" or (v.kind == "op" and ELEMENTWISE[v.op]) then
+      for _, o in ipairs(v.operands) do
+        reads(o, found, seen)
+      end
+    end
+  end
+  for _, w in ipairs(order) do
+    local found = {}
+    if update_of[w] then
+      reads(update_of[w], found, {})
+    end
+    for _, a in ipairs(found) do
+      if a.name ~= w and args[a.name] and not plan[a.name] and
+          not stored[a.name] and update_of[a.name] and
+          table.concat(a.shape, "x") == table.concat(args[w].shape, "x") then
+        more[#more + 1] = string.format("arg-tile %%%s %d %d %s", a.name,
+          plan[w], a.shape[plan[w] + 1] // parts, axis)
+        stored[a.name] = true
+      end
     end
   end
   if #more == 0 then
     return t
   end
   more[#more + 1] = "propagate"
-  return (t:exec(table.concat(more, "; ")))
+  return exec(t, table.concat(more, "; "))
 end

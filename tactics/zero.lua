@@ -259,13 +259,19 @@ return function(s, mesh, opts)
   end
   -- one script: the engine splits all the parameters in one pass
   s = s:exec(table.concat(script, "; "))
-  -- On a training step (its results update arguments), ZeRO-3 gathers
-  -- each parameter again for the backward pass: the tiles that gather a
-  -- part of an argument over 'axis' are rematerialized (docs/grad.md).
-  local training = false
-  for _, r in ipairs(s:results()) do
-    training = training or r.updates ~= nil
+  -- On a training step (results that update arguments, and last the
+  -- loss: a scalar that updates none, as 'partir grad' returns them),
+  -- ZeRO-3 gathers each parameter again for the backward pass: the tiles
+  -- that gather a part of an argument over 'axis' are rematerialized
+  -- (docs/grad.md).  A program that only donates a buffer (an inference
+  -- step's cache) has no backward pass to regather for.
+  local results, updates = s:results(), false
+  for _, r in ipairs(results) do
+    updates = updates or r.updates ~= nil
   end
+  local last = results[#results]
+  local training = updates and #results > 1 and last.updates == nil and
+      #last.shape == 0
   if stage == 3 and training and opts.reshard ~= "no" and not lift_parts then
     local is_arg, part_of = {}, {}
     for _, a in ipairs(s:args()) do

@@ -808,9 +808,12 @@ static void parse_func_args(Parser *p, Func *f, Layouts *lay) {
   f->arg_types = (const Type **)g_ptr_array_free(types, FALSE);
 }
 
-/* '{updates = %arg}' after result 'i''s type, where there is a '{': the
- * argument the result is the new value of (Func.result_updates). */
-static void parse_result_updates(Parser *p, Func *f, int i, GArray *updates) {
+/* '{updates = %arg}' after result 'i''s type 'type' (and its layout in
+ * an SPMD program), where there is a '{': the argument the result is
+ * the new value of (Func.result_updates), of the same type ('spmd': of
+ * the same global type, which the layouts alone do not say). */
+static void parse_result_updates(Parser *p, Func *f, int i, const Type *type,
+                                 gboolean spmd, GArray *updates) {
   if (!token_punct(&p->c.tok, '{'))
     return;
   cursor_next(&p->c);
@@ -827,6 +830,14 @@ static void parse_result_updates(Parser *p, Func *f, int i, GArray *updates) {
   if (k == f->nargs) {
     cursor_fail(&p->c, p->c.tok.loc,
                 "result %d updates '%%%s', which is no argument", i, name);
+    return;
+  }
+  if (!spmd && f->arg_types[k] != type) {
+    g_autofree char *want = type_to_string(f->arg_types[k]);
+    g_autofree char *got = type_to_string(type);
+    cursor_fail(&p->c, p->c.tok.loc,
+                "result %d (%s) updates '%%%s', of another type (%s)", i, got,
+                name, want);
     return;
   }
   for (guint j = 0; j < updates->len; j++)
@@ -867,8 +878,9 @@ static void parse_func_results(Parser *p, Func *f, Layouts *lay) {
         if (!p->c.failed && lay &&
             parse_dist(p, ty->rank, &dist, lay->axes_used, lay->reps))
           g_array_append_val(lay->dists, dist);
-        if (!p->c.failed && !lay)
-          parse_result_updates(p, f, (int)rtypes->len - 1, updates);
+        if (!p->c.failed)
+          parse_result_updates(p, f, (int)rtypes->len - 1, ty, lay != NULL,
+                               updates);
       }
       if (!p->c.failed)
         cursor_next(&p->c);

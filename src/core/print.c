@@ -93,7 +93,7 @@ void print_func(GString *out, const Module *m, const Func *f) {
     }
   }
   g_string_append(out, ") -> ");
-  const int *updates = sp ? NULL : f->result_updates;
+  const int *updates = f->result_updates;
   if (f->nresults > 1 || sp || updates)
     g_string_append_c(out, '(');
   for (int i = 0; i < f->nresults; i++) {

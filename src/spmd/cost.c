@@ -125,7 +125,6 @@ typedef struct Walk {
   int npos;  /* statements walked */
   int nargs;
   const Term *peak_term; /* the value computed at the peak, or NULL */
-  gboolean *donated;     /* per argument: a result reuses its buffer */
 } Walk;
 
 static Value *value_at(Walk *w, int i) { return &w->values[i]; }
@@ -146,15 +145,6 @@ static void open_region(Walk *w, int stmt, double mult) {
  * region it is placed in). */
 static void use(Walk *w, const Term *u, const SchedName *n, int depth,
                 int pos) {
-  if (u->kind == TM_ARG && w->donated && w->donated[u->index]) {
-    /* a donated argument lives to its last use, then its buffer is its
-     * update's (a loop it is used in keeps it to the loop's end) */
-    Value *v = value_at(w, n->index);
-    v->last = MAX(v->last, pos);
-    if (depth > 0)
-      g_array_append_val(w->open[1].crossing, n->index);
-    return;
-  }
   if (u->kind == TM_BVAR || u->kind == TM_ARG) /* ranges; args live always */
     return;
   int target = term_home(u);
@@ -382,15 +372,8 @@ static void sweep(Walk *w) {
   g_autofree double *delta = g_new0(double, (gsize)n + 1);
   for (int i = 0; i < w->nvalues; i++) {
     Value *v = value_at(w, i);
-    if (v->pos < 0 && !(w->donated && i < w->nargs && w->donated[i])) {
+    if (v->pos < 0) {
       base += v->bytes;
-      continue;
-    }
-    if (v->pos < 0) { /* donated: from the start to its last use */
-      if (v->last >= 0) {
-        delta[0] += v->bytes;
-        delta[MIN(v->last, n - 1) + 1] -= v->bytes;
-      }
       continue;
     }
     delta[v->pos] += v->bytes;
@@ -442,22 +425,19 @@ static int compare_comms(gconstpointer pa, gconstpointer pb) {
   return a->size < b->size ? -1 : a->size > b->size;
 }
 
-/* Per argument, whether a result updates it in place (Func.
- * result_updates, of the same local size: lowering gives the update its
- * argument's layout): XLA reuses a donated argument's buffer for its
- * update, so the two are not live at once unless the update is computed
- * before the argument's last use.  NULL: none. */
-static gboolean *donations(const Func *f) {
-  if (!f->result_updates)
-    return NULL;
-  gboolean *d = g_new0(gboolean, (gsize)MAX(f->nargs, 1));
-  for (int r = 0; r < f->nresults; r++) {
+/* A result that updates an argument of its size (Func.result_updates;
+ * lowering gives the update its argument's layout) is written into the
+ * argument's buffer, as XLA writes a donated argument's update: it takes
+ * no bytes of its own.  The argument's buffer is live throughout, as
+ * every argument's is (no temporary goes into a parameter's buffer). */
+static void donate(Walk *w, const Func *f, const Schedule *sc) {
+  for (int r = 0; f->result_updates && r < f->nresults; r++) {
     int k = f->result_updates[r];
-    if (k >= 0 && k < f->nargs &&
-        bytes_of(f->result_types[r]) == bytes_of(f->arg_types[k]))
-      d[k] = TRUE;
+    const Term *t = f->body->args[r];
+    if (k >= 0 && k < f->nargs && t->kind != TM_ARG &&
+        bytes_of(t->type) == bytes_of(f->arg_types[k]))
+      value_at(w, sc->results[r]->index)->bytes = 0;
   }
-  return d;
 }
 
 /* The estimate of 'f' on 'hw', its statements named as 'm' names them,
@@ -480,9 +460,6 @@ static gboolean estimate(const Module *m, gboolean named, const Func *f,
   }
   Walk w = {.hw = hw, .fusion = fusion, .reads = reads, .out = out};
   w.nvalues = sc->nvalues;
-  w.nargs = f->nargs;
-  g_autofree gboolean *donated = donations(f);
-  w.donated = donated;
   w.values = g_new(Value, (gsize)MAX(sc->nvalues, 1));
   w.open[0] = (Open){-1, g_array_new(FALSE, FALSE, sizeof(int)), 1.0};
   for (int i = 0; i < f->nargs; i++) /* arguments come first, in order */
@@ -492,6 +469,7 @@ static gboolean estimate(const Module *m, gboolean named, const Func *f,
 
   for (int i = 0; i < f->nresults; i++) /* results live to the end */
     use(&w, f->body->args[i], sc->results[i], 0, w.npos);
+  donate(&w, f, sc);
   sweep(&w);
   if (named && w.peak_term) { /* as the printed program names it */
     g_autoptr(Schedule) printed = schedule_new(m, f);
