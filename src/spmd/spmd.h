@@ -232,6 +232,12 @@ typedef struct Hardware {
    * the bytes it reads and writes at mem_bw, plus kernel_overhead. */
   double mem_bw;          /* bytes/s a device's kernels read and write */
   double kernel_overhead; /* seconds per kernel run (its loop set-up) */
+  /* Optional, with the kernels priced: a matrix product is computed in
+   * whole register blocks of gemm_mr rows by gemm_nr columns (0: 1), and
+   * each product (one per batch element) costs product_overhead more
+   * (its packing and edge set-up). */
+  double gemm_mr, gemm_nr;
+  double product_overhead; /* seconds per matrix product */
   int naxes;
   HwAxis axes[HW_MAX_AXES];
 } Hardware;
