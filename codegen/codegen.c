@@ -33,10 +33,17 @@ struct Compiled {
    * it (its count back to 1) is written again by a later run instead of
    * a new tensor (no allocation, no page faults, in a steady loop) */
   GPtrArray *results;
+  /* buffers for the chunks of arguments codegen_run_spmd copies, a
+   * reference kept: one whose run has ended (its count back to 1) takes
+   * the next run's chunk (spmd_run drops its inputs when the run ends,
+   * so these are as many as one run copies) */
+  GPtrArray *inputs;
 };
 
-/* At most this many results are kept per compiled program. */
+/* At most this many results, and input buffers, are kept per compiled
+ * program. */
 #define KEPT_RESULTS 16
+#define KEPT_INPUTS 64
 
 /* A tensor of 'type' for a result: a kept one nobody else holds, or a
  * new one. */
@@ -59,6 +66,29 @@ static void result_keep(Compiled *c, Tensor *t) {
     g_ptr_array_remove_index(c->results, 0);
   g_ptr_array_add(c->results, tensor_ref(t));
   g_mutex_unlock(&c->lock);
+}
+
+/* SpmdBuffer for codegen_run_spmd: a kept tensor of 'type' nobody else
+ * holds, or a new one, kept. */
+static Tensor *input_buffer(void *data, const Type *type) {
+  Compiled *c = data;
+  Tensor *t = NULL;
+  g_mutex_lock(&c->lock);
+  for (guint i = 0; i < c->inputs->len && !t; i++) {
+    Tensor *k = g_ptr_array_index(c->inputs, i);
+    if (k->type == type && g_atomic_int_get(&k->refcount) == 1)
+      t = tensor_ref(k);
+  }
+  g_mutex_unlock(&c->lock);
+  if (t)
+    return t;
+  t = tensor_new(type); /* outside the lock: the other devices' go on */
+  g_mutex_lock(&c->lock);
+  if (c->inputs->len >= KEPT_INPUTS)
+    g_ptr_array_remove_index(c->inputs, 0);
+  g_ptr_array_add(c->inputs, tensor_ref(t));
+  g_mutex_unlock(&c->lock);
+  return t;
 }
 
 /* An arena of the plan's size (64-byte aligned), from the kept ones when
@@ -206,6 +236,7 @@ Compiled *codegen_compile(const Module *m, const Func *f,
   g_mutex_init(&c->lock);
   c->arenas = g_ptr_array_new_with_free_func(free);
   c->results = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
+  c->inputs = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
   if (p->opt.target == CODEGEN_TARGET_NVPTX) { /* run by cuda.c */
     c->gpu = nvptx_program_new(p, mesh_of(f), o->arch, NULL, why);
     if (c->gpu)
@@ -246,6 +277,7 @@ void codegen_free(Compiled *c) {
   nvptx_program_free(c->gpu);
   g_ptr_array_unref(c->arenas);
   g_ptr_array_unref(c->results);
+  g_ptr_array_unref(c->inputs);
   g_mutex_clear(&c->lock);
   profile_free(c->profile);
   plan_free(c->plan);
@@ -348,6 +380,7 @@ GPtrArray *codegen_run_spmd(Compiled *c, const Func *f,
   g_assert(c->plan->spmd && f->spmd && !c->gpu);
   SpmdRuntime threads = {.run = run_device,
                          .run_data = c,
+                         .buffer = input_buffer,
                          .connect = threads_connect,
                          .disconnect = threads_disconnect,
                          .steps = steps,

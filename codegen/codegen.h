@@ -90,6 +90,11 @@ GPtrArray *codegen_run_spmd(Compiled *c, const Func *f,
                             Tensor *const *global_inputs, int steps,
                             double *step_seconds, Diag *diag, GError **error);
 
+/* The register block of the generated matrix kernel for 'dt' on this
+ * host: a product is computed in whole blocks of 'mr' rows by 'nr'
+ * columns (the cost model's gemm_mr and gemm_nr, docs/cost.md). */
+void codegen_gemm_block(DType dt, int *mr, int *nr);
+
 /* Compiled with 'profile': the time each kernel and collective took,
  * summed over the runs so far (on a device thread: the first device's),
  * the largest first, as a table. */

@@ -83,6 +83,12 @@ static Shape gemm_shape(DType dt) {
   return s;
 }
 
+void codegen_gemm_block(DType dt, int *mr, int *nr) {
+  Shape s = gemm_shape(dt);
+  *mr = s.mr;
+  *nr = s.nr;
+}
+
 static int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
 /* Byte offsets of the workspace's parts. */

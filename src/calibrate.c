@@ -13,9 +13,11 @@
  * time measured for the program it came from.  In order, each solved
  * with the ones before it in place:
  *
- *   peak_flops_f32/f64/bf16  a 1024^3 matrix product in the dtype
  *   mem_bw                   an elementwise chain over 64 MiB
+ *   peak_flops_f32/f64/bf16  a 1024^3 matrix product in the dtype
  *   kernel_overhead          a chain of 64 reductions of 16 numbers
+ *   product_overhead         64 matrix products of 8 x 8 x 8 (a batched
+ *                            dot_general)
  *   link_latency             an all_reduce of one number over the devices
  *   link_bw                  an all_reduce of 64 MiB over the devices (1 GiB
  *                            over all of them at most)
@@ -23,7 +25,9 @@
  * One device has no links to measure: a shared-memory collective is a
  * copy, so link_bw is half of mem_bw (read and write) and link_latency
  * the kernel overhead.  memory_bytes is the physical memory shared by
- * the devices.
+ * the devices, and gemm_mr and gemm_nr the generated matrix kernel's
+ * register block for f32 (codegen_gemm_block), set first: the matmul
+ * that gives the peak is priced in whole blocks too.
  */
 #include "pipeline.h"
 
@@ -189,6 +193,18 @@ static char *overhead_program(int n) {
   return g_string_free(s, FALSE);
 }
 
+/* 'n' matrix products of 8 x 8 x 8, one dot_general batched over n: the
+ * products' fixed cost, their FLOPs a few register blocks. */
+static char *products_program(int n) {
+  return g_strdup_printf(
+      "func @products(%%a: tensor<%dx8x8xf32>, %%b: tensor<%dx8x8xf32>)"
+      " -> tensor<%dx8x8xf32> {\n"
+      "  %%0 = dot_general(%%a, %%b) {lhs_batch = [0], lhs_contract = [2],"
+      " rhs_batch = [0], rhs_contract = [1]}\n"
+      "  return %%0\n}\n",
+      n, n, n);
+}
+
 /* An all_reduce of 'n' f32 over the devices: each holds a row of x and
  * the rows are summed. */
 static char *allreduce_program(int devices, int64_t n) {
@@ -218,6 +234,22 @@ static gboolean calibrate(Calibration *c, Diag *why) {
   int n = c->o->devices;
   g_autofree char *devices =
       g_strdup_printf("%d device%s at once", n, n == 1 ? "" : "s");
+  int mr, nr;
+  codegen_gemm_block(DT_F32, &mr, &nr);
+  c->hw.gemm_mr = mr;
+  c->hw.gemm_nr = nr;
+  g_string_append_printf(c->log,
+                         "# gemm_mr: the generated matrix kernel's register "
+                         "block for f32, rows -> %d\n"
+                         "# gemm_nr: its columns -> %d\n",
+                         mr, nr);
+  g_autofree char *stream = stream_program();
+  g_autofree char *stream_what =
+      g_strdup_printf("relu(x * x + x) over 64 MiB of f32, %s", devices);
+  if (!solve(c, "mem_bw", offsetof(Hardware, mem_bw), TRUE, stream_what, stream,
+             why))
+    return FALSE;
+  /* the matmuls' packing passes are priced at mem_bw: it comes first */
   for (gsize i = 0; i < G_N_ELEMENTS(peaks); i++) {
     g_autofree char *text = matmul_program(peaks[i].dtype, 1024);
     g_autofree char *what = g_strdup_printf("matmul 1024x1024x1024 %s, %s",
@@ -225,17 +257,17 @@ static gboolean calibrate(Calibration *c, Diag *why) {
     if (!solve(c, peaks[i].key, peaks[i].field, TRUE, what, text, why))
       return FALSE;
   }
-  g_autofree char *stream = stream_program();
-  g_autofree char *stream_what =
-      g_strdup_printf("relu(x * x + x) over 64 MiB of f32, %s", devices);
-  if (!solve(c, "mem_bw", offsetof(Hardware, mem_bw), TRUE, stream_what, stream,
-             why))
-    return FALSE;
   g_autofree char *chain = overhead_program(64);
   g_autofree char *chain_what =
       g_strdup_printf("64 reductions of 16 f32 in a row, %s", devices);
   if (!solve(c, "kernel_overhead", offsetof(Hardware, kernel_overhead), FALSE,
              chain_what, chain, why))
+    return FALSE;
+  g_autofree char *products = products_program(64);
+  g_autofree char *products_what =
+      g_strdup_printf("64 matrix products of 8x8x8 f32, %s", devices);
+  if (!solve(c, "product_overhead", offsetof(Hardware, product_overhead), FALSE,
+             products_what, products, why))
     return FALSE;
   if (n == 1) {
     c->hw.link_bw = rounded(c->hw.mem_bw / 2);

@@ -38,10 +38,17 @@
 typedef struct Tensor {
   int refcount;
   const Type *type;
-  void *data; /* type_numel elements of dtype_storage_bytes each */
+  void *data;          /* type_numel elements of dtype_storage_bytes each */
+  struct Tensor *base; /* a view: 'data' lies in base's, held; else NULL */
 } Tensor;
 
 Tensor *tensor_new(const Type *type); /* zero-filled */
+/* A tensor of 'type' whose elements are those of 'base' from byte
+ * 'offset' on (a contiguous part of it, such as a device's chunk along
+ * its first dimension), sharing its memory and holding a reference to
+ * it: for readers only, as neither is copied when the other is
+ * written. */
+Tensor *tensor_view(Tensor *base, const Type *type, guint64 offset);
 Tensor *tensor_ref(Tensor *t);
 void tensor_unref(Tensor *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Tensor, tensor_unref)

@@ -39,6 +39,17 @@ Tensor *tensor_new(const Type *type) {
   return t;
 }
 
+Tensor *tensor_view(Tensor *base, const Type *type, guint64 offset) {
+  g_assert(type != NULL && type->kind == TY_TENSOR);
+  g_assert(offset + tensor_type_bytes(type) <= tensor_type_bytes(base->type));
+  Tensor *t = g_new0(Tensor, 1);
+  t->refcount = 1;
+  t->type = type;
+  t->data = (char *)base->data + offset;
+  t->base = tensor_ref(base);
+  return t;
+}
+
 Tensor *tensor_ref(Tensor *t) {
   g_assert(t != NULL && t->refcount > 0);
   g_atomic_int_inc(&t->refcount);
@@ -51,7 +62,10 @@ void tensor_unref(Tensor *t) {
   g_assert(t->refcount > 0);
   if (!g_atomic_int_dec_and_test(&t->refcount))
     return;
-  g_free(t->data);
+  if (t->base)
+    tensor_unref(t->base);
+  else
+    g_free(t->data);
   g_free(t);
 }
 

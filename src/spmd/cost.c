@@ -33,7 +33,9 @@
  *               code generator runs it: a kernel per value with a buffer
  *               (fusion.c), each the longer of its FLOPs (its fused
  *               operands' included) at peak and the bytes it reads and
- *               writes at mem_bw, plus kernel_overhead (a roofline).
+ *               writes at mem_bw, plus kernel_overhead (a roofline);
+ *               a matrix product both, in whole register blocks, and an
+ *               overhead per product (docs/cost.md).
  *
  * The machine is a Hardware description (hardware.c).
  */
@@ -292,17 +294,109 @@ static void kernel_reads(const Walk *w, const Term *t, GHashTable *seen,
   }
 }
 
+/* 'x' rounded up to a whole number of blocks of 'block' (0: 1). */
+static double whole_blocks(double x, double block) {
+  return block > 1 ? ceil(x / block) * block : x;
+}
+
+/* The dimension numbers of list attribute 'key' of 't' (none when
+ * absent); their count. */
+static int dims_attr(const Term *t, const char *key, int *out) {
+  const AttrValue *v = attrs_get(t->attrs, key);
+  int n = v && v->kind == AV_LIST ? MIN(v->count, PARTIR_MAX_RANK) : 0;
+  for (int k = 0; k < n; k++)
+    out[k] = (int)v->items[k].i;
+  return n;
+}
+
+/* The dimensions of 'rank' that are neither in 'a' nor in 'b', in order. */
+static int other_dims(int rank, const int *a, int na, const int *b, int nb,
+                      int *out) {
+  int n = 0;
+  for (int d = 0; d < rank; d++) {
+    gboolean listed = FALSE;
+    for (int k = 0; k < na; k++)
+      listed |= a[k] == d;
+    for (int k = 0; k < nb; k++)
+      listed |= b[k] == d;
+    if (!listed)
+      out[n++] = d;
+  }
+  return n;
+}
+
+/* The generated kernel merges the innermost run of a group's dimensions
+ * that follow each other in the operand (row-major: one strided
+ * dimension) and loops over the rest (dot.c): the run's size; the
+ * loops' sizes multiply '*loops'.  'y' (may be NULL) must have its own
+ * dimensions follow each other too (K, in both operands). */
+static double merged(const Type *tx, const int *x, const int *y, int n,
+                     double *loops) {
+  if (n == 0)
+    return 1;
+  int k = n - 1;
+  double run = (double)tx->dims[x[k]];
+  while (k > 0 && x[k - 1] == x[k] - 1 && (!y || y[k - 1] == y[k] - 1))
+    run *= (double)tx->dims[x[--k]];
+  for (int j = 0; j < k; j++)
+    *loops *= (double)tx->dims[x[j]];
+  return run;
+}
+
+/* The FLOPs matrix product 't' costs as the generated kernel computes
+ * it (dot.c): one M x N x K product per batch element and per
+ * dimension it cannot merge, each computed in whole register blocks of
+ * gemm_mr x gemm_nr (a 13 x 33 product costs a 24 x 64 one on a 12 x 32
+ * block); the number of products in '*products'. */
+static double product_flops(const Hardware *hw, const Term *t,
+                            double *products) {
+  const Type *l = t->args[0]->type, *r = t->args[1]->type;
+  int lb[PARTIR_MAX_RANK], rb[PARTIR_MAX_RANK], lc[PARTIR_MAX_RANK],
+      rc[PARTIR_MAX_RANK], lf[PARTIR_MAX_RANK], rf[PARTIR_MAX_RANK];
+  int nb = 0, nc = 1;
+  if (t->op == OP_MATMUL) {
+    lc[0] = l->rank - 1;
+    rc[0] = 0;
+  } else {
+    nb = dims_attr(t, "lhs_batch", lb);
+    dims_attr(t, "rhs_batch", rb);
+    nc = dims_attr(t, "lhs_contract", lc);
+    dims_attr(t, "rhs_contract", rc);
+  }
+  int nlf = other_dims(l->rank, lb, nb, lc, nc, lf);
+  int nrf = other_dims(r->rank, rb, nb, rc, nc, rf);
+  double count = 1;
+  for (int k = 0; k < nb; k++)
+    count *= (double)l->dims[lb[k]];
+  double m = merged(l, lf, NULL, nlf, &count);
+  double n = merged(r, rf, NULL, nrf, &count);
+  double depth = merged(l, lc, rc, nc, &count);
+  *products = type_numel(t->type) > 0 ? count : 0;
+  return 2 * *products * whole_blocks(m, hw->gemm_mr) *
+         whole_blocks(n, hw->gemm_nr) * depth;
+}
+
 /* One run of the kernel of 't' (a value with a buffer), 'mult' times:
  * the longer of its FLOPs at peak and its bytes at memory bandwidth, and
- * the kernel's overhead. */
+ * the kernel's overhead.  A matrix product pays both, one after the
+ * other: the kernel packs its operands in a pass of their own before
+ * its register blocks run (their FLOPs in whole blocks), and an
+ * overhead per product. */
 static void account_kernel(Walk *w, const Term *t, double mult) {
   double flops = op_flops(t), bytes = bytes_of(t->type);
   g_hash_table_remove_all(w->reads);
   kernel_reads(w, t, w->reads, &flops, &bytes);
   const Hardware *hw = w->hw;
-  double compute = flops / hw_peak_flops(hw, compute_dtype(t));
-  double memory = hw->mem_bw > 0 ? bytes / hw->mem_bw : 0;
-  w->out->compute_time += (MAX(compute, memory) + hw->kernel_overhead) * mult;
+  double compute, memory = hw->mem_bw > 0 ? bytes / hw->mem_bw : 0;
+  double peak = hw_peak_flops(hw, compute_dtype(t));
+  if (t->kind == TM_OP && (t->op == OP_MATMUL || t->op == OP_DOT_GENERAL)) {
+    double products;
+    flops += product_flops(hw, t, &products) - op_flops(t);
+    compute = flops / peak + memory + products * hw->product_overhead;
+  } else {
+    compute = MAX(flops / peak, memory);
+  }
+  w->out->compute_time += (compute + hw->kernel_overhead) * mult;
   w->out->kernels += mult;
   w->out->traffic_bytes += bytes * mult;
 }

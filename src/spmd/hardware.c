@@ -34,6 +34,10 @@ static const HwKey hw_keys[] = {
     {"mem_bw", offsetof(Hardware, mem_bw), TRUE, "bytes/s", TRUE},
     {"kernel_overhead", offsetof(Hardware, kernel_overhead), TRUE, "seconds",
      TRUE},
+    {"gemm_mr", offsetof(Hardware, gemm_mr), TRUE, "rows", TRUE},
+    {"gemm_nr", offsetof(Hardware, gemm_nr), TRUE, "columns", TRUE},
+    {"product_overhead", offsetof(Hardware, product_overhead), TRUE, "seconds",
+     TRUE},
 };
 
 static const HwKey axis_keys[] = {

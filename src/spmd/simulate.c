@@ -108,6 +108,7 @@ typedef struct Device {
   int64_t coords[MESH_MAX_AXES]; /* coordinate on each mesh axis */
   const Func *f;
   SpmdDeviceRun run; /* how the device runs its program */
+  SpmdBuffer buffer; /* where its copied chunks go (NULL: new tensors) */
   void *run_data;
   Tensor *const *global_inputs; /* the run's */
   Tensor **inputs;    /* local, one per argument: scattered by the device's
@@ -531,6 +532,9 @@ static void chunk_offsets(const Mesh *m, const Dist *d, const Type *local,
  * NaN agrees with NaN, infinities must be equal; integers exactly. */
 static gboolean replicas_agree(const Tensor *ref, const Tensor *other,
                                int64_t *at) {
+  /* the same bits (what the threaded runtime's collectives give) agree */
+  if (memcmp(ref->data, other->data, tensor_type_bytes(ref->type)) == 0)
+    return TRUE;
   int64_t n = type_numel(ref->type);
   double scale = 0;
   gboolean is_float = dtype_is_float(ref->type->dtype);
@@ -578,7 +582,8 @@ static void print_index(GString *out, const Type *t, int64_t j) {
 /* --------------------------------------------------------- the devices */
 
 static Tensor **scatter_inputs(const Func *f, Tensor *const *global_inputs,
-                               const int64_t *coords);
+                               const int64_t *coords, SpmdBuffer buffer,
+                               void *buffer_data);
 
 /* Waits until every device has reached barrier 'k' of 's' (the last
  * one to arrive stamps it); FALSE when a device has failed. */
@@ -641,7 +646,8 @@ static void steps_fail(Device *d) {
 
 static void *device_main(void *p) {
   Device *d = p;
-  d->inputs = scatter_inputs(d->f, d->global_inputs, d->coords);
+  d->inputs =
+      scatter_inputs(d->f, d->global_inputs, d->coords, d->buffer, d->run_data);
   kernel_comm = d->comm;
   d->results = device_steps(d);
   kernel_comm = NULL;
@@ -657,25 +663,59 @@ static void *device_main(void *p) {
   return NULL;
 }
 
-/* The local inputs of the device at 'coords': the chunks of the global
- * ones it holds, copied; a whole one (replicated) is shared, read-only
- * (devices never write their inputs, and reference counts are atomic):
- * a step of a data-parallel program does not copy its weights. */
+/* The byte offset of the box 'box' at 'off' of a row-major tensor of
+ * type 't' when the box is one contiguous run of its elements (ones
+ * before some dimension, whole dimensions after it), else -1. */
+static int64_t contiguous_box(const Type *t, const int64_t *off,
+                              const int64_t *box) {
+  int k = t->rank - 1;
+  while (k >= 0 && box[k] == t->dims[k])
+    k--;
+  for (int j = 0; j < k; j++)
+    if (box[j] != 1)
+      return -1;
+  int64_t strides[PARTIR_MAX_RANK];
+  tensor_strides(t, strides);
+  int64_t at = 0;
+  for (int j = 0; j < t->rank; j++)
+    at += off[j] * strides[j];
+  return at * (int64_t)dtype_storage_bytes(t->dtype);
+}
+
+/* The local inputs of the device at 'coords': a whole one (replicated)
+ * is shared and a chunk that is a contiguous part of the global one
+ * (split along leading dimensions, no padding) is a view of it, both
+ * read-only (devices never write their inputs, and reference counts are
+ * atomic): a step of a data-parallel program does not copy its weights,
+ * nor a Megatron one the weights it splits by rows.  Any other chunk is
+ * copied into a buffer from 'buffer' (a runtime's kept one; NULL:
+ * tensor_new), padding zeroed. */
 static Tensor **scatter_inputs(const Func *f, Tensor *const *global_inputs,
-                               const int64_t *coords) {
+                               const int64_t *coords, SpmdBuffer buffer,
+                               void *buffer_data) {
   const Mesh *m = &f->spmd->mesh;
   Tensor **in = g_new0(Tensor *, (gsize)f->nargs + 1);
   for (int i = 0; i < f->nargs; i++) {
     Tensor *g = global_inputs[i];
-    if (g->type == f->arg_types[i]) {
+    const Type *local = f->arg_types[i];
+    if (g->type == local) {
       in[i] = tensor_ref(g);
       continue;
     }
     int64_t off[PARTIR_MAX_RANK], box[PARTIR_MAX_RANK];
-    chunk_offsets(m, &f->spmd->arg_dists[i], f->arg_types[i], coords, off);
-    in[i] = tensor_new(f->arg_types[i]); /* padding: zeros */
-    memcpy(box, f->arg_types[i]->dims, sizeof box);
+    chunk_offsets(m, &f->spmd->arg_dists[i], local, coords, off);
+    memcpy(box, local->dims, sizeof box);
     clip_box(box, off, g->type->dims, g->type->rank);
+    gboolean padded =
+        memcmp(box, local->dims, (size_t)local->rank * sizeof *box) != 0;
+    int64_t at = padded ? -1 : contiguous_box(g->type, off, box);
+    if (at >= 0) {
+      in[i] = tensor_view(g, local, (guint64)at);
+      continue;
+    }
+    in[i] = buffer ? buffer(buffer_data, local) : tensor_new(local);
+    if (buffer && padded) /* a kept buffer holds the last run's values */
+      memset(in[i]->data, 0, tensor_type_bytes(local));
     box_transfer(in[i], zero_offsets, g, off, box, FALSE);
   }
   return in;
@@ -720,8 +760,15 @@ static Tensor *gather_result(const Func *f, GPtrArray *const *results,
       }
     }
   }
-  Tensor *out = tensor_new(global);
   const Type *local = f->result_types[i];
+  gboolean partial = FALSE, split = FALSE;
+  for (int a = 0; a < m->naxes; a++) {
+    partial |= roles[a] == ROLE_PARTIAL;
+    split |= roles[a] == ROLE_SPLIT;
+  }
+  if (!partial && !split && local == global) /* device 0's, shared */
+    return tensor_ref(g_ptr_array_index(results[0], i));
+  Tensor *out = tensor_new(global);
   for (int dev = 0; dev < ndevices; dev++) {
     int64_t coords[MESH_MAX_AXES];
     device_coords(m, dev, coords);
@@ -730,6 +777,15 @@ static Tensor *gather_result(const Func *f, GPtrArray *const *results,
       representative &= roles[a] == ROLE_SPLIT || coords[a] == 0;
     if (!representative)
       continue;
+    int64_t off[PARTIR_MAX_RANK], box[PARTIR_MAX_RANK];
+    chunk_offsets(m, d, local, coords, off);
+    memcpy(box, local->dims, sizeof box); /* without the padding */
+    clip_box(box, off, global->dims, global->rank);
+    if (!partial) { /* this device's part alone: copied, not summed */
+      box_transfer(out, off, g_ptr_array_index(results[dev], i), zero_offsets,
+                   box, FALSE);
+      continue;
+    }
     g_autoptr(Tensor) acc = tensor_new_acc(local);
     for (int other = 0; other < ndevices; other++) {
       int64_t at[MESH_MAX_AXES];
@@ -745,10 +801,6 @@ static Tensor *gather_result(const Func *f, GPtrArray *const *results,
                      zero_offsets, local->dims, TRUE);
     }
     g_autoptr(Tensor) sum = tensor_from_acc(acc, local);
-    int64_t off[PARTIR_MAX_RANK], box[PARTIR_MAX_RANK];
-    chunk_offsets(m, d, local, coords, off);
-    memcpy(box, local->dims, sizeof box); /* without the padding */
-    clip_box(box, off, global->dims, global->rank);
     box_transfer(out, off, sum, zero_offsets, box, FALSE);
   }
   return out;
@@ -962,6 +1014,7 @@ GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
     device_coords(m, dev, devs[dev].coords);
     devs[dev].f = f;
     devs[dev].run = rt ? rt->run : NULL;
+    devs[dev].buffer = rt ? rt->buffer : NULL;
     devs[dev].run_data = rt ? rt->run_data : NULL;
     devs[dev].global_inputs = global_inputs;
     devs[dev].steps = stamps ? &steps : NULL;
@@ -1016,7 +1069,7 @@ gboolean spmd_check_inputs(const Func *f, Tensor *const *global_inputs,
 Tensor **spmd_scatter(const Func *f, Tensor *const *global_inputs, int device) {
   int64_t coords[MESH_MAX_AXES];
   device_coords(&f->spmd->mesh, device, coords);
-  return scatter_inputs(f, global_inputs, coords);
+  return scatter_inputs(f, global_inputs, coords, NULL, NULL);
 }
 
 GPtrArray *spmd_gather(const Func *f, GPtrArray *const *device_results,

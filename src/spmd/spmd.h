@@ -129,9 +129,18 @@ GPtrArray *spmd_simulate(const Func *f, Tensor *const *global_inputs,
  * collectives are those 'connect' makes, NULL for the simulator's. */
 typedef GPtrArray *(*SpmdDeviceRun)(void *data, const Func *f,
                                     Tensor *const *inputs, GError **error);
+/* A tensor of 'type' for a device's chunk of an argument, its elements
+ * about to be overwritten: called on the device's thread, with
+ * 'run_data'; spmd_run drops its reference when the run ends. */
+typedef Tensor *(*SpmdBuffer)(void *data, const Type *type);
 typedef struct SpmdRuntime {
   SpmdDeviceRun run;
   void *run_data;
+  /* Where the chunks of arguments that are copied go (NULL: new
+   * tensors): a runtime that keeps them between runs spares a step its
+   * allocation and page faults.  Chunks that are contiguous parts of
+   * the global argument are views of it and need none. */
+  SpmdBuffer buffer;
   /* The collectives of the 'ndevices' devices of 'mesh' (row-major), one
    * each: called once the program and its inputs are checked, before any
    * device starts.  Each implements 'fail'. */
@@ -163,7 +172,9 @@ GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
 gboolean spmd_check_inputs(const Func *f, Tensor *const *global_inputs,
                            Diag *diag);
 /* The local inputs of device 'device' (row-major): new references, one
- * per argument, padding zeroed.  requires: spmd_check_inputs passed. */
+ * per argument, padding zeroed; read-only (a replicated one is the global
+ * one, a contiguous chunk a view of it).  requires: spmd_check_inputs
+ * passed. */
 Tensor **spmd_scatter(const Func *f, Tensor *const *global_inputs, int device);
 /* The global results from every device's local ones (one array a device,
  * row-major), as spmd_run gathers them: NULL with the reason when
@@ -237,6 +248,12 @@ typedef struct Hardware {
    * the bytes it reads and writes at mem_bw, plus kernel_overhead. */
   double mem_bw;          /* bytes/s a device's kernels read and write */
   double kernel_overhead; /* seconds per kernel run (its loop set-up) */
+  /* Optional, with the kernels priced: a matrix product is computed in
+   * whole register blocks of gemm_mr rows by gemm_nr columns (0: 1), and
+   * each product (one per batch element) costs product_overhead more
+   * (its packing and edge set-up). */
+  double gemm_mr, gemm_nr;
+  double product_overhead; /* seconds per matrix product */
   int naxes;
   HwAxis axes[HW_MAX_AXES];
 } Hardware;

@@ -124,7 +124,9 @@ static gboolean hw_equal(const Hardware *a, const Hardware *b) {
       a->peak_flops_f64 != b->peak_flops_f64 ||
       a->memory_bytes != b->memory_bytes || a->link_bw != b->link_bw ||
       a->link_latency != b->link_latency || a->mem_bw != b->mem_bw ||
-      a->kernel_overhead != b->kernel_overhead || a->naxes != b->naxes)
+      a->kernel_overhead != b->kernel_overhead || a->gemm_mr != b->gemm_mr ||
+      a->gemm_nr != b->gemm_nr || a->product_overhead != b->product_overhead ||
+      a->naxes != b->naxes)
     return FALSE;
   for (int i = 0; i < a->naxes; i++)
     if (a->axes[i].name != b->axes[i].name ||
@@ -653,10 +655,12 @@ static char *write_file(const char *dir, const char *name, const char *text) {
  * exp and add are fused into the reduction (one use each, elementwise),
  * whose kernel computes 16384 (exp) + 16384 (add) + 16384 (reduce) =
  * 49152 FLOP and reads the matmul's result and x (65536 B each), writing
- * 256 floats: 132096 B.  At 1 GFLOP/s, 1 MB/s and 1 ms a kernel both
- * kernels are memory-bound: 0.147456 + 0.001 + 0.132096 + 0.001 s; at
- * 1 TB/s both are compute-bound: 0.002097152 + 0.001 + 0.000049152 +
- * 0.001 s.  Without either key, FLOPs alone: 2146304 / 1e9 s. */
+ * 256 floats: 132096 B.  At 1 GFLOP/s, 1 MB/s and 1 ms a kernel the
+ * matmul pays its FLOPs and its bytes (it packs its operands first) and
+ * the reduction is memory-bound: 0.002097152 + 0.147456 + 0.001 +
+ * 0.132096 + 0.001 s; at 1 TB/s: 0.002097152 + 1.47456e-7 + 0.001 +
+ * 0.000049152 + 0.001 s.  Without either key, FLOPs alone: 2146304 /
+ * 1e9 s. */
 static void test_kernels(void) {
   const char *text = "func @f(%x: tensor<256x64xf32>, %w: tensor<64x64xf32>)"
                      " -> tensor<256xf32> {\n"
@@ -685,19 +689,65 @@ static void test_kernels(void) {
   g_assert_cmpfloat(slow.flops, ==, 2146304);
   g_assert_cmpfloat(slow.kernels, ==, 2);
   g_assert_cmpfloat(slow.traffic_bytes, ==, 147456 + 132096);
-  assert_close(slow.compute_time, 0.147456 + 0.001 + 0.132096 + 0.001);
+  assert_close(slow.compute_time,
+               0.002097152 + 0.147456 + 0.001 + 0.132096 + 0.001);
   assert_close(slow.total_time, slow.compute_time);
 
   hw.mem_bw = 1e12;
   g_auto(CostReport) fast = {0};
   estimate(f, &hw, &fast);
-  assert_close(fast.compute_time, 0.002097152 + 0.001 + 0.000049152 + 0.001);
+  assert_close(fast.compute_time,
+               0.002097152 + 1.47456e-7 + 0.001 + 0.000049152 + 0.001);
 
   /* the table says what was priced */
   g_autoptr(GString) table = g_string_new(NULL);
   cost_print(table, &slow, &hw, NULL);
   g_assert_nonnull(strstr(table->str, "kernels          2\n"));
   g_assert_nonnull(strstr(table->str, "memory traffic   279552 B"));
+}
+
+/* compute_time of the one-statement program 'text' on 1 GFLOP/s, 1 TB/s,
+ * a 12 x 32 register block and 1 ms a product. */
+static double product_time(const char *text) {
+  g_autoptr(Diag) diag = diag_new(NULL);
+  g_autoptr(Module) m =
+      pipeline_read_program("p.pir", text, strlen(text), diag);
+  g_assert_nonnull(m);
+  Hardware hw = test_hw();
+  hw.peak_flops_f32 = 1e9;
+  hw.mem_bw = 1e12;
+  hw.gemm_mr = 12;
+  hw.gemm_nr = 32;
+  hw.product_overhead = 1e-3;
+  g_auto(CostReport) r = {0};
+  estimate(module_entry(m), &hw, &r);
+  return r.compute_time;
+}
+
+/* Matrix products as the generated kernel runs them.  Four 13 x 64 x 33
+ * products cost four 24 x 64 x 64 ones in 12 x 32 blocks: 4 * 2 * 24 *
+ * 64 * 64 = 786432 FLOP, 4 ms of products, and (4*13*64 + 4*64*33 +
+ * 4*13*33) * 4 = 53968 B.  Heads contracted with their width, [b,h,s,d]
+ * x [h,d,e] over (h,d): M is s alone (b and s are not adjacent: a loop
+ * of 2), K is d alone (h and d are not: a loop of 4), N = e: 8 products
+ * of 8 x 8 x 32 in blocks of 12 x 32, 2 * 8 * 12 * 32 * 8 = 49152 FLOP,
+ * 8 ms, (512 + 1024 + 512) * 4 = 8192 B. */
+static void test_products(void) {
+  assert_close(
+      product_time(
+          "func @f(%a: tensor<4x13x64xf32>, %b: tensor<4x64x33xf32>)"
+          " -> tensor<4x13x33xf32> {\n"
+          "  %0 = dot_general(%a, %b) {lhs_batch = [0], lhs_contract = [2],"
+          " rhs_batch = [0], rhs_contract = [1]}\n"
+          "  return %0\n}\n"),
+      786432e-9 + 0.004 + 53968e-12);
+  assert_close(
+      product_time("func @f(%a: tensor<2x4x8x8xf32>, %b: tensor<4x8x32xf32>)"
+                   " -> tensor<2x8x32xf32> {\n"
+                   "  %0 = dot_general(%a, %b) {lhs_contract = [1, 3],"
+                   " rhs_contract = [0, 1]}\n"
+                   "  return %0\n}\n"),
+      49152e-9 + 0.008 + 8192e-12);
 }
 
 #define GOOD_HW                                                                \
@@ -759,12 +809,16 @@ static void test_hw_load(void) {
   g_assert_null(strstr(text->str, "mem_bw"));
   g_autofree char *roof =
       write_file(dir, "roof.hw",
-                 GOOD_HW "\n[hardware]\nmem_bw=2e10\nkernel_overhead=3e-6\n");
+                 GOOD_HW "\n[hardware]\nmem_bw=2e10\nkernel_overhead=3e-6\n"
+                         "gemm_mr=12\ngemm_nr=32\nproduct_overhead=5e-8\n");
   Hardware hw3;
   g_assert_true(hw_load(roof, &hw3, &error));
   g_assert_no_error(error);
   g_assert_cmpfloat(hw3.mem_bw, ==, 2e10);
   g_assert_cmpfloat(hw3.kernel_overhead, ==, 3e-6);
+  g_assert_cmpfloat(hw3.gemm_mr, ==, 12);
+  g_assert_cmpfloat(hw3.gemm_nr, ==, 32);
+  g_assert_cmpfloat(hw3.product_overhead, ==, 5e-8);
   g_string_truncate(text, 0);
   hw_print(text, &hw3);
   g_assert_nonnull(strstr(text->str, "mem_bw=2e+10\n"));
@@ -862,6 +916,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cost/what-if", test_what_if);
   g_test_add_func("/cost/hw-load", test_hw_load);
   g_test_add_func("/cost/kernels", test_kernels);
+  g_test_add_func("/cost/products", test_products);
   g_test_add_func("/cost/hw-files", test_hw_files);
   return g_test_run();
 }

@@ -418,6 +418,35 @@ static void test_scatter_assemble(void) {
   func_free(h);
 }
 
+/* A device's chunk that is a contiguous part of the global argument (a
+ * block of rows) is a view of it, not a copy; a block of columns is
+ * copied.  x [4,6] = 0..23 on batch=2,model=2. */
+static void test_scatter_views(void) {
+  g_autoptr(Tensor) in = tensor_iota(F32_2(4, 6), 0, 1);
+  const char *layouts[2] = {"[batch,model][]", "[batch][model]"};
+  const Type *locals[2] = {F32_2(1, 6), F32_2(2, 3)};
+  for (int l = 0; l < 2; l++) {
+    const Term *x = term_arg(0, locals[l]);
+    Func *f =
+        spmd_func1("batch=2,model=2", locals[l], layouts[l], x, layouts[l]);
+    for (int dev = 0; dev < 4; dev++) {
+      Tensor **chunk = spmd_scatter(f, (Tensor *const[]){in}, dev);
+      const float *data = chunk[0]->data, *base = in->data;
+      gboolean inside = data >= base && data < base + 24;
+      g_assert_true(inside == (l == 0)); /* rows: a view */
+      int b = dev / 2, m = dev % 2;
+      for (int j = 0; j < 6; j++) { /* row 2b + m, or rows 2b.. cols 3m.. */
+        double want =
+            l == 0 ? (2 * b + m) * 6 + j : (2 * b + j / 3) * 6 + 3 * m + j % 3;
+        g_assert_cmpfloat(data[j], ==, want);
+      }
+      tensor_unref(chunk[0]);
+      g_free(chunk);
+    }
+    func_free(f);
+  }
+}
+
 /* Partial results are summed over their axes.  batch=2,model=2, rows of
  * x [4,2] = 0..7 split over [batch, model]; the result, partial over
  * model and split over batch, is row 2b + row 2b+1: [[2,4],[10,12]].  On
@@ -640,6 +669,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/spmd-sim/all-to-all-same-dim", test_all_to_all_same_dim);
   g_test_add_func("/spmd-sim/shard", test_shard);
   g_test_add_func("/spmd-sim/scatter-assemble", test_scatter_assemble);
+  g_test_add_func("/spmd-sim/scatter-views", test_scatter_views);
   g_test_add_func("/spmd-sim/partial", test_partial);
   g_test_add_func("/spmd-sim/replica-mismatch", test_replica_mismatch);
   g_test_add_func("/spmd-sim/collective-in-tile", test_collective_in_tile);

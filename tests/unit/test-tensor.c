@@ -218,6 +218,22 @@ static void test_wrap(void) {
 
 /* ------------------------------------------------------------- tensors */
 
+/* A view reads its base's elements from its offset and keeps the base
+ * alive after the caller's reference is gone. */
+static void test_view(void) {
+  int64_t dims[] = {3, 4}, row[] = {4};
+  Tensor *base = tensor_new(type_tensor(DT_F32, 2, dims));
+  for (int k = 0; k < 12; k++)
+    tensor_set_float(base, k, k);
+  Tensor *v = tensor_view(base, type_tensor(DT_F32, 1, row), 2 * 4 * 4);
+  g_assert_true(v->base == base);
+  g_assert_cmpint(base->refcount, ==, 2);
+  tensor_unref(base); /* the view holds it now */
+  for (int k = 0; k < 4; k++)
+    g_assert_cmpfloat(tensor_get_float(v, k), ==, 8 + k); /* row 2 */
+  tensor_unref(v);
+}
+
 static void test_new_and_strides(void) {
   int64_t dims[] = {2, 3, 4};
   g_autoptr(Tensor) t = tensor_new(type_tensor(DT_BF16, 3, dims));
@@ -951,6 +967,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/tensor/round-f32", test_round_f32);
   g_test_add_func("/tensor/wrap", test_wrap);
   g_test_add_func("/tensor/new-and-strides", test_new_and_strides);
+  g_test_add_func("/tensor/view", test_view);
   g_test_add_func("/tensor/storage-width", test_storage_width);
   g_test_add_func("/tensor/print", test_print);
   g_test_add_func("/tensor/fill-random", test_fill_random);
