@@ -1,5 +1,6 @@
 /* gen.h — what the IR emitter's files share (emit.c, ir.c, arith.c,
- * kernel.c, scatter.c, dot.c): the builder's state, loops, and element arithmetic.
+ * kernel.c, scatter.c, dot.c): the builder's state, loops, and element
+ * arithmetic.
  *
  * Inside a generated function its buffers are its parameters, numbered
  * as 'vt' types them: 0 the result's, then the operands' (leaves of a

@@ -101,19 +101,17 @@ void emit_scatter_add(Gen *g, const Term *t) {
         to = LLVMBuildNSWAdd(
             g->b, to, LLVMBuildNSWMul(g->b, iv, c64(g, xs[m.operand]), ""), "");
     }
-    int64_t step =
-        gd.index_vector_dim < it->rank ? is[gd.index_vector_dim] : 0;
+    int64_t step = gd.index_vector_dim < it->rank ? is[gd.index_vector_dim] : 0;
     LLVMValueRef fits = LLVMConstInt(g->i1, 1, 0);
     for (int c = 0; c < gd.nstart; c++) {
       int64_t od = gd.start_index_map[c];
       int64_t hi = x->dims[od] - gd.slice_sizes[od];
-      LLVMValueRef v = load_elem(
-          g, 2, LLVMBuildNSWAdd(g->b, at, c64(g, c * step), ""));
+      LLVMValueRef v =
+          load_elem(g, 2, LLVMBuildNSWAdd(g->b, at, c64(g, c * step), ""));
       fits = LLVMBuildAnd(
           g->b, fits,
-          LLVMBuildAnd(
-              g->b, LLVMBuildICmp(g->b, LLVMIntSGE, v, c64(g, 0), ""),
-              LLVMBuildICmp(g->b, LLVMIntSLE, v, c64(g, hi), ""), ""),
+          LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntSGE, v, c64(g, 0), ""),
+                       LLVMBuildICmp(g->b, LLVMIntSLE, v, c64(g, hi), ""), ""),
           "");
       /* clamped, so that the address stays inside even when unused */
       to = LLVMBuildNSWAdd(
@@ -143,8 +141,8 @@ void emit_dynamic_update_slice(Gen *g, const Term *t) {
   if (!any_empty(ut->rank, ut->dims)) {
     LLVMValueRef base = c64(g, 0);
     for (int d = 0; d < x->rank; d++) {
-      LLVMValueRef s = clamp(g, load_elem(g, 3 + d, c64(g, 0)),
-                             x->dims[d] - ut->dims[d]);
+      LLVMValueRef s =
+          clamp(g, load_elem(g, 3 + d, c64(g, 0)), x->dims[d] - ut->dims[d]);
       base = LLVMBuildNSWAdd(g->b, base,
                              LLVMBuildNSWMul(g->b, s, c64(g, xs[d]), ""), "");
     }

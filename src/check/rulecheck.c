@@ -498,8 +498,7 @@ static const Term *gen_gather(Gen *g, Op op, int dim, int red, int minr,
  * 'red' (the updates' batch dims) the operand is zero (spec.c) and the
  * updates have red + 1 batch dims that are not batching.  Draws until
  * one fits (its arguments taken back when it does not). */
-static const Term *gen_scatter_add(Gen *g, Op op, int dim, int red,
-                                   Diag *err) {
+static const Term *gen_scatter_add(Gen *g, Op op, int dim, int red, Diag *err) {
   guint args0 = g->arg_types->len;
   for (int tries = 0; tries < 32; tries++) {
     g_ptr_array_set_size(g->arg_types, args0);
@@ -528,9 +527,9 @@ static const Term *gen_scatter_add(Gen *g, Op op, int dim, int red,
       if (!batching)
         gd.slice_sizes[dim] = ot->dims[dim];
     }
-    const Term *args[3] = {
-        red >= 0 ? term_splat(0, ot, err) : new_arg(g, ot), new_arg(g, it),
-        new_arg(g, gather_result_type(&gd, ot, it))};
+    const Term *args[3] = {red >= 0 ? term_splat(0, ot, err) : new_arg(g, ot),
+                           new_arg(g, it),
+                           new_arg(g, gather_result_type(&gd, ot, it))};
     if (!args[0])
       return NULL;
     return term_op(op, 3, args, scatter_attrs(&gd), NULL, err);
@@ -688,8 +687,7 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
   case OP_SCATTER_ADD:
     return gen_scatter_add(g, op, dim, red, err);
   case OP_DYNAMIC_UPDATE_SLICE:
-    return red >= 0 ? NULL
-                    : gen_dynamic_update_slice(g, op, dim, minr, err);
+    return red >= 0 ? NULL : gen_dynamic_update_slice(g, op, dim, minr, err);
   case OP_PAD:
     return gen_pad(g, op, dim, minr, err);
   case OP_CONSTANT:

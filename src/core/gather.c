@@ -209,8 +209,7 @@ static gboolean check_dims(const DimNames *nm, const Type *operand,
                err))
     return FALSE;
   if (has(g->indices_batching, g->nbatching, g->index_vector_dim)) {
-    diag_reason(err, "'%s' index_vector_dim is one of its %s", nm->op,
-                key[3]);
+    diag_reason(err, "'%s' index_vector_dim is one of its %s", nm->op, key[3]);
     return FALSE;
   }
   for (int d = 0; d < orank; d++) {
@@ -305,8 +304,8 @@ gboolean scatter_dims_read(const Attrs *a, const Type *operand,
     return FALSE;
   const Type *want = gather_result_type(g, operand, indices);
   if (updates->dtype != operand->dtype || updates->rank != want->rank ||
-      memcmp(updates->dims, want->dims,
-             sizeof(int64_t) * (gsize)want->rank) != 0) {
+      memcmp(updates->dims, want->dims, sizeof(int64_t) * (gsize)want->rank) !=
+          0) {
     g_autofree char *have = type_to_string(updates);
     g_autofree char *need = type_to_string(want);
     diag_reason(err,
@@ -319,8 +318,7 @@ gboolean scatter_dims_read(const Attrs *a, const Type *operand,
 }
 
 void gather_dims_of(const Term *t, GatherDims *g) {
-  g_assert(t->kind == TM_OP &&
-           (t->op == OP_GATHER || t->op == OP_SCATTER_ADD));
+  g_assert(t->kind == TM_OP && (t->op == OP_GATHER || t->op == OP_SCATTER_ADD));
   g_autoptr(Diag) err = diag_new(NULL);
   gboolean ok G_GNUC_UNUSED =
       t->op == OP_GATHER

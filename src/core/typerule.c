@@ -725,9 +725,9 @@ static const Type *tr_scatter_add(RULE_ARGS) {
           err))
     return NULL;
   const AttrValue *unique = attrs_get(attrs, "unique_indices");
-  if (unique && (unique->kind != AV_SYMBOL ||
-                 (strcmp(unique->sym, "true") != 0 &&
-                  strcmp(unique->sym, "false") != 0))) {
+  if (unique &&
+      (unique->kind != AV_SYMBOL || (strcmp(unique->sym, "true") != 0 &&
+                                     strcmp(unique->sym, "false") != 0))) {
     diag_reason(err, "'scatter_add' attribute 'unique_indices' must be true "
                      "or false");
     return NULL;
@@ -737,8 +737,8 @@ static const Type *tr_scatter_add(RULE_ARGS) {
     return NULL;
   }
   GatherDims g;
-  if (!scatter_dims_read(attrs, args[0]->type, args[1]->type, args[2]->type,
-                         &g, err))
+  if (!scatter_dims_read(attrs, args[0]->type, args[1]->type, args[2]->type, &g,
+                         err))
     return NULL;
   return args[0]->type;
 }

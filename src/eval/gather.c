@@ -13,8 +13,8 @@
  * copied as stored, without looking at their values.  scatter_add and
  * dynamic_update_slice start from a copy of their operand and walk their
  * updates the same way, adding (a window whose start does not fit is
- * left out, as StableHLO's scatter does) or writing (starts clamped).  The loops poll
- * 'partir_interrupt' every KERNEL_POLL elements, as kernels.c's do.
+ * left out, as StableHLO's scatter does) or writing (starts clamped).  The
+ * loops poll 'partir_interrupt' every KERNEL_POLL elements, as kernels.c's do.
  */
 #include "eval/eval.h"
 
@@ -82,9 +82,8 @@ static gboolean walk_position(const Walk *w, const int64_t *idx, gboolean drop,
     if (w->dim[d].operand >= 0) /* a batching dim */
       *from += idx[d] * w->xs[w->dim[d].operand];
   }
-  int64_t step = g->index_vector_dim < w->ids->type->rank
-                     ? w->is[g->index_vector_dim]
-                     : 0;
+  int64_t step =
+      g->index_vector_dim < w->ids->type->rank ? w->is[g->index_vector_dim] : 0;
   for (int c = 0; c < g->nstart; c++) {
     int64_t od = g->start_index_map[c];
     int64_t hi = w->x->dims[od] - g->slice_sizes[od];
@@ -120,10 +119,10 @@ Tensor *kernel_gather_op(const Term *t, Tensor *const *args) {
  * (codegen/kernel.c). */
 static void add_element(Tensor *out, int64_t k, const Tensor *u, int64_t j) {
   if (dtype_is_float(out->type->dtype))
-    tensor_set_float(out, k,
-                     tensor_round_value(out->type->dtype,
-                                        tensor_get_float(out, k) +
-                                            tensor_get_float(u, j)));
+    tensor_set_float(
+        out, k,
+        tensor_round_value(out->type->dtype,
+                           tensor_get_float(out, k) + tensor_get_float(u, j)));
   else
     tensor_set_int(out, k,
                    (int64_t)((uint64_t)tensor_get_int(out, k) +

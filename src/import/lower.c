@@ -812,13 +812,12 @@ static gboolean lower_scatter(Lower *lw, const HloOp *op, Op pop,
     const char *key;
     int64_t *out;
     int *n;
-  } lists[] = {
-      {"update_window_dims", g.offset_dims, &g.noffset},
-      {"inserted_window_dims", g.collapsed, &g.ncollapsed},
-      {"input_batching_dims", g.operand_batching, &g.nbatching},
-      {"scatter_indices_batching_dims", g.indices_batching,
-       &g.nbatching_indices},
-      {"scatter_dims_to_operand_dims", g.start_index_map, &g.nstart}};
+  } lists[] = {{"update_window_dims", g.offset_dims, &g.noffset},
+               {"inserted_window_dims", g.collapsed, &g.ncollapsed},
+               {"input_batching_dims", g.operand_batching, &g.nbatching},
+               {"scatter_indices_batching_dims", g.indices_batching,
+                &g.nbatching_indices},
+               {"scatter_dims_to_operand_dims", g.start_index_map, &g.nstart}};
   for (gsize k = 0; k < G_N_ELEMENTS(lists); k++) {
     const HloOp *from = hlo_op_attr(op, lists[k].key) ? op : &nested;
     *lists[k].n =

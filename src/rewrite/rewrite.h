@@ -276,8 +276,8 @@ gboolean vjp_builtin_known(const char *kind, Op op, Diag *why);
 /* The builtin vjps 'gather', 'scatter_add', 'dynamic_slice' and
  * 'dynamic_update_slice' (vjp_builtin dispatches to it): the cotangent
  * of operand 'i' of 't', NULL for one that gets none. */
-const Term *vjp_indexing(const char *kind, const Term *t, int i,
-                         const Term *dz, Diag *err);
+const Term *vjp_indexing(const char *kind, const Term *t, int i, const Term *dz,
+                         Diag *err);
 
 /* ----------------------------------------------------------------- grad.c */
 

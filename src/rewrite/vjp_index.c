@@ -41,8 +41,8 @@ static const Term *op2(Op op, const Term *x, const Term *y, const Attrs *a,
 static const Term *compare(const Term *x, const Term *y, const char *dir,
                            Diag *err) {
   AttrValue d = attr_new_symbol(dir);
-  return op2(OP_COMPARE, x, y, attrs_build(1, (const char *[]){"direction"}, &d),
-             err);
+  return op2(OP_COMPARE, x, y,
+             attrs_build(1, (const char *[]){"direction"}, &d), err);
 }
 
 /* The largest start of each index component that lets its slice fit,
@@ -61,16 +61,16 @@ static const Term *start_limits(const GatherDims *g, const Type *x,
     return term_splat((double)hi[0], ids, err);
   int64_t dim = g->index_vector_dim;
   AttrValue at = attr_new_int(dim);
-  const Term *c = term_op(OP_IOTA, 0, NULL,
-                          attrs_build(1, (const char *[]){"dim"}, &at), ids, err);
+  const Term *c = term_op(
+      OP_IOTA, 0, NULL, attrs_build(1, (const char *[]){"dim"}, &at), ids, err);
   const Term *limits = term_splat((double)hi[g->nstart - 1], ids, err);
   for (int k = g->nstart - 2; k >= 0 && limits; k--) {
     const Term *args[3] = {
         compare(c, term_splat((double)k, ids, err), "EQ", err),
         term_splat((double)hi[k], ids, err), limits};
-    limits =
-        args[0] && args[1] ? term_op(OP_SELECT, 3, args, attrs_empty(), NULL, err)
-                           : NULL;
+    limits = args[0] && args[1]
+                 ? term_op(OP_SELECT, 3, args, attrs_empty(), NULL, err)
+                 : NULL;
   }
   return limits;
 }
@@ -99,8 +99,8 @@ static const Term *windows_fit(const Term *t, const GatherDims *g, Diag *err) {
     return NULL;
   int64_t ivd = g->index_vector_dim;
   if (ivd < ids->type->rank)
-    fits = term_op(OP_REDUCE_AND, 1, &fits, ints_attr("dims", 1, &ivd), NULL,
-                   err);
+    fits =
+        term_op(OP_REDUCE_AND, 1, &fits, ints_attr("dims", 1, &ivd), NULL, err);
   /* the updates' batch dims, in order, are the indices' but ivd */
   int64_t at[PARTIR_MAX_RANK];
   int n = 0;
@@ -153,8 +153,7 @@ static const Term *update_at(const Term *t, int first, const Term *x,
                  err);
 }
 
-static const Term *vjp_dynamic_slice(const Term *t, const Term *dz,
-                                     Diag *err) {
+static const Term *vjp_dynamic_slice(const Term *t, const Term *dz, Diag *err) {
   return update_at(t, 1, term_splat(0, t->args[0]->type, err), dz, err);
 }
 
@@ -172,8 +171,8 @@ static const Term *vjp_dynamic_update_slice(const Term *t, int i,
                  ints_attr("slice_sizes", ut->rank, ut->dims), NULL, err);
 }
 
-const Term *vjp_indexing(const char *kind, const Term *t, int i,
-                         const Term *dz, Diag *err) {
+const Term *vjp_indexing(const char *kind, const Term *t, int i, const Term *dz,
+                         Diag *err) {
   if (strcmp(kind, "gather") == 0)
     return i == 0 ? vjp_gather(t, dz, err) : NULL;
   if (strcmp(kind, "scatter_add") == 0)

@@ -429,12 +429,16 @@ static const char *emit_reduce(Emit *e, const char *base, const Term *t,
  * StableHLO's names already (core/gather.c). */
 static void append_dimension_numbers(GString *p, const Term *t,
                                      const char *kind) {
-  static const char *const keys[] = {
-      "offset_dims",           "collapsed_slice_dims",
-      "operand_batching_dims", "start_indices_batching_dims",
-      "start_index_map",       "update_window_dims",
-      "inserted_window_dims",  "input_batching_dims",
-      "scatter_indices_batching_dims", "scatter_dims_to_operand_dims"};
+  static const char *const keys[] = {"offset_dims",
+                                     "collapsed_slice_dims",
+                                     "operand_batching_dims",
+                                     "start_indices_batching_dims",
+                                     "start_index_map",
+                                     "update_window_dims",
+                                     "inserted_window_dims",
+                                     "input_batching_dims",
+                                     "scatter_indices_batching_dims",
+                                     "scatter_dims_to_operand_dims"};
   g_string_append_printf(p, "#stablehlo.%s<", kind);
   for (gsize k = 0; k < G_N_ELEMENTS(keys); k++) {
     if (list_count(t, keys[k]) == 0)
@@ -461,8 +465,9 @@ static const char *emit_indexing(Emit *e, const char *base, const Term *t,
   if (t->op == OP_GATHER) {
     g_string_append(p, "dimension_numbers = ");
     append_dimension_numbers(p, t, "gather");
-    g_string_append_printf(p, ", indices_are_sorted = %s, slice_sizes = "
-                              "array<i64",
+    g_string_append_printf(p,
+                           ", indices_are_sorted = %s, slice_sizes = "
+                           "array<i64",
                            bool_attr(t, "indices_are_sorted"));
     if (t->args[0]->type->rank > 0)
       g_string_append(p, ": ");
