@@ -165,6 +165,37 @@ else
   show "$tmp/err"
 fi
 
+# i8 ids in a table of 300 rows: the clamp's limit, 299, is past i8's
+# largest value, so it is 127 (every id fits); ids [5, 100, 5] with the
+# sum loss and lr 1 from a zero table: row 5 is -2, row 100 -1
+cat >"$tmp/i8.pir" <<'EOF'
+func @f(%ids: tensor<3xi8>, %table: tensor<300x2xf32>) -> tensor<3x2xf32> {
+  %rows = gather(%table, %ids) {offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1, slice_sizes = [1, 2]}
+  return %rows
+}
+EOF
+/usr/bin/python3 -c "
+import numpy as np
+np.save('$tmp/ids8.npy', np.array([5, 100, 5], np.int8))
+np.save('$tmp/t300.npy', np.zeros((300, 2), np.float32))"
+rm -rf "$tmp/i8-out"
+if "$PARTIR" grad "$tmp/i8.pir" --loss sum --optimizer sgd --lr 1 \
+  -o "$tmp/i8-step.pir" 2>"$tmp/err" &&
+  "$PARTIR" run "$tmp/i8-step.pir" -i "ids=$tmp/ids8.npy" \
+    -i "table=$tmp/t300.npy" -o "$tmp/i8-out" >/dev/null 2>>"$tmp/err"; then
+  check "grad of a lookup with i8 ids in 300 rows: rows 5 and 100 only" \
+    /usr/bin/python3 -c "
+import numpy as np, sys
+t = np.load('$tmp/i8-out/table_new.npy')
+want = np.zeros((300, 2), np.float32)
+want[5] = -2
+want[100] = -1
+sys.exit(0 if np.array_equal(t, want) else 1)"
+else
+  not_ok "grad of a lookup with i8 ids"
+  show "$tmp/err"
+fi
+
 # ---- examples/embedding.pir trained: interpreted against compiled, and
 # data parallel (ids and target split over batch=2).  Each device
 # scatter-adds its half of the batch's rows into a zero table: the

@@ -47,14 +47,16 @@ static const Term *compare(const Term *x, const Term *y, const char *dir,
 
 /* The largest start of each index component that lets its slice fit,
  * as a tensor of the indices' type: component c along index_vector_dim
- * (an iota there picks it), one number when the components agree. */
+ * (an iota there picks it), one number when the components agree.  A
+ * limit past the type's largest value is that value (i8 ids in a table
+ * of 1000 rows: every id fits). */
 static const Term *start_limits(const GatherDims *g, const Type *x,
                                 const Type *ids, Diag *err) {
-  int64_t hi[PARTIR_MAX_RANK] = {0}; /* nstart >= 1: ids have components */
+  int64_t hi[PARTIR_MAX_RANK] = {0}; /* no components: one 0, unused */
   gboolean same = TRUE;
   for (int c = 0; c < g->nstart; c++) {
     int64_t od = g->start_index_map[c];
-    hi[c] = x->dims[od] - g->slice_sizes[od];
+    hi[c] = MIN(x->dims[od] - g->slice_sizes[od], dtype_int_max(ids->dtype));
     same &= hi[c] == hi[0];
   }
   if (same || g->index_vector_dim >= ids->rank)
