@@ -10,7 +10,7 @@
  * The updates are walked in row-major order, as the interpreter walks
  * them (eval/gather.c), so colliding windows add in the same order and
  * round the same way: each add is rounded to the dtype at once.  A
- * scatter window whose start does not fit is left out (StableHLO); the
+ * scatter window whose start does not fit is left out (as XLA does); the
  * starts of dynamic_update_slice are clamped.  Both phases run in order
  * in one thread: on a GPU thread 0 of block 0 does the whole kernel (no
  * grid-wide barrier orders the copy before the adds, and colliding adds

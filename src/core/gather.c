@@ -36,9 +36,10 @@
  * its slice sizes those of the update window (1 along inserted and
  * batching dims).  So it is read into a GatherDims, checked by the same
  * code, and the updates must have the type the matching gather of the
- * result would give.  As StableHLO says, a window whose start does not
- * fit (a start outside [0, dim - slice size]) is left out, not clamped;
- * gather's cotangent clamps its indices first (vjp_builtin.c).
+ * result would give.  A window whose start does not fit (a start
+ * outside [0, dim - slice size]) is left out, not clamped, as XLA does
+ * (StableHLO leaves it to the implementation); gather's cotangent clamps
+ * its indices first (vjp_index.c).
  * dynamic_update_slice(operand, update, starts...) writes 'update' at
  * the starts, clamped as dynamic_slice clamps them.
  */

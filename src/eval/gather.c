@@ -13,7 +13,7 @@
  * copied as stored, without looking at their values.  scatter_add and
  * dynamic_update_slice start from a copy of their operand and walk their
  * updates the same way, adding (a window whose start does not fit is
- * left out, as StableHLO's scatter does) or writing (starts clamped).  The
+ * left out, as XLA's scatter does) or writing (starts clamped).  The
  * loops poll 'partir_interrupt' every KERNEL_POLL elements, as kernels.c's do.
  */
 #include "eval/eval.h"

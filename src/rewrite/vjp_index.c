@@ -8,7 +8,7 @@
  *                         scatter with gather's dimension numbers under
  *                         its own names.  gather clamps each start so
  *                         its slice fits and scatter_add leaves a window
- *                         that does not fit out (StableHLO): the indices
+ *                         that does not fit out (as XLA does): the indices
  *                         are clamped first, as JAX's transpose does
  *   scatter_add           dx = dz; dupdates = gather(dz, ids), zero
  *                         where the window was left out
