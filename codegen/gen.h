@@ -1,5 +1,6 @@
 /* gen.h — what the IR emitter's files share (emit.c, ir.c, arith.c,
- * kernel.c, dot.c): the builder's state, loops, and element arithmetic.
+ * kernel.c, scatter.c, dot.c): the builder's state, loops, and element
+ * arithmetic.
  *
  * Inside a generated function its buffers are its parameters, numbered
  * as 'vt' types them: 0 the result's, then the operands' (leaves of a
@@ -172,6 +173,14 @@ LLVMValueRef is_nan(Gen *g, LLVMValueRef x);
  * 'scratch' is the type of its scratch buffer, or NULL. */
 Fn *kernel_function(Gen *g, const Plan *p, const Term *t, const Type *scratch,
                     GHashTable *made, GPtrArray *leaves);
+
+/* ---------------------------------------------------------- scatter.c */
+
+/* The bodies of scatter_add and dynamic_update_slice roots: the operand
+ * (buffer 1) copied to the result (buffer 0), then the updates added at
+ * their windows or written at the clamped starts. */
+void emit_scatter_add(Gen *g, const Term *t);
+void emit_dynamic_update_slice(Gen *g, const Term *t);
 
 /* ------------------------------------------------------------- emit.c */
 

@@ -17,8 +17,9 @@
  * reduction (a nest over the kept dimensions around one over the
  * reduced ones, an accumulator per result element), concatenate (a nest
  * per operand, into its place), pad (a nest over its result, reading
- * its operands' buffers), a collective (a call into the runtime), a
- * contraction (dot.c).
+ * its operands' buffers), scatter_add and dynamic_update_slice (their
+ * operands' buffers, scatter.c), a collective (a call into the runtime),
+ * a contraction (dot.c).
  */
 #include "codegen/gen.h"
 
@@ -588,6 +589,12 @@ static void emit_root(Kern *k) {
     break;
   case OP_PAD:
     emit_pad(k->g, t);
+    break;
+  case OP_SCATTER_ADD:
+    emit_scatter_add(k->g, t);
+    break;
+  case OP_DYNAMIC_UPDATE_SLICE:
+    emit_dynamic_update_slice(k->g, t);
     break;
   default: /* fusion_fusible: elementwise or an index map */
     emit_map(k);

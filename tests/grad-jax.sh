@@ -1,8 +1,9 @@
 #!/bin/sh
 # Training steps against jax.grad (issue 16, "Correctness"): for every
-# step that tests/fixtures/grad/cases lists (five models: the relu MLP of
+# step that tests/fixtures/grad/cases lists (six models: the relu MLP of
 # examples/models/mlp.lua, a tanh classifier, examples/transformer_layer.pir,
-# and two models that use every differentiable operator; each loss, sum,
+# two models that use every differentiable operator, and an embedding
+# lookup under a relu layer (its table's gradient a scatter-add); each loss, sum,
 # mse and xent, with each optimizer, sgd, momentum and adam, six of the
 # nine pairs for the transformer, whose files are the largest), 'partir
 # grad' builds the step, 'partir run' runs it on the inputs that
@@ -162,6 +163,26 @@ for s in mlp.mse.adam mlp.mse.momentum classifier.xent.adam \
       show "$tmp/err"
     fi
   done
+done
+
+# the embedding model data parallel: its ids and target split over batch,
+# the table's gradient a sum of each device's scatter-add (one
+# all_reduce); batch-megatron.lua fails on its steps as on the MLP's
+# ("'slice-sum' would bind axis "model" inside a region over it")
+for s in embedding.mse.adam embedding.xent.sgd embedding.sum.momentum; do
+  rest=${s#*.}
+  loss=${rest%.*} opt=${rest#*.}
+  inputs=ids,target
+  [ "$loss" = sum ] && inputs=ids
+  out=$tmp/$s.batch.pir
+  if "$PARTIR" tactic "$top/tactics/batch.lua" "$tmp/$s.pir" --mesh batch=2 \
+    --set "inputs=$inputs" -o "$out" 2>"$tmp/err"; then
+    step "embedding $loss $opt, batch on batch=2, compiled" "$out" embedding \
+      "$loss" "$opt" exec batch=2
+  else
+    not_ok "embedding $loss $opt: the batch tactic"
+    show "$tmp/err"
+  fi
 done
 
 # the model generators' --train: the same steps as 'partir grad' of the

@@ -99,6 +99,8 @@ static gboolean same_meaning(const Func *f, const Term *before,
 typedef struct Gen {
   GRand *rng;
   GPtrArray *arg_types; /* const Type* */
+  int form; /* gather and scatter_add: 0 any, 1 an embedding lookup, 2
+               windows wider than one (gen_gather_dims) */
 } Gen;
 
 static int rnd(Gen *g, int lo, int hi) { /* inclusive */
@@ -394,77 +396,165 @@ static void pick_sorted(Gen *g, int n, int k, int64_t *out) {
     }
 }
 
-/* gather: a random operand of rank 1 to 3, one or two of its dims
- * indexed (each collapsed or kept as an offset dim of slice size 1),
- * sometimes a batching pair, the others sliced whole or in part; i32
- * indices (random values in [-10, 10]: out-of-range starts are clamped)
- * with enough batch dims that the result has rank 'minr' or more, their
- * index vector dim anywhere or implicit.  A reduction ('red' 0) is a
- * lookup's table rows (lookup.c): one indexed dim, no batching.  When
- * 'dim' >= 0, result dim 'dim' is one a tile can split. */
-static const Term *gen_gather(Gen *g, Op op, int dim, int red, int minr,
-                              Diag *err) {
-  if (red > 0)
-    return NULL;
-  int orank = rnd(g, 1, 3);
-  int nstart = red == 0 ? 1 : rnd(g, 1, MIN(2, orank));
-  int nbatching = red < 0 && orank > nstart && rnd(g, 0, 3) == 0;
+/* The dimension numbers of a random gather, and its operand and
+ * indices types: an operand of rank 1 to 3 ('orank' or more), one or
+ * two of its dims indexed (each collapsed or kept as an offset dim of
+ * slice size 1), sometimes a batching pair, the others sliced whole or
+ * in part; i32 indices (random values in [-10, 10]: out-of-range starts
+ * are clamped by gather, left out by scatter_add) with enough batch dims
+ * that the result has rank 'minr' or more and 'nfree' of them are not
+ * batching, their index vector dim anywhere or implicit.  A reduction
+ * ('red' 0) is a lookup's table rows (lookup.c): one indexed dim, no
+ * batching.  When 'dim' >= 0, result dim 'dim' is one a tile can split.
+ * 'g->form' asks for an embedding lookup (1: rows of a table, collapsed,
+ * whole columns) or a windowed one (2: two indexed dims, windows wider
+ * than one).  FALSE when the draw is too large. */
+static gboolean gen_gather_dims(Gen *g, int dim, int red, int minr, int orank,
+                                int nfree, GatherDims *gd, const Type **ot,
+                                const Type **it) {
+  int form = dim < 0 && red < 0 ? g->form : 0;
+  orank = MAX(orank, rnd(g, 1, 3));
+  if (form)
+    orank = 2;
+  int nstart = red == 0 || form == 1 ? 1 : rnd(g, 1, MIN(2, orank));
+  if (form == 2)
+    nstart = 2;
+  int nbatching = !form && red < 0 && orank > nstart && rnd(g, 0, 3) == 0;
   int64_t perm[PARTIR_MAX_RANK];
   for (int i = 0; i < orank; i++)
     perm[i] = i;
-  shuffle(g, perm, orank);
+  if (!form)
+    shuffle(g, perm, orank);
   /* perm: the indexed dims, then a batching dim, then the others */
-  const Type *ot = rshape(g, DT_F32, orank, (int)perm[0]);
-  GatherDims gd = {.nstart = nstart,
-                   .nslice = orank,
-                   .nbatching = nbatching,
-                   .nbatching_indices = nbatching};
+  *ot = rshape(g, DT_F32, orank, (int)perm[0]);
+  *gd = (GatherDims){.nstart = nstart,
+                     .nslice = orank,
+                     .nbatching = nbatching,
+                     .nbatching_indices = nbatching};
   gboolean collapsed[PARTIR_MAX_RANK] = {FALSE};
   for (int c = 0; c < nstart; c++) {
-    gd.start_index_map[c] = perm[c];
-    gd.slice_sizes[perm[c]] = 1;
-    collapsed[perm[c]] = rnd(g, 0, 1);
+    gd->start_index_map[c] = perm[c];
+    gd->slice_sizes[perm[c]] =
+        form == 2 ? rnd(g, 1, (int)(*ot)->dims[perm[c]]) : 1;
+    collapsed[perm[c]] = form ? form == 1 : rnd(g, 0, 1);
   }
   if (nbatching) {
-    gd.operand_batching[0] = perm[nstart];
-    gd.slice_sizes[perm[nstart]] = 1;
+    gd->operand_batching[0] = perm[nstart];
+    gd->slice_sizes[perm[nstart]] = 1;
   }
   for (int i = nstart + nbatching; i < orank; i++)
-    gd.slice_sizes[perm[i]] =
-        rnd(g, 0, 1) ? ot->dims[perm[i]] : rnd(g, 1, (int)ot->dims[perm[i]]);
+    gd->slice_sizes[perm[i]] = form == 1 || rnd(g, 0, 1)
+                                   ? (*ot)->dims[perm[i]]
+                                   : rnd(g, 1, (int)(*ot)->dims[perm[i]]);
   for (int d = 0; d < orank; d++)
     if (collapsed[d])
-      gd.collapsed[gd.ncollapsed++] = d;
-  gd.noffset = orank - gd.ncollapsed - nbatching;
-  int nbatch = rnd_at_least(g, MAX(minr - gd.noffset, nbatching), 0, 2);
-  int rank = nbatch + gd.noffset;
+      gd->collapsed[gd->ncollapsed++] = d;
+  gd->noffset = orank - gd->ncollapsed - nbatching;
+  int nbatch = rnd_at_least(
+      g, MAX(MAX(minr - gd->noffset, nbatching), nfree + nbatching), 0, 2);
+  int rank = nbatch + gd->noffset;
   /* the indices: the batch dims, and the index vector dim when written */
   gboolean vec = nstart > 1 || (nbatch < 8 && rnd(g, 0, 1));
   int irank = nbatch + vec;
   if (irank > 8 || rank > 8)
-    return NULL;
-  pick_sorted(g, rank, gd.noffset, gd.offset_dims);
-  gd.index_vector_dim = vec ? rnd(g, 0, nbatch) : nbatch;
+    return FALSE;
+  pick_sorted(g, rank, gd->noffset, gd->offset_dims);
+  gd->rank = rank;
+  gd->index_vector_dim = vec ? rnd(g, 0, nbatch) : nbatch;
   int64_t idims[PARTIR_MAX_RANK];
   const Type *bt = rshape(g, DT_I32, nbatch, -1);
   for (int i = 0, b = 0; i < irank; i++)
-    idims[i] = vec && i == gd.index_vector_dim ? nstart : bt->dims[b++];
+    idims[i] = vec && i == gd->index_vector_dim ? nstart : bt->dims[b++];
   if (nbatching) { /* pair operand dim perm[nstart] with an indices dim */
     int i;
     do
       i = rnd(g, 0, irank - 1);
-    while (vec && i == gd.index_vector_dim);
-    gd.indices_batching[0] = i;
-    idims[i] = ot->dims[perm[nstart]];
+    while (vec && i == gd->index_vector_dim);
+    gd->indices_batching[0] = i;
+    idims[i] = (*ot)->dims[perm[nstart]];
   }
   if (dim >= 0) { /* make result dim 'dim' one a tile splits */
-    GatherDim m = gather_result_dim(&gd, dim);
+    GatherDim m = gather_result_dim(gd, dim);
     if (m.offset)
-      gd.slice_sizes[m.operand] = ot->dims[m.operand];
+      gd->slice_sizes[m.operand] = (*ot)->dims[m.operand];
   }
-  const Term *args[2] = {new_arg(g, ot),
-                         new_arg(g, type_tensor(DT_I32, irank, idims))};
+  *it = type_tensor(DT_I32, irank, idims);
+  return TRUE;
+}
+
+static const Term *gen_gather(Gen *g, Op op, int dim, int red, int minr,
+                              Diag *err) {
+  GatherDims gd;
+  const Type *ot, *it;
+  if (red > 0 || !gen_gather_dims(g, dim, red, minr, 0, 0, &gd, &ot, &it))
+    return NULL;
+  const Term *args[2] = {new_arg(g, ot), new_arg(g, it)};
   return term_op(op, 2, args, gather_attrs(&gd), NULL, err);
+}
+
+/* scatter_add: the transpose of a random gather (gen_gather_dims), its
+ * updates of that gather's result type.  For a tile of result dim 'dim'
+ * the operand has that dim, a window over all of it; for reduction
+ * 'red' (the updates' batch dims) the operand is zero (spec.c) and the
+ * updates have red + 1 batch dims that are not batching.  Draws until
+ * one fits (its arguments taken back when it does not). */
+static const Term *gen_scatter_add(Gen *g, Op op, int dim, int red, Diag *err) {
+  guint args0 = g->arg_types->len;
+  for (int tries = 0; tries < 32; tries++) {
+    g_ptr_array_set_size(g->arg_types, args0);
+    GatherDims gd;
+    const Type *ot, *it;
+    if (!gen_gather_dims(g, -1, red >= 0 ? -2 : -1, 0, dim + 1,
+                         red >= 0 ? red + 1 : 0, &gd, &ot, &it))
+      continue;
+    if (dim >= 0) {
+      /* a window over the whole of 'dim' (an inserted dim taken back) */
+      int k = 0;
+      while (k < gd.ncollapsed && gd.collapsed[k] != dim)
+        k++;
+      gboolean batching = gd.nbatching && gd.operand_batching[0] == dim;
+      if (k < gd.ncollapsed) {
+        memmove(&gd.collapsed[k], &gd.collapsed[k + 1],
+                sizeof(int64_t) * (gsize)(gd.ncollapsed - k - 1));
+        gd.ncollapsed--;
+        gd.noffset++;
+        int rank = gd.noffset + it->rank - (gd.index_vector_dim < it->rank);
+        if (rank > 8)
+          continue;
+        pick_sorted(g, rank, gd.noffset, gd.offset_dims);
+        gd.rank = rank;
+      }
+      if (!batching)
+        gd.slice_sizes[dim] = ot->dims[dim];
+    }
+    const Term *args[3] = {red >= 0 ? term_splat(0, ot, err) : new_arg(g, ot),
+                           new_arg(g, it),
+                           new_arg(g, gather_result_type(&gd, ot, it))};
+    if (!args[0])
+      return NULL;
+    return term_op(op, 3, args, scatter_attrs(&gd), NULL, err);
+  }
+  g_ptr_array_set_size(g->arg_types, args0);
+  return NULL;
+}
+
+/* dynamic_update_slice of a random operand: an update of random sizes
+ * (the whole dim for 'dim'), i32 scalar starts (random values in
+ * [-10, 10]: clamped). */
+static const Term *gen_dynamic_update_slice(Gen *g, Op op, int dim, int minr,
+                                            Diag *err) {
+  int rank = rnd_at_least(g, minr, 1, 3);
+  const Type *t = rshape(g, DT_F32, rank, dim);
+  const Term *args[PARTIR_MAX_RANK + 2];
+  int64_t sizes[PARTIR_MAX_RANK];
+  args[0] = new_arg(g, t);
+  for (int d = 0; d < rank; d++)
+    sizes[d] =
+        d == dim || rnd(g, 0, 1) ? t->dims[d] : rnd(g, 1, (int)t->dims[d]);
+  args[1] = new_arg(g, type_tensor(DT_F32, rank, sizes));
+  for (int d = 0; d < rank; d++)
+    args[d + 2] = new_arg(g, type_tensor(DT_I32, 0, NULL));
+  return term_op(op, rank + 2, args, attrs_empty(), NULL, err);
 }
 
 /* dynamic_slice of a random operand: random sizes (the whole dim for
@@ -594,6 +684,10 @@ static const Term *gen_op(Gen *g, Op op, int dim, int red) {
     return gen_gather(g, op, dim, red, minr, err);
   case OP_DYNAMIC_SLICE:
     return red >= 0 ? NULL : gen_dynamic_slice(g, op, dim, minr, err);
+  case OP_SCATTER_ADD:
+    return gen_scatter_add(g, op, dim, red, err);
+  case OP_DYNAMIC_UPDATE_SLICE:
+    return red >= 0 ? NULL : gen_dynamic_update_slice(g, op, dim, minr, err);
   case OP_PAD:
     return gen_pad(g, op, dim, minr, err);
   case OP_CONSTANT:
@@ -628,7 +722,8 @@ static Module *instance_module(Gen *g, const Term *result) {
 }
 
 Module *check_random_op(Op op, guint32 seed) {
-  Gen g = {g_rand_new_with_seed(seed), g_ptr_array_new()};
+  /* every third instance an embedding lookup, every third windowed */
+  Gen g = {g_rand_new_with_seed(seed), g_ptr_array_new(), (int)(seed % 3)};
   const Term *t = op_is_collective(op) ? NULL : gen_op(&g, op, -1, -1);
   Module *m = t ? instance_module(&g, t) : NULL;
   g_rand_free(g.rng);
@@ -958,7 +1053,7 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
   for (int i = 0; i < tries * 4 && checked < tries; i++) {
     gboolean rev = r->kind == RULE_OP_TILE_REV || r->kind == RULE_OP_SUM_REV;
     gboolean sum = r->kind == RULE_OP_SUM || r->kind == RULE_OP_SUM_REV;
-    Gen g = {w->rng, g_ptr_array_new()};
+    Gen g = {w->rng, g_ptr_array_new(), 0};
     const Term *t = gen_op(&g, r->op, sum ? -1 : r->index, sum ? r->index : -1);
     if (!t || (!sum && r->index >= t->type->rank)) {
       g_ptr_array_unref(g.arg_types);
@@ -1029,7 +1124,7 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
 static void walk_matmul_chain(Walker *w) {
   if (w->stopped & RULE_TAG_PROPAGATE)
     return;
-  Gen c = {w->rng, g_ptr_array_new()};
+  Gen c = {w->rng, g_ptr_array_new(), 0};
   int64_t d[4] = {4, 6, 4, 6}; /* x 4x6, y 6x4, z 4x6 */
   const Term *x = new_arg(&c, type_tensor(DT_F32, 2, d));
   const Term *y = new_arg(&c, type_tensor(DT_F32, 2, d + 1));
@@ -1063,7 +1158,7 @@ static void walk_matmul_chain(Walker *w) {
  * them (sum-add's left side; propagation merges them, so a walk from a
  * propagated program never meets it). */
 static void walk_sum_pair(Walker *w) {
-  Gen c = {w->rng, g_ptr_array_new()};
+  Gen c = {w->rng, g_ptr_array_new(), 0};
   int64_t d[3] = {4, 6, 4}; /* x, z 4x6, y 6x4 */
   const Term *x = new_arg(&c, type_tensor(DT_F32, 2, d));
   const Term *y = new_arg(&c, type_tensor(DT_F32, 2, d + 1));
@@ -1104,7 +1199,7 @@ gboolean check_rules(const RuleSet *rs, guint32 seed, int tries, GString *out) {
   /* written rules: random walks from random applications of every op */
   for (int round = 0; round < tries; round++)
     for (int op = 0; op < OP_COUNT_; op++) {
-      Gen g = {w.rng, g_ptr_array_new()};
+      Gen g = {w.rng, g_ptr_array_new(), 0};
       const Term *t = gen_op(&g, (Op)op, -1, -1);
       if (t) {
         g_autoptr(Module) m = instance_module(&g, t);
@@ -1159,7 +1254,7 @@ gboolean check_rule_types(const RuleSet *rs, Diag *errors) {
   Walker w = walker_new(rs, ignored, 1);
   w.type_changes = g_hash_table_new_full(NULL, NULL, NULL, g_free);
   for (int op = 0; op < OP_COUNT_; op++) {
-    Gen g = {w.rng, g_ptr_array_new()};
+    Gen g = {w.rng, g_ptr_array_new(), 0};
     const Term *t = gen_op(&g, (Op)op, -1, -1);
     if (t) {
       g_autoptr(Module) m = instance_module(&g, t);

@@ -9,7 +9,7 @@
  *   type.c       element and tensor/range types (interned)
  *   ops.c        the operator list (ops.def) and its name table
  *   flops.c      FLOPs of one operator application
- *   gather.c     the dimension numbers of gather and dynamic_slice
+ *   gather.c     the dimension numbers of gather, scatter_add, dynamic_slice
  *   attr.c       attribute dictionaries (interned)
  *   term.c       the hash-consed term store
  *   typerule.c   the type rule of every operator
@@ -503,7 +503,15 @@ typedef struct GatherDims {
  * them (StableHLO's constraints); FALSE with the reason in 'err'. */
 gboolean gather_dims_read(const Attrs *a, const Type *operand,
                           const Type *indices, GatherDims *g, Diag *err);
-/* The same for a gather that type-checked (it cannot fail). */
+/* The same for scatter_add(operand, indices, updates): its dimension
+ * numbers as those of the gather that reads 'updates' back from the
+ * result (slice sizes from the update window), and 'updates' of that
+ * gather's result type. */
+gboolean scatter_dims_read(const Attrs *a, const Type *operand,
+                           const Type *indices, const Type *updates,
+                           GatherDims *g, Diag *err);
+/* The same for a gather or scatter_add that type-checked (it cannot
+ * fail). */
 void gather_dims_of(const Term *t, GatherDims *g);
 /* What carries result dimension d of a gather: a batch dim is the
  * indices dim 'indices' (and, for a batching dim, the operand dim
@@ -519,6 +527,8 @@ const Type *gather_result_type(const GatherDims *g, const Type *operand,
 /* The attributes that 'g' reads back as (empty batching lists and a
  * false indices_are_sorted left out). */
 const Attrs *gather_attrs(const GatherDims *g);
+/* The same under scatter_add's names (no slice sizes). */
+const Attrs *scatter_attrs(const GatherDims *g);
 /* The attributes of gather or dynamic_slice 't' when its operand (the
  * first) has type 'operand' instead: slice sizes that took a whole
  * dimension take the new size (the only dimensions a tiling splits). */

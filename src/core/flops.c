@@ -11,6 +11,7 @@
  *   fl_dot          2 * (result elements) * (contracted elements): one
  *                   multiply and one add per term of every dot product
  *   fl_reduce       one per operand element
+ *   fl_scatter      one add per element of the updates
  *   fl_none         0 (data movement, sources, select, convert)
  */
 #include "core/core.h"
@@ -44,6 +45,10 @@ static double fl_dot(const Term *t) {
 
 static double fl_reduce(const Term *t) {
   return (double)type_numel(t->args[0]->type);
+}
+
+static double fl_scatter(const Term *t) {
+  return (double)type_numel(t->args[2]->type);
 }
 
 static double fl_none(const Term *t) { return 0; }

@@ -25,24 +25,52 @@
  *
  * dynamic_slice takes its start from scalar operands (one per operand
  * dim, clamped the same way) and 'slice_sizes'.
+ *
+ * scatter_add(operand, indices, updates) is gather read backwards, and
+ * the cotangent of one: StableHLO's scatter with an add region, whose
+ * dimension numbers are a gather's under other names
+ * (update_window_dims = offset_dims, inserted_window_dims =
+ * collapsed_slice_dims, input_batching_dims = operand_batching_dims,
+ * scatter_indices_batching_dims = start_indices_batching_dims,
+ * scatter_dims_to_operand_dims = start_index_map, index_vector_dim),
+ * its slice sizes those of the update window (1 along inserted and
+ * batching dims).  So it is read into a GatherDims, checked by the same
+ * code, and the updates must have the type the matching gather of the
+ * result would give.  A window whose start does not fit (a start
+ * outside [0, dim - slice size]) is left out, not clamped, as XLA does
+ * (StableHLO leaves it to the implementation); gather's cotangent clamps
+ * its indices first (vjp_index.c).
+ * dynamic_update_slice(operand, update, starts...) writes 'update' at
+ * the starts, clamped as dynamic_slice clamps them.
  */
 #include "core/core.h"
 
 #include <string.h>
 
-static const char *const gather_lists[] = {
-    "offset_dims",           "collapsed_slice_dims",
-    "operand_batching_dims", "start_indices_batching_dims",
-    "start_index_map",       "slice_sizes"};
+/* The attribute names of the dimension numbers, in GatherDims' order:
+ * a gather's and a scatter_add's (which has no 'slice_sizes'). */
+typedef struct DimNames {
+  const char *op;
+  const char *keys[6];
+} DimNames;
+
+static const DimNames gather_names = {
+    "gather",
+    {"offset_dims", "collapsed_slice_dims", "operand_batching_dims",
+     "start_indices_batching_dims", "start_index_map", "slice_sizes"}};
+static const DimNames scatter_names = {
+    "scatter_add",
+    {"update_window_dims", "inserted_window_dims", "input_batching_dims",
+     "scatter_indices_batching_dims", "scatter_dims_to_operand_dims", NULL}};
 
 /* The list attribute 'key' into 'out' (absent: empty when optional). */
-static gboolean read_list(const Attrs *a, const char *key, gboolean required,
-                          int64_t *out, int *n, Diag *err) {
+static gboolean read_list(const DimNames *nm, const Attrs *a, const char *key,
+                          gboolean required, int64_t *out, int *n, Diag *err) {
   const AttrValue *v = attrs_get(a, key);
   *n = 0;
   if (!v) {
     if (required)
-      diag_reason(err, "'gather' needs attribute '%s'", key);
+      diag_reason(err, "'%s' needs attribute '%s'", nm->op, key);
     return !required;
   }
   gboolean ok = v->kind == AV_LIST && v->count <= PARTIR_MAX_RANK;
@@ -50,9 +78,9 @@ static gboolean read_list(const Attrs *a, const char *key, gboolean required,
     ok = v->items[i].kind == AV_INT;
   if (!ok) {
     diag_reason(err,
-                "'gather' attribute '%s' must be a list of at most %d "
+                "'%s' attribute '%s' must be a list of at most %d "
                 "integers",
-                key, PARTIR_MAX_RANK);
+                nm->op, key, PARTIR_MAX_RANK);
     return FALSE;
   }
   for (int i = 0; i < v->count; i++)
@@ -69,18 +97,18 @@ static gboolean has(const int64_t *xs, int n, int64_t x) {
 }
 
 /* 'xs' are distinct dims below 'rank' (and increasing when 'sorted'). */
-static gboolean dims_ok(const char *key, const int64_t *xs, int n, int rank,
-                        gboolean sorted, Diag *err) {
+static gboolean dims_ok(const DimNames *nm, const char *key, const int64_t *xs,
+                        int n, int rank, gboolean sorted, Diag *err) {
   for (int i = 0; i < n; i++) {
     if (xs[i] < 0 || xs[i] >= rank) {
       diag_reason(err,
-                  "'gather' attribute '%s': dimension %" G_GINT64_FORMAT
+                  "'%s' attribute '%s': dimension %" G_GINT64_FORMAT
                   " out of range for rank %d",
-                  key, xs[i], rank);
+                  nm->op, key, xs[i], rank);
       return FALSE;
     }
     if (i > 0 && (sorted ? xs[i] <= xs[i - 1] : has(xs, i, xs[i]))) {
-      diag_reason(err, "'gather' attribute '%s' must be %s", key,
+      diag_reason(err, "'%s' attribute '%s' must be %s", nm->op, key,
                   sorted ? "increasing" : "distinct dimensions");
       return FALSE;
     }
@@ -88,21 +116,24 @@ static gboolean dims_ok(const char *key, const int64_t *xs, int n, int rank,
   return TRUE;
 }
 
-gboolean gather_dims_read(const Attrs *a, const Type *operand,
-                          const Type *indices, GatherDims *g, Diag *err) {
+/* The dimension numbers named by 'nm' (all lists but slice_sizes when
+ * its key is NULL), index_vector_dim and indices_are_sorted. */
+static gboolean read_dims(const DimNames *nm, const Attrs *a, GatherDims *g,
+                          Diag *err) {
   memset(g, 0, sizeof *g);
   int64_t *lists[] = {g->offset_dims,      g->collapsed,
                       g->operand_batching, g->indices_batching,
                       g->start_index_map,  g->slice_sizes};
   int *counts[] = {&g->noffset,           &g->ncollapsed, &g->nbatching,
                    &g->nbatching_indices, &g->nstart,     &g->nslice};
-  for (gsize k = 0; k < G_N_ELEMENTS(gather_lists); k++)
-    if (!read_list(a, gather_lists[k], k == 5, lists[k], counts[k], err))
+  for (gsize k = 0; k < G_N_ELEMENTS(lists); k++)
+    if (nm->keys[k] &&
+        !read_list(nm, a, nm->keys[k], k == 5, lists[k], counts[k], err))
       return FALSE;
   const AttrValue *ivd = attrs_get(a, "index_vector_dim");
   if (!ivd || ivd->kind != AV_INT) {
-    diag_reason(err, "'gather' needs the integer attribute "
-                     "'index_vector_dim'");
+    diag_reason(err, "'%s' needs the integer attribute 'index_vector_dim'",
+                nm->op);
     return FALSE;
   }
   g->index_vector_dim = ivd->i;
@@ -110,34 +141,44 @@ gboolean gather_dims_read(const Attrs *a, const Type *operand,
   if (sorted &&
       (sorted->kind != AV_SYMBOL || (strcmp(sorted->sym, "true") != 0 &&
                                      strcmp(sorted->sym, "false") != 0))) {
-    diag_reason(err, "'gather' attribute 'indices_are_sorted' must be true "
-                     "or false");
+    diag_reason(err,
+                "'%s' attribute 'indices_are_sorted' must be true or false",
+                nm->op);
     return FALSE;
   }
   g->sorted = sorted && strcmp(sorted->sym, "true") == 0;
+  return TRUE;
+}
+
+/* StableHLO's constraints on the dimension numbers 'g' of a gather of
+ * 'operand' at 'indices' (or the scatter_add named in 'nm'); sets
+ * g->rank, the gather result's. */
+static gboolean check_dims(const DimNames *nm, const Type *operand,
+                           const Type *indices, GatherDims *g, Diag *err) {
+  const char *const *key = nm->keys;
   if (dtype_is_float(indices->dtype) || indices->dtype == DT_I1) {
-    diag_reason(err, "'gather' indices must be integers, not %s",
+    diag_reason(err, "'%s' indices must be integers, not %s", nm->op,
                 dtype_name(indices->dtype));
     return FALSE;
   }
   int orank = operand->rank, irank = indices->rank;
   if (g->index_vector_dim < 0 || g->index_vector_dim > irank) {
     diag_reason(err,
-                "'gather' index_vector_dim %" G_GINT64_FORMAT
+                "'%s' index_vector_dim %" G_GINT64_FORMAT
                 " out of range for indices of rank %d",
-                g->index_vector_dim, irank);
+                nm->op, g->index_vector_dim, irank);
     return FALSE;
   }
   int64_t ncomp =
       g->index_vector_dim < irank ? indices->dims[g->index_vector_dim] : 1;
   if (g->nstart != ncomp) {
     diag_reason(err,
-                "'gather' start_index_map has %d entries but each start "
-                "index has %" G_GINT64_FORMAT " components",
-                g->nstart, ncomp);
+                "'%s' %s has %d entries but each start index has "
+                "%" G_GINT64_FORMAT " components",
+                nm->op, key[4], g->nstart, ncomp);
     return FALSE;
   }
-  if (g->nslice != orank) {
+  if (g->nslice != orank) { /* a scatter's are computed: always orank */
     diag_reason(err,
                 "'gather' slice_sizes has %d entries for an operand of "
                 "rank %d",
@@ -145,8 +186,7 @@ gboolean gather_dims_read(const Attrs *a, const Type *operand,
     return FALSE;
   }
   if (g->nbatching != g->nbatching_indices) {
-    diag_reason(err, "'gather' needs as many operand_batching_dims as "
-                     "start_indices_batching_dims");
+    diag_reason(err, "'%s' needs as many %s as %s", nm->op, key[2], key[3]);
     return FALSE;
   }
   int64_t dropped[2 * PARTIR_MAX_RANK];
@@ -157,20 +197,20 @@ gboolean gather_dims_read(const Attrs *a, const Type *operand,
   memcpy(mapped, g->start_index_map, sizeof(int64_t) * (gsize)g->nstart);
   memcpy(mapped + g->nstart, g->operand_batching,
          sizeof(int64_t) * (gsize)g->nbatching);
-  if (!dims_ok("collapsed_slice_dims", g->collapsed, g->ncollapsed, orank, TRUE,
+  g_autofree char *both_dropped = g_strdup_printf("%s/%s", key[1], key[2]);
+  g_autofree char *both_mapped = g_strdup_printf("%s/%s", key[4], key[2]);
+  if (!dims_ok(nm, key[1], g->collapsed, g->ncollapsed, orank, TRUE, err) ||
+      !dims_ok(nm, key[2], g->operand_batching, g->nbatching, orank, TRUE,
                err) ||
-      !dims_ok("operand_batching_dims", g->operand_batching, g->nbatching,
-               orank, TRUE, err) ||
-      !dims_ok("collapsed_slice_dims/operand_batching_dims", dropped,
-               g->ncollapsed + g->nbatching, orank, FALSE, err) ||
-      !dims_ok("start_index_map/operand_batching_dims", mapped,
-               g->nstart + g->nbatching, orank, FALSE, err) ||
-      !dims_ok("start_indices_batching_dims", g->indices_batching, g->nbatching,
-               irank, FALSE, err))
+      !dims_ok(nm, both_dropped, dropped, g->ncollapsed + g->nbatching, orank,
+               FALSE, err) ||
+      !dims_ok(nm, both_mapped, mapped, g->nstart + g->nbatching, orank, FALSE,
+               err) ||
+      !dims_ok(nm, key[3], g->indices_batching, g->nbatching, irank, FALSE,
+               err))
     return FALSE;
   if (has(g->indices_batching, g->nbatching, g->index_vector_dim)) {
-    diag_reason(err, "'gather' index_vector_dim is one of its "
-                     "start_indices_batching_dims");
+    diag_reason(err, "'%s' index_vector_dim is one of its %s", nm->op, key[3]);
     return FALSE;
   }
   for (int d = 0; d < orank; d++) {
@@ -178,9 +218,10 @@ gboolean gather_dims_read(const Attrs *a, const Type *operand,
     if (g->slice_sizes[d] < 0 || g->slice_sizes[d] > operand->dims[d] ||
         (one && g->slice_sizes[d] > 1)) {
       diag_reason(err,
-                  "'gather' slice size %" G_GINT64_FORMAT " of dimension %d: "
+                  "'%s' %s size %" G_GINT64_FORMAT " of dimension %d: "
                   "need 0 to %" G_GINT64_FORMAT "%s",
-                  g->slice_sizes[d], d, one ? 1 : operand->dims[d],
+                  nm->op, key[5] ? "slice" : "window", g->slice_sizes[d], d,
+                  one ? 1 : operand->dims[d],
                   one ? " (collapsed or batching)" : "");
       return FALSE;
     }
@@ -189,36 +230,103 @@ gboolean gather_dims_read(const Attrs *a, const Type *operand,
     if (operand->dims[g->operand_batching[k]] !=
         indices->dims[g->indices_batching[k]]) {
       diag_reason(err,
-                  "'gather' batching dimensions differ in size: operand "
+                  "'%s' batching dimensions differ in size: operand "
                   "dim %" G_GINT64_FORMAT ", indices dim %" G_GINT64_FORMAT,
-                  g->operand_batching[k], g->indices_batching[k]);
+                  nm->op, g->operand_batching[k], g->indices_batching[k]);
       return FALSE;
     }
   int nbatch = irank - (g->index_vector_dim < irank);
   int rank = nbatch + g->noffset;
   if (g->noffset != orank - g->ncollapsed - g->nbatching) {
     diag_reason(err,
-                "'gather' offset_dims has %d entries: the operand's rank "
-                "%d less %d collapsed and %d batching dims",
-                g->noffset, orank, g->ncollapsed, g->nbatching);
+                "'%s' %s has %d entries: the operand's rank "
+                "%d less %d %s and %d batching dims",
+                nm->op, key[0], g->noffset, orank, g->ncollapsed,
+                key[5] ? "collapsed" : "inserted", g->nbatching);
     return FALSE;
   }
   if (rank > PARTIR_MAX_RANK) {
-    diag_reason(err, "'gather' result rank %d exceeds %d", rank,
-                PARTIR_MAX_RANK);
+    diag_reason(err, "'%s' %s rank %d exceeds %d", nm->op,
+                key[5] ? "result" : "updates", rank, PARTIR_MAX_RANK);
     return FALSE;
   }
-  if (!dims_ok("offset_dims", g->offset_dims, g->noffset, rank, TRUE, err))
+  if (!dims_ok(nm, key[0], g->offset_dims, g->noffset, rank, TRUE, err))
     return FALSE;
   g->rank = rank;
   return TRUE;
 }
 
+gboolean gather_dims_read(const Attrs *a, const Type *operand,
+                          const Type *indices, GatherDims *g, Diag *err) {
+  return read_dims(&gather_names, a, g, err) &&
+         check_dims(&gather_names, operand, indices, g, err);
+}
+
+/* A scatter's slice sizes: the update window's size along each operand
+ * dim that is neither inserted nor batching (the k-th such dim is window
+ * dim update_window_dims[k]), 1 along the others. */
+static gboolean window_sizes(const Type *operand, const Type *updates,
+                             GatherDims *g, Diag *err) {
+  int k = 0;
+  for (int d = 0; d < operand->rank; d++) {
+    if (has(g->collapsed, g->ncollapsed, d) ||
+        has(g->operand_batching, g->nbatching, d)) {
+      g->slice_sizes[d] = 1;
+      continue;
+    }
+    if (k < g->noffset &&
+        (g->offset_dims[k] < 0 || g->offset_dims[k] >= updates->rank)) {
+      diag_reason(err,
+                  "'scatter_add' attribute 'update_window_dims': dimension "
+                  "%" G_GINT64_FORMAT " out of range for updates of rank %d",
+                  g->offset_dims[k], updates->rank);
+      return FALSE;
+    }
+    g->slice_sizes[d] = k < g->noffset ? updates->dims[g->offset_dims[k]] : 0;
+    k++;
+  }
+  if (k != g->noffset) {
+    diag_reason(err,
+                "'scatter_add' update_window_dims has %d entries: the "
+                "operand's rank %d less its inserted and batching dims (%d)",
+                g->noffset, operand->rank, k);
+    return FALSE;
+  }
+  g->nslice = operand->rank;
+  return TRUE;
+}
+
+gboolean scatter_dims_read(const Attrs *a, const Type *operand,
+                           const Type *indices, const Type *updates,
+                           GatherDims *g, Diag *err) {
+  if (!read_dims(&scatter_names, a, g, err) ||
+      !window_sizes(operand, updates, g, err) ||
+      !check_dims(&scatter_names, operand, indices, g, err))
+    return FALSE;
+  const Type *want = gather_result_type(g, operand, indices);
+  if (updates->dtype != operand->dtype || updates->rank != want->rank ||
+      memcmp(updates->dims, want->dims, sizeof(int64_t) * (gsize)want->rank) !=
+          0) {
+    g_autofree char *have = type_to_string(updates);
+    g_autofree char *need = type_to_string(want);
+    diag_reason(err,
+                "'scatter_add' updates are %s: its operand, indices and "
+                "dimension numbers need %s",
+                have, need);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 void gather_dims_of(const Term *t, GatherDims *g) {
-  g_assert(t->kind == TM_OP && t->op == OP_GATHER);
+  g_assert(t->kind == TM_OP && (t->op == OP_GATHER || t->op == OP_SCATTER_ADD));
   g_autoptr(Diag) err = diag_new(NULL);
   gboolean ok G_GNUC_UNUSED =
-      gather_dims_read(t->attrs, t->args[0]->type, t->args[1]->type, g, err);
+      t->op == OP_GATHER
+          ? gather_dims_read(t->attrs, t->args[0]->type, t->args[1]->type, g,
+                             err)
+          : scatter_dims_read(t->attrs, t->args[0]->type, t->args[1]->type,
+                              t->args[2]->type, g, err);
   g_assert(ok); /* the type rule checked them */
 }
 
@@ -275,7 +383,9 @@ static AttrValue list_value(const int64_t *xs, int n) {
   return v;
 }
 
-const Attrs *gather_attrs(const GatherDims *g) {
+/* The attributes of 'g' under the names 'nm' (a scatter leaves its
+ * slice sizes out: its updates' type says them). */
+static const Attrs *dims_attrs(const DimNames *nm, const GatherDims *g) {
   const char **keys = g_new(const char *, 9);
   AttrValue *vals = g_new0(AttrValue, 9);
   const int64_t *lists[] = {g->offset_dims,      g->collapsed,
@@ -284,11 +394,11 @@ const Attrs *gather_attrs(const GatherDims *g) {
   const int counts[] = {g->noffset,           g->ncollapsed, g->nbatching,
                         g->nbatching_indices, g->nstart,     g->nslice};
   int n = 0;
-  for (gsize k = 0; k < G_N_ELEMENTS(gather_lists); k++) {
+  for (gsize k = 0; k < G_N_ELEMENTS(lists); k++) {
     /* empty batching lists are left out, as StableHLO prints them */
-    if ((k == 2 || k == 3) && counts[k] == 0)
+    if (!nm->keys[k] || ((k == 2 || k == 3) && counts[k] == 0))
       continue;
-    keys[n] = g_intern_static_string(gather_lists[k]);
+    keys[n] = g_intern_static_string(nm->keys[k]);
     vals[n++] = list_value(lists[k], counts[k]);
   }
   keys[n] = g_intern_static_string("index_vector_dim");
@@ -298,6 +408,14 @@ const Attrs *gather_attrs(const GatherDims *g) {
     vals[n++] = (AttrValue){.kind = AV_SYMBOL, .sym = g_intern_string("true")};
   }
   return attrs_intern(n, keys, vals);
+}
+
+const Attrs *gather_attrs(const GatherDims *g) {
+  return dims_attrs(&gather_names, g);
+}
+
+const Attrs *scatter_attrs(const GatherDims *g) {
+  return dims_attrs(&scatter_names, g);
 }
 
 /* ------------------------------------------------------------ operands */

@@ -34,7 +34,8 @@ gboolean op_needs_attrs(Op op) {
   return op == OP_COMPARE || op_is_reduction(op) || op == OP_TRANSPOSE ||
          op == OP_CONCATENATE || op == OP_SLICE || op == OP_IOTA ||
          op == OP_CONSTANT || op == OP_BROADCAST_IN_DIM || op == OP_PAD ||
-         op == OP_GATHER || op == OP_DYNAMIC_SLICE || op_is_collective(op);
+         op == OP_GATHER || op == OP_DYNAMIC_SLICE || op == OP_SCATTER_ADD ||
+         op_is_collective(op);
 }
 
 gboolean op_is_reduction(Op op) {
@@ -708,6 +709,80 @@ static const Type *tr_dynamic_slice(RULE_ARGS) {
       return NULL;
     }
   return type_tensor(a->dtype, a->rank, sizes);
+}
+
+/* scatter_add(operand, indices, updates) {update_window_dims, ...}: the
+ * operand's type; core/gather.c checks the dimension numbers and the
+ * updates' type against them.  'unique_indices' is a promise, kept for
+ * the export, with no effect here. */
+static const Type *tr_scatter_add(RULE_ARGS) {
+  if (!check_attr_names(
+          op, attrs,
+          ATTRS("update_window_dims", "inserted_window_dims",
+                "input_batching_dims", "scatter_indices_batching_dims",
+                "scatter_dims_to_operand_dims", "index_vector_dim",
+                "indices_are_sorted", "unique_indices"),
+          err))
+    return NULL;
+  const AttrValue *unique = attrs_get(attrs, "unique_indices");
+  if (unique &&
+      (unique->kind != AV_SYMBOL || (strcmp(unique->sym, "true") != 0 &&
+                                     strcmp(unique->sym, "false") != 0))) {
+    diag_reason(err, "'scatter_add' attribute 'unique_indices' must be true "
+                     "or false");
+    return NULL;
+  }
+  if (args[0]->type->dtype == DT_I1) {
+    diag_reason(err, "'scatter_add' adds numbers, not i1");
+    return NULL;
+  }
+  GatherDims g;
+  if (!scatter_dims_read(attrs, args[0]->type, args[1]->type, args[2]->type, &g,
+                         err))
+    return NULL;
+  return args[0]->type;
+}
+
+/* dynamic_update_slice(x, update, s0, ..., s{r-1}): x with 'update'
+ * written at the starts (one integer scalar per dimension of x, of one
+ * type, clamped as dynamic_slice clamps them). */
+static const Type *tr_dynamic_update_slice(RULE_ARGS) {
+  const Type *a = args[0]->type;
+  if (!check_attr_names(op, attrs, NO_ATTRS, err))
+    return NULL;
+  if (nargs != a->rank + 2) {
+    diag_reason(err,
+                "'dynamic_update_slice' of a rank-%d operand needs an update "
+                "and %d start indices, got %d operands",
+                a->rank, a->rank, nargs);
+    return NULL;
+  }
+  const Type *u = args[1]->type;
+  gboolean fits = u->dtype == a->dtype && u->rank == a->rank;
+  for (int d = 0; fits && d < a->rank; d++)
+    fits = u->dims[d] <= a->dims[d];
+  if (!fits) {
+    g_autofree char *ut = type_to_string(u);
+    g_autofree char *at = type_to_string(a);
+    diag_reason(err,
+                "'dynamic_update_slice' update %s does not fit in operand %s "
+                "(same dtype and rank, no dimension larger)",
+                ut, at);
+    return NULL;
+  }
+  for (int i = 2; i < nargs; i++) {
+    const Type *s = args[i]->type;
+    if (s->rank != 0 || dtype_is_float(s->dtype) || s->dtype == DT_I1 ||
+        s->dtype != args[2]->type->dtype) {
+      g_autofree char *st = type_to_string(s);
+      diag_reason(err,
+                  "'dynamic_update_slice' start index %d is %s: the start "
+                  "indices are integer scalars of one type",
+                  i - 2, st);
+      return NULL;
+    }
+  }
+  return a;
 }
 
 gboolean op_is_collective(Op op) {

@@ -9,7 +9,7 @@
  *   tensor.c     dense tensor values, rounding, printing, comparison
  *   npy.c        NumPy .npy files
  *   kernels.c    one kernel per base operator; the collective interface
- *   gather.c     the kernels of gather and dynamic_slice
+ *   gather.c     the kernels of gather, dynamic_slice and their transposes
  *   interp.c     running a function
  *   expect.c     the comparisons of StableHLO's check operations
  */
@@ -242,6 +242,11 @@ int64_t kernel_reduce_identity_int(Op op, DType dt);
  * in the slice (StableHLO's meaning, core/gather.c). */
 Tensor *kernel_gather_op(const Term *t, Tensor *const *args);
 Tensor *kernel_dynamic_slice(const Term *t, Tensor *const *args);
+/* Their transposes: a copy of the operand with the updates added at
+ * their windows (scatter_add) or written at the clamped starts
+ * (dynamic_update_slice). */
+Tensor *kernel_scatter_add(const Term *t, Tensor *const *args);
+Tensor *kernel_dynamic_update_slice(const Term *t, Tensor *const *args);
 
 /* The collectives of one device: a struct of function pointers that the
  * SPMD simulator implements, and the runtimes (codegen/threads.c).  The

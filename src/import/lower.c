@@ -795,6 +795,51 @@ static gboolean lower_dynamic_slice(Lower *lw, const HloOp *op, Op pop,
   return one(out, build(lw, op, pop, nx, x, make_attrs(&kv, 1), NULL));
 }
 
+/* scatter with an add region (support.c refused any other): its
+ * dimension numbers, nested in #stablehlo.scatter<...> (or at the top),
+ * become scatter_add's attributes of the same names (core/gather.c). */
+static gboolean lower_scatter(Lower *lw, const HloOp *op, Op pop,
+                              const Term *const *x, int nx, GPtrArray *out) {
+  (void)nx;
+  const HloAttr *nums = hlo_op_attr(op, "scatter_dimension_numbers");
+  HloOp nested = *op;
+  if (nums && nums->kind == HA_DICT) {
+    nested.attr_keys = nums->keys;
+    nested.attr_values = nums->items;
+  }
+  GatherDims g = {0};
+  struct {
+    const char *key;
+    int64_t *out;
+    int *n;
+  } lists[] = {{"update_window_dims", g.offset_dims, &g.noffset},
+               {"inserted_window_dims", g.collapsed, &g.ncollapsed},
+               {"input_batching_dims", g.operand_batching, &g.nbatching},
+               {"scatter_indices_batching_dims", g.indices_batching,
+                &g.nbatching_indices},
+               {"scatter_dims_to_operand_dims", g.start_index_map, &g.nstart}};
+  for (gsize k = 0; k < G_N_ELEMENTS(lists); k++) {
+    const HloOp *from = hlo_op_attr(op, lists[k].key) ? op : &nested;
+    *lists[k].n =
+        int_list(lw, from, lists[k].key, lists[k].out, PARTIR_MAX_RANK, FALSE);
+    if (*lists[k].n < 0)
+      return FALSE;
+  }
+  const HloOp *from = hlo_op_attr(op, "index_vector_dim") ? op : &nested;
+  if (!int_attr(lw, from, "index_vector_dim", &g.index_vector_dim))
+    return FALSE;
+  const HloAttr *sorted = hlo_op_attr(op, "indices_are_sorted");
+  g.sorted = sorted && sorted->kind == HA_INT && sorted->i;
+  return one(out, build(lw, op, pop, 3, x, scatter_attrs(&g), NULL));
+}
+
+/* dynamic_update_slice(x, update, starts...): as it is. */
+static gboolean lower_dynamic_update_slice(Lower *lw, const HloOp *op, Op pop,
+                                           const Term *const *x, int nx,
+                                           GPtrArray *out) {
+  return one(out, build(lw, op, pop, nx, x, attrs_empty(), NULL));
+}
+
 /* optimization_barrier: the values themselves. */
 static gboolean lower_identity(Lower *lw, const HloOp *op, Op pop,
                                const Term *const *x, int nx, GPtrArray *out) {

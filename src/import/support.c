@@ -10,7 +10,8 @@
  * are tensors partir has (static shapes, the element types of
  * dtype_all_names), and the few operations whose meaning depends on
  * more (power on integers, a shift of i1, a reduce over a subtraction,
- * a total-order comparison) say what partir expresses exactly.  Operations
+ * a scatter that does not add, a total-order comparison) say what
+ * partir expresses exactly.  Operations
  * inside the region of a refused one are not judged again: the outer one is
  * listed.
  *
@@ -35,8 +36,6 @@ static const struct {
     {"stablehlo.if", "control flow (partir programs have no branches)"},
     {"stablehlo.case", "control flow (partir programs have no branches)"},
     {"stablehlo.convolution", "partir has no convolution"},
-    {"stablehlo.scatter", "indexing by runtime values"},
-    {"stablehlo.dynamic_update_slice", "indexing by runtime values"},
     {"stablehlo.sort", "partir has no sort"},
     {"stablehlo.reduce_window", "windowed reductions"},
     {"stablehlo.select_and_scatter", "windowed reductions"},
@@ -195,6 +194,21 @@ static char *refine(const HloOp *op) {
     if (bits && is_float_type(x))
       return g_strdup_printf("a reduce over %s on %s", body, x->text);
   }
+  if (strcmp(n, "stablehlo.scatter") == 0) {
+    /* partir's scatter_add: one operand, one update, an add region */
+    if (op->uses->len != 3)
+      return g_strdup_printf("a scatter of %u operands at once (partir's "
+                             "scatter_add takes one)",
+                             (op->uses->len - 1) / 2);
+    const char *body = reducer_of(op);
+    if (!body || strcmp(body, "stablehlo.add") != 0)
+      return g_strdup_printf(
+          "a scatter whose update computation is %s (partir has "
+          "scatter_add: a region that adds its two arguments)",
+          body ? body : "not one operation on its two arguments");
+    if (is_i1_type(x))
+      return g_strdup("a scatter that adds i1 values");
+  }
   if (strcmp(n, "stablehlo.dot_general") == 0 ||
       strcmp(n, "stablehlo.dot") == 0) {
     const HloType *y = operand_type(op, 1), *z = result_type(op, 0);
@@ -233,7 +247,8 @@ static char *refine(const HloOp *op) {
     if (!v || v->kind != HA_DENSE)
       return g_strdup("a constant that is not 'dense<...>'");
   }
-  if (op->regions->len > 0 && strcmp(n, "stablehlo.reduce") != 0)
+  if (op->regions->len > 0 && strcmp(n, "stablehlo.reduce") != 0 &&
+      strcmp(n, "stablehlo.scatter") != 0)
     return g_strdup_printf("%s with a region", n);
   return NULL;
 }

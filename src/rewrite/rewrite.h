@@ -271,6 +271,14 @@ const Term *vjp_builtin(const char *kind, const Term *t, int i, const Term *dz,
                         Diag *err);
 gboolean vjp_builtin_known(const char *kind, Op op, Diag *why);
 
+/* ------------------------------------------------------------ vjp_index.c */
+
+/* The builtin vjps 'gather', 'scatter_add', 'dynamic_slice' and
+ * 'dynamic_update_slice' (vjp_builtin dispatches to it): the cotangent
+ * of operand 'i' of 't', NULL for one that gets none. */
+const Term *vjp_indexing(const char *kind, const Term *t, int i, const Term *dz,
+                         Diag *err);
+
 /* ----------------------------------------------------------------- grad.c */
 
 /* Reverse mode: given cotangents 'dys' (NULL: none) of the closed values

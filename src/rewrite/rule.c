@@ -966,8 +966,9 @@ static gboolean derive_rules(RuleParser *p) {
       nred = os->nindices - os->out_rank;
     else if (os->kind == SPEC_BUILTIN &&
              (strcmp(os->builtin, "dot") == 0 ||
-              strcmp(os->builtin, "reduce_sum") == 0))
-      nred = PARTIR_MAX_RANK;
+              strcmp(os->builtin, "reduce_sum") == 0 ||
+              strcmp(os->builtin, "scatter_add") == 0))
+      nred = PARTIR_MAX_RANK; /* scatter_add: its updates' batch dims */
     else if (os->kind == SPEC_BUILTIN && strcmp(os->builtin, "gather") == 0)
       nred = 1; /* a lookup's table rows (lookup.c) */
     for (int d = 0; d < nout; d++)

@@ -40,6 +40,8 @@ static const struct {
     {"static_slice", {OP_SLICE}, 1},
     {"gather", {OP_GATHER}, 1},
     {"dynamic_slice", {OP_DYNAMIC_SLICE}, 1},
+    {"scatter_add", {OP_SCATTER_ADD}, 1},
+    {"dynamic_update_slice", {OP_DYNAMIC_UPDATE_SLICE}, 1},
 };
 
 gboolean spec_builtin_known(const char *kind, Op op, Diag *why) {
@@ -266,6 +268,51 @@ static void spec_dynamic_slice(const Term *t, TileSpec *s) {
     }
 }
 
+/* A constant 0 of any type (the start of a gradient's scatter). */
+static gboolean zero_splat(const Term *t) {
+  if (t->kind != TM_OP || t->op != OP_CONSTANT)
+    return FALSE;
+  const AttrValue *v = attrs_get(t->attrs, "value");
+  return v && ((v->kind == AV_INT && v->i == 0) ||
+               (v->kind == AV_FLOAT && v->f == 0));
+}
+
+/* scatter_add(x, ids, u): result dim d is x's; a batching dim is the
+ * indices' and the updates' too, a window dim over the whole of d the
+ * updates' (its start is then 0 or the window is left out, on a part
+ * as on the whole).  The updates' other batch dims are a reduction when
+ * x is zero: the scatter of all updates is the sum of the scatters of
+ * their parts (each part's into zeros; a nonzero x would be added once
+ * per part).  That sum is what splits an embedding's gradient over the
+ * batch. */
+static void spec_scatter_add(const Term *t, TileSpec *s) {
+  GatherDims g;
+  gather_dims_of(t, &g);
+  const Type *x = t->args[0]->type, *u = t->args[2]->type;
+  for (int d = 0; d < u->rank; d++) {
+    GatherDim m = gather_result_dim(&g, d);
+    if (m.operand >= 0 &&
+        (!m.offset || g.slice_sizes[m.operand] == x->dims[m.operand])) {
+      s->out_ok[m.operand] = TRUE;
+      s->out[m.operand][0] = m.operand;
+      s->out[m.operand][1] = m.indices;
+      s->out[m.operand][2] = d;
+    } else if (!m.offset && zero_splat(t->args[0])) {
+      s->red[s->nred][1] = m.indices;
+      s->red[s->nred++][2] = d;
+    }
+  }
+}
+
+/* The dimensions the update covers whole (its start is then 0). */
+static void spec_dynamic_update_slice(const Term *t, TileSpec *s) {
+  for (int d = 0; d < s->nout; d++)
+    if (t->args[1]->type->dims[d] == t->type->dims[d]) {
+      s->out_ok[d] = TRUE;
+      s->out[d][0] = s->out[d][1] = d;
+    }
+}
+
 int64_t spec_width_for_parts(const Term *t, int d, const Type *range) {
   int64_t size = t->type->dims[d];
   /* an uneven range's padding sits at the end of a dimension of its
@@ -336,6 +383,10 @@ gboolean spec_of(const RuleSet *rs, const Term *t, TileSpec *s) {
       spec_gather(t, s);
     else if (strcmp(os->builtin, "dynamic_slice") == 0)
       spec_dynamic_slice(t, s);
+    else if (strcmp(os->builtin, "scatter_add") == 0)
+      spec_scatter_add(t, s);
+    else if (strcmp(os->builtin, "dynamic_update_slice") == 0)
+      spec_dynamic_update_slice(t, s);
     return TRUE;
   }
   return FALSE;

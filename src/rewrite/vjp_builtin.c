@@ -23,6 +23,9 @@
  *                ones); the padding value's cotangent is the sum of the
  *                rest
  *   concatenate  each operand's dx is its slice of dz
+ *
+ * gather, scatter_add, dynamic_slice and dynamic_update_slice are in
+ * vjp_index.c.
  */
 #include "rewrite/rewrite.h"
 
@@ -345,6 +348,10 @@ static const struct {
     {"slice", {OP_SLICE}, 1},
     {"pad", {OP_PAD}, 1},
     {"concatenate", {OP_CONCATENATE}, 1},
+    {"gather", {OP_GATHER}, 1},
+    {"scatter_add", {OP_SCATTER_ADD}, 1},
+    {"dynamic_slice", {OP_DYNAMIC_SLICE}, 1},
+    {"dynamic_update_slice", {OP_DYNAMIC_UPDATE_SLICE}, 1},
 };
 
 gboolean vjp_builtin_known(const char *kind, Op op, Diag *why) {
@@ -370,6 +377,10 @@ const Term *vjp_builtin(const char *kind, const Term *t, int i, const Term *dz,
     return vjp_concatenate(t, i, dz, err);
   if (strcmp(kind, "pad") == 0)
     return vjp_pad(t, i, dz, err);
+  if (strcmp(kind, "gather") == 0 || strcmp(kind, "scatter_add") == 0 ||
+      strcmp(kind, "dynamic_slice") == 0 ||
+      strcmp(kind, "dynamic_update_slice") == 0)
+    return vjp_indexing(kind, t, i, dz, err);
   if (i != 0)
     return NULL;
   if (strcmp(kind, "reduce_sum") == 0)

@@ -423,6 +423,70 @@ static const char *emit_reduce(Emit *e, const char *base, const Term *t,
   return emit_named(e, r, "stablehlo.reduce", 2, ops, props->str, region);
 }
 
+/* The dimension numbers of gather or scatter_add 't' as StableHLO's
+ * nested attribute '#stablehlo.KIND<k = [..], ..., index_vector_dim =
+ * n>' (empty lists left out, as MLIR prints them): the attributes carry
+ * StableHLO's names already (core/gather.c). */
+static void append_dimension_numbers(GString *p, const Term *t,
+                                     const char *kind) {
+  static const char *const keys[] = {"offset_dims",
+                                     "collapsed_slice_dims",
+                                     "operand_batching_dims",
+                                     "start_indices_batching_dims",
+                                     "start_index_map",
+                                     "update_window_dims",
+                                     "inserted_window_dims",
+                                     "input_batching_dims",
+                                     "scatter_indices_batching_dims",
+                                     "scatter_dims_to_operand_dims"};
+  g_string_append_printf(p, "#stablehlo.%s<", kind);
+  for (gsize k = 0; k < G_N_ELEMENTS(keys); k++) {
+    if (list_count(t, keys[k]) == 0)
+      continue;
+    g_string_append_printf(p, "%s = [", keys[k]);
+    append_ints(p, t, keys[k], 0);
+    g_string_append(p, "], ");
+  }
+  g_string_append_printf(p, "index_vector_dim = %" G_GINT64_FORMAT ">",
+                         attrs_get_int(t->attrs, "index_vector_dim"));
+}
+
+static const char *bool_attr(const Term *t, const char *key) {
+  const AttrValue *v = attrs_get(t->attrs, key);
+  return v && v->kind == AV_SYMBOL && strcmp(v->sym, "true") == 0 ? "true"
+                                                                  : "false";
+}
+
+/* gather and scatter_add, their properties as JAX writes them; scatter's
+ * region the add it applies. */
+static const char *emit_indexing(Emit *e, const char *base, const Term *t,
+                                 const char *const *x) {
+  g_autoptr(GString) p = g_string_new(NULL);
+  if (t->op == OP_GATHER) {
+    g_string_append(p, "dimension_numbers = ");
+    append_dimension_numbers(p, t, "gather");
+    g_string_append_printf(p,
+                           ", indices_are_sorted = %s, slice_sizes = "
+                           "array<i64",
+                           bool_attr(t, "indices_are_sorted"));
+    if (t->args[0]->type->rank > 0)
+      g_string_append(p, ": ");
+    append_ints(p, t, "slice_sizes", 0);
+    g_string_append_c(p, '>');
+    return emit_op(e, base, "stablehlo.gather", 2, x, p->str, NULL,
+                   type_text(t->type));
+  }
+  g_string_printf(p, "indices_are_sorted = %s, scatter_dimension_numbers = ",
+                  bool_attr(t, "indices_are_sorted"));
+  append_dimension_numbers(p, t, "scatter");
+  g_string_append_printf(p, ", unique_indices = %s",
+                         bool_attr(t, "unique_indices"));
+  const char *r = fresh(e, base, type_text(t->type)); /* before its region's */
+  g_autofree char *region =
+      reduction_region(e, t->type->dtype, "stablehlo.add");
+  return emit_named(e, r, "stablehlo.scatter", 3, x, p->str, region);
+}
+
 /* relu(x) = max(x, 0): -0 gives +0 and NaN stays NaN, as partir's relu. */
 static const char *emit_relu(Emit *e, const char *base, const Term *t,
                              const char *x) {
@@ -686,6 +750,16 @@ static const char *emit_operator(Emit *e, const char *base, const Term *t,
       value = kernel_eval(t, NULL);
     return emit_constant(e, base, value, t->type);
   }
+  case OP_GATHER:
+  case OP_SCATTER_ADD:
+    return emit_indexing(e, base, t, x);
+  case OP_DYNAMIC_SLICE:
+    g_string_append(p, "slice_sizes = array<i64");
+    if (t->type->rank > 0)
+      g_string_append(p, ": ");
+    append_ints(p, t, "slice_sizes", 0);
+    g_string_append_c(p, '>');
+    break;
   case OP_IOTA:
     g_string_printf(p, "iota_dimension = %" G_GINT64_FORMAT " : i64",
                     attrs_get_int(t->attrs, "dim"));
