@@ -740,45 +740,53 @@ static gboolean lower_pad(Lower *lw, const HloOp *op, Op pop,
 
 /* ---------------------------------------- indexing by runtime values */
 
-/* gather: the dimension numbers, nested in #stablehlo.gather<...> in
- * both forms (or at the top, as older exports wrote them), become
- * partir's attributes of the same names (core/gather.c). */
-static gboolean lower_gather(Lower *lw, const HloOp *op, Op pop,
-                             const Term *const *x, int nx, GPtrArray *out) {
-  (void)nx;
-  const HloAttr *nums = hlo_op_attr(op, "dimension_numbers");
+/* The dimension numbers of a gather or a scatter (the scatter's names
+ * in 'names', StableHLO's order of GatherDims' lists: offset,
+ * collapsed, operand batching, indices batching, start index map),
+ * nested in the dictionary attribute 'dict' (#stablehlo.gather<...>)
+ * or at the top, as older exports wrote them, and index_vector_dim and
+ * indices_are_sorted. */
+static gboolean read_dims(Lower *lw, const HloOp *op, const char *dict,
+                          const char *const names[5], GatherDims *g) {
+  const HloAttr *nums = hlo_op_attr(op, dict);
   HloOp nested = *op; /* reads the nested dictionary when there is one */
   if (nums && nums->kind == HA_DICT) {
     nested.attr_keys = nums->keys;
     nested.attr_values = nums->items;
   }
-  GatherDims g = {0};
-  struct {
-    const char *key;
-    int64_t *out;
-    int *n;
-  } lists[] = {
-      {"offset_dims", g.offset_dims, &g.noffset},
-      {"collapsed_slice_dims", g.collapsed, &g.ncollapsed},
-      {"operand_batching_dims", g.operand_batching, &g.nbatching},
-      {"start_indices_batching_dims", g.indices_batching, &g.nbatching_indices},
-      {"start_index_map", g.start_index_map, &g.nstart}};
-  for (gsize k = 0; k < G_N_ELEMENTS(lists); k++) {
-    const HloOp *from = hlo_op_attr(op, lists[k].key) ? op : &nested;
-    *lists[k].n =
-        int_list(lw, from, lists[k].key, lists[k].out, PARTIR_MAX_RANK, FALSE);
-    if (*lists[k].n < 0)
+  int64_t *lists[5] = {g->offset_dims, g->collapsed, g->operand_batching,
+                       g->indices_batching, g->start_index_map};
+  int *counts[5] = {&g->noffset, &g->ncollapsed, &g->nbatching,
+                    &g->nbatching_indices, &g->nstart};
+  for (int k = 0; k < 5; k++) {
+    const HloOp *from = hlo_op_attr(op, names[k]) ? op : &nested;
+    *counts[k] = int_list(lw, from, names[k], lists[k], PARTIR_MAX_RANK, FALSE);
+    if (*counts[k] < 0)
       return FALSE;
   }
   const HloOp *from = hlo_op_attr(op, "index_vector_dim") ? op : &nested;
-  if (!int_attr(lw, from, "index_vector_dim", &g.index_vector_dim))
+  if (!int_attr(lw, from, "index_vector_dim", &g->index_vector_dim))
+    return FALSE;
+  const HloAttr *sorted = hlo_op_attr(op, "indices_are_sorted");
+  g->sorted = sorted && sorted->kind == HA_INT && sorted->i;
+  return TRUE;
+}
+
+/* gather: its dimension numbers become partir's attributes of the same
+ * names (core/gather.c). */
+static gboolean lower_gather(Lower *lw, const HloOp *op, Op pop,
+                             const Term *const *x, int nx, GPtrArray *out) {
+  (void)nx;
+  static const char *const names[5] = {
+      "offset_dims", "collapsed_slice_dims", "operand_batching_dims",
+      "start_indices_batching_dims", "start_index_map"};
+  GatherDims g = {0};
+  if (!read_dims(lw, op, "dimension_numbers", names, &g))
     return FALSE;
   g.nslice =
       int_list(lw, op, "slice_sizes", g.slice_sizes, PARTIR_MAX_RANK, TRUE);
   if (g.nslice < 0)
     return FALSE;
-  const HloAttr *sorted = hlo_op_attr(op, "indices_are_sorted");
-  g.sorted = sorted && sorted->kind == HA_INT && sorted->i;
   return one(out, build(lw, op, pop, 2, x, gather_attrs(&g), NULL));
 }
 
@@ -796,40 +804,17 @@ static gboolean lower_dynamic_slice(Lower *lw, const HloOp *op, Op pop,
 }
 
 /* scatter with an add region (support.c refused any other): its
- * dimension numbers, nested in #stablehlo.scatter<...> (or at the top),
- * become scatter_add's attributes of the same names (core/gather.c). */
+ * dimension numbers become scatter_add's attributes of the same names
+ * (core/gather.c). */
 static gboolean lower_scatter(Lower *lw, const HloOp *op, Op pop,
                               const Term *const *x, int nx, GPtrArray *out) {
   (void)nx;
-  const HloAttr *nums = hlo_op_attr(op, "scatter_dimension_numbers");
-  HloOp nested = *op;
-  if (nums && nums->kind == HA_DICT) {
-    nested.attr_keys = nums->keys;
-    nested.attr_values = nums->items;
-  }
+  static const char *const names[5] = {
+      "update_window_dims", "inserted_window_dims", "input_batching_dims",
+      "scatter_indices_batching_dims", "scatter_dims_to_operand_dims"};
   GatherDims g = {0};
-  struct {
-    const char *key;
-    int64_t *out;
-    int *n;
-  } lists[] = {{"update_window_dims", g.offset_dims, &g.noffset},
-               {"inserted_window_dims", g.collapsed, &g.ncollapsed},
-               {"input_batching_dims", g.operand_batching, &g.nbatching},
-               {"scatter_indices_batching_dims", g.indices_batching,
-                &g.nbatching_indices},
-               {"scatter_dims_to_operand_dims", g.start_index_map, &g.nstart}};
-  for (gsize k = 0; k < G_N_ELEMENTS(lists); k++) {
-    const HloOp *from = hlo_op_attr(op, lists[k].key) ? op : &nested;
-    *lists[k].n =
-        int_list(lw, from, lists[k].key, lists[k].out, PARTIR_MAX_RANK, FALSE);
-    if (*lists[k].n < 0)
-      return FALSE;
-  }
-  const HloOp *from = hlo_op_attr(op, "index_vector_dim") ? op : &nested;
-  if (!int_attr(lw, from, "index_vector_dim", &g.index_vector_dim))
+  if (!read_dims(lw, op, "scatter_dimension_numbers", names, &g))
     return FALSE;
-  const HloAttr *sorted = hlo_op_attr(op, "indices_are_sorted");
-  g.sorted = sorted && sorted->kind == HA_INT && sorted->i;
   return one(out, build(lw, op, pop, 3, x, scatter_attrs(&g), NULL));
 }
 
