@@ -300,3 +300,8 @@ const Attrs *attrs_build(int n, const char *const *keys, AttrValue *values) {
   }
   return attrs_intern(n, k, v);
 }
+
+const Attrs *attrs_ints(const char *key, int n, const int64_t *v) {
+  AttrValue a = attr_new_ints(n, v);
+  return attrs_build(1, (const char *[]){key}, &a);
+}

@@ -322,6 +322,9 @@ AttrValue attr_new_symbol(const char *s);
 AttrValue attr_new_ints(int n, const int64_t *v);
 /* {keys[i] = values[i]}: the keys in any order, the values taken. */
 const Attrs *attrs_build(int n, const char *const *keys, AttrValue *values);
+/* {key = [v[0], ..., v[n-1]]}: the one-list dictionary most rewrites
+ * write (dims, permutation, slice_sizes). */
+const Attrs *attrs_ints(const char *key, int n, const int64_t *v);
 
 /* ----------------------------------------------------------------- term.c */
 
@@ -386,6 +389,10 @@ const Term *term_splat(double v, const Type *t, Diag *err);
  * sets 'err' to the message (no location; the caller adds it). */
 const Term *term_op(Op op, int nargs, const Term *const *args,
                     const Attrs *attrs, const Type *written, Diag *err);
+/* op(x, y) with attributes 'a' (NULL: none) and the inferred type; NULL
+ * when x or y is, so a chain of builders reports its first failure. */
+const Term *term_op2(Op op, const Term *x, const Term *y, const Attrs *a,
+                     Diag *err);
 /* partir.slice dim x[r]: part r of 'x' cut along 'dim' into as many
  * parts as r's range has (the range's size is usually dim(x, dim); any
  * size its parts divide will do).  NULL + err when they do not divide. */

@@ -275,6 +275,14 @@ const Term *term_op(Op op, int nargs, const Term *const *args,
   return intern_with_args(&proto, nargs, args);
 }
 
+const Term *term_op2(Op op, const Term *x, const Term *y, const Attrs *a,
+                     Diag *err) {
+  if (!x || !y)
+    return NULL;
+  const Term *args[2] = {x, y};
+  return term_op(op, 2, args, a ? a : attrs_empty(), NULL, err);
+}
+
 const Term *term_slice(int dim, const Term *x, const Term *r, Diag *err) {
   if (r->type->kind != TY_RANGE) {
     diag_reason(err, "partir.slice needs a range value in [...]");

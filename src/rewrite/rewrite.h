@@ -270,12 +270,6 @@ const Term *vjp_cotangent(const RuleSet *rs, const Term *t, int i,
 const Term *vjp_builtin(const char *kind, const Term *t, int i, const Term *dz,
                         Diag *err);
 gboolean vjp_builtin_known(const char *kind, Op op, Diag *why);
-/* The builtin vjps' builders (vjp_builtin.c, vjp_index.c): op(x, y) with
- * attributes 'a' (NULL: none), NULL when x or y is; and one attribute
- * 'key' of 'n' integers. */
-const Term *vjp_op2(Op op, const Term *x, const Term *y, const Attrs *a,
-                    Diag *err);
-const Attrs *vjp_ints_attr(const char *key, int n, const int64_t *v);
 
 /* ------------------------------------------------------------ vjp_index.c */
 

@@ -61,9 +61,7 @@ static const Term *sum_dims(Builder *b, const Term *x, int first, int n) {
   for (int i = 0; i < x->type->rank; i++)
     if (i < first || i >= first + n)
       kept[nk++] = x->type->dims[i];
-  AttrValue a = attr_new_ints(n, dims);
-  return check(b, term_op(OP_REDUCE_SUM, 1, &x,
-                          attrs_build(1, (const char *[]){"dims"}, &a),
+  return check(b, term_op(OP_REDUCE_SUM, 1, &x, attrs_ints("dims", n, dims),
                           type_tensor(x->type->dtype, nk, kept), b->err));
 }
 
@@ -74,10 +72,8 @@ static const Term *widen(Builder *b, const Term *x, const Type *to) {
   int64_t dims[PARTIR_MAX_RANK];
   for (int i = 0; i < x->type->rank; i++)
     dims[i] = i;
-  AttrValue a = attr_new_ints(x->type->rank, dims);
   return check(b, term_op(OP_BROADCAST_IN_DIM, 1, &x,
-                          attrs_build(1, (const char *[]){"dims"}, &a), to,
-                          b->err));
+                          attrs_ints("dims", x->type->rank, dims), to, b->err));
 }
 
 static const Term *scaled(Builder *b, const Term *x, double by) {
@@ -115,9 +111,7 @@ static const Term *xent(Builder *b, const Term *p, const Term *y) {
     int64_t d = last, kept[PARTIR_MAX_RANK];
     for (int i = 0; i < last; i++)
       kept[i] = p->type->dims[i];
-    AttrValue a = attr_new_ints(1, &d);
-    mx = check(b, term_op(OP_REDUCE_MAX, 1, &p,
-                          attrs_build(1, (const char *[]){"dims"}, &a),
+    mx = check(b, term_op(OP_REDUCE_MAX, 1, &p, attrs_ints("dims", 1, &d),
                           type_tensor(p->type->dtype, last, kept), b->err));
     if (mx)
       g_hash_table_add(b->stop, (gpointer)mx);

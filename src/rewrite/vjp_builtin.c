@@ -46,19 +46,6 @@ static const Term *op1(Op op, const Term *x, const Attrs *a, const Type *ty,
   return x ? term_op(op, 1, &x, a, ty, err) : NULL;
 }
 
-const Term *vjp_op2(Op op, const Term *x, const Term *y, const Attrs *a,
-                    Diag *err) {
-  if (!x || !y)
-    return NULL;
-  const Term *args[2] = {x, y};
-  return term_op(op, 2, args, a ? a : attrs_empty(), NULL, err);
-}
-
-const Attrs *vjp_ints_attr(const char *key, int n, const int64_t *v) {
-  AttrValue a = attr_new_ints(n, v);
-  return attrs_build(1, (const char *[]){key}, &a);
-}
-
 /* transpose(x) {permutation = perm}: result dimension i is x's
  * dimension perm[i]; x itself for the identity */
 static const Term *permute(const Term *x, const int64_t *perm, Diag *err) {
@@ -69,7 +56,7 @@ static const Term *permute(const Term *x, const int64_t *perm, Diag *err) {
     id &= perm[i] == i;
   return id ? x
             : op1(OP_TRANSPOSE, x,
-                  vjp_ints_attr("permutation", x->type->rank, perm), NULL, err);
+                  attrs_ints("permutation", x->type->rank, perm), NULL, err);
 }
 
 static int rank_in(const int64_t *xs, int n, int64_t x) {
@@ -138,8 +125,8 @@ static const Term *vjp_dot(const Term *t, int s, const Term *dz, Diag *err) {
     zo[k] = d.nb + (s == 0 ? d.nfree[0] : 0) + k;
   /* p = [batch, s's free (in order), o's contracted (in order)] */
   const Term *p =
-      vjp_op2(OP_DOT_GENERAL, dz, t->args[o],
-              dot_attrs(d.nb, zb, d.batch[o], d.nfree[o], zo, d.free[o]), err);
+      term_op2(OP_DOT_GENERAL, dz, t->args[o],
+               dot_attrs(d.nb, zb, d.batch[o], d.nfree[o], zo, d.free[o]), err);
   if (!p)
     return NULL;
   int64_t perm[PARTIR_MAX_RANK];
@@ -161,8 +148,7 @@ static const Term *vjp_dot(const Term *t, int s, const Term *dz, Diag *err) {
 /* broadcast_in_dim(x) over result dims not listed in 'kept' */
 static const Term *broadcast_back(const Term *x, const Type *to, int nkept,
                                   const int64_t *kept, Diag *err) {
-  return op1(OP_BROADCAST_IN_DIM, x, vjp_ints_attr("dims", nkept, kept), to,
-             err);
+  return op1(OP_BROADCAST_IN_DIM, x, attrs_ints("dims", nkept, kept), to, err);
 }
 
 /* the dimensions a reduction keeps, in order */
@@ -192,22 +178,22 @@ static const Term *vjp_reduce_pick(const Term *t, const Term *dz, Diag *err) {
   const Term *zb = broadcast_back(t, x->type, n, kept, err);
   AttrValue eq = attr_new_symbol("EQ");
   const Term *hit =
-      vjp_op2(OP_COMPARE, x, zb,
-              attrs_build(1, (const char *[]){"direction"}, &eq), err);
+      term_op2(OP_COMPARE, x, zb,
+               attrs_build(1, (const char *[]){"direction"}, &eq), err);
   const Term *one = op1(OP_CONVERT, hit, attrs_empty(), x->type, err);
   const Term *count = op1(OP_REDUCE_SUM, one, t->attrs, t->type, err);
-  const Term *share = vjp_op2(OP_DIV, dz, count, NULL, err);
-  return vjp_op2(OP_MUL, one, broadcast_back(share, x->type, n, kept, err),
-                 NULL, err);
+  const Term *share = term_op2(OP_DIV, dz, count, NULL, err);
+  return term_op2(OP_MUL, one, broadcast_back(share, x->type, n, kept, err),
+                  NULL, err);
 }
 
 static const Term *vjp_reduce_prod(const Term *t, const Term *dz, Diag *err) {
   const Term *x = t->args[0];
   int64_t kept[PARTIR_MAX_RANK];
   int n = kept_dims(t, kept);
-  const Term *p = vjp_op2(OP_MUL, dz, t, NULL, err);
-  return vjp_op2(OP_DIV, broadcast_back(p, x->type, n, kept, err), x, NULL,
-                 err);
+  const Term *p = term_op2(OP_MUL, dz, t, NULL, err);
+  return term_op2(OP_DIV, broadcast_back(p, x->type, n, kept, err), x, NULL,
+                  err);
 }
 
 /* reduce_sum over the dimensions broadcast added or expanded, then the
@@ -232,7 +218,7 @@ static const Term *vjp_broadcast(const Term *t, const Term *dz, Diag *err) {
     int64_t dims[PARTIR_MAX_RANK];
     for (int k = 0; k < nleft; k++)
       dims[k] = t->type->dims[left[k]];
-    s = op1(OP_REDUCE_SUM, dz, vjp_ints_attr("dims", nred, red),
+    s = op1(OP_REDUCE_SUM, dz, attrs_ints("dims", nred, red),
             type_tensor(xt->dtype, nleft, dims), err);
   }
   /* s's dimension j is x's dimension from[j]; x's order takes them by
@@ -271,7 +257,7 @@ static const Term *vjp_slice(const Term *t, const Term *dz, Diag *err) {
   const Attrs *a =
       attrs_build(3, (const char *[]){"low", "high", "interior"}, v);
   const Type *scalar = type_tensor(xt->dtype, 0, NULL);
-  return vjp_op2(OP_PAD, dz, term_splat(0, scalar, err), a, err);
+  return term_op2(OP_PAD, dz, term_splat(0, scalar, err), a, err);
 }
 
 /* x's element j of dimension d is dz's at low + j (interior + 1).  A
@@ -298,7 +284,7 @@ static const Term *vjp_pad(const Term *t, int i, const Term *dz, Diag *err) {
   if (cropped) {
     AttrValue v[3] = {attr_new_ints(rank, back_lo),
                       attr_new_ints(rank, back_hi), attr_new_ints(rank, none)};
-    whole = vjp_op2(
+    whole = term_op2(
         OP_PAD, dz, term_splat(0, type_tensor(xt->dtype, 0, NULL), err),
         attrs_build(3, (const char *[]){"low", "high", "interior"}, v), err);
   }
@@ -315,9 +301,9 @@ static const Term *vjp_pad(const Term *t, int i, const Term *dz, Diag *err) {
   for (int d = 0; d < rank; d++)
     all[d] = d;
   const Type *scalar = t->args[1]->type;
-  const Attrs *a = vjp_ints_attr("dims", rank, all);
-  return vjp_op2(OP_SUB, op1(OP_REDUCE_SUM, dz, a, scalar, err),
-                 op1(OP_REDUCE_SUM, dx, a, scalar, err), NULL, err);
+  const Attrs *a = attrs_ints("dims", rank, all);
+  return term_op2(OP_SUB, op1(OP_REDUCE_SUM, dz, a, scalar, err),
+                  op1(OP_REDUCE_SUM, dx, a, scalar, err), NULL, err);
 }
 
 static const Term *vjp_concatenate(const Term *t, int i, const Term *dz,

@@ -28,8 +28,8 @@
 static const Term *compare(const Term *x, const Term *y, const char *dir,
                            Diag *err) {
   AttrValue d = attr_new_symbol(dir);
-  return vjp_op2(OP_COMPARE, x, y,
-                 attrs_build(1, (const char *[]){"direction"}, &d), err);
+  return term_op2(OP_COMPARE, x, y,
+                  attrs_build(1, (const char *[]){"direction"}, &d), err);
 }
 
 /* The largest start of each index component that lets its slice fit,
@@ -70,8 +70,8 @@ static const Term *clamped_indices(const Term *t, const GatherDims *g,
                                    Diag *err) {
   const Term *ids = t->args[1];
   const Term *hi = start_limits(g, t->args[0]->type, ids->type, err);
-  return vjp_op2(OP_MAX, vjp_op2(OP_MIN, ids, hi, NULL, err),
-                 term_splat(0, ids->type, err), NULL, err);
+  return term_op2(OP_MAX, term_op2(OP_MIN, ids, hi, NULL, err),
+                  term_splat(0, ids->type, err), NULL, err);
 }
 
 /* Which windows of scatter_add 't' fit, as an i1 tensor of its updates'
@@ -82,14 +82,14 @@ static const Term *windows_fit(const Term *t, const GatherDims *g, Diag *err) {
   const Type *ut = t->args[2]->type;
   const Term *hi = start_limits(g, t->args[0]->type, ids->type, err);
   const Term *fits =
-      vjp_op2(OP_AND, compare(ids, term_splat(0, ids->type, err), "GE", err),
-              compare(ids, hi, "LE", err), NULL, err);
+      term_op2(OP_AND, compare(ids, term_splat(0, ids->type, err), "GE", err),
+               compare(ids, hi, "LE", err), NULL, err);
   if (!fits)
     return NULL;
   int64_t ivd = g->index_vector_dim;
   if (ivd < ids->type->rank)
-    fits = term_op(OP_REDUCE_AND, 1, &fits, vjp_ints_attr("dims", 1, &ivd),
-                   NULL, err);
+    fits = term_op(OP_REDUCE_AND, 1, &fits, attrs_ints("dims", 1, &ivd), NULL,
+                   err);
   /* the updates' batch dims, in order, are the indices' but ivd */
   int64_t at[PARTIR_MAX_RANK];
   int n = 0;
@@ -98,7 +98,7 @@ static const Term *windows_fit(const Term *t, const GatherDims *g, Diag *err) {
       at[n++] = d;
   if (!fits)
     return NULL;
-  return term_op(OP_BROADCAST_IN_DIM, 1, &fits, vjp_ints_attr("dims", n, at),
+  return term_op(OP_BROADCAST_IN_DIM, 1, &fits, attrs_ints("dims", n, at),
                  type_tensor(DT_I1, ut->rank, ut->dims), err);
 }
 
@@ -118,7 +118,7 @@ static const Term *vjp_scatter_add(const Term *t, int i, const Term *dz,
     return dz;
   GatherDims g;
   gather_dims_of(t, &g);
-  const Term *rows = vjp_op2(OP_GATHER, dz, t->args[1], gather_attrs(&g), err);
+  const Term *rows = term_op2(OP_GATHER, dz, t->args[1], gather_attrs(&g), err);
   const Term *args[3] = {windows_fit(t, &g, err), rows,
                          term_splat(0, t->args[2]->type, err)};
   if (!args[0] || !args[1] || !args[2])
@@ -157,7 +157,7 @@ static const Term *vjp_dynamic_update_slice(const Term *t, int i,
   for (int k = 1; k < n; k++)
     args[k] = t->args[k + 1];
   return term_op(OP_DYNAMIC_SLICE, n, args,
-                 vjp_ints_attr("slice_sizes", ut->rank, ut->dims), NULL, err);
+                 attrs_ints("slice_sizes", ut->rank, ut->dims), NULL, err);
 }
 
 const Term *vjp_indexing(const char *kind, const Term *t, int i, const Term *dz,
