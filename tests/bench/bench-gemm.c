@@ -2,7 +2,9 @@
  *
  *   bench-gemm [--runs N] [SIZE...]      (default sizes 256 512 1024 2048)
  *
- * For each n: C = A . B of n x n f32 matrices (row-major), one thread.
+ * For each size: C = A . B of f32 matrices (row-major), one thread; a
+ * size is n (n x n times n x n) or MxNxK (M x K times K x N: the MLP's
+ * layers of 2048 at batch 256 are 256x2048x2048).
  * The generated kernel is built in a module of its own, optimized for
  * this host and called through the JIT's function pointer;
  * cblas_sgemm runs in the same process with openblas_set_num_threads(1).
@@ -64,33 +66,34 @@ static GemmFn load_gemm(JitCode **code, Diag *why) {
 
 /* The operands of one size. */
 typedef struct Problem {
-  int n;
+  int m, n, k;
   float *a, *b, *c_gen, *c_blas;
   void *work;
   GemmFn gemm;
 } Problem;
 
 static void run_generated(Problem *p) {
-  p->gemm(p->n, p->n, p->n, p->a, p->n, 1, p->b, p->n, 1, p->c_gen, p->n,
+  p->gemm(p->m, p->n, p->k, p->a, p->k, 1, p->b, p->n, 1, p->c_gen, p->n,
           p->work);
 }
 
 #ifdef HAVE_OPENBLAS
 static void run_blas(Problem *p) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, p->n, p->n, p->n, 1.0f,
-              p->a, p->n, p->b, p->n, 0.0f, p->c_blas, p->n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, p->m, p->n, p->k, 1.0f,
+              p->a, p->k, p->b, p->n, 0.0f, p->c_blas, p->n);
 }
 
 /* Largest |gen - blas| / (sum_k |a_ik b_kj|) over a sample of elements. */
 static double sample_error(const Problem *p) {
-  int n = p->n;
+  int n = p->n, kk = p->k;
   double worst = 0;
   for (int s = 0; s < 64; s++) {
-    int i = (s * 37) % n, j = (s * 101 + 7) % n;
+    int i = (s * 37) % p->m, j = (s * 101 + 7) % n;
     double mag = 0;
-    for (int k = 0; k < n; k++)
-      mag += fabs((double)p->a[i * n + k] * p->b[k * n + j]);
-    double d = fabs((double)p->c_gen[i * n + j] - p->c_blas[i * n + j]);
+    for (int k = 0; k < kk; k++)
+      mag += fabs((double)p->a[(gsize)i * kk + k] * p->b[(gsize)k * n + j]);
+    double d =
+        fabs((double)p->c_gen[(gsize)i * n + j] - p->c_blas[(gsize)i * n + j]);
     worst = fmax(worst, mag > 0 ? d / mag : d);
   }
   return worst;
@@ -108,20 +111,27 @@ static void time_calls(void (*fn)(Problem *), Problem *p, int reps, double *cpu,
   *wall = (bench_cpu_ms(CLOCK_MONOTONIC) - w0) / 1e3 / reps;
 }
 
-static void bench_size(GemmFn gemm, void *work, int n, int runs) {
-  Problem p = {.n = n, .gemm = gemm, .work = work};
-  gsize bytes = (gsize)n * n * sizeof(float);
-  p.a = g_malloc(bytes);
-  p.b = g_malloc(bytes);
-  p.c_gen = g_malloc0(bytes);
-  p.c_blas = g_malloc0(bytes);
-  GRand *rand = g_rand_new_with_seed((guint32)n);
-  for (gsize i = 0; i < (gsize)n * n; i++) {
-    p.a[i] = (float)g_rand_double_range(rand, -1, 1);
-    p.b[i] = (float)g_rand_double_range(rand, -1, 1);
-  }
+/* One size: M, N, K. */
+typedef struct Size {
+  int m, n, k;
+} Size;
+
+static float *random_matrix(GRand *rand, gsize count) {
+  float *x = g_new(float, count);
+  for (gsize i = 0; i < count; i++)
+    x[i] = (float)g_rand_double_range(rand, -1, 1);
+  return x;
+}
+
+static void bench_size(GemmFn gemm, void *work, Size sz, int runs) {
+  Problem p = {.m = sz.m, .n = sz.n, .k = sz.k, .gemm = gemm, .work = work};
+  GRand *rand = g_rand_new_with_seed((guint32)sz.n);
+  p.a = random_matrix(rand, (gsize)sz.m * sz.k);
+  p.b = random_matrix(rand, (gsize)sz.k * sz.n);
+  p.c_gen = g_new0(float, (gsize)sz.m *sz.n);
+  p.c_blas = g_new0(float, (gsize)sz.m *sz.n);
   g_rand_free(rand);
-  double flops = 2.0 * n * n * n;
+  double flops = 2.0 * sz.m * sz.n * sz.k;
   /* calls per run: about 50 ms at 100 GFLOP/s */
   int reps = (int)MAX(1, 5e9 / flops);
   double *gen_cpu = g_new(double, runs), *gen_wall = g_new(double, runs);
@@ -137,7 +147,10 @@ static void bench_size(GemmFn gemm, void *work, int n, int runs) {
 #endif
   }
   double gc = bench_median(gen_cpu, runs), gw = bench_median(gen_wall, runs);
-  printf("%6d %10.1f", n, flops / gc / 1e9);
+  g_autofree char *label = sz.m == sz.n && sz.n == sz.k
+                               ? g_strdup_printf("%d", sz.n)
+                               : g_strdup_printf("%dx%dx%d", sz.m, sz.n, sz.k);
+  printf("%14s %10.1f", label, flops / gc / 1e9);
 #ifdef HAVE_OPENBLAS
   double bc = bench_median(blas_cpu, runs), bw = bench_median(blas_wall, runs);
   printf(" %10.1f %8.2f %8.2f %10.1e %s\n", flops / bc / 1e9, bc / gc, bw / gw,
@@ -157,15 +170,20 @@ static void bench_size(GemmFn gemm, void *work, int n, int runs) {
 
 int main(int argc, char **argv) {
   int runs = 5;
-  GArray *sizes = g_array_new(FALSE, FALSE, sizeof(int));
+  GArray *sizes = g_array_new(FALSE, FALSE, sizeof(Size));
   for (int i = 1; i < argc; i++) {
+    Size sz;
+    char tail;
     if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
       runs = atoi(argv[++i]);
-    else if (atoi(argv[i]) > 0) {
-      int n = atoi(argv[i]);
-      g_array_append_val(sizes, n);
+    else if (sscanf(argv[i], "%dx%dx%d%c", &sz.m, &sz.n, &sz.k, &tail) == 3 &&
+             sz.m > 0 && sz.n > 0 && sz.k > 0)
+      g_array_append_val(sizes, sz);
+    else if (sscanf(argv[i], "%d%c", &sz.n, &tail) == 1 && sz.n > 0) {
+      sz.m = sz.k = sz.n;
+      g_array_append_val(sizes, sz);
     } else {
-      fprintf(stderr, "usage: bench-gemm [--runs N] [SIZE...]\n");
+      fprintf(stderr, "usage: bench-gemm [--runs N] [N | MxNxK]...\n");
       return 2;
     }
   }
@@ -173,7 +191,7 @@ int main(int argc, char **argv) {
     runs = 1;
   if (sizes->len == 0)
     for (int n = 256; n <= 2048; n *= 2)
-      g_array_append_val(sizes, n);
+      g_array_append_val(sizes, ((Size){n, n, n}));
   g_autoptr(Diag) why = diag_new(NULL);
   JitCode *code = NULL;
   GemmFn gemm = load_gemm(&code, why);
@@ -183,7 +201,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   void *work = g_aligned_alloc((gsize)gemm_workspace_bytes(DT_F32), 1, 64);
-  printf("sgemm, row-major n x n, one thread; GFLOP/s from thread CPU time, "
+  printf("sgemm, row-major, one thread; GFLOP/s from thread CPU time, "
          "median of %d runs\n",
          runs);
 #ifdef HAVE_OPENBLAS
@@ -191,15 +209,15 @@ int main(int argc, char **argv) {
   printf("OpenBLAS: %s (its kernels for core %s%s)\n", openblas_get_config(),
          openblas_get_corename(),
          g_getenv("OPENBLAS_CORETYPE") ? ", from OPENBLAS_CORETYPE" : "");
-  printf("%6s %10s %10s %8s %8s %10s  target: ratio >= %.1f\n", "n",
+  printf("%14s %10s %10s %8s %8s %10s  target: ratio >= %.1f\n", "size",
          "generated", "openblas", "ratio", "wall", "max err", TARGET_RATIO);
 #else
   printf("(built without OpenBLAS: configure --with-blas=openblas for the "
-         "baseline)\n%6s %10s %10s\n",
-         "n", "generated", "wall");
+         "baseline)\n%14s %10s %10s\n",
+         "size", "generated", "wall");
 #endif
   for (guint i = 0; i < sizes->len; i++)
-    bench_size(gemm, work, g_array_index(sizes, int, i), runs);
+    bench_size(gemm, work, g_array_index(sizes, Size, i), runs);
   g_aligned_free(work);
   jit_unload(code);
   g_array_free(sizes, TRUE);
