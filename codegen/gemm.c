@@ -13,11 +13,14 @@
  *             (NR = NV vectors of VW elements), llvm.fmuladd over k of
  *             a broadcast element of A and NV vectors of B; written to C
  *             directly when the block is whole, else through an MR x NR
- *             tile of the workspace.
+ *             tile of the workspace.  Two shorter ones, of a third and
+ *             two thirds of MR rows, run the last rows of C when fewer
+ *             are left (M = 256 is 21 blocks of 12 and 4 rows: a whole
+ *             block there cost 3 % of the product in padding).
  *
  * The packing handles the strides (row-major, transposed, batch slices
  * are all the same to the kernel), widens bf16 to f32 and pads the
- * edges, so the micro-kernel always runs a full register block.
+ * edges, so a micro-kernel always runs all of its register block.
  *
  * The register block and the cache blocks come from the host's vector
  * registers, found at run time (LLVMGetHostCPUFeatures; the environment
@@ -445,15 +448,15 @@ static LLVMValueRef emit_pack_a(Gen *g) {
 
 /* -------------------------------------------------------- micro-kernel */
 
-/* Writes the accumulators 'acc' (MR x NV vectors) to the compute-type
+/* Writes the accumulators 'acc' (rows x NV vectors) to the compute-type
  * block at 'c' (row stride 'rsc'): stores them, or adds them to what is
  * there unless 'first'. */
-static void write_block(Gen *g, LLVMValueRef *acc, LLVMValueRef c,
+static void write_block(Gen *g, int rows, LLVMValueRef *acc, LLVMValueRef c,
                         LLVMValueRef rsc, LLVMValueRef first) {
   int nv = g->s.nv, vw = g->s.vw;
   If fresh = if_open(g, first);
   for (int pass = 0; pass < 2; pass++) {
-    for (int i = 0; i < g->s.mr; i++) {
+    for (int i = 0; i < rows; i++) {
       LLVMValueRef row = at(g, g->elem, c, mul(g, k64(g, i), rsc));
       for (int v = 0; v < nv; v++) {
         LLVMValueRef p = at(g, g->elem, row, k64(g, v * vw));
@@ -469,14 +472,15 @@ static void write_block(Gen *g, LLVMValueRef *acc, LLVMValueRef c,
   if_close(g, &fresh);
 }
 
-/* The edge of C: the accumulators through the MR x NR tile 'edge', then
- * its top-left mr x nr elements to 'c' as write_block does. */
-static void write_edge(Gen *g, LLVMValueRef *acc, LLVMValueRef c,
+/* The edge of C: the accumulators (rows x NV vectors) through the tile
+ * 'edge' (NR wide), then its top-left mr x nr elements to 'c' as
+ * write_block does. */
+static void write_edge(Gen *g, int rows, LLVMValueRef *acc, LLVMValueRef c,
                        LLVMValueRef rsc, LLVMValueRef mr, LLVMValueRef nr,
                        LLVMValueRef first, LLVMValueRef edge) {
   int nv = g->s.nv, vw = g->s.vw;
   unsigned valign = (unsigned)(vw * compute_bytes(g->dt));
-  for (int i = 0; i < g->s.mr; i++)
+  for (int i = 0; i < rows; i++)
     for (int v = 0; v < nv; v++)
       store(g, acc[i * nv + v],
             at(g, g->elem, edge, k64(g, i * g->s.nr + v * vw)), valign);
@@ -493,17 +497,18 @@ static void write_edge(Gen *g, LLVMValueRef *acc, LLVMValueRef c,
   loop_close(g, &i);
 }
 
-/* Asks for the MR x NR block of C at 'c' in the cache while the k loop
+/* Asks for the rows x NR block of C at 'c' in the cache while the k loop
  * runs: C's rows are far apart (at n = 2048 they fall in the same L1
  * set), and the block is read once per KC.  A prefetch never faults, so
  * an edge block asks for lines beyond C harmlessly. */
-static void emit_prefetch_block(Gen *g, LLVMValueRef c, LLVMValueRef rsc) {
+static void emit_prefetch_block(Gen *g, int rows, LLVMValueRef c,
+                                LLVMValueRef rsc) {
   LLVMTypeRef ptr = g->ptr;
   unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
   LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->mod, id, &ptr, 1);
   LLVMTypeRef fty = LLVMIntrinsicGetType(g->ctx, id, &ptr, 1);
   int per_line = 64 / compute_bytes(g->dt);
-  for (int i = 0; i < g->s.mr; i++) {
+  for (int i = 0; i < rows; i++) {
     LLVMValueRef row = at(g, g->elem, c, mul(g, k64(g, i), rsc));
     for (int j = 0; j < g->s.nr; j += per_line) {
       LLVMValueRef args[] = {at(g, g->elem, row, k64(g, j)),
@@ -515,20 +520,23 @@ static void emit_prefetch_block(Gen *g, LLVMValueRef c, LLVMValueRef rsc) {
   }
 }
 
-/* 'void ukernel(i64 kc, ptr a, ptr b, ptr c, i64 rsc, i64 mr, i64 nr,
- * i1 first, ptr edge)': the MR x NR block of packed panels 'a' and 'b'
- * over kc, written to the mr x nr block at 'c' (compute type). */
-static LLVMValueRef emit_ukernel(Gen *g) {
+/* 'void ukernelR(i64 kc, ptr a, ptr b, ptr c, i64 rsc, i64 mr, i64 nr,
+ * i1 first, ptr edge)': the R x NR block (R = 'rows' <= MR) of packed
+ * panels 'a' (MR rows, of which the first R are read) and 'b' over kc,
+ * written to the mr x nr block at 'c' (compute type; mr <= R). */
+static LLVMValueRef emit_ukernel(Gen *g, int rows) {
   LLVMTypeRef ps[] = {g->i64, g->ptr, g->ptr, g->ptr, g->i64,
                       g->i64, g->i64, g->i1,  g->ptr};
-  begin_function(g, "_ukernel", LLVMFunctionType(g->voidt, ps, 9, 0));
+  char suffix[24];
+  g_snprintf(suffix, sizeof suffix, "_ukernel%d", rows);
+  begin_function(g, suffix, LLVMFunctionType(g->voidt, ps, 9, 0));
   LLVMValueRef kc = param(g, 0), a = param(g, 1), b = param(g, 2);
   LLVMValueRef c = param(g, 3), rsc = param(g, 4), mr = param(g, 5);
   LLVMValueRef nr = param(g, 6), first = param(g, 7), edge = param(g, 8);
   int MR = g->s.mr, NV = g->s.nv, VW = g->s.vw, NR = g->s.nr;
-  int nacc = MR * NV;
+  int nacc = rows * NV;
   unsigned valign = (unsigned)(VW * compute_bytes(g->dt));
-  emit_prefetch_block(g, c, rsc);
+  emit_prefetch_block(g, rows, c, rsc);
   /* the accumulators are phis of the k loop, zero on entry */
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
   LLVMBasicBlockRef head = block(g, "k"), done = block(g, "kdone");
@@ -546,7 +554,7 @@ static LLVMValueRef emit_ukernel(Gen *g) {
   LLVMValueRef *bv = g_new(LLVMValueRef, NV);
   for (int v = 0; v < NV; v++)
     bv[v] = load(g, g->vec, at(g, g->elem, brow, k64(g, v * VW)), valign);
-  for (int i = 0; i < MR; i++) {
+  for (int i = 0; i < rows; i++) {
     LLVMValueRef ai =
         load(g, g->elem, at(g, g->elem, acol, k64(g, i)), elem_align(g));
     LLVMValueRef as = splat(g, (unsigned)VW, ai);
@@ -574,12 +582,12 @@ static LLVMValueRef emit_ukernel(Gen *g) {
     LLVMAddIncoming(sum[x], &next[x], &latch, 1);
   }
   LLVMValueRef whole =
-      LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, mr, k64(g, MR), ""),
+      LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, mr, k64(g, rows), ""),
                    LLVMBuildICmp(g->b, LLVMIntEQ, nr, k64(g, NR), ""), "");
   If w = if_open(g, whole);
-  write_block(g, sum, c, rsc, first);
+  write_block(g, rows, sum, c, rsc, first);
   if_else(g, &w);
-  write_edge(g, sum, c, rsc, mr, nr, first, edge);
+  write_edge(g, rows, sum, c, rsc, mr, nr, first, edge);
   if_close(g, &w);
   LLVMBuildRetVoid(g->b);
   g_free(acc);
@@ -593,9 +601,28 @@ static LLVMValueRef emit_ukernel(Gen *g) {
 
 /* The functions the driver calls. */
 typedef struct Parts {
-  LLVMValueRef pack_a, pack_b, ukernel;
+  LLVMValueRef pack_a, pack_b;
+  LLVMValueRef ukernel[3]; /* of MR/3, 2 MR/3 and MR rows */
   LLVMTypeRef pack_ty, ukernel_ty;
 } Parts;
+
+/* The rows of the micro-kernels: a third, two thirds and all of MR. */
+static int ukernel_rows(const Gen *g, int i) { return g->s.mr * (i + 1) / 3; }
+
+/* Calls the shortest micro-kernel that holds 'mr' rows. */
+static void call_ukernel(Gen *g, const Parts *parts, LLVMValueRef *args,
+                         LLVMValueRef mr, int from) {
+  if (from == 2) {
+    LLVMBuildCall2(g->b, parts->ukernel_ty, parts->ukernel[2], args, 9, "");
+    return;
+  }
+  If fits = if_open(g, LLVMBuildICmp(g->b, LLVMIntSLE, mr,
+                                     k64(g, ukernel_rows(g, from)), ""));
+  LLVMBuildCall2(g->b, parts->ukernel_ty, parts->ukernel[from], args, 9, "");
+  if_else(g, &fits);
+  call_ukernel(g, parts, args, mr, from + 1);
+  if_close(g, &fits);
+}
 
 /* The macro-kernel: every MR x NR block of the mc x nc block of C at 'c'
  * (compute type, row stride 'ldc') from packed 'apack' and 'bpack'.
@@ -617,7 +644,7 @@ static void emit_macro(Gen *g, const Parts *parts, LLVMValueRef kc,
   LLVMValueRef ap = at(g, g->elem, apack, mul(g, ir.i, kc));
   LLVMValueRef cp = at(g, g->elem, c, add(g, mul(g, ir.i, ldc), jr.i));
   LLVMValueRef args[] = {kc, ap, bp, cp, ldc, mr, nr, first, edge};
-  LLVMBuildCall2(g->b, parts->ukernel_ty, parts->ukernel, args, 9, "");
+  call_ukernel(g, parts, args, mr, whole ? 2 : 0);
   loop_close(g, &ir);
   loop_close(g, &jr);
 }
@@ -786,8 +813,9 @@ LLVMValueRef gemm_function(LLVMModuleRef mod, DType dt, LLVMTypeRef *fty) {
   parts.pack_a = emit_pack_a(&g);
   parts.pack_b = emit_pack_b(&g);
   parts.pack_ty = LLVMGlobalGetValueType(parts.pack_a);
-  parts.ukernel = emit_ukernel(&g);
-  parts.ukernel_ty = LLVMGlobalGetValueType(parts.ukernel);
+  for (int i = 0; i < 3; i++)
+    parts.ukernel[i] = emit_ukernel(&g, ukernel_rows(&g, i));
+  parts.ukernel_ty = LLVMGlobalGetValueType(parts.ukernel[2]);
   LLVMValueRef fn = emit_gemm(&g, &parts, *fty);
   LLVMDisposeBuilder(g.b);
   return fn;
