@@ -343,11 +343,28 @@ static double merged(const Type *tx, const int *x, const int *y, int n,
   return run;
 }
 
+/* The rows of C the generated kernel computes for 'm' (gemm.c): whole
+ * register blocks of 'mr' rows, the last rows by the shortest of its
+ * kernels of a third, two thirds or all of 'mr' rows that holds them
+ * (13 rows on a 12-row block: 12 + 4). */
+static double kernel_rows(double m, double mr) {
+  if (mr <= 1)
+    return m;
+  double whole = floor(m / mr) * mr, left = m - whole;
+  for (int i = 1; i <= 3 && left > 0; i++) {
+    double rows = floor(mr * i / 3);
+    if (left <= rows)
+      return whole + rows;
+  }
+  return whole;
+}
+
 /* The FLOPs matrix product 't' costs as the generated kernel computes
  * it (dot.c): one M x N x K product per batch element and per
- * dimension it cannot merge, each computed in whole register blocks of
- * gemm_mr x gemm_nr (a 13 x 33 product costs a 24 x 64 one on a 12 x 32
- * block); the number of products in '*products'. */
+ * dimension it cannot merge, each computed in register blocks of
+ * gemm_mr x gemm_nr, their rows as kernel_rows says (a 13 x 33 product
+ * costs a 16 x 64 one on a 12 x 32 block); the number of products in
+ * '*products'. */
 static double product_flops(const Hardware *hw, const Term *t,
                             double *products) {
   const Type *l = t->args[0]->type, *r = t->args[1]->type;
@@ -372,7 +389,7 @@ static double product_flops(const Hardware *hw, const Term *t,
   double n = merged(r, rf, NULL, nrf, &count);
   double depth = merged(l, lc, rc, nc, &count);
   *products = type_numel(t->type) > 0 ? count : 0;
-  return 2 * *products * whole_blocks(m, hw->gemm_mr) *
+  return 2 * *products * kernel_rows(m, hw->gemm_mr) *
          whole_blocks(n, hw->gemm_nr) * depth;
 }
 

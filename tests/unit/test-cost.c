@@ -725,13 +725,16 @@ static double product_time(const char *text) {
 }
 
 /* Matrix products as the generated kernel runs them.  Four 13 x 64 x 33
- * products cost four 24 x 64 x 64 ones in 12 x 32 blocks: 4 * 2 * 24 *
- * 64 * 64 = 786432 FLOP, 4 ms of products, and (4*13*64 + 4*64*33 +
- * 4*13*33) * 4 = 53968 B.  Heads contracted with their width, [b,h,s,d]
- * x [h,d,e] over (h,d): M is s alone (b and s are not adjacent: a loop
- * of 2), K is d alone (h and d are not: a loop of 4), N = e: 8 products
- * of 8 x 8 x 32 in blocks of 12 x 32, 2 * 8 * 12 * 32 * 8 = 49152 FLOP,
- * 8 ms, (512 + 1024 + 512) * 4 = 8192 B. */
+ * products cost four 16 x 64 x 64 ones in 12 x 32 blocks (rows: a block
+ * of 12, then the 4-row kernel for the 13th; columns: two blocks of 32):
+ * 4 * 2 * 16 * 64 * 64 = 524288 FLOP, 4 ms of products, and (4*13*64 +
+ * 4*64*33 + 4*13*33) * 4 = 53968 B.  Heads contracted with their width,
+ * [b,h,s,d] x [h,d,e] over (h,d): M is s alone (b and s are not
+ * adjacent: a loop of 2), K is d alone (h and d are not: a loop of 4),
+ * N = e: 8 products of 8 x 8 x 32, 8 rows by the 8-row kernel, 2 * 8 *
+ * 8 * 32 * 8 = 32768 FLOP, 8 ms, (512 + 1024 + 512) * 4 = 8192 B.  And
+ * 25 rows are 24 + 4: one product of 25 x 8 x 32, 2 * 28 * 32 * 8 =
+ * 14336 FLOP, 1 ms, (200 + 256 + 800) * 4 = 5024 B. */
 static void test_products(void) {
   assert_close(
       product_time(
@@ -740,14 +743,20 @@ static void test_products(void) {
           "  %0 = dot_general(%a, %b) {lhs_batch = [0], lhs_contract = [2],"
           " rhs_batch = [0], rhs_contract = [1]}\n"
           "  return %0\n}\n"),
-      786432e-9 + 0.004 + 53968e-12);
+      524288e-9 + 0.004 + 53968e-12);
   assert_close(
       product_time("func @f(%a: tensor<2x4x8x8xf32>, %b: tensor<4x8x32xf32>)"
                    " -> tensor<2x8x32xf32> {\n"
                    "  %0 = dot_general(%a, %b) {lhs_contract = [1, 3],"
                    " rhs_contract = [0, 1]}\n"
                    "  return %0\n}\n"),
-      49152e-9 + 0.008 + 8192e-12);
+      32768e-9 + 0.008 + 8192e-12);
+  assert_close(
+      product_time("func @f(%a: tensor<25x8xf32>, %b: tensor<8x32xf32>)"
+                   " -> tensor<25x32xf32> {\n"
+                   "  %0 = matmul(%a, %b)\n"
+                   "  return %0\n}\n"),
+      14336e-9 + 0.001 + 5024e-12);
 }
 
 #define GOOD_HW                                                                \
