@@ -99,7 +99,7 @@ static void *arena_take(Compiled *c) {
                 ? g_ptr_array_steal_index_fast(c->arenas, c->arenas->len - 1)
                 : NULL;
   g_mutex_unlock(&c->lock);
-  if (!a && posix_memalign(&a, 64, (size_t)MAX(c->plan->arena_bytes, 64)))
+  if (!a && !(a = partir_buffer_new((size_t)MAX(c->plan->arena_bytes, 64))))
     g_error("partir: out of memory for a %" G_GINT64_FORMAT "-byte arena",
             c->plan->arena_bytes);
   return a;
@@ -234,7 +234,7 @@ Compiled *codegen_compile(const Module *m, const Func *f,
   Compiled *c = g_new0(Compiled, 1);
   c->plan = p;
   g_mutex_init(&c->lock);
-  c->arenas = g_ptr_array_new_with_free_func(free);
+  c->arenas = g_ptr_array_new_with_free_func(partir_buffer_free);
   c->results = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
   c->inputs = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_unref);
   if (p->opt.target == CODEGEN_TARGET_NVPTX) { /* run by cuda.c */

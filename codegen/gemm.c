@@ -305,6 +305,10 @@ static LLVMValueRef begin_function(Gen *g, const char *suffix, LLVMTypeRef ty) {
   g_snprintf(name, sizeof name, "%s%s", g->prefix, suffix);
   g->fn = LLVMAddFunction(g->mod, name, ty);
   LLVMSetLinkage(g->fn, LLVMInternalLinkage);
+  /* on a cache line: where the loops fall against 64-byte lines (and the
+   * core's fetch blocks) then does not change with where the JIT puts
+   * the code, nor the kernel's speed from one compile to the next */
+  LLVMSetAlignment(g->fn, 64);
   LLVMAddAttributeAtIndex(
       g->fn, LLVMAttributeFunctionIndex,
       LLVMCreateEnumAttribute(

@@ -572,6 +572,14 @@ int64_t partir_now_ns(void);
  * PARTIR_MAX_HEIGHT; returns fn's result. */
 int partir_call_with_stack(int (*fn)(void *), void *data);
 
+/* A zero-filled block of 'bytes' for a tensor or an arena, on a cache
+ * line, or NULL when there is no memory; freed with partir_buffer_free.
+ * A block of megabytes starts on a 2 MiB boundary and asks the kernel
+ * for huge pages (madvise), as a kernel streaming it misses the TLB on
+ * every 4 KiB page otherwise. */
+void *partir_buffer_new(size_t bytes);
+void partir_buffer_free(void *p);
+
 /* Bytes of memory this process can still allocate: MemAvailable of
  * /proc/meminfo (else the physical memory), less where the process's
  * cgroup has a lower limit; 0 when unknown. */

@@ -8,13 +8,14 @@
  * stack is reserved deep enough (virtual memory only).  The interpreter
  * refuses a program whose values would not fit in the memory available
  * (partir_memory_available) instead of growing until the OOM killer
- * ends the process.
+ * ends the process.  Tensors and arenas come from partir_buffer_new.
  */
 #include "core/core.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,25 @@ static void *stack_trampoline(void *p) {
   frame[2] = GINT_TO_POINTER(fn(frame[1]));
   return NULL;
 }
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *partir_buffer_new(size_t bytes) {
+  size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 64;
+  void *p = NULL;
+  if (posix_memalign(&p, align, MAX(bytes, 1)))
+    return NULL;
+#ifdef MADV_HUGEPAGE
+  /* before the first touch, so that the pages are huge from the start;
+   * where the kernel has no huge pages this is refused, harmlessly */
+  if (align == HUGE_PAGE)
+    (void)madvise(p, bytes / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
+#endif
+  memset(p, 0, MAX(bytes, 1));
+  return p;
+}
+
+void partir_buffer_free(void *p) { free(p); }
 
 int64_t partir_now_ns(void) {
   struct timespec ts;

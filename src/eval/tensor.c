@@ -35,7 +35,14 @@ Tensor *tensor_new(const Type *type) {
   Tensor *t = g_new0(Tensor, 1);
   t->refcount = 1;
   t->type = type;
-  t->data = g_malloc0(MAX(tensor_type_bytes(type), 1));
+  /* on a cache line: a compiled kernel's vector loads and stores of a
+   * row-major tensor then stay within lines (malloc's large blocks start
+   * 16 bytes into a page, and every 64-byte load of such a tensor
+   * spanned two lines) */
+  t->data = partir_buffer_new(tensor_type_bytes(type));
+  if (!t->data)
+    g_error("partir: out of memory for a %" G_GUINT64_FORMAT "-byte tensor",
+            tensor_type_bytes(type));
   return t;
 }
 
@@ -65,7 +72,7 @@ void tensor_unref(Tensor *t) {
   if (t->base)
     tensor_unref(t->base);
   else
-    g_free(t->data);
+    partir_buffer_free(t->data);
   g_free(t);
 }
 
