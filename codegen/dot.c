@@ -43,23 +43,35 @@ static LLVMValueRef mul_add(Gen *g, LLVMValueRef acc, LLVMValueRef a,
   return ir_intrinsic(g, "llvm.fmuladd", args, 3);
 }
 
-void dot_groups(const Term *t, Groups *gr) {
+/* The batch and contracted dimensions of 't' in each operand. */
+typedef struct Contraction {
+  int nb, nc;
   int64_t lb[PARTIR_MAX_RANK], rb[PARTIR_MAX_RANK];
   int64_t lc[PARTIR_MAX_RANK], rc[PARTIR_MAX_RANK];
-  int nb = 0, nc = 1;
+} Contraction;
+
+static void contraction_of(const Term *t, Contraction *c) {
+  *c = (Contraction){.nc = 1};
   if (t->op == OP_MATMUL) {
-    lc[0] = 1;
-    rc[0] = 0;
-  } else {
-    nb = attr_ints(t, "lhs_batch", lb);
-    attr_ints(t, "rhs_batch", rb);
-    nc = attr_ints(t, "lhs_contract", lc);
-    attr_ints(t, "rhs_contract", rc);
+    c->lc[0] = 1;
+    c->rc[0] = 0;
+    return;
   }
+  c->nb = attr_ints(t, "lhs_batch", c->lb);
+  attr_ints(t, "rhs_batch", c->rb);
+  c->nc = attr_ints(t, "lhs_contract", c->lc);
+  attr_ints(t, "rhs_contract", c->rc);
+}
+
+/* dot_groups with the operands' strides 'ls' and 'rs'. */
+static void groups_with(const Term *t, const int64_t *ls, const int64_t *rs,
+                        Groups *gr) {
+  Contraction ct;
+  contraction_of(t, &ct);
+  const int64_t *lb = ct.lb, *rb = ct.rb, *lc = ct.lc, *rc = ct.rc;
+  int nb = ct.nb, nc = ct.nc;
   const Type *lt = t->args[0]->type, *rt = t->args[1]->type;
-  int64_t ls[PARTIR_MAX_RANK], rs[PARTIR_MAX_RANK], os[PARTIR_MAX_RANK];
-  strides_of(lt, ls);
-  strides_of(rt, rs);
+  int64_t os[PARTIR_MAX_RANK];
   strides_of(t->type, os);
   gboolean lused[PARTIR_MAX_RANK] = {FALSE}, rused[PARTIR_MAX_RANK] = {FALSE};
   *gr = (Groups){0};
@@ -78,6 +90,13 @@ void dot_groups(const Term *t, Groups *gr) {
   for (int d = 0; d < rt->rank; d++)
     if (!rused[d])
       gr->n[gr->nn++] = (Dim){rt->dims[d], 0, rs[d], os[od++]};
+}
+
+void dot_groups(const Term *t, Groups *gr) {
+  int64_t ls[PARTIR_MAX_RANK], rs[PARTIR_MAX_RANK];
+  strides_of(t->args[0]->type, ls);
+  strides_of(t->args[1]->type, rs);
+  groups_with(t, ls, rs, gr);
 }
 
 int dot_merge(const Dim *dims, int n, Dim *out) {
@@ -100,6 +119,120 @@ int dot_merge(const Dim *dims, int n, Dim *out) {
     at--;
   }
   return at;
+}
+
+/* Operands copied so that their contracted dimensions merge
+ * (contraction_relayout_pays): the lhs into [its other dimensions, the
+ * contracted ones in contraction order], the rhs into [the contracted
+ * ones in order, its other dimensions], each row-major, in the scratch
+ * after the kernel's workspace. */
+typedef struct Relayout {
+  gboolean copy[2];
+  int64_t strides[2][PARTIR_MAX_RANK]; /* of the copy where copied */
+  int64_t offset[2];                   /* the copy's bytes into the scratch */
+  int64_t bytes;                       /* the copies' */
+} Relayout;
+
+/* Whether the dimensions 'kd' of 'ty' (row-major) nest in that order,
+ * size-1 ones anywhere. */
+static gboolean dims_nest(const Type *ty, const int64_t *kd, int n) {
+  int64_t st[PARTIR_MAX_RANK];
+  strides_of(ty, st);
+  int64_t inner = -1;
+  for (int j = n - 1; j >= 0; j--) {
+    int64_t d = kd[j];
+    if (ty->dims[d] == 1)
+      continue;
+    if (inner >= 0 && st[d] != st[inner] * ty->dims[inner])
+      return FALSE;
+    inner = d;
+  }
+  return TRUE;
+}
+
+/* Row-major strides of 'ty' with its dimensions laid out in 'order'. */
+static void strides_in_order(const Type *ty, const int64_t *order,
+                             int64_t *st) {
+  int64_t s = 1;
+  for (int j = ty->rank - 1; j >= 0; j--) {
+    st[order[j]] = s;
+    s *= ty->dims[order[j]];
+  }
+}
+
+static int64_t round64(int64_t n) { return (n + 63) / 64 * 64; }
+
+static void relayout_of(const Term *t, Relayout *rl) {
+  *rl = (Relayout){0};
+  Contraction ct;
+  contraction_of(t, &ct);
+  const Type *ty[2] = {t->args[0]->type, t->args[1]->type};
+  const int64_t *kd[2] = {ct.lc, ct.rc};
+  for (int side = 0; side < 2; side++)
+    strides_of(ty[side], rl->strides[side]);
+  Groups gr;
+  dot_groups(t, &gr);
+  Dim k;
+  int ok = dot_merge(gr.k, gr.nk, &k);
+  double groups = 1, copied = 0;
+  for (int j = 0; j < ok; j++)
+    groups *= (double)gr.k[j].size;
+  for (int side = 0; side < 2; side++)
+    if (!dims_nest(ty[side], kd[side], ct.nc)) {
+      rl->copy[side] = TRUE;
+      copied += (double)type_numel(ty[side]);
+    }
+  if (!contraction_relayout_pays(copied, (double)type_numel(t->type), groups)) {
+    rl->copy[0] = rl->copy[1] = FALSE;
+    return;
+  }
+  DType dt = t->type->dtype;
+  int64_t at = round64(gemm_workspace_bytes(dt) + 64);
+  for (int side = 0; side < 2; side++) {
+    if (!rl->copy[side])
+      continue;
+    gboolean is_k[PARTIR_MAX_RANK] = {FALSE};
+    for (int j = 0; j < ct.nc; j++)
+      is_k[kd[side][j]] = TRUE;
+    int64_t order[PARTIR_MAX_RANK];
+    int n = 0;
+    if (side == 1) /* the rhs: contracted first */
+      for (int j = 0; j < ct.nc; j++)
+        order[n++] = kd[side][j];
+    for (int d = 0; d < ty[side]->rank; d++)
+      if (!is_k[d])
+        order[n++] = d;
+    if (side == 0) /* the lhs: contracted last */
+      for (int j = 0; j < ct.nc; j++)
+        order[n++] = kd[side][j];
+    strides_in_order(ty[side], order, rl->strides[side]);
+    rl->offset[side] = at;
+    at += round64(type_numel(ty[side]) * (int64_t)dtype_storage_bytes(dt));
+  }
+  rl->bytes = at - round64(gemm_workspace_bytes(dt) + 64);
+}
+
+/* Copies operand 'side' (buffer side + 1) into its layout 'rl' in the
+ * scratch; the copy. */
+static LLVMValueRef emit_relayout(Gen *g, const Term *t, const Relayout *rl,
+                                  int side) {
+  const Type *ty = t->args[side]->type;
+  DType dt = ty->dtype;
+  int64_t from[PARTIR_MAX_RANK];
+  strides_of(ty, from);
+  LLVMValueRef off = c64(g, rl->offset[side]);
+  LLVMValueRef dst = LLVMBuildGEP2(g->b, g->i8, g->base[3], &off, 1, "");
+  const int64_t *sets[2] = {from, rl->strides[side]};
+  LLVMValueRef zeros[2] = {c64(g, 0), c64(g, 0)};
+  Nest nest;
+  nest_open(g, &nest, ty->rank, ty->dims, 2, sets, zeros);
+  LLVMTypeRef st = storage(g, dt);
+  LLVMValueRef v = LLVMBuildLoad2(
+      g->b, st, LLVMBuildGEP2(g->b, st, g->base[side + 1], &nest.off[0], 1, ""),
+      "");
+  LLVMBuildStore(g->b, v, LLVMBuildGEP2(g->b, st, dst, &nest.off[1], 1, ""));
+  nest_close(g, &nest);
+  return dst;
 }
 
 /* A pointer 'off' elements into buffer 's'. */
@@ -226,8 +359,14 @@ static void emit_accumulate(Gen *g, DType dt, const Dim *m, const Dim *n,
 /* The fast contraction of 't' as products (above). */
 static void emit_products(Gen *g, const Term *t) {
   DType dt = t->type->dtype;
+  Relayout rl;
+  relayout_of(t, &rl);
+  LLVMValueRef operand[2] = {g->base[1], g->base[2]};
+  for (int side = 0; side < 2; side++)
+    if (rl.copy[side])
+      operand[side] = emit_relayout(g, t, &rl, side);
   Groups gr;
-  dot_groups(t, &gr);
+  groups_with(t, rl.strides[0], rl.strides[1], &gr);
   Dim m, n, k;
   int om = dot_merge(gr.m, gr.nm, &m);
   int on = dot_merge(gr.n, gr.nn, &n);
@@ -259,7 +398,9 @@ static void emit_products(Gen *g, const Term *t) {
   LLVMValueRef zeros[3] = {c64(g, 0), c64(g, 0), c64(g, 0)};
   Nest nest;
   nest_open(g, &nest, no, sizes, 3, sets, zeros);
-  LLVMValueRef a = elem_at(g, 1, nest.off[0]), b = elem_at(g, 2, nest.off[1]);
+  LLVMTypeRef st = storage(g, dt);
+  LLVMValueRef a = LLVMBuildGEP2(g->b, st, operand[0], &nest.off[0], 1, "");
+  LLVMValueRef b = LLVMBuildGEP2(g->b, st, operand[1], &nest.off[1], 1, "");
   LLVMValueRef c = elem_at(g, 0, nest.off[2]);
   if (ok == 0) {
     emit_product(g, dt, &m, &n, &k, a, b, c, rsc);
@@ -313,7 +454,11 @@ const Type *dot_scratch(const Term *t, gboolean exact) {
   dot_merge(gr.n, gr.nn, &n);
   /* the kernel's workspace, 64 bytes to spare for its alignment */
   int64_t bytes = gemm_workspace_bytes(dt) + 64;
-  if (dot_merge(gr.k, gr.nk, &k) > 0) /* the partial products */
+  Relayout rl;
+  relayout_of(t, &rl);
+  if (rl.bytes > 0) /* the copies, after the workspace */
+    bytes = round64(bytes) + rl.bytes;
+  else if (dot_merge(gr.k, gr.nk, &k) > 0) /* the partial products */
     bytes += m.size * n.size * (int64_t)dtype_storage_bytes(dt);
   int64_t words = (bytes + 3) / 4; /* as f32 elements */
   return type_tensor(DT_F32, 1, &words);

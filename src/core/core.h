@@ -485,6 +485,16 @@ gboolean op_is_reduction(Op op);
 
 /* Floating-point operations for one evaluation of base operator 't'. */
 double op_flops(const Term *t);
+/* Whether a contraction whose contracted dimensions do not merge into
+ * one stride ([B, H, S, D] x [H, D, E] over H, D) is better computed by
+ * first copying 'copied' elements (the operands whose contracted
+ * dimensions do not follow each other) into a layout where they do,
+ * then as one product K deep, than as 'groups' products added into a
+ * result of 'result' elements: the copy is one pass over those operands,
+ * each product after the first a pass over the result (written apart,
+ * then added).  Code generation (dot.c) does what this says and the cost
+ * model prices it. */
+gboolean contraction_relayout_pays(double copied, double result, double groups);
 
 /* --------------------------------------------------------------- gather.c */
 

@@ -63,3 +63,8 @@ double op_flops(const Term *t) {
   g_assert(t->kind == TM_OP && t->op < OP_COUNT_ && flops_fns[t->op]);
   return flops_fns[t->op](t);
 }
+
+gboolean contraction_relayout_pays(double copied, double result,
+                                   double groups) {
+  return groups > 1 && copied <= 2 * result * (groups - 1);
+}
