@@ -329,14 +329,17 @@ static int other_dims(int rank, const int *a, int na, const int *b, int nb,
  * that follow each other in the operand (row-major: one strided
  * dimension) and loops over the rest (dot.c): the run's size; the
  * loops' sizes multiply '*loops'.  'y' (may be NULL) must have its own
- * dimensions follow each other too (K, in both operands). */
+ * dimensions follow each other too (K, in both operands).  pos[0][d]
+ * is where dimension d of x's operand lies in its layout (pos[1] of y's
+ * operand): d itself, or its place in a copy. */
 static double merged(const Type *tx, const int *x, const int *y, int n,
-                     double *loops) {
+                     const int *const *pos, double *loops) {
   if (n == 0)
     return 1;
   int k = n - 1;
   double run = (double)tx->dims[x[k]];
-  while (k > 0 && x[k - 1] == x[k] - 1 && (!y || y[k - 1] == y[k] - 1))
+  while (k > 0 && pos[0][x[k - 1]] == pos[0][x[k]] - 1 &&
+         (!y || pos[1][y[k - 1]] == pos[1][y[k]] - 1))
     run *= (double)tx->dims[x[--k]];
   for (int j = 0; j < k; j++)
     *loops *= (double)tx->dims[x[j]];
@@ -359,16 +362,58 @@ static double kernel_rows(double m, double mr) {
   return whole;
 }
 
+/* Whether dimensions 'x' of 'tx' (row-major) nest in that order, size-1
+ * ones anywhere: an operand whose contracted ones do not is copied
+ * before the product, when that pays (dot.c). */
+static gboolean dims_nest(const Type *tx, const int *x, int n) {
+  int64_t st[PARTIR_MAX_RANK];
+  int64_t s = 1;
+  for (int d = tx->rank - 1; d >= 0; d--) {
+    st[d] = s;
+    s *= tx->dims[d];
+  }
+  int inner = -1;
+  for (int j = n - 1; j >= 0; j--) {
+    if (tx->dims[x[j]] == 1)
+      continue;
+    if (inner >= 0 && st[x[j]] != st[inner] * tx->dims[inner])
+      return FALSE;
+    inner = x[j];
+  }
+  return TRUE;
+}
+
+/* pos[d]: where dimension d of 'tx' lies in a copy laid out as its
+ * dimensions other than 'k' in order, with 'k' in order after them
+ * ('k_last') or before them. */
+static void copy_positions(const Type *tx, const int *k, int nk,
+                           gboolean k_last, int *pos) {
+  gboolean is_k[PARTIR_MAX_RANK] = {FALSE};
+  for (int j = 0; j < nk; j++)
+    is_k[k[j]] = TRUE;
+  int at = 0;
+  for (int j = 0; j < nk && !k_last; j++)
+    pos[k[j]] = at++;
+  for (int d = 0; d < tx->rank; d++)
+    if (!is_k[d])
+      pos[d] = at++;
+  for (int j = 0; j < nk && k_last; j++)
+    pos[k[j]] = at++;
+}
+
 /* The FLOPs matrix product 't' costs as the generated kernel computes
  * it (dot.c): one M x N x K product per batch element and per
  * dimension it cannot merge, each computed in register blocks of
  * gemm_mr x gemm_nr, their rows as kernel_rows says (a 13 x 33 product
  * costs a 16 x 64 one on a 12 x 32 block); the number of products in
- * '*products'. */
-static double product_flops(const Hardware *hw, const Term *t,
-                            double *products) {
+ * '*products'.  Contracted dimensions that do not merge are loops of
+ * products, or, where contraction_relayout_pays, a copy of the operands
+ * they do not follow each other in, whose bytes (read and written) go
+ * to '*copy_bytes', and one product K deep. */
+static double product_flops(const Hardware *hw, const Term *t, double *products,
+                            double *copy_bytes) {
   const Type *l = t->args[0]->type, *r = t->args[1]->type;
-  int lb[PARTIR_MAX_RANK], rb[PARTIR_MAX_RANK], lc[PARTIR_MAX_RANK],
+  int lb[PARTIR_MAX_RANK] = {0}, rb[PARTIR_MAX_RANK] = {0}, lc[PARTIR_MAX_RANK],
       rc[PARTIR_MAX_RANK], lf[PARTIR_MAX_RANK], rf[PARTIR_MAX_RANK];
   int nb = 0, nc = 1;
   if (t->op == OP_MATMUL) {
@@ -382,12 +427,32 @@ static double product_flops(const Hardware *hw, const Term *t,
   }
   int nlf = other_dims(l->rank, lb, nb, lc, nc, lf);
   int nrf = other_dims(r->rank, rb, nb, rc, nc, rf);
+  int lpos[PARTIR_MAX_RANK], rpos[PARTIR_MAX_RANK];
+  for (int d = 0; d < PARTIR_MAX_RANK; d++)
+    lpos[d] = rpos[d] = d;
+  const int *lp[2] = {lpos, rpos}, *rp[1] = {rpos};
+  double kloops = 1;
+  merged(l, lc, rc, nc, lp, &kloops);
+  *copy_bytes = 0;
+  gboolean lcopy = !dims_nest(l, lc, nc), rcopy = !dims_nest(r, rc, nc);
+  double copied =
+      (lcopy ? (double)type_numel(l) : 0) + (rcopy ? (double)type_numel(r) : 0);
+  if (kloops > 1 &&
+      contraction_relayout_pays(copied, (double)type_numel(t->type), kloops)) {
+    /* the copies' layouts: the lhs [its other dims, K..], the rhs [K..,
+     * its other dims] (dot.c) */
+    if (lcopy)
+      copy_positions(l, lc, nc, TRUE, lpos);
+    if (rcopy)
+      copy_positions(r, rc, nc, FALSE, rpos);
+    *copy_bytes = 2 * copied * dtype_storage_bytes(t->type->dtype);
+  }
   double count = 1;
   for (int k = 0; k < nb; k++)
     count *= (double)l->dims[lb[k]];
-  double m = merged(l, lf, NULL, nlf, &count);
-  double n = merged(r, rf, NULL, nrf, &count);
-  double depth = merged(l, lc, rc, nc, &count);
+  double m = merged(l, lf, NULL, nlf, lp, &count);
+  double n = merged(r, rf, NULL, nrf, rp, &count);
+  double depth = merged(l, lc, rc, nc, lp, &count);
   *products = type_numel(t->type) > 0 ? count : 0;
   return 2 * *products * kernel_rows(m, hw->gemm_mr) *
          whole_blocks(n, hw->gemm_nr) * depth;
@@ -404,11 +469,16 @@ static void account_kernel(Walk *w, const Term *t, double mult) {
   g_hash_table_remove_all(w->reads);
   kernel_reads(w, t, w->reads, &flops, &bytes);
   const Hardware *hw = w->hw;
-  double compute, memory = hw->mem_bw > 0 ? bytes / hw->mem_bw : 0;
   double peak = hw_peak_flops(hw, compute_dtype(t));
-  if (t->kind == TM_OP && (t->op == OP_MATMUL || t->op == OP_DOT_GENERAL)) {
-    double products;
-    flops += product_flops(hw, t, &products) - op_flops(t);
+  gboolean product =
+      t->kind == TM_OP && (t->op == OP_MATMUL || t->op == OP_DOT_GENERAL);
+  double products = 0, copy_bytes = 0;
+  if (product) {
+    flops += product_flops(hw, t, &products, &copy_bytes) - op_flops(t);
+    bytes += copy_bytes;
+  }
+  double compute, memory = hw->mem_bw > 0 ? bytes / hw->mem_bw : 0;
+  if (product) {
     compute = flops / peak + memory + products * hw->product_overhead;
   } else {
     compute = MAX(flops / peak, memory);

@@ -729,10 +729,16 @@ static double product_time(const char *text) {
  * of 12, then the 4-row kernel for the 13th; columns: two blocks of 32):
  * 4 * 2 * 16 * 64 * 64 = 524288 FLOP, 4 ms of products, and (4*13*64 +
  * 4*64*33 + 4*13*33) * 4 = 53968 B.  Heads contracted with their width,
- * [b,h,s,d] x [h,d,e] over (h,d): M is s alone (b and s are not
- * adjacent: a loop of 2), K is d alone (h and d are not: a loop of 4),
- * N = e: 8 products of 8 x 8 x 32, 8 rows by the 8-row kernel, 2 * 8 *
- * 8 * 32 * 8 = 32768 FLOP, 8 ms, (512 + 1024 + 512) * 4 = 8192 B.  And
+ * [b,h,s,d] x [h,d,e] over (h,d): h and d are not adjacent in the
+ * lhs, so as it is K would be 4 blocks of 8, each product added; a copy
+ * of the lhs as [b,s,h,d] pays (512 elements copied against 2 * 512 * 3
+ * added), and then M = (b,s) = 16, K = (h,d) = 32, N = e = 32: one
+ * product, rows 12 + 4, 2 * 16 * 32 * 32 = 32768 FLOP, 1 ms, (512 +
+ * 1024 + 512) * 4 = 8192 B and the copy's 2 * 512 * 4 = 4096 B.
+ * [6,2,5] x [6,5] over lhs (0,2): a copy of the lhs (60 elements) does
+ * not pay against adding 6 products into 2 (2 * 2 * 5 = 20): 6 products
+ * of M = 2 (the 4-row kernel), N = 1 (a block of 32), K = 5, 2 * 6 * 4 *
+ * 32 * 5 = 7680 FLOP, 6 ms, (60 + 30 + 2) * 4 = 368 B.  And
  * 25 rows are 24 + 4: one product of 25 x 8 x 32, 2 * 28 * 32 * 8 =
  * 14336 FLOP, 1 ms, (200 + 256 + 800) * 4 = 5024 B. */
 static void test_products(void) {
@@ -750,7 +756,14 @@ static void test_products(void) {
                    "  %0 = dot_general(%a, %b) {lhs_contract = [1, 3],"
                    " rhs_contract = [0, 1]}\n"
                    "  return %0\n}\n"),
-      32768e-9 + 0.008 + 8192e-12);
+      32768e-9 + 0.001 + 12288e-12);
+  assert_close(
+      product_time("func @f(%a: tensor<6x2x5xf32>, %b: tensor<6x5xf32>)"
+                   " -> tensor<2xf32> {\n"
+                   "  %0 = dot_general(%a, %b) {lhs_contract = [0, 2],"
+                   " rhs_contract = [0, 1]}\n"
+                   "  return %0\n}\n"),
+      7680e-9 + 0.006 + 368e-12);
   assert_close(
       product_time("func @f(%a: tensor<25x8xf32>, %b: tensor<8x32xf32>)"
                    " -> tensor<25x32xf32> {\n"
