@@ -430,6 +430,18 @@ static gboolean lower_sign(Lower *lw, const HloOp *op, Op pop,
              select3(lw, op, compare(lw, op, x[0], zero, "GT"), plus, neg));
 }
 
+/* is_finite(x) = (x - x == 0): zero for every finite x, NaN for an
+ * infinity or a NaN (jax.nn.logsumexp guards its max with it). */
+static gboolean lower_is_finite(Lower *lw, const HloOp *op, Op pop,
+                                const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  (void)nx;
+  const Term *zero = splat(lw, op, x[0]->type, 0);
+  const Term *a[2] = {x[0], x[0]};
+  const Term *d = zero ? build(lw, op, OP_SUB, 2, a, NULL, NULL) : NULL;
+  return d && one(out, compare(lw, op, d, zero, "EQ"));
+}
+
 /* convert: to the same type is the value itself. */
 static gboolean lower_convert(Lower *lw, const HloOp *op, Op pop,
                               const Term *const *x, int nx, GPtrArray *out) {

@@ -308,13 +308,15 @@ static gboolean read_reduce(HloReader *r, HloOp *op) {
     return FALSE;
   if (hlo_op_attr(op, "applies"))
     return TRUE;
-  /* reducer(%lhs0: T, %rhs0: T) (%lhs1: T, %rhs1: T) { ... }: the block
-   * takes every lhs, then every rhs */
+  /* reducer(%lhs0: T [loc(..)], %rhs0: T) (%lhs1: T, %rhs1: T) { ... }:
+   * the block takes every lhs, then every rhs (JAX writes each
+   * argument's location when exporting with debug information) */
   if (!cursor_word(&r->c, "reducer"))
     return FALSE;
   g_autoptr(GPtrArray) lhs = g_ptr_array_new();
   g_autoptr(GPtrArray) rhs = g_ptr_array_new();
   g_autoptr(HloOp) holder = hlo_op_new("", TOK->loc);
+  g_autoptr(GPtrArray) wheres = g_ptr_array_new(); /* the file owns them */
   while (hlo_is_punct(r, '(')) {
     hlo_next(r);
     for (int k = 0; k < 2; k++) {
@@ -329,6 +331,10 @@ static gboolean read_reduce(HloReader *r, HloOp *op) {
       if (!cursor_punct(&r->c, ':') || !(t = hlo_read_type(r)))
         return FALSE;
       g_ptr_array_add(holder->operand_types, t);
+      HloLoc *where = NULL;
+      if (!hlo_read_loc(r, &where))
+        return FALSE;
+      g_ptr_array_add(wheres, where);
       g_ptr_array_add(k ? rhs : lhs, GUINT_TO_POINTER(holder->uses->len - 1));
     }
     if (!cursor_punct(&r->c, ')'))
@@ -346,6 +352,7 @@ static gboolean read_reduce(HloReader *r, HloOp *op) {
       HloArg *a = g_new0(HloArg, 1);
       a->name = g_steal_pointer(&u->name);
       a->loc = u->loc;
+      a->where = g_ptr_array_index(wheres, at);
       a->type = hlo_type_copy(g_ptr_array_index(holder->operand_types, at));
       g_ptr_array_add(body->args, a);
     }
