@@ -299,13 +299,19 @@ static LLVMValueRef math_fast(Gen *g, Op op, LLVMValueRef x) {
   return math_emit(g->mod, g->b, fn, x);
 }
 
-/* log1p and expm1: libm's, in the value's own type (log1pf for a float:
- * fast arithmetic on f32, bf16 and f16).  No polynomial: exports use
- * them on small tensors (log-probabilities, GELU variants). */
+/* log1p, expm1, sin and cos: libm's, in the value's own type (log1pf
+ * for a float: fast arithmetic on f32, bf16 and f16; on a GPU
+ * libdevice's __nv_log1pf...).  No polynomial: exports use them on
+ * small tensors (log-probabilities, GELU variants, rotary position
+ * embeddings' angles), and libm reduces any argument of sin and cos
+ * exactly. */
 static LLVMValueRef libm_own_type(Gen *g, Op op, LLVMValueRef x) {
   gboolean is_double = LLVMTypeOf(x) == g->f64;
-  const char *name = op == OP_LOG1P ? (is_double ? "log1p" : "log1pf")
-                                    : (is_double ? "expm1" : "expm1f");
+  const char *base = op == OP_LOG1P   ? "log1p"
+                     : op == OP_EXPM1 ? "expm1"
+                     : op == OP_SIN   ? "sin"
+                                      : "cos";
+  g_autofree char *name = g_strconcat(base, is_double ? "" : "f", NULL);
   LLVMTypeRef ty = LLVMTypeOf(x);
   return ir_call(g, name, ty, &ty, &x, 1);
 }
@@ -443,6 +449,8 @@ static LLVMValueRef unary_float(Gen *g, Op op, LLVMValueRef x) {
     return ir_intrinsic(g, "llvm.roundeven", &x, 1);
   case OP_LOG1P:
   case OP_EXPM1:
+  case OP_SIN:
+  case OP_COS:
     return libm_own_type(g, op, x);
   default:
     return transcendental(g, op, x);

@@ -74,6 +74,7 @@ model_inputs() {
   batched_lookup) echo "$fx/batched_lookup.tables.npy $fx/batched_lookup.ids.npy" ;;
   threefry) echo "$fx/threefry.key_data.npy" ;;
   losses) echo "$fx/losses.x.npy" ;;
+  rope) echo "$fx/rope.x.npy $fx/rope.pos.npy" ;;
   esac
 }
 
@@ -105,9 +106,10 @@ run_model() {
 # embed: table[ids] (a gather; ids out of range both ways) and a
 # dynamic_slice at a start that XLA clamps; batched_lookup: vmap of a
 # lookup, a gather with batching dims; losses: logsumexp and isfinite
-# over infinities and a NaN (is_finite)
+# over infinities and a NaN (is_finite); rope: sine and cosine of
+# angles up to 4095
 for name in mlp mlp_relu mlp_train_step transformer_layer embed \
-  batched_lookup losses; do
+  batched_lookup losses rope; do
   for form in mlir generic.mlir debug.mlir; do
     run_model "$name" "$fx/$name.$form" 1e-5
   done

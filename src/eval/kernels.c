@@ -278,6 +278,10 @@ static double unary_float(Op op, double x) {
     return 1.0 / sqrt(x);
   case OP_LOG1P:
     return log1p(x);
+  case OP_SIN:
+    return sin(x);
+  case OP_COS:
+    return cos(x);
   case OP_EXPM1:
     return expm1(x);
   case OP_FLOOR:
@@ -307,7 +311,7 @@ static int64_t unary_int(Op op, int64_t x) {
   }
 }
 
-/* neg abs relu exp log tanh logistic sqrt rsqrt log1p expm1 floor ceil
+/* neg abs relu exp log tanh logistic sqrt rsqrt log1p expm1 sin cos floor ceil
  * round_even round_away. */
 static Tensor *k_unary(const Term *t, Tensor *const *args) {
   Tensor *out = tensor_new(t->type);

@@ -46,6 +46,8 @@ gboolean fusion_fusible(const Term *t) {
   case OP_REM:
   case OP_LOG1P:
   case OP_EXPM1:
+  case OP_SIN:
+  case OP_COS:
   case OP_FLOOR:
   case OP_CEIL:
   case OP_ROUND_EVEN:
