@@ -75,6 +75,7 @@ model_inputs() {
   threefry) echo "$fx/threefry.key_data.npy" ;;
   losses) echo "$fx/losses.x.npy" ;;
   rope) echo "$fx/rope.x.npy $fx/rope.pos.npy" ;;
+  argminmax) echo "$fx/argminmax.x.npy $fx/argminmax.k.npy" ;;
   esac
 }
 
@@ -107,9 +108,10 @@ run_model() {
 # dynamic_slice at a start that XLA clamps; batched_lookup: vmap of a
 # lookup, a gather with batching dims; losses: logsumexp and isfinite
 # over infinities and a NaN (is_finite); rope: sine and cosine of
-# angles up to 4095
+# angles up to 4095; argminmax: jnp.argmax and argmin (a reduce of two
+# inputs) with ties, -inf and NaN
 for name in mlp mlp_relu mlp_train_step transformer_layer embed \
-  batched_lookup losses rope; do
+  batched_lookup losses rope argminmax; do
   for form in mlir generic.mlir debug.mlir; do
     run_model "$name" "$fx/$name.$form" 1e-5
   done

@@ -18,6 +18,8 @@
  *              generic operation form, location aliases
  *   support.c  which operations partir can express; one error that
  *              lists every one it cannot, each with file:line:col
+ *   argminmax.c the two-input reduce of jnp.argmax and jnp.argmin
+ *              recognized by the structure of its body
  *   dense.c    dense<...> element lists, splats and hex blobs -> the
  *              value of a partir 'constant'
  *   sharding.c shardings as Shardy and GSPMD write them, read into one
@@ -278,6 +280,12 @@ gboolean hlo_read_pretty(HloReader *r, HloOp *op);
 HloFile *hlo_read(const Source *src, Diag *diag);
 
 /* --------------------------------------------------------------- support.c */
+
+/* argminmax.c: 1 when 'reduce' is jnp.argmax's reduce of (values,
+ * indices) with their two init values, -1 when it is jnp.argmin's, 0
+ * otherwise; 'floats': the values are floats (the body then also keeps
+ * a NaN). */
+int hlo_argminmax(const HloOp *reduce, gboolean floats);
 
 /* Why partir cannot import 'op' (a new string), or NULL when it can. */
 char *hlo_unsupported(const HloOp *op);

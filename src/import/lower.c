@@ -686,14 +686,91 @@ static gboolean is_identity(const Term *init, Op rop, DType dt) {
   return constant_is(init, identity);
 }
 
+/* reduce(r) of 'x' over 'dims' ('n' of them; none: x itself). */
+static const Term *reduced(Lower *lw, const HloOp *op, Op r, const Term *x,
+                           const int64_t *dims, int n) {
+  if (!x || n == 0)
+    return x;
+  Kv kv = {"dims", av_ints(dims, n)};
+  return build(lw, op, r, 1, &x, make_attrs(&kv, 1), NULL);
+}
+
+/* jnp.argmax (dir 1) and jnp.argmin (-1): the reduce of values v and
+ * indices i from inits v0 and i0 whose body hlo_argminmax matched, from
+ * one-input reductions.  m = max v (NaN when any is: the body keeps a
+ * NaN), with v0 unless v0 is max's identity; the index is the least
+ * index among the elements equal to m or NaN, or i0 when v0 is m (the
+ * body keeps the lesser index of equal values, the init's too). */
+static gboolean lower_argminmax(Lower *lw, const HloOp *op, int dir,
+                                const Term *const *x, GPtrArray *out) {
+  const Term *v = x[0], *i = x[1], *v0 = x[2], *i0 = x[3];
+  if (v0->type->rank != 0 || i0->type->rank != 0)
+    return lfail(lw, op->loc, "'%s': the init values must be scalars",
+                 op->name);
+  if (type_with_dtype(v->type, i->type->dtype) != i->type)
+    return lfail(lw, op->loc, "'%s': the values and indices differ in shape",
+                 op->name);
+  int64_t dims[PARTIR_MAX_RANK], kept[PARTIR_MAX_RANK];
+  int n = int_list(lw, op, "dimensions", dims, PARTIR_MAX_RANK, TRUE);
+  if (n < 0)
+    return FALSE;
+  int nk = 0;
+  for (int d = 0; d < v->type->rank; d++) {
+    gboolean gone = FALSE;
+    for (int j = 0; j < n; j++)
+      gone |= dims[j] == d;
+    if (!gone)
+      kept[nk++] = d;
+  }
+  Op rop = dir > 0 ? OP_REDUCE_MAX : OP_REDUCE_MIN;
+  DType dt = v->type->dtype;
+  const Term *m = reduced(lw, op, rop, v, dims, n);
+  if (m && !is_identity(v0, rop, dt)) {
+    const Term *pair[2] = {m, broadcast_scalar(lw, op, v0, m->type)};
+    m = pair[1] ? build(lw, op, dir > 0 ? OP_MAX : OP_MIN, 2, pair, NULL, NULL)
+                : NULL;
+  }
+  if (!m)
+    return FALSE;
+  Kv kv = {"dims", av_ints(kept, nk)};
+  const Term *mb =
+      n ? build(lw, op, OP_BROADCAST_IN_DIM, 1, &m, make_attrs(&kv, 1), v->type)
+        : m;
+  const Term *hit = compare(lw, op, v, mb, "EQ");
+  if (hit && dtype_is_float(dt)) {
+    const Term *pair[2] = {hit, compare(lw, op, v, v, "NE")};
+    hit = pair[1] ? build(lw, op, OP_OR, 2, pair, NULL, NULL) : NULL;
+  }
+  double none = (double)dtype_int_max(i->type->dtype);
+  const Term *k =
+      reduced(lw, op, OP_REDUCE_MIN,
+              select3(lw, op, hit, i, splat(lw, op, i->type, none)), dims, n);
+  if (!k)
+    return FALSE;
+  const Term *init = select3(
+      lw, op, compare(lw, op, m, broadcast_scalar(lw, op, v0, m->type), "EQ"),
+      broadcast_scalar(lw, op, i0, k->type), splat(lw, op, k->type, none));
+  const Term *pair[2] = {k, init};
+  k = init ? build(lw, op, OP_MIN, 2, pair, NULL, NULL) : NULL;
+  return k && one(out, m) && one(out, k);
+}
+
 /* reduce over add, maximum, minimum, multiply, and, or: the partir
  * reduction (support.c checked the body and the types), and the init
  * value combined with the result unless it is the reduction's
- * identity. */
+ * identity; jnp.argmax's and argmin's reduce of two inputs as
+ * lower_argminmax says. */
 static gboolean lower_reduce(Lower *lw, const HloOp *op, Op pop,
                              const Term *const *x, int nx, GPtrArray *out) {
   (void)pop;
-  (void)nx;
+  if (nx == 4) {
+    int dir = hlo_argminmax(op, dtype_is_float(x[0]->type->dtype));
+    if (dir)
+      return lower_argminmax(lw, op, dir, x, out);
+  }
+  if (nx != 2)
+    return lfail(lw, op->loc, "'%s' of %d operands: partir reduces one input",
+                 op->name, nx);
   const HloAttr *w = hlo_op_attr(op, "applies");
   const char *body = NULL;
   if (w)

@@ -171,8 +171,17 @@ static char *refine(const HloOp *op) {
       (is_float_type(x) || is_i1_type(x)))
     return g_strdup_printf("on %s (it takes integers)", x->text);
   if (strcmp(n, "stablehlo.reduce") == 0) {
+    if (op->uses->len == 4 && hlo_argminmax(op, is_float_type(x))) {
+      const HloType *ix = operand_type(op, 1);
+      if (is_i1_type(x) || !ix || !ix->type ||
+          dtype_is_float(ix->type->dtype) || ix->type->dtype == DT_I1)
+        return g_strdup("an argmax or argmin whose values are i1 or whose "
+                        "indices are not integers");
+      return NULL;
+    }
     if (op->uses->len != 2)
-      return g_strdup_printf("a reduce of %u inputs at once",
+      return g_strdup_printf("a reduce of %u inputs at once (of two, "
+                             "partir takes jnp.argmax's and argmin's)",
                              op->uses->len / 2);
     const char *body = reducer_of(op);
     if (!body)
