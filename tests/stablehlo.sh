@@ -76,6 +76,7 @@ model_inputs() {
   losses) echo "$fx/losses.x.npy" ;;
   rope) echo "$fx/rope.x.npy $fx/rope.pos.npy" ;;
   argminmax) echo "$fx/argminmax.x.npy $fx/argminmax.k.npy" ;;
+  loops) echo "$fx/loops.x.npy $fx/loops.ws.npy" ;;
   esac
 }
 
@@ -109,9 +110,10 @@ run_model() {
 # lookup, a gather with batching dims; losses: logsumexp and isfinite
 # over infinities and a NaN (is_finite); rope: sine and cosine of
 # angles up to 4095; argminmax: jnp.argmax and argmin (a reduce of two
-# inputs) with ties, -inf and NaN
+# inputs) with ties, -inf and NaN; loops: fori_loop and a scan over
+# stacked layers (while loops, unrolled)
 for name in mlp mlp_relu mlp_train_step transformer_layer embed \
-  batched_lookup losses rope argminmax; do
+  batched_lookup losses rope argminmax loops; do
   for form in mlir generic.mlir debug.mlir; do
     run_model "$name" "$fx/$name.$form" 1e-5
   done

@@ -47,17 +47,22 @@ typedef struct Lower {
   gboolean failed;
   GHashTable *funcs;  /* name -> const HloFunc* */
   GHashTable *taken;  /* names given so far (char*, owned) */
+  GHashTable *suffix; /* base name -> the last k unique_name tried */
   GHashTable *memo;   /* call key -> GPtrArray* of result terms */
   int depth;          /* calls being inlined */
   GPtrArray *notes;   /* HloNote*: the sharding annotations met */
   GArray *checks;     /* HloCheck, 'actual' and 'expected' indexing ... */
   GPtrArray *checked; /* ... these terms (each once) */
+  const struct Scope *scope; /* of the operation being lowered */
+  int64_t unrolled;          /* operations lowered in loops' bodies */
 } Lower;
 
-/* The scope of one function body being lowered. */
+/* The scope of one function body (or a loop's region) being lowered;
+ * a region sees the values of the scopes around it. */
 typedef struct Scope {
-  GHashTable *values; /* name -> Group* */
-  const char *prefix; /* "" or "callee." for names */
+  GHashTable *values;        /* name -> Group* */
+  const char *prefix;        /* "" or "callee." for names */
+  const struct Scope *outer; /* a region's enclosing scope, or NULL */
 } Scope;
 
 static gboolean lfail(Lower *lw, Loc at, const char *fmt, ...)
@@ -111,13 +116,17 @@ static char *sanitize_name(const char *raw) {
   return g_string_free(t, FALSE);
 }
 
-/* A name no value of the function has yet: 'base', else 'base_1', ... */
+/* A name no value of the function has yet: 'base', else 'base_1', ...
+ * The search resumes where it last stopped for 'base', so an unrolled
+ * loop naming one value thousands of times stays linear. */
 static char *unique_name(Lower *lw, const char *base) {
   char *name = g_strdup(base);
-  for (int k = 1; g_hash_table_contains(lw->taken, name); k++) {
+  int k = GPOINTER_TO_INT(g_hash_table_lookup(lw->suffix, base));
+  while (g_hash_table_contains(lw->taken, name)) {
     g_free(name);
-    name = g_strdup_printf("%s_%d", base, k);
+    name = g_strdup_printf("%s_%d", base, ++k);
   }
+  g_hash_table_insert(lw->suffix, g_strdup(base), GINT_TO_POINTER(k));
   g_hash_table_add(lw->taken, g_strdup(name));
   return name;
 }
@@ -1248,6 +1257,195 @@ static gboolean lower_call(Lower *lw, const HloOp *op, Op pop,
   return TRUE;
 }
 
+/* ---------------------------------------------------------------- while */
+
+/* A loop runs at most this many times when unrolled, and the loops of
+ * a program lower at most this many operations of their bodies in all
+ * (nested loops multiply): beyond, the import is refused, not left to
+ * fill the memory. */
+#define HLO_MAX_TRIPS 100000
+#define HLO_MAX_UNROLLED 1000000
+
+/* The value of a rank-0 term built from constants by what a loop's
+ * counter and condition use (add, sub, mul, max, min, compare, and, or,
+ * not, select, convert), exactly (integers within 2^52); FALSE for
+ * anything else. */
+static gboolean fold_scalar(const Term *t, double *v, int depth) {
+  if (depth > 64 || t->kind != TM_OP || t->type->rank != 0)
+    return FALSE;
+  double a = 0, b = 0, c = 0;
+  int n = op_arity(t->op);
+  for (int i = 0; i < n && i < 3; i++)
+    if (!fold_scalar(t->args[i], i == 0 ? &a : i == 1 ? &b : &c, depth + 1))
+      return FALSE;
+  gboolean is_int = !dtype_is_float(t->type->dtype);
+  switch (t->op) {
+  case OP_CONSTANT: {
+    g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(double));
+    const AttrValue *val = attrs_get(t->attrs, "value");
+    if (!val || !attr_value_numbers(val, nums) || nums->len != 1)
+      return FALSE;
+    *v = g_array_index(nums, double, 0);
+    break;
+  }
+  case OP_CONVERT:
+    *v = t->type->dtype == DT_I1 ? a != 0 : is_int ? trunc(a) : a;
+    break;
+  case OP_ADD:
+    *v = a + b;
+    break;
+  case OP_SUB:
+    *v = a - b;
+    break;
+  case OP_MUL:
+    *v = a * b;
+    break;
+  case OP_MAX:
+    *v = MAX(a, b);
+    break;
+  case OP_MIN:
+    *v = MIN(a, b);
+    break;
+  case OP_AND:
+  case OP_OR:
+    if (t->type->dtype != DT_I1)
+      return FALSE;
+    *v = t->op == OP_AND ? (a != 0 && b != 0) : (a != 0 || b != 0);
+    break;
+  case OP_NOT:
+    if (t->type->dtype != DT_I1)
+      return FALSE;
+    *v = a == 0;
+    break;
+  case OP_SELECT:
+    *v = a != 0 ? b : c;
+    break;
+  case OP_COMPARE: {
+    const AttrValue *d = attrs_get(t->attrs, "direction");
+    const char *dir = d && d->kind == AV_SYMBOL ? d->sym : "";
+    *v = strcmp(dir, "EQ") == 0   ? a == b
+         : strcmp(dir, "NE") == 0 ? a != b
+         : strcmp(dir, "LT") == 0 ? a < b
+         : strcmp(dir, "LE") == 0 ? a <= b
+         : strcmp(dir, "GT") == 0 ? a > b
+         : strcmp(dir, "GE") == 0 ? a >= b
+                                  : NAN;
+    if (isnan(*v))
+      return FALSE;
+    break;
+  }
+  default:
+    return FALSE;
+  }
+  return !is_int || fabs(*v) <= 0x1p52;
+}
+
+/* A rank-0 value folded to a constant (a loop's counter stays a
+ * constant from one iteration to the next); anything else as it is. */
+static const Term *folded(Lower *lw, const HloOp *op, const Term *t) {
+  double v;
+  if (t->type->rank != 0 || !fold_scalar(t, &v, 0) ||
+      (t->kind == TM_OP && t->op == OP_CONSTANT))
+    return t;
+  return splat(lw, op, t->type, v);
+}
+
+static gboolean lower_op(Lower *lw, Scope *sc, const HloOp *op,
+                         GPtrArray *returned);
+static gboolean define(Lower *lw, Scope *sc, const HloDef *d,
+                       const Term *const *terms);
+
+/* Region 'g' lowered in a scope inside 'outer', its block's arguments
+ * bound to 'args': what it returns, in 'results'. */
+static gboolean lower_region(Lower *lw, const HloRegion *g, const Scope *outer,
+                             const Term *const *args, GPtrArray *results) {
+  Scope sc = {.values = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                              (GDestroyNotify)group_free),
+              .prefix = outer->prefix,
+              .outer = outer};
+  gboolean ok = TRUE, returned = FALSE;
+  for (guint i = 0; ok && i < g->args->len; i++) {
+    const HloArg *a = g_ptr_array_index(g->args, i);
+    HloDef d = {.name = a->name, .count = 1, .loc = a->loc};
+    ok = define(lw, &sc, &d, &args[i]);
+  }
+  for (guint i = 0; ok && i < g->ops->len; i++) {
+    const HloOp *op = g_ptr_array_index(g->ops, i);
+    ok = returned ? lfail(lw, op->loc, "an operation after the return")
+                  : lower_op(lw, &sc, op, results);
+    returned = strcmp(op->name, "stablehlo.return") == 0;
+  }
+  g_hash_table_unref(sc.values);
+  if (ok && !returned)
+    return lfail(lw, g->loc, "a loop's region does not end with a return");
+  return ok;
+}
+
+/* while: unrolled.  The condition is lowered on the loop's values; it
+ * must fold to a constant (a counter from a constant start, as
+ * jax.lax.fori_loop and scan write them), else the loop is refused:
+ * partir programs have no loops.  While it is true the body is lowered
+ * on the values and gives the next ones; a rank-0 value that folds
+ * stays a constant. */
+static gboolean lower_while(Lower *lw, const HloOp *op, Op pop,
+                            const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  const Scope *outer = lw->scope;
+  const HloRegion *cond = g_ptr_array_index(op->regions, 0);
+  const HloRegion *body = g_ptr_array_index(op->regions, 1);
+  g_autofree const Term **v = g_new(const Term *, MAX(nx, 1));
+  for (int i = 0; i < nx; i++)
+    v[i] = folded(lw, op, x[i]);
+  for (int trip = 0;; trip++) {
+    g_autoptr(GPtrArray) c = g_ptr_array_new();
+    if (!lower_region(lw, cond, outer, v, c))
+      return FALSE;
+    double go;
+    if (c->len != 1 ||
+        ((const Term *)g_ptr_array_index(c, 0))->type->dtype != DT_I1)
+      return lfail(lw, op->loc, "'%s': the condition must return one i1",
+                   op->name);
+    if (!fold_scalar(g_ptr_array_index(c, 0), &go, 0))
+      return lfail(lw, op->loc,
+                   "'%s': its condition is not known when importing (partir "
+                   "unrolls a loop whose values decide its trips, as "
+                   "fori_loop and scan write them; this one depends on the "
+                   "program's inputs)",
+                   op->name);
+    if (go == 0)
+      break;
+    if (trip >= HLO_MAX_TRIPS)
+      return lfail(lw, op->loc, "'%s' runs more than %d times", op->name,
+                   HLO_MAX_TRIPS);
+    lw->unrolled += (int64_t)body->ops->len + (int64_t)cond->ops->len;
+    if (lw->unrolled > HLO_MAX_UNROLLED)
+      return lfail(lw, op->loc,
+                   "'%s': unrolling its loops would lower more than %d "
+                   "operations",
+                   op->name, HLO_MAX_UNROLLED);
+    g_autoptr(GPtrArray) next = g_ptr_array_new();
+    if (!lower_region(lw, body, outer, v, next))
+      return FALSE;
+    if ((int)next->len != nx)
+      return lfail(lw, op->loc, "'%s': its body returns %u values, not %d",
+                   op->name, next->len, nx);
+    for (int i = 0; i < nx; i++) {
+      const Term *t = g_ptr_array_index(next, i);
+      if (t->type != v[i]->type) {
+        g_autofree char *got = type_to_string(t->type);
+        g_autofree char *want = type_to_string(v[i]->type);
+        return lfail(lw, op->loc,
+                     "'%s': its body returns %s for a value of type %s",
+                     op->name, got, want);
+      }
+      v[i] = folded(lw, op, t);
+    }
+  }
+  for (int i = 0; i < nx; i++)
+    g_ptr_array_add(out, (gpointer)v[i]);
+  return TRUE;
+}
+
 static gboolean lower_return(Lower *lw, const HloOp *op, Op pop,
                              const Term *const *x, int nx, GPtrArray *out) {
   return lower_identity(lw, op, pop, x, nx, out);
@@ -1267,7 +1465,9 @@ static const struct {
 /* ---------------------------------------------------------- functions */
 
 static const Term *use_value(Lower *lw, const Scope *sc, const HloUse *u) {
-  const Group *g = g_hash_table_lookup(sc->values, u->name);
+  const Group *g = NULL;
+  for (const Scope *s = sc; s && !g; s = s->outer)
+    g = g_hash_table_lookup(s->values, u->name);
   if (!g) {
     lfail(lw, u->loc, "use of undefined value '%%%s'", u->name);
     return NULL;
@@ -1335,6 +1535,7 @@ static gboolean lower_op(Lower *lw, Scope *sc, const HloOp *op,
                  op->result_types->len == 1 ? "" : "s", want,
                  want == 1 ? " is" : "s are");
   g_autoptr(GPtrArray) out = g_ptr_array_new();
+  lw->scope = sc;
   if (!lowerings[k].lower(lw, op, lowerings[k].op,
                           (const Term *const *)x->pdata, (int)x->len, out))
     return FALSE;
@@ -1487,6 +1688,7 @@ gboolean hlo_lower(const HloFile *f, HloLowered *res, Diag *diag) {
   Lower lw = {.file = f, .m = m, .diag = diag};
   lw.funcs = g_hash_table_new(g_str_hash, g_str_equal);
   lw.taken = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  lw.suffix = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   lw.memo = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                   (GDestroyNotify)g_ptr_array_unref);
   lw.notes = g_ptr_array_new_with_free_func(g_free);
@@ -1550,6 +1752,7 @@ gboolean hlo_lower(const HloFile *f, HloLowered *res, Diag *diag) {
   }
   g_hash_table_unref(lw.funcs);
   g_hash_table_unref(lw.taken);
+  g_hash_table_unref(lw.suffix);
   g_hash_table_unref(lw.memo);
   g_ptr_array_unref(lw.checked);
   if (lw.failed || !out) {

@@ -360,6 +360,67 @@ static gboolean read_reduce(HloReader *r, HloOp *op) {
   return TRUE;
 }
 
+/* while: '(%iter = %init, ...) : T, ... cond { ... } do { ... }': the
+ * generic form's operands (the initial values), types and two regions,
+ * the condition and the body, each taking the loop's values as its
+ * block's arguments under the names written before the '='. */
+static gboolean read_while(HloReader *r, HloOp *op) {
+  g_autoptr(HloOp) names = hlo_op_new("", TOK->loc);
+  if (!cursor_punct(&r->c, '('))
+    return FALSE;
+  if (!hlo_is_punct(r, ')')) {
+    do {
+      if (TOK->kind != TK_VALUE)
+        return cursor_expected(&r->c, "a loop value ('%iter = %init')");
+      HloUse name = {.name = token_name(TOK), .loc = TOK->loc, .index = -1};
+      g_array_append_val(names->uses, name);
+      hlo_next(r);
+      HloUse init;
+      if (!cursor_punct(&r->c, '=') || !hlo_read_use(r, &init))
+        return FALSE;
+      g_array_append_val(op->uses, init);
+    } while (hlo_accept(r, ','));
+  }
+  if (!cursor_punct(&r->c, ')'))
+    return FALSE;
+  if (op->uses->len > 0) {
+    if (!cursor_punct(&r->c, ':'))
+      return FALSE;
+    do {
+      HloType *t = hlo_read_type(r);
+      if (!t)
+        return FALSE;
+      g_ptr_array_add(op->operand_types, t);
+      g_ptr_array_add(op->result_types, hlo_type_copy(t));
+    } while (hlo_accept(r, ','));
+  }
+  if (op->operand_types->len != op->uses->len)
+    return cursor_fail(&r->c, op->loc, "'%s' has %u loop values but %u types",
+                       op->name, op->uses->len, op->operand_types->len);
+  if (hlo_is_word(r, "attributes")) {
+    hlo_next(r);
+    if (!hlo_read_attr_dict(r, op))
+      return FALSE;
+  }
+  for (int k = 0; k < 2; k++) {
+    if (!cursor_word(&r->c, k ? "do" : "cond"))
+      return FALSE;
+    HloRegion *g = r->read_region(r);
+    if (!g)
+      return FALSE;
+    g_ptr_array_add(op->regions, g);
+    for (guint i = 0; i < names->uses->len; i++) {
+      const HloUse *n = &g_array_index(names->uses, HloUse, i);
+      HloArg *a = g_new0(HloArg, 1);
+      a->name = g_strdup(n->name);
+      a->loc = n->loc;
+      a->type = hlo_type_copy(g_ptr_array_index(op->operand_types, i));
+      g_ptr_array_add(g->args, a);
+    }
+  }
+  return TRUE;
+}
+
 /* 'sdy.mesh @name = <["x"=2]> [{attrs}]' (in a module): the generic
  * form's 'sym_name' and 'mesh'. */
 static gboolean read_sdy_mesh(HloReader *r, HloOp *op) {
@@ -494,6 +555,7 @@ static const char *const common_forms[] = {"stablehlo.add",
                                            "stablehlo.dot",
                                            "stablehlo.reverse",
                                            "stablehlo.dynamic_slice",
+                                           "stablehlo.dynamic_update_slice",
                                            "stablehlo.optimization_barrier",
                                            NULL};
 
@@ -512,6 +574,8 @@ gboolean hlo_read_pretty(HloReader *r, HloOp *op) {
     return read_constant(r, op);
   if (strcmp(n, "stablehlo.reduce") == 0)
     return read_reduce(r, op);
+  if (strcmp(n, "stablehlo.while") == 0)
+    return read_while(r, op);
   if (strcmp(n, "func.call") == 0 || strcmp(n, "stablehlo.custom_call") == 0)
     return read_call(r, op);
   if (strcmp(n, "func.return") == 0 || strcmp(n, "stablehlo.return") == 0)

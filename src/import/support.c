@@ -32,7 +32,6 @@ static const struct {
   const char *name;
   const char *why;
 } known_refusals[] = {
-    {"stablehlo.while", "control flow (partir programs have no loops)"},
     {"stablehlo.if", "control flow (partir programs have no branches)"},
     {"stablehlo.case", "control flow (partir programs have no branches)"},
     {"stablehlo.convolution", "partir has no convolution"},
@@ -170,6 +169,17 @@ static char *refine(const HloOp *op) {
        strcmp(n, "stablehlo.count_leading_zeros") == 0) &&
       (is_float_type(x) || is_i1_type(x)))
     return g_strdup_printf("on %s (it takes integers)", x->text);
+  if (strcmp(n, "stablehlo.while") == 0) {
+    for (guint k = 0; k < op->regions->len; k++) {
+      const HloRegion *g = g_ptr_array_index(op->regions, k);
+      if (g->args->len != op->uses->len)
+        return g_strdup_printf("its %s takes %u values, the loop has %u",
+                               k ? "body" : "condition", g->args->len,
+                               op->uses->len);
+    }
+    if (op->regions->len != 2)
+      return g_strdup("a while needs a condition and a body");
+  }
   if (strcmp(n, "stablehlo.reduce") == 0) {
     if (op->uses->len == 4 && hlo_argminmax(op, is_float_type(x))) {
       const HloType *ix = operand_type(op, 1);
@@ -257,7 +267,7 @@ static char *refine(const HloOp *op) {
       return g_strdup("a constant that is not 'dense<...>'");
   }
   if (op->regions->len > 0 && strcmp(n, "stablehlo.reduce") != 0 &&
-      strcmp(n, "stablehlo.scatter") != 0)
+      strcmp(n, "stablehlo.scatter") != 0 && strcmp(n, "stablehlo.while") != 0)
     return g_strdup_printf("%s with a region", n);
   return NULL;
 }
@@ -313,6 +323,9 @@ static void check_region(Refusals *rf, const HloRegion *g) {
     g_autofree char *why = hlo_unsupported(op);
     if (why)
       refuse(rf, op->loc, "'%s' is not supported: %s", op->name, why);
+    else if (strcmp(op->name, "stablehlo.while") == 0)
+      for (guint k = 0; k < op->regions->len; k++) /* unrolled: lower.c */
+        check_region(rf, g_ptr_array_index(op->regions, k));
   }
 }
 
