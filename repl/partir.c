@@ -790,7 +790,7 @@ static void exec_repeat(const Executable *ex, Tensor *const *inputs, int n,
                         gboolean say, Diag *diag, GError **error) {
   StepTime st;
   if (pipeline_time(ex, inputs, n, &st, diag, error) && say)
-    g_printerr("partir: %d steps: min %.3f ms, median %.3f ms\n", st.runs,
+    g_printerr("partir: %d steps: min %.4g ms, median %.4g ms\n", st.runs,
                st.min * 1e3, st.median * 1e3);
 }
 

@@ -14,10 +14,15 @@
  * with the ones before it in place:
  *
  *   mem_bw                   an elementwise chain over 64 MiB
+ *   cache_bw                 the same chain over a quarter of cache_bytes
+ *                            (a core's L2, read from the C library: the
+ *                            cache each device's thread has to itself),
+ *                            repeated steps finding it there
  *   peak_flops_f32/f64/bf16  a 1024^3 matrix product in the dtype
- *   kernel_overhead          a chain of 64 reductions of 16 numbers
  *   product_overhead         64 matrix products of 8 x 8 x 8 (a batched
  *                            dot_general)
+ *   kernel_overhead          16 blocks of a small product and a softmax:
+ *                            80 kernels of four kinds, each its own code
  *   link_latency             an all_reduce of one number over the devices
  *   link_bw                  an all_reduce of 64 MiB over the devices (1 GiB
  *                            over all of them at most)
@@ -165,9 +170,11 @@ static char *matmul_program(const char *dtype, int n) {
       n, n, dtype, n, n, dtype, n, n, dtype);
 }
 
-/* One kernel over 64 MiB: x * x + x, then relu. */
-static char *stream_program(void) {
-  const char *t = "tensor<4096x4096xf32>";
+/* One kernel over 'rows' rows of 1024 f32 (4 KiB each): x * x +
+ * x, then relu. */
+static char *stream_program(int64_t rows) {
+  g_autofree char *t =
+      g_strdup_printf("tensor<%" G_GINT64_FORMAT "x1024xf32>", rows);
   return g_strdup_printf("func @stream(%%x: %s) -> %s {\n"
                          "  %%0 = mul(%%x, %%x)\n"
                          "  %%1 = add(%%0, %%x)\n"
@@ -176,20 +183,41 @@ static char *stream_program(void) {
                          t, t);
 }
 
-/* 'n' kernels in a row, each a reduction of 16 numbers: a row maximum,
- * added back to the row (fused into the next reduction). */
+/* The cache a device's thread has to itself: a core's L2, as the C
+ * library reads it from the CPU (0 where it does not say). */
+static double own_cache_bytes(void) {
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return l2 > 0 ? (double)l2 : 0;
+#else
+  return 0;
+#endif
+}
+
+/* 'n' softmax blocks in a row over 8 x 64 f32, each a matrix product
+ * by a 64 x 64 weight and a softmax of its rows: five kernels of four
+ * kinds (product, two reductions, two elementwise), each its own code,
+ * as a model's many small kernels are.  The data stays in the cache and
+ * the FLOPs are few: what is left is the kernels' fixed cost in a
+ * program of many different ones (their code fetched, their loops set
+ * up), which a chain of one kernel repeated does not show. */
 static char *overhead_program(int n) {
-  GString *s = g_string_new("func @overhead(%x: tensor<16xf32>) -> "
-                            "tensor<f32> {\n"
-                            "  %m0 = reduce_max(%x) {dims = [0]}\n");
-  for (int i = 1; i < n; i++)
+  GString *s = g_string_new("func @overhead(%x: tensor<8x64xf32>, "
+                            "%w: tensor<64x64xf32>) -> tensor<8x64xf32> {\n"
+                            "  %h0 = relu(%x)\n");
+  for (int i = 1; i <= n; i++)
     g_string_append_printf(
         s,
-        "  %%b%d = broadcast_in_dim(%%m%d) {dims = []} : tensor<16xf32>\n"
-        "  %%s%d = add(%%x, %%b%d)\n"
-        "  %%m%d = reduce_max(%%s%d) {dims = [0]}\n",
-        i, i - 1, i, i, i, i);
-  g_string_append_printf(s, "  return %%m%d\n}\n", n - 1);
+        "  %%p%d = matmul(%%h%d, %%w)\n"
+        "  %%m%d = reduce_max(%%p%d) {dims = [1]}\n"
+        "  %%mb%d = broadcast_in_dim(%%m%d) {dims = [0]} : tensor<8x64xf32>\n"
+        "  %%d%d = sub(%%p%d, %%mb%d)\n"
+        "  %%e%d = exp(%%d%d)\n"
+        "  %%s%d = reduce_sum(%%e%d) {dims = [1]}\n"
+        "  %%sb%d = broadcast_in_dim(%%s%d) {dims = [0]} : tensor<8x64xf32>\n"
+        "  %%h%d = div(%%e%d, %%sb%d)\n",
+        i, i - 1, i, i, i, i, i, i, i, i, i, i, i, i, i, i, i, i);
+  g_string_append_printf(s, "  return %%h%d\n}\n", n);
   return g_string_free(s, FALSE);
 }
 
@@ -243,12 +271,33 @@ static gboolean calibrate(Calibration *c, Diag *why) {
                          "block for f32, rows -> %d\n"
                          "# gemm_nr: its columns -> %d\n",
                          mr, nr);
-  g_autofree char *stream = stream_program();
+  g_autofree char *stream = stream_program(16384);
   g_autofree char *stream_what =
       g_strdup_printf("relu(x * x + x) over 64 MiB of f32, %s", devices);
   if (!solve(c, "mem_bw", offsetof(Hardware, mem_bw), TRUE, stream_what, stream,
              why))
     return FALSE;
+  /* x and the result, half of the cache: 1 KiB rows of f32 */
+  int64_t rows = (int64_t)(own_cache_bytes() / 4 / 4096);
+  if (rows > 0) {
+    c->hw.cache_bytes = (double)rows * 4096 * 4;
+    g_string_append_printf(c->log,
+                           "# cache_bytes: a core's L2 (sysconf), in whole "
+                           "rows of the next program's -> %.0f\n",
+                           c->hw.cache_bytes);
+    g_autofree char *cached = stream_program(rows);
+    g_autofree char *cached_what = g_strdup_printf(
+        "relu(x * x + x) over %" G_GINT64_FORMAT " KiB of f32, %s", rows * 4,
+        devices);
+    if (!solve(c, "cache_bw", offsetof(Hardware, cache_bw), TRUE, cached_what,
+               cached, why))
+      return FALSE;
+  } else {
+    g_string_append(c->log,
+                    "# cache_bytes: the C library does not say how large a "
+                    "core's L2 is -> 0\n"
+                    "# cache_bw: no cache to measure -> 0\n");
+  }
   /* the matmuls' packing passes are priced at mem_bw: it comes first */
   for (gsize i = 0; i < G_N_ELEMENTS(peaks); i++) {
     g_autofree char *text = matmul_program(peaks[i].dtype, 1024);
@@ -257,17 +306,18 @@ static gboolean calibrate(Calibration *c, Diag *why) {
     if (!solve(c, peaks[i].key, peaks[i].field, TRUE, what, text, why))
       return FALSE;
   }
-  g_autofree char *chain = overhead_program(64);
-  g_autofree char *chain_what =
-      g_strdup_printf("64 reductions of 16 f32 in a row, %s", devices);
-  if (!solve(c, "kernel_overhead", offsetof(Hardware, kernel_overhead), FALSE,
-             chain_what, chain, why))
-    return FALSE;
   g_autofree char *products = products_program(64);
   g_autofree char *products_what =
       g_strdup_printf("64 matrix products of 8x8x8 f32, %s", devices);
   if (!solve(c, "product_overhead", offsetof(Hardware, product_overhead), FALSE,
              products_what, products, why))
+    return FALSE;
+  /* after product_overhead: the blocks' products are priced with it */
+  g_autofree char *chain = overhead_program(16);
+  g_autofree char *chain_what = g_strdup_printf(
+      "16 blocks of a 8x64x64 product and a softmax, 80 kernels, %s", devices);
+  if (!solve(c, "kernel_overhead", offsetof(Hardware, kernel_overhead), FALSE,
+             chain_what, chain, why))
     return FALSE;
   if (n == 1) {
     c->hw.link_bw = rounded(c->hw.mem_bw / 2);

@@ -127,6 +127,7 @@ typedef struct Walk {
   int npos;  /* statements walked */
   int nargs;
   const Term *peak_term; /* the value computed at the peak, or NULL */
+  double cached_time;    /* compute_time with the kernels' bytes at cache_bw */
 } Walk;
 
 static Value *value_at(Walk *w, int i) { return &w->values[i]; }
@@ -458,12 +459,27 @@ static double product_flops(const Hardware *hw, const Term *t, double *products,
          whole_blocks(n, hw->gemm_nr) * depth;
 }
 
+/* A kernel's time with its bytes moved at 'bw' (0: not priced): the
+ * longer of its FLOPs at peak and its bytes, or for a matrix product
+ * both (its packing pass, then its blocks) and an overhead per product;
+ * and the kernel's overhead. */
+static double kernel_time(const Hardware *hw, gboolean product, double flops,
+                          double bytes, double products, double peak,
+                          double bw) {
+  double memory = bw > 0 ? bytes / bw : 0;
+  double compute = product
+                       ? flops / peak + memory + products * hw->product_overhead
+                       : MAX(flops / peak, memory);
+  return compute + hw->kernel_overhead;
+}
+
 /* One run of the kernel of 't' (a value with a buffer), 'mult' times:
  * the longer of its FLOPs at peak and its bytes at memory bandwidth, and
  * the kernel's overhead.  A matrix product pays both, one after the
  * other: the kernel packs its operands in a pass of their own before
  * its register blocks run (their FLOPs in whole blocks), and an
- * overhead per product. */
+ * overhead per product.  Priced at cache_bw too, for a step that turns
+ * out to fit in the cache (estimate). */
 static void account_kernel(Walk *w, const Term *t, double mult) {
   double flops = op_flops(t), bytes = bytes_of(t->type);
   g_hash_table_remove_all(w->reads);
@@ -477,13 +493,11 @@ static void account_kernel(Walk *w, const Term *t, double mult) {
     flops += product_flops(hw, t, &products, &copy_bytes) - op_flops(t);
     bytes += copy_bytes;
   }
-  double compute, memory = hw->mem_bw > 0 ? bytes / hw->mem_bw : 0;
-  if (product) {
-    compute = flops / peak + memory + products * hw->product_overhead;
-  } else {
-    compute = MAX(flops / peak, memory);
-  }
-  w->out->compute_time += (compute + hw->kernel_overhead) * mult;
+  double cache_bw = hw->cache_bw > 0 ? hw->cache_bw : hw->mem_bw;
+  w->out->compute_time +=
+      kernel_time(hw, product, flops, bytes, products, peak, hw->mem_bw) * mult;
+  w->cached_time +=
+      kernel_time(hw, product, flops, bytes, products, peak, cache_bw) * mult;
   w->out->kernels += mult;
   w->out->traffic_bytes += bytes * mult;
 }
@@ -501,6 +515,7 @@ static void account_op(Walk *w, const Term *t, double mult) {
     return;
   }
   w->out->compute_time += flops / hw_peak_flops(w->hw, compute_dtype(t));
+  w->cached_time += flops / hw_peak_flops(w->hw, compute_dtype(t));
 }
 
 static void add_value(Walk *w, const Term *t, const SchedName *n, int pos) {
@@ -661,6 +676,11 @@ static gboolean estimate(const Module *m, gboolean named, const Func *f,
   g_free(w.values);
 
   g_array_sort(out->comms, compare_comms);
+  /* a step repeated finds in the cache what it left there, when all of
+   * it fits: the kernels then move their bytes at cache_bw */
+  out->in_cache = hw->cache_bytes > 0 && out->peak_bytes <= hw->cache_bytes;
+  if (out->in_cache)
+    out->compute_time = w.cached_time;
   out->total_time = out->compute_time + out->comm_time;
   out->fits = out->peak_bytes <= hw->memory_bytes;
   return TRUE;
@@ -810,6 +830,8 @@ void cost_print(GString *out, const CostReport *r, const Hardware *hw,
     row(out, "kernels", a->str, NULL);
     g_string_truncate(a, 0);
     append_bytes(a, r->traffic_bytes);
+    if (r->in_cache) /* why the traffic costs less than mem_bw says */
+      g_string_append(a, ", in cache");
     row(out, "memory traffic", a->str, NULL);
   }
 

@@ -38,6 +38,8 @@ static const HwKey hw_keys[] = {
     {"gemm_nr", offsetof(Hardware, gemm_nr), TRUE, "columns", TRUE},
     {"product_overhead", offsetof(Hardware, product_overhead), TRUE, "seconds",
      TRUE},
+    {"cache_bytes", offsetof(Hardware, cache_bytes), TRUE, "bytes", TRUE},
+    {"cache_bw", offsetof(Hardware, cache_bw), TRUE, "bytes/s", TRUE},
 };
 
 static const HwKey axis_keys[] = {

@@ -254,6 +254,12 @@ typedef struct Hardware {
    * (its packing and edge set-up). */
   double gemm_mr, gemm_nr;
   double product_overhead; /* seconds per matrix product */
+  /* Optional, with the kernels priced: a step whose data fits in a
+   * device's own cache (its peak bytes at most cache_bytes) finds them
+   * there when it runs again, and its kernels read and write at cache_bw
+   * instead of mem_bw (0: always mem_bw). */
+  double cache_bytes; /* a device's own cache (a core's L2 on a CPU) */
+  double cache_bw;    /* bytes/s a device's kernels read and write there */
   int naxes;
   HwAxis axes[HW_MAX_AXES];
 } Hardware;
@@ -310,6 +316,7 @@ typedef struct CostReport {
                            kernel_overhead), the sum of the kernels' */
   double kernels;       /* kernel runs per step, when priced */
   double traffic_bytes; /* bytes the kernels read and write, when priced */
+  gboolean in_cache;    /* priced at Hardware.cache_bw: peak_bytes fit */
   double comm_time;     /* seconds: sum of the collectives' times */
   double total_time;    /* compute + comm (no overlap) */
   gboolean fits;        /* peak_bytes <= memory_bytes */

@@ -126,6 +126,7 @@ static gboolean hw_equal(const Hardware *a, const Hardware *b) {
       a->link_latency != b->link_latency || a->mem_bw != b->mem_bw ||
       a->kernel_overhead != b->kernel_overhead || a->gemm_mr != b->gemm_mr ||
       a->gemm_nr != b->gemm_nr || a->product_overhead != b->product_overhead ||
+      a->cache_bytes != b->cache_bytes || a->cache_bw != b->cache_bw ||
       a->naxes != b->naxes)
     return FALSE;
   for (int i = 0; i < a->naxes; i++)
@@ -704,6 +705,32 @@ static void test_kernels(void) {
   cost_print(table, &slow, &hw, NULL);
   g_assert_nonnull(strstr(table->str, "kernels          2\n"));
   g_assert_nonnull(strstr(table->str, "memory traffic   279552 B"));
+  g_assert_null(strstr(table->str, "in cache"));
+
+  /* a step whose bytes fit in the cache moves them at cache_bw.  Its
+   * peak, by the model's liveness (a statement's operand and result
+   * are live together): at %1 = exp(%0), x and w (65536 + 16384 B),
+   * %0 and %1 (65536 B each), 212992 B; one byte less of cache and the
+   * bytes move at mem_bw */
+  hw.mem_bw = 1e6;
+  hw.cache_bw = 1e9;
+  hw.cache_bytes = 212992;
+  g_auto(CostReport) cached = {0};
+  estimate(f, &hw, &cached);
+  g_assert_cmpfloat(cached.peak_bytes, ==, 212992);
+  g_assert_true(cached.in_cache);
+  assert_close(cached.compute_time,
+               0.002097152 + 1.47456e-4 + 0.001 + 1.32096e-4 + 0.001);
+  g_assert_cmpfloat(cached.traffic_bytes, ==, slow.traffic_bytes);
+  g_string_truncate(table, 0);
+  cost_print(table, &cached, &hw, NULL);
+  g_assert_nonnull(strstr(table->str, "memory traffic   279552 B (273 KiB), "
+                                      "in cache\n"));
+  hw.cache_bytes = 212991;
+  g_auto(CostReport) beyond = {0};
+  estimate(f, &hw, &beyond);
+  g_assert_false(beyond.in_cache);
+  assert_close(beyond.compute_time, slow.compute_time);
 }
 
 /* compute_time of the one-statement program 'text' on 1 GFLOP/s, 1 TB/s,
@@ -832,7 +859,8 @@ static void test_hw_load(void) {
   g_autofree char *roof =
       write_file(dir, "roof.hw",
                  GOOD_HW "\n[hardware]\nmem_bw=2e10\nkernel_overhead=3e-6\n"
-                         "gemm_mr=12\ngemm_nr=32\nproduct_overhead=5e-8\n");
+                         "gemm_mr=12\ngemm_nr=32\nproduct_overhead=5e-8\n"
+                         "cache_bytes=1048576\ncache_bw=1e11\n");
   Hardware hw3;
   g_assert_true(hw_load(roof, &hw3, &error));
   g_assert_no_error(error);
@@ -841,6 +869,8 @@ static void test_hw_load(void) {
   g_assert_cmpfloat(hw3.gemm_mr, ==, 12);
   g_assert_cmpfloat(hw3.gemm_nr, ==, 32);
   g_assert_cmpfloat(hw3.product_overhead, ==, 5e-8);
+  g_assert_cmpfloat(hw3.cache_bytes, ==, 1048576);
+  g_assert_cmpfloat(hw3.cache_bw, ==, 1e11);
   g_string_truncate(text, 0);
   hw_print(text, &hw3);
   g_assert_nonnull(strstr(text->str, "mem_bw=2e+10\n"));
