@@ -299,8 +299,8 @@ static LLVMValueRef math_fast(Gen *g, Op op, LLVMValueRef x) {
   return math_emit(g->mod, g->b, fn, x);
 }
 
-/* log1p, expm1, sin and cos: libm's, in the value's own type (log1pf
- * for a float: fast arithmetic on f32, bf16 and f16; on a GPU
+/* log1p, expm1, sin, cos, erf and erfc: libm's, in the value's own type
+ * (log1pf for a float: fast arithmetic on f32, bf16 and f16; on a GPU
  * libdevice's __nv_log1pf...).  No polynomial: exports use them on
  * small tensors (log-probabilities, GELU variants, rotary position
  * embeddings' angles), and libm reduces any argument of sin and cos
@@ -310,7 +310,9 @@ static LLVMValueRef libm_own_type(Gen *g, Op op, LLVMValueRef x) {
   const char *base = op == OP_LOG1P   ? "log1p"
                      : op == OP_EXPM1 ? "expm1"
                      : op == OP_SIN   ? "sin"
-                                      : "cos";
+                     : op == OP_COS   ? "cos"
+                     : op == OP_ERF   ? "erf"
+                                      : "erfc";
   g_autofree char *name = g_strconcat(base, is_double ? "" : "f", NULL);
   LLVMTypeRef ty = LLVMTypeOf(x);
   return ir_call(g, name, ty, &ty, &x, 1);
@@ -451,6 +453,8 @@ static LLVMValueRef unary_float(Gen *g, Op op, LLVMValueRef x) {
   case OP_EXPM1:
   case OP_SIN:
   case OP_COS:
+  case OP_ERF:
+  case OP_ERFC:
     return libm_own_type(g, op, x);
   default:
     return transcendental(g, op, x);

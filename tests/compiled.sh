@@ -10,7 +10,7 @@
 tolerance() {
   awk '
     /bf16/ { bf = 1 } /(^|[^b])f16/ { h = 1 } /f32/ { f32 = 1 }
-    /(exp|log|tanh|logistic|pow|log1p|expm1|sin|cos)\(/ { t = 1 }
+    /(exp|log|tanh|logistic|pow|log1p|expm1|sin|cos|erf|erfc)\(/ { t = 1 }
     { s = $0
       while (match(s, /[0-9]+x/)) {
         d = substr(s, RSTART, RLENGTH - 1) + 0; if (d > k) k = d

@@ -77,6 +77,8 @@ model_inputs() {
   rope) echo "$fx/rope.x.npy $fx/rope.pos.npy" ;;
   argminmax) echo "$fx/argminmax.x.npy $fx/argminmax.k.npy" ;;
   loops) echo "$fx/loops.x.npy $fx/loops.ws.npy" ;;
+  gelu_erf) echo "$fx/gelu_erf.x.npy" ;;
+  composite) echo "$fx/composite.x.npy" ;;
   esac
 }
 
@@ -111,13 +113,15 @@ run_model() {
 # over infinities and a NaN (is_finite); rope: sine and cosine of
 # angles up to 4095; argminmax: jnp.argmax and argmin (a reduce of two
 # inputs) with ties, -inf and NaN; loops: fori_loop and a scan over
-# stacked layers (while loops, unrolled)
+# stacked layers (while loops, unrolled); gelu_erf: erf (a composite,
+# computed by partir's erf), the exact GELU and tan
 for name in mlp mlp_relu mlp_train_step transformer_layer embed \
-  batched_lookup losses rope argminmax loops; do
+  batched_lookup losses rope argminmax loops gelu_erf; do
   for form in mlir generic.mlir debug.mlir; do
     run_model "$name" "$fx/$name.$form" 1e-5
   done
 done
+run_model gelu_erf "$fx/gelu_erf.export.mlir" 1e-5
 # f16, i8, i16, ui8, ui32 and the operators that came with them
 # (types_ops in gen_jax.py): integers and i1 exactly, floats within 1e-6
 # of the largest magnitude (XLA's f32 log1p, expm1 and products round
@@ -128,6 +132,7 @@ done
 run_model ops "$fx/ops.pretty.mlir" 1e-6
 run_model ops "$fx/ops.generic.mlir" 1e-6
 run_model constants "$fx/constants.mlir" 0
+run_model composite "$fx/composite.mlir" 1e-6
 run_model torch_xla "$fx/torch_xla.mlir" 1e-6
 # JAX's threefry (gen_threefry.py: split, fold_in, bits, randint): xor,
 # shifts, or and adds on ui32; partir's bits are JAX's, interpreted and

@@ -282,6 +282,10 @@ static double unary_float(Op op, double x) {
     return sin(x);
   case OP_COS:
     return cos(x);
+  case OP_ERF:
+    return erf(x);
+  case OP_ERFC:
+    return erfc(x);
   case OP_EXPM1:
     return expm1(x);
   case OP_FLOOR:
@@ -311,8 +315,8 @@ static int64_t unary_int(Op op, int64_t x) {
   }
 }
 
-/* neg abs relu exp log tanh logistic sqrt rsqrt log1p expm1 sin cos floor ceil
- * round_even round_away. */
+/* neg abs relu exp log tanh logistic sqrt rsqrt log1p expm1 sin cos erf erfc
+ * floor ceil round_even round_away. */
 static Tensor *k_unary(const Term *t, Tensor *const *args) {
   Tensor *out = tensor_new(t->type);
   DType dt = t->type->dtype;

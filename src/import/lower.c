@@ -422,6 +422,21 @@ static gboolean lower_clamp(Lower *lw, const HloOp *op, Op pop,
   return one(out, build(lw, op, OP_MIN, 2, b, NULL, NULL));
 }
 
+/* tan(x) = sin(x) / cos(x): each within an ulp, so the quotient within
+ * about three (JAX's XLA:CPU computes it by its own approximation). */
+static gboolean lower_tan(Lower *lw, const HloOp *op, Op pop,
+                          const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  if (nx != 1)
+    return lfail(lw, op->loc, "'%s' takes 1 operand", op->name);
+  const Term *s = build(lw, op, OP_SIN, 1, x, NULL, NULL);
+  const Term *c = s ? build(lw, op, OP_COS, 1, x, NULL, NULL) : NULL;
+  if (!c)
+    return FALSE;
+  const Term *a[2] = {s, c};
+  return one(out, build(lw, op, OP_DIV, 2, a, NULL, NULL));
+}
+
 /* sign(x) = x > 0 ? 1 : (x < 0 ? -1 : x): zeros keep their sign and NaN
  * stays NaN, as StableHLO defines it. */
 static gboolean lower_sign(Lower *lw, const HloOp *op, Op pop,
@@ -1212,12 +1227,11 @@ static gboolean lower_body(Lower *lw, const HloFunc *fn, const Scope *outer,
                            const Term *const *args, GPtrArray *results,
                            Loc call_at);
 
-/* func.call: the callee lowered on the operands (once per callee and
- * operands). */
-static gboolean lower_call(Lower *lw, const HloOp *op, Op pop,
-                           const Term *const *x, int nx, GPtrArray *out) {
-  (void)pop;
-  const HloAttr *c = hlo_op_attr(op, "callee");
+/* The function attribute 'attr' of 'op' names lowered on the operands
+ * (once per function and operands). */
+static gboolean call_function(Lower *lw, const HloOp *op, const char *attr,
+                              const Term *const *x, int nx, GPtrArray *out) {
+  const HloAttr *c = hlo_op_attr(op, attr);
   const HloFunc *fn = c && c->s ? g_hash_table_lookup(lw->funcs, c->s) : NULL;
   if (!fn)
     return lfail(lw, c ? c->loc : op->loc,
@@ -1255,6 +1269,37 @@ static gboolean lower_call(Lower *lw, const HloOp *op, Op pop,
     g_ptr_array_add(out, g_ptr_array_index(results, i));
   g_hash_table_insert(lw->memo, g_string_free(key, FALSE), results);
   return TRUE;
+}
+
+/* func.call: the callee lowered on the operands. */
+static gboolean lower_call(Lower *lw, const HloOp *op, Op pop,
+                           const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  return call_function(lw, op, "callee", x, nx, out);
+}
+
+/* The composites partir has an operator for, computed by it rather
+ * than by the decomposition's approximation (JAX writes erf as one). */
+static const struct {
+  const char *name;
+  Op op;
+  int arity;
+} known_composites[] = {
+    {"chlo.erf", OP_ERF, 1},
+};
+
+/* stablehlo.composite: a known one as its operator, any other as its
+ * decomposition, a function called on the operands (what the op means
+ * by definition). */
+static gboolean lower_composite(Lower *lw, const HloOp *op, Op pop,
+                                const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  const HloAttr *name = hlo_op_attr(op, "name");
+  for (gsize i = 0; name && name->s && i < G_N_ELEMENTS(known_composites); i++)
+    if (strcmp(name->s, known_composites[i].name) == 0 &&
+        nx == known_composites[i].arity)
+      return lower_elementwise(lw, op, known_composites[i].op, x, nx, out);
+  return call_function(lw, op, "decomposition", x, nx, out);
 }
 
 /* ---------------------------------------------------------------- while */

@@ -154,6 +154,20 @@ static gboolean read_types(HloReader *r, HloOp *op, gboolean results_only) {
     }
     return TRUE;
   }
+  if (TOK->kind == TK_ARROW) { /* chlo's 'T, ... -> R' */
+    if (types->len != nuses)
+      return cursor_fail(&r->c, at, "%u operands but %u types", nuses,
+                         types->len);
+    for (guint i = 0; i < nuses; i++)
+      g_ptr_array_add(op->operand_types,
+                      hlo_type_copy(g_ptr_array_index(types, i)));
+    hlo_next(r);
+    HloType *result = hlo_read_type(r);
+    if (!result)
+      return FALSE;
+    g_ptr_array_add(op->result_types, result);
+    return TRUE;
+  }
   if (strcmp(op->name, "stablehlo.select") == 0 && types->len == 2 &&
       nuses == 3) {
     const HloType *pred = g_ptr_array_index(types, 0);
@@ -255,6 +269,20 @@ static gboolean read_call(HloReader *r, HloOp *op) {
       callee);
   hlo_next(r);
   if (!hlo_read_uses(r, op, TRUE))
+    return FALSE;
+  return hlo_read_signature(r, op);
+}
+
+/* '"name" %a, ... {attrs} : (T, ...) -> R' (composite: the name as
+ * the generic form's 'name' attribute). */
+static gboolean read_composite(HloReader *r, HloOp *op) {
+  if (TOK->kind != TK_STRING)
+    return cursor_expected(&r->c, "the composite's name (\"...\")");
+  HloAttr *name = hlo_attr_new(HA_STRING, TOK->loc);
+  name->s = g_strdup(TOK->text);
+  hlo_op_add_attr(op, "name", name);
+  hlo_next(r);
+  if (TOK->kind == TK_VALUE && !hlo_read_uses(r, op, FALSE))
     return FALSE;
   return hlo_read_signature(r, op);
 }
@@ -533,6 +561,8 @@ static const char *const common_forms[] = {"stablehlo.add",
                                            "stablehlo.round_nearest_even",
                                            "stablehlo.round_nearest_afz",
                                            "stablehlo.log_plus_one",
+                                           "chlo.erf",
+                                           "chlo.erfc",
                                            "stablehlo.exponential_minus_one",
                                            "stablehlo.cbrt",
                                            "stablehlo.sine",
@@ -580,6 +610,8 @@ gboolean hlo_read_pretty(HloReader *r, HloOp *op) {
     return read_call(r, op);
   if (strcmp(n, "func.return") == 0 || strcmp(n, "stablehlo.return") == 0)
     return read_return(r, op);
+  if (strcmp(n, "stablehlo.composite") == 0)
+    return read_composite(r, op);
   if (g_strv_contains(common_forms, n))
     return read_common(r, op);
   if (strcmp(n, "sdy.mesh") == 0)

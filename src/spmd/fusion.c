@@ -48,6 +48,8 @@ gboolean fusion_fusible(const Term *t) {
   case OP_EXPM1:
   case OP_SIN:
   case OP_COS:
+  case OP_ERF:
+  case OP_ERFC:
   case OP_FLOOR:
   case OP_CEIL:
   case OP_ROUND_EVEN:
