@@ -616,6 +616,10 @@ LLVMValueRef arith_op(Gen *g, const Term *t, LLVMValueRef *v) {
   }
   case OP_CONVERT:
     return convert(g, in, t->type->dtype, v[0]);
+  case OP_BITCAST: /* the stored bits, read as the other type */
+    return from_storage(g, t->type->dtype,
+                        LLVMBuildBitCast(g->b, to_storage(g, in, v[0]),
+                                         storage(g, t->type->dtype), ""));
   case OP_AND ... OP_CLZ:
     return bitwise(g, t->op, in, v[0], t->nargs == 2 ? v[1] : NULL);
   default:

@@ -73,6 +73,7 @@ model_inputs() {
     ;;
   batched_lookup) echo "$fx/batched_lookup.tables.npy $fx/batched_lookup.ids.npy" ;;
   threefry) echo "$fx/threefry.key_data.npy" ;;
+  dropout) echo "$fx/dropout.key_data.npy $fx/dropout.x.npy" ;;
   losses) echo "$fx/losses.x.npy" ;;
   rope) echo "$fx/rope.x.npy $fx/rope.pos.npy" ;;
   argminmax) echo "$fx/argminmax.x.npy $fx/argminmax.k.npy" ;;
@@ -138,6 +139,11 @@ run_model torch_xla "$fx/torch_xla.mlir" 1e-6
 # shifts, or and adds on ui32; partir's bits are JAX's, interpreted and
 # compiled
 run_model threefry "$fx/threefry.mlir" 0
+# jax.random.uniform and a dropout mask, lowered for the CPU: threefry in
+# while loops (unrolled), the float from its bits by bitcast_convert;
+# within an ulp of the largest (XLA contracts the scaling into a
+# multiply-add and divides by 0.75 as a multiply)
+run_model dropout "$fx/dropout.mlir" 1e-6
 "$PARTIR" exec "$fx/threefry.mlir" -i "arg0=$fx/threefry.key_data.npy" \
   -o "$tmp/threefry.exec" >/dev/null 2>"$tmp/err"
 for k in 0 1 2; do

@@ -649,7 +649,10 @@ static const Term *gen_elementwise(Gen *g, Op op, int dim, int minr,
     at = attrs1("direction", v);
   }
   return term_op(op, n, args, at,
-                 op == OP_CONVERT ? type_with_dtype(t, DT_F64) : NULL, err);
+                 op == OP_CONVERT   ? type_with_dtype(t, DT_F64)
+                 : op == OP_BITCAST ? type_with_dtype(t, DT_I32)
+                                    : NULL,
+                 err);
 }
 
 /* An application of 'op' whose result has rank > 'dim' (when dim >= 0)

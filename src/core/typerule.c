@@ -45,7 +45,7 @@ gboolean op_is_reduction(Op op) {
 
 gboolean op_takes_written_type(Op op) {
   return op == OP_CONSTANT || op == OP_IOTA || op == OP_CONVERT ||
-         op == OP_BROADCAST_IN_DIM || op == OP_RESHAPE;
+         op == OP_BITCAST || op == OP_BROADCAST_IN_DIM || op == OP_RESHAPE;
 }
 
 /* Refuses attributes the operator does not know.  'allowed' is a
@@ -274,6 +274,31 @@ static const Type *tr_convert(RULE_ARGS) {
     g_autofree char *a = type_to_string(args[0]->type);
     g_autofree char *w = type_to_string(written);
     diag_reason(err, "'convert' changes only the element type: %s to %s", a, w);
+    return NULL;
+  }
+  return written;
+}
+
+/* bitcast: the same bits read as another element type of their width
+ * (f32 and i32 or ui32, f64 and i64, bf16 and f16 and i16 or ui16, i8
+ * and ui8); the shape stays. */
+static const Type *tr_bitcast(RULE_ARGS) {
+  if (!check_attr_names(op, attrs, NO_ATTRS, err) ||
+      !need_written(op, written, err))
+    return NULL;
+  DType from = args[0]->type->dtype, to = written->dtype;
+  g_autofree char *a = type_to_string(args[0]->type);
+  g_autofree char *w = type_to_string(written);
+  if (type_with_dtype(args[0]->type, to) != written) {
+    diag_reason(err, "'bitcast' keeps the shape: %s to %s", a, w);
+    return NULL;
+  }
+  if (from == DT_I1 || to == DT_I1 ||
+      dtype_storage_bytes(from) != dtype_storage_bytes(to)) {
+    diag_reason(err,
+                "'bitcast' reads the bits of an element as another type of "
+                "their width: not %s as %s",
+                a, w);
     return NULL;
   }
   return written;

@@ -479,6 +479,14 @@ static Tensor *k_convert(const Term *t, Tensor *const *args) {
   return out;
 }
 
+/* The same bytes, of another element type of their width. */
+static Tensor *k_bitcast(const Term *t, Tensor *const *args) {
+  Tensor *out = tensor_new(t->type);
+  memcpy(out->data, args[0]->data,
+         (size_t)type_numel(t->type) * dtype_storage_bytes(t->type->dtype));
+  return out;
+}
+
 /* -------------------------------------------------------------- sources */
 
 /* Stores the numbers of a (possibly nested) 'value' list row-major into

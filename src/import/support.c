@@ -46,7 +46,6 @@ static const struct {
     {"stablehlo.all_to_all", "a collective: import the global program"},
     {"stablehlo.collective_permute", "a collective: import the global program"},
     {"stablehlo.reverse", "partir has no reverse"},
-    {"stablehlo.bitcast_convert", "partir has no bit casts"},
     {"check.expect_serialized_eq",
      "it compares with tensors a probe wrote to files"},
 };

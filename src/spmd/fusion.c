@@ -58,6 +58,7 @@ gboolean fusion_fusible(const Term *t) {
   case OP_COMPARE:
   case OP_SELECT:
   case OP_CONVERT:
+  case OP_BITCAST:
   case OP_BROADCAST_IN_DIM:
   case OP_TRANSPOSE:
   case OP_SLICE:
