@@ -80,6 +80,7 @@ model_inputs() {
   loops) echo "$fx/loops.x.npy $fx/loops.ws.npy" ;;
   gelu_erf) echo "$fx/gelu_erf.x.npy" ;;
   composite) echo "$fx/composite.x.npy" ;;
+  erf_inv) echo "$fx/erf_inv.x.npy" ;;
   esac
 }
 
@@ -134,13 +135,16 @@ run_model ops "$fx/ops.pretty.mlir" 1e-6
 run_model ops "$fx/ops.generic.mlir" 1e-6
 run_model constants "$fx/constants.mlir" 0
 run_model composite "$fx/composite.mlir" 1e-6
+# erf_inv: XLA's polynomial, operation for operation: its values
+run_model erf_inv "$fx/erf_inv.mlir" 1e-7
 run_model torch_xla "$fx/torch_xla.mlir" 1e-6
 # JAX's threefry (gen_threefry.py: split, fold_in, bits, randint): xor,
 # shifts, or and adds on ui32; partir's bits are JAX's, interpreted and
 # compiled
 run_model threefry "$fx/threefry.mlir" 0
-# jax.random.uniform and a dropout mask, lowered for the CPU: threefry in
-# while loops (unrolled), the float from its bits by bitcast_convert;
+# jax.random.uniform, a dropout mask and jax.random.normal (erf_inv),
+# lowered for the CPU: threefry in while loops (unrolled), the float
+# from its bits by bitcast_convert;
 # within an ulp of the largest (XLA contracts the scaling into a
 # multiply-add and divides by 0.75 as a multiply)
 run_model dropout "$fx/dropout.mlir" 1e-6

@@ -454,6 +454,68 @@ static gboolean lower_sign(Lower *lw, const HloOp *op, Op pop,
              select3(lw, op, compare(lw, op, x[0], zero, "GT"), plus, neg));
 }
 
+/* a (b: a term) c, built; NULL when an operand is. */
+static const Term *bin(Lower *lw, const HloOp *op, Op pop, const Term *a,
+                       const Term *b) {
+  const Term *args[2] = {a, b};
+  return a && b ? build(lw, op, pop, 2, args, NULL, NULL) : NULL;
+}
+
+/* The polynomial sum_k c[k] w^(n-1-k) by Horner's rule, in w's type. */
+static const Term *horner(Lower *lw, const HloOp *op, const Term *w,
+                          const double *c, int n) {
+  const Term *p = w ? splat(lw, op, w->type, c[0]) : NULL;
+  for (int k = 1; k < n && p; k++)
+    p = bin(lw, op, OP_ADD, bin(lw, op, OP_MUL, p, w),
+            splat(lw, op, w->type, c[k]));
+  return p;
+}
+
+/* chlo.erf_inv on f32 (and the narrower floats, as XLA computes them):
+ * Giles' single-precision approximation, the one XLA's decomposition
+ * and JAX's export write ("Approximating the erfinv function", GPU
+ * Computing Gems, 2010).  w = -log1p(-x x) (as XLA computes it: x x
+ * rounded first, which decides the last digits near +-1); below 5 a
+ * polynomial in w - 2.5, else one in sqrt(w) - 3; times x; +-1 give
+ * +-inf.  f64 (another polynomial in XLA) is refused. */
+static gboolean lower_erf_inv(Lower *lw, const HloOp *op, Op pop,
+                              const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  if (nx != 1)
+    return lfail(lw, op->loc, "'%s' takes 1 operand", op->name);
+  const Type *t = x[0]->type;
+  if (!dtype_is_float(t->dtype) || t->dtype == DT_F64)
+    return lfail(lw, op->loc,
+                 "'%s' is imported on f32, bf16 and f16 (XLA's polynomial "
+                 "for them), not on %s",
+                 op->name, dtype_name(t->dtype));
+  static const double near[] = {2.81022636e-08,  3.43273939e-07, -3.5233877e-06,
+                                -4.39150654e-06, 0.00021858087,  -0.00125372503,
+                                -0.00417768164,  0.246640727,    1.50140941};
+  static const double far[] = {-0.000200214257, 0.000100950558, 0.00134934322,
+                               -0.00367342844,  0.00573950773,  -0.0076224613,
+                               0.00943887047,   1.00167406,     2.83297682};
+  const Term *one_ = splat(lw, op, t, 1);
+  const Term *sq = bin(lw, op, OP_MUL, x[0], x[0]);
+  const Term *nsq = sq ? build(lw, op, OP_NEG, 1, &sq, NULL, NULL) : NULL;
+  const Term *lg = nsq ? build(lw, op, OP_LOG1P, 1, &nsq, NULL, NULL) : NULL;
+  const Term *w = lg ? build(lw, op, OP_NEG, 1, &lg, NULL, NULL) : NULL;
+  if (!w)
+    return FALSE;
+  const Term *root = build(lw, op, OP_SQRT, 1, &w, NULL, NULL);
+  const Term *pn = horner(lw, op, bin(lw, op, OP_SUB, w, splat(lw, op, t, 2.5)),
+                          near, G_N_ELEMENTS(near));
+  const Term *pf =
+      horner(lw, op, bin(lw, op, OP_SUB, root, splat(lw, op, t, 3)), far,
+             G_N_ELEMENTS(far));
+  const Term *p =
+      select3(lw, op, compare(lw, op, w, splat(lw, op, t, 5), "LT"), pn, pf);
+  const Term *r = bin(lw, op, OP_MUL, p, x[0]);
+  const Term *a = build(lw, op, OP_ABS, 1, x, NULL, NULL);
+  const Term *edge = bin(lw, op, OP_MUL, x[0], splat(lw, op, t, INFINITY));
+  return one(out, select3(lw, op, compare(lw, op, a, one_, "EQ"), edge, r));
+}
+
 /* is_finite(x) = (x - x == 0): zero for every finite x, NaN for an
  * infinity or a NaN (jax.nn.logsumexp guards its max with it). */
 static gboolean lower_is_finite(Lower *lw, const HloOp *op, Op pop,
