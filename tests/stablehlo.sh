@@ -81,6 +81,8 @@ model_inputs() {
   gelu_erf) echo "$fx/gelu_erf.x.npy" ;;
   composite) echo "$fx/composite.x.npy" ;;
   erf_inv) echo "$fx/erf_inv.x.npy" ;;
+  branches) echo "$fx/branches.x.npy $fx/branches.i.npy" ;;
+  conds) echo "$fx/conds.x.npy $fx/conds.i.npy" ;;
   esac
 }
 
@@ -116,9 +118,11 @@ run_model() {
 # angles up to 4095; argminmax: jnp.argmax and argmin (a reduce of two
 # inputs) with ties, -inf and NaN; loops: fori_loop and a scan over
 # stacked layers (while loops, unrolled); gelu_erf: erf (a composite,
-# computed by partir's erf), the exact GELU and tan
+# computed by partir's erf), the exact GELU and tan; conds: lax.cond on
+# the data and lax.switch (stablehlo.case, both branches computed and
+# one selected)
 for name in mlp mlp_relu mlp_train_step transformer_layer embed \
-  batched_lookup losses rope argminmax loops gelu_erf; do
+  batched_lookup losses rope argminmax loops gelu_erf conds; do
   for form in mlir generic.mlir debug.mlir; do
     run_model "$name" "$fx/$name.$form" 1e-5
   done
@@ -137,6 +141,8 @@ run_model constants "$fx/constants.mlir" 0
 run_model composite "$fx/composite.mlir" 1e-6
 # erf_inv: XLA's polynomial, operation for operation: its values
 run_model erf_inv "$fx/erf_inv.mlir" 1e-7
+# if and case with two results, indices out of range both ways
+run_model branches "$fx/branches.mlir" 1e-6
 run_model torch_xla "$fx/torch_xla.mlir" 1e-6
 # JAX's threefry (gen_threefry.py: split, fold_in, bits, randint): xor,
 # shifts, or and adds on ui32; partir's bits are JAX's, interpreted and

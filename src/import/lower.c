@@ -1484,7 +1484,7 @@ static gboolean lower_region(Lower *lw, const HloRegion *g, const Scope *outer,
   }
   g_hash_table_unref(sc.values);
   if (ok && !returned)
-    return lfail(lw, g->loc, "a loop's region does not end with a return");
+    return lfail(lw, g->loc, "a region does not end with a return");
   return ok;
 }
 
@@ -1551,6 +1551,77 @@ static gboolean lower_while(Lower *lw, const HloOp *op, Op pop,
   for (int i = 0; i < nx; i++)
     g_ptr_array_add(out, (gpointer)v[i]);
   return TRUE;
+}
+
+/* if and case: every branch lowered (StableHLO's operations have no
+ * effects, so computing the branch not taken changes nothing), the
+ * results chosen by selects on the predicate or index; a predicate or
+ * index that folds to a constant takes its branch alone.  case runs
+ * its last branch for an index out of range, as StableHLO says. */
+static gboolean lower_branches(Lower *lw, const HloOp *op, const Term *sel,
+                               GPtrArray *out) {
+  /* lower_op points lw->scope at each region's scope as it goes */
+  const Scope *outer = lw->scope;
+  int n = (int)op->regions->len;
+  gboolean is_if = strcmp(op->name, "stablehlo.if") == 0;
+  double v;
+  int only = -1;
+  if (fold_scalar(sel, &v, 0))
+    only = is_if ? (v != 0 ? 0 : 1) : (v < 0 || v >= n ? n - 1 : (int)v);
+  g_autoptr(GPtrArray) chosen = NULL;
+  for (int k = n - 1; k >= 0; k--) {
+    if (only >= 0 && k != only)
+      continue;
+    g_autoptr(GPtrArray) r = g_ptr_array_new();
+    if (!lower_region(lw, g_ptr_array_index(op->regions, k), outer, NULL, r))
+      return FALSE;
+    if (r->len != op->result_types->len)
+      return lfail(lw, op->loc, "'%s': branch %d returns %u values, not %u",
+                   op->name, k, r->len, op->result_types->len);
+    if (!chosen) {
+      chosen = g_ptr_array_ref(r);
+      continue;
+    }
+    /* branch k where the predicate is true (if: k = 0) or the index is k */
+    const Term *hit =
+        is_if ? sel : compare(lw, op, sel, splat(lw, op, sel->type, k), "EQ");
+    for (guint i = 0; hit && i < r->len; i++) {
+      const Term *a = g_ptr_array_index(r, i),
+                 *b = g_ptr_array_index(chosen, i);
+      if (a->type != b->type)
+        return lfail(lw, op->loc, "'%s': its branches return different types",
+                     op->name);
+      const Term *p = broadcast_scalar(lw, op, hit, a->type);
+      const Term *c = select3(lw, op, p, a, b);
+      if (!c)
+        return FALSE;
+      g_ptr_array_index(chosen, i) = (gpointer)c;
+    }
+    if (!hit)
+      return FALSE;
+  }
+  for (guint i = 0; i < chosen->len; i++)
+    g_ptr_array_add(out, g_ptr_array_index(chosen, i));
+  return TRUE;
+}
+
+static gboolean lower_if(Lower *lw, const HloOp *op, Op pop,
+                         const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  if (nx != 1 || x[0]->type->rank != 0 || x[0]->type->dtype != DT_I1 ||
+      op->regions->len != 2)
+    return lfail(lw, op->loc, "'%s' takes an i1 predicate and two branches",
+                 op->name);
+  return lower_branches(lw, op, x[0], out);
+}
+
+static gboolean lower_case(Lower *lw, const HloOp *op, Op pop,
+                           const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  if (nx != 1 || x[0]->type->rank != 0 || x[0]->type->dtype != DT_I32 ||
+      op->regions->len < 1)
+    return lfail(lw, op->loc, "'%s' takes an i32 index and branches", op->name);
+  return lower_branches(lw, op, x[0], out);
 }
 
 static gboolean lower_return(Lower *lw, const HloOp *op, Op pop,

@@ -32,8 +32,6 @@ static const struct {
   const char *name;
   const char *why;
 } known_refusals[] = {
-    {"stablehlo.if", "control flow (partir programs have no branches)"},
-    {"stablehlo.case", "control flow (partir programs have no branches)"},
     {"stablehlo.convolution", "partir has no convolution"},
     {"stablehlo.sort", "partir has no sort"},
     {"stablehlo.reduce_window", "windowed reductions"},
@@ -137,6 +135,14 @@ static const char *reducer_of(const HloOp *op) {
   return body->name;
 }
 
+/* The operations whose regions lower.c lowers into the program (a
+ * while unrolled, an if's or a case's branches selected): their regions'
+ * operations are judged as the function's are. */
+static gboolean has_lowered_regions(const char *n) {
+  return strcmp(n, "stablehlo.while") == 0 || strcmp(n, "stablehlo.if") == 0 ||
+         strcmp(n, "stablehlo.case") == 0;
+}
+
 /* The checks of operations whose support depends on their types or
  * attributes. */
 static char *refine(const HloOp *op) {
@@ -178,6 +184,14 @@ static char *refine(const HloOp *op) {
     }
     if (op->regions->len != 2)
       return g_strdup("a while needs a condition and a body");
+  }
+  if (strcmp(n, "stablehlo.if") == 0 || strcmp(n, "stablehlo.case") == 0) {
+    for (guint k = 0; k < op->regions->len; k++)
+      if (((const HloRegion *)g_ptr_array_index(op->regions, k))->args->len)
+        return g_strdup(
+            "a branch that takes arguments (StableHLO's take none)");
+    if (op->regions->len < (strcmp(n, "stablehlo.if") == 0 ? 2u : 1u))
+      return g_strdup("too few branches");
   }
   if (strcmp(n, "stablehlo.reduce") == 0) {
     if (op->uses->len == 4 && hlo_argminmax(op, is_float_type(x))) {
@@ -266,7 +280,7 @@ static char *refine(const HloOp *op) {
       return g_strdup("a constant that is not 'dense<...>'");
   }
   if (op->regions->len > 0 && strcmp(n, "stablehlo.reduce") != 0 &&
-      strcmp(n, "stablehlo.scatter") != 0 && strcmp(n, "stablehlo.while") != 0)
+      strcmp(n, "stablehlo.scatter") != 0 && !has_lowered_regions(n))
     return g_strdup_printf("%s with a region", n);
   return NULL;
 }
@@ -322,8 +336,8 @@ static void check_region(Refusals *rf, const HloRegion *g) {
     g_autofree char *why = hlo_unsupported(op);
     if (why)
       refuse(rf, op->loc, "'%s' is not supported: %s", op->name, why);
-    else if (strcmp(op->name, "stablehlo.while") == 0)
-      for (guint k = 0; k < op->regions->len; k++) /* unrolled: lower.c */
+    else if (has_lowered_regions(op->name))
+      for (guint k = 0; k < op->regions->len; k++) /* inlined: lower.c */
         check_region(rf, g_ptr_array_index(op->regions, k));
   }
 }
