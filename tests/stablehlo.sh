@@ -83,6 +83,8 @@ model_inputs() {
   erf_inv) echo "$fx/erf_inv.x.npy" ;;
   branches) echo "$fx/branches.x.npy $fx/branches.i.npy" ;;
   conds) echo "$fx/conds.x.npy $fx/conds.i.npy" ;;
+  windows) echo "$fx/windows.x.npy $fx/windows.k.npy" ;;
+  moments) echo "$fx/moments.x.npy" ;;
   esac
 }
 
@@ -120,9 +122,11 @@ run_model() {
 # stacked layers (while loops, unrolled); gelu_erf: erf (a composite,
 # computed by partir's erf), the exact GELU and tan; conds: lax.cond on
 # the data and lax.switch (stablehlo.case, both branches computed and
-# one selected)
+# one selected); windows: reduce_window (cumulative sums, products,
+# maxima and minima, pooling); moments: jnp.var, std, square
 for name in mlp mlp_relu mlp_train_step transformer_layer embed \
-  batched_lookup losses rope argminmax loops gelu_erf conds; do
+  batched_lookup losses rope argminmax loops gelu_erf conds windows \
+  moments; do
   for form in mlir generic.mlir debug.mlir; do
     run_model "$name" "$fx/$name.$form" 1e-5
   done

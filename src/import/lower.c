@@ -437,6 +437,17 @@ static gboolean lower_tan(Lower *lw, const HloOp *op, Op pop,
   return one(out, build(lw, op, OP_DIV, 2, a, NULL, NULL));
 }
 
+/* chlo.square (jnp.square, lax.square: what jnp.var writes) is x * x,
+ * as XLA computes it. */
+static gboolean lower_square(Lower *lw, const HloOp *op, Op pop,
+                             const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  if (nx != 1)
+    return lfail(lw, op->loc, "'%s' takes 1 operand", op->name);
+  const Term *a[2] = {x[0], x[0]};
+  return one(out, build(lw, op, OP_MUL, 2, a, NULL, NULL));
+}
+
 /* sign(x) = x > 0 ? 1 : (x < 0 ? -1 : x): zeros keep their sign and NaN
  * stays NaN, as StableHLO defines it. */
 static gboolean lower_sign(Lower *lw, const HloOp *op, Op pop,
@@ -748,28 +759,29 @@ static const struct {
 /* Whether 'init' is the identity of reduction 'rop' on 'dt' (what the
  * reduction starts from: kernel_reduce_identity_*), so that the result
  * needs no combining with it. */
-static gboolean is_identity(const Term *init, Op rop, DType dt) {
-  double identity;
+static AttrValue identity_of(Op rop, DType dt) {
+  gboolean fl = dtype_is_float(dt);
   switch (rop) {
   case OP_REDUCE_SUM:
   case OP_REDUCE_OR:
-    identity = 0;
-    break;
+    return fl ? (AttrValue){.kind = AV_FLOAT, .f = 0} : av_int(0);
   case OP_REDUCE_PROD:
-    identity = 1;
-    break;
+    return fl ? (AttrValue){.kind = AV_FLOAT, .f = 1} : av_int(1);
   case OP_REDUCE_MAX:
-    identity = dtype_is_float(dt) ? -INFINITY : (double)dtype_int_min(dt);
-    break;
+    return fl ? (AttrValue){.kind = AV_FLOAT, .f = -INFINITY}
+              : av_int(dtype_int_min(dt));
   case OP_REDUCE_MIN:
-    identity = dtype_is_float(dt) ? INFINITY : (double)dtype_int_max(dt);
-    break;
+    return fl ? (AttrValue){.kind = AV_FLOAT, .f = INFINITY}
+              : av_int(dtype_int_max(dt));
   default: /* and: every bit set */
-    identity =
-        dtype_is_unsigned(dt) || dt == DT_I1 ? (double)dtype_int_max(dt) : -1;
-    break;
+    return av_int(dtype_is_unsigned(dt) || dt == DT_I1 ? dtype_int_max(dt)
+                                                       : -1);
   }
-  return constant_is(init, identity);
+}
+
+static gboolean is_identity(const Term *init, Op rop, DType dt) {
+  AttrValue v = identity_of(rop, dt);
+  return constant_is(init, v.kind == AV_FLOAT ? v.f : (double)v.i);
 }
 
 /* reduce(r) of 'x' over 'dims' ('n' of them; none: x itself). */
@@ -893,6 +905,177 @@ static gboolean lower_reduce(Lower *lw, const HloOp *op, Op pop,
     return FALSE;
   const Term *pair[2] = {r, ib};
   return one(out, build(lw, op, reducers[k].combine, 2, pair, NULL, NULL));
+}
+
+/* reduce_window's padding, [[low, high], ...] for 'rank' dimensions
+ * (dense<[[0, 0], [7, 0]]>, or dense<0> for none), into 'low' and
+ * 'high'; all zero when absent. */
+static gboolean window_padding(Lower *lw, const HloOp *op, int rank,
+                               int64_t *low, int64_t *high) {
+  for (int d = 0; d < rank; d++)
+    low[d] = high[d] = 0;
+  const HloAttr *a = hlo_op_attr(op, "padding");
+  if (!a)
+    return TRUE;
+  const HloAttr *list = a;
+  if (a->kind == HA_DENSE && !a->s && a->items->len == 1)
+    list = g_ptr_array_index(a->items, 0);
+  if (list->kind == HA_INT && list->i == 0)
+    return TRUE;
+  gboolean ok = list->kind == HA_LIST && (int)list->items->len == rank;
+  for (int d = 0; ok && d < rank; d++) {
+    const HloAttr *pair = g_ptr_array_index(list->items, d);
+    ok = pair->kind == HA_LIST && pair->items->len == 2;
+    for (guint k = 0; ok && k < 2; k++) {
+      const HloAttr *v = g_ptr_array_index(pair->items, k);
+      ok = v->kind == HA_INT && v->i >= 0;
+      if (ok)
+        (k ? high : low)[d] = v->i;
+    }
+  }
+  if (!ok)
+    return lfail(lw, a->loc,
+                 "'padding' of '%s' must be %d pairs of integers, none "
+                 "negative",
+                 op->name, rank);
+  return TRUE;
+}
+
+/* 'x' sliced along dimension 'd' from 'start', 'n' elements 'stride'
+ * apart. */
+static const Term *slice_dim(Lower *lw, const HloOp *op, const Term *x, int d,
+                             int64_t start, int64_t n, int64_t stride) {
+  if (!x)
+    return NULL;
+  int r = x->type->rank;
+  int64_t lo[PARTIR_MAX_RANK], hi[PARTIR_MAX_RANK], st[PARTIR_MAX_RANK];
+  for (int k = 0; k < r; k++) {
+    lo[k] = 0;
+    hi[k] = x->type->dims[k];
+    st[k] = 1;
+  }
+  lo[d] = start;
+  hi[d] = start + (n - 1) * stride + 1;
+  st[d] = stride;
+  if (lo[d] == 0 && hi[d] == x->type->dims[d] && stride == 1)
+    return x;
+  Kv kv[3] = {{"start", av_ints(lo, r)},
+              {"limit", av_ints(hi, r)},
+              {"strides", av_ints(st, r)}};
+  return build(lw, op, OP_SLICE, 1, &x, make_attrs(kv, 3), NULL);
+}
+
+/* The windows of 'w' elements, 'stride' apart, along dimension 'd' of
+ * 'y', each reduced by 'combine': R_1 = y, and R_2k = R_k combined with
+ * itself shifted by k (R_k[i] reduces y[i .. i + k - 1]); a window of w
+ * is the R_b of w's bits side by side.  So a cumulative sum over 2048
+ * elements is 33 operations, not 2048.  Windows that do not overlap
+ * (a pooling layer's) are their w strided slices combined. */
+static const Term *window_dim(Lower *lw, const HloOp *op, Op combine,
+                              const Term *y, int d, int64_t w, int64_t stride) {
+  int64_t len = y->type->dims[d];
+  int64_t n = (len - w) / stride + 1; /* the windows (w <= len) */
+  if (w <= stride) { /* windows apart (pooling): each offset, strided */
+    const Term *acc = slice_dim(lw, op, y, d, 0, n, stride);
+    for (int64_t k = 1; k < w && acc; k++)
+      acc = bin(lw, op, combine, acc, slice_dim(lw, op, y, d, k, n, stride));
+    return acc;
+  }
+  const Term *r[64] = {y}; /* r[j] = R_(2^j) */
+  int top = 0;
+  for (int64_t k = 1; 2 * k <= w; k *= 2, top++) {
+    int64_t have = len - k + 1; /* R_k's length */
+    r[top + 1] =
+        bin(lw, op, combine, slice_dim(lw, op, r[top], d, 0, have - k, 1),
+            slice_dim(lw, op, r[top], d, k, have - k, 1));
+    if (!r[top + 1])
+      return NULL;
+  }
+  const Term *acc = NULL;
+  int64_t at = 0;
+  for (int j = top; j >= 0; j--) {
+    int64_t b = (int64_t)1 << j;
+    if (!(w & b))
+      continue;
+    const Term *piece = slice_dim(lw, op, r[j], d, at, n, stride);
+    acc = acc ? bin(lw, op, combine, acc, piece) : piece;
+    if (!acc)
+      return NULL;
+    at += b;
+  }
+  return acc;
+}
+
+/* reduce_window over add, maximum, minimum, multiply, and, or (one
+ * input; dilations of 1: support.c): the input padded with the
+ * reduction's identity, reduced one dimension at a time (the reducers are
+ * associative and commutative, so a box is its rows' reductions reduced;
+ * window_dim says how), and the init value combined once unless it is the
+ * identity.  StableHLO's text pads with the init value; XLA counts a
+ * window's init once whatever its padding, and so does partir (they
+ * agree where the init is the identity, as JAX's always is).  What jnp.cumsum,
+ * cumprod, cummax and the pooling layers export; the sums are added in another
+ * order than XLA's. */
+static gboolean lower_reduce_window(Lower *lw, const HloOp *op, Op pop,
+                                    const Term *const *x, int nx,
+                                    GPtrArray *out) {
+  (void)pop;
+  if (nx != 2)
+    return lfail(lw, op->loc, "'%s' of %d operands: partir reduces one input",
+                 op->name, nx);
+  const Term *y = x[0], *init = x[1];
+  int rank = y->type->rank;
+  if (init->type->rank != 0)
+    return lfail(lw, op->loc, "'%s': the init value must be a scalar",
+                 op->name);
+  const HloRegion *g = g_ptr_array_index(op->regions, 0);
+  const char *body = ((const HloOp *)g_ptr_array_index(g->ops, 0))->name;
+  gsize k = 0;
+  while (k < G_N_ELEMENTS(reducers) && strcmp(reducers[k].body, body) != 0)
+    k++;
+  g_assert(k < G_N_ELEMENTS(reducers)); /* hlo_check_support passed it */
+  int64_t w[PARTIR_MAX_RANK], s[PARTIR_MAX_RANK], low[PARTIR_MAX_RANK],
+      high[PARTIR_MAX_RANK];
+  int nw = int_list(lw, op, "window_dimensions", w, PARTIR_MAX_RANK, TRUE);
+  int ns = int_list(lw, op, "window_strides", s, PARTIR_MAX_RANK, FALSE);
+  if (nw < 0 || ns < 0 || !window_padding(lw, op, rank, low, high))
+    return FALSE;
+  if (ns == 0)
+    for (int d = 0; d < rank; d++)
+      s[d] = 1;
+  if (nw != rank || (ns != 0 && ns != rank))
+    return lfail(lw, op->loc, "'%s': a window and strides of %d dimensions",
+                 op->name, rank);
+  gboolean padded = FALSE;
+  for (int d = 0; d < rank; d++) {
+    if (w[d] < 1 || s[d] < 1 || w[d] > y->type->dims[d] + low[d] + high[d])
+      return lfail(lw, op->loc,
+                   "'%s': dimension %d's window of %" G_GINT64_FORMAT
+                   " with stride %" G_GINT64_FORMAT
+                   " does not fit its %" G_GINT64_FORMAT " padded elements",
+                   op->name, d, w[d], s[d],
+                   y->type->dims[d] + low[d] + high[d]);
+    padded |= low[d] || high[d];
+  }
+  if (padded) {
+    int64_t none[PARTIR_MAX_RANK] = {0};
+    Kv kv[3] = {{"low", av_ints(low, rank)},
+                {"high", av_ints(high, rank)},
+                {"interior", av_ints(none, rank)}};
+    Kv value = {"value", identity_of(reducers[k].reduce, y->type->dtype)};
+    const Term *a[2] = {y, build(lw, op, OP_CONSTANT, 0, NULL,
+                                 make_attrs(&value, 1), init->type)};
+    y = a[1] ? build(lw, op, OP_PAD, 2, a, make_attrs(kv, 3), NULL) : NULL;
+  }
+  for (int d = 0; d < rank && y; d++)
+    if (w[d] > 1 || s[d] > 1)
+      y = window_dim(lw, op, reducers[k].combine, y, d, w[d], s[d]);
+  if (!y)
+    return FALSE;
+  if (is_identity(init, reducers[k].reduce, y->type->dtype))
+    return one(out, y);
+  return one(out, bin(lw, op, reducers[k].combine, y,
+                      broadcast_scalar(lw, op, init, y->type)));
 }
 
 /* pad: its low, high and interior padding per dimension ([1, 0],

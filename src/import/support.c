@@ -34,7 +34,6 @@ static const struct {
 } known_refusals[] = {
     {"stablehlo.convolution", "partir has no convolution"},
     {"stablehlo.sort", "partir has no sort"},
-    {"stablehlo.reduce_window", "windowed reductions"},
     {"stablehlo.select_and_scatter", "windowed reductions"},
     {"stablehlo.rng", "random numbers"},
     {"stablehlo.rng_bit_generator", "random numbers"},
@@ -143,6 +142,53 @@ static gboolean has_lowered_regions(const char *n) {
          strcmp(n, "stablehlo.case") == 0;
 }
 
+/* Why the body of reduce or reduce_window 'op' of operand type 'x' is
+ * not one partir reduces with; NULL when it is. */
+static char *body_refusal(const HloOp *op, const HloType *x) {
+  const char *body = reducer_of(op);
+  if (!body)
+    return g_strdup_printf("a %s whose body is not one operation on its two "
+                           "arguments",
+                           op->name + strlen("stablehlo."));
+  gboolean numbers = strcmp(body, "stablehlo.add") == 0 ||
+                     strcmp(body, "stablehlo.maximum") == 0 ||
+                     strcmp(body, "stablehlo.minimum") == 0 ||
+                     strcmp(body, "stablehlo.multiply") == 0;
+  gboolean bits =
+      strcmp(body, "stablehlo.and") == 0 || strcmp(body, "stablehlo.or") == 0;
+  if (!numbers && !bits)
+    return g_strdup_printf("a %s over %s (partir has reduce_sum, "
+                           "reduce_max, reduce_min, reduce_prod, "
+                           "reduce_and and reduce_or)",
+                           op->name + strlen("stablehlo."), body);
+  if (numbers && is_i1_type(x))
+    return g_strdup_printf("a %s over %s on i1",
+                           op->name + strlen("stablehlo."), body);
+  if (bits && is_float_type(x))
+    return g_strdup_printf("a %s over %s on %s",
+                           op->name + strlen("stablehlo."), body, x->text);
+  return NULL;
+}
+
+/* Whether integer-list attribute 'a' is absent or all ones. */
+static gboolean all_ones(const HloAttr *a) {
+  if (!a)
+    return TRUE;
+  const HloAttr *list = a;
+  if (a->kind == HA_DENSE && !a->s && a->items->len == 1)
+    list = g_ptr_array_index(a->items, 0);
+  if (list->kind == HA_INT)
+    return list->i == 1;
+  if (list->kind != HA_LIST)
+    return FALSE;
+  for (guint i = 0; i < list->items->len; i++) {
+    const HloAttr *v = g_ptr_array_index(list->items, i);
+    if (v->kind != HA_INT || v->i != 1)
+      return FALSE;
+  }
+  return TRUE;
+}
+
 /* The checks of operations whose support depends on their types or
  * attributes. */
 static char *refine(const HloOp *op) {
@@ -206,25 +252,18 @@ static char *refine(const HloOp *op) {
       return g_strdup_printf("a reduce of %u inputs at once (of two, "
                              "partir takes jnp.argmax's and argmin's)",
                              op->uses->len / 2);
-    const char *body = reducer_of(op);
-    if (!body)
-      return g_strdup("a reduce whose body is not one operation on its two "
-                      "arguments");
-    gboolean numbers = strcmp(body, "stablehlo.add") == 0 ||
-                       strcmp(body, "stablehlo.maximum") == 0 ||
-                       strcmp(body, "stablehlo.minimum") == 0 ||
-                       strcmp(body, "stablehlo.multiply") == 0;
-    gboolean bits =
-        strcmp(body, "stablehlo.and") == 0 || strcmp(body, "stablehlo.or") == 0;
-    if (!numbers && !bits)
-      return g_strdup_printf("a reduce over %s (partir has reduce_sum, "
-                             "reduce_max, reduce_min, reduce_prod, "
-                             "reduce_and and reduce_or)",
-                             body);
-    if (numbers && is_i1_type(x))
-      return g_strdup_printf("a reduce over %s on i1", body);
-    if (bits && is_float_type(x))
-      return g_strdup_printf("a reduce over %s on %s", body, x->text);
+    return body_refusal(op, x);
+  }
+  if (strcmp(n, "stablehlo.reduce_window") == 0) {
+    if (op->uses->len != 2)
+      return g_strdup_printf("a reduce_window of %u inputs at once",
+                             op->uses->len / 2);
+    static const char *const dilations[] = {"base_dilations",
+                                            "window_dilations"};
+    for (gsize k = 0; k < G_N_ELEMENTS(dilations); k++)
+      if (!all_ones(hlo_op_attr(op, dilations[k])))
+        return g_strdup_printf("%s other than 1", dilations[k]);
+    return body_refusal(op, x);
   }
   if (strcmp(n, "stablehlo.scatter") == 0) {
     /* partir's scatter_add: one operand, one update, an add region */
@@ -280,6 +319,7 @@ static char *refine(const HloOp *op) {
       return g_strdup("a constant that is not 'dense<...>'");
   }
   if (op->regions->len > 0 && strcmp(n, "stablehlo.reduce") != 0 &&
+      strcmp(n, "stablehlo.reduce_window") != 0 &&
       strcmp(n, "stablehlo.scatter") != 0 && !has_lowered_regions(n))
     return g_strdup_printf("%s with a region", n);
   return NULL;
