@@ -85,6 +85,9 @@ model_inputs() {
   conds) echo "$fx/conds.x.npy $fx/conds.i.npy" ;;
   windows) echo "$fx/windows.x.npy $fx/windows.k.npy" ;;
   moments) echo "$fx/moments.x.npy" ;;
+  cnn)
+    for a in x y k1 k2 w; do printf '%s ' "$fx/cnn.$a.npy"; done
+    ;;
   esac
 }
 
@@ -123,10 +126,13 @@ run_model() {
 # computed by partir's erf), the exact GELU and tan; conds: lax.cond on
 # the data and lax.switch (stablehlo.case, both branches computed and
 # one selected); windows: reduce_window (cumulative sums, products,
-# maxima and minima, pooling); moments: jnp.var, std, square
+# maxima and minima, pooling, reverse); moments: jnp.var, std, square;
+# cnn: a CNN's loss and gradients (convolutions strided, padded,
+# depthwise and dilated; their gradients' lhs_dilation and reversed
+# kernels)
 for name in mlp mlp_relu mlp_train_step transformer_layer embed \
   batched_lookup losses rope argminmax loops gelu_erf conds windows \
-  moments; do
+  moments cnn; do
   for form in mlir generic.mlir debug.mlir; do
     run_model "$name" "$fx/$name.$form" 1e-5
   done
@@ -255,6 +261,24 @@ check "...and computes what JAX computed" \
   sh -c "'$PARTIR' run '$tmp/mega-tf.pir' $(inputs "$tf" $(model_inputs transformer_layer)) -o '$tmp/mega-tf' >/dev/null"
 near "$tmp/mega-tf/result0.npy" "$fx/transformer_layer.expected0.npy" 1e-5 \
   "...its result is JAX's"
+
+# JAX's CNN training step, data parallel: each device convolves its
+# half of the batch; the loss and the three gradients are all-reduced,
+# and the compiled program on two threads gives JAX's values
+cnn=$fx/cnn.mlir
+check "tactic batch.lua on JAX's CNN training step" quiet \
+  "$PARTIR" tactic "$top_srcdir/tactics/batch.lua" "$cnn" --mesh batch=2 \
+  -o "$tmp/cnn-b2.pir"
+"$PARTIR" lower "$tmp/cnn-b2.pir" --mesh batch=2 --stats >"$tmp/stats-cnn" 2>&1
+check "...lowers on batch=2 with four all_reduces and no other collective" \
+  sh -c "grep -Eq '^  all_reduce over batch +4 ' '$tmp/stats-cnn' &&
+         test \$(grep -Ec '^  [a-z_]+ over ' '$tmp/stats-cnn') -eq 1"
+check "...and runs compiled on two threads" \
+  sh -c "'$PARTIR' exec '$tmp/cnn-b2.pir' --mesh batch=2 $(inputs "$cnn" $(model_inputs cnn)) -o '$tmp/cnn-b2' >/dev/null"
+for k in 0 1 2 3; do
+  near "$tmp/cnn-b2/result$k.npy" "$fx/cnn.expected$k.npy" 1e-5 \
+    "...its result $k is JAX's"
+done
 
 # JAX's SGD step of the 2-layer MLP (x 8x32, y 8x16, w1 32x32, w2 32x16):
 # data parallel on batch=2 all-reduces the two gradients and the loss

@@ -907,37 +907,40 @@ static gboolean lower_reduce(Lower *lw, const HloOp *op, Op pop,
   return one(out, build(lw, op, reducers[k].combine, 2, pair, NULL, NULL));
 }
 
-/* reduce_window's padding, [[low, high], ...] for 'rank' dimensions
- * (dense<[[0, 0], [7, 0]]>, or dense<0> for none), into 'low' and
- * 'high'; all zero when absent. */
-static gboolean window_padding(Lower *lw, const HloOp *op, int rank,
-                               int64_t *low, int64_t *high) {
+/* A padding attribute 'key' of 'op', [[low, high], ...] for 'rank'
+ * dimensions (dense<[[0, 0], [7, 0]]>, or a splat dense<1> for every
+ * one), into 'low' and 'high'; all zero when absent.  Negative values
+ * (a convolution's crop) only where 'crop'. */
+static gboolean padding_pairs(Lower *lw, const HloOp *op, const char *key,
+                              int rank, gboolean crop, int64_t *low,
+                              int64_t *high) {
   for (int d = 0; d < rank; d++)
     low[d] = high[d] = 0;
-  const HloAttr *a = hlo_op_attr(op, "padding");
+  const HloAttr *a = hlo_op_attr(op, key);
   if (!a)
     return TRUE;
   const HloAttr *list = a;
   if (a->kind == HA_DENSE && !a->s && a->items->len == 1)
     list = g_ptr_array_index(a->items, 0);
-  if (list->kind == HA_INT && list->i == 0)
+  if (list->kind == HA_INT && (crop || list->i >= 0)) { /* every pair */
+    for (int d = 0; d < rank; d++)
+      low[d] = high[d] = list->i;
     return TRUE;
+  }
   gboolean ok = list->kind == HA_LIST && (int)list->items->len == rank;
   for (int d = 0; ok && d < rank; d++) {
     const HloAttr *pair = g_ptr_array_index(list->items, d);
     ok = pair->kind == HA_LIST && pair->items->len == 2;
     for (guint k = 0; ok && k < 2; k++) {
       const HloAttr *v = g_ptr_array_index(pair->items, k);
-      ok = v->kind == HA_INT && v->i >= 0;
+      ok = v->kind == HA_INT && (crop || v->i >= 0);
       if (ok)
         (k ? high : low)[d] = v->i;
     }
   }
   if (!ok)
-    return lfail(lw, a->loc,
-                 "'padding' of '%s' must be %d pairs of integers, none "
-                 "negative",
-                 op->name, rank);
+    return lfail(lw, a->loc, "'%s' of '%s' must be %d pairs of integers%s", key,
+                 op->name, rank, crop ? "" : ", none negative");
   return TRUE;
 }
 
@@ -1038,7 +1041,8 @@ static gboolean lower_reduce_window(Lower *lw, const HloOp *op, Op pop,
       high[PARTIR_MAX_RANK];
   int nw = int_list(lw, op, "window_dimensions", w, PARTIR_MAX_RANK, TRUE);
   int ns = int_list(lw, op, "window_strides", s, PARTIR_MAX_RANK, FALSE);
-  if (nw < 0 || ns < 0 || !window_padding(lw, op, rank, low, high))
+  if (nw < 0 || ns < 0 ||
+      !padding_pairs(lw, op, "padding", rank, FALSE, low, high))
     return FALSE;
   if (ns == 0)
     for (int d = 0; d < rank; d++)
@@ -1076,6 +1080,356 @@ static gboolean lower_reduce_window(Lower *lw, const HloOp *op, Op pop,
     return one(out, y);
   return one(out, bin(lw, op, reducers[k].combine, y,
                       broadcast_scalar(lw, op, init, y->type)));
+}
+
+/* reverse: per dimension d of 'dims', a gather of the rows n-1, ..., 0
+ * (indices an iota subtracted from n - 1): one operation whatever n,
+ * exact, and partitioned as any gather (its other dimensions split). */
+static gboolean lower_reverse(Lower *lw, const HloOp *op, Op pop,
+                              const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  (void)nx;
+  int64_t dims[PARTIR_MAX_RANK];
+  int n = int_list(lw, op, "dimensions", dims, PARTIR_MAX_RANK, TRUE);
+  if (n < 0)
+    return FALSE;
+  const Term *y = x[0];
+  int rank = y->type->rank;
+  for (int k = 0; k < n && y; k++) {
+    int64_t d = dims[k];
+    if (d < 0 || d >= rank)
+      return lfail(lw, op->loc,
+                   "'%s': dimension %" G_GINT64_FORMAT
+                   " of an operand of rank %d",
+                   op->name, d, rank);
+    int64_t len = y->type->dims[d];
+    if (len < 2)
+      continue;
+    const Type *it = type_tensor(DT_I32, 1, &len);
+    Kv kv = {"dim", av_int(0)};
+    const Term *idx =
+        bin(lw, op, OP_SUB, splat(lw, op, it, (double)(len - 1)),
+            build(lw, op, OP_IOTA, 0, NULL, make_attrs(&kv, 1), it));
+    GatherDims g = {
+        .ncollapsed = 1, .nstart = 1, .index_vector_dim = 1, .nslice = rank};
+    g.collapsed[0] = g.start_index_map[0] = d;
+    for (int j = 0; j < rank; j++) {
+      g.slice_sizes[j] = j == d ? 1 : y->type->dims[j];
+      if (j != d)
+        g.offset_dims[g.noffset++] = j;
+    }
+    const Term *a[2] = {y, idx};
+    y = idx ? build(lw, op, OP_GATHER, 2, a, gather_attrs(&g), NULL) : NULL;
+  }
+  return one(out, y);
+}
+
+/* ------------------------------------------------------- convolution */
+
+/* A convolution's dimension numbers: the input's batch and feature
+ * dimensions, the kernel's input and output feature ones, the result's
+ * batch and feature ones, and each one's spatial dimensions in order. */
+typedef struct ConvDims {
+  int n; /* spatial dimensions */
+  int64_t in[2], in_s[PARTIR_MAX_RANK];
+  int64_t k[2], k_s[PARTIR_MAX_RANK];
+  int64_t out[2], out_s[PARTIR_MAX_RANK];
+} ConvDims;
+
+/* One operand's '[b, 0, 1, f]' at 'p' (letters 'l0' and 'l1' for its
+ * two named dimensions): where each is, into 'two' and 'sp'; the text
+ * after it, or NULL. */
+static const char *conv_operand(const char *p, const char *end, char l0,
+                                char l1, int rank, int64_t two[2],
+                                int64_t *sp) {
+  gboolean seen[PARTIR_MAX_RANK + 2] = {FALSE};
+  two[0] = two[1] = -1;
+  while (p < end && g_ascii_isspace(*p))
+    p++;
+  if (p >= end || *p++ != '[')
+    return NULL;
+  int pos = 0;
+  for (;; pos++) {
+    while (p < end && g_ascii_isspace(*p))
+      p++;
+    if (p >= end || pos >= rank)
+      return NULL;
+    if (*p == l0 || *p == l1) {
+      int64_t *at = &two[*p == l1];
+      if (*at >= 0)
+        return NULL;
+      *at = pos;
+      p++;
+    } else if (g_ascii_isdigit(*p)) {
+      int64_t k = 0;
+      while (p < end && g_ascii_isdigit(*p) && k < rank)
+        k = k * 10 + (*p++ - '0');
+      if (k >= rank - 2 || seen[k])
+        return NULL;
+      seen[k] = TRUE;
+      sp[k] = pos;
+    } else {
+      return NULL;
+    }
+    while (p < end && g_ascii_isspace(*p))
+      p++;
+    if (p < end && *p == ',') {
+      p++;
+      continue;
+    }
+    if (p < end && *p == ']')
+      break;
+    return NULL;
+  }
+  p++;
+  if (pos + 1 != rank || two[0] < 0 || two[1] < 0)
+    return NULL;
+  return p;
+}
+
+/* The dimension numbers, '[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]' in
+ * the text the attribute spans (the pretty form's dim_numbers or the
+ * generic form's #stablehlo.conv<...>). */
+static gboolean conv_dims(Lower *lw, const HloOp *op, int rank, ConvDims *cd) {
+  const HloAttr *a = hlo_op_attr(op, "dimension_numbers");
+  const Source *src = lw->file->src;
+  const char *p = NULL, *end = NULL;
+  if (a && a->kind == HA_OPAQUE && a->end > a->loc.offset &&
+      a->end <= src->len) {
+    end = src->text + a->end;
+    p = memchr(src->text + a->loc.offset, '[', a->end - a->loc.offset);
+  }
+  cd->n = rank - 2;
+  if (p && rank >= 3)
+    p = conv_operand(p, end, 'b', 'f', rank, cd->in, cd->in_s);
+  while (p && p < end && g_ascii_isspace(*p))
+    p++;
+  if (p && p < end && *p == 'x')
+    p = conv_operand(p + 1, end, 'i', 'o', rank, cd->k, cd->k_s);
+  else
+    p = NULL;
+  while (p && p < end && g_ascii_isspace(*p))
+    p++;
+  if (p && p + 1 < end && p[0] == '-' && p[1] == '>')
+    p = conv_operand(p + 2, end, 'b', 'f', rank, cd->out, cd->out_s);
+  else
+    p = NULL;
+  if (!p)
+    return lfail(lw, a ? a->loc : op->loc,
+                 "'%s' needs its dimension numbers for operands of rank %d: "
+                 "b, f and the spatial dimensions 0 to %d once each, then i, "
+                 "o and the spatial ones, then the result's (rank 4: "
+                 "'[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]')",
+                 op->name, rank, rank - 3);
+  return TRUE;
+}
+
+/* The integers of the generic attribute 'key', or of the pretty form's
+ * window entry 'pretty', or 'rank' times 'dflt'. */
+static gboolean window_ints(Lower *lw, const HloOp *op, const char *key,
+                            const char *pretty, int rank, int64_t dflt,
+                            int64_t *v) {
+  HloOp view = *op;
+  const HloAttr *w = hlo_op_attr(op, "window");
+  if (!hlo_op_attr(op, key) && w && w->kind == HA_DICT) {
+    view.attr_keys = w->keys;
+    view.attr_values = w->items;
+    key = pretty;
+  }
+  int n = int_list(lw, &view, key, v, PARTIR_MAX_RANK, FALSE);
+  if (n < 0)
+    return FALSE;
+  if (n == 0)
+    for (int d = 0; d < rank; d++)
+      v[d] = dflt;
+  else if (n != rank)
+    return lfail(lw, op->loc, "'%s': '%s' has %d entries, not %d", op->name,
+                 key, n, rank);
+  return TRUE;
+}
+
+static const Term *transposed(Lower *lw, const HloOp *op, const Term *x,
+                              const int64_t *perm) {
+  gboolean same = TRUE;
+  for (int d = 0; x && d < x->type->rank; d++)
+    same &= perm[d] == d;
+  if (!x || same)
+    return x;
+  Kv kv = {"permutation", av_ints(perm, x->type->rank)};
+  return build(lw, op, OP_TRANSPOSE, 1, &x, make_attrs(&kv, 1), NULL);
+}
+
+static const Term *reshaped(Lower *lw, const HloOp *op, const Term *x, int rank,
+                            const int64_t *dims) {
+  if (!x)
+    return NULL;
+  return build(lw, op, OP_RESHAPE, 1, &x, NULL,
+               type_tensor(x->type->dtype, rank, dims));
+}
+
+/* convolution: a sum over the kernel's window positions of products.
+ * The input is laid out [batch, spatial..., feature] and padded (its
+ * padding, and its lhs_dilation as interior padding); the kernel
+ * [spatial..., in, out].  For each position k of the window, the
+ * input's strided slice at k (times rhs_dilation) is contracted over
+ * the features with the kernel's [in, out] at k, a dot_general; with
+ * feature groups the features are split into [group, in] and the
+ * groups are a batch dimension of the product.  The sum is laid out as
+ * the result's dimension numbers say.  A 3x3 kernel is nine products of
+ * what partir already partitions (the batch, the spatial and the
+ * feature dimensions split as slices and products split). */
+static gboolean lower_convolution(Lower *lw, const HloOp *op, Op pop,
+                                  const Term *const *x, int nx,
+                                  GPtrArray *out) {
+  (void)pop;
+  if (nx != 2)
+    return lfail(lw, op->loc, "'%s' takes 2 operands", op->name);
+  const Type *rt = written_result(op, 0);
+  int rank = x[0]->type->rank;
+  ConvDims cd;
+  if (!rt || rt->rank != rank || x[1]->type->rank != rank)
+    return lfail(lw, op->loc, "'%s': its operands and result differ in rank",
+                 op->name);
+  if (!conv_dims(lw, op, rank, &cd))
+    return FALSE;
+  int n = cd.n;
+  int64_t stride[PARTIR_MAX_RANK], ldil[PARTIR_MAX_RANK], rdil[PARTIR_MAX_RANK],
+      low[PARTIR_MAX_RANK], high[PARTIR_MAX_RANK];
+  HloOp view = *op;
+  const HloAttr *w = hlo_op_attr(op, "window");
+  const char *pad_key = "padding";
+  if (!hlo_op_attr(op, "padding") && w && w->kind == HA_DICT) {
+    view.attr_keys = w->keys;
+    view.attr_values = w->items;
+    pad_key = "pad";
+  }
+  if (!window_ints(lw, op, "window_strides", "stride", n, 1, stride) ||
+      !window_ints(lw, op, "lhs_dilation", "lhs_dilate", n, 1, ldil) ||
+      !window_ints(lw, op, "rhs_dilation", "rhs_dilate", n, 1, rdil) ||
+      !padding_pairs(lw, &view, pad_key, n, TRUE, low, high))
+    return FALSE;
+  int64_t groups = 1;
+  if (hlo_op_attr(op, "feature_group_count") &&
+      !int_attr(lw, op, "feature_group_count", &groups))
+    return FALSE;
+  DType dt = rt->dtype;
+  /* the input as [b, spatial..., f], padded and dilated */
+  int64_t perm[PARTIR_MAX_RANK];
+  perm[0] = cd.in[0];
+  for (int j = 0; j < n; j++)
+    perm[1 + j] = cd.in_s[j];
+  perm[n + 1] = cd.in[1];
+  const Term *in = transposed(lw, op, widen(lw, op, x[0], dt), perm);
+  gboolean pads = FALSE;
+  int64_t lo[PARTIR_MAX_RANK] = {0}, hi[PARTIR_MAX_RANK] = {0},
+          mid[PARTIR_MAX_RANK] = {0};
+  for (int j = 0; j < n; j++) {
+    if (stride[j] < 1 || ldil[j] < 1 || rdil[j] < 1)
+      return lfail(lw, op->loc, "'%s': strides and dilations must be 1 or more",
+                   op->name);
+    lo[1 + j] = low[j];
+    hi[1 + j] = high[j];
+    mid[1 + j] = ldil[j] - 1;
+    pads |= low[j] || high[j] || ldil[j] > 1;
+  }
+  if (in && pads) {
+    Kv kv[3] = {{"low", av_ints(lo, rank)},
+                {"high", av_ints(hi, rank)},
+                {"interior", av_ints(mid, rank)}};
+    const Term *a[2] = {in, splat(lw, op, type_tensor(dt, 0, NULL), 0)};
+    in = a[1] ? build(lw, op, OP_PAD, 2, a, make_attrs(kv, 3), NULL) : NULL;
+  }
+  /* the kernel as [spatial..., in, out] */
+  for (int j = 0; j < n; j++)
+    perm[j] = cd.k_s[j];
+  perm[n] = cd.k[0];
+  perm[n + 1] = cd.k[1];
+  const Term *kern = transposed(lw, op, widen(lw, op, x[1], dt), perm);
+  if (!in || !kern)
+    return FALSE;
+  const int64_t *id = in->type->dims, *kd = kern->type->dims;
+  int64_t c = id[n + 1], cg = kd[n], o = kd[n + 1];
+  if (groups < 1 || c != cg * groups || o % groups != 0 ||
+      rt->dims[cd.out[0]] != id[0] || rt->dims[cd.out[1]] != o)
+    return lfail(lw, op->loc,
+                 "'%s': features do not agree (input %" G_GINT64_FORMAT
+                 ", kernel %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT
+                 ", %" G_GINT64_FORMAT " groups)",
+                 op->name, c, cg, o, groups);
+  int64_t outs[PARTIR_MAX_RANK], positions = 1;
+  for (int j = 0; j < n; j++) {
+    int64_t span = (kd[j] - 1) * rdil[j] + 1;
+    outs[j] = id[1 + j] >= span ? (id[1 + j] - span) / stride[j] + 1 : 0;
+    if (outs[j] < 1 || outs[j] != rt->dims[cd.out_s[j]])
+      return lfail(lw, op->loc,
+                   "'%s': spatial dimension %d gives %" G_GINT64_FORMAT
+                   " positions, not the result's %" G_GINT64_FORMAT,
+                   op->name, j, outs[j], rt->dims[cd.out_s[j]]);
+    positions *= kd[j];
+  }
+  if (positions > 4096)
+    return lfail(lw, op->loc,
+                 "'%s': a window of %" G_GINT64_FORMAT
+                 " positions (partir takes at most 4096)",
+                 op->name, positions);
+  /* the shapes of each position's operands and product */
+  int64_t xs[PARTIR_MAX_RANK + 1], ws[3];
+  xs[0] = id[0];
+  for (int j = 0; j < n; j++)
+    xs[1 + j] = outs[j];
+  xs[n + 1] = groups;
+  xs[n + 2] = cg;
+  ws[0] = cg;
+  ws[1] = groups;
+  ws[2] = o / groups;
+  const Term *acc = NULL;
+  for (int64_t at = 0; at < positions; at++) {
+    const Term *a = in, *b = kern;
+    int64_t rest = at;
+    for (int j = n - 1; j >= 0; j--) {
+      int64_t k = rest % kd[j];
+      rest /= kd[j];
+      a = slice_dim(lw, op, a, 1 + j, k * rdil[j], outs[j], stride[j]);
+      b = slice_dim(lw, op, b, j, k, 1, 1);
+    }
+    Kv kv[4];
+    if (groups == 1) {
+      b = reshaped(lw, op, b, 2, (int64_t[]){cg, o});
+      int64_t lc = n + 1, rc = 0;
+      kv[0] = (Kv){"lhs_contract", av_ints(&lc, 1)};
+      kv[1] = (Kv){"rhs_contract", av_ints(&rc, 1)};
+    } else {
+      a = reshaped(lw, op, a, n + 3, xs);
+      b = reshaped(lw, op, b, 3, ws);
+      int64_t lb = n + 1, rb = 1, lc = n + 2, rc = 0;
+      kv[0] = (Kv){"lhs_batch", av_ints(&lb, 1)};
+      kv[1] = (Kv){"rhs_batch", av_ints(&rb, 1)};
+      kv[2] = (Kv){"lhs_contract", av_ints(&lc, 1)};
+      kv[3] = (Kv){"rhs_contract", av_ints(&rc, 1)};
+    }
+    const Term *pair[2] = {a, b};
+    const Term *prod = a && b ? build(lw, op, OP_DOT_GENERAL, 2, pair,
+                                      make_attrs(kv, groups == 1 ? 2 : 4), NULL)
+                              : NULL;
+    acc = acc ? bin(lw, op, OP_ADD, acc, prod) : prod;
+    if (!acc)
+      return FALSE;
+  }
+  if (groups > 1) { /* [g, b, spatial..., o/g] to [b, spatial..., o] */
+    for (int d = 0; d <= n; d++)
+      perm[d] = d + 1;
+    perm[n + 1] = 0;
+    perm[n + 2] = n + 2;
+    acc = transposed(lw, op, acc, perm);
+    xs[n + 1] = o;
+    acc = reshaped(lw, op, acc, n + 2, xs);
+  }
+  /* [b, spatial..., o] to the result's layout */
+  perm[cd.out[0]] = 0;
+  for (int j = 0; j < n; j++)
+    perm[cd.out_s[j]] = 1 + j;
+  perm[cd.out[1]] = n + 1;
+  return one(out, transposed(lw, op, acc, perm));
 }
 
 /* pad: its low, high and interior padding per dimension ([1, 0],

@@ -12,7 +12,7 @@
  * Most of these share one shape, read by read_common: operands, then
  * 'keyword = value' items, an attribute dictionary, ':' and the types
  * (one type for all, a list, or a function type).  The others (compare,
- * constant, reduce, call, custom_call, return; Shardy's mesh and
+ * constant, reduce, convolution, call, custom_call, return; Shardy's mesh and
  * sharding constraint; the checks of StableHLO's tests) have readers of
  * their own.  Each fills the HloOp the generic form would give: the generic
  * attribute names (broadcast_dimensions, lhs_contracting_dimensions, ...)
@@ -207,6 +207,8 @@ static gboolean read_common(HloReader *r, HloOp *op) {
     rename_attr(op, "dims", "broadcast_dimensions");
   else if (strcmp(op->name, "stablehlo.transpose") == 0)
     rename_attr(op, "dims", "permutation");
+  else if (strcmp(op->name, "stablehlo.reverse") == 0)
+    rename_attr(op, "dims", "dimensions");
   else if (strcmp(op->name, "stablehlo.concatenate") == 0)
     rename_attr(op, "dim", "dimension");
   else if (strcmp(op->name, "stablehlo.iota") == 0)
@@ -285,6 +287,40 @@ static gboolean read_composite(HloReader *r, HloOp *op) {
   if (TOK->kind == TK_VALUE && !hlo_read_uses(r, op, FALSE))
     return FALSE;
   return hlo_read_signature(r, op);
+}
+
+/* convolution: '(%x, %k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b,
+ * 0, 1, f], window = {stride = [..], pad = [[..], ..], lhs_dilate =
+ * [..], rhs_dilate = [..], reverse = [..]} {attrs} : (T, T) -> R'.  The
+ * dimension numbers are kept as their text, an HA_OPAQUE spanning them
+ * (what the generic form's #stablehlo.conv<...> gives); the window as
+ * the dictionary 'window'. */
+static gboolean read_convolution(HloReader *r, HloOp *op) {
+  if (!hlo_read_uses(r, op, TRUE) || !cursor_word(&r->c, "dim_numbers") ||
+      !cursor_punct(&r->c, '='))
+    return FALSE;
+  HloAttr *dims = hlo_attr_new(HA_OPAQUE, TOK->loc);
+  dims->s = g_strdup("dim_numbers");
+  hlo_op_add_attr(op, "dimension_numbers", dims);
+  int depth = 0;
+  while (!hlo_failed(r) && TOK->kind != TK_EOF &&
+         !(depth == 0 && (hlo_is_punct(r, ',') || hlo_is_punct(r, '{') ||
+                          hlo_is_punct(r, ':')))) {
+    depth += hlo_is_punct(r, '[') - hlo_is_punct(r, ']');
+    dims->end = TOK->loc.offset + TOK->len;
+    hlo_next(r);
+  }
+  if (hlo_accept(r, ',')) {
+    if (!cursor_word(&r->c, "window") || !cursor_punct(&r->c, '='))
+      return FALSE;
+    HloAttr *w = hlo_read_attr(r);
+    if (!w)
+      return FALSE;
+    hlo_op_add_attr(op, "window", w);
+  }
+  if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
+    return FALSE;
+  return read_types(r, op, FALSE);
 }
 
 /* '[%a, ... : T, ...]' */
@@ -614,6 +650,8 @@ gboolean hlo_read_pretty(HloReader *r, HloOp *op) {
     return read_return(r, op);
   if (strcmp(n, "stablehlo.composite") == 0)
     return read_composite(r, op);
+  if (strcmp(n, "stablehlo.convolution") == 0)
+    return read_convolution(r, op);
   if (g_strv_contains(common_forms, n))
     return read_common(r, op);
   if (strcmp(n, "sdy.mesh") == 0)

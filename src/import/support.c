@@ -32,7 +32,6 @@ static const struct {
   const char *name;
   const char *why;
 } known_refusals[] = {
-    {"stablehlo.convolution", "partir has no convolution"},
     {"stablehlo.sort", "partir has no sort"},
     {"stablehlo.select_and_scatter", "windowed reductions"},
     {"stablehlo.rng", "random numbers"},
@@ -42,7 +41,6 @@ static const struct {
     {"stablehlo.reduce_scatter", "a collective: import the global program"},
     {"stablehlo.all_to_all", "a collective: import the global program"},
     {"stablehlo.collective_permute", "a collective: import the global program"},
-    {"stablehlo.reverse", "partir has no reverse"},
     {"check.expect_serialized_eq",
      "it compares with tensors a probe wrote to files"},
 };
@@ -189,6 +187,20 @@ static gboolean all_ones(const HloAttr *a) {
   return TRUE;
 }
 
+/* Whether boolean-list attribute 'a' is all false. */
+static gboolean all_false(const HloAttr *a) {
+  if (a->kind == HA_INT)
+    return a->i == 0;
+  if (a->kind != HA_LIST)
+    return FALSE;
+  for (guint i = 0; i < a->items->len; i++) {
+    const HloAttr *v = g_ptr_array_index(a->items, i);
+    if (v->kind != HA_INT || v->i != 0)
+      return FALSE;
+  }
+  return TRUE;
+}
+
 /* The checks of operations whose support depends on their types or
  * attributes. */
 static char *refine(const HloOp *op) {
@@ -253,6 +265,16 @@ static char *refine(const HloOp *op) {
                              "partir takes jnp.argmax's and argmin's)",
                              op->uses->len / 2);
     return body_refusal(op, x);
+  }
+  if (strcmp(n, "stablehlo.convolution") == 0) {
+    const HloAttr *g = hlo_op_attr(op, "batch_group_count");
+    if (g && (g->kind != HA_INT || g->i != 1))
+      return g_strdup("batch_group_count other than 1");
+    const HloAttr *rev = hlo_op_attr(op, "window_reversal");
+    if (!rev)
+      rev = hlo_dict_get(hlo_op_attr(op, "window"), "reverse");
+    if (rev && !all_false(rev))
+      return g_strdup("a reversed window");
   }
   if (strcmp(n, "stablehlo.reduce_window") == 0) {
     if (op->uses->len != 2)
