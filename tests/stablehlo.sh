@@ -88,6 +88,8 @@ model_inputs() {
   cnn)
     for a in x y k1 k2 w; do printf '%s ' "$fx/cnn.$a.npy"; done
     ;;
+  sorting) echo "$fx/sorting.x.npy $fx/sorting.k.npy $fx/sorting.v.npy" ;;
+  sorting_topk) echo "$fx/sorting_topk.x.npy" ;;
   esac
 }
 
@@ -129,10 +131,11 @@ run_model() {
 # maxima and minima, pooling, reverse); moments: jnp.var, std, square;
 # cnn: a CNN's loss and gradients (convolutions strided, padded,
 # depthwise and dilated; their gradients' lhs_dilation and reversed
-# kernels)
+# kernels); sorting, sorting_topk: sort by JAX's comparators, argsort,
+# median, top_k (ties, NaN, -0)
 for name in mlp mlp_relu mlp_train_step transformer_layer embed \
   batched_lookup losses rope argminmax loops gelu_erf conds windows \
-  moments cnn; do
+  moments cnn sorting sorting_topk; do
   for form in mlir generic.mlir debug.mlir; do
     run_model "$name" "$fx/$name.$form" 1e-5
   done

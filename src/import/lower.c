@@ -55,6 +55,9 @@ typedef struct Lower {
   GPtrArray *checked; /* ... these terms (each once) */
   const struct Scope *scope; /* of the operation being lowered */
   int64_t unrolled;          /* operations lowered in loops' bodies */
+  /* A sort's comparator is lowered on every pair of elements at once:
+   * its scalar values are of this shape (NULL elsewhere). */
+  const Type *pointwise;
 } Lower;
 
 /* The scope of one function body (or a loop's region) being lowered;
@@ -299,10 +302,19 @@ static const Term *build(Lower *lw, const HloOp *op, Op pop, int nargs,
   return t;
 }
 
-static const Type *written_result(const HloOp *op, guint i) {
+/* Type 't' as the lowering sees it: a scalar of a comparator lowered
+ * pointwise has the pairs' shape. */
+static const Type *seen_type(const Lower *lw, const Type *t) {
+  return lw->pointwise && t && t->kind == TY_TENSOR && t->rank == 0
+             ? type_with_dtype(lw->pointwise, t->dtype)
+             : t;
+}
+
+static const Type *written_result(const Lower *lw, const HloOp *op, guint i) {
   if (i >= op->result_types->len)
     return NULL;
-  return ((const HloType *)g_ptr_array_index(op->result_types, i))->type;
+  return seen_type(
+      lw, ((const HloType *)g_ptr_array_index(op->result_types, i))->type);
 }
 
 /* A scalar constant of 'dt' shaped like 't' (splatted). */
@@ -381,6 +393,25 @@ static gboolean lower_elementwise(Lower *lw, const HloOp *op, Op pop,
   return one(out, build(lw, op, pop, nx, x, NULL, NULL));
 }
 
+/* Float 'x' as a signed integer of its width that orders as IEEE 754's
+ * totalOrder does (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN):
+ * its bits, the ones of a negative number but the sign flipped. */
+static const Term *total_key(Lower *lw, const HloOp *op, const Term *x) {
+  if (!x)
+    return NULL;
+  DType dt = x->type->dtype;
+  DType it = dt == DT_F64 ? DT_I64 : dt == DT_F32 ? DT_I32 : DT_I16;
+  const Type *t = type_with_dtype(x->type, it);
+  const Term *bits = build(lw, op, OP_BITCAST, 1, &x, NULL, t);
+  Kv kv = {"value", av_int(dtype_int_max(it))};
+  const Term *low = build(lw, op, OP_CONSTANT, 0, NULL, make_attrs(&kv, 1), t);
+  const Term *a[2] = {bits, low};
+  const Term *flipped =
+      bits && low ? build(lw, op, OP_XOR, 2, a, NULL, NULL) : NULL;
+  return select3(lw, op, compare(lw, op, bits, splat(lw, op, t, 0), "LT"),
+                 flipped, bits);
+}
+
 static gboolean lower_compare(Lower *lw, const HloOp *op, Op pop,
                               const Term *const *x, int nx, GPtrArray *out) {
   (void)pop;
@@ -390,6 +421,11 @@ static gboolean lower_compare(Lower *lw, const HloOp *op, Op pop,
                  "'%s' needs two operands and a direction (EQ, NE, LT, LE, "
                  "GT, GE)",
                  op->name);
+  const HloAttr *how = hlo_op_attr(op, "compare_type");
+  if (how && how->kind == HA_WORD && strcmp(how->s, "TOTALORDER") == 0 &&
+      dtype_is_float(x[0]->type->dtype))
+    return one(out, compare(lw, op, total_key(lw, op, x[0]),
+                            total_key(lw, op, x[1]), d->s));
   return one(out, compare(lw, op, x[0], x[1], d->s));
 }
 
@@ -543,7 +579,7 @@ static gboolean lower_is_finite(Lower *lw, const HloOp *op, Op pop,
 static gboolean lower_convert(Lower *lw, const HloOp *op, Op pop,
                               const Term *const *x, int nx, GPtrArray *out) {
   (void)nx;
-  const Type *to = written_result(op, 0);
+  const Type *to = written_result(lw, op, 0);
   if (to == x[0]->type)
     return one(out, x[0]);
   return one(out, build(lw, op, pop, 1, x, NULL, to));
@@ -564,7 +600,7 @@ static gboolean lower_broadcast_in_dim(Lower *lw, const HloOp *op, Op pop,
   int n = int_list(lw, op, "broadcast_dimensions", dims, PARTIR_MAX_RANK, TRUE);
   if (n < 0)
     return FALSE;
-  const Type *to = written_result(op, 0);
+  const Type *to = written_result(lw, op, 0);
   const Term *src = x[0];
   gboolean identity = to == src->type;
   for (int i = 0; i < n; i++)
@@ -645,11 +681,11 @@ static gboolean lower_constant(Lower *lw, const HloOp *op, Op pop,
   (void)x;
   (void)nx;
   const HloAttr *v = hlo_op_attr(op, "value");
-  const Type *t = written_result(op, 0);
+  const Type *t = written_result(lw, op, 0);
   if (!v || v->kind != HA_DENSE || !t)
     return lfail(lw, op->loc, "'%s' needs a dense value and its type",
                  op->name);
-  if (v->type && v->type->type && v->type->type != t)
+  if (v->type && v->type->type && seen_type(lw, v->type->type) != t)
     return lfail(
         lw, v->loc,
         "the constant's value has type %s but its "
@@ -672,7 +708,7 @@ static gboolean lower_iota(Lower *lw, const HloOp *op, Op pop,
     return FALSE;
   Kv kv = {"dim", av_int(dim)};
   return one(out, build(lw, op, pop, 0, NULL, make_attrs(&kv, 1),
-                        written_result(op, 0)));
+                        written_result(lw, op, 0)));
 }
 
 /* 'x' converted to element type 'dt' (a contraction into a wider type
@@ -724,7 +760,7 @@ static gboolean lower_dot_general(Lower *lw, const HloOp *op, Op pop,
       *lists[k].n = n;
     }
   }
-  DType dt = written_result(op, 0)->dtype;
+  DType dt = written_result(lw, op, 0)->dtype;
   const Term *args[2] = {widen(lw, op, x[0], dt), widen(lw, op, x[1], dt)};
   if (!args[0] || !args[1])
     return FALSE;
@@ -1124,6 +1160,236 @@ static gboolean lower_reverse(Lower *lw, const HloOp *op, Op pop,
   return one(out, y);
 }
 
+/* ------------------------------------------------------------ sorting */
+
+static const Term *transposed(Lower *lw, const HloOp *op, const Term *x,
+                              const int64_t *perm) {
+  gboolean same = TRUE;
+  for (int d = 0; x && d < x->type->rank; d++)
+    same &= perm[d] == d;
+  if (!x || same)
+    return x;
+  Kv kv = {"permutation", av_ints(perm, x->type->rank)};
+  return build(lw, op, OP_TRANSPOSE, 1, &x, make_attrs(&kv, 1), NULL);
+}
+
+static const Term *reshaped(Lower *lw, const HloOp *op, const Term *x, int rank,
+                            const int64_t *dims) {
+  if (!x)
+    return NULL;
+  return build(lw, op, OP_RESHAPE, 1, &x, NULL,
+               type_tensor(x->type->dtype, rank, dims));
+}
+
+static gboolean lower_region(Lower *lw, const HloRegion *g, const Scope *outer,
+                             const Term *const *args, GPtrArray *results);
+
+/* Pairs of elements along dimension 'd' of shape 's': shape s with a
+ * last dimension of n = s[d] added, element i along d and j along the
+ * last.  'x' (shape s) as element i (along d) or as element j (along
+ * the last). */
+static const Term *as_i(Lower *lw, const HloOp *op, const Term *x,
+                        const Type *pairs) {
+  int64_t dims[PARTIR_MAX_RANK];
+  for (int e = 0; e < x->type->rank; e++)
+    dims[e] = e;
+  Kv kv = {"dims", av_ints(dims, x->type->rank)};
+  return build(lw, op, OP_BROADCAST_IN_DIM, 1, &x, make_attrs(&kv, 1),
+               type_with_dtype(pairs, x->type->dtype));
+}
+
+static const Term *as_j(Lower *lw, const HloOp *op, const Term *x, int d,
+                        const Type *pairs) {
+  int r = x->type->rank;
+  int64_t perm[PARTIR_MAX_RANK], dims[PARTIR_MAX_RANK];
+  for (int e = 0, k = 0; e < r; e++)
+    if (e != d) {
+      perm[k] = e;
+      dims[k++] = e;
+    }
+  perm[r - 1] = d;
+  dims[r - 1] = r;
+  const Term *t = transposed(lw, op, x, perm);
+  Kv kv = {"dims", av_ints(dims, r)};
+  return t ? build(lw, op, OP_BROADCAST_IN_DIM, 1, &t, make_attrs(&kv, 1),
+                   type_with_dtype(pairs, x->type->dtype))
+           : NULL;
+}
+
+/* How a sort compares: its comparator region, lowered on every pair at
+ * once, or (region NULL) top_k's totalOrder greater-than on operand 0. */
+typedef struct Order {
+  const HloRegion *region;
+} Order;
+
+/* 'before[i, j]', element j sorts before element i: comparator(x_j, x_i). */
+static const Term *order_less(Lower *lw, const HloOp *op, const Order *o,
+                              const Term *const *x, int nx, int d,
+                              const Type *pairs) {
+  if (!o->region) {
+    const Term *a = total_key(lw, op, as_j(lw, op, x[0], d, pairs));
+    const Term *b = total_key(lw, op, as_i(lw, op, x[0], pairs));
+    return compare(lw, op, a, b, "GT");
+  }
+  g_autofree const Term **args = g_new0(const Term *, 2 * (gsize)nx + 1);
+  for (int k = 0; k < nx; k++) {
+    args[2 * k] = as_j(lw, op, x[k], d, pairs);
+    args[2 * k + 1] = as_i(lw, op, x[k], pairs);
+    if (!args[2 * k] || !args[2 * k + 1])
+      return NULL;
+  }
+  const Scope *outer = lw->scope;
+  const Type *saved = lw->pointwise;
+  lw->pointwise = pairs;
+  g_autoptr(GPtrArray) r = g_ptr_array_new();
+  gboolean ok = lower_region(lw, o->region, outer, args, r);
+  lw->pointwise = saved;
+  lw->scope = outer;
+  if (!ok)
+    return NULL;
+  const Term *less = r->len == 1 ? g_ptr_array_index(r, 0) : NULL;
+  if (!less || less->type != type_with_dtype(pairs, DT_I1)) {
+    lfail(lw, op->loc, "'%s': its comparator must return one i1", op->name);
+    return NULL;
+  }
+  return less;
+}
+
+/* The operands 'x' sorted together along 'd' by 'o', stably: element
+ * i's position is the number of elements j that sort before it (j < i
+ * by the order, or equal to it and j < i), found by comparing every
+ * pair; each operand is then gathered at the inverse permutation.  So
+ * a sort costs n^2 comparisons per row: at most 2^26 pairs in all. */
+static gboolean sort_by(Lower *lw, const HloOp *op, const Order *o,
+                        const Term *const *x, int nx, int d, GPtrArray *out) {
+  const Type *s = x[0]->type;
+  int r = s->rank;
+  int64_t n = s->dims[d], size = 1;
+  for (int e = 0; e < r; e++)
+    size *= s->dims[e];
+  if (n < 2) {
+    for (int k = 0; k < nx; k++)
+      g_ptr_array_add(out, (gpointer)x[k]);
+    return TRUE;
+  }
+  if ((double)size * (double)n > (double)(1 << 26))
+    return lfail(lw, op->loc,
+                 "'%s': %" G_GINT64_FORMAT
+                 " elements sorted in rows of %" G_GINT64_FORMAT
+                 " (partir compares every pair of a row: "
+                 "at most 2^26 pairs in all)",
+                 op->name, size, n);
+  int64_t pd[PARTIR_MAX_RANK + 1];
+  memcpy(pd, s->dims, sizeof(int64_t) * (gsize)r);
+  pd[r] = n;
+  const Type *pairs = type_tensor(s->dtype, r + 1, pd);
+  const Term *less = order_less(lw, op, o, x, nx, d, pairs);
+  if (!less)
+    return FALSE;
+  /* j before i: less(j, i), or neither before the other and j < i */
+  const Type *ip = type_with_dtype(pairs, DT_I32);
+  Kv ki = {"dim", av_int(d)}, kj = {"dim", av_int(r)};
+  const Term *ii = build(lw, op, OP_IOTA, 0, NULL, make_attrs(&ki, 1), ip);
+  const Term *jj = build(lw, op, OP_IOTA, 0, NULL, make_attrs(&kj, 1), ip);
+  int64_t swap[PARTIR_MAX_RANK + 1];
+  for (int e = 0; e <= r; e++)
+    swap[e] = e;
+  swap[d] = r;
+  swap[r] = d;
+  const Term *more = transposed(lw, op, less, swap); /* less(i, j) */
+  const Term *tie = more ? build(lw, op, OP_NOT, 1, &more, NULL, NULL) : NULL;
+  const Term *before =
+      bin(lw, op, OP_OR, less,
+          bin(lw, op, OP_AND, tie, compare(lw, op, jj, ii, "LT")));
+  const Term *one_if =
+      select3(lw, op, before, splat(lw, op, ip, 1), splat(lw, op, ip, 0));
+  int64_t last = r;
+  const Term *pos = reduced(lw, op, OP_REDUCE_SUM, one_if, &last, 1);
+  /* the inverse permutation: at position p, the i whose pos is p */
+  const Term *hit =
+      pos ? compare(lw, op, as_j(lw, op, pos, d, ip), ii, "EQ") : NULL;
+  const Term *perm =
+      reduced(lw, op, OP_REDUCE_SUM,
+              select3(lw, op, hit, jj, splat(lw, op, ip, 0)), &last, 1);
+  if (!perm)
+    return FALSE;
+  GatherDims g = {
+      .ncollapsed = 1, .nstart = 1, .index_vector_dim = r, .nslice = r};
+  g.collapsed[0] = g.start_index_map[0] = d;
+  for (int e = 0; e < r; e++) {
+    g.slice_sizes[e] = 1;
+    if (e != d) {
+      g.operand_batching[g.nbatching++] = e;
+      g.indices_batching[g.nbatching_indices++] = e;
+    }
+  }
+  for (int k = 0; k < nx; k++) {
+    const Term *a[2] = {x[k], perm};
+    const Term *t = build(lw, op, OP_GATHER, 2, a, gather_attrs(&g), NULL);
+    if (!t)
+      return FALSE;
+    g_ptr_array_add(out, (gpointer)t);
+  }
+  return TRUE;
+}
+
+/* sort: the operands (of one shape) sorted along 'dimension' by its
+ * comparator, stably (a valid order for an unstable sort too). */
+static gboolean lower_sort(Lower *lw, const HloOp *op, Op pop,
+                           const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  int64_t d = 0;
+  if (nx < 1 || op->regions->len != 1)
+    return lfail(lw, op->loc, "'%s' takes operands and a comparator", op->name);
+  if (hlo_op_attr(op, "dimension") && !int_attr(lw, op, "dimension", &d))
+    return FALSE;
+  int r = x[0]->type->rank;
+  if (d < 0)
+    d += r;
+  if (d < 0 || d >= r)
+    return lfail(lw, op->loc,
+                 "'%s': no dimension %" G_GINT64_FORMAT
+                 " in an operand of rank %d",
+                 op->name, d, r);
+  for (int k = 1; k < nx; k++)
+    if (type_with_dtype(x[k]->type, x[0]->type->dtype) != x[0]->type)
+      return lfail(lw, op->loc, "'%s': its operands differ in shape", op->name);
+  Order o = {g_ptr_array_index(op->regions, 0)};
+  return sort_by(lw, op, &o, x, nx, (int)d, out);
+}
+
+/* chlo.top_k(x, k = K): the K greatest along the last dimension, in
+ * decreasing order by totalOrder (NaN greatest), equals by index, with
+ * their indices: x and its indices sorted so, then the first K. */
+static gboolean lower_top_k(Lower *lw, const HloOp *op, Op pop,
+                            const Term *const *x, int nx, GPtrArray *out) {
+  (void)pop;
+  (void)nx;
+  int64_t k;
+  if (!int_attr(lw, op, "k", &k))
+    return FALSE;
+  int r = x[0]->type->rank;
+  if (r < 1 || !dtype_is_float(x[0]->type->dtype) || k < 0 ||
+      k > x[0]->type->dims[r - 1])
+    return lfail(lw, op->loc,
+                 "'%s' takes floats of rank 1 or more and k from 0 to the "
+                 "last dimension's size",
+                 op->name);
+  Kv kv = {"dim", av_int(r - 1)};
+  const Term *both[2] = {x[0],
+                         build(lw, op, OP_IOTA, 0, NULL, make_attrs(&kv, 1),
+                               type_with_dtype(x[0]->type, DT_I32))};
+  Order o = {NULL};
+  g_autoptr(GPtrArray) sorted = g_ptr_array_new();
+  if (!both[1] || !sort_by(lw, op, &o, both, 2, r - 1, sorted))
+    return FALSE;
+  for (guint i = 0; i < 2; i++)
+    if (!one(out,
+             slice_dim(lw, op, g_ptr_array_index(sorted, i), r - 1, 0, k, 1)))
+      return FALSE;
+  return TRUE;
+}
+
 /* ------------------------------------------------------- convolution */
 
 /* A convolution's dimension numbers: the input's batch and feature
@@ -1248,25 +1514,6 @@ static gboolean window_ints(Lower *lw, const HloOp *op, const char *key,
   return TRUE;
 }
 
-static const Term *transposed(Lower *lw, const HloOp *op, const Term *x,
-                              const int64_t *perm) {
-  gboolean same = TRUE;
-  for (int d = 0; x && d < x->type->rank; d++)
-    same &= perm[d] == d;
-  if (!x || same)
-    return x;
-  Kv kv = {"permutation", av_ints(perm, x->type->rank)};
-  return build(lw, op, OP_TRANSPOSE, 1, &x, make_attrs(&kv, 1), NULL);
-}
-
-static const Term *reshaped(Lower *lw, const HloOp *op, const Term *x, int rank,
-                            const int64_t *dims) {
-  if (!x)
-    return NULL;
-  return build(lw, op, OP_RESHAPE, 1, &x, NULL,
-               type_tensor(x->type->dtype, rank, dims));
-}
-
 /* convolution: a sum over the kernel's window positions of products.
  * The input is laid out [batch, spatial..., feature] and padded (its
  * padding, and its lhs_dilation as interior padding); the kernel
@@ -1284,7 +1531,7 @@ static gboolean lower_convolution(Lower *lw, const HloOp *op, Op pop,
   (void)pop;
   if (nx != 2)
     return lfail(lw, op->loc, "'%s' takes 2 operands", op->name);
-  const Type *rt = written_result(op, 0);
+  const Type *rt = written_result(lw, op, 0);
   int rank = x[0]->type->rank;
   ConvDims cd;
   if (!rt || rt->rank != rank || x[1]->type->rank != rank)
@@ -1477,7 +1724,10 @@ static gboolean read_dims(Lower *lw, const HloOp *op, const char *dict,
       return FALSE;
   }
   const HloOp *from = hlo_op_attr(op, "index_vector_dim") ? op : &nested;
-  if (!int_attr(lw, from, "index_vector_dim", &g->index_vector_dim))
+  /* MLIR leaves out an index_vector_dim of 0, its default */
+  g->index_vector_dim = 0;
+  if (hlo_op_attr(from, "index_vector_dim") &&
+      !int_attr(lw, from, "index_vector_dim", &g->index_vector_dim))
     return FALSE;
   const HloAttr *sorted = hlo_op_attr(op, "indices_are_sorted");
   g->sorted = sorted && sorted->kind == HA_INT && sorted->i;
@@ -2225,7 +2475,7 @@ static gboolean lower_op(Lower *lw, Scope *sc, const HloOp *op,
     const HloType *want = i < op->operand_types->len
                               ? g_ptr_array_index(op->operand_types, i)
                               : NULL;
-    if (want && want->type && want->type != t->type) {
+    if (want && want->type && seen_type(lw, want->type) != t->type) {
       g_autofree char *got = type_to_string(t->type);
       return lfail(lw, u->loc, "'%%%s' has type %s but '%s' says %s", u->name,
                    got, op->name, want->text);
@@ -2269,7 +2519,7 @@ static gboolean lower_op(Lower *lw, Scope *sc, const HloOp *op,
       return lfail(lw, op->loc,
                    "program is too deep (more than %d nested values)",
                    PARTIR_MAX_HEIGHT);
-    if (wt->type != t->type) {
+    if (seen_type(lw, wt->type) != t->type) {
       g_autofree char *got = type_to_string(t->type);
       return lfail(lw, op->loc, "'%s' computes %s but its result type says %s",
                    op->name, got, wt->text);

@@ -12,9 +12,9 @@
  * Most of these share one shape, read by read_common: operands, then
  * 'keyword = value' items, an attribute dictionary, ':' and the types
  * (one type for all, a list, or a function type).  The others (compare,
- * constant, reduce, convolution, call, custom_call, return; Shardy's mesh and
- * sharding constraint; the checks of StableHLO's tests) have readers of
- * their own.  Each fills the HloOp the generic form would give: the generic
+ * constant, reduce, convolution, top_k, call, custom_call, return; Shardy's
+ * mesh and sharding constraint; the checks of StableHLO's tests) have readers
+ * of their own.  Each fills the HloOp the generic form would give: the generic
  * attribute names (broadcast_dimensions, lhs_contracting_dimensions, ...)
  * and a type per operand and result.  An operation whose pretty form is
  * not known here is read past (op->opaque), to be listed by support.c.
@@ -154,7 +154,7 @@ static gboolean read_types(HloReader *r, HloOp *op, gboolean results_only) {
     }
     return TRUE;
   }
-  if (TOK->kind == TK_ARROW) { /* chlo's 'T, ... -> R' */
+  if (TOK->kind == TK_ARROW) { /* chlo's 'T, ... -> R' or '-> (R, ...)' */
     if (types->len != nuses)
       return cursor_fail(&r->c, at, "%u operands but %u types", nuses,
                          types->len);
@@ -162,11 +162,14 @@ static gboolean read_types(HloReader *r, HloOp *op, gboolean results_only) {
       g_ptr_array_add(op->operand_types,
                       hlo_type_copy(g_ptr_array_index(types, i)));
     hlo_next(r);
-    HloType *result = hlo_read_type(r);
-    if (!result)
-      return FALSE;
-    g_ptr_array_add(op->result_types, result);
-    return TRUE;
+    gboolean many = hlo_accept(r, '('); /* '-> (R, ...)' */
+    do {
+      HloType *result = hlo_read_type(r);
+      if (!result)
+        return FALSE;
+      g_ptr_array_add(op->result_types, result);
+    } while (many && hlo_accept(r, ','));
+    return !many || cursor_punct(&r->c, ')');
   }
   if (strcmp(op->name, "stablehlo.select") == 0 && types->len == 2 &&
       nuses == 3) {
@@ -318,6 +321,30 @@ static gboolean read_convolution(HloReader *r, HloOp *op) {
       return FALSE;
     hlo_op_add_attr(op, "window", w);
   }
+  if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
+    return FALSE;
+  return read_types(r, op, FALSE);
+}
+
+/* chlo.top_k: '(%x, k = K) : T -> (R, I)'. */
+static gboolean read_top_k(HloReader *r, HloOp *op) {
+  if (!cursor_punct(&r->c, '('))
+    return FALSE;
+  HloUse u;
+  if (!hlo_read_use(r, &u))
+    return FALSE;
+  g_array_append_val(op->uses, u);
+  if (!cursor_punct(&r->c, ',') || !cursor_word(&r->c, "k") ||
+      !cursor_punct(&r->c, '='))
+    return FALSE;
+  if (TOK->kind != TK_INT)
+    return cursor_expected(&r->c, "k's value");
+  HloAttr *k = hlo_attr_new(HA_INT, TOK->loc);
+  k->i = TOK->i;
+  hlo_op_add_attr(op, "k", k);
+  hlo_next(r);
+  if (!cursor_punct(&r->c, ')'))
+    return FALSE;
   if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
     return FALSE;
   return read_types(r, op, FALSE);
@@ -652,6 +679,8 @@ gboolean hlo_read_pretty(HloReader *r, HloOp *op) {
     return read_composite(r, op);
   if (strcmp(n, "stablehlo.convolution") == 0)
     return read_convolution(r, op);
+  if (strcmp(n, "chlo.top_k") == 0)
+    return read_top_k(r, op);
   if (g_strv_contains(common_forms, n))
     return read_common(r, op);
   if (strcmp(n, "sdy.mesh") == 0)

@@ -32,7 +32,6 @@ static const struct {
   const char *name;
   const char *why;
 } known_refusals[] = {
-    {"stablehlo.sort", "partir has no sort"},
     {"stablehlo.select_and_scatter", "windowed reductions"},
     {"stablehlo.rng", "random numbers"},
     {"stablehlo.rng_bit_generator", "random numbers"},
@@ -133,11 +132,12 @@ static const char *reducer_of(const HloOp *op) {
 }
 
 /* The operations whose regions lower.c lowers into the program (a
- * while unrolled, an if's or a case's branches selected): their regions'
- * operations are judged as the function's are. */
+ * while unrolled, an if's or a case's branches selected, a sort's
+ * comparator applied to every pair): their regions' operations are
+ * judged as the function's are. */
 static gboolean has_lowered_regions(const char *n) {
   return strcmp(n, "stablehlo.while") == 0 || strcmp(n, "stablehlo.if") == 0 ||
-         strcmp(n, "stablehlo.case") == 0;
+         strcmp(n, "stablehlo.case") == 0 || strcmp(n, "stablehlo.sort") == 0;
 }
 
 /* Why the body of reduce or reduce_window 'op' of operand type 'x' is
@@ -212,9 +212,10 @@ static char *refine(const HloOp *op) {
   if (strcmp(n, "stablehlo.compare") == 0) {
     const HloAttr *ct = hlo_op_attr(op, "compare_type");
     const char *type = ct && (ct->kind == HA_WORD) ? ct->s : NULL;
-    if (type && strcmp(type, "TOTALORDER") == 0)
-      return g_strdup("compare_type TOTALORDER (partir compares floats by "
-                      "IEEE rules)");
+    if (type && strcmp(type, "TOTALORDER") == 0 && !is_float_type(x))
+      return g_strdup_printf("compare_type TOTALORDER of %s (it orders "
+                             "floats)",
+                             x ? x->text : "?");
     if (type && strcmp(type, "UNSIGNED") == 0 && !is_i1_type(x) &&
         !is_unsigned_type(x))
       return g_strdup_printf("an UNSIGNED comparison of %s (partir compares "
