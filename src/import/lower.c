@@ -792,6 +792,24 @@ static const struct {
     {"stablehlo.or", OP_REDUCE_OR, OP_OR},
 };
 
+/* The reducers' entry of reduce or reduce_window 'op': its 'applies'
+ * word, or its body's one operation (support.c checked it is one). */
+static gsize reducer_index(const HloOp *op) {
+  const HloAttr *w = hlo_op_attr(op, "applies");
+  const char *body;
+  if (w)
+    body = w->s;
+  else {
+    const HloRegion *g = g_ptr_array_index(op->regions, 0);
+    body = ((const HloOp *)g_ptr_array_index(g->ops, 0))->name;
+  }
+  gsize k = 0;
+  while (k < G_N_ELEMENTS(reducers) && strcmp(reducers[k].body, body) != 0)
+    k++;
+  g_assert(k < G_N_ELEMENTS(reducers)); /* hlo_check_support passed it */
+  return k;
+}
+
 /* Whether 'init' is the identity of reduction 'rop' on 'dt' (what the
  * reduction starts from: kernel_reduce_identity_*), so that the result
  * needs no combining with it. */
@@ -905,18 +923,7 @@ static gboolean lower_reduce(Lower *lw, const HloOp *op, Op pop,
   if (nx != 2)
     return lfail(lw, op->loc, "'%s' of %d operands: partir reduces one input",
                  op->name, nx);
-  const HloAttr *w = hlo_op_attr(op, "applies");
-  const char *body = NULL;
-  if (w)
-    body = w->s;
-  else {
-    const HloRegion *g = g_ptr_array_index(op->regions, 0);
-    body = ((const HloOp *)g_ptr_array_index(g->ops, 0))->name;
-  }
-  gsize k = 0;
-  while (k < G_N_ELEMENTS(reducers) && strcmp(reducers[k].body, body) != 0)
-    k++;
-  g_assert(k < G_N_ELEMENTS(reducers)); /* hlo_check_support passed it */
+  gsize k = reducer_index(op);
   Op rop = reducers[k].reduce;
   int64_t dims[PARTIR_MAX_RANK];
   int n = int_list(lw, op, "dimensions", dims, PARTIR_MAX_RANK, TRUE);
@@ -1067,12 +1074,7 @@ static gboolean lower_reduce_window(Lower *lw, const HloOp *op, Op pop,
   if (init->type->rank != 0)
     return lfail(lw, op->loc, "'%s': the init value must be a scalar",
                  op->name);
-  const HloRegion *g = g_ptr_array_index(op->regions, 0);
-  const char *body = ((const HloOp *)g_ptr_array_index(g->ops, 0))->name;
-  gsize k = 0;
-  while (k < G_N_ELEMENTS(reducers) && strcmp(reducers[k].body, body) != 0)
-    k++;
-  g_assert(k < G_N_ELEMENTS(reducers)); /* hlo_check_support passed it */
+  gsize k = reducer_index(op);
   int64_t w[PARTIR_MAX_RANK], s[PARTIR_MAX_RANK], low[PARTIR_MAX_RANK],
       high[PARTIR_MAX_RANK];
   int nw = int_list(lw, op, "window_dimensions", w, PARTIR_MAX_RANK, TRUE);

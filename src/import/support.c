@@ -168,34 +168,21 @@ static char *body_refusal(const HloOp *op, const HloType *x) {
   return NULL;
 }
 
-/* Whether integer-list attribute 'a' is absent or all ones. */
-static gboolean all_ones(const HloAttr *a) {
+/* Whether list attribute 'a' (integers or booleans, a list, an array
+ * or a dense splat) is absent or every entry 'v'. */
+static gboolean all_are(const HloAttr *a, int64_t v) {
   if (!a)
     return TRUE;
   const HloAttr *list = a;
   if (a->kind == HA_DENSE && !a->s && a->items->len == 1)
     list = g_ptr_array_index(a->items, 0);
   if (list->kind == HA_INT)
-    return list->i == 1;
+    return list->i == v;
   if (list->kind != HA_LIST)
     return FALSE;
   for (guint i = 0; i < list->items->len; i++) {
-    const HloAttr *v = g_ptr_array_index(list->items, i);
-    if (v->kind != HA_INT || v->i != 1)
-      return FALSE;
-  }
-  return TRUE;
-}
-
-/* Whether boolean-list attribute 'a' is all false. */
-static gboolean all_false(const HloAttr *a) {
-  if (a->kind == HA_INT)
-    return a->i == 0;
-  if (a->kind != HA_LIST)
-    return FALSE;
-  for (guint i = 0; i < a->items->len; i++) {
-    const HloAttr *v = g_ptr_array_index(a->items, i);
-    if (v->kind != HA_INT || v->i != 0)
+    const HloAttr *x = g_ptr_array_index(list->items, i);
+    if (x->kind != HA_INT || x->i != v)
       return FALSE;
   }
   return TRUE;
@@ -274,7 +261,7 @@ static char *refine(const HloOp *op) {
     const HloAttr *rev = hlo_op_attr(op, "window_reversal");
     if (!rev)
       rev = hlo_dict_get(hlo_op_attr(op, "window"), "reverse");
-    if (rev && !all_false(rev))
+    if (!all_are(rev, 0))
       return g_strdup("a reversed window");
   }
   if (strcmp(n, "stablehlo.reduce_window") == 0) {
@@ -284,7 +271,7 @@ static char *refine(const HloOp *op) {
     static const char *const dilations[] = {"base_dilations",
                                             "window_dilations"};
     for (gsize k = 0; k < G_N_ELEMENTS(dilations); k++)
-      if (!all_ones(hlo_op_attr(op, dilations[k])))
+      if (!all_are(hlo_op_attr(op, dilations[k]), 1))
         return g_strdup_printf("%s other than 1", dilations[k]);
     return body_refusal(op, x);
   }
