@@ -90,6 +90,9 @@ model_inputs() {
     ;;
   sorting) echo "$fx/sorting.x.npy $fx/sorting.k.npy $fx/sorting.v.npy" ;;
   sorting_topk) echo "$fx/sorting_topk.x.npy" ;;
+  torch_xla_cnn)
+    for a in x k scale shift k1 w b; do printf '%s ' "$fx/torch_xla_cnn.$a.npy"; done
+    ;;
   esac
 }
 
@@ -157,6 +160,23 @@ run_model erf_inv "$fx/erf_inv.mlir" 1e-7
 # if and case with two results, indices out of range both ways
 run_model branches "$fx/branches.mlir" 1e-6
 run_model torch_xla "$fx/torch_xla.mlir" 1e-6
+# a ResNet-style block as xm.get_stablehlo prints it: NCHW convolutions,
+# max pooling with padding, a tuple of results and get_tuple_element
+run_model torch_xla_cnn "$fx/torch_xla_cnn.mlir" 1e-5
+tx=$fx/torch_xla_cnn.mlir
+check "tactic batch.lua on torch-xla's CNN" quiet \
+  "$PARTIR" tactic "$top_srcdir/tactics/batch.lua" "$tx" --mesh batch=2 \
+  -o "$tmp/tx-b2.pir"
+"$PARTIR" lower "$tmp/tx-b2.pir" --mesh batch=2 --stats >"$tmp/stats-tx" 2>&1
+check "...both results tiled over batch, and no collective" \
+  sh -c "test \$(grep -c 'partir.tile 0 .*@\"batch\"' '$tmp/tx-b2.pir') -eq 2 &&
+         grep -Eq '^  none$' '$tmp/stats-tx'"
+check "...and runs compiled on two threads" \
+  sh -c "'$PARTIR' exec '$tmp/tx-b2.pir' --mesh batch=2 $(inputs "$tx" $(model_inputs torch_xla_cnn)) -o '$tmp/tx-b2' >/dev/null"
+for k in 0 1; do
+  near "$tmp/tx-b2/result$k.npy" "$fx/torch_xla_cnn.expected$k.npy" 1e-5 \
+    "...its result $k is XLA's"
+done
 # JAX's threefry (gen_threefry.py: split, fold_in, bits, randint): xor,
 # shifts, or and adds on ui32; partir's bits are JAX's, interpreted and
 # compiled

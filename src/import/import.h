@@ -49,8 +49,9 @@
  * otherwise NULL, and 'text' says what was written. */
 typedef struct HloType {
   const Type *type;
-  char *text; /* as written: "tensor<4x?xf32>", "!stablehlo.token" */
-  char *why;  /* when 'type' is NULL: the reason ("element type f16") */
+  char *text;       /* as written: "tensor<4x?xf32>", "!stablehlo.token" */
+  char *why;        /* when 'type' is NULL: the reason ("element type f16") */
+  GPtrArray *elems; /* a tuple<...>'s element types (HloType*), or NULL */
   Loc loc;
 } HloType;
 

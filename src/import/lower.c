@@ -33,6 +33,7 @@
 typedef struct Group {
   int count;
   const Term **terms;
+  gboolean tuple; /* a stablehlo.tuple: used whole, as its elements */
 } Group;
 
 static void group_free(Group *g) {
@@ -2418,6 +2419,33 @@ static gboolean lower_return(Lower *lw, const HloOp *op, Op pop,
   return lower_identity(lw, op, pop, x, nx, out);
 }
 
+/* stablehlo.tuple (torch-xla's xm.get_stablehlo returns its results as
+ * one): its elements, kept together under the tuple's name
+ * (define_tuple) and used whole by return and get_tuple_element. */
+static gboolean lower_tuple(Lower *lw, const HloOp *op, Op pop,
+                            const Term *const *x, int nx, GPtrArray *out) {
+  (void)lw;
+  (void)op;
+  (void)pop;
+  for (int i = 0; i < nx; i++)
+    g_ptr_array_add(out, (gpointer)x[i]);
+  return TRUE;
+}
+
+static gboolean lower_get_tuple_element(Lower *lw, const HloOp *op, Op pop,
+                                        const Term *const *x, int nx,
+                                        GPtrArray *out) {
+  (void)pop;
+  int64_t i;
+  if (!int_attr(lw, op, "index", &i))
+    return FALSE;
+  if (i < 0 || i >= nx)
+    return lfail(lw, op->loc,
+                 "'%s': element %" G_GINT64_FORMAT " of a tuple of %d",
+                 op->name, i, nx);
+  return one(out, x[i]);
+}
+
 static const struct {
   const char *name;
   Lowering lower;
@@ -2431,10 +2459,15 @@ static const struct {
 
 /* ---------------------------------------------------------- functions */
 
-static const Term *use_value(Lower *lw, const Scope *sc, const HloUse *u) {
+static const Group *lookup(const Scope *sc, const char *name) {
   const Group *g = NULL;
   for (const Scope *s = sc; s && !g; s = s->outer)
-    g = g_hash_table_lookup(s->values, u->name);
+    g = g_hash_table_lookup(s->values, name);
+  return g;
+}
+
+static const Term *use_value(Lower *lw, const Scope *sc, const HloUse *u) {
+  const Group *g = lookup(sc, u->name);
   if (!g) {
     lfail(lw, u->loc, "use of undefined value '%%%s'", u->name);
     return NULL;
@@ -2466,11 +2499,45 @@ static gboolean define(Lower *lw, Scope *sc, const HloDef *d,
 
 /* Lowers one operation: its operands, its terms, the types it wrote,
  * then its names and where it came from. */
+/* The elements 'out' of tuple 'op' under its one name, checked against
+ * its written tuple type. */
+static gboolean define_tuple(Lower *lw, Scope *sc, const HloOp *op,
+                             GPtrArray *out) {
+  const HloType *wt = op->result_types->len == 1
+                          ? g_ptr_array_index(op->result_types, 0)
+                          : NULL;
+  if (op->defs->len != 1 || g_array_index(op->defs, HloDef, 0).count != 1 ||
+      !wt || !wt->elems || wt->elems->len != out->len)
+    return lfail(lw, op->loc, "'%s' makes one tuple of its %u operands",
+                 op->name, out->len);
+  for (guint i = 0; i < out->len; i++) {
+    const HloType *e = g_ptr_array_index(wt->elems, i);
+    const Term *t = g_ptr_array_index(out, i);
+    if (e->type != t->type) {
+      g_autofree char *got = type_to_string(t->type);
+      return lfail(lw, op->loc, "'%s': element %u is %s, not %s", op->name, i,
+                   got, e->text);
+    }
+  }
+  HloDef d = g_array_index(op->defs, HloDef, 0);
+  d.count = (int)out->len;
+  if (!define(lw, sc, &d, (const Term *const *)out->pdata))
+    return FALSE;
+  ((Group *)g_hash_table_lookup(sc->values, d.name))->tuple = TRUE;
+  return TRUE;
+}
+
 static gboolean lower_op(Lower *lw, Scope *sc, const HloOp *op,
                          GPtrArray *returned) {
   g_autoptr(GPtrArray) x = g_ptr_array_new();
   for (guint i = 0; i < op->uses->len; i++) {
     const HloUse *u = &g_array_index(op->uses, HloUse, i);
+    const Group *whole = u->index < 0 ? lookup(sc, u->name) : NULL;
+    if (whole && whole->tuple) { /* return, get_tuple_element, tuple */
+      for (int k = 0; k < whole->count; k++)
+        g_ptr_array_add(x, (gpointer)whole->terms[k]);
+      continue;
+    }
     const Term *t = use_value(lw, sc, u);
     if (!t)
       return FALSE;
@@ -2510,6 +2577,8 @@ static gboolean lower_op(Lower *lw, Scope *sc, const HloOp *op,
     g_ptr_array_extend(returned, out, NULL, NULL);
     return TRUE;
   }
+  if (lowerings[k].lower == lower_tuple)
+    return define_tuple(lw, sc, op, out);
   if ((int)out->len != want)
     return lfail(lw, op->loc, "'%s' gives %u result%s; %d %s named", op->name,
                  out->len, out->len == 1 ? "" : "s", want,

@@ -12,7 +12,8 @@
  * Most of these share one shape, read by read_common: operands, then
  * 'keyword = value' items, an attribute dictionary, ':' and the types
  * (one type for all, a list, or a function type).  The others (compare,
- * constant, reduce, convolution, top_k, call, custom_call, return; Shardy's
+ * constant, reduce, convolution, top_k, get_tuple_element, call,
+ * custom_call, return; Shardy's
  * mesh and sharding constraint; the checks of StableHLO's tests) have readers
  * of their own.  Each fills the HloOp the generic form would give: the generic
  * attribute names (broadcast_dimensions, lhs_contracting_dimensions, ...)
@@ -202,7 +203,8 @@ static gboolean read_common(HloReader *r, HloOp *op) {
     return FALSE;
   if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
     return FALSE;
-  gboolean sources = strcmp(op->name, "stablehlo.iota") == 0;
+  gboolean sources = strcmp(op->name, "stablehlo.iota") == 0 ||
+                     strcmp(op->name, "stablehlo.tuple") == 0;
   if (!read_types(r, op, sources))
     return FALSE;
   /* the generic form's names for the pretty keywords */
@@ -321,6 +323,27 @@ static gboolean read_convolution(HloReader *r, HloOp *op) {
       return FALSE;
     hlo_op_add_attr(op, "window", w);
   }
+  if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
+    return FALSE;
+  return read_types(r, op, FALSE);
+}
+
+/* get_tuple_element: '%t[N] [{attrs}] : (tuple<...>) -> T'. */
+static gboolean read_get_tuple_element(HloReader *r, HloOp *op) {
+  HloUse u;
+  if (!hlo_read_use(r, &u))
+    return FALSE;
+  g_array_append_val(op->uses, u);
+  if (!cursor_punct(&r->c, '['))
+    return FALSE;
+  if (TOK->kind != TK_INT)
+    return cursor_expected(&r->c, "the element's index");
+  HloAttr *i = hlo_attr_new(HA_INT, TOK->loc);
+  i->i = TOK->i;
+  hlo_op_add_attr(op, "index", i);
+  hlo_next(r);
+  if (!cursor_punct(&r->c, ']'))
+    return FALSE;
   if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
     return FALSE;
   return read_types(r, op, FALSE);
@@ -652,6 +675,7 @@ static const char *const common_forms[] = {"stablehlo.add",
                                            "stablehlo.dynamic_slice",
                                            "stablehlo.dynamic_update_slice",
                                            "stablehlo.optimization_barrier",
+                                           "stablehlo.tuple",
                                            NULL};
 
 gboolean hlo_read_pretty(HloReader *r, HloOp *op) {
@@ -681,6 +705,8 @@ gboolean hlo_read_pretty(HloReader *r, HloOp *op) {
     return read_convolution(r, op);
   if (strcmp(n, "chlo.top_k") == 0)
     return read_top_k(r, op);
+  if (strcmp(n, "stablehlo.get_tuple_element") == 0)
+    return read_get_tuple_element(r, op);
   if (g_strv_contains(common_forms, n))
     return read_common(r, op);
   if (strcmp(n, "sdy.mesh") == 0)

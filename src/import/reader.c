@@ -216,6 +216,25 @@ static HloAttr *take_attrs(const HloAttr *list, guint i) {
 
 /* A generic 'func.func' or 'builtin.module': the module's functions were
  * read into the file as its region was read; a function becomes one. */
+
+/* Result type 't' (taken) with its attributes of function 'f': a
+ * tuple<...> (torch-xla's xm.get_stablehlo returns one) as one result
+ * per element, as its 'stablehlo.tuple' is lowered. */
+static void add_result(HloFunc *f, HloType *t, HloAttr *attrs) {
+  if (!t->elems) {
+    g_ptr_array_add(f->result_types, t);
+    g_ptr_array_add(f->result_attrs, attrs);
+    return;
+  }
+  for (guint i = 0; i < t->elems->len; i++) {
+    g_ptr_array_add(f->result_types,
+                    hlo_type_copy(g_ptr_array_index(t->elems, i)));
+    g_ptr_array_add(f->result_attrs, NULL);
+  }
+  hlo_attr_free(attrs);
+  hlo_type_free(t);
+}
+
 static gboolean func_from_generic(HloReader *r, HloOp *op) {
   if (strcmp(op->name, "builtin.module") == 0) {
     for (guint i = 0; i < op->regions->len; i++)
@@ -241,8 +260,7 @@ static gboolean func_from_generic(HloReader *r, HloOp *op) {
   const HloAttr *res_attrs = hlo_op_attr(op, "res_attrs");
   for (guint i = 0; i < outs->items->len; i++) {
     const HloAttr *t = g_ptr_array_index(outs->items, i);
-    g_ptr_array_add(f->result_types, hlo_type_copy(t->type));
-    g_ptr_array_add(f->result_attrs, take_attrs(res_attrs, i));
+    add_result(f, hlo_type_copy(t->type), take_attrs(res_attrs, i));
   }
   if (op->regions->len == 1) {
     f->body = g_ptr_array_steal_index(op->regions, 0);
@@ -312,11 +330,12 @@ static gboolean read_func_pretty(HloReader *r, Loc at) {
         HloType *t = hlo_read_type(r);
         if (!t)
           return FALSE;
-        g_ptr_array_add(f->result_types, t);
         HloAttr *attrs = NULL;
-        if (parens && hlo_is_punct(r, '{') && !(attrs = hlo_read_attr(r)))
+        if (parens && hlo_is_punct(r, '{') && !(attrs = hlo_read_attr(r))) {
+          hlo_type_free(t);
           return FALSE;
-        g_ptr_array_add(f->result_attrs, attrs);
+        }
+        add_result(f, t, attrs);
         HloLoc *ignored;
         if (parens && !hlo_read_loc(r, &ignored))
           return FALSE;

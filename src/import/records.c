@@ -20,6 +20,8 @@ void hlo_type_free(HloType *t) {
     return;
   g_free(t->text);
   g_free(t->why);
+  if (t->elems)
+    g_ptr_array_unref(t->elems);
   g_free(t);
 }
 
@@ -28,6 +30,11 @@ HloType *hlo_type_copy(const HloType *t) {
   *c = *t;
   c->text = g_strdup(t->text);
   c->why = g_strdup(t->why);
+  if (t->elems) {
+    c->elems = g_ptr_array_new_with_free_func((GDestroyNotify)hlo_type_free);
+    for (guint i = 0; i < t->elems->len; i++)
+      g_ptr_array_add(c->elems, hlo_type_copy(g_ptr_array_index(t->elems, i)));
+  }
   return c;
 }
 

@@ -57,11 +57,17 @@ static const struct {
     {"check.expect_close", 2, 0},
 };
 
-/* The reason a type cannot be imported, or NULL. */
+/* The reason a type cannot be imported, or NULL: a tuple (of values
+ * made by 'stablehlo.tuple', lowered as its elements) by its elements. */
 static char *type_refusal(const HloType *t) {
   if (!t || t->type)
     return NULL;
-  return g_strdup_printf("type %s: %s", t->text, t->why);
+  for (guint i = 0; t->elems && i < t->elems->len; i++) {
+    char *why = type_refusal(g_ptr_array_index(t->elems, i));
+    if (why)
+      return why;
+  }
+  return t->elems ? NULL : g_strdup_printf("type %s: %s", t->text, t->why);
 }
 
 static gboolean is_float_type(const HloType *t) {
@@ -399,14 +405,17 @@ gboolean hlo_check_support(const HloFile *f, Diag *diag) {
     const HloFunc *fn = g_ptr_array_index(f->funcs, i);
     for (guint k = 0; k < fn->args->len; k++) {
       const HloArg *a = g_ptr_array_index(fn->args, k);
-      g_autofree char *why = type_refusal(a->type);
+      g_autofree char *why = a->type && a->type->elems
+                                 ? g_strdup("a tuple (pass its elements)")
+                                 : type_refusal(a->type);
       if (why)
         refuse(&rf, a->loc, "argument %%%s of @%s is not supported: %s",
                a->name, fn->name, why);
     }
     for (guint k = 0; k < fn->result_types->len; k++) {
       const HloType *t = g_ptr_array_index(fn->result_types, k);
-      g_autofree char *why = type_refusal(t);
+      g_autofree char *why =
+          t->elems ? g_strdup("a tuple within a tuple") : type_refusal(t);
       if (why)
         refuse(&rf, t->loc, "result %u of @%s is not supported: %s", k + 1,
                fn->name, why);

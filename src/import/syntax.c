@@ -116,6 +116,36 @@ static gboolean read_angle(HloReader *r, GString *text) {
   return !hlo_failed(r);
 }
 
+/* 'tuple<T, ...>' (the word read next): its element types in 'elems',
+ * its text rebuilt from theirs. */
+static HloType *read_tuple_type(HloReader *r, Loc at) {
+  hlo_next(r);
+  if (!cursor_punct(&r->c, '<'))
+    return NULL;
+  HloType *t = g_new0(HloType, 1);
+  t->loc = at;
+  t->elems = g_ptr_array_new_with_free_func((GDestroyNotify)hlo_type_free);
+  t->why = g_strdup("a tuple");
+  g_autoptr(GString) text = g_string_new("tuple<");
+  if (!hlo_is_punct(r, '>'))
+    do {
+      HloType *e = hlo_read_type(r);
+      if (!e) {
+        hlo_type_free(t);
+        return NULL;
+      }
+      g_string_append_printf(text, "%s%s", t->elems->len ? ", " : "", e->text);
+      g_ptr_array_add(t->elems, e);
+    } while (hlo_accept(r, ','));
+  g_string_append_c(text, '>');
+  t->text = g_strdup(text->str);
+  if (!cursor_punct(&r->c, '>')) {
+    hlo_type_free(t);
+    return NULL;
+  }
+  return t;
+}
+
 HloType *hlo_read_type(HloReader *r) {
   if (hlo_failed(r))
     return NULL;
@@ -131,6 +161,8 @@ HloType *hlo_read_type(HloReader *r) {
     cursor_expected(&r->c, "a type");
     return NULL;
   }
+  if (!bang && hlo_is_word(r, "tuple")) /* tuple<T, ...>: torch-xla's results */
+    return read_tuple_type(r, at);
   gboolean tensor = !bang && hlo_is_word(r, "tensor");
   g_string_append_len(text, TOK->start, (gssize)TOK->len);
   hlo_next(r);
