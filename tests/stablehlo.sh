@@ -90,6 +90,9 @@ model_inputs() {
     ;;
   sorting) echo "$fx/sorting.x.npy $fx/sorting.k.npy $fx/sorting.v.npy" ;;
   sorting_topk) echo "$fx/sorting_topk.x.npy" ;;
+  updates)
+    for a in x v m k i; do printf '%s ' "$fx/updates.$a.npy"; done
+    ;;
   torch_xla_cnn)
     for a in x k scale shift k1 w b; do printf '%s ' "$fx/torch_xla_cnn.$a.npy"; done
     ;;
@@ -135,10 +138,11 @@ run_model() {
 # cnn: a CNN's loss and gradients (convolutions strided, padded,
 # depthwise and dilated; their gradients' lhs_dilation and reversed
 # kernels); sorting, sorting_topk: sort by JAX's comparators, argsort,
-# median, top_k (ties, NaN, -0)
+# median, top_k (ties, NaN, -0); updates: x.at[...].set (scatter with a
+# region returning its update)
 for name in mlp mlp_relu mlp_train_step transformer_layer embed \
   batched_lookup losses rope argminmax loops gelu_erf conds windows \
-  moments cnn sorting sorting_topk; do
+  moments cnn sorting sorting_topk updates; do
   for form in mlir generic.mlir debug.mlir; do
     run_model "$name" "$fx/$name.$form" 1e-5
   done

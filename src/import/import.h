@@ -287,6 +287,8 @@ HloFile *hlo_read(const Source *src, Diag *diag);
  * otherwise; 'floats': the values are floats (the body then also keeps
  * a NaN). */
 int hlo_argminmax(const HloOp *reduce, gboolean floats);
+/* Whether scatter 'op''s region returns its update (x.at[i].set's). */
+gboolean hlo_scatter_sets(const HloOp *op);
 
 /* Why partir cannot import 'op' (a new string), or NULL when it can. */
 char *hlo_unsupported(const HloOp *op);

@@ -1780,7 +1780,42 @@ static gboolean lower_scatter(Lower *lw, const HloOp *op, Op pop,
   GatherDims g = {0};
   if (!read_dims(lw, op, "scatter_dimension_numbers", names, &g))
     return FALSE;
-  return one(out, build(lw, op, pop, 3, x, scatter_attrs(&g), NULL));
+  const Attrs *attrs = scatter_attrs(&g);
+  if (!hlo_scatter_sets(op))
+    return one(out, build(lw, op, pop, 3, x, attrs, NULL));
+  /* a set (x.at[i].set(u)): the updates added onto -0 (the identity
+   * of addition, so a -0 update stays -0), how many landed on each
+   * element counted the same way, and the sum taken where one did: an
+   * element written once gets its update exactly.  One written more
+   * than once (JAX leaves which update wins undefined) gets their mean,
+   * or for i1 their or. */
+  const Term *x0 = x[0], *idx = x[1], *u = x[2];
+  DType dt = x0->type->dtype;
+  const Type *ci = type_with_dtype(x0->type, DT_I32);
+  const Type *ui = type_with_dtype(u->type, DT_I32);
+  const Term *zero_i = splat(lw, op, ci, 0);
+  const Term *c_args[3] = {zero_i, idx, splat(lw, op, ui, 1)};
+  const Term *count =
+      zero_i && c_args[2] ? build(lw, op, pop, 3, c_args, attrs, NULL) : NULL;
+  const Term *hit = compare(lw, op, count, zero_i, "GT");
+  const Term *value;
+  if (dt == DT_I1) {
+    const Term *s_args[3] = {zero_i, idx,
+                             build(lw, op, OP_CONVERT, 1, &u, NULL, ui)};
+    const Term *sum =
+        s_args[2] ? build(lw, op, pop, 3, s_args, attrs, NULL) : NULL;
+    value = compare(lw, op, sum, zero_i, "GT");
+  } else {
+    const Term *s_args[3] = {
+        splat(lw, op, x0->type, dtype_is_float(dt) ? -0.0 : 0), idx, u};
+    const Term *sum =
+        s_args[0] ? build(lw, op, pop, 3, s_args, attrs, NULL) : NULL;
+    const Term *n = bin(lw, op, OP_MAX, count, splat(lw, op, ci, 1));
+    if (n && dt != DT_I32)
+      n = build(lw, op, OP_CONVERT, 1, &n, NULL, x0->type);
+    value = bin(lw, op, OP_DIV, sum, n);
+  }
+  return one(out, select3(lw, op, hit, value, x0));
 }
 
 /* dynamic_update_slice(x, update, starts...): as it is. */

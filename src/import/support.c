@@ -137,6 +137,18 @@ static const char *reducer_of(const HloOp *op) {
   return body->name;
 }
 
+gboolean hlo_scatter_sets(const HloOp *op) {
+  if (op->regions->len != 1)
+    return FALSE;
+  const HloRegion *g = g_ptr_array_index(op->regions, 0);
+  if (g->blocks != 1 || g->args->len != 2 || g->ops->len != 1)
+    return FALSE;
+  const HloOp *ret = g_ptr_array_index(g->ops, 0);
+  const HloArg *update = g_ptr_array_index(g->args, 1);
+  return strcmp(ret->name, "stablehlo.return") == 0 && ret->uses->len == 1 &&
+         strcmp(g_array_index(ret->uses, HloUse, 0).name, update->name) == 0;
+}
+
 /* The operations whose regions lower.c lowers into the program (a
  * while unrolled, an if's or a case's branches selected, a sort's
  * comparator applied to every pair): their regions' operations are
@@ -287,11 +299,13 @@ static char *refine(const HloOp *op) {
       return g_strdup_printf("a scatter of %u operands at once (partir's "
                              "scatter_add takes one)",
                              (op->uses->len - 1) / 2);
+    if (hlo_scatter_sets(op))
+      return NULL;
     const char *body = reducer_of(op);
     if (!body || strcmp(body, "stablehlo.add") != 0)
       return g_strdup_printf(
           "a scatter whose update computation is %s (partir has "
-          "scatter_add: a region that adds its two arguments)",
+          "scatter_add, and a region that returns its update: a set)",
           body ? body : "not one operation on its two arguments");
     if (is_i1_type(x))
       return g_strdup("a scatter that adds i1 values");
