@@ -111,7 +111,7 @@ if "$PARTIR" import "$tmp/mul.mlir" >/dev/null 2>"$tmp/err"; then
   not_ok "a scatter that multiplies: refused"
 else
   check "a scatter that multiplies: refused, naming what partir has" \
-    grep -qF "'stablehlo.scatter' is not supported: a scatter whose update computation is stablehlo.multiply (partir has scatter_add: a region that adds its two arguments)" "$tmp/err"
+    grep -qF "'stablehlo.scatter' is not supported: a scatter whose update computation is stablehlo.multiply (partir has scatter_add, and a region that returns its update: a set)" "$tmp/err"
 fi
 
 # ---- gradients by hand
