@@ -86,7 +86,7 @@ model_inputs() {
   windows) echo "$fx/windows.x.npy $fx/windows.k.npy" ;;
   moments) echo "$fx/moments.x.npy" ;;
   cnn)
-    for a in x y k1 k2 w; do printf '%s ' "$fx/cnn.$a.npy"; done
+    for a in x y k1 k2 k3 w; do printf '%s ' "$fx/cnn.$a.npy"; done
     ;;
   sorting) echo "$fx/sorting.x.npy $fx/sorting.k.npy $fx/sorting.v.npy" ;;
   sorting_topk) echo "$fx/sorting_topk.x.npy" ;;
@@ -136,8 +136,8 @@ run_model() {
 # one selected); windows: reduce_window (cumulative sums, products,
 # maxima and minima, pooling, reverse); moments: jnp.var, std, square;
 # cnn: a CNN's loss and gradients (convolutions strided, padded,
-# depthwise and dilated; their gradients' lhs_dilation and reversed
-# kernels); sorting, sorting_topk: sort by JAX's comparators, argsort,
+# depthwise and dilated; their gradients' lhs_dilation, batch groups and
+# reversed kernels); sorting, sorting_topk: sort by JAX's comparators, argsort,
 # median, top_k (ties, NaN, -0); updates: x.at[...].set (scatter with a
 # region returning its update)
 for name in mlp mlp_relu mlp_train_step transformer_layer embed \
@@ -290,19 +290,19 @@ near "$tmp/mega-tf/result0.npy" "$fx/transformer_layer.expected0.npy" 1e-5 \
   "...its result is JAX's"
 
 # JAX's CNN training step, data parallel: each device convolves its
-# half of the batch; the loss and the three gradients are all-reduced,
+# half of the batch; the loss and the four gradients are all-reduced,
 # and the compiled program on two threads gives JAX's values
 cnn=$fx/cnn.mlir
 check "tactic batch.lua on JAX's CNN training step" quiet \
   "$PARTIR" tactic "$top_srcdir/tactics/batch.lua" "$cnn" --mesh batch=2 \
   -o "$tmp/cnn-b2.pir"
 "$PARTIR" lower "$tmp/cnn-b2.pir" --mesh batch=2 --stats >"$tmp/stats-cnn" 2>&1
-check "...lowers on batch=2 with four all_reduces and no other collective" \
-  sh -c "grep -Eq '^  all_reduce over batch +4 ' '$tmp/stats-cnn' &&
+check "...lowers on batch=2 with five all_reduces and no other collective" \
+  sh -c "grep -Eq '^  all_reduce over batch +5 ' '$tmp/stats-cnn' &&
          test \$(grep -Ec '^  [a-z_]+ over ' '$tmp/stats-cnn') -eq 1"
 check "...and runs compiled on two threads" \
   sh -c "'$PARTIR' exec '$tmp/cnn-b2.pir' --mesh batch=2 $(inputs "$cnn" $(model_inputs cnn)) -o '$tmp/cnn-b2' >/dev/null"
-for k in 0 1 2 3; do
+for k in 0 1 2 3 4; do
   near "$tmp/cnn-b2/result$k.npy" "$fx/cnn.expected$k.npy" 1e-5 \
     "...its result $k is JAX's"
 done

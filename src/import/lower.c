@@ -1524,7 +1524,10 @@ static gboolean window_ints(Lower *lw, const HloOp *op, const char *key,
  * input's strided slice at k (times rhs_dilation) is contracted over
  * the features with the kernel's [in, out] at k, a dot_general; with
  * feature groups the features are split into [group, in] and the
- * groups are a batch dimension of the product.  The sum is laid out as
+ * groups are a batch dimension of the product; with batch groups (the
+ * kernel gradient of a grouped convolution) the batch is split into
+ * [group, batch / groups] and the output features into groups, the
+ * groups again a batch dimension of the product.  The sum is laid out as
  * the result's dimension numbers say.  A 3x3 kernel is nine products of
  * what partir already partitions (the batch, the spatial and the
  * feature dimensions split as slices and products split). */
@@ -1558,10 +1561,17 @@ static gboolean lower_convolution(Lower *lw, const HloOp *op, Op pop,
       !window_ints(lw, op, "rhs_dilation", "rhs_dilate", n, 1, rdil) ||
       !padding_pairs(lw, &view, pad_key, n, TRUE, low, high))
     return FALSE;
-  int64_t groups = 1;
-  if (hlo_op_attr(op, "feature_group_count") &&
-      !int_attr(lw, op, "feature_group_count", &groups))
+  int64_t groups = 1, bgroups = 1;
+  if ((hlo_op_attr(op, "feature_group_count") &&
+       !int_attr(lw, op, "feature_group_count", &groups)) ||
+      (hlo_op_attr(op, "batch_group_count") &&
+       !int_attr(lw, op, "batch_group_count", &bgroups)))
     return FALSE;
+  if (groups < 1 || bgroups < 1 || (groups > 1 && bgroups > 1))
+    return lfail(lw, op->loc,
+                 "'%s': feature_group_count and batch_group_count must be 1 "
+                 "or more, one of them 1",
+                 op->name);
   DType dt = rt->dtype;
   /* the input as [b, spatial..., f], padded and dilated */
   int64_t perm[PARTIR_MAX_RANK];
@@ -1599,13 +1609,16 @@ static gboolean lower_convolution(Lower *lw, const HloOp *op, Op pop,
     return FALSE;
   const int64_t *id = in->type->dims, *kd = kern->type->dims;
   int64_t c = id[n + 1], cg = kd[n], o = kd[n + 1];
-  if (groups < 1 || c != cg * groups || o % groups != 0 ||
-      rt->dims[cd.out[0]] != id[0] || rt->dims[cd.out[1]] != o)
+  /* g groups of the features, or of the batch: a batch dimension of the
+   * products either way */
+  int64_t g = groups * bgroups, batch = id[0] / bgroups;
+  if (c != cg * groups || o % g != 0 || id[0] % bgroups != 0 ||
+      rt->dims[cd.out[0]] != batch || rt->dims[cd.out[1]] != o)
     return lfail(lw, op->loc,
                  "'%s': features do not agree (input %" G_GINT64_FORMAT
                  ", kernel %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT
-                 ", %" G_GINT64_FORMAT " groups)",
-                 op->name, c, cg, o, groups);
+                 ", %" G_GINT64_FORMAT " groups of %s)",
+                 op->name, c, cg, o, g, bgroups > 1 ? "the batch" : "features");
   int64_t outs[PARTIR_MAX_RANK], positions = 1;
   for (int j = 0; j < n; j++) {
     int64_t span = (kd[j] - 1) * rdil[j] + 1;
@@ -1623,15 +1636,17 @@ static gboolean lower_convolution(Lower *lw, const HloOp *op, Op pop,
                  " positions (partir takes at most 4096)",
                  op->name, positions);
   /* the shapes of each position's operands and product */
-  int64_t xs[PARTIR_MAX_RANK + 1], ws[3];
+  int64_t xs[PARTIR_MAX_RANK + 1], xb[PARTIR_MAX_RANK + 1], ws[3];
   xs[0] = id[0];
+  xb[0] = bgroups;
+  xb[1] = batch;
   for (int j = 0; j < n; j++)
-    xs[1 + j] = outs[j];
+    xs[1 + j] = xb[2 + j] = outs[j];
   xs[n + 1] = groups;
-  xs[n + 2] = cg;
+  xs[n + 2] = xb[n + 2] = cg;
   ws[0] = cg;
-  ws[1] = groups;
-  ws[2] = o / groups;
+  ws[1] = g;
+  ws[2] = o / g;
   const Term *acc = NULL;
   for (int64_t at = 0; at < positions; at++) {
     const Term *a = in, *b = kern;
@@ -1643,15 +1658,16 @@ static gboolean lower_convolution(Lower *lw, const HloOp *op, Op pop,
       b = slice_dim(lw, op, b, j, k, 1, 1);
     }
     Kv kv[4];
-    if (groups == 1) {
+    if (g == 1) {
       b = reshaped(lw, op, b, 2, (int64_t[]){cg, o});
       int64_t lc = n + 1, rc = 0;
       kv[0] = (Kv){"lhs_contract", av_ints(&lc, 1)};
       kv[1] = (Kv){"rhs_contract", av_ints(&rc, 1)};
-    } else {
-      a = reshaped(lw, op, a, n + 3, xs);
+    } else { /* [.., g, cg] or [g, b/g, ..] with [cg, g, o/g] */
+      a = groups > 1 ? reshaped(lw, op, a, n + 3, xs)
+                     : reshaped(lw, op, a, n + 3, xb);
       b = reshaped(lw, op, b, 3, ws);
-      int64_t lb = n + 1, rb = 1, lc = n + 2, rc = 0;
+      int64_t lb = groups > 1 ? n + 1 : 0, rb = 1, lc = n + 2, rc = 0;
       kv[0] = (Kv){"lhs_batch", av_ints(&lb, 1)};
       kv[1] = (Kv){"rhs_batch", av_ints(&rb, 1)};
       kv[2] = (Kv){"lhs_contract", av_ints(&lc, 1)};
@@ -1659,18 +1675,19 @@ static gboolean lower_convolution(Lower *lw, const HloOp *op, Op pop,
     }
     const Term *pair[2] = {a, b};
     const Term *prod = a && b ? build(lw, op, OP_DOT_GENERAL, 2, pair,
-                                      make_attrs(kv, groups == 1 ? 2 : 4), NULL)
+                                      make_attrs(kv, g == 1 ? 2 : 4), NULL)
                               : NULL;
     acc = acc ? bin(lw, op, OP_ADD, acc, prod) : prod;
     if (!acc)
       return FALSE;
   }
-  if (groups > 1) { /* [g, b, spatial..., o/g] to [b, spatial..., o] */
+  if (g > 1) { /* [g, b, spatial..., o/g] to [b, spatial..., o] */
     for (int d = 0; d <= n; d++)
       perm[d] = d + 1;
     perm[n + 1] = 0;
     perm[n + 2] = n + 2;
     acc = transposed(lw, op, acc, perm);
+    xs[0] = batch;
     xs[n + 1] = o;
     acc = reshaped(lw, op, acc, n + 2, xs);
   }

@@ -273,9 +273,6 @@ static char *refine(const HloOp *op) {
     return body_refusal(op, x);
   }
   if (strcmp(n, "stablehlo.convolution") == 0) {
-    const HloAttr *g = hlo_op_attr(op, "batch_group_count");
-    if (g && (g->kind != HA_INT || g->i != 1))
-      return g_strdup("batch_group_count other than 1");
     const HloAttr *rev = hlo_op_attr(op, "window_reversal");
     if (!rev)
       rev = hlo_dict_get(hlo_op_attr(op, "window"), "reverse");
