@@ -1058,11 +1058,11 @@ static const Term *window_dim(Lower *lw, const HloOp *op, Op combine,
  * reduction's identity, reduced one dimension at a time (the reducers are
  * associative and commutative, so a box is its rows' reductions reduced;
  * window_dim says how), and the init value combined once unless it is the
- * identity.  StableHLO's text pads with the init value; XLA counts a
- * window's init once whatever its padding, and so does partir (they
- * agree where the init is the identity, as JAX's always is).  What jnp.cumsum,
- * cumprod, cummax and the pooling layers export; the sums are added in another
- * order than XLA's. */
+ * identity.  StableHLO's specification pads with the init value; XLA
+ * counts a window's init once whatever its padding, and so does partir
+ * (they agree where the init is the identity, as JAX's always is).  What
+ * jnp.cumsum, cumprod, cummax and the pooling layers export; the sums are added
+ * in another order than XLA's. */
 static gboolean lower_reduce_window(Lower *lw, const HloOp *op, Op pop,
                                     const Term *const *x, int nx,
                                     GPtrArray *out) {
