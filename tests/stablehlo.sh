@@ -124,6 +124,30 @@ run_model() {
     test "$k" -eq "$(find "$fx" -name "$name.expected*.npy" | wc -l)"
 }
 
+# batch_split NAME FILE WHAT: the batch tactic on FILE over batch=2 into
+# $tmp/NAME.pir (checked as "tactic batch.lua on WHAT"), and its lowered
+# --stats in $tmp/NAME.stats, for the caller's checks.
+batch_split() {
+  check "tactic batch.lua on $3" quiet \
+    "$PARTIR" tactic "$top_srcdir/tactics/batch.lua" "$2" --mesh batch=2 \
+    -o "$tmp/$1.pir"
+  "$PARTIR" lower "$tmp/$1.pir" --mesh batch=2 --stats >"$tmp/$1.stats" 2>&1
+}
+
+# split_runs NAME FILE MODEL WHOSE: $tmp/NAME.pir compiled on two threads
+# on MODEL's inputs; each result within 1e-5 of MODEL's expected one
+# ("...its result k is WHOSE").
+split_runs() {
+  check "...and runs compiled on two threads" \
+    sh -c "'$PARTIR' exec '$tmp/$1.pir' --mesh batch=2 $(inputs "$2" $(model_inputs "$3")) -o '$tmp/$1' >/dev/null"
+  k=0
+  while [ -f "$fx/$3.expected$k.npy" ]; do
+    near "$tmp/$1/result$k.npy" "$fx/$3.expected$k.npy" 1e-5 \
+      "...its result $k is $4"
+    k=$((k + 1))
+  done
+}
+
 # embed: table[ids] (a gather; ids out of range both ways) and a
 # dynamic_slice at a start that XLA clamps; batched_lookup: vmap of a
 # lookup, a gather with batching dims; losses: logsumexp and isfinite
@@ -168,19 +192,11 @@ run_model torch_xla "$fx/torch_xla.mlir" 1e-6
 # max pooling with padding, a tuple of results and get_tuple_element
 run_model torch_xla_cnn "$fx/torch_xla_cnn.mlir" 1e-5
 tx=$fx/torch_xla_cnn.mlir
-check "tactic batch.lua on torch-xla's CNN" quiet \
-  "$PARTIR" tactic "$top_srcdir/tactics/batch.lua" "$tx" --mesh batch=2 \
-  -o "$tmp/tx-b2.pir"
-"$PARTIR" lower "$tmp/tx-b2.pir" --mesh batch=2 --stats >"$tmp/stats-tx" 2>&1
+batch_split tx-b2 "$tx" "torch-xla's CNN"
 check "...both results tiled over batch, and no collective" \
   sh -c "test \$(grep -c 'partir.tile 0 .*@\"batch\"' '$tmp/tx-b2.pir') -eq 2 &&
-         grep -Eq '^  none$' '$tmp/stats-tx'"
-check "...and runs compiled on two threads" \
-  sh -c "'$PARTIR' exec '$tmp/tx-b2.pir' --mesh batch=2 $(inputs "$tx" $(model_inputs torch_xla_cnn)) -o '$tmp/tx-b2' >/dev/null"
-for k in 0 1; do
-  near "$tmp/tx-b2/result$k.npy" "$fx/torch_xla_cnn.expected$k.npy" 1e-5 \
-    "...its result $k is XLA's"
-done
+         grep -Eq '^  none$' '$tmp/tx-b2.stats'"
+split_runs tx-b2 "$tx" torch_xla_cnn "XLA's"
 # JAX's threefry (gen_threefry.py: split, fold_in, bits, randint): xor,
 # shifts, or and adds on ui32; partir's bits are JAX's, interpreted and
 # compiled
@@ -293,19 +309,11 @@ near "$tmp/mega-tf/result0.npy" "$fx/transformer_layer.expected0.npy" 1e-5 \
 # half of the batch; the loss and the four gradients are all-reduced,
 # and the compiled program on two threads gives JAX's values
 cnn=$fx/cnn.mlir
-check "tactic batch.lua on JAX's CNN training step" quiet \
-  "$PARTIR" tactic "$top_srcdir/tactics/batch.lua" "$cnn" --mesh batch=2 \
-  -o "$tmp/cnn-b2.pir"
-"$PARTIR" lower "$tmp/cnn-b2.pir" --mesh batch=2 --stats >"$tmp/stats-cnn" 2>&1
+batch_split cnn-b2 "$cnn" "JAX's CNN training step"
 check "...lowers on batch=2 with five all_reduces and no other collective" \
-  sh -c "grep -Eq '^  all_reduce over batch +5 ' '$tmp/stats-cnn' &&
-         test \$(grep -Ec '^  [a-z_]+ over ' '$tmp/stats-cnn') -eq 1"
-check "...and runs compiled on two threads" \
-  sh -c "'$PARTIR' exec '$tmp/cnn-b2.pir' --mesh batch=2 $(inputs "$cnn" $(model_inputs cnn)) -o '$tmp/cnn-b2' >/dev/null"
-for k in 0 1 2 3 4; do
-  near "$tmp/cnn-b2/result$k.npy" "$fx/cnn.expected$k.npy" 1e-5 \
-    "...its result $k is JAX's"
-done
+  sh -c "grep -Eq '^  all_reduce over batch +5 ' '$tmp/cnn-b2.stats' &&
+         test \$(grep -Ec '^  [a-z_]+ over ' '$tmp/cnn-b2.stats') -eq 1"
+split_runs cnn-b2 "$cnn" cnn "JAX's"
 
 # JAX's SGD step of the 2-layer MLP (x 8x32, y 8x16, w1 32x32, w2 32x16):
 # data parallel on batch=2 all-reduces the two gradients and the loss

@@ -192,6 +192,9 @@ void hlo_op_add_attr(HloOp *op, const char *key, HloAttr *value);
 const HloAttr *hlo_op_attr(const HloOp *op, const char *key);
 /* The value of 'key' in dictionary 'dict' (HA_DICT; may be NULL). */
 const HloAttr *hlo_dict_get(const HloAttr *dict, const char *key);
+/* What a dense<...> of one item holds (a list, or a splat's number);
+ * any other attribute itself. */
+const HloAttr *hlo_dense_body(const HloAttr *a);
 HloRegion *hlo_region_new(Loc loc);
 void hlo_region_free(HloRegion *g);
 HloFunc *hlo_func_new(Loc loc);

@@ -250,9 +250,7 @@ static int int_list(Lower *lw, const HloOp *op, const char *key, int64_t *out,
       lfail(lw, op->loc, "'%s' needs the attribute '%s'", op->name, key);
     return required ? -1 : 0;
   }
-  const HloAttr *list = a;
-  if (a->kind == HA_DENSE && !a->s && a->items->len == 1)
-    list = g_ptr_array_index(a->items, 0);
+  const HloAttr *list = hlo_dense_body(a);
   if (list->kind == HA_INT && a->kind == HA_DENSE) { /* dense<3> splat */
     out[0] = list->i;
     return 1;
@@ -963,9 +961,7 @@ static gboolean padding_pairs(Lower *lw, const HloOp *op, const char *key,
   const HloAttr *a = hlo_op_attr(op, key);
   if (!a)
     return TRUE;
-  const HloAttr *list = a;
-  if (a->kind == HA_DENSE && !a->s && a->items->len == 1)
-    list = g_ptr_array_index(a->items, 0);
+  const HloAttr *list = hlo_dense_body(a);
   if (list->kind == HA_INT && (crop || list->i >= 0)) { /* every pair */
     for (int d = 0; d < rank; d++)
       low[d] = high[d] = list->i;
@@ -986,6 +982,19 @@ static gboolean padding_pairs(Lower *lw, const HloOp *op, const char *key,
     return lfail(lw, a->loc, "'%s' of '%s' must be %d pairs of integers%s", key,
                  op->name, rank, crop ? "" : ", none negative");
   return TRUE;
+}
+
+/* 'x' padded with 'value' (a scalar), 'low', 'high' and 'interior'
+ * elements per dimension; NULL when 'value' is. */
+static const Term *padded(Lower *lw, const HloOp *op, const Term *x,
+                          const Term *value, const int64_t *low,
+                          const int64_t *high, const int64_t *interior) {
+  int r = x->type->rank;
+  Kv kv[3] = {{"low", av_ints(low, r)},
+              {"high", av_ints(high, r)},
+              {"interior", av_ints(interior, r)}};
+  const Term *a[2] = {x, value};
+  return value ? build(lw, op, OP_PAD, 2, a, make_attrs(kv, 3), NULL) : NULL;
 }
 
 /* 'x' sliced along dimension 'd' from 'start', 'n' elements 'stride'
@@ -1089,7 +1098,7 @@ static gboolean lower_reduce_window(Lower *lw, const HloOp *op, Op pop,
   if (nw != rank || (ns != 0 && ns != rank))
     return lfail(lw, op->loc, "'%s': a window and strides of %d dimensions",
                  op->name, rank);
-  gboolean padded = FALSE;
+  gboolean pads = FALSE;
   for (int d = 0; d < rank; d++) {
     if (w[d] < 1 || s[d] < 1 || w[d] > y->type->dims[d] + low[d] + high[d])
       return lfail(lw, op->loc,
@@ -1098,17 +1107,15 @@ static gboolean lower_reduce_window(Lower *lw, const HloOp *op, Op pop,
                    " does not fit its %" G_GINT64_FORMAT " padded elements",
                    op->name, d, w[d], s[d],
                    y->type->dims[d] + low[d] + high[d]);
-    padded |= low[d] || high[d];
+    pads |= low[d] || high[d];
   }
-  if (padded) {
+  if (pads) {
     int64_t none[PARTIR_MAX_RANK] = {0};
-    Kv kv[3] = {{"low", av_ints(low, rank)},
-                {"high", av_ints(high, rank)},
-                {"interior", av_ints(none, rank)}};
     Kv value = {"value", identity_of(reducers[k].reduce, y->type->dtype)};
-    const Term *a[2] = {y, build(lw, op, OP_CONSTANT, 0, NULL,
-                                 make_attrs(&value, 1), init->type)};
-    y = a[1] ? build(lw, op, OP_PAD, 2, a, make_attrs(kv, 3), NULL) : NULL;
+    y = padded(
+        lw, op, y,
+        build(lw, op, OP_CONSTANT, 0, NULL, make_attrs(&value, 1), init->type),
+        low, high, none);
   }
   for (int d = 0; d < rank && y; d++)
     if (w[d] > 1 || s[d] > 1)
@@ -1493,18 +1500,27 @@ static gboolean conv_dims(Lower *lw, const HloOp *op, int rank, ConvDims *cd) {
   return TRUE;
 }
 
+/* Where a convolution's window attribute is read: the generic form's
+ * 'key' on 'op', or the pretty form's 'pretty' in its 'window'
+ * dictionary.  '*view' is the operation to read the key returned of. */
+static const char *window_key(const HloOp *op, const char *key,
+                              const char *pretty, HloOp *view) {
+  *view = *op;
+  const HloAttr *w = hlo_op_attr(op, "window");
+  if (hlo_op_attr(op, key) || !w || w->kind != HA_DICT)
+    return key;
+  view->attr_keys = w->keys;
+  view->attr_values = w->items;
+  return pretty;
+}
+
 /* The integers of the generic attribute 'key', or of the pretty form's
  * window entry 'pretty', or 'rank' times 'dflt'. */
 static gboolean window_ints(Lower *lw, const HloOp *op, const char *key,
                             const char *pretty, int rank, int64_t dflt,
                             int64_t *v) {
-  HloOp view = *op;
-  const HloAttr *w = hlo_op_attr(op, "window");
-  if (!hlo_op_attr(op, key) && w && w->kind == HA_DICT) {
-    view.attr_keys = w->keys;
-    view.attr_values = w->items;
-    key = pretty;
-  }
+  HloOp view;
+  key = window_key(op, key, pretty, &view);
   int n = int_list(lw, &view, key, v, PARTIR_MAX_RANK, FALSE);
   if (n < 0)
     return FALSE;
@@ -1548,14 +1564,8 @@ static gboolean lower_convolution(Lower *lw, const HloOp *op, Op pop,
   int n = cd.n;
   int64_t stride[PARTIR_MAX_RANK], ldil[PARTIR_MAX_RANK], rdil[PARTIR_MAX_RANK],
       low[PARTIR_MAX_RANK], high[PARTIR_MAX_RANK];
-  HloOp view = *op;
-  const HloAttr *w = hlo_op_attr(op, "window");
-  const char *pad_key = "padding";
-  if (!hlo_op_attr(op, "padding") && w && w->kind == HA_DICT) {
-    view.attr_keys = w->keys;
-    view.attr_values = w->items;
-    pad_key = "pad";
-  }
+  HloOp view;
+  const char *pad_key = window_key(op, "padding", "pad", &view);
   if (!window_ints(lw, op, "window_strides", "stride", n, 1, stride) ||
       !window_ints(lw, op, "lhs_dilation", "lhs_dilate", n, 1, ldil) ||
       !window_ints(lw, op, "rhs_dilation", "rhs_dilate", n, 1, rdil) ||
@@ -1592,13 +1602,9 @@ static gboolean lower_convolution(Lower *lw, const HloOp *op, Op pop,
     mid[1 + j] = ldil[j] - 1;
     pads |= low[j] || high[j] || ldil[j] > 1;
   }
-  if (in && pads) {
-    Kv kv[3] = {{"low", av_ints(lo, rank)},
-                {"high", av_ints(hi, rank)},
-                {"interior", av_ints(mid, rank)}};
-    const Term *a[2] = {in, splat(lw, op, type_tensor(dt, 0, NULL), 0)};
-    in = a[1] ? build(lw, op, OP_PAD, 2, a, make_attrs(kv, 3), NULL) : NULL;
-  }
+  if (in && pads)
+    in = padded(lw, op, in, splat(lw, op, type_tensor(dt, 0, NULL), 0), lo, hi,
+                mid);
   /* the kernel as [spatial..., in, out] */
   for (int j = 0; j < n; j++)
     perm[j] = cd.k_s[j];
@@ -2518,8 +2524,8 @@ static const Group *lookup(const Scope *sc, const char *name) {
   return g;
 }
 
-static const Term *use_value(Lower *lw, const Scope *sc, const HloUse *u) {
-  const Group *g = lookup(sc, u->name);
+/* The value use 'u' names in group 'g' (its name looked up). */
+static const Term *value_in(Lower *lw, const Group *g, const HloUse *u) {
   if (!g) {
     lfail(lw, u->loc, "use of undefined value '%%%s'", u->name);
     return NULL;
@@ -2584,13 +2590,13 @@ static gboolean lower_op(Lower *lw, Scope *sc, const HloOp *op,
   g_autoptr(GPtrArray) x = g_ptr_array_new();
   for (guint i = 0; i < op->uses->len; i++) {
     const HloUse *u = &g_array_index(op->uses, HloUse, i);
-    const Group *whole = u->index < 0 ? lookup(sc, u->name) : NULL;
-    if (whole && whole->tuple) { /* return, get_tuple_element, tuple */
-      for (int k = 0; k < whole->count; k++)
-        g_ptr_array_add(x, (gpointer)whole->terms[k]);
+    const Group *g = lookup(sc, u->name);
+    if (g && g->tuple && u->index < 0) { /* return, get_tuple_element, tuple */
+      for (int k = 0; k < g->count; k++)
+        g_ptr_array_add(x, (gpointer)g->terms[k]);
       continue;
     }
-    const Term *t = use_value(lw, sc, u);
+    const Term *t = value_in(lw, g, u);
     if (!t)
       return FALSE;
     const HloType *want = i < op->operand_types->len

@@ -328,6 +328,18 @@ static gboolean read_convolution(HloReader *r, HloOp *op) {
   return read_types(r, op, FALSE);
 }
 
+/* An integer (what the error calls 'what'), as attribute 'key'. */
+static gboolean read_int_attr(HloReader *r, HloOp *op, const char *key,
+                              const char *what) {
+  if (TOK->kind != TK_INT)
+    return cursor_expected(&r->c, what);
+  HloAttr *v = hlo_attr_new(HA_INT, TOK->loc);
+  v->i = TOK->i;
+  hlo_op_add_attr(op, key, v);
+  hlo_next(r);
+  return TRUE;
+}
+
 /* get_tuple_element: '%t[N] [{attrs}] : (tuple<...>) -> T'. */
 static gboolean read_get_tuple_element(HloReader *r, HloOp *op) {
   HloUse u;
@@ -336,13 +348,8 @@ static gboolean read_get_tuple_element(HloReader *r, HloOp *op) {
   g_array_append_val(op->uses, u);
   if (!cursor_punct(&r->c, '['))
     return FALSE;
-  if (TOK->kind != TK_INT)
-    return cursor_expected(&r->c, "the element's index");
-  HloAttr *i = hlo_attr_new(HA_INT, TOK->loc);
-  i->i = TOK->i;
-  hlo_op_add_attr(op, "index", i);
-  hlo_next(r);
-  if (!cursor_punct(&r->c, ']'))
+  if (!read_int_attr(r, op, "index", "the element's index") ||
+      !cursor_punct(&r->c, ']'))
     return FALSE;
   if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
     return FALSE;
@@ -360,13 +367,7 @@ static gboolean read_top_k(HloReader *r, HloOp *op) {
   if (!cursor_punct(&r->c, ',') || !cursor_word(&r->c, "k") ||
       !cursor_punct(&r->c, '='))
     return FALSE;
-  if (TOK->kind != TK_INT)
-    return cursor_expected(&r->c, "k's value");
-  HloAttr *k = hlo_attr_new(HA_INT, TOK->loc);
-  k->i = TOK->i;
-  hlo_op_add_attr(op, "k", k);
-  hlo_next(r);
-  if (!cursor_punct(&r->c, ')'))
+  if (!read_int_attr(r, op, "k", "k's value") || !cursor_punct(&r->c, ')'))
     return FALSE;
   if (hlo_is_punct(r, '{') && !hlo_read_attr_dict(r, op))
     return FALSE;

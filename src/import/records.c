@@ -172,6 +172,12 @@ const HloAttr *hlo_dict_get(const HloAttr *dict, const char *key) {
   return NULL;
 }
 
+const HloAttr *hlo_dense_body(const HloAttr *a) {
+  if (a->kind == HA_DENSE && !a->s && a->items->len == 1)
+    return g_ptr_array_index(a->items, 0);
+  return a;
+}
+
 HloFile *hlo_file_new(const Source *src) {
   HloFile *f = g_new0(HloFile, 1);
   f->src = src;

@@ -191,9 +191,7 @@ static char *body_refusal(const HloOp *op, const HloType *x) {
 static gboolean all_are(const HloAttr *a, int64_t v) {
   if (!a)
     return TRUE;
-  const HloAttr *list = a;
-  if (a->kind == HA_DENSE && !a->s && a->items->len == 1)
-    list = g_ptr_array_index(a->items, 0);
+  const HloAttr *list = hlo_dense_body(a);
   if (list->kind == HA_INT)
     return list->i == v;
   if (list->kind != HA_LIST)
