@@ -64,8 +64,10 @@ typedef struct Lower {
   int depth;                              /* global binders entered */
   int ldepth; /* local (sequential) binders entered */
   /* global Term -> LVal*, per region depth (0: closed terms); a region
-   * instance starts with a fresh table for its depth */
+   * instance starts with its binders' table for its depth: a fresh one,
+   * or the one 'regions' keeps for them */
   GHashTable *memo[PARTIR_MAX_REGIONS + 2];
+  GHashTable *regions;        /* SpmdMemo's, or NULL */
   const Module *global_names; /* the user's names of the global values */
   Module *local_names;        /* what the local values take, or NULL */
 } Lower;
@@ -422,6 +424,32 @@ static G_GNUC_NO_INLINE void region_result(Lower *lw, const Term *t,
   body->t = loop;
 }
 
+/* The table of the region just entered (lw->depth): what lowering
+ * reads of the region's context is its binders, so with 'regions' the
+ * values lowered under the same binders before are taken from there. */
+static GHashTable *region_memo(Lower *lw) {
+  if (!lw->regions)
+    return g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  /* the binders' fields (not their bytes: a struct has padding) */
+  guint64 key[3 * (PARTIR_MAX_REGIONS + 2)];
+  int n = 0;
+  for (int k = 0; k < lw->depth; k++) {
+    const Binder *b = &lw->binders[k];
+    key[n++] = (guint64)(guintptr)b->axis;
+    key[n++] = (guint64)b->local_pos;
+    key[n++] = (guint64)(guintptr)b->local_range;
+  }
+  GBytes *bytes = g_bytes_new(key, sizeof(guint64) * (gsize)n);
+  GHashTable *table = g_hash_table_lookup(lw->regions, bytes);
+  if (table) {
+    g_bytes_unref(bytes);
+  } else {
+    table = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    g_hash_table_insert(lw->regions, bytes, table);
+  }
+  return g_hash_table_ref(table);
+}
+
 /* tile and sum: bound to an axis, or a sequential loop */
 static void lower_region(Lower *lw, const Term *t, LVal *out) {
   const char *axis = t->axis;
@@ -433,7 +461,7 @@ static void lower_region(Lower *lw, const Term *t, LVal *out) {
   if (!axis)
     lw->ldepth++;
   GHashTable *outer = lw->memo[lw->depth];
-  lw->memo[lw->depth] = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  lw->memo[lw->depth] = region_memo(lw);
   lower(lw, t->args[0], out);
   if (!lw->failed)
     detach(lw, out); /* the body's value is whole for this r */
@@ -712,15 +740,17 @@ static void lower_here(Lower *lw, const Term *t, LVal *out) {
 }
 
 /* The lowering of 'g'; 'top' (may be NULL: one of its own) remembers
- * the closed values' lowerings, which depend on nothing else. */
+ * the closed values' lowerings, which depend on nothing else, and
+ * 'regions' (may be NULL) those of values inside regions, by binders. */
 static Func *lower_func(const RuleSet *rs, const Module *m, const Func *g,
                         const Mesh *mesh, Module *names, GHashTable *top,
-                        Diag *why) {
+                        GHashTable *regions, Diag *why) {
   Lower lw = {.rs = rs,
               .mesh = mesh,
               .why = why,
               .global_names = m,
-              .local_names = names};
+              .local_names = names,
+              .regions = regions};
   lw.memo[0] = top ? g_hash_table_ref(top)
                    : g_hash_table_new_full(NULL, NULL, NULL, g_free);
   Func *f = g_new0(Func, 1);
@@ -766,10 +796,11 @@ static Func *lower_func(const RuleSet *rs, const Module *m, const Func *g,
 
 Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
                  const Mesh *mesh, Module *names, Diag *why) {
-  return lower_func(rs, m, g, mesh, names, NULL, why);
+  return lower_func(rs, m, g, mesh, names, NULL, NULL, why);
 }
 
 Func *spmd_lower_memo(const Func *g, SpmdMemo *memo, Diag *why) {
   spmd_memo_check(memo);
-  return lower_func(memo->rs, NULL, g, &memo->mesh, NULL, memo->lower, why);
+  return lower_func(memo->rs, NULL, g, &memo->mesh, NULL, memo->lower,
+                    memo->regions, why);
 }

@@ -57,8 +57,12 @@ Func *spmd_lower(const RuleSet *rs, const Module *m, const Func *g,
 typedef struct SpmdMemo {
   const RuleSet *rs;
   Mesh mesh;
-  size_t collected;     /* collect_freed() when it was last emptied */
-  GHashTable *lower;    /* global closed Term -> its local value (lower.c) */
+  size_t collected;  /* collect_freed() when it was last emptied */
+  GHashTable *lower; /* global closed Term -> its local value (lower.c) */
+  /* the binders a region's values are lowered under (lower.c's key) ->
+   * that region's table like 'lower': a value inside a region lowers
+   * the same way under the same binders */
+  GHashTable *regions;
   GHashTable *fixpoint; /* local Term -> its [spmd] rules' fixed point */
   GHashTable *narrow;   /* local Term -> spmd_narrow's result */
   GHashTable *regather; /* local Term -> it with its gathers of chunks

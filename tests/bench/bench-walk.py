@@ -34,6 +34,10 @@ ap.add_argument("--steps", type=int, default=500)
 ap.add_argument("--every", type=int, default=25)
 ap.add_argument("--seed", type=int, default=1)
 ap.add_argument("--layers", type=int, default=12)
+ap.add_argument("--start", action="append", default=[],
+                help="an action taken before the walk (repeatable), e.g. "
+                     "'arg-tile %%x 0 1 batch' then 'propagate': the walk "
+                     "starts from the data-parallel state")
 ap.add_argument("--models", default=None, help="examples/models")
 ap.add_argument("--record", default=None,
                 help="write every request sent to this file (to replay it under perf)")
@@ -93,6 +97,8 @@ cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
 for walk in range(args.walks):
     s = Server()
     state = s.call("reset", path=path, mesh="batch=8,model=8", hw="h100x8")["state"]
+    if args.start:
+        state = s.call("step", state=state, actions=args.start)["state"]
     root_size = s.call("observe", state=state, what=["features"])["features"][0]
     for depth in range(args.steps + 1):
         if depth % args.every == 0 or depth == args.steps:

@@ -218,11 +218,20 @@ def check_program(path, mesh, walks, steps, costed, seed):
         "at every request" % (name, c.replies - c.differ, c.replies))
 
 
-def session(path, mesh, hw, requests, seed):
-    """An agent's session, mirrored (3)."""
+def session(path, mesh, hw, requests, seed, batch_first=False):
+    """An agent's session, mirrored (3); with batch_first, from the state
+    that splits %x's first dimension over the mesh's first axis and
+    propagates (data parallelism: most values inside one region, whose
+    lowerings are remembered by their binders)."""
     rng = random.Random(seed)
     c = Client(mirror=True)
     root = c.call("reset", path=path, mesh=mesh, hw=hw, max_steps=40)["result"]["state"]
+    if batch_first:
+        graph = c.call("observe", state=root, what=["graph"])["result"]["graph"]
+        x = next(n for n in graph["nodes"] if n["kind"] == "arg" and n["name"] == "x")
+        axis, size = mesh.split(",")[0].split("=")
+        split = "arg-tile %%x 0 %d %s" % (x["shape"][0] // int(size), axis)
+        root = c.call("step", state=root, actions=[split, "propagate"])["result"]["state"]
     s, live = root, [root]
     for _ in range(requests):
         k = rng.random()
@@ -255,9 +264,10 @@ def session(path, mesh, hw, requests, seed):
             live.append(s)
     c.close()
     tap(c.differ == 0,
-        "%s on %s: an agent's session, %d of %d replies the same from a server whose "
-        "memos are emptied at every request"
-        % (path.rsplit("/", 1)[1], mesh, c.replies - c.differ, c.replies))
+        "%s on %s%s: an agent's session, %d of %d replies the same from a server "
+        "whose memos are emptied at every request"
+        % (path.rsplit("/", 1)[1], mesh, ", data-parallel first" if batch_first else "",
+           c.replies - c.differ, c.replies))
 
 
 def guarded(check, *args):
@@ -278,5 +288,6 @@ guarded(check_program, examples + "/transformer_layer.pir", "batch=2,model=2",
 if models:
     guarded(session, models + "/t12.pir", "batch=2,model=2", "cpu2", 300, 5)
     guarded(session, models + "/gpt3-2.pir", "batch=8,model=8", "h100x8", 300, 6)
+    guarded(session, models + "/t12.pir", "batch=2,model=2", "cpu2", 200, 7, True)
 
 done()
