@@ -25,7 +25,7 @@
  *   partir search FILE --mesh MESH [--hw HW] [--algo mcts|beam]
  *               [--budget STATES | --time SECONDS] [--seed N] [-o OUT.pir]
  *               [--emit-tactic OUT.lua]   the best partitioning found
- *   partir calibrate [--devices N] [--runs N] [-o OUT.hw]
+ *   partir calibrate [--devices N] [--runs N] [--passes N] [-o OUT.hw]
  *                                      this machine's figures, measured
  *   partir rules                       every rule and where it comes from
  *   partir check-rules [FILES]         every rule against the interpreter
@@ -121,7 +121,7 @@ static void usage(FILE *to) {
         "         [--time S] [--seed N] [-o OUT.pir] [--emit-tactic OUT.lua]\n"
         "                        find a partitioning: a search scored by\n"
         "                        the cost model (docs/search.md)\n"
-        "  calibrate [--devices N] [--runs N] [-o OUT.hw]\n"
+        "  calibrate [--devices N] [--runs N] [--passes N] [-o OUT.hw]\n"
         "                        measure this machine for the cost model: a\n"
         "                        hardware description, each figure from a\n"
         "                        compiled program, N devices at once\n"
@@ -212,6 +212,7 @@ typedef struct Options {
   char *runtime;      /* exec --runtime */
   gint64 devices;     /* calibrate --devices (-1: the CPUs) */
   gint64 runs;        /* calibrate --runs */
+  gint64 passes;      /* calibrate --passes */
   char *shardings;    /* --shardings apply|ignore (group load) */
   char *loss;         /* grad --loss */
   char *wrt;          /* grad --wrt a,b */
@@ -228,6 +229,7 @@ static Options opt = {.check_seed = 1,
                       .steps = 8,
                       .devices = -1,
                       .runs = 5,
+                      .passes = 3,
                       .params_from = -1,
                       .lr = 0.01};
 
@@ -1437,6 +1439,8 @@ static const GOptionEntry calibrate_entries[] = {
      "devices running at once, a thread each (default: the CPUs)", "N"},
     {"runs", 0, 0, G_OPTION_ARG_INT64, &opt.runs,
      "timed steps per program, the median taken (default 5)", "N"},
+    {"passes", 0, 0, G_OPTION_ARG_INT64, &opt.passes,
+     "calibrate so many times, each figure the median (default 3)", "N"},
     G_OPTION_ENTRY_NULL};
 
 /* The description as a file: how it was measured, then the figures. */
@@ -1444,7 +1448,8 @@ static int cmd_calibrate(const Options *o, char **files) {
   (void)files;
   gint64 devices =
       o->devices < 0 ? MIN(g_get_num_processors(), 64) : o->devices;
-  if (!count_ok("devices", devices, 64) || !count_ok("runs", o->runs, 1000))
+  if (!count_ok("devices", devices, 64) || !count_ok("runs", o->runs, 1000) ||
+      !count_ok("passes", o->passes, 99))
     return 2;
   g_autoptr(RuleSet) rs = load_rules(o->rule_files);
   if (!rs)
@@ -1455,17 +1460,20 @@ static int cmd_calibrate(const Options *o, char **files) {
     if (g_str_has_suffix(name, ".hw"))
       name[strlen(name) - 3] = '\0';
   }
-  CalibrateOptions co = {
-      .devices = (int)devices, .runs = (int)o->runs, .name = name};
+  CalibrateOptions co = {.devices = (int)devices,
+                         .runs = (int)o->runs,
+                         .passes = (int)o->passes,
+                         .name = name};
   g_autoptr(GString) out = g_string_new(NULL);
   g_string_append_printf(out,
                          "# Measured by 'partir calibrate --devices %d "
-                         "--runs %d' (partir %s; docs/cost.md): every\n"
-                         "# figure solved from the time of a compiled program "
-                         "it dominates, %d device%s\n"
-                         "# (threads) running at once.\n",
-                         co.devices, co.runs, partir_version(), co.devices,
-                         co.devices == 1 ? "" : "s");
+                         "--runs %d --passes %d' (partir %s;\n"
+                         "# docs/cost.md): every figure solved from the time "
+                         "of a compiled program it\n"
+                         "# dominates, %d device%s (threads) running at "
+                         "once.\n",
+                         co.devices, co.runs, co.passes, partir_version(),
+                         co.devices, co.devices == 1 ? "" : "s");
   g_autoptr(Diag) diag = diag_new(NULL);
   Hardware hw;
   if (!pipeline_calibrate(rs, &co, &hw, out, diag)) {

@@ -245,6 +245,8 @@ gboolean pipeline_time(const Executable *e, Tensor *const *inputs, int runs,
 typedef struct CalibrateOptions {
   int devices;      /* threads at once, one a device: a mesh d=N */
   int runs;         /* timed steps per program (the median is taken) */
+  int passes;       /* the whole calibration so many times, each figure
+                       the median of theirs (0: once) */
   const char *name; /* the description's name (NULL: "calibrated") */
 } CalibrateOptions;
 

@@ -183,11 +183,13 @@ check "...saying what to give, nothing printed" \
   sh -c "grep -q \"spmd.pir: this is a device's program: compile the program before lowering, on its mesh\" '$tmp/err' && ! test -s '$tmp/out'"
 # calibrate: a description of this machine that the cost model loads and
 # prices kernels with (the figures themselves are timings: only their
-# form is checked)
-"$PARTIR" calibrate --devices 2 --runs 1 -o "$tmp/here.hw" >"$tmp/out" 2>"$tmp/err"
+# form is checked); two passes, each figure the median of theirs
+"$PARTIR" calibrate --devices 2 --runs 1 --passes 2 -o "$tmp/here.hw" >"$tmp/out" 2>"$tmp/err"
 status=$?
 check "calibrate --devices 2: a description written, nothing on stdout" \
   sh -c "test $status -eq 0 && test -s '$tmp/here.hw' && ! test -s '$tmp/out'"
+check "...from two passes, each figure a pass's (the lower of two)" sh -c \
+  "grep -qx '# pass 2 of 2' '$tmp/here.hw' && v=\$(sed -n 's/^kernel_overhead=//p' '$tmp/here.hw') && sed -n 's/^# kernel_overhead: .* -> //p' '$tmp/here.hw' | sort -g | head -1 | grep -qx \"\${v:-0}\""
 # (an overhead the machine shows none of, as a loaded machine may time
 # it, is solved as 0: its line is left out, 0 being the figure's default)
 check "...every figure, each with how it was measured" sh -c \
@@ -200,6 +202,10 @@ check "...and the cost model prices the compiled kernels with it" \
 status=$?
 check "calibrate --devices 0: a usage error" \
   sh -c "test $status -eq 2 && grep -q 'devices takes a count from 1 to 64' '$tmp/err'"
+"$PARTIR" calibrate --passes 0 >/dev/null 2>"$tmp/err"
+status=$?
+check "calibrate --passes 0: a usage error" \
+  sh -c "test $status -eq 2 && grep -q 'passes takes a count from 1 to 99' '$tmp/err'"
 "$PARTIR" calibrate extra.pir >/dev/null 2>"$tmp/err"
 status=$?
 check "calibrate FILE: a usage error" \
