@@ -460,8 +460,10 @@ gboolean pipeline_cost_state(const RuleSet *rs, const State *s,
   g_auto(Lowered) l = {0};
   if (!lower_with(rs, s->module, &s->func, mesh, memo, &l, why))
     return FALSE;
-  return memo ? cost_estimate_unnamed(l.spmd, hw, out, why)
-              : pipeline_cost(&l, hw, out, why);
+  if (!memo)
+    return pipeline_cost(&l, hw, out, why);
+  return l.owned ? cost_estimate_lowered(l.spmd, hw, out, why)
+                 : cost_estimate_unnamed(l.spmd, hw, out, why);
 }
 
 gboolean pipeline_export(const RuleSet *rs, const State *s, const Mesh *mesh,

@@ -637,11 +637,13 @@ static void donate(Walk *w, const Func *f, const Schedule *sc) {
 }
 
 /* The estimate of 'f' on 'hw', its statements named as 'm' names them,
- * or not named when 'named' is FALSE (no 'peak_at'). */
-static gboolean estimate(const Module *m, gboolean named, const Func *f,
-                         const Hardware *hw, CostReport *out, Diag *diag) {
+ * or not named when 'named' is FALSE (no 'peak_at'); 'f' checked first
+ * unless 'checked'. */
+static gboolean estimate(const Module *m, gboolean named, gboolean checked,
+                         const Func *f, const Hardware *hw, CostReport *out,
+                         Diag *diag) {
   memset(out, 0, sizeof *out);
-  if (!check_program(f, diag))
+  if (!checked && !check_program(f, diag))
     return FALSE;
   out->comms = g_array_new(FALSE, TRUE, sizeof(CostComm));
   out->ndevices = mesh_devices(f->spmd ? &f->spmd->mesh : NULL);
@@ -688,12 +690,17 @@ static gboolean estimate(const Module *m, gboolean named, const Func *f,
 
 gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
                        CostReport *out, Diag *diag) {
-  return estimate(m, TRUE, f, hw, out, diag);
+  return estimate(m, TRUE, FALSE, f, hw, out, diag);
 }
 
 gboolean cost_estimate_unnamed(const Func *f, const Hardware *hw,
                                CostReport *out, Diag *diag) {
-  return estimate(NULL, FALSE, f, hw, out, diag);
+  return estimate(NULL, FALSE, FALSE, f, hw, out, diag);
+}
+
+gboolean cost_estimate_lowered(const Func *f, const Hardware *hw,
+                               CostReport *out, Diag *diag) {
+  return estimate(NULL, FALSE, TRUE, f, hw, out, diag);
 }
 
 double cost_comm_bytes(const CostReport *r) {

@@ -342,6 +342,13 @@ gboolean cost_estimate(const Module *m, const Func *f, const Hardware *hw,
 /* The same without naming the statements: 'peak_at' is NULL. */
 gboolean cost_estimate_unnamed(const Func *f, const Hardware *hw,
                                CostReport *out, Diag *diag);
+/* cost_estimate_unnamed of a program spmd_lower made, which it does not
+ * check again (a walk of the whole program: the agent protocol costs a
+ * state per step).
+ * requires: its collectives fit its mesh and no tile or sum is bound to
+ * an axis (what lowering makes). */
+gboolean cost_estimate_lowered(const Func *f, const Hardware *hw,
+                               CostReport *out, Diag *diag);
 /* "1.01 us": seconds as the table prints them. */
 void cost_append_time(GString *out, double seconds);
 /* A readable table: per device and over all devices.  'mesh' may be NULL. */
