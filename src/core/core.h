@@ -877,6 +877,7 @@ typedef struct Schedule {
   int nargs;
   SchedName *args;     /* per argument */
   SchedName **results; /* per result */
+  GPtrArray *blocks;   /* the statements' memory (schedule.c) */
 } Schedule;
 
 /* The schedule of 'f'; 'm' gives the user's names (NULL: none). */

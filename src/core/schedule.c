@@ -40,6 +40,9 @@ typedef struct Namer {
   int next_number;      /* fresh value names are tried from %N on */
   int next_binder;      /* fresh binder names are tried from %rN on */
   gboolean by_memory;   /* schedule_for_memory's order */
+  GPtrArray *blocks;    /* the schedule's: where statements are made */
+  char *free_at;        /* the room left in the last block */
+  gsize left;
 } Namer;
 
 static Region *region_new(const char *binder_user) {
@@ -51,13 +54,34 @@ static Region *region_new(const char *binder_user) {
   return r;
 }
 
+/* Statements are many, made in one pass and freed together: they come
+ * from blocks of the schedule's own, a block for many (the agent
+ * protocol schedules a program of a thousand values three times a
+ * step, and allocating and freeing each statement was a tenth of it). */
+#define SCHED_BLOCK_BYTES ((gsize)64 * 1024)
+
+static Stmt *stmt_new(Namer *pr, int nops) {
+  gsize size = sizeof(Stmt) + (gsize)nops * sizeof(Named *);
+  size = (size + 15) & ~(gsize)15; /* malloc's alignment */
+  if (size > pr->left) {
+    gsize n = MAX(size, SCHED_BLOCK_BYTES);
+    pr->free_at = g_malloc(n);
+    pr->left = n;
+    g_ptr_array_add(pr->blocks, pr->free_at);
+  }
+  Stmt *s = (Stmt *)(gpointer)pr->free_at;
+  pr->free_at += size;
+  pr->left -= size;
+  memset(s, 0, size);
+  return s;
+}
+
 static void region_free(Region *r) {
   for (guint i = 0; i < r->stmts->len; i++) {
     Stmt *s = g_ptr_array_index(r->stmts, i);
     if (s->child)
       region_free(s->child);
     g_free(s->n.name);
-    g_free(s);
   }
   g_ptr_array_unref(r->stmts);
   if (r->memo)
@@ -110,7 +134,7 @@ static Named *schedule_value(Namer *pr, int depth, const Term *t) {
   gsize nops = placed->kind == TM_TILE || placed->kind == TM_SUM
                    ? 0
                    : (gsize)placed->nargs;
-  s = g_malloc0(sizeof(Stmt) + nops * sizeof(Named *));
+  s = stmt_new(pr, (int)nops);
   s->t = placed;
   if (placed->kind == TM_TILE || placed->kind == TM_SUM) {
     Region *child = region_new(NULL);
@@ -258,8 +282,9 @@ static int number_region(Region *r, int next) {
 }
 
 static Schedule *schedule_by(const Func *f, gboolean by_memory) {
-  Namer pr = {.by_memory = by_memory};
   Schedule *sc = g_new0(Schedule, 1);
+  sc->blocks = g_ptr_array_new_with_free_func(g_free);
+  Namer pr = {.by_memory = by_memory, .blocks = sc->blocks};
   sc->nargs = f->nargs;
   pr.args = sc->args = g_new0(Named, (gsize)MAX(f->nargs, 1));
   for (int i = 0; i < f->nargs; i++)
@@ -305,6 +330,7 @@ void schedule_free(Schedule *sc) {
   if (!sc)
     return;
   region_free(sc->top);
+  g_ptr_array_unref(sc->blocks);
   for (int i = 0; i < sc->nargs; i++)
     g_free(sc->args[i].name);
   g_free(sc->args);
