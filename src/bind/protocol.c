@@ -266,13 +266,12 @@ static gboolean term_legal_equal(gconstpointer pa, gconstpointer pb) {
 /* A state's legal actions, in the order 'actions' lists them, and its
  * values (the arguments, then the statements in print order: those of
  * state_locations), read off its schedule: no Location is made for
- * each, and the values are named only when a name is needed (a step's
- * trace, a listing), once. */
+ * each, and the values are named only as far as a name is needed (a
+ * step's trace names up to its value, a listing all), each once. */
 typedef struct ActionList {
   Legal *items; /* NULL: not listed yet */
   guint nitems;
   Schedule *sc;            /* the state's */
-  gboolean named;          /* sc's values have their names */
   int nargs;               /* values below are statements */
   const SchedStmt **stmts; /* by SchedName.index (NULL: an argument) */
   int *up; /* by index: the tile or sum whose region holds it, or -1 */
@@ -318,10 +317,8 @@ static const Term *value_term(const State *s, const ActionList *l, int i) {
 
 /* The printed name of value 'i' of 's', without its '%'. */
 static const char *value_name(const State *s, ActionList *l, int i) {
-  if (!l->named) {
-    schedule_name(l->sc, s->module, &s->func);
-    l->named = TRUE;
-  }
+  /* named up to it: a step's trace needs its value's name alone */
+  schedule_name_upto(l->sc, s->module, &s->func, i);
   return i < l->nargs ? l->sc->args[i].name : l->stmts[i]->n.name;
 }
 

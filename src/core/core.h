@@ -875,9 +875,13 @@ typedef struct Schedule {
   SchedRegion *top;
   int nvalues; /* arguments and statements */
   int nargs;
-  SchedName *args;     /* per argument */
-  SchedName **results; /* per result */
-  GPtrArray *blocks;   /* the statements' memory (schedule.c) */
+  SchedName *args;      /* per argument */
+  SchedName **results;  /* per result */
+  GPtrArray *blocks;    /* the statements' memory (schedule.c) */
+  struct Namer *namer;  /* a naming begun and not finished (schedule.c) */
+  int named_upto;       /* the values up to this index have names */
+  SchedStmt **by_index; /* the statements by SchedName.index (below
+                           nargs: NULL) */
 } Schedule;
 
 /* The schedule of 'f'; 'm' gives the user's names (NULL: none). */
@@ -886,6 +890,13 @@ Schedule *schedule_new(const Module *m, const Func *f);
  * and its naming, once, as schedule_new names it. */
 Schedule *schedule_order(const Func *f);
 void schedule_name(Schedule *sc, const Module *m, const Func *f);
+/* The names of the values of index up to 'index' (the arguments, then
+ * the statements in text order), as schedule_name gives them: a
+ * naming in text order stops there, and a later call (or
+ * schedule_name) goes on from it.  The agent protocol names a step's
+ * value this way, for its trace; no value after it needs a name. */
+void schedule_name_upto(Schedule *sc, const Module *m, const Func *f,
+                        int index);
 /* schedule_order for less memory: the results from the last, each
  * operator's operands the tallest first (schedule.c).  The cost model's
  * liveness sweep follows it: the order a memory-aware compiler runs, not

@@ -30,7 +30,8 @@ typedef SchedRegion Region;
 typedef SchedStmt Stmt;
 
 /* The state of both passes. */
-typedef struct Namer {
+typedef struct Namer Namer;
+struct Namer {
   GHashTable *names;                    /* the module's, or NULL */
   GHashTable *binder_names;             /* the module's, or NULL */
   Region *open[PARTIR_MAX_REGIONS + 2]; /* open regions by depth */
@@ -43,7 +44,7 @@ typedef struct Namer {
   GPtrArray *blocks;    /* the schedule's: where statements are made */
   char *free_at;        /* the room left in the last block */
   gsize left;
-} Namer;
+};
 
 static Region *region_new(const char *binder_user) {
   Region *r = g_new0(Region, 1);
@@ -232,17 +233,15 @@ static void name_binder(Namer *pr, Named *n) {
   }
 }
 
-static void name_region(Namer *pr, Region *r) {
-  for (guint i = 0; i < r->stmts->len; i++) {
-    Stmt *s = g_ptr_array_index(r->stmts, i);
-    s->n.user = pr->names ? g_hash_table_lookup(pr->names, s->t) : NULL;
-    name_value(pr, &s->n);
-    if (s->child) {
-      s->child->binder.user =
-          pr->binder_names ? g_hash_table_lookup(pr->binder_names, s->t) : NULL;
-      name_binder(pr, &s->child->binder);
-      name_region(pr, s->child);
-    }
+/* Names statement 's' and, for a tile or sum, its binder: the next
+ * value in text order (its region's statements follow it). */
+static void name_stmt(Namer *pr, Stmt *s) {
+  s->n.user = pr->names ? g_hash_table_lookup(pr->names, s->t) : NULL;
+  name_value(pr, &s->n);
+  if (s->child) {
+    s->child->binder.user =
+        pr->binder_names ? g_hash_table_lookup(pr->binder_names, s->t) : NULL;
+    name_binder(pr, &s->child->binder);
   }
 }
 
@@ -269,14 +268,15 @@ static GHashTable *reserved_names(const Module *m) {
   return g_hash_table_ref(cache->reserved);
 }
 
-/* Numbers the statements of 'r' in text order from 'next'; returns the
- * number after the last. */
-static int number_region(Region *r, int next) {
+/* Numbers the statements of 'r' in text order from 'next', appending
+ * them to 'order'; returns the number after the last. */
+static int number_region(Region *r, int next, GPtrArray *order) {
   for (guint i = 0; i < r->stmts->len; i++) {
     Stmt *s = g_ptr_array_index(r->stmts, i);
     s->n.index = next++;
+    g_ptr_array_add(order, s);
     if (s->child)
-      next = number_region(s->child, next);
+      next = number_region(s->child, next, order);
   }
   return next;
 }
@@ -298,7 +298,12 @@ static Schedule *schedule_by(const Func *f, gboolean by_memory) {
     int i = by_memory ? f->nresults - 1 - k : k;
     sc->results[i] = schedule_value(&pr, 0, f->body->args[i]);
   }
-  sc->nvalues = number_region(sc->top, f->nargs);
+  GPtrArray *order = g_ptr_array_new();
+  for (int i = 0; i < f->nargs; i++)
+    g_ptr_array_add(order, NULL);
+  sc->nvalues = number_region(sc->top, f->nargs, order);
+  sc->by_index = (Stmt **)g_ptr_array_free(order, FALSE);
+  sc->named_upto = -1;
   return sc;
 }
 
@@ -306,18 +311,42 @@ Schedule *schedule_order(const Func *f) { return schedule_by(f, FALSE); }
 
 Schedule *schedule_for_memory(const Func *f) { return schedule_by(f, TRUE); }
 
+static void namer_free(Namer *pr) {
+  if (!pr)
+    return;
+  g_hash_table_unref(pr->taken);
+  g_hash_table_unref(pr->reserved);
+  g_free(pr);
+}
+
+void schedule_name_upto(Schedule *sc, const Module *m, const Func *f,
+                        int index) {
+  if (index <= sc->named_upto)
+    return;
+  Namer *pr = sc->namer;
+  if (!pr) { /* the first call: the arguments first */
+    g_assert(sc->nargs == 0 || !sc->args[0].name); /* named once */
+    pr = sc->namer = g_new0(Namer, 1);
+    pr->names = m ? m->names : NULL;
+    pr->binder_names = m ? m->binder_names : NULL;
+    pr->reserved =
+        m ? reserved_names(m) : g_hash_table_new(g_str_hash, g_str_equal);
+    pr->taken = g_hash_table_new(g_str_hash, g_str_equal);
+    for (int i = 0; i < f->nargs; i++)
+      take(pr, &sc->args[i], g_strdup(f->arg_names[i]));
+  }
+  index = MIN(index, sc->nvalues - 1);
+  for (int i = MAX(sc->named_upto + 1, sc->nargs); i <= index; i++)
+    name_stmt(pr, sc->by_index[i]);
+  sc->named_upto = index;
+  if (index >= sc->nvalues - 1) { /* all named: nothing to go on from */
+    namer_free(pr);
+    sc->namer = NULL;
+  }
+}
+
 void schedule_name(Schedule *sc, const Module *m, const Func *f) {
-  g_assert(sc->nargs == 0 || !sc->args[0].name); /* named once */
-  Namer pr = {.names = m ? m->names : NULL,
-              .binder_names = m ? m->binder_names : NULL};
-  pr.reserved =
-      m ? reserved_names(m) : g_hash_table_new(g_str_hash, g_str_equal);
-  pr.taken = g_hash_table_new(g_str_hash, g_str_equal);
-  for (int i = 0; i < f->nargs; i++)
-    take(&pr, &sc->args[i], g_strdup(f->arg_names[i]));
-  name_region(&pr, sc->top);
-  g_hash_table_unref(pr.taken);
-  g_hash_table_unref(pr.reserved);
+  schedule_name_upto(sc, m, f, MAX(sc->nvalues - 1, 0));
 }
 
 Schedule *schedule_new(const Module *m, const Func *f) {
@@ -330,6 +359,8 @@ void schedule_free(Schedule *sc) {
   if (!sc)
     return;
   region_free(sc->top);
+  namer_free(sc->namer);
+  g_free(sc->by_index);
   g_ptr_array_unref(sc->blocks);
   for (int i = 0; i < sc->nargs; i++)
     g_free(sc->args[i].name);
