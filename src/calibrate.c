@@ -207,7 +207,7 @@ static double own_cache_bytes(void) {
  * of one shape gave 0.12 to 0.17 us a kernel on an EPYC (Zen 4) guest,
  * and the transformers of examples/models at their default widths were
  * predicted at 0.58 to 0.72 of their step; blocks of their own shapes
- * give 0.33 to 0.40 us, and 0.95 to 1.1 (docs/cost.md). */
+ * give 0.25 to 0.40 us, and 0.95 to 1.1 (docs/cost.md). */
 static int64_t overhead_width(int i) { return 32 + 4 * (int64_t)i; }
 
 static char *overhead_program(int n) {
