@@ -58,7 +58,7 @@ static Region *region_new(const char *binder_user) {
 /* Statements are many, made in one pass and freed together: they come
  * from blocks of the schedule's own, a block for many (the agent
  * protocol schedules a program of a thousand values three times a
- * step, and allocating and freeing each statement was a tenth of it). */
+ * step, and allocating and freeing each statement was 5 % of it). */
 #define SCHED_BLOCK_BYTES ((gsize)64 * 1024)
 
 static Stmt *stmt_new(Namer *pr, int nops) {
