@@ -368,20 +368,6 @@ static gboolean calibrate(Calibration *c, Diag *why) {
                why);
 }
 
-/* The figures the probes solve (the rest are set, not measured). */
-static const size_t solved_fields[] = {
-    offsetof(Hardware, mem_bw),          offsetof(Hardware, cache_bw),
-    offsetof(Hardware, peak_flops_f32),  offsetof(Hardware, peak_flops_f64),
-    offsetof(Hardware, peak_flops_bf16), offsetof(Hardware, product_overhead),
-    offsetof(Hardware, kernel_overhead), offsetof(Hardware, link_latency),
-    offsetof(Hardware, link_bw),
-};
-
-static int compare_doubles(gconstpointer a, gconstpointer b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* One pass: every probe once, in order. */
 static gboolean calibrate_pass(const RuleSet *rs, const CalibrateOptions *o,
                                Hardware *out, GString *log, Diag *why) {
@@ -428,18 +414,9 @@ gboolean pipeline_calibrate(const RuleSet *rs, const CalibrateOptions *o,
     if (!calibrate_pass(rs, o, &all[k], log, why))
       return FALSE;
   }
-  *out = all[0];
-  if (passes == 1)
-    return TRUE;
-  g_string_append_printf(log, "# each figure the median of the %d passes'\n",
-                         passes);
-  g_autofree double *v = g_new(double, (gsize)passes);
-  for (gsize f = 0; f < G_N_ELEMENTS(solved_fields); f++) {
-    for (int k = 0; k < passes; k++)
-      v[k] = *(double *)((char *)&all[k] + solved_fields[f]);
-    qsort(v, (size_t)passes, sizeof *v, compare_doubles);
-    /* an even count: the lower middle, a figure one pass measured */
-    *(double *)((char *)out + solved_fields[f]) = v[(passes - 1) / 2];
-  }
+  if (passes > 1)
+    g_string_append_printf(log, "# each figure the median of the %d passes'\n",
+                           passes);
+  hw_median(out, all, passes);
   return TRUE;
 }

@@ -657,11 +657,6 @@ GPtrArray *pipeline_random_inputs(const Func *f, gint64 seed) {
   return inputs;
 }
 
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Each run's results are dropped as it ends: a step holds only its own. */
 gboolean pipeline_time(const Executable *e, Tensor *const *inputs, int runs,
                        StepTime *out, Diag *why, GError **error) {
@@ -682,7 +677,7 @@ gboolean pipeline_time(const Executable *e, Tensor *const *inputs, int runs,
       g_ptr_array_unref(results);
     }
   }
-  qsort(times, (size_t)runs, sizeof *times, compare_doubles);
+  partir_sort_doubles(times, (gsize)runs);
   out->runs = runs;
   out->min = times[0];
   out->median =

@@ -577,6 +577,9 @@ extern volatile sig_atomic_t partir_interrupt;
 
 /* The monotonic clock in nanoseconds (intervals, not dates). */
 int64_t partir_now_ns(void);
+/* Sorts 'n' numbers in ascending order (measured times and figures,
+ * for their minimum and median). */
+void partir_sort_doubles(double *v, gsize n);
 
 /* Runs 'fn(data)' on a thread whose stack is deep enough for terms of
  * PARTIR_MAX_HEIGHT; returns fn's result. */

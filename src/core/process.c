@@ -53,6 +53,15 @@ int64_t partir_now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+void partir_sort_doubles(double *v, gsize n) {
+  qsort(v, n, sizeof *v, compare_doubles);
+}
+
 int partir_call_with_stack(int (*fn)(void *), void *data) {
   /* Virtual reservation only: pages are touched as recursion reaches them. */
   const size_t stack_bytes = (size_t)1 << 30;
