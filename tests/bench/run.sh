@@ -107,6 +107,49 @@ gpt3_status=0
   --strategy "batch+megatron+zero=$bench_tactics/batch-megatron-zero.lua" \
   "$@" || gpt3_status=$?
 
+# The same phases counted in instructions, which the machine's load and
+# caches do not move: CPU time grows faster than the work once the
+# program's terms outgrow the caches (tests/bench/README), so the growth
+# of the work itself is read here, at the smallest and largest sizes.
+if test "${BENCH_GPT3_CALLGRIND:-1}" != 0 && command -v valgrind >/dev/null &&
+  command -v python3 >/dev/null; then
+  echo
+  echo "the same in instructions (valgrind --tool=callgrind, one run each),"
+  echo "millions; growth = t(96)/t(12) (target <= 9)"
+  printf '%-20s %6s %8s %8s %8s %8s %8s\n' strategy layers parse tactic \
+    lower cost total
+  for strategy in batch-megatron megatron-batch batch-megatron-zero; do
+    label=$(echo "$strategy" | sed 's/-/+/g')
+    for n in 12 96; do
+      cg=$tmp/cg-$strategy-$n
+      mkdir -p "$cg"
+      valgrind --tool=callgrind --callgrind-out-file="$cg/cg.%p" \
+        "$BENCH_GPT3" --runs 1 --mesh batch=8,model=8 --hw h100x8 \
+        --strategy "$label=$bench_tactics/$strategy.lua" \
+        "$tmp/gpt3-$n.pir" >/dev/null 2>&1 || true
+      # the forked child that ran the pipeline is the file with a tactic
+      for f in "$cg"/cg.*; do
+        python3 "$top_srcdir/tests/bench/callgrind-phases.py" "$f" \
+          pipeline_load_program pipeline_tactic pipeline_lower pipeline_cost
+      done | awk '{ v[$1] = v[$1] > $2 ? v[$1] : $2 }
+        END { print v["pipeline_load_program"], v["pipeline_tactic"],
+                    v["pipeline_lower"], v["pipeline_cost"] }' >"$cg/phases"
+    done
+    awk -v s="$label" '
+      function row(n, a, t) {
+        t = a[1] + a[2] + a[3] + a[4]
+        printf "%-20s %6s %8.1f %8.1f %8.1f %8.1f %8.1f\n", s, n,
+          a[1] / 1e6, a[2] / 1e6, a[3] / 1e6, a[4] / 1e6, t / 1e6
+        return t }
+      function ratio(x, y) { return y > 0 ? sprintf("%8.2f", x / y) : "       -" }
+      NR == 1 { split($0, a); ta = row(12, a) }
+      NR == 2 { split($0, b); tb = row(96, b)
+        printf "%-20s %6s %s %s %s %s %s\n", s, "96/12", ratio(b[1], a[1]),
+          ratio(b[2], a[2]), ratio(b[3], a[3]), ratio(b[4], a[4]), ratio(tb, ta) }
+    ' "$tmp/cg-$strategy-12/phases" "$tmp/cg-$strategy-96/phases"
+  done
+fi
+
 # the generated gemm against OpenBLAS (issue 13): as OpenBLAS finds the
 # CPU, then, unless OPENBLAS_CORETYPE is set, with the core that matches
 # the CPU's vector extensions (OpenBLAS takes a CPU it does not know for
