@@ -800,6 +800,23 @@ static const char *emit_operator(Emit *e, const char *base, const Term *t,
     g_string_append_c(p, '>');
     break;
   }
+  case OP_PAD: {
+    int rank = t->type->rank;
+    if (rank == 0) /* nothing to pad */
+      return x[0];
+    g_string_append(p, "edge_padding_high = array<i64: ");
+    append_ints(p, t, "high", 0);
+    g_string_append(p, ">, edge_padding_low = array<i64: ");
+    append_ints(p, t, "low", 0);
+    g_string_append(p, ">, interior_padding = array<i64: ");
+    if (attrs_get(t->attrs, "interior"))
+      append_ints(p, t, "interior", 0);
+    else /* none written: none */
+      for (int i = 0; i < rank; i++)
+        g_string_append(p, i ? ", 0" : "0");
+    g_string_append_c(p, '>');
+    break;
+  }
   case OP_ALL_REDUCE:
   case OP_ALL_GATHER:
   case OP_REDUCE_SCATTER:
