@@ -244,4 +244,32 @@ else
   show "$tmp/err"
 fi
 
+
+# ---- a zero table as exporters write it: JAX's zeros are a broadcast of
+# a scalar 0 (here an integer 0 converted, too).  Split over the batch,
+# each device scatter-adds its rows into zeros and the parts are summed:
+# a partir.sum over batch, which the simulated devices compute as the
+# interpreter does.  A table of twos is not zero: each part would add it
+# once, so the batch split cannot pass the scatter, and says so.
+zeros() { # zeros SCALAR-CONSTANT SCALAR-EXPRESSION
+  cat >"$tmp/zeros.pir" <<EOF
+func @f(%ids: tensor<8x1xi32>, %u: tensor<8x8x16xf32>) -> tensor<4x8x16xf32> {
+  %c = $1
+  %s = $2
+  %z = broadcast_in_dim(%s) {dims = []} : tensor<4x8x16xf32>
+  %0 = scatter_add(%z, %ids, %u) {index_vector_dim = 1, inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], update_window_dims = [1, 2]}
+  return %0
+}
+EOF
+  "$PARTIR" tactic "$top/tactics/batch.lua" "$tmp/zeros.pir" --mesh batch=2 \
+    --set inputs=ids,u -o "$tmp/zeros-dp.pir" >"$tmp/out" 2>&1
+}
+zeros "constant() {value = 0} : tensor<i32>" "convert(%c) : tensor<f32>"
+check "a broadcast zero (JAX's zeros): the batch split sums partial scatter-adds" \
+  sh -c "sed -n '/partir.sum .*@\"batch\"/,/^  }/p' '$tmp/zeros-dp.pir' | grep -q 'scatter_add('"
+check "...and the simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/zeros-dp.pir" --mesh batch=2 --simulate --seed 2
+zeros "constant() {value = 1.0} : tensor<f32>" "add(%c, %c)"
+check "a broadcast two is not zero: the batch split stops at the scatter, saying so" \
+  grep -q "cannot propagate the tiling of operand 2 of 'scatter_add'" "$tmp/out"
 done_testing

@@ -268,13 +268,27 @@ static void spec_dynamic_slice(const Term *t, TileSpec *s) {
     }
 }
 
-/* A constant 0 of any type (the start of a gradient's scatter). */
-static gboolean zero_splat(const Term *t) {
-  if (t->kind != TM_OP || t->op != OP_CONSTANT)
-    return FALSE;
-  const AttrValue *v = attrs_get(t->attrs, "value");
-  return v && ((v->kind == AV_INT && v->i == 0) ||
-               (v->kind == AV_FLOAT && v->f == 0));
+/* Whether every element of 't' is 0 (the start of a gradient's
+ * scatter): a constant 0 of any type, or one broadcast, reshaped,
+ * transposed or converted, as exporters write it (JAX's zeros are a
+ * broadcast_in_dim of a scalar 0). */
+static gboolean all_zero(const Term *t) {
+  for (; t->kind == TM_OP; t = t->args[0])
+    switch (t->op) {
+    case OP_CONSTANT: {
+      const AttrValue *v = attrs_get(t->attrs, "value");
+      return v && ((v->kind == AV_INT && v->i == 0) ||
+                   (v->kind == AV_FLOAT && v->f == 0));
+    }
+    case OP_BROADCAST_IN_DIM:
+    case OP_RESHAPE:
+    case OP_TRANSPOSE:
+    case OP_CONVERT:
+      continue;
+    default:
+      return FALSE;
+    }
+  return FALSE;
 }
 
 /* scatter_add(x, ids, u): result dim d is x's; a batching dim is the
@@ -297,7 +311,7 @@ static void spec_scatter_add(const Term *t, TileSpec *s) {
       s->out[m.operand][0] = m.operand;
       s->out[m.operand][1] = m.indices;
       s->out[m.operand][2] = d;
-    } else if (!m.offset && zero_splat(t->args[0])) {
+    } else if (!m.offset && all_zero(t->args[0])) {
       s->red[s->nred][1] = m.indices;
       s->red[s->nred++][2] = d;
     }
