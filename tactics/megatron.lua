@@ -1,9 +1,9 @@
 -- megatron.lua: Megatron-style model parallelism.
 --
 -- Walks the program in order and classifies each weight (an argument
--- contracted with an activation by matmul or dot_general: the right
--- operand, or the left one when the right is no argument, as JAX's
--- einsums put q, k and v projections):
+-- contracted with an activation by matmul or dot_general, directly or
+-- converted first: the right operand, or the left one when the right is
+-- no argument, as JAX's einsums put q, k and v projections):
 --   column-parallel when its input activation is replicated: split its
 --     first output (free) dimension; the activation it produces is split;
 --   row-parallel when its input activation is split: split its first
@@ -96,12 +96,13 @@ local function lookup_dim(v)
 end
 
 -- Which operand of contraction 'v' is a weight: 2 (right), 1 (left, when
--- the right is no argument), or nil.
-local function weight_side(v, args)
+-- the right is no argument), or nil.  'weight' gives the argument an
+-- operand is (or nil).
+local function weight_side(v, weight)
   local ops = v.operands
-  if args[ops[2]] then
+  if weight(ops[2]) then
     return 2
-  elseif args[ops[1]] then
+  elseif weight(ops[1]) then
     return 1
   end
   return nil
@@ -120,6 +121,13 @@ return function(s, mesh, opts)
     if not inputs[a.name] then
       args[a.name] = a
     end
+  end
+  -- a weight converted first (a mixed-precision model's bf16 copy of its
+  -- f32 parameter) is still the weight: the split is the argument's,
+  -- and the convert keeps every dimension
+  local converted = {} -- value name -> the argument it converts
+  local function weight(name)
+    return args[name] or converted[name]
   end
   local split = {} -- value name -> true when it carries a split activation
   local origin = {} -- value name -> the column-parallel weight it follows
@@ -146,15 +154,19 @@ return function(s, mesh, opts)
     if v.yield then
       yields[v.name] = v.yield
     end
-    local side = is_contraction(v) and weight_side(v, args) or nil
+    if v.kind == "op" and v.op == "convert" and weight(ops[1]) then
+      converted[v.name] = weight(ops[1])
+    end
+    local side = is_contraction(v) and weight_side(v, weight) or nil
     local other = side and ops[3 - side]
     local vocab = lookup_dim(v)
-    if vocab and args[ops[1]] and not plan[ops[1]] then
-      plan[ops[1]] = vocab -- vocabulary-parallel: summed, replicated after
-      order[#order + 1] = ops[1]
+    local table_arg = vocab and weight(ops[1])
+    if table_arg and not plan[table_arg.name] then
+      plan[table_arg.name] = vocab -- vocabulary-parallel: summed, replicated after
+      order[#order + 1] = table_arg.name
       split[v.name] = false
-    elseif side and not plan[ops[side]] then
-      local w = args[ops[side]]
+    elseif side and not plan[weight(ops[side]).name] then
+      local w = weight(ops[side])
       local row = is_split(other)
       local dim = weight_dim(v, #w.shape, row, side)
       if dim then

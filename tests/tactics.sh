@@ -145,6 +145,27 @@ tactic megatron-tp "$tactics/megatron.lua" "$ex/mlp.pir" tp=4 --set axis=tp
 expect_regions megatron-tp "sum@tp"
 check "megatron-tp: --set axis=tp splits over tp, 4 ways" \
   grep -q 'partir\.range<256,64> @"tp"' "$tmp/megatron-tp.pir"
+# mixed precision: f32 parameters converted to bf16 before their products
+# (w.astype(bf16) in JAX) are still the weights: w1 by columns, w2 by
+# rows, one sum over model, what the unpartitioned program computes
+cat >"$tmp/mixed.pir" <<'PIR'
+func @mixed(%x: tensor<8x32xf32>, %w1: tensor<32x64xf32>, %w2: tensor<64x16xf32>) -> tensor<8x16xbf16> {
+  %xb = convert(%x) : tensor<8x32xbf16>
+  %w1b = convert(%w1) : tensor<32x64xbf16>
+  %h = matmul(%xb, %w1b)
+  %a = relu(%h)
+  %w2b = convert(%w2) : tensor<64x16xbf16>
+  %y = matmul(%a, %w2b)
+  return %y
+}
+PIR
+tactic megatron-mixed "$tactics/megatron.lua" "$tmp/mixed.pir" model=2
+expect_regions megatron-mixed "sum@model"
+check "megatron-mixed: w1 split by columns and w2 by rows, inside the sum" \
+  sh -c "grep -q 'partir.slice 1 %w1\[%r\]' '$tmp/megatron-mixed.pir' &&
+         grep -q 'partir.slice 0 %w2\[%r\]' '$tmp/megatron-mixed.pir'"
+check "megatron-mixed: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/megatron-mixed.pir" --mesh model=2 --simulate
 
 # ---- batch on the MLP: x by rows, one tile
 tactic batch-mlp "$tactics/batch.lua" "$ex/mlp.pir" batch=2
