@@ -183,10 +183,18 @@ static const char *nests_own_axis(Norm *n, const Term *t) {
 
 static const Term *push_step(Norm *n, const Term *t);
 
+/* A line of the report, once; it starts with the name of the value
+ * whose step it is about, where the program names it ('%h: cannot
+ * propagate ...'): in a model of many layers, which one. */
 static void note(Norm *n, const char *msg) {
-  if (!n->report || !g_hash_table_add(n->reported, g_strdup(msg)))
+  if (!n->report)
     return;
-  g_string_append_printf(n->report, "%s\n", msg);
+  const char *at = n->names && n->stepping
+                       ? g_hash_table_lookup(n->names, n->stepping)
+                       : NULL;
+  char *line = at ? g_strdup_printf("%%%s: %s", at, msg) : g_strdup(msg);
+  if (g_hash_table_add(n->reported, line))
+    g_string_append_printf(n->report, "%s\n", line);
 }
 
 /* A rewrite passed over because it would bind 'axis' inside a region
@@ -509,11 +517,11 @@ static const Term *norm(Norm *n, const Term *t) {
   const Term *t1 = term_map_args(t, norm_arg, n, n->err);
   if (region)
     leave_region(n, t, was);
-  if (!t1) { /* only the store's limits (nesting) can refuse it */
+  n->stepping = t; /* its operands' steps set it too */
+  if (!t1) {       /* only the store's limits (nesting) can refuse it */
     note(n, diag_text(n->err));
     t1 = t;
   }
-  n->stepping = t;
   const Term *r = n->stopped ? NULL : n->step(n, t1);
   const char *conflicted = n->conflicted;
   n->conflicted = NULL;
