@@ -20,7 +20,8 @@
  * can refuse any junk with a clear message.  It checks the data size
  * against the shape before allocating, so a lying header cannot make it
  * allocate more than the file holds.  bf16 has no .npy dtype: a bf16
- * tensor is written as '<f4', and reading never gives bf16.
+ * tensor is written as '<f4', and read from '<V2' (the raw 2-byte
+ * values ml_dtypes' bfloat16 is saved as, JAX's).
  *
  * The writer produces exactly what numpy.save produces for the same
  * array (version 1.0, numpy's key order, spacing and padding).  Both
@@ -274,7 +275,12 @@ typedef struct NpyDType {
   DType dtype;
 } NpyDType;
 
-/* bf16 has no entry: numpy has no bf16. */
+/* NumPy has no bf16: ml_dtypes' bfloat16 (JAX's) is saved as raw 2-byte
+ * values, '<V2' or '|V2', the only dtype of that description partir
+ * has, so those are read as bf16 (in the machine's byte order, as they
+ * were written: a void has none of its own). */
+static const NpyDType npy_bf16 = {'V', 2, DT_BF16};
+
 static const NpyDType npy_dtypes[] = {
     {'f', 2, DT_F16},  {'f', 4, DT_F32},  {'f', 8, DT_F64}, {'i', 1, DT_I8},
     {'i', 2, DT_I16},  {'i', 4, DT_I32},  {'i', 8, DT_I64}, {'u', 1, DT_UI8},
@@ -287,6 +293,11 @@ static gboolean descr_lookup(const char *descr, const NpyDType **out,
                              gboolean *big_endian) {
   if (strlen(descr) != 3 || strchr("<>=|", descr[0]) == NULL)
     return FALSE;
+  if (descr[0] != '>' && strcmp(descr + 1, "V2") == 0) {
+    *out = &npy_bf16;
+    *big_endian = G_BYTE_ORDER == G_BIG_ENDIAN;
+    return TRUE;
+  }
   int size = descr[2] - '0';
   for (size_t k = 0; k < G_N_ELEMENTS(npy_dtypes); k++) {
     const NpyDType *d = &npy_dtypes[k];
@@ -338,11 +349,10 @@ static void decode_data(Tensor *t, const NpyDType *d, gboolean big_endian,
 #define FORMAT_ERROR(...)                                                      \
   (g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT, __VA_ARGS__), FALSE)
 
-/* Reads the .npy file at 'path' into a new tensor (any dtype but
- * bf16).  A file that cannot be read (not a regular file, over
- * NPY_MAX_BYTES) is a PARTIR_ERROR_IO error; every defect of its contents
- * is a PARTIR_ERROR_FORMAT error "PATH: what is wrong", and nothing is
- * allocated for it. */
+/* Reads the .npy file at 'path' into a new tensor (bf16 from '<V2').  A file
+ * that cannot be read (not a regular file, over NPY_MAX_BYTES) is a
+ * PARTIR_ERROR_IO error; every defect of its contents is a PARTIR_ERROR_FORMAT
+ * error "PATH: what is wrong", and nothing is allocated for it. */
 gboolean npy_read(const char *path, Tensor **out, GError **error) {
   g_autofree guint8 *b = NULL;
   gsize len;
@@ -389,7 +399,7 @@ gboolean npy_read(const char *path, Tensor **out, GError **error) {
   if (!descr_lookup(h.descr->str, &d, &big_endian))
     return FORMAT_ERROR("%s: unsupported dtype '%s' (partir reads <f2 <f4 "
                         "<f8 |i1 <i2 <i4 <i8 |u1 <u2 <u4 |b1, and their "
-                        "big-endian forms)",
+                        "big-endian forms, and <V2 as ml_dtypes' bfloat16)",
                         path, h.descr->str);
   if (h.fortran_order)
     return FORMAT_ERROR("%s: fortran_order arrays are not supported; save a "

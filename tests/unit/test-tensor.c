@@ -711,7 +711,37 @@ static const struct {
     {"{'descr': '=f4', 'fortran_order': False, 'shape': (1,), }", 4, NULL},
     {"{'descr': '<b1', 'fortran_order': False, 'shape': (3,), }", 3, NULL},
     {"  {'descr':'<f4','fortran_order':False,'shape':(1,)}  \n", 4, NULL},
+    /* raw 2-byte values (ml_dtypes' bfloat16): bf16; no other void */
+    {"{'descr': '|V2', 'fortran_order': False, 'shape': (2,), }", 4, NULL},
+    {"{'descr': '>V2', 'fortran_order': False, 'shape': (1,), }", 2,
+     "unsupported dtype '>V2'"},
+    {"{'descr': '<V4', 'fortran_order': False, 'shape': (1,), }", 4,
+     "unsupported dtype '<V4'"},
 };
+
+/* What np.save writes for an ml_dtypes bfloat16 array (JAX's): '<V2' and
+ * the values' bits, read as bf16.  The bits by hand: 1.5 is 0x3fc0, -2
+ * is 0xc000, 3.25 is 0x4050, -0 is 0x8000. */
+static void test_read_bf16(void) {
+  static const guint16 bits[] = {0x3fc0, 0xc000, 0x4050, 0x8000};
+  static const double want[] = {1.5, -2.0, 3.25, -0.0};
+  g_autoptr(GByteArray) b = make_npy(
+      "{'descr': '<V2', 'fortran_order': False, 'shape': (2, 2), }", 0);
+  for (gsize k = 0; k < G_N_ELEMENTS(bits); k++) {
+    guint8 le[2] = {bits[k] & 0xff, bits[k] >> 8};
+    g_byte_array_append(b, le, 2);
+  }
+  g_autofree char *path = write_scratch("bf16.npy", b->data, b->len);
+  g_autoptr(GError) err = NULL;
+  g_autoptr(Tensor) t = NULL;
+  g_assert_true(npy_read(path, &t, &err));
+  g_assert_no_error(err);
+  int64_t dims[] = {2, 2};
+  g_assert_true(t->type == type_tensor(DT_BF16, 2, dims));
+  for (gsize k = 0; k < G_N_ELEMENTS(want); k++)
+    g_assert_true(same_double(tensor_get_float(t, (int64_t)k), want[k]));
+  g_remove(path);
+}
 
 static void test_bad_headers(void) {
   for (gsize k = 0; k < G_N_ELEMENTS(bad_headers); k++) {
@@ -974,6 +1004,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/npy/read-fixtures", test_read_fixtures);
   g_test_add_func("/npy/round-trip", test_round_trip);
   g_test_add_func("/npy/bad-headers", test_bad_headers);
+  g_test_add_func("/npy/read-bf16", test_read_bf16);
   g_test_add_func("/npy/bad-files", test_bad_files);
   g_test_add_func("/npy/fuzz", test_fuzz);
   g_test_add_func("/interp/frees", test_interp_frees);
