@@ -309,6 +309,8 @@ typedef struct ValuesCtx {
   GHashTable *yields;  /* a region's body Term -> the region's list index */
   GHashTable *results; /* a returned Term -> 1 + its first result index */
   gboolean regions_only;
+  gboolean keep_names; /* 'names' owns copies, kept after the walk */
+  int types;           /* stack index of a table: Type* -> its text */
 } ValuesCtx;
 
 static const char *kind_name(TermKind k) {
@@ -370,7 +372,9 @@ static void visit_value(void *ud, const char *name, const Term *t,
                         const char *const *around, int naround) {
   ValuesCtx *c = ud;
   lua_State *L = c->L;
-  g_hash_table_insert(c->names, (gpointer)t, g_strdup(name));
+  /* the walk's names live as long as it does */
+  g_hash_table_insert(c->names, (gpointer)t,
+                      c->keep_names ? g_strdup(name) : (gpointer)name);
   /* a region is listed before its body: its 'yield' is named here */
   gpointer region = g_hash_table_lookup(c->yields, t);
   if (region) {
@@ -393,7 +397,14 @@ static void visit_value(void *ud, const char *name, const Term *t,
     push_attrs(L, t);
     lua_setfield(L, -2, "attrs");
   }
-  push_type(L, t->type);
+  /* a type's text made once a walk: types are interned, and a model
+   * has few (printing them was 40 % of the walk) */
+  if (lua_rawgetp(L, c->types, t->type) == LUA_TNIL) {
+    lua_pop(L, 1);
+    push_type(L, t->type);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, c->types, t->type);
+  }
   lua_setfield(L, -2, "type");
   push_shape(L, t->type);
   lua_setfield(L, -2, "shape");
@@ -414,7 +425,7 @@ static void visit_value(void *ud, const char *name, const Term *t,
     }
   }
   if (t->kind == TM_OP || t->kind == TM_SLICE) {
-    lua_newtable(L);
+    lua_createtable(L, t->nargs, 0);
     int k = 0;
     for (int i = 0; i < t->nargs; i++) {
       const Term *a = t->args[i];
@@ -426,7 +437,7 @@ static void visit_value(void *ud, const char *name, const Term *t,
     }
     lua_setfield(L, -2, "operands");
   }
-  lua_newtable(L);
+  lua_createtable(L, naround, 0);
   for (int i = 0, k = 0; i < naround; i++)
     if (around[i]) {
       lua_pushstring(L, around[i]);
@@ -455,13 +466,17 @@ static void visit_value(void *ud, const char *name, const Term *t,
 
 static int values_common(lua_State *L, gboolean regions_only) {
   State *s = check_state(L, 1);
+  lua_newtable(L); /* the types' texts, below the list */
+  int types = lua_gettop(L);
   lua_newtable(L);
   ValuesCtx c = {L,
                  0,
-                 g_hash_table_new_full(NULL, NULL, NULL, g_free),
                  g_hash_table_new(NULL, NULL),
                  g_hash_table_new(NULL, NULL),
-                 regions_only};
+                 g_hash_table_new(NULL, NULL),
+                 regions_only,
+                 FALSE,
+                 types};
   const Term *body = s->func.body;
   for (int i = body->nargs - 1; i >= 0; i--) /* the first index wins */
     g_hash_table_insert(c.results, (gpointer)body->args[i],
@@ -481,15 +496,19 @@ static int l_regions(lua_State *L) { return values_common(L, TRUE); }
  * shape}, 'name' the value returned (as s:values names it). */
 static int l_results(lua_State *L) {
   State *s = check_state(L, 1);
-  lua_newtable(L); /* the walk's list, dropped */
+  lua_newtable(L); /* the types' texts and the walk's list, dropped */
+  int types = lua_gettop(L);
+  lua_newtable(L);
   ValuesCtx c = {L,
                  0,
                  g_hash_table_new_full(NULL, NULL, NULL, g_free),
                  g_hash_table_new(NULL, NULL),
                  g_hash_table_new(NULL, NULL),
-                 TRUE};
+                 TRUE,
+                 TRUE,
+                 types};
   schedule_walk_around(s->module, &s->func, visit_value, &c);
-  lua_pop(L, 1);
+  lua_pop(L, 2);
   const Term *body = s->func.body;
   lua_createtable(L, body->nargs, 0);
   const int *updates = s->func.result_updates;
