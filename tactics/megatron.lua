@@ -18,7 +18,10 @@
 -- per row, table[ids]) is vocabulary-parallel: its rows are split, each
 -- device looks up the ids in its own rows, zero elsewhere, and the
 -- lookup is a sum over the axis (one all-reduce, gather-sum in
--- docs/spmd.md); the embeddings it produces are replicated.
+-- docs/spmd.md); the embeddings it produces are replicated.  A table of
+-- fewer rows than parts (BERT's two token types) stays whole.  A table
+-- used again as the output layer (tied embeddings: h @ wte.T) gives
+-- logits split by vocabulary, as a column-parallel layer's.
 --
 -- options: axis    the mesh axis (default "model")
 --          inputs  comma-separated arguments that are data, never weights
@@ -79,6 +82,18 @@ local function weight_dim(v, rank, row, side)
   return nil
 end
 
+-- Whether dimension 'd' of contraction 'v''s operand 'side' (2 right,
+-- 1 left) is one of the result's: neither contracted nor batched.
+local function free_dim(v, d, side)
+  if v.op == "matmul" then -- x[i,k] w[k,j], or w[i,k] x[k,j]
+    return d == (side == 2 and 1 or 0)
+  end
+  local a = v.attrs
+  local contract = side == 2 and a.rhs_contract or a.lhs_contract
+  local batch = side == 2 and a.rhs_batch or a.lhs_batch
+  return not contains(contract, d) and not contains(batch, d)
+end
+
 -- The vocabulary dimension of lookup 'v' (a gather of one row per index:
 -- one start_index_map entry, a slice of size 1 along it, no batching
 -- dims), or nil.
@@ -122,12 +137,29 @@ return function(s, mesh, opts)
       args[a.name] = a
     end
   end
-  -- a weight converted first (a mixed-precision model's bf16 copy of its
-  -- f32 parameter) is still the weight: the split is the argument's,
-  -- and the convert keeps every dimension
-  local converted = {} -- value name -> the argument it converts
+  -- a weight converted or transposed first (a mixed-precision model's
+  -- bf16 copy of its f32 parameter, JAX's x @ w.T, a language model's
+  -- output layer on its tied embedding table) is still the weight: the
+  -- split is the argument's, along the argument's dimension that the
+  -- value's dimension is
+  local through = {} -- value name -> {arg, dims}: dims[i + 1] is the
+  --                    argument's dimension that the value's i is
   local function weight(name)
-    return args[name] or converted[name]
+    return args[name] or (through[name] and through[name].arg)
+  end
+  local function arg_dim(name, d)
+    return through[name] and through[name].dims[d + 1] or d
+  end
+  local function operand_dim(name, d)
+    if not through[name] then
+      return d
+    end
+    for i, x in ipairs(through[name].dims) do
+      if x == d then
+        return i - 1
+      end
+    end
+    return nil
   end
   local split = {} -- value name -> true when it carries a split activation
   local origin = {} -- value name -> the column-parallel weight it follows
@@ -154,22 +186,32 @@ return function(s, mesh, opts)
     if v.yield then
       yields[v.name] = v.yield
     end
-    if v.kind == "op" and v.op == "convert" and weight(ops[1]) then
-      converted[v.name] = weight(ops[1])
+    if v.kind == "op" and (v.op == "convert" or v.op == "transpose") and
+        weight(ops[1]) then
+      local dims = {}
+      for i = 0, #v.shape - 1 do
+        local from = v.op == "transpose" and v.attrs.permutation[i + 1] or i
+        dims[i + 1] = arg_dim(ops[1], from)
+      end
+      through[v.name] = { arg = weight(ops[1]), dims = dims }
     end
     local side = is_contraction(v) and weight_side(v, weight) or nil
     local other = side and ops[3 - side]
     local vocab = lookup_dim(v)
     local table_arg = vocab and weight(ops[1])
-    if table_arg and not plan[table_arg.name] then
-      plan[table_arg.name] = vocab -- vocabulary-parallel: summed, replicated after
-      order[#order + 1] = table_arg.name
+    local rows = table_arg and table_arg.shape[arg_dim(ops[1], vocab) + 1]
+    if table_arg and not plan[table_arg.name] and rows < parts then
+      split[v.name] = false -- a table of fewer rows than parts stays whole
+    elseif table_arg and not plan[table_arg.name] then
+      plan[table_arg.name] = arg_dim(ops[1], vocab) -- vocabulary-parallel:
+      order[#order + 1] = table_arg.name -- summed, replicated after
       split[v.name] = false
     elseif side and not plan[weight(ops[side]).name] then
       local w = weight(ops[side])
       local row = is_split(other)
       local dim = weight_dim(v, #w.shape, row, side)
       if dim then
+        dim = arg_dim(ops[side], dim)
         plan[w.name] = dim
         order[#order + 1] = w.name
         split[v.name] = not row
@@ -181,6 +223,16 @@ return function(s, mesh, opts)
       end
     elseif side then
       split[v.name] = not is_split(other) -- a weight used again: same role
+      -- used where its split dimension is one of the result's (a tied
+      -- output layer on the vocabulary-parallel table), its result is
+      -- split as a column-parallel layer's: gathered where no operator
+      -- can carry it, unless a row-parallel layer follows
+      local w = weight(ops[side])
+      local d = operand_dim(ops[side], plan[w.name])
+      if split[v.name] and d and free_dim(v, d, side) then
+        origin[v.name] = w.name
+        column[w.name] = true
+      end
     else
       split[v.name] = any
     end

@@ -166,6 +166,43 @@ check "megatron-mixed: w1 split by columns and w2 by rows, inside the sum" \
          grep -q 'partir.slice 0 %w2\[%r\]' '$tmp/megatron-mixed.pir'"
 check "megatron-mixed: simulated devices agree with the interpreter" \
   quiet "$PARTIR" lower "$tmp/megatron-mixed.pir" --mesh model=2 --simulate
+# a language model whose output layer is its embedding table, transposed
+# (GPT-2's tied embedding, as JAX writes h @ wte.T): the table is split
+# by rows for the lookup (one all-reduce), the MLP block by columns and
+# rows (one more), and the logits come out split by vocabulary, which the
+# loss's max cannot carry: gathered there (one all_gather) as a last
+# column-parallel layer's are, not refused.  A 2-row token-type table on
+# 4 devices has fewer rows than parts: it stays whole.
+cat >"$tmp/tied.pir" <<'PIR'
+func @tied(%ids: tensor<4xi32>, %tt: tensor<4xi32>, %wte: tensor<16x8xf32>, %wtt: tensor<2x8xf32>,
+           %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>) -> tensor<4xf32> {
+  %i = broadcast_in_dim(%ids) {dims = [0]} : tensor<4x1xi32>
+  %e = gather(%wte, %i) {collapsed_slice_dims = [0], index_vector_dim = 1, offset_dims = [1], slice_sizes = [1, 8], start_index_map = [0]}
+  %j = broadcast_in_dim(%tt) {dims = [0]} : tensor<4x1xi32>
+  %t = gather(%wtt, %j) {collapsed_slice_dims = [0], index_vector_dim = 1, offset_dims = [1], slice_sizes = [1, 8], start_index_map = [0]}
+  %x = add(%e, %t)
+  %h = dot_general(%x, %w1) {lhs_contract = [1], rhs_contract = [0]}
+  %a = tanh(%h)
+  %o = dot_general(%a, %w2) {lhs_contract = [1], rhs_contract = [0]}
+  %r = add(%x, %o)
+  %wt = transpose(%wte) {permutation = [1, 0]}
+  %logits = dot_general(%r, %wt) {lhs_contract = [1], rhs_contract = [0]}
+  %m = reduce_max(%logits) {dims = [1]}
+  return %m
+}
+PIR
+tactic megatron-tied "$tactics/megatron.lua" "$tmp/tied.pir" model=4 --set inputs=ids,tt
+check "megatron-tied: the table by rows, w1 by columns, w2 by rows, the token types whole" \
+  sh -c "grep -q 'partir.slice 0 %wte\[%r' '$tmp/megatron-tied.pir' &&
+         grep -q 'partir.slice 1 %w1\[%r' '$tmp/megatron-tied.pir' &&
+         grep -q 'partir.slice 0 %w2\[%r' '$tmp/megatron-tied.pir' &&
+         ! grep -q 'partir.slice [0-9] %wtt' '$tmp/megatron-tied.pir'"
+"$PARTIR" cost "$tmp/megatron-tied.pir" --mesh model=4 --hw h100x8 |
+  awk '$1 ~ /^all_/ { print $1, $2, $4 }' >"$tmp/tied.coll"
+check "megatron-tied: 2 all_reduces and the logits' all_gather over model" \
+  test "$(tr '\n' ',' <"$tmp/tied.coll")" = "all_reduce model 2,all_gather model 1,"
+check "megatron-tied: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/megatron-tied.pir" --mesh model=4 --simulate
 
 # ---- batch on the MLP: x by rows, one tile
 tactic batch-mlp "$tactics/batch.lua" "$ex/mlp.pir" batch=2
