@@ -225,6 +225,41 @@ tactic megatron-batch "$compose" "$ex/mlp.pir" batch=2,model=2 --set order=megat
 expect_regions megatron-batch "sum@model" "sum@model/tile@batch"
 check "megatron-batch: the result checks" quiet "$PARTIR" check "$tmp/megatron-batch.pir"
 same_outputs megatron-batch "$ex/mlp.pir"
+# An embedding lookup, then an MLP block, in both orders.  After
+# Megatron, the lookup is a sum over model of each device's rows, and
+# the batch tile of the ids (index arithmetic, then a gather of the rows'
+# numbers) is used inside it: pulled in, each device still computes its
+# batch part once, and the split reaches every layer after.  By hand, a
+# device's FLOPs (ids 4x8, rows of 8, w1 8x16, w2 16x8; batch and model
+# of 2): the MLP's two products 2 x (2 x 2x8 x 8 x 8) = 4096, tanh on
+# 2x8x8 128, and index arithmetic on its 2x8 ids, two compares, an add
+# and a sub, 64 (selects and gathers move data): 4288 in either order;
+# two all-reduces of the 2x8x8 f32 half batch, 512 B each.
+cat >"$tmp/emb.pir" <<'PIR'
+func @emb(%ids: tensor<4x8xi32>, %wte: tensor<16x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>) -> tensor<4x8x8xf32> {
+  %z = constant() {value = 0} : tensor<4x8xi32>
+  %neg = compare(%ids, %z) {direction = LT}
+  %n = constant() {value = 16} : tensor<4x8xi32>
+  %up = add(%ids, %n)
+  %i = select(%neg, %up, %ids)
+  %i3 = broadcast_in_dim(%i) {dims = [0, 1]} : tensor<4x8x1xi32>
+  %e = gather(%wte, %i3) {collapsed_slice_dims = [0], index_vector_dim = 2, offset_dims = [2], slice_sizes = [1, 8], start_index_map = [0]}
+  %h = dot_general(%e, %w1) {lhs_contract = [2], rhs_contract = [0]}
+  %a = tanh(%h)
+  %y = dot_general(%a, %w2) {lhs_contract = [2], rhs_contract = [0]}
+  return %y
+}
+PIR
+for order in batch,megatron megatron,batch; do
+  name=emb-$(echo "$order" | tr , -)
+  tactic "$name" "$compose" "$tmp/emb.pir" batch=2,model=2 --set order=$order
+  "$PARTIR" cost "$tmp/$name.pir" --mesh batch=2,model=2 --hw h100x8 |
+    awk '$1 == "FLOPs" { print $1, $2 } $1 ~ /^all_/ { print $1, $2, $4, $5 }' >"$tmp/$name.cost"
+  check "$name: 4288 FLOPs a device, 2 all-reduces over model, 1024 B" \
+    test "$(tr '\n' ',' <"$tmp/$name.cost")" = "FLOPs 4288,all_reduce model 2 1024,"
+  check "$name: simulated devices agree with the interpreter" \
+    quiet "$PARTIR" lower "$tmp/$name.pir" --mesh batch=2,model=2 --simulate
+done
 
 # ---- C.seq(require "batch", require "megatron"): Lua 5.4's require
 # returns the file it loaded as a second value, which seq takes as

@@ -306,11 +306,13 @@ static void note_axis_conflicts(Norm *n, const Term *t, const TileSpec *spec,
   }
 }
 
-/* Whether the body of region 'a' does no arithmetic in the region: what
- * depends on its binder only moves data (slices, broadcasts, reshapes,
- * transposes, converts).  What does not depend on it is computed outside
- * the region and is not looked at.  Gives up (FALSE) after a few nodes. */
-static gboolean body_moves_data_only(const Term *a) {
+/* Whether the body of region 'a' does at most 'most' operations that
+ * compute in the region, each at most one FLOP an element it makes (no
+ * product, reduction or nested region): what depends on its binder only
+ * moves data (slices, broadcasts, reshapes, transposes, converts) but for
+ * those.  What does not depend on the binder is computed outside the
+ * region and is not looked at.  Gives up (FALSE) after a few nodes. */
+static gboolean body_computes_at_most(const Term *a, int most) {
   g_autoptr(GPtrArray) todo = g_ptr_array_new();
   g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
   g_ptr_array_add(todo, (gpointer)a->args[0]);
@@ -319,8 +321,10 @@ static gboolean body_moves_data_only(const Term *a) {
     const Term *u = g_ptr_array_steal_index_fast(todo, todo->len - 1);
     if (!term_uses(u, a->binder) || !g_hash_table_add(seen, (gpointer)u))
       continue;
-    if (--budget < 0 || u->kind == TM_TILE || u->kind == TM_SUM ||
-        (u->kind == TM_OP && op_flops(u) > 0))
+    if (--budget < 0 || u->kind == TM_TILE || u->kind == TM_SUM)
+      return FALSE;
+    double flops = u->kind == TM_OP ? op_flops(u) : 0;
+    if (flops > 0 && (--most < 0 || flops > (double)type_numel(u->type)))
       return FALSE;
     for (int i = 0; i < u->nargs; i++)
       g_ptr_array_add(todo, (gpointer)u->args[i]);
@@ -328,16 +332,42 @@ static gboolean body_moves_data_only(const Term *a) {
   return TRUE;
 }
 
+static gboolean body_moves_data_only(const Term *a) {
+  return body_computes_at_most(a, 0);
+}
+
+/* The elementwise operations a tile's body may do and still be pulled
+ * into regions over other axes (below): index arithmetic on token ids
+ * before a lookup is three or four. */
+#define PULL_CHEAP_OPS 8
+
 /* Pulling the tile of operand 'a' out of 't' puts a's body where 't' is
- * computed.  When that is deeper than 'a' (t uses binders 'a' does not),
- * the body would run again in every iteration of the regions between:
- * work that tiling does not require, and which compounds through a chain
- * of such values (a sequence split of attention, whose keys every query
- * chunk uses, grew a 12-layer transformer to a million values).  Such a
- * tile stays whole where it is, used whole inside (the lowering gathers
- * it), unless its body only moves data. */
-static gboolean pull_duplicates_work(const Term *t, const Term *a) {
-  return term_home(t) > term_home(a) && !body_moves_data_only(a);
+ * computed.  When that is deeper than 'a' (t uses binders 'a' does not)
+ * and a region between is a sequential loop, the body would run again
+ * in every iteration of it: work that tiling does not require, and
+ * which compounds through a chain of such values (a sequence split of
+ * attention, whose keys every query chunk uses, grew a 12-layer
+ * transformer to a million values).  Such a tile stays whole where it
+ * is, used whole inside (the lowering gathers it), unless its body only
+ * moves data.  Regions bound to other mesh axes than a's run one
+ * iteration a device: there the body runs once a device, as it did
+ * outside, and pulling it in keeps the split (a batch tile of token ids
+ * used inside Megatron's vocabulary-parallel lookup: left whole, every
+ * layer after it lost the batch split).  Inside a region over a's own
+ * axis it stays whole: a device holds one part of each. */
+static gboolean pull_duplicates_work(const Norm *n, const Term *t,
+                                     const Term *a) {
+  int from = term_home(a), to = term_home(t);
+  if (to <= from || body_moves_data_only(a))
+    return FALSE;
+  for (int k = from; k < to; k++)
+    if (!n->axes[k] || n->axes[k] == a->axis) /* a loop, or a's own axis */
+      return TRUE;
+  /* regions over other axes: pulled when the body is a few elementwise
+   * operations; a larger body pulled in would be written again in each
+   * region that uses it (random walks that tile over both axes grew
+   * programs half as large again) */
+  return !body_computes_at_most(a, PULL_CHEAP_OPS);
 }
 
 /* Whether tile 'a', used inside a region that it is not pulled into,
@@ -376,7 +406,7 @@ static const Term *pull_tile(Norm *n, const Term *t) {
     /* the preferred operand, then the others in order */
     int i = first < 0 ? at : at == 0 ? first : at <= first ? at - 1 : at;
     const Term *a = t->args[i];
-    if (a->kind != TM_TILE || pull_duplicates_work(t, a))
+    if (a->kind != TM_TILE || pull_duplicates_work(n, t, a))
       continue;
     int c = a->index;
     const Rule *rule = NULL;
