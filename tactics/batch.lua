@@ -8,10 +8,13 @@
 --          dim    the batch dimension (default 0)
 --
 -- What propagate could not resolve (its report) fails the tactic with
--- the report: it does not tolerate a partly propagated program.
+-- the report: it does not tolerate a partly propagated program.  What
+-- the input's own propagation reports already (after a tactic that
+-- tolerated it) is the input's: not counted (C.propagate_after).
 local C = require "combinators"
 
 return function(s, mesh, opts)
+  local input = s
   opts = opts or {}
   local axis = opts.axis or "batch"
   local parts = C.axis_size(mesh, axis)
@@ -24,5 +27,5 @@ return function(s, mesh, opts)
     local w = C.width(a.shape[dim + 1], parts, "%" .. a.name .. "'s dimension " .. dim)
     s = s:arg_tile(a.name, dim, w, axis)
   end
-  return (s:propagate())
+  return C.propagate_after(input, s)
 end

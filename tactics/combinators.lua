@@ -11,7 +11,8 @@
 --   rep(t, cap)        t again and again until it fails or changes
 --                      nothing, at most 'cap' times (default 100)
 --
--- and helpers shared by the tactics in this directory.
+-- and helpers shared by the tactics in this directory (propagate_after:
+-- a propagation that fails only on what it adds to the input's report).
 local M = {}
 
 -- Whether 'data' is what 'require' returned after the module 't': Lua
@@ -197,6 +198,40 @@ function M.inputs(s, opts)
   local out = {}
   for _, name in ipairs(names) do
     out[#out + 1] = M.arg(s, name)
+  end
+  return out
+end
+
+-- A report line without the value it names ("%h: cannot propagate ..."):
+-- what it says, whatever the value is called in one state or another.
+local function report_text(line)
+  return (line:gsub("^%%[^%s:]+: ", ""))
+end
+
+-- 't' (the tilings a tactic made on state 's') propagated, failing with
+-- what its report says that propagating 's' itself says no more of: a
+-- tactic run after one that tolerated a report (Megatron gathering a
+-- last column-parallel layer's output) meets that report again, and
+-- neither fails on it nor hides its own.
+function M.propagate_after(s, t)
+  local _, before = s:propagate { tolerate = true }
+  local out, after = t:propagate { tolerate = true }
+  local known = {}
+  for _, line in ipairs(before or {}) do
+    local k = report_text(line)
+    known[k] = (known[k] or 0) + 1
+  end
+  local new = {}
+  for _, line in ipairs(after or {}) do
+    local k = report_text(line)
+    if (known[k] or 0) > 0 then
+      known[k] = known[k] - 1
+    else
+      new[#new + 1] = line
+    end
+  end
+  if #new > 0 then
+    error("propagate did not resolve: " .. table.concat(new, "; "), 0)
   end
   return out
 end

@@ -175,13 +175,20 @@ return function(s, mesh, opts)
     end
     return split[name] or false
   end
+  local function origin_of(name)
+    if yields[name] then
+      return origin_of(yields[name])
+    end
+    return origin[name]
+  end
+  local tables = {} -- the embedding tables split by rows
   local plan, order = {}, {}
   for _, v in ipairs(s:values()) do
     local ops = v.operands or {}
     local any = false
     for _, o in ipairs(ops) do
       any = any or is_split(o)
-      origin[v.name] = origin[v.name] or origin[o]
+      origin[v.name] = origin[v.name] or origin_of(o)
     end
     if v.yield then
       yields[v.name] = v.yield
@@ -205,6 +212,7 @@ return function(s, mesh, opts)
     elseif table_arg and not plan[table_arg.name] then
       plan[table_arg.name] = arg_dim(ops[1], vocab) -- vocabulary-parallel:
       order[#order + 1] = table_arg.name -- summed, replicated after
+      tables[table_arg.name] = true
       split[v.name] = false
     elseif side and not plan[weight(ops[side]).name] then
       local w = weight(ops[side])
@@ -215,8 +223,8 @@ return function(s, mesh, opts)
         plan[w.name] = dim
         order[#order + 1] = w.name
         split[v.name] = not row
-        if row and origin[other] then
-          closed[origin[other]] = true
+        if row and origin_of(other) then
+          closed[origin_of(other)] = true
         end
         origin[v.name] = not row and w.name or nil
         column[w.name] = not row or nil
@@ -229,7 +237,7 @@ return function(s, mesh, opts)
       -- can carry it, unless a row-parallel layer follows
       local w = weight(ops[side])
       local d = operand_dim(ops[side], plan[w.name])
-      if split[v.name] and d and free_dim(v, d, side) then
+      if tables[w.name] and split[v.name] and d and free_dim(v, d, side) then
         origin[v.name] = w.name
         column[w.name] = true
       end
@@ -254,7 +262,7 @@ return function(s, mesh, opts)
   -- is gathered there; any other report fails the tactic.
   local gathered = {}
   for _, v in ipairs(s:values()) do
-    local o = origin[v.name]
+    local o = origin_of(v.name)
     if v.kind == "op" and o and column[o] and not closed[o] then
       gathered[v.op] = (gathered[v.op] or 0) + 1
     end
