@@ -538,19 +538,26 @@ static gboolean load_input(const Func *f, const char *spec, Tensor **inputs,
   return TRUE;
 }
 
-/* Writes every result as DIR/NAME.npy, or none of them. */
+/* Writes every result as DIR/NAME.npy, or none of them: the files that
+ * were there stay as they were, and a directory made for them goes. */
 static gboolean write_outputs(const char *dir, const Module *m, const Func *f,
                               GPtrArray *results, GError **error) {
+  gboolean made = !g_file_test(dir, G_FILE_TEST_EXISTS);
   if (g_mkdir_with_parents(dir, 0777) != 0) {
     int e = errno;
     g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_IO, "%s: %s", dir,
                 g_strerror(e));
     return FALSE;
   }
-  g_autoptr(GPtrArray) written = g_ptr_array_new_with_free_func(g_free);
+  guint n = results->len;
+  g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) encoded =
+      g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+  const char **data = g_newa(const char *, n + 1);
+  gsize *lens = g_newa(gsize, n + 1);
   g_autoptr(GHashTable) used =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  for (guint i = 0; i < results->len; i++) {
+  for (guint i = 0; i < n; i++) {
     char *name = func_result_name(m, f, (int)i);
     /* two results must not write one file (a user's %result0 and an
      * anonymous first result): number the later one */
@@ -560,19 +567,17 @@ static gboolean write_outputs(const char *dir, const Module *m, const Func *f,
     }
     g_hash_table_add(used, name);
     g_autofree char *file = g_strdup_printf("%s.npy", name);
-    char *path = g_build_filename(dir, file, NULL);
-    g_autoptr(GBytes) bytes = npy_encode(g_ptr_array_index(results, i));
-    gsize len;
-    const char *data = g_bytes_get_data(bytes, &len);
-    if (!partir_write_file(path, data, len, error)) {
-      g_free(path);
-      for (guint k = 0; k < written->len; k++)
-        g_unlink(g_ptr_array_index(written, k));
-      return FALSE;
-    }
-    g_ptr_array_add(written, path);
+    g_ptr_array_add(paths, g_build_filename(dir, file, NULL));
+    GBytes *bytes = npy_encode(g_ptr_array_index(results, i));
+    g_ptr_array_add(encoded, bytes);
+    data[i] = g_bytes_get_data(bytes, &lens[i]);
   }
-  return TRUE;
+  if (partir_write_files((int)n, (const char *const *)paths->pdata, data, lens,
+                         error))
+    return TRUE;
+  if (made)
+    g_rmdir(dir); /* made for the results: empty again */
+  return FALSE;
 }
 
 /* Fills every argument slot of 'f': from the --input files, the rest at
@@ -1626,20 +1631,24 @@ static int search_job(const Options *o, const char *path) {
       path, ms, hw.name, search_algo_name(so.algo), search_opt.seed, r.explored,
       r.cost.total_time, r.base.total_time);
   search_tactic(tactic, &r, header);
-  GError *error = NULL;
-  if (o->output &&
-      !partir_write_file(o->output, program->str, program->len, &error)) {
-    print_error(NULL, error);
-    g_error_free(error);
-    return 1;
+  /* the program and its tactic together, or neither */
+  const char *paths[2], *texts[2];
+  gsize lens[2];
+  int nout = 0;
+  if (o->output) {
+    paths[nout] = o->output;
+    texts[nout] = program->str;
+    lens[nout++] = program->len;
   }
-  if (search_opt.tactic_out &&
-      !partir_write_file(search_opt.tactic_out, tactic->str, tactic->len,
-                         &error)) {
+  if (search_opt.tactic_out) {
+    paths[nout] = search_opt.tactic_out;
+    texts[nout] = tactic->str;
+    lens[nout++] = tactic->len;
+  }
+  GError *error = NULL;
+  if (nout && !partir_write_files(nout, paths, texts, lens, &error)) {
     print_error(NULL, error);
     g_error_free(error);
-    if (o->output)
-      g_unlink(o->output); /* nothing half-written */
     return 1;
   }
   if (!o->output)

@@ -65,6 +65,28 @@ expect_fail "output into a file path fails" "afile" \
 expect_fail "a failing run writes nothing" "has no argument" \
   "$PARTIR" run "$ex/mlp.pir" -i q=x.npy -o "$tmp/none"
 check "no output directory after the failure" test ! -e "$tmp/none"
+# results written together or not at all: a later result that cannot be
+# written (a directory has its name) leaves an earlier one's file as it
+# was, and a directory made for them goes
+cat >"$tmp/two.pir" <<'EOF'
+func @two(%a: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  %b = neg(%a)
+  return %a, %b
+}
+EOF
+mkdir -p "$tmp/od/b.npy"
+echo "the user's own" >"$tmp/od/result0.npy"
+expect_fail "a result whose file is a directory: refused" "od/b.npy: Is a directory" \
+  "$PARTIR" run "$tmp/two.pir" -o "$tmp/od"
+check "...and the other result's file is left as it was" \
+  grep -qx "the user's own" "$tmp/od/result0.npy"
+mkdir -p "$tmp/ro"
+chmod 555 "$tmp/ro"
+if [ "$(id -u)" != 0 ]; then
+  expect_fail "results into a read-only directory: refused" "Permission denied" \
+    "$PARTIR" run "$tmp/two.pir" -o "$tmp/ro/new"
+fi
+chmod 755 "$tmp/ro"
 
 # -o into a pipe writes into it (and does not replace it with a file)
 mkfifo "$tmp/fifo"

@@ -230,4 +230,9 @@ check "a missing file: an error" test -s "$tmp/err"
 st=$?
 check "an unwritable tactic: status 1, and no program written either" \
   sh -c "[ $st = 1 ] && [ ! -e '$tmp/half.pir' ]"
+echo "the user's own" >"$tmp/mine.pir"
+"$PARTIR" search "$tmp/mlp.pir" --mesh model=2 --hw h100x8 --budget 5 -o "$tmp/mine.pir" \
+  --emit-tactic "$tmp/no/dir/t.lua" >/dev/null 2>"$tmp/err"
+check "...and a program file that was there is left as it was (not written, then deleted)" \
+  sh -c "grep -qx \"the user's own\" '$tmp/mine.pir' && grep -q 'no/dir/t.lua: No such file' '$tmp/err'"
 done_testing

@@ -957,9 +957,14 @@ gboolean partir_read_file(const char *path, gsize max, char **text, gsize *len,
 /* --------------------------------------------------------------- output.c */
 
 /* Writes an output file whole or not at all; devices and pipes
- * (/dev/null, /dev/stdout) are written in place. */
+ * (/dev/null, /dev/stdout) are written in place, a directory refused. */
 gboolean partir_write_file(const char *path, const char *data, gsize len,
                            GError **error);
+/* Writes 'n' output files together: all of them, or on failure none
+ * (every target as it was), the error naming the target. */
+gboolean partir_write_files(int n, const char *const *paths,
+                            const char *const *data, const gsize *lens,
+                            GError **error);
 
 /* ---------------------------------------------------------------- error.c */
 
