@@ -390,7 +390,22 @@ State *pipeline_command(const RuleSet *rs, State *in, const char *command,
 }
 
 State *pipeline_tactic(Tactic *tactic, State *in, const Mesh *mesh, Diag *why) {
-  return tactic->run(tactic, in, mesh, why);
+  State *out = tactic->run(tactic, in, mesh, why);
+  /* a tactic run for a mesh gives a program that mesh can run: one that
+   * binds an axis the mesh lacks, or splits in other parts than its
+   * devices, fails here, as the agent protocol refuses such a step,
+   * rather than when it is lowered */
+  if (out && mesh && mesh->naxes > 0) {
+    g_autoptr(Diag) fit = diag_new(NULL);
+    if (!spmd_fits_mesh(&out->func, mesh, fit)) {
+      g_autofree char *m = mesh_to_string(mesh);
+      diag_reason(why, "the tactic's program does not fit mesh %s: %s", m,
+                  diag_text(fit));
+      state_unref(out);
+      return NULL;
+    }
+  }
+  return out;
 }
 
 /* pipeline_lower, with what 'memo' remembers when given (then 'm' and

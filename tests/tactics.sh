@@ -297,6 +297,21 @@ else
   show "$tmp/err"
 fi
 
+# ---- a tactic's program must fit the mesh it was run for: an axis the
+# mesh lacks, or a split in other parts than the axis's devices, fails
+# the tactic (exit 1, no output) instead of failing when it is lowered
+for bad in 'arg_tile("x", 0, 8, "model")|which the mesh does not have' \
+  'arg_tile("x", 0, 4, "batch")|has 4 parts but axis'; do
+  printf 'return function(s) return s:%s:propagate() end\n' "${bad%%|*}" >"$tmp/unfit.lua"
+  rm -f "$tmp/unfit.pir"
+  "$PARTIR" tactic "$tmp/unfit.lua" "$ex/mlp.pir" --mesh batch=2 -o "$tmp/unfit.pir" \
+    2>"$tmp/err"
+  st=$?
+  check "a tactic's program that does not fit --mesh batch=2 (${bad%%|*}): refused, nothing written" \
+    sh -c "[ $st = 1 ] && [ ! -e '$tmp/unfit.pir' ] && grep -q 'does not fit mesh batch=2' '$tmp/err' &&
+           grep -qF '${bad#*|}' '$tmp/err'"
+done
+
 # ---- C.seq(require "batch", require "megatron"): Lua 5.4's require
 # returns the file it loaded as a second value, which seq takes as
 # require's and not as a tactic.  By hand: batch splits x's batch of 2

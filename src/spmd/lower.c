@@ -344,35 +344,71 @@ static void lower_slice(Lower *lw, const Term *t, LVal *out) {
     slice_local(lw, t, out);
 }
 
-/* Whether a tile or sum can be bound where it is: its axis exists, has
- * as many devices as the range has parts, and no enclosing region binds
- * it already. */
-static G_GNUC_NO_INLINE gboolean region_bindable(Lower *lw, const Term *t) {
+/* Whether tile or sum 't', bound to an axis, fits 'mesh': the axis
+ * exists, has as many devices as the range has parts, and the width is
+ * the size over the devices rounded up. */
+static gboolean region_fits(const Mesh *mesh, const Term *t, Diag *why) {
   const Type *range = t->range;
   const char *axis = t->axis;
   if (!axis)
     return TRUE;
-  int64_t size = mesh_axis_size(lw->mesh, axis);
-  if (size == 0)
-    return fail(lw,
+  int64_t size = mesh_axis_size(mesh, axis);
+  if (size == 0) {
+    diag_reason(why,
                 "a %s is bound to axis \"%s\", which the mesh does not have",
                 t->kind == TM_TILE ? "tile" : "sum", axis);
+    return FALSE;
+  }
   int64_t parts = type_range_parts(range);
-  if (parts != size)
-    return fail(lw,
+  if (parts != size) {
+    diag_reason(why,
                 "range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
                 "> has %" G_GINT64_FORMAT
                 " parts but axis \"%s\" has %" G_GINT64_FORMAT " devices",
                 range->n, range->w, parts, axis, size);
+    return FALSE;
+  }
   /* a device's chunk is padded to ceil(n / devices), as GSPMD pads */
-  if (range->w != dist_local_size(range->n, size))
-    return fail(lw,
+  if (range->w != dist_local_size(range->n, size)) {
+    diag_reason(why,
                 "uneven range<%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
                 "> over axis \"%s\" of %" G_GINT64_FORMAT
                 " devices: the width must be %" G_GINT64_FORMAT
                 " (the size over the devices, rounded up)",
                 range->n, range->w, axis, size,
                 dist_local_size(range->n, size));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean fits_rec(const Mesh *mesh, const Term *t, GHashTable *seen,
+                         Diag *why) {
+  if (!g_hash_table_add(seen, (gpointer)t))
+    return TRUE;
+  if ((t->kind == TM_TILE || t->kind == TM_SUM) && !region_fits(mesh, t, why))
+    return FALSE;
+  for (int i = 0; i < t->nargs; i++)
+    if (!fits_rec(mesh, t->args[i], seen, why))
+      return FALSE;
+  return TRUE;
+}
+
+gboolean spmd_fits_mesh(const Func *g, const Mesh *mesh, Diag *why) {
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  return fits_rec(mesh, g->body, seen, why);
+}
+
+/* Whether a tile or sum can be bound where it is: it fits the mesh and
+ * no enclosing region binds its axis already. */
+static G_GNUC_NO_INLINE gboolean region_bindable(Lower *lw, const Term *t) {
+  const char *axis = t->axis;
+  if (!axis)
+    return TRUE;
+  if (!region_fits(lw->mesh, t, lw->why)) {
+    lw->failed = TRUE;
+    return FALSE;
+  }
   for (int b = 0; b < lw->depth; b++)
     if (lw->binders[b].axis == axis)
       return fail(lw, "axis \"%s\" is bound by two nested regions", axis);

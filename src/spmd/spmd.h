@@ -89,6 +89,11 @@ const Term *spmd_collective(const Mesh *mesh, Op op, const Term *x,
                             const char *const *axes, int naxes, int dim,
                             int dim2, int64_t length, Diag *err);
 
+/* Whether every tile and sum of 'g' bound to a mesh axis can be bound
+ * on 'mesh': the axis is the mesh's, and its devices are the region's
+ * parts (the checks lowering makes of each region, without lowering);
+ * FALSE with the reason. */
+gboolean spmd_fits_mesh(const Func *g, const Mesh *mesh, Diag *why);
 /* spmd_lower for 'memo's rule set and mesh, without names, with the
  * lowerings of the closed values 'memo' holds and adding the new ones. */
 Func *spmd_lower_memo(const Func *g, SpmdMemo *memo, Diag *why);
