@@ -229,11 +229,11 @@ check "a mesh of exactly 2^31 devices is accepted" \
 expect_fail "a what-if factor that overflows is refused, naming the setting" \
   "'peak_flops=1e308x': peak_flops_f32 would be inf" \
   "$PARTIR" cost "$ex/mlp.pir" --mesh a=2 --set peak_flops=1e308x
-expect_fail "...and one that underflows to zero" \
-  "'link_bw=1e-200x': link_bw would be 0" \
-  "$PARTIR" cost "$ex/mlp.pir" --mesh a=2 --set link_bw=1e-200 --set link_bw=1e-200x
+expect_fail "...and one that falls below the smallest figure (1e-30)" \
+  "'link_bw=1e-20x': link_bw would be 1e-40 bytes/s" \
+  "$PARTIR" cost "$ex/mlp.pir" --mesh a=2 --set link_bw=1e-20 --set link_bw=1e-20x
 check "...where zero is allowed, zero is fine" quiet "$PARTIR" cost "$ex/mlp.pir" \
-  --mesh a=2 --set link_latency=1e-200 --set link_latency=1e-200x
+  --mesh a=2 --set link_latency=0
 
 # counts must be positive: a usage error (status 2) otherwise
 usage_error() {

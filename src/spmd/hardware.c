@@ -70,9 +70,33 @@ static double *field(void *base, const HwKey *k) {
   return (double *)((char *)base + k->offset);
 }
 
-/* What a figure may be: finite, positive (or zero when 'zero_ok'). */
-static gboolean figure_ok(double v, gboolean zero_ok) {
-  return isfinite(v) && v >= 0 && (v > 0 || zero_ok);
+/* What a figure may be: positive (or zero when 'zero_ok'), between
+ * HW_FIGURE_MIN and HW_FIGURE_MAX: the model divides by them and
+ * multiplies them by counts up to 2^60, and a subnormal FLOP/s or a
+ * latency of 1e300 s makes every time infinite.  The register block is
+ * a whole number of rows and columns. */
+#define HW_FIGURE_MIN 1e-30
+#define HW_FIGURE_MAX 1e30
+#define HW_BLOCK_MAX 1024
+
+static gboolean figure_ok(const HwKey *k, double v) {
+  if (v == 0)
+    return k->zero_ok;
+  if (k->offset == offsetof(Hardware, gemm_mr) ||
+      k->offset == offsetof(Hardware, gemm_nr))
+    return v >= 1 && v <= HW_BLOCK_MAX && v == floor(v);
+  return v >= HW_FIGURE_MIN && v <= HW_FIGURE_MAX;
+}
+
+/* What 'k' may be, in words, for a message. */
+static char *figure_range(const HwKey *k) {
+  if (k->offset == offsetof(Hardware, gemm_mr) ||
+      k->offset == offsetof(Hardware, gemm_nr))
+    return g_strdup_printf("a whole number of %s, 1 to %d%s", k->unit,
+                           HW_BLOCK_MAX, k->zero_ok ? ", or 0" : "");
+  return g_strdup_printf(
+      "%s number (%s) from %g to %g%s", k->zero_ok ? "a" : "a positive",
+      k->unit, HW_FIGURE_MIN, HW_FIGURE_MAX, k->zero_ok ? ", or 0" : "");
 }
 
 /* Parses a finite number, positive (or zero when 'zero_ok'); the whole
@@ -86,7 +110,7 @@ static gboolean parse_number(const char *text, gboolean zero_ok, double *out) {
   double v = g_ascii_strtod(text, &end);
   while (g_ascii_isspace(*end))
     end++;
-  if (end == text || *end || !figure_ok(v, zero_ok))
+  if (end == text || *end || !isfinite(v) || v < 0 || (v == 0 && !zero_ok))
     return FALSE;
   *out = v;
   return TRUE;
@@ -139,9 +163,98 @@ static char *key_list(const HwKey *keys, gsize n) {
 
 /* ------------------------------------------------------ hardware files */
 
+/* Where key 'key' of group 'group' is written in 'src' (its first line
+ * there); line 1 when it cannot be found. */
+static Loc key_loc(const Source *src, const char *group, const char *key) {
+  Loc at = {1, 1, 0};
+  gboolean in_group = FALSE;
+  gsize klen = strlen(key);
+  int line = 1;
+  for (const char *p = src->text; *p; line++) {
+    const char *end = strchr(p, '\n');
+    gsize n = end ? (gsize)(end - p) : strlen(p);
+    const char *q = p;
+    while (q < p + n && (*q == ' ' || *q == '\t'))
+      q++;
+    if (*q == '[') {
+      const char *close = memchr(q, ']', (gsize)(p + n - q));
+      in_group = close && (gsize)(close - q - 1) == strlen(group) &&
+                 strncmp(q + 1, group, strlen(group)) == 0;
+    } else if (in_group && (gsize)(p + n - q) >= klen &&
+               strncmp(q, key, klen) == 0 &&
+               (q[klen] == '=' || q[klen] == ' ' || q[klen] == '\t')) {
+      return (Loc){line, (int)(q - p) + 1, (gsize)(q - src->text)};
+    }
+    if (!end)
+      break;
+    p = end + 1;
+  }
+  return at;
+}
+
+/* Fails the load with "path:line:col: error: message", the line and a
+ * caret, at 'key' of 'group' (or the file's start when 'key' is NULL). */
+static gboolean hw_fail(GError **error, const Source *src, const char *group,
+                        const char *key, const char *fmt, ...)
+    G_GNUC_PRINTF(5, 6);
+static gboolean hw_fail(GError **error, const Source *src, const char *group,
+                        const char *key, const char *fmt, ...) {
+  Loc at = key ? key_loc(src, group, key) : (Loc){1, 1, 0};
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_autoptr(Diag) d = diag_new(src);
+  diag_error(d, at, "%s", msg);
+  g_autofree char *text = g_strdup(diag_text(d));
+  g_strchomp(text);
+  g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT, "%s", text);
+  return FALSE;
+}
+
+/* A key written twice in one group (GKeyFile keeps the last silently):
+ * refused at its second line. */
+static gboolean no_key_twice(const Source *src, GError **error) {
+  g_autoptr(GHashTable) seen =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autofree char *group = g_strdup("");
+  int line = 1;
+  for (const char *p = src->text; *p; line++) {
+    const char *end = strchr(p, '\n');
+    gsize n = end ? (gsize)(end - p) : strlen(p);
+    const char *q = p;
+    while (q < p + n && (*q == ' ' || *q == '\t'))
+      q++;
+    const char *eq = memchr(q, '=', (gsize)(p + n - q));
+    if (*q == '[') {
+      const char *close = memchr(q, ']', (gsize)(p + n - q));
+      g_free(group);
+      group = close ? g_strndup(q + 1, (gsize)(close - q - 1)) : g_strdup("");
+    } else if (*q != '#' && eq) {
+      const char *k = eq;
+      while (k > q && (k[-1] == ' ' || k[-1] == '\t'))
+        k--;
+      char *id = g_strdup_printf("%s\n%.*s", group, (int)(k - q), q);
+      if (!g_hash_table_add(seen, id)) {
+        Loc at = {line, (int)(q - p) + 1, (gsize)(q - src->text)};
+        g_autoptr(Diag) d = diag_new(src);
+        diag_error(d, at, "[%s] %.*s is given twice", group, (int)(k - q), q);
+        g_autofree char *text = g_strdup(diag_text(d));
+        g_strchomp(text);
+        g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT, "%s", text);
+        return FALSE;
+      }
+    }
+    if (!end)
+      break;
+    p = end + 1;
+  }
+  return TRUE;
+}
+
 /* Reads the keys of 'group' into the doubles of 'base' ('seen' marks the
  * keys present). */
-static gboolean read_group(GKeyFile *kf, const char *path, const char *group,
+static gboolean read_group(GKeyFile *kf, const Source *src, const char *group,
                            const HwKey *keys, gsize nkeys, void *base,
                            gboolean *seen, gboolean allow_name,
                            GError **error) {
@@ -152,18 +265,15 @@ static gboolean read_group(GKeyFile *kf, const char *path, const char *group,
     const HwKey *key = find_key(keys, nkeys, *k);
     if (!key) {
       g_autofree char *known = key_list(keys, nkeys);
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
-                  "%s: [%s] has no key '%s' (keys: %s%s)", path, group, *k,
-                  allow_name ? "name, " : "", known);
-      return FALSE;
+      return hw_fail(error, src, group, *k, "[%s] has no key '%s' (keys: %s%s)",
+                     group, *k, allow_name ? "name, " : "", known);
     }
     g_autofree char *text = g_key_file_get_value(kf, group, *k, NULL);
-    if (!text || !parse_number(text, key->zero_ok, field(base, key))) {
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
-                  "%s: [%s] %s = '%s': expected a %s number (%s)", path, group,
-                  *k, text ? text : "",
-                  key->zero_ok ? "non-negative" : "positive", key->unit);
-      return FALSE;
+    double *v = field(base, key);
+    if (!text || !parse_number(text, key->zero_ok, v) || !figure_ok(key, *v)) {
+      g_autofree char *range = figure_range(key);
+      return hw_fail(error, src, group, *k, "[%s] %s = '%s': expected %s",
+                     group, *k, text ? text : "", range);
     }
     seen[key - keys] = TRUE;
   }
@@ -171,35 +281,32 @@ static gboolean read_group(GKeyFile *kf, const char *path, const char *group,
 }
 
 static gboolean load_file(const char *path, Hardware *out, GError **error) {
-  g_autofree char *text = NULL;
-  gsize len;
-  if (!partir_read_file(path, PARTIR_MAX_INPUT_BYTES, &text, &len, error))
+  Source *loaded = NULL;
+  if (!source_load(path, &loaded, error))
     return FALSE;
+  g_autoptr(Source) src = loaded;
   g_autoptr(GKeyFile) kf = g_key_file_new();
   GError *local = NULL;
-  if (!g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &local)) {
+  if (!g_key_file_load_from_data(kf, src->text, src->len, G_KEY_FILE_NONE,
+                                 &local)) {
     g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT, "%s: %s", path,
                 local->message);
     g_error_free(local);
     return FALSE;
   }
-  Hardware hw = {0};
-  if (!g_key_file_has_group(kf, "hardware")) {
-    g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
-                "%s: no [hardware] group", path);
+  if (!no_key_twice(src, error))
     return FALSE;
-  }
+  Hardware hw = {0};
+  if (!g_key_file_has_group(kf, "hardware"))
+    return hw_fail(error, src, NULL, NULL, "no [hardware] group");
   gboolean seen[G_N_ELEMENTS(hw_keys)] = {0};
-  if (!read_group(kf, path, "hardware", hw_keys, G_N_ELEMENTS(hw_keys), &hw,
+  if (!read_group(kf, src, "hardware", hw_keys, G_N_ELEMENTS(hw_keys), &hw,
                   seen, TRUE, error))
     return FALSE;
   for (gsize i = 0; i < G_N_ELEMENTS(hw_keys); i++)
-    if (!seen[i] && !hw_keys[i].optional) {
-      g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT,
-                  "%s: [hardware] needs key '%s' (%s)", path, hw_keys[i].key,
-                  hw_keys[i].unit);
-      return FALSE;
-    }
+    if (!seen[i] && !hw_keys[i].optional)
+      return hw_fail(error, src, NULL, NULL, "[hardware] needs key '%s' (%s)",
+                     hw_keys[i].key, hw_keys[i].unit);
   g_autofree char *name = g_key_file_get_string(kf, "hardware", "name", NULL);
   if (!name || !*name) {
     g_free(name);
@@ -235,7 +342,7 @@ static gboolean load_file(const char *path, Hardware *out, GError **error) {
       return FALSE;
     }
     gboolean axis_seen[G_N_ELEMENTS(axis_keys)] = {0};
-    if (!read_group(kf, path, *g, axis_keys, G_N_ELEMENTS(axis_keys), a,
+    if (!read_group(kf, src, *g, axis_keys, G_N_ELEMENTS(axis_keys), a,
                     axis_seen, FALSE, error))
       return FALSE;
   }
@@ -305,15 +412,13 @@ static gboolean apply(void *base, const char *axis, const HwKey *k, double x,
                       gboolean scale, const char *assignment, Diag *diag) {
   double *v = field(base, k);
   double r = scale ? *v * x : x;
-  if (!isfinite(r) || r < 0 || (r == 0 && !k->zero_ok)) {
+  if (!isfinite(r) || !figure_ok(k, r)) {
     g_autoptr(GString) shown = g_string_new(NULL);
     attr_append_shortest_double(shown, r);
-    diag_reason(diag,
-                "hardware setting '%s': %s%s%s%s would be %s %s, not a finite "
-                "%s number",
+    g_autofree char *range = figure_range(k);
+    diag_reason(diag, "hardware setting '%s': %s%s%s%s would be %s %s, not %s",
                 assignment, axis ? "axis." : "", axis ? axis : "",
-                axis ? "." : "", k->key, shown->str, k->unit,
-                k->zero_ok ? "non-negative" : "positive");
+                axis ? "." : "", k->key, shown->str, k->unit, range);
     return FALSE;
   }
   *v = r;

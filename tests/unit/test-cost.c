@@ -608,10 +608,12 @@ static void test_hw_set(void) {
       {"axis..link_bw=1", "axis.NAME.link_bw"},
       {"axis.model.speed=1", "axis.NAME.link_bw"},
       {"peak_flops_f32=x", "before 'x'"},
-      /* a factor past double's range: refused, nothing half-changed (the
-       * default link would fit, model's 6e11 would not) */
+      /* a factor past double's range, or past the largest figure
+       * (1e30): refused, nothing half-changed (the default link of 2e9
+       * would fit, model's 6e11 would not) */
       {"peak_flops=1e308x", "peak_flops_f32 would be inf FLOP/s"},
-      {"link_bw=1e298x", "axis.model.link_bw would be inf bytes/s"},
+      {"link_bw=1e20x", "axis.model.link_bw would be 6e+31 bytes/s"},
+      {"gemm_mr=2.5", "a whole number of rows"},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
     Hardware before = hw;
@@ -887,19 +889,24 @@ static void test_hw_load(void) {
   } bad[] = {
       {"[hardware]\nname=x\n", "[hardware] needs key 'peak_flops_f32'"},
       {"[hw]\nlink_bw=1\n", "no [hardware] group"},
-      {GOOD_HW "[axis model]\nlink_bw=fast\n",
-       "[axis model] link_bw = 'fast': expected a positive number (bytes/s)"},
+      {GOOD_HW "[axis data]\nlink_bw=fast\n",
+       ":14:1: error: [axis data] link_bw = 'fast': expected a positive "
+       "number (bytes/s)"},
+      {GOOD_HW "[axis model]\nlink_latency=1e-6\nlink_bw=1\n",
+       ":15:1: error: [axis model] link_bw is given twice"},
       {GOOD_HW "[disk]\nsize=1\n", "unknown group [disk]"},
       {GOOD_HW "[axis a-b]\nlink_bw=1\n", "[axis a-b]: an axis name"},
       {GOOD_HW "[axis model]\nbandwidth=1\n",
        "[axis model] has no key 'bandwidth' (keys: link_bw, link_latency)"},
       {"[hardware]\npeak_flops_f32=1e12 # fast\n",
        "peak_flops_f32 = '1e12 # fast'"},
-      {"[hardware]\nlink_latency=-1\n", "expected a non-negative number"},
+      {"[hardware]\nlink_latency=-1\n",
+       "expected a number (seconds) from 1e-30 to 1e+30, or 0"},
       {GOOD_HW "[hardware]\nmem_bw=-5\n", "mem_bw = '-5': expected a "
-                                          "non-negative number (bytes/s)"},
-      {"[hardware]\nflops=1\n", "[hardware] has no key 'flops' (keys: name, "
-                                "peak_flops_f32"},
+                                          "number (bytes/s) from 1e-30"},
+      {GOOD_HW "[hardware]\ncache_bw=1e-320\n", "cache_bw = '1e-320'"},
+      {"[hardware]\nflops=1\n", ":2:1: error: [hardware] has no key 'flops' "
+                                "(keys: name, peak_flops_f32"},
       {"not a key file\n", "not a key-value pair"},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
