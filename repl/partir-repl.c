@@ -198,6 +198,14 @@ static int run_session(void *data) {
     return 1;
   }
   if (o->json) { /* no Lua, no readline: the protocol only */
+    /* a directory that is not there allows nothing: said now, rather
+     * than as every request's refusal */
+    for (char **a = o->allow; a && *a; a++)
+      if (!g_file_test(*a, G_FILE_TEST_IS_DIR)) {
+        g_printerr("partir-repl: --allow %s: not a directory\n", *a);
+        repl_session_free(s);
+        return 2;
+      }
     int status = proto_run(s->rs, o->allow, stdin);
     repl_session_free(s);
     return status;

@@ -210,13 +210,13 @@ typedef struct Options {
   gint64 repeat;      /* exec --repeat */
   gboolean profile;   /* exec --profile */
   char *runtime;      /* exec --runtime */
-  gint64 devices;     /* calibrate --devices (-1: the CPUs) */
+  gint64 devices;     /* calibrate --devices (G_MININT64: the CPUs) */
   gint64 runs;        /* calibrate --runs */
   gint64 passes;      /* calibrate --passes */
   char *shardings;    /* --shardings apply|ignore (group load) */
   char *loss;         /* grad --loss */
   char *wrt;          /* grad --wrt a,b */
-  gint64 params_from; /* grad --params-from-arg (-1: not given) */
+  gint64 params_from; /* grad --params-from-arg (G_MININT64: not given) */
   char *optimizer;    /* grad --optimizer */
   double lr;          /* grad --lr */
 } Options;
@@ -227,10 +227,10 @@ static Options opt = {.check_seed = 1,
                       .tries = 12,
                       .walks = 100,
                       .steps = 8,
-                      .devices = -1,
+                      .devices = G_MININT64, /* unset: a device a CPU */
                       .runs = 5,
                       .passes = 3,
-                      .params_from = -1,
+                      .params_from = G_MININT64, /* not given */
                       .lr = 0.01};
 
 static void options_clear(Options *o) {
@@ -1076,8 +1076,15 @@ static int cmd_grad(const Options *o, char **files) {
     g_printerr("partir: grad needs --loss sum|mse|xent\n");
     return 2;
   }
-  if (o->wrt && o->params_from >= 0) {
+  gboolean from_given = o->params_from != G_MININT64;
+  if (o->wrt && from_given) {
     g_printerr("partir: grad takes --wrt or --params-from-arg, not both\n");
+    return 2;
+  }
+  if (from_given && (o->params_from < 0 || o->params_from > G_MAXINT)) {
+    g_printerr("partir: grad --params-from-arg takes an argument's index, 0 "
+               "or more, not %" G_GINT64_FORMAT "\n",
+               o->params_from);
     return 2;
   }
   TrainOptions to = {.lr = o->lr, .params_from = 1};
@@ -1088,7 +1095,7 @@ static int cmd_grad(const Options *o, char **files) {
   }
   g_auto(GStrv) wrt = o->wrt ? g_strsplit(o->wrt, ",", -1) : NULL;
   to.params = (const char *const *)wrt;
-  if (o->params_from >= 0)
+  if (from_given)
     to.params_from = (int)o->params_from;
   g_auto(Program) p = {0};
   g_autoptr(RuleSet) rs = NULL;
@@ -1452,7 +1459,7 @@ static const GOptionEntry calibrate_entries[] = {
 static int cmd_calibrate(const Options *o, char **files) {
   (void)files;
   gint64 devices =
-      o->devices < 0 ? MIN(g_get_num_processors(), 64) : o->devices;
+      o->devices == G_MININT64 ? MIN(g_get_num_processors(), 64) : o->devices;
   if (!count_ok("devices", devices, 64) || !count_ok("runs", o->runs, 1000) ||
       !count_ok("passes", o->passes, 99))
     return 2;
@@ -1564,7 +1571,8 @@ static int search_job(const Options *o, const char *path) {
                search_opt.algo);
     return 2;
   }
-  if (search_opt.budget < 0 || search_opt.seconds < 0 || search_opt.width < 0) {
+  if (search_opt.budget < 0 || !(search_opt.seconds >= 0) ||
+      !isfinite(search_opt.seconds) || search_opt.width < 0) {
     g_printerr("partir: search --budget, --time and --width take a "
                "positive number\n");
     return 2;

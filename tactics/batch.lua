@@ -18,9 +18,9 @@ return function(s, mesh, opts)
   opts = opts or {}
   local axis = opts.axis or "batch"
   local parts = C.axis_size(mesh, axis)
-  local dim = tonumber(opts.dim or 0)
+  local dim = C.int_option(opts, "dim", 0)
   for _, a in ipairs(C.inputs(s, opts)) do
-    if dim >= #a.shape then
+    if dim < 0 or dim >= #a.shape then
       error(string.format("argument %%%s has rank %d: no batch dimension %d",
         a.name, #a.shape, dim), 0)
     end

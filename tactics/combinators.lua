@@ -202,6 +202,20 @@ function M.inputs(s, opts)
   return out
 end
 
+-- Option 'key' of 'opts', a whole number ('default' when absent): an
+-- error naming the option for anything else ("dim=abc").
+function M.int_option(opts, key, default)
+  local v = opts[key]
+  if v == nil then
+    return default
+  end
+  local n = tonumber(v)
+  if not n or n ~= math.floor(n) then
+    error(string.format("%s=%s: expected a whole number", key, tostring(v)), 0)
+  end
+  return math.tointeger(n)
+end
+
 -- A report line without the value it names ("%h: cannot propagate ..."):
 -- what it says, whatever the value is called in one state or another.
 local function report_text(line)

@@ -235,6 +235,20 @@ expect_fail "...and one that falls below the smallest figure (1e-30)" \
 check "...where zero is allowed, zero is fine" quiet "$PARTIR" cost "$ex/mlp.pir" \
   --mesh a=2 --set link_latency=0
 
+# options that do not mean what they say are refused, naming them
+expect_fail "search --time nan" "take a positive number" \
+  "$PARTIR" search "$ex/mlp.pir" --mesh model=2 --time nan
+expect_fail "calibrate --devices -1 (not the default, silently)" "from 1 to 64, not -1" \
+  "$PARTIR" calibrate --devices -1
+expect_fail "grad --params-from-arg -1" "an argument's index, 0 or more" \
+  "$PARTIR" grad "$ex/mlp.pir" --loss sum --params-from-arg -1
+expect_fail "grad --wrt w,w" "parameter 'w' is named twice" \
+  "$PARTIR" grad "$ex/mlp.pir" --loss sum --wrt w,w
+expect_fail "tactic --set dim=abc" "dim=abc: expected a whole number" \
+  "$PARTIR" tactic "$top_srcdir/tactics/batch.lua" "$ex/mlp.pir" --mesh batch=2 --set dim=abc
+expect_fail "partir-repl --json --allow of a directory that is not there" "not a directory" \
+  "$top_builddir/repl/partir-repl" --json --allow "$tmp/not-there"
+
 # counts must be positive: a usage error (status 2) otherwise
 usage_error() {
   d=$1 pat=$2

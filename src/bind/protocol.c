@@ -1235,6 +1235,10 @@ static J *m_actions(Proto *pr, J *p, Fail *f) {
   if (!e || !proto_get_int(p, "limit", FALSE, &limit, f) ||
       !proto_get_string(p, "filter", FALSE, &filter, f))
     return NULL;
+  if (cJSON_GetObjectItemCaseSensitive(p, "limit") && limit < 0) {
+    proto_fail(f, E_PARAMS, "'limit' is a count: 0 or more");
+    return NULL;
+  }
   ActionList *l = entry_actions(pr, e);
   gsize listed = limit >= 0 ? MIN((gsize)limit, l->nitems) : l->nitems;
   GString *t = g_string_sized_new(64 + 128 * listed);

@@ -197,6 +197,11 @@ static gboolean check_options(const TrainOptions *o, const Func *f, Diag *err) {
     return FALSE;
   }
   for (int k = 0; o->params && o->params[k]; k++) {
+    for (int j = 0; j < k; j++)
+      if (strcmp(o->params[j], o->params[k]) == 0) {
+        diag_reason(err, "grad: parameter '%s' is named twice", o->params[k]);
+        return FALSE;
+      }
     gboolean found = FALSE;
     for (int i = 0; i < f->nargs; i++)
       found |= strcmp(o->params[k], f->arg_names[i]) == 0;

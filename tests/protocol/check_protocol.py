@@ -98,6 +98,7 @@ s1 = root["state"]
 err(c.call("step", state=s1, actions=["arg-tile %x 0 17 model"]), 2,
     "illegal action: 2")
 err(c.call("step", state=s1, actions=[10 ** 6]), 2, "an action index out of range: 2")
+err(c.call("actions", state=s1, limit=-5), -32602, "a negative limit: -32602")
 err(c.call("reset", program="func @f(", mesh="model=2"), 3, "a bad program: 3")
 err(c.call("reset", path="/etc/passwd"), 4, "a file outside --allow: 4")
 err(c.call("observe", state=s1, what=["nonsense"]), -32602, "unknown observation")
