@@ -294,10 +294,15 @@ static Pat *parse_pat(RuleParser *p) {
       parse_binder_body(p, pt);
   } else if (p->c.tok.kind == TK_IDENT) {
     Op op;
-    if (op_from_name(p->c.tok.start, p->c.tok.len, &op) && called(p))
+    gboolean is_op = op_from_name(p->c.tok.start, p->c.tok.len, &op);
+    if (is_op && called(p)) {
       pt = parse_op_pat(p, op, at);
-    else
+    } else if (called(p)) { /* NAME(: a call, of no operator */
+      g_autofree char *n = token_name(&p->c.tok);
+      cursor_fail(&p->c, at, "unknown operator '%s'", n);
+    } else {
       pt = parse_name_pat(p);
+    }
   } else {
     cursor_expected(&p->c, "a pattern");
   }
