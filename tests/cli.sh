@@ -96,6 +96,12 @@ reader=$!
 wait $reader
 check "-o into a pipe writes the program through it" grep -q 'func @mlp' "$tmp/from-fifo"
 check "...and leaves the pipe a pipe" test -p "$tmp/fifo"
+# -o into a symbolic link writes the file it names, and the link stays
+echo old >"$tmp/named.pir"
+ln -s named.pir "$tmp/link.pir"
+"$PARTIR" rewrite "$ex/mlp.pir" --do propagate -o "$tmp/link.pir"
+check "-o into a link writes the file it names, and leaves the link a link" \
+  sh -c "test -L '$tmp/link.pir' && grep -q 'func @mlp' '$tmp/named.pir'"
 
 # hostile programs
 : >"$tmp/empty.pir"

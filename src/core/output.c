@@ -19,11 +19,13 @@
 #include <fcntl.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 typedef struct Pending {
-  char *temp;  /* the temporary file beside a regular target, or NULL */
-  FILE *inout; /* an existing device or pipe, opened to be written */
+  char *target; /* the regular file written: the path, or a link's file */
+  char *temp;   /* the temporary file beside it, or NULL */
+  FILE *inout;  /* an existing device or pipe, opened to be written */
 } Pending;
 
 static gboolean fail_io(GError **error, const char *path, int e) {
@@ -49,7 +51,11 @@ static gboolean prepare(const char *path, const char *data, gsize len,
     p->inout = fopen(path, "w");
     return p->inout ? TRUE : fail_io(error, path, errno);
   }
-  p->temp = g_strdup_printf("%s.XXXXXX", path);
+  /* a link to a file: the file is written, the link stays a link */
+  g_autofree char *real =
+      g_file_test(path, G_FILE_TEST_IS_SYMLINK) ? realpath(path, NULL) : NULL;
+  p->target = g_strdup(real ? real : path);
+  p->temp = g_strdup_printf("%s.XXXXXX", p->target);
   /* made as any new file is: 0666 less the umask */
   int fd = g_mkstemp_full(p->temp, O_WRONLY, 0666);
   if (fd < 0) {
@@ -77,6 +83,7 @@ static void discard(Pending *p) {
   if (p->temp)
     g_unlink(p->temp);
   g_clear_pointer(&p->temp, g_free);
+  g_clear_pointer(&p->target, g_free);
   if (p->inout)
     fclose(p->inout);
   p->inout = NULL;
@@ -93,7 +100,7 @@ gboolean partir_write_files(int n, const char *const *paths,
   gboolean ok = ready == n;
   /* every target is still as it was: now each takes its new contents */
   for (int i = 0; ok && i < n; i++)
-    if (p[i].temp && g_rename(p[i].temp, paths[i]) != 0)
+    if (p[i].temp && g_rename(p[i].temp, p[i].target) != 0)
       ok = fail_io(error, paths[i], errno);
     else if (p[i].temp)
       g_clear_pointer(&p[i].temp, g_free);
