@@ -183,7 +183,8 @@ return function(s, mesh, opts)
   end
   local tables = {} -- the embedding tables split by rows
   local plan, order = {}, {}
-  for _, v in ipairs(s:values()) do
+  local values = s:values() -- listed once: each listing walks the program
+  for _, v in ipairs(values) do
     local ops = v.operands or {}
     local any = false
     for _, o in ipairs(ops) do
@@ -261,7 +262,7 @@ return function(s, mesh, opts)
   -- no row-parallel one follows feeds (by kind, how many), whose split
   -- is gathered there; any other report fails the tactic.
   local gathered = {}
-  for _, v in ipairs(s:values()) do
+  for _, v in ipairs(values) do
     local o = origin_of(v.name)
     if v.kind == "op" and o and column[o] and not closed[o] then
       gathered[v.op] = (gathered[v.op] or 0) + 1
@@ -290,7 +291,8 @@ return function(s, mesh, opts)
   -- Megatron-LM stores it: each part is then updated where it is,
   -- instead of its gradient gathered.
   local uses, parts_of = {}, {}
-  for _, v in ipairs(t:values()) do
+  local t_values = t:values()
+  for _, v in ipairs(t_values) do
     for _, o in ipairs(v.operands or {}) do
       if args[o] and not plan[o] then
         uses[o] = (uses[o] or 0) + 1
@@ -337,7 +339,7 @@ return function(s, mesh, opts)
     is_arg[a.name] = a
   end
   local byname = {}
-  for _, v in ipairs(t:values()) do
+  for _, v in ipairs(t_values) do
     byname[v.name] = v
   end
   local function reads(name, found, seen)
