@@ -553,8 +553,8 @@ static gboolean write_outputs(const char *dir, const Module *m, const Func *f,
   g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) encoded =
       g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
-  const char **data = g_newa(const char *, n + 1);
-  gsize *lens = g_newa(gsize, n + 1);
+  g_autofree const char **data = g_new(const char *, n + 1);
+  g_autofree gsize *lens = g_new(gsize, n + 1);
   g_autoptr(GHashTable) used =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (guint i = 0; i < n; i++) {

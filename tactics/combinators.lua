@@ -210,10 +210,11 @@ function M.int_option(opts, key, default)
     return default
   end
   local n = tonumber(v)
-  if not n or n ~= math.floor(n) then
+  local i = n and math.tointeger(n)
+  if not i then
     error(string.format("%s=%s: expected a whole number", key, tostring(v)), 0)
   end
-  return math.tointeger(n)
+  return i
 end
 
 -- A report line without the value it names ("%h: cannot propagate ..."):

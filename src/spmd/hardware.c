@@ -79,19 +79,23 @@ static double *field(void *base, const HwKey *k) {
 #define HW_FIGURE_MAX 1e30
 #define HW_BLOCK_MAX 1024
 
+/* Whether 'k' is a register block's size (keys are told apart by name:
+ * an [axis] key's offset is into another struct). */
+static gboolean is_block(const HwKey *k) {
+  return strcmp(k->key, "gemm_mr") == 0 || strcmp(k->key, "gemm_nr") == 0;
+}
+
 static gboolean figure_ok(const HwKey *k, double v) {
   if (v == 0)
     return k->zero_ok;
-  if (k->offset == offsetof(Hardware, gemm_mr) ||
-      k->offset == offsetof(Hardware, gemm_nr))
+  if (is_block(k))
     return v >= 1 && v <= HW_BLOCK_MAX && v == floor(v);
   return v >= HW_FIGURE_MIN && v <= HW_FIGURE_MAX;
 }
 
 /* What 'k' may be, in words, for a message. */
 static char *figure_range(const HwKey *k) {
-  if (k->offset == offsetof(Hardware, gemm_mr) ||
-      k->offset == offsetof(Hardware, gemm_nr))
+  if (is_block(k))
     return g_strdup_printf("a whole number of %s, 1 to %d%s", k->unit,
                            HW_BLOCK_MAX, k->zero_ok ? ", or 0" : "");
   return g_strdup_printf(
