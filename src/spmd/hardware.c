@@ -167,60 +167,23 @@ static char *key_list(const HwKey *keys, gsize n) {
 
 /* ------------------------------------------------------ hardware files */
 
-/* Where key 'key' of group 'group' is written in 'src' (its first line
- * there); line 1 when it cannot be found. */
-static Loc key_loc(const Source *src, const char *group, const char *key) {
-  Loc at = {1, 1, 0};
-  gboolean in_group = FALSE;
-  gsize klen = strlen(key);
-  int line = 1;
-  for (const char *p = src->text; *p; line++) {
-    const char *end = strchr(p, '\n');
-    gsize n = end ? (gsize)(end - p) : strlen(p);
-    const char *q = p;
-    while (q < p + n && (*q == ' ' || *q == '\t'))
-      q++;
-    if (*q == '[') {
-      const char *close = memchr(q, ']', (gsize)(p + n - q));
-      in_group = close && (gsize)(close - q - 1) == strlen(group) &&
-                 strncmp(q + 1, group, strlen(group)) == 0;
-    } else if (in_group && (gsize)(p + n - q) >= klen &&
-               strncmp(q, key, klen) == 0 &&
-               (q[klen] == '=' || q[klen] == ' ' || q[klen] == '\t')) {
-      return (Loc){line, (int)(q - p) + 1, (gsize)(q - src->text)};
-    }
-    if (!end)
-      break;
-    p = end + 1;
-  }
-  return at;
+/* A key as written: its group, its name, where it starts. */
+typedef struct KeyLine {
+  char *group, *key;
+  Loc at;
+} KeyLine;
+
+static void key_line_clear(gpointer p) {
+  KeyLine *k = p;
+  g_free(k->group);
+  g_free(k->key);
 }
 
-/* Fails the load with "path:line:col: error: message", the line and a
- * caret, at 'key' of 'group' (or the file's start when 'key' is NULL). */
-static gboolean hw_fail(GError **error, const Source *src, const char *group,
-                        const char *key, const char *fmt, ...)
-    G_GNUC_PRINTF(5, 6);
-static gboolean hw_fail(GError **error, const Source *src, const char *group,
-                        const char *key, const char *fmt, ...) {
-  Loc at = key ? key_loc(src, group, key) : (Loc){1, 1, 0};
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_autoptr(Diag) d = diag_new(src);
-  diag_error(d, at, "%s", msg);
-  g_autofree char *text = g_strdup(diag_text(d));
-  g_strchomp(text);
-  g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT, "%s", text);
-  return FALSE;
-}
-
-/* A key written twice in one group (GKeyFile keeps the last silently):
- * refused at its second line. */
-static gboolean no_key_twice(const Source *src, GError **error) {
-  g_autoptr(GHashTable) seen =
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+/* Every 'key = value' line of 'src' in order (GKeyFile gives keys, not
+ * where they are, and merges a key written twice). */
+static GArray *key_lines(const Source *src) {
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(KeyLine));
+  g_array_set_clear_func(out, key_line_clear);
   g_autofree char *group = g_strdup("");
   int line = 1;
   for (const char *p = src->text; *p; line++) {
@@ -238,20 +201,70 @@ static gboolean no_key_twice(const Source *src, GError **error) {
       const char *k = eq;
       while (k > q && (k[-1] == ' ' || k[-1] == '\t'))
         k--;
-      char *id = g_strdup_printf("%s\n%.*s", group, (int)(k - q), q);
-      if (!g_hash_table_add(seen, id)) {
-        Loc at = {line, (int)(q - p) + 1, (gsize)(q - src->text)};
-        g_autoptr(Diag) d = diag_new(src);
-        diag_error(d, at, "[%s] %.*s is given twice", group, (int)(k - q), q);
-        g_autofree char *text = g_strdup(diag_text(d));
-        g_strchomp(text);
-        g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT, "%s", text);
-        return FALSE;
-      }
+      KeyLine kl = {g_strdup(group),
+                    g_strndup(q, (gsize)(k - q)),
+                    {line, (int)(q - p) + 1, (gsize)(q - src->text)}};
+      g_array_append_val(out, kl);
     }
     if (!end)
       break;
     p = end + 1;
+  }
+  return out;
+}
+
+/* Fails the load with "path:line:col: error: message", the line and a
+ * caret under 'at'. */
+static gboolean fail_at(GError **error, const Source *src, Loc at,
+                        const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+static gboolean fail_at(GError **error, const Source *src, Loc at,
+                        const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_autoptr(Diag) d = diag_new(src);
+  diag_error(d, at, "%s", msg);
+  g_autofree char *text = g_strdup(diag_text(d));
+  g_strchomp(text);
+  g_set_error(error, PARTIR_ERROR, PARTIR_ERROR_FORMAT, "%s", text);
+  return FALSE;
+}
+
+/* fail_at key 'key' of 'group' (its first line there), or at the file's
+ * start when 'key' is NULL or cannot be found. */
+static gboolean hw_fail(GError **error, const Source *src, const char *group,
+                        const char *key, const char *fmt, ...)
+    G_GNUC_PRINTF(5, 6);
+static gboolean hw_fail(GError **error, const Source *src, const char *group,
+                        const char *key, const char *fmt, ...) {
+  Loc at = {1, 1, 0};
+  g_autoptr(GArray) lines = key ? key_lines(src) : NULL;
+  for (guint i = 0; lines && i < lines->len; i++) {
+    const KeyLine *k = &g_array_index(lines, KeyLine, i);
+    if (strcmp(k->group, group) == 0 && strcmp(k->key, key) == 0) {
+      at = k->at;
+      break;
+    }
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  return fail_at(error, src, at, "%s", msg);
+}
+
+/* A key written twice in one group (GKeyFile keeps the last silently):
+ * refused at its second line. */
+static gboolean no_key_twice(const Source *src, GError **error) {
+  g_autoptr(GArray) lines = key_lines(src);
+  g_autoptr(GHashTable) seen =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < lines->len; i++) {
+    const KeyLine *k = &g_array_index(lines, KeyLine, i);
+    if (!g_hash_table_add(seen, g_strdup_printf("%s\n%s", k->group, k->key)))
+      return fail_at(error, src, k->at, "[%s] %s is given twice", k->group,
+                     k->key);
   }
   return TRUE;
 }
