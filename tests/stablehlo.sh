@@ -96,6 +96,9 @@ model_inputs() {
   torch_xla_cnn)
     for a in x k scale shift k1 w b; do printf '%s ' "$fx/torch_xla_cnn.$a.npy"; done
     ;;
+  batch_norm)
+    for a in x scale offset mean var dy; do printf '%s ' "$fx/batch_norm.$a.npy"; done
+    ;;
   esac
 }
 
@@ -191,6 +194,10 @@ run_model torch_xla "$fx/torch_xla.mlir" 1e-6
 # a ResNet-style block as xm.get_stablehlo prints it: NCHW convolutions,
 # max pooling with padding, a tuple of results and get_tuple_element
 run_model torch_xla_cnn "$fx/torch_xla_cnn.mlir" 1e-5
+# torch-xla's normalizations (LayerNorm as batch_norm_training of a
+# 1 x rows x width view, BatchNorm2d.eval() as batch_norm_inference, and
+# batch_norm_grad) and its custom calls @mhlo.erf and @mhlo.tan
+run_model batch_norm "$fx/batch_norm.mlir" 1e-5
 tx=$fx/torch_xla_cnn.mlir
 batch_split tx-b2 "$tx" "torch-xla's CNN"
 check "...both results tiled over batch, and no collective" \

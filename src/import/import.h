@@ -299,6 +299,10 @@ char *hlo_unsupported(const HloOp *op);
  * signature): FALSE with one diagnostic that lists each operation partir
  * cannot express, file:line:col, the reason and the source line. */
 gboolean hlo_check_support(const HloFile *f, Diag *diag);
+/* The operation a custom call to 'target' is (PyTorch/XLA calls
+ * @mhlo.erf, @mhlo.tan ... where JAX writes chlo.erf, stablehlo.tan),
+ * its name as hlo_ops.def lists it; NULL when it is none of them. */
+const char *hlo_custom_call_op(const char *target);
 
 /* ----------------------------------------------------------------- dense.c */
 

@@ -374,6 +374,31 @@ static gboolean constant_is(const Term *t, double v) {
   return TRUE;
 }
 
+/* 'op' of 'b' and 'a' (a shorthand for the terms of check_flag). */
+static const Term *binary(Lower *lw, const HloOp *op, Op o, const Term *a,
+                          const Term *b) {
+  if (!a || !b)
+    return NULL;
+  const Term *args[2] = {a, b};
+  return build(lw, op, o, 2, args, NULL, NULL);
+}
+
+/* A floating-point attribute of 0 or more (a check's 'tolerance =
+ * 1.0e-3', a batch norm's epsilon); unchanged when absent. */
+static gboolean number_attr(Lower *lw, const HloOp *op, const char *key,
+                            double *out) {
+  const HloAttr *a = hlo_op_attr(op, key);
+  if (!a)
+    return TRUE;
+  if (a->kind == HA_FLOAT || (a->kind == HA_INT && !a->boolean)) {
+    *out = a->kind == HA_FLOAT ? a->f : (double)a->i;
+    if (*out >= 0)
+      return TRUE;
+  }
+  return lfail(lw, a->loc, "'%s' of '%s' must be a number of 0 or more", key,
+               op->name);
+}
+
 /* ---------------------------------------------------------- lowerings */
 
 typedef gboolean (*Lowering)(Lower *lw, const HloOp *op, Op pop,
@@ -1400,6 +1425,171 @@ static gboolean lower_top_k(Lower *lw, const HloOp *op, Op pop,
   return TRUE;
 }
 
+/* ------------------------------------------------------- batch norm */
+
+/* A batch norm's operands checked (each of 'nfeat' feature vectors of
+ * rank 1, as long as the operand's feature dimension, of its type), its
+ * feature dimension into '*f', the other dimensions into 'dims' (how
+ * many: the return value, -1 on error) and the elements per feature
+ * into '*count'. */
+static int bn_dims(Lower *lw, const HloOp *op, const Term *const *x, int nx,
+                   int nfeat, int64_t *f, int64_t *dims, double *count) {
+  const Type *t = x[0]->type;
+  if (!int_attr(lw, op, "feature_index", f))
+    return -1;
+  if (!dtype_is_float(t->dtype) || *f < 0 || *f >= t->rank) {
+    lfail(lw, op->loc,
+          "'%s' takes a float operand and a feature_index from 0 to its "
+          "rank - 1",
+          op->name);
+    return -1;
+  }
+  for (int i = 1; i <= nfeat && i < nx; i++)
+    if (x[i]->type->rank != 1 || x[i]->type->dims[0] != t->dims[*f] ||
+        x[i]->type->dtype != t->dtype) {
+      lfail(lw, op->loc,
+            "'%s': operand %d must be a vector of %" G_GINT64_FORMAT
+            " of the operand's type",
+            op->name, i + 1, t->dims[*f]);
+      return -1;
+    }
+  int n = 0;
+  *count = 1;
+  for (int d = 0; d < t->rank; d++)
+    if (d != *f) {
+      dims[n++] = d;
+      *count *= (double)t->dims[d];
+    }
+  return n;
+}
+
+/* Feature vector 'v' broadcast along feature dimension 'f' of 'shape'. */
+static const Term *bn_spread(Lower *lw, const HloOp *op, const Term *v,
+                             int64_t f, const Type *shape) {
+  if (!v)
+    return NULL;
+  Kv kv = {"dims", av_ints(&f, 1)};
+  return build(lw, op, OP_BROADCAST_IN_DIM, 1, &v, make_attrs(&kv, 1), shape);
+}
+
+/* The mean over 'dims' of 'x' (a feature vector): its sum over 'count'. */
+static const Term *bn_mean(Lower *lw, const HloOp *op, const Term *x,
+                           const int64_t *dims, int n, double count) {
+  const Term *sum = reduced(lw, op, OP_REDUCE_SUM, x, dims, n);
+  return sum ? binary(lw, op, OP_DIV, sum, splat(lw, op, sum->type, count))
+             : NULL;
+}
+
+/* 1 / sqrt(var + epsilon), var a feature vector spread over 'shape'. */
+static const Term *bn_inverse_stddev(Lower *lw, const HloOp *op,
+                                     const Term *var, int64_t f,
+                                     const Type *shape) {
+  double eps = 0;
+  if (!number_attr(lw, op, "epsilon", &eps))
+    return NULL;
+  const Term *v = bn_spread(lw, op, var, f, shape);
+  const Term *ve =
+      v ? binary(lw, op, OP_ADD, v, splat(lw, op, shape, eps)) : NULL;
+  return ve ? build(lw, op, OP_RSQRT, 1, &ve, NULL, NULL) : NULL;
+}
+
+/* (x - mean) * rstd * scale + offset, the vectors spread over x. */
+static const Term *bn_normalize(Lower *lw, const HloOp *op, const Term *c,
+                                const Term *rstd, const Term *scale,
+                                const Term *offset, int64_t f) {
+  const Type *t = c->type;
+  const Term *n = rstd ? binary(lw, op, OP_MUL, c, rstd) : NULL;
+  const Term *sc = n ? bn_spread(lw, op, scale, f, t) : NULL;
+  const Term *y = sc ? binary(lw, op, OP_MUL, n, sc) : NULL;
+  const Term *of = y ? bn_spread(lw, op, offset, f, t) : NULL;
+  return of ? binary(lw, op, OP_ADD, y, of) : NULL;
+}
+
+/* batch_norm_training(x, scale, offset): x normalized per feature by
+ * the mean and (biased) variance over every other dimension, scaled and
+ * offset; with that mean and variance.  PyTorch/XLA writes LayerNorm so
+ * (the rows as features of a 1 x rows x width operand).  The variance
+ * is the centered one, (x - mean)^2 averaged, in the operand's type. */
+static gboolean lower_batch_norm_training(Lower *lw, const HloOp *op, Op pop,
+                                          const Term *const *x, int nx,
+                                          GPtrArray *out) {
+  (void)pop;
+  int64_t f, dims[PARTIR_MAX_RANK];
+  double count;
+  int n = bn_dims(lw, op, x, nx, 2, &f, dims, &count);
+  if (n < 0)
+    return FALSE;
+  const Term *mean = bn_mean(lw, op, x[0], dims, n, count);
+  const Term *mb = mean ? bn_spread(lw, op, mean, f, x[0]->type) : NULL;
+  const Term *c = mb ? binary(lw, op, OP_SUB, x[0], mb) : NULL;
+  const Term *sq = c ? binary(lw, op, OP_MUL, c, c) : NULL;
+  const Term *var = sq ? bn_mean(lw, op, sq, dims, n, count) : NULL;
+  const Term *rstd = var ? bn_inverse_stddev(lw, op, var, f, x[0]->type) : NULL;
+  const Term *y = rstd ? bn_normalize(lw, op, c, rstd, x[1], x[2], f) : NULL;
+  return one(out, y) && one(out, mean) && one(out, var);
+}
+
+/* batch_norm_inference(x, scale, offset, mean, variance): x normalized
+ * per feature by the given mean and variance, scaled and offset. */
+static gboolean lower_batch_norm_inference(Lower *lw, const HloOp *op, Op pop,
+                                           const Term *const *x, int nx,
+                                           GPtrArray *out) {
+  (void)pop;
+  int64_t f, dims[PARTIR_MAX_RANK];
+  double count;
+  if (bn_dims(lw, op, x, nx, 4, &f, dims, &count) < 0)
+    return FALSE;
+  const Term *mb = bn_spread(lw, op, x[3], f, x[0]->type);
+  const Term *c = mb ? binary(lw, op, OP_SUB, x[0], mb) : NULL;
+  const Term *rstd = c ? bn_inverse_stddev(lw, op, x[4], f, x[0]->type) : NULL;
+  return one(out, rstd ? bn_normalize(lw, op, c, rstd, x[1], x[2], f) : NULL);
+}
+
+/* batch_norm_grad(x, scale, mean, variance, dy): the gradients of
+ * batch_norm_training's output with respect to x, scale and offset, as
+ * the StableHLO spec writes them (N elements a feature, c = x - mean,
+ * r = 1 / sqrt(variance + epsilon)):
+ *   dx      = scale r / N (N dy - sum dy - c r^2 sum(dy c))
+ *   dscale  = sum(dy c r)
+ *   doffset = sum dy */
+static gboolean lower_batch_norm_grad(Lower *lw, const HloOp *op, Op pop,
+                                      const Term *const *x, int nx,
+                                      GPtrArray *out) {
+  (void)pop;
+  int64_t f, dims[PARTIR_MAX_RANK];
+  double count;
+  int n = bn_dims(lw, op, x, nx, 3, &f, dims, &count);
+  if (n < 0)
+    return FALSE;
+  const Type *t = x[0]->type;
+  const Term *dy = x[4];
+  if (dy->type != t)
+    return lfail(lw, op->loc, "'%s': grad_output must be of the operand's type",
+                 op->name);
+  const Term *mb = bn_spread(lw, op, x[2], f, t);
+  const Term *c = mb ? binary(lw, op, OP_SUB, x[0], mb) : NULL;
+  const Term *r = c ? bn_inverse_stddev(lw, op, x[3], f, t) : NULL;
+  const Term *dyc = r ? binary(lw, op, OP_MUL, dy, c) : NULL;
+  const Term *sum_dy = dyc ? reduced(lw, op, OP_REDUCE_SUM, dy, dims, n) : NULL;
+  const Term *sum_dyc =
+      sum_dy ? reduced(lw, op, OP_REDUCE_SUM, dyc, dims, n) : NULL;
+  if (!sum_dyc)
+    return FALSE;
+  const Term *rr = binary(lw, op, OP_MUL, r, r);
+  const Term *k = binary(lw, op, OP_MUL, c, rr);
+  const Term *k2 = binary(lw, op, OP_MUL, k, bn_spread(lw, op, sum_dyc, f, t));
+  const Term *ndy = binary(lw, op, OP_MUL, dy, splat(lw, op, t, count));
+  const Term *i6 =
+      binary(lw, op, OP_SUB,
+             binary(lw, op, OP_SUB, ndy, bn_spread(lw, op, sum_dy, f, t)), k2);
+  const Term *sr = binary(lw, op, OP_MUL, bn_spread(lw, op, x[1], f, t), r);
+  const Term *dx = binary(
+      lw, op, OP_MUL, binary(lw, op, OP_DIV, sr, splat(lw, op, t, count)), i6);
+  const Term *dscale =
+      reduced(lw, op, OP_REDUCE_SUM, binary(lw, op, OP_MUL, dyc, r), dims, n);
+  return one(out, dx) && one(out, dscale) && one(out, sum_dy);
+}
+
 /* ------------------------------------------------------- convolution */
 
 /* A convolution's dimension numbers: the input's batch and feature
@@ -1926,30 +2116,6 @@ static gboolean lower_sharding(Lower *lw, const HloOp *op, Op pop,
   return one(out, x[0]);
 }
 
-/* A floating-point attribute of a check ('tolerance = 1.0e-3'). */
-static gboolean number_attr(Lower *lw, const HloOp *op, const char *key,
-                            double *out) {
-  const HloAttr *a = hlo_op_attr(op, key);
-  if (!a)
-    return TRUE;
-  if (a->kind == HA_FLOAT || (a->kind == HA_INT && !a->boolean)) {
-    *out = a->kind == HA_FLOAT ? a->f : (double)a->i;
-    if (*out >= 0)
-      return TRUE;
-  }
-  return lfail(lw, a->loc, "'%s' of '%s' must be a number of 0 or more", key,
-               op->name);
-}
-
-/* 'op' of 'b' and 'a' (a shorthand for the terms of check_flag). */
-static const Term *binary(Lower *lw, const HloOp *op, Op o, const Term *a,
-                          const Term *b) {
-  if (!a || !b)
-    return NULL;
-  const Term *args[2] = {a, b};
-  return build(lw, op, o, 2, args, NULL, NULL);
-}
-
 static const Term *both(Lower *lw, const HloOp *op, const Term *p,
                         const Term *q) {
   return select3(lw, op, p, q, p);
@@ -2111,12 +2277,18 @@ static gboolean lower_check(Lower *lw, const HloOp *op, Op pop,
 
 /* custom_call: @Sharding (the value, its GSPMD sharding noted) or a
  * check. */
+static gboolean lower_as(Lower *lw, const HloOp *op, const char *name,
+                         const Term *const *x, int nx, GPtrArray *out);
+
 static gboolean lower_custom_call(Lower *lw, const HloOp *op, Op pop,
                                   const Term *const *x, int nx,
                                   GPtrArray *out) {
   const HloAttr *t = hlo_op_attr(op, "call_target_name");
   if (t && t->s && g_str_has_prefix(t->s, "check."))
     return lower_check(lw, op, pop, x, nx, out);
+  const char *as = hlo_custom_call_op(t ? t->s : NULL);
+  if (as)
+    return lower_as(lw, op, as, x, nx, out);
   const HloAttr *a = hlo_op_attr(op, "sdy.sharding");
   gboolean gspmd = !a;
   if (!a)
@@ -2514,6 +2686,21 @@ static const struct {
 #include "import/hlo_ops.def"
 #undef X
 };
+
+/* 'op' lowered as operation 'name' of hlo_ops.def (a custom call that
+ * stands for it), its arity checked. */
+static gboolean lower_as(Lower *lw, const HloOp *op, const char *name,
+                         const Term *const *x, int nx, GPtrArray *out) {
+  gsize k = 0;
+  while (k < G_N_ELEMENTS(lowerings) && strcmp(lowerings[k].name, name))
+    k++;
+  g_assert(k < G_N_ELEMENTS(lowerings)); /* hlo_custom_call_op found it */
+  if (lowerings[k].arity >= 0 && nx != lowerings[k].arity)
+    return lfail(lw, op->loc, "'@%s' (%s) takes %d operand%s, not %d",
+                 name + strcspn(name, ".") + 1, name, lowerings[k].arity,
+                 lowerings[k].arity == 1 ? "" : "s", nx);
+  return lowerings[k].lower(lw, op, lowerings[k].op, x, nx, out);
+}
 
 /* ---------------------------------------------------------- functions */
 

@@ -27,6 +27,21 @@ static const char *const supported[] = {
 #undef X
     NULL};
 
+const char *hlo_custom_call_op(const char *target) {
+  if (!target || !g_str_has_prefix(target, "mhlo."))
+    return NULL;
+  const char *rest = target + strlen("mhlo.");
+  for (int i = 0; supported[i]; i++) {
+    const char *dot = strchr(supported[i], '.');
+    if ((g_str_has_prefix(supported[i], "chlo.") ||
+         g_str_has_prefix(supported[i], "stablehlo.")) &&
+        strcmp(dot + 1, rest) == 0 &&
+        strcmp(supported[i], "stablehlo.custom_call") != 0)
+      return supported[i];
+  }
+  return NULL;
+}
+
 /* What partir lacks, for the operations exports contain most. */
 static const struct {
   const char *name;
@@ -208,6 +223,11 @@ static gboolean all_are(const HloAttr *a, int64_t v) {
  * attributes. */
 static char *refine(const HloOp *op) {
   const char *n = op->name;
+  if (strcmp(n, "stablehlo.custom_call") == 0) { /* @mhlo.erf: as chlo.erf */
+    const HloAttr *t = hlo_op_attr(op, "call_target_name");
+    const char *as = hlo_custom_call_op(t ? t->s : NULL);
+    n = as ? as : n;
+  }
   const HloType *x = operand_type(op, 0);
   if (strcmp(n, "stablehlo.power") == 0 && !is_float_type(x))
     return g_strdup("on integers (partir's pow takes "
