@@ -1044,10 +1044,11 @@ const Command repl_commands[] = {
     {"matches", cmd_matches, 1, 1, FALSE, COMPLETE_RULE, "matches RULE",
      "list the values where RULE applies", NULL},
     {"apply", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_RULE,
-     "apply RULE [at VALUE] [NAME=V...]",
+     "apply RULE [at VALUE[,VALUE...]] [NAME=V...]",
      "apply a rule (without 'at': where it first applies)",
      "NAME=V gives the rule's parameters: widths (w=8), dimensions (d=0),\n"
-     "axes (a=batch)."},
+     "axes (a=batch).  Several values are named as the program is now, and\n"
+     "rewritten one after the other."},
     {"arg-tile", cmd_engine, 0, ARGS_ANY, TRUE, COMPLETE_ARG,
      "arg-tile ARG DIM WIDTH [AXIS]",
      "tile argument ARG (index or %name) along DIM in pieces of WIDTH", NULL},

@@ -23,6 +23,15 @@
 -- used again as the output layer (tied embeddings: h @ wte.T) gives
 -- logits split by vocabulary, as a column-parallel layer's.
 --
+-- A weight split into parts by slices of its contraction (q, k and v
+-- from one fused projection: x @ w_qkv, then jnp.split or chunk) is
+-- first taken into the contraction (sink-slice: x @ w_qkv[:, 0:d] for q,
+-- and so on), and each slice of the weight is then split by columns as
+-- a weight is: each device computes its own heads of q, k and v.  The
+-- fused weight itself stays whole, each device slicing its columns of
+-- it: a split of the argument along its columns would give one device
+-- all of q and half of k.
+--
 -- options: axis    the mesh axis (default "model")
 --          inputs  comma-separated arguments that are data, never weights
 --                  (default: the first argument; a training step
@@ -123,6 +132,182 @@ local function weight_side(v, weight)
   return nil
 end
 
+-- The result dimensions of contraction 'v' that operand 'side' (2
+-- right, 1 left) gives it: its free dimensions, as a set of result
+-- dimensions (from 0).  'rank' gives a value's rank by name.
+local function result_dims_of(v, side, rank)
+  local out = {}
+  if v.op == "matmul" then -- x[i,k] w[k,j] -> [i,j]
+    out[side == 2 and 1 or 0] = true
+    return out
+  end
+  local a = v.attrs
+  local nb = #(a.lhs_batch or {})
+  local lhs_free = rank(v.operands[1]) - nb - #(a.lhs_contract or {})
+  local rhs_free = rank(v.operands[2]) - nb - #(a.rhs_contract or {})
+  local first = side == 2 and nb + lhs_free or nb
+  for d = first, first + (side == 2 and rhs_free or lhs_free) - 1 do
+    out[d] = true
+  end
+  return out
+end
+
+-- The values of 's': the list, by name, and how many uses each has.
+local function scan(s, listed)
+  local values, byname, uses = listed or s:values(), {}, {}
+  for _, v in ipairs(values) do
+    byname[v.name] = v
+    for _, o in ipairs(v.operands or {}) do
+      uses[o] = (uses[o] or 0) + 1
+    end
+  end
+  return values, byname, uses
+end
+
+-- Whether static slice 'v' of contraction 'p' (with a weight: 'weight'
+-- says which names are) narrows some dimension, and only ones the
+-- weight gives.
+local function weight_slice(v, p, weight, rank)
+  local side = v.kind == "op" and v.op == "slice" and p and
+      is_contraction(p) and weight_side(p, weight)
+  if not side then
+    return false
+  end
+  local mine = result_dims_of(p, side, rank)
+  local a = v.attrs
+  local ok, narrows = true, false
+  for d = 0, #p.shape - 1 do
+    local whole = a.start[d + 1] == 0 and a.limit[d + 1] == p.shape[d + 1]
+        and (a.strides == nil or a.strides[d + 1] == 1)
+    narrows = narrows or not whole
+    ok = ok and (whole or mine[d] == true)
+  end
+  return ok and narrows
+end
+
+-- operators a slice is taken through on its way to a weight's
+-- contraction: a bias added (PyTorch's nn.Linear), a reshape back from
+-- the flattened batch, a conversion
+local CHAIN = { reshape = true, broadcast_in_dim = true, transpose = true }
+for op in pairs(ELEMENTWISE) do
+  CHAIN[op] = true
+end
+-- operators of an argument (a weight transposed, a bias broadcast) a
+-- slice is taken through onto the argument itself
+local OF_ARG = { broadcast_in_dim = true, transpose = true, convert = true }
+
+-- Takes the slices that split a weight's contraction into parts (q, k
+-- and v from one fused projection, a fused gate and up projection) into
+-- the contraction (sink-slice): each part becomes a contraction with a
+-- slice of the weight, which Megatron then splits as a weight.  The
+-- slices are taken down one operator a round, through what lies
+-- between (a bias added, a reshape), where every use of that operator is
+-- such a slice (nothing computed twice), and on through a transpose or
+-- conversion onto the weight argument.  In a program split already
+-- (batch first, a training step) the contraction may be a tile of its
+-- own whose parts the slices read: its body is first taken into each
+-- (fuse).  Each 'apply' names its values in the program as it was (a
+-- rewrite renumbers the unnamed values after it, JAX's %21 ...).
+-- Returns the state and its values (the ones given when there is
+-- nothing to sink: a listing walks the whole program).
+local function sink_weight_slices(s, args, listed)
+  local values, byname, uses = scan(s, listed)
+  local function rank(name)
+    return args[name] and #args[name].shape or #byname[name].shape
+  end
+  local function weight(n) -- an argument, or one transposed or converted
+    local v = byname[n]
+    return args[n] or (v and v.kind == "op" and OF_ARG[v.op] and
+      v.op ~= "broadcast_in_dim" and args[v.operands[1]])
+  end
+  local function leads(name, depth) -- to a weight's contraction
+    local v = byname[name]
+    if not v or v.kind ~= "op" then
+      return false
+    elseif is_contraction(v) then
+      return weight_side(v, weight) ~= nil
+    end
+    for _, o in ipairs(CHAIN[v.op] and depth > 0 and v.operands or {}) do
+      if leads(o, depth - 1) then
+        return true
+      end
+    end
+    return false
+  end
+  -- a part of a contraction's tile, read by weight slices alone
+  local parts, per_tile = {}, {}
+  for _, v in ipairs(values) do
+    local y = v.kind == "op" and v.op == "slice" and byname[v.operands[1]]
+    local t = y and y.kind == "slice" and byname[y.operands[1]]
+    if t and t.kind == "tile" and t.dim == y.dim and
+        weight_slice(v, byname[t.yield], weight, rank) then
+      parts[y.name] = (parts[y.name] or 0) + 1
+      if parts[y.name] == uses[y.name] then
+        per_tile[t.name] = per_tile[t.name] or {}
+        table.insert(per_tile[t.name], "%" .. y.name)
+      end
+    end
+  end
+  local fuse = {}
+  for _, t in ipairs(values) do -- in print order: the same script each run
+    local list = per_tile[t.name]
+    if list and #list == uses[t.name] then
+      for _, y in ipairs(list) do
+        fuse[#fuse + 1] = y
+      end
+    end
+  end
+  if #fuse > 0 then
+    s = s:exec("apply fuse at " .. table.concat(fuse, ","))
+    values, byname, uses = scan(s)
+  end
+  for _ = 1, 64 do -- a round an operator: a chain is a few long
+    local applies = {} -- op -> names where its sink-slice rule applies
+    local function applies_at(op, name)
+      if not applies[op] then
+        applies[op] = {}
+        for _, n in ipairs(s:matches("sink-slice-" .. op)) do
+          applies[op][n] = true
+        end
+      end
+      return applies[op][name]
+    end
+    local slices = {} -- operator value -> the slices to take into it
+    for _, v in ipairs(values) do
+      local p = v.kind == "op" and v.op == "slice" and byname[v.operands[1]]
+      local go = p and p.kind == "op" and
+          ((is_contraction(p) and weight_slice(v, p, weight, rank)) or
+            (CHAIN[p.op] and leads(p.name, 8)) or
+            (OF_ARG[p.op] and args[p.operands[1]] ~= nil))
+      if go and applies_at(p.op, v.name) then
+        slices[p.name] = slices[p.name] or {}
+        table.insert(slices[p.name], "%" .. v.name)
+      end
+    end
+    local at, ops = {}, {} -- the values, by operator
+    for _, v in ipairs(values) do
+      local list = slices[v.name]
+      if list and #list == uses[v.name] then -- every use a slice
+        if not at[v.op] then
+          at[v.op] = {}
+          ops[#ops + 1] = v.op
+        end
+        for _, name in ipairs(list) do
+          table.insert(at[v.op], name)
+        end
+      end
+    end
+    if #ops == 0 then
+      break
+    end
+    -- one operator a round: the next one's values are named anew
+    s = s:exec(string.format("apply sink-slice-%s at %s", ops[1],
+      table.concat(at[ops[1]], ",")))
+    values, byname, uses = scan(s)
+  end
+  return s, values
+end
+
 return function(s, mesh, opts)
   opts = opts or {}
   local axis = opts.axis or "model"
@@ -137,6 +322,9 @@ return function(s, mesh, opts)
       args[a.name] = a
     end
   end
+  local values -- listed once (each listing walks the program), again
+  --              only where slices were taken into their contractions
+  s, values = sink_weight_slices(s, args, s:values())
   -- a weight converted or transposed first (a mixed-precision model's
   -- bf16 copy of its f32 parameter, JAX's x @ w.T, a language model's
   -- output layer on its tied embedding table) is still the weight: the
@@ -144,8 +332,10 @@ return function(s, mesh, opts)
   -- value's dimension is
   local through = {} -- value name -> {arg, dims}: dims[i + 1] is the
   --                    argument's dimension that the value's i is
+  local sliced = {} -- value name -> a weight of its own: a slice of an
+  --                    argument (fused q, k, v), split as a value
   local function weight(name)
-    return args[name] or (through[name] and through[name].arg)
+    return args[name] or sliced[name] or (through[name] and through[name].arg)
   end
   local function arg_dim(name, d)
     return through[name] and through[name].dims[d + 1] or d
@@ -183,7 +373,6 @@ return function(s, mesh, opts)
   end
   local tables = {} -- the embedding tables split by rows
   local plan, order = {}, {}
-  local values = s:values() -- listed once: each listing walks the program
   for _, v in ipairs(values) do
     local ops = v.operands or {}
     local any = false
@@ -194,7 +383,9 @@ return function(s, mesh, opts)
     if v.yield then
       yields[v.name] = v.yield
     end
-    if v.kind == "op" and (v.op == "convert" or v.op == "transpose") and
+    if v.kind == "op" and v.op == "slice" and args[ops[1]] then
+      sliced[v.name] = { name = v.name, shape = v.shape, value = true }
+    elseif v.kind == "op" and (v.op == "convert" or v.op == "transpose") and
         weight(ops[1]) then
       local dims = {}
       for i = 0, #v.shape - 1 do
@@ -250,12 +441,29 @@ return function(s, mesh, opts)
     error("megatron: no weight (an argument contracted as a right operand, or an embedding table) found", 0)
   end
   -- one script: the engine splits all the weights in one pass
-  local script = {}
+  -- the weights that are values first, the last first: a tile renumbers
+  -- the unnamed values after it (JAX's %21 ...), never those before
+  local at = {}
+  for i, v in ipairs(values) do
+    at[v.name] = i
+  end
+  local script, tiles = {}, {}
   for _, name in ipairs(order) do
     local dim = plan[name]
-    local size = args[name].shape[dim + 1]
+    local wt = args[name] or sliced[name]
+    local size = wt.shape[dim + 1]
     local w = C.width(size, parts, "%" .. name .. "'s dimension " .. dim)
-    script[#script + 1] = string.format("arg-tile %%%s %d %d %s", name, dim, w, axis)
+    local cmd = string.format("%s %%%s %d %d %s",
+      wt.value and "tile" or "arg-tile", name, dim, w, axis)
+    if wt.value then
+      tiles[#tiles + 1] = { at = at[name], cmd = cmd }
+    else
+      script[#script + 1] = cmd
+    end
+  end
+  table.sort(tiles, function(x, y) return x.at > y.at end)
+  for i, x in ipairs(tiles) do
+    table.insert(script, i, x.cmd)
   end
   script[#script + 1] = "propagate"
   -- What may stay unresolved: the operators that a column-parallel layer

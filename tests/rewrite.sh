@@ -182,4 +182,37 @@ check "propagate without a fixed point fails too, naming propagate" sh -c \
 "$PARTIR" walk "$tmp/neg.pir" --rules "$tmp/loop-simplify.rules" --walks 50 >"$tmp/out" 2>&1
 check "random walks report a looping pass as a failure" sh -c \
   "test $? -eq 1 && grep -q 'the simplify pass stopped without reaching a fixed point' '$tmp/out'"
+
+# sink-slice and 'apply ... at' several values: q and k sliced off one
+# product become products with the weight's slices, each value named as
+# the program was before the first rewrite (the unnamed ones renumber)
+cat >"$tmp/qk.pir" <<'PIR'
+func @f(%x: tensor<4x8xf32>, %w: tensor<8x24xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = matmul(%x, %w)
+  %1 = slice(%0) {start = [0, 0], limit = [4, 8]}
+  %2 = slice(%0) {start = [0, 8], limit = [4, 16]}
+  return %1, %2
+}
+PIR
+cat >"$tmp/qk.want" <<'PIR'
+func @f(%x: tensor<4x8xf32>, %w: tensor<8x24xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = slice(%w) {limit = [8, 8], start = [0, 0]}
+  %1 = matmul(%x, %0)
+  %2 = slice(%w) {limit = [8, 16], start = [0, 8]}
+  %3 = matmul(%x, %2)
+  return %1, %3
+}
+PIR
+"$PARTIR" rewrite "$tmp/qk.pir" --do 'apply sink-slice-matmul at %1,%2' \
+  >"$tmp/out" 2>"$tmp/err"
+check "sink-slice at %1,%2: each slice a product with a slice of %w" \
+  cmp -s "$tmp/out" "$tmp/qk.want"
+"$PARTIR" rewrite "$tmp/qk.pir" --do 'apply sink-slice-matmul at %1,%9' \
+  >"$tmp/out" 2>"$tmp/err"
+check "...a value of the list the program lacks: status 1, named" \
+  sh -c "test $? -eq 1 && grep -q \"no value '%9'\" '$tmp/err'"
+"$PARTIR" rewrite "$tmp/qk.pir" --do 'apply sink-slice-matmul at %0' \
+  >"$tmp/out" 2>"$tmp/err"
+check "...at the product itself: refused with the reason" \
+  sh -c "test $? -eq 1 && grep -q \"applies to a slice of 'matmul'\" '$tmp/err'"
 done_testing

@@ -204,6 +204,74 @@ check "megatron-tied: 2 all_reduces and the logits' all_gather over model" \
 check "megatron-tied: simulated devices agree with the interpreter" \
   quiet "$PARTIR" lower "$tmp/megatron-tied.pir" --mesh model=4 --simulate
 
+# q, k and v split off one fused projection (x @ w_qkv, then slices, as
+# jnp.split and PyTorch's chunk write them; 2 heads of 4): a split of
+# w_qkv's columns would give one device all of q and half of k, so each
+# slice is taken into the contraction (sink-slice) and the weight's
+# slices are split by columns, w_qkv itself whole.  Per device on
+# model=2, by hand: q, k, v 3 x 2*(2*4)*8*4 = 1536, scores and their
+# product with v 2 x 2*2*4*4*4 = 512 (one head each), the row-parallel
+# output 2*(2*4)*4*8 = 512: 2560 FLOPs, half of 5120, and one
+# all_reduce of the 2x4x8 f32 output (256 B); over batch=2,model=2,
+# 1280 and 128 B, in both orders, and nothing over batch.
+cat >"$tmp/fused.pir" <<'PIR'
+func @fused(%x: tensor<2x4x8xf32>, %wqkv: tensor<8x24xf32>, %wo: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+  %qkv = dot_general(%x, %wqkv) {lhs_contract = [2], rhs_contract = [0]}
+  %q = slice(%qkv) {start = [0, 0, 0], limit = [2, 4, 8]}
+  %k = slice(%qkv) {start = [0, 0, 8], limit = [2, 4, 16]}
+  %v = slice(%qkv) {start = [0, 0, 16], limit = [2, 4, 24]}
+  %qh = reshape(%q) : tensor<2x4x2x4xf32>
+  %kh = reshape(%k) : tensor<2x4x2x4xf32>
+  %vh = reshape(%v) : tensor<2x4x2x4xf32>
+  %s = dot_general(%qh, %kh) {lhs_batch = [0, 2], rhs_batch = [0, 2], lhs_contract = [3], rhs_contract = [3]}
+  %o = dot_general(%s, %vh) {lhs_batch = [0, 1], rhs_batch = [0, 2], lhs_contract = [3], rhs_contract = [1]}
+  %ot = transpose(%o) {permutation = [0, 2, 1, 3]}
+  %om = reshape(%ot) : tensor<2x4x8xf32>
+  %y = dot_general(%om, %wo) {lhs_contract = [2], rhs_contract = [0]}
+  return %y
+}
+PIR
+# fused_costs NAME MESH: "FLOPS op axis count bytes, ..." of $tmp/NAME.pir
+fused_costs() {
+  "$PARTIR" cost "$tmp/$1.pir" --mesh "$2" --hw h100x8 |
+    awk '$1 == "FLOPs" { printf "%s", $2 }
+         $1 ~ /^all_/ { printf ", %s %s %s %s", $1, $2, $4, $5 }'
+}
+tactic megatron-fused "$tactics/megatron.lua" "$tmp/fused.pir" model=2
+check "megatron-fused: w_qkv whole, its three slices split by columns" \
+  sh -c "test \$(grep -c '= slice(%wqkv)' '$tmp/megatron-fused.pir') -eq 3 &&
+         test \$(grep -Ec 'partir.slice 1 %[0-9]+\[%r' '$tmp/megatron-fused.pir') -eq 3 &&
+         ! grep -q 'partir.slice [0-9] %wqkv' '$tmp/megatron-fused.pir'"
+check "megatron-fused: 2560 FLOPs a device, one all_reduce of 256 B" \
+  test "$(fused_costs megatron-fused model=2)" = "2560, all_reduce model 1 256"
+check "megatron-fused: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/megatron-fused.pir" --mesh model=2 --simulate
+for order in batch,megatron megatron,batch; do
+  name=fused-$(echo $order | tr , -)
+  tactic "$name" "$compose" "$tmp/fused.pir" batch=2,model=2 --set order=$order
+  check "$name: 1280 FLOPs a device, one all_reduce of 128 B over model" \
+    test "$(fused_costs "$name" batch=2,model=2)" = "1280, all_reduce model 1 128"
+  check "$name: simulated devices agree with the interpreter" \
+    quiet "$PARTIR" lower "$tmp/$name.pir" --mesh batch=2,model=2 --simulate
+done
+# its training step: the weight's slices split as in the forward pass,
+# their gradients gathered (one all_gather each) for w_qkv's update;
+# batch first, the step's q, k and v read one tile of the contraction
+"$PARTIR" grad "$tmp/fused.pir" --loss sum --params-from-arg 1 \
+  -o "$tmp/fused-step.pir" 2>"$tmp/err"
+tactic megatron-fused-step "$tactics/megatron.lua" "$tmp/fused-step.pir" \
+  model=2 --set inputs=x
+check "megatron-fused-step: one all_reduce, three all_gathers of the slices' gradients" \
+  test "$(fused_costs megatron-fused-step model=2 | cut -d, -f2-)" = \
+  " all_reduce model 1 256, all_gather model 3 384"
+check "megatron-fused-step: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/megatron-fused-step.pir" --mesh model=2 --simulate
+tactic fused-step-batch-megatron "$compose" "$tmp/fused-step.pir" \
+  batch=2,model=2 --set order=batch,megatron --set inputs=x
+check "fused-step-batch-megatron: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/fused-step-batch-megatron.pir" \
+  --mesh batch=2,model=2 --simulate
+
 # ---- batch on the MLP: x by rows, one tile
 tactic batch-mlp "$tactics/batch.lua" "$ex/mlp.pir" batch=2
 expect_regions batch-mlp "tile@batch"

@@ -942,6 +942,9 @@ static State *random_step(Walker *w, State *s, GString *step) {
         t->kind == TM_TILE || t->kind == TM_SUM ? t->args[0] : NULL;
     if (r->kind == RULE_PATTERN ||
         (rev ? body && body->kind == TM_OP && r->op == body->op
+         : r->kind == RULE_SINK_SLICE
+             ? t->kind == TM_OP && t->op == OP_SLICE &&
+                   t->args[0]->kind == TM_OP && t->args[0]->op == r->op
              : opt->kind == TM_OP && r->op == opt->op &&
                    (r->kind == RULE_SLICE_OP) == (t->kind == TM_SLICE)))
       g_ptr_array_add(cands, (gpointer)r);
@@ -1050,6 +1053,47 @@ gboolean check_walks(const RuleSet *rs, Module *m, guint32 seed, int walks,
 
 /* --------------------------------------------------------- check-rules */
 
+/* A static slice of 't' narrowing some of the dimensions its tiling
+ * spec lets a rule split, at random (start, limit and a stride of 1 or
+ * 2), or NULL when it narrows none. */
+static const Term *random_static_slice(const RuleSet *rs, GRand *rng,
+                                       const Term *t) {
+  TileSpec spec;
+  if (!spec_of(rs, t, &spec))
+    return NULL;
+  int rank = t->type->rank;
+  int64_t start[PARTIR_MAX_RANK], limit[PARTIR_MAX_RANK], step[PARTIR_MAX_RANK];
+  int open[PARTIR_MAX_RANK], nopen = 0;
+  for (int d = 0; d < rank; d++)
+    if (t->type->dims[d] >= 2 && d < spec.nout && spec.out_ok[d])
+      open[nopen++] = d;
+  if (nopen == 0)
+    return NULL;
+  int sure = open[g_rand_int_range(rng, 0, nopen)]; /* one at least */
+  gboolean any = FALSE;
+  for (int d = 0; d < rank; d++) {
+    int64_t n = t->type->dims[d];
+    start[d] = 0;
+    limit[d] = n;
+    step[d] = 1;
+    if (n < 2 || d >= spec.nout || !spec.out_ok[d] ||
+        (d != sure && g_rand_boolean(rng)))
+      continue;
+    start[d] = g_rand_int_range(rng, 0, (gint32)n - 1);
+    limit[d] = g_rand_int_range(rng, (gint32)start[d] + 1, (gint32)n + 1);
+    step[d] = g_rand_int_range(rng, 1, 3);
+    any = TRUE;
+  }
+  if (!any)
+    return NULL;
+  AttrValue v[3] = {attr_new_ints(rank, start), attr_new_ints(rank, limit),
+                    attr_new_ints(rank, step)};
+  const Attrs *a =
+      attrs_build(3, (const char *[]){"start", "limit", "strides"}, v);
+  g_autoptr(Diag) err = diag_new_quiet();
+  return term_op(OP_SLICE, 1, &t, a, NULL, err);
+}
+
 /* Checks a derived rule on up to 'tries' random instances. */
 static int check_derived(Walker *w, const Rule *r, int tries) {
   int checked = 0;
@@ -1057,7 +1101,11 @@ static int check_derived(Walker *w, const Rule *r, int tries) {
     gboolean rev = r->kind == RULE_OP_TILE_REV || r->kind == RULE_OP_SUM_REV;
     gboolean sum = r->kind == RULE_OP_SUM || r->kind == RULE_OP_SUM_REV;
     Gen g = {w->rng, g_ptr_array_new(), 0};
+    gboolean sink = r->kind == RULE_SINK_SLICE;
+    /* sink-slice: an instance whose first dim a slice can narrow */
     const Term *t = gen_op(&g, r->op, sum ? -1 : r->index, sum ? r->index : -1);
+    if (sink && t) /* the slice the rule takes in */
+      t = random_static_slice(w->rs, w->rng, t);
     if (!t || (!sum && r->index >= t->type->rank)) {
       g_ptr_array_unref(g.arg_types);
       continue;

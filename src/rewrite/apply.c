@@ -7,13 +7,20 @@
  *   OP-sum[-K]  op(a, b)  ~~>  sum (\r:range<n,w> -> op(a', b'))
  *   slice-OP-D  slice D (op(a, b))[s]  ~~>  op(a'', b'')
  *   OP-tile-D-rev, OP-sum[-K]-rev   the first two backwards
+ *   sink-slice-OP  slice(op(a, b)) {start, limit, strides}  ~~>
+ *                  op(slice(a) {..}, b)
  *
  * (gather-sum splits a lookup's table rows: its body is a masked lookup
  * on each part, not the gather on parts; lookup.c builds it)
  *
  * where a' slices each operand along the dimension that carries result
- * dimension D (or reduction K) by the new binder, and a'' by s.  Every
- * replacement must have the type of what it replaces.
+ * dimension D (or reduction K) by the new binder, and a'' by s.  The
+ * last takes a static slice (StableHLO's) into the operator the same
+ * way: each operand is sliced where it carries a dimension the slice
+ * narrows, so only the part kept is computed (the q, k and v that a
+ * model splits off one fused projection become three contractions with
+ * the weight's slices: Megatron then splits those).  Every replacement
+ * must have the type of what it replaces.
  *
  * Uneven ranges (docs/spmd.md, "Uneven sizes"): the last part of a
  * range<n,w> that w does not divide is padded, and what the body computes
@@ -234,11 +241,102 @@ static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
                  op_takes_written_type(b->op) ? t->type : NULL, why);
 }
 
+/* sink-slice-OP: static slice 't' of an 'OP' as that operator on its
+ * operands sliced along the dimensions that carry the ones 't' narrows
+ * (a dimension no operand carries cannot be narrowed). */
+static const Term *sink_slice(const RuleSet *rs, const Rule *rule,
+                              const Term *t, Diag *why) {
+  const Term *x = t->kind == TM_OP && t->op == OP_SLICE ? t->args[0] : NULL;
+  if (!x || x->kind != TM_OP || x->op != rule->op) {
+    diag_reason(why, "'%s' applies to a slice of '%s'", rule->name,
+                op_name(rule->op));
+    return NULL;
+  }
+  TileSpec spec;
+  if (!spec_of(rs, x, &spec))
+    return NULL;
+  const AttrValue *start = attrs_get(t->attrs, "start");
+  const AttrValue *limit = attrs_get(t->attrs, "limit");
+  const AttrValue *strides = attrs_get(t->attrs, "strides");
+  int64_t from[SPEC_MAX_OPERANDS][PARTIR_MAX_RANK],
+      to[SPEC_MAX_OPERANDS][PARTIR_MAX_RANK],
+      step[SPEC_MAX_OPERANDS][PARTIR_MAX_RANK];
+  gboolean cut[SPEC_MAX_OPERANDS][PARTIR_MAX_RANK] = {{0}};
+  for (int i = 0; i < x->nargs; i++)
+    for (int d = 0; d < x->args[i]->type->rank; d++) {
+      from[i][d] = 0;
+      to[i][d] = x->args[i]->type->dims[d];
+      step[i][d] = 1;
+    }
+  gboolean any = FALSE;
+  for (int k = 0; k < x->type->rank; k++) {
+    int64_t s = start->items[k].i, l = limit->items[k].i,
+            st = strides ? strides->items[k].i : 1;
+    if (s == 0 && l == x->type->dims[k] && st == 1)
+      continue;
+    if (k >= spec.nout || !spec.out_ok[k]) {
+      diag_reason(why,
+                  "'%s' does not apply: the slice narrows dimension %d, "
+                  "which the operands do not carry",
+                  rule->name, k);
+      return NULL;
+    }
+    for (int i = 0; i < x->nargs; i++) {
+      int d = spec.out[k][i];
+      if (d < 0)
+        continue; /* not in this operand: it is used whole */
+      if (x->args[i]->type->dims[d] != x->type->dims[k] || cut[i][d]) {
+        diag_reason(why,
+                    "'%s' does not apply: operand %d's dimension %d is "
+                    "not the result's dimension %d",
+                    rule->name, i + 1, d, k);
+        return NULL;
+      }
+      from[i][d] = s;
+      to[i][d] = l;
+      step[i][d] = st;
+      cut[i][d] = any = TRUE;
+    }
+  }
+  if (!any) {
+    diag_reason(why, "'%s' does not apply: the slice narrows no dimension",
+                rule->name);
+    return NULL;
+  }
+  const Term *args[SPEC_MAX_OPERANDS];
+  for (int i = 0; i < x->nargs; i++) {
+    const Term *a = x->args[i];
+    int rank = a->type->rank;
+    gboolean sliced = FALSE;
+    for (int d = 0; d < rank; d++)
+      sliced |= cut[i][d];
+    gboolean strided = FALSE;
+    for (int d = 0; d < rank; d++)
+      strided |= step[i][d] != 1;
+    if (sliced) {
+      AttrValue v[3] = {attr_new_ints(rank, from[i]),
+                        attr_new_ints(rank, to[i]),
+                        attr_new_ints(rank, step[i])};
+      const Attrs *sa = attrs_build(
+          strided ? 3 : 2, (const char *[]){"start", "limit", "strides"}, v);
+      if (!strided) /* unit strides, as a model's slices are written */
+        attr_value_clear(&v[2]);
+      if (!(a = term_op(OP_SLICE, 1, &a, sa, NULL, why)))
+        return NULL;
+    }
+    args[i] = a;
+  }
+  return term_op(x->op, x->nargs, args, rw_attrs_follow(x, args),
+                 op_takes_written_type(x->op) ? t->type : NULL, why);
+}
+
 static const Term *apply_derived(const RuleSet *rs, const Rule *rule,
                                  const Term *t, const RuleArg *args, int nargs,
                                  Diag *why) {
   if (rule->kind == RULE_OP_TILE_REV || rule->kind == RULE_OP_SUM_REV)
     return apply_unregion(rs, rule, t, why);
+  if (rule->kind == RULE_SINK_SLICE)
+    return sink_slice(rs, rule, t, why);
   TileSpec spec;
   const Term *opt =
       rule->kind == RULE_SLICE_OP && t->kind == TM_SLICE ? t->args[0] : t;

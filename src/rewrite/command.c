@@ -220,12 +220,14 @@ static int parse_rule_args(const Rule *rule, char **w, int nw, RuleArg *args,
   return nargs;
 }
 
-/* 'apply RULE [at VALUE] [NAME=VALUE ...]': the rule at the named value,
- * or else at the first location (in 'locs' order) where it matches. */
+/* 'apply RULE [at VALUE[,VALUE...]] [NAME=VALUE ...]': the rule at the
+ * named values, one after the other, or else at the first location (in
+ * 'locs' order) where it matches. */
 static State *run_apply(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
                         int nw, Diag *why) {
   if (nw < 2) {
-    diag_reason(why, "usage: apply RULE [at VALUE] [NAME=VALUE ...]");
+    diag_reason(why,
+                "usage: apply RULE [at VALUE[,VALUE...]] [NAME=VALUE ...]");
     return NULL;
   }
   const Rule *rule = ruleset_find(rs, w[1]);
@@ -235,16 +237,20 @@ static State *run_apply(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
     return NULL;
   }
   int i = 2;
-  const Location *loc = NULL;
+  g_autoptr(GPtrArray) at = g_ptr_array_new(); /* const Location* */
   if (i < nw && strcmp(w[i], "at") == 0) {
     if (i + 1 >= nw) {
       diag_reason(why, "apply: 'at' needs a value");
       return NULL;
     }
-    loc = state_find_location(locs, w[i + 1]);
-    if (!loc) {
-      diag_reason(why, "apply: no value '%s'", w[i + 1]);
-      return NULL;
+    g_auto(GStrv) names = g_strsplit(w[i + 1], ",", -1);
+    for (int k = 0; names[k]; k++) {
+      const Location *loc = state_find_location(locs, names[k]);
+      if (!loc) {
+        diag_reason(why, "apply: no value '%s'", names[k]);
+        return NULL;
+      }
+      g_ptr_array_add(at, (gpointer)loc);
     }
     i += 2;
   }
@@ -252,8 +258,31 @@ static State *run_apply(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
   int nargs = parse_rule_args(rule, w + i, nw - i, args, why);
   if (nargs < 0)
     return NULL;
-  if (loc)
-    return rw_apply(rs, in, rule, loc, args, nargs, why);
+  if (at->len > 0) {
+    /* several values, each named in the program as it was: a rewrite
+     * renumbers the unnamed values after it, never changes the term of
+     * one it does not reach, so each is found by its term */
+    State *cur = state_ref(in);
+    g_autoptr(GHashTable) done = g_hash_table_new(NULL, NULL);
+    for (guint k = 0; k < at->len && cur; k++) {
+      const Location *loc = g_ptr_array_index(at, k);
+      /* one term, one rewrite: a value of one region and its twin in a
+       * sibling region (the same term) were both rewritten by the first */
+      if (!g_hash_table_add(done, (gpointer)loc->term))
+        continue;
+      State *next = rw_apply(rs, cur, rule, loc, args, nargs, why);
+      if (next && next->func.body == cur->func.body && k > 0) {
+        diag_reason(why,
+                    "apply %s at %%%s: an earlier value's rewrite changed "
+                    "it",
+                    rule->name, loc->name);
+        g_clear_pointer(&next, state_unref);
+      }
+      state_unref(cur);
+      cur = next;
+    }
+    return cur;
+  }
   for (guint k = 0; k < locs->len; k++) { /* the first place it applies */
     const Location *l = g_ptr_array_index(locs, k);
     g_autoptr(Diag) ignore = diag_new(NULL);

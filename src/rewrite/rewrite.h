@@ -144,6 +144,7 @@ typedef enum {
   RULE_SLICE_OP,    /* slice-OP-D: slice D op(..)[s] ~~> op(slices) */
   RULE_OP_TILE_REV, /* OP-tile-D-rev: tile D (\r -> op(slices)) ~~> op(..) */
   RULE_OP_SUM_REV,  /* OP-sum[-K]-rev: sum (\r -> op(slices)) ~~> op(..) */
+  RULE_SINK_SLICE,  /* sink-slice-OP: slice(op(..)) ~~> op(static slices) */
 } RuleKind;
 
 enum {
@@ -168,7 +169,8 @@ typedef struct Rule {
   Cond *conds;
   /* derived */
   Op op;
-  int index; /* result dim (TILE, SLICE_OP) or reduction index (SUM) */
+  int index; /* result dim (TILE, SLICE_OP) or reduction index (SUM);
+                0 for SINK_SLICE (every dim the slice narrows) */
   /* parameters the caller supplies (width, axis, dim ...) */
   int nparams;
   const char *params[RULE_MAX_VARS]; /* interned */
@@ -179,7 +181,7 @@ struct RuleSet {
   GPtrArray *rules;    /* Rule*, in load order, derived after written */
   GHashTable *by_name; /* name -> Rule* */
   /* the derived rules by kind, operator and index (NULL: none) */
-  const Rule *derived[RULE_OP_SUM_REV + 1][OP_COUNT_][PARTIR_MAX_RANK];
+  const Rule *derived[RULE_SINK_SLICE + 1][OP_COUNT_][PARTIR_MAX_RANK];
   OpSpec *specs[OP_COUNT_];
   struct Vjp *vjps[OP_COUNT_]; /* the vjp of each operator, or NULL */
   GPtrArray *files;            /* loaded paths */

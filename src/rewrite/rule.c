@@ -923,6 +923,13 @@ static Rule *derived(RuleKind kind, Op op, int index, const OpSpec *os) {
                               index, opn, opn, index);
     r->tags = RULE_TAG_PROPAGATE;
     break;
+  case RULE_SINK_SLICE: /* asked for by name: it does not propagate */
+    r->name = g_strdup_printf("sink-slice-%s", opn);
+    r->text = g_strdup_printf("slice(%s(..)) ~~> %s(operands sliced along "
+                              "the dims that carry the ones the slice "
+                              "narrows)",
+                              opn, opn);
+    break;
   default:
     g_assert_not_reached();
   }
@@ -976,6 +983,8 @@ static gboolean derive_rules(RuleParser *p) {
       nred = PARTIR_MAX_RANK; /* scatter_add: its updates' batch dims */
     else if (os->kind == SPEC_BUILTIN && strcmp(os->builtin, "gather") == 0)
       nred = 1; /* a lookup's table rows (lookup.c) */
+    if (!add_derived(p, RULE_SINK_SLICE, (Op)op, 0, os))
+      return FALSE;
     for (int d = 0; d < nout; d++)
       if (!add_derived(p, RULE_OP_TILE, (Op)op, d, os) ||
           !add_derived(p, RULE_SLICE_OP, (Op)op, d, os) ||
