@@ -575,6 +575,34 @@ check "one error lists every unsupported operation with file:line:col" \
   sh -c "diff -u '$fx/unsupported.expected' '$tmp/unsup' >'$tmp/diff'"
 [ -s "$tmp/diff" ] && show "$tmp/diff"
 
+# an uneven split, as JAX pads it (3 rows over 2 devices: parts of 2,
+# the last padded): partir's export of the batch tactic's, and JAX's
+# own constraint, import as the uneven range<3,2> and run as written
+cat >"$tmp/uneven.pir" <<'PIR'
+func @f(%x: tensor<3x8xf32>, %w: tensor<8x4xf32>) -> tensor<3x4xf32> {
+  %h = matmul(%x, %w)
+  %y = tanh(%h)
+  return %y
+}
+PIR
+"$PARTIR" export "$tmp/uneven.pir" --mesh batch=2 \
+  --tactic "$top_srcdir/tactics/batch.lua" -o "$tmp/uneven.mlir"
+check "an uneven export imports back as the padded range<3,2> over batch" \
+  sh -c "'$PARTIR' import '$tmp/uneven.mlir' | grep -q 'range<3,2> @\"batch\"'"
+check "...and its devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/uneven.mlir" --simulate
+cat >"$tmp/uneven_wsc.mlir" <<'MLIR'
+sdy.mesh @mesh = <["batch"=2]>
+func.func @main(%x: tensor<3x8xf32>, %w: tensor<8x4xf32>) -> tensor<3x4xf32> {
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<3x8xf32>, tensor<8x4xf32>) -> tensor<3x4xf32>
+  %1 = sdy.sharding_constraint %0 <@mesh, [{"batch"}, {}]> : tensor<3x4xf32>
+  %2 = stablehlo.tanh %1 : tensor<3x4xf32>
+  return %2 : tensor<3x4xf32>
+}
+MLIR
+check "JAX's uneven sharding constraint: its devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/uneven_wsc.mlir" --simulate
+
 # bad input: the first line of each file says what the error must say
 for f in "$fx"/bad/*.mlir; do
   want=$(sed -n '1s/^\/\/ expect: //p' "$f")

@@ -205,12 +205,19 @@ static gboolean fits(Annotate *an, const HloNote *n, Sharding *s,
         dim->axes[kept++] = dim->axes[i];
     }
     dim->naxes = kept;
-    if (t->dims[d] % parts != 0)
+    /* an uneven split, as JAX pads it: every part as wide as the first,
+     * the last padded (partir's uneven range), over one axis */
+    int64_t n_ = t->dims[d], w = parts > 0 ? (n_ + parts - 1) / parts : 0;
+    if (n_ % parts != 0 &&
+        (kept != 1 || w == 0 || (n_ + w - 1) / w != parts))
       return afail(an, n->loc,
                    "dimension %d of %s has size %" G_GINT64_FORMAT
                    ", which does not split into %" G_GINT64_FORMAT
-                   " equal parts",
-                   d, what, t->dims[d], parts);
+                   " equal parts%s",
+                   d, what, n_, parts,
+                   kept != 1 ? " (partir pads an uneven split over one axis)"
+                             : " (nor into parts of one width but the last, "
+                               "which partir pads)");
   }
   for (int i = 0; i < s->nreplicated; i++)
     if (mesh_axis_size(mesh, s->replicated[i]) == 0) {

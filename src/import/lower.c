@@ -609,8 +609,17 @@ static gboolean lower_convert(Lower *lw, const HloOp *op, Op pop,
   return one(out, build(lw, op, pop, 1, x, NULL, to));
 }
 
+/* A reshape that splits again what the reshape of a product merged
+ * (PyTorch/XLA merges the batch and the heads for each matrix product of
+ * attention, and splits them after it; lower_dot_general made that
+ * product over the dimensions unmerged) is that product itself. */
 static gboolean lower_reshape(Lower *lw, const HloOp *op, Op pop,
                               const Term *const *x, int nx, GPtrArray *out) {
+  const Term *src = x[0];
+  if (nx == 1 && src->kind == TM_OP && src->op == OP_RESHAPE &&
+      src->args[0]->kind == TM_OP && src->args[0]->op == OP_DOT_GENERAL &&
+      src->args[0]->type == written_result(lw, op, 0))
+    return one(out, src->args[0]);
   return lower_convert(lw, op, pop, x, nx, out);
 }
 
@@ -743,6 +752,40 @@ static const Term *widen(Lower *lw, const HloOp *op, const Term *x, DType dt) {
   return build(lw, op, OP_CONVERT, 1, &x, NULL, type_with_dtype(x->type, dt));
 }
 
+/* How many leading dimensions reshape 't' merges into its first one
+ * (its operand's first k multiply to it, the rest are its other ones),
+ * or 0 when it is no such reshape. */
+static int merged_lead(const Term *t) {
+  if (t->kind != TM_OP || t->op != OP_RESHAPE)
+    return 0;
+  const Type *a = t->args[0]->type, *r = t->type;
+  int k = a->rank - r->rank + 1;
+  if (r->rank < 1 || k < 2)
+    return 0;
+  int64_t p = 1;
+  for (int i = 0; i < k; i++)
+    p *= a->dims[i];
+  for (int j = 1; j < r->rank; j++)
+    if (a->dims[k - 1 + j] != r->dims[j])
+      return 0;
+  return p == r->dims[0] ? k : 0;
+}
+
+/* The batch dimensions both operands of a product batched over their
+ * first merge alike (PyTorch/XLA's reshapes of [batch, heads, ...] into
+ * [batch * heads, ...] for a matrix product), or 0: the product is then
+ * the same over the dimensions unmerged, which a split of the heads
+ * reaches (a merged dimension is split only along its first). */
+static int merged_batch(const Term *a, const Term *b) {
+  int k = merged_lead(a);
+  if (k == 0 || merged_lead(b) != k)
+    return 0;
+  for (int i = 0; i < k; i++)
+    if (a->args[0]->type->dims[i] != b->args[0]->type->dims[i])
+      return 0;
+  return k;
+}
+
 static gboolean lower_dot_general(Lower *lw, const HloOp *op, Op pop,
                                   const Term *const *x, int nx,
                                   GPtrArray *out) {
@@ -788,6 +831,27 @@ static gboolean lower_dot_general(Lower *lw, const HloOp *op, Op pop,
   const Term *args[2] = {widen(lw, op, x[0], dt), widen(lw, op, x[1], dt)};
   if (!args[0] || !args[1])
     return FALSE;
+  int k = nlb == 1 && nrb == 1 && lb[0] == 0 && rb[0] == 0
+              ? merged_batch(args[0], args[1])
+              : 0;
+  if (k > 0) { /* the product over the batch dimensions the reshapes
+                * merged, its result merged after it */
+    const Term *whole[2] = {args[0]->args[0], args[1]->args[0]};
+    for (int i = 0; i < k; i++)
+      lb[i] = rb[i] = i;
+    for (int i = 0; i < nlc; i++)
+      lc[i] += k - 1;
+    for (int i = 0; i < nrc; i++)
+      rc[i] += k - 1;
+    Kv bk[4] = {{"lhs_batch", av_ints(lb, k)},
+                {"rhs_batch", av_ints(rb, k)},
+                {"lhs_contract", av_ints(lc, nlc)},
+                {"rhs_contract", av_ints(rc, nrc)}};
+    const Term *d = build(lw, op, pop, 2, whole, make_attrs(bk, 4), NULL);
+    return one(out, d ? build(lw, op, OP_RESHAPE, 1, &d, NULL,
+                              written_result(lw, op, 0))
+                      : NULL);
+  }
   Kv kv[4];
   int n = 0;
   if (nlb)

@@ -220,6 +220,15 @@ static int parse_rule_args(const Rule *rule, char **w, int nw, RuleArg *args,
   return nargs;
 }
 
+/* Orders locations of 'locs' (the user data) last first. */
+static gint later_first(gconstpointer a, gconstpointer b, gpointer locs) {
+  GPtrArray *all = locs;
+  guint i = 0, j = 0;
+  g_ptr_array_find(all, *(gpointer const *)a, &i);
+  g_ptr_array_find(all, *(gpointer const *)b, &j);
+  return i < j ? 1 : i > j ? -1 : 0;
+}
+
 /* 'apply RULE [at VALUE[,VALUE...]] [NAME=VALUE ...]': the rule at the
  * named values, one after the other, or else at the first location (in
  * 'locs' order) where it matches. */
@@ -260,8 +269,11 @@ static State *run_apply(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
     return NULL;
   if (at->len > 0) {
     /* several values, each named in the program as it was: a rewrite
-     * renumbers the unnamed values after it, never changes the term of
-     * one it does not reach, so each is found by its term */
+     * renumbers the unnamed values after it, and changes the terms of the
+     * values computed from it, never of those it is computed from; so
+     * the values are rewritten last first (print order is an order of
+     * operands before their users), each found by its term */
+    g_ptr_array_sort_with_data(at, later_first, locs);
     State *cur = state_ref(in);
     g_autoptr(GHashTable) done = g_hash_table_new(NULL, NULL);
     for (guint k = 0; k < at->len && cur; k++) {

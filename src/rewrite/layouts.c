@@ -116,8 +116,8 @@ static gboolean give_layout(const RuleSet *rs, State **s, const ValueLayout *l,
     int64_t width = l->value->type->dims[d];
     for (int i = 0; i < l->naxes[d]; i++) {
       int64_t size = mesh_axis_size(mesh, l->axes[d][i]);
-      g_assert(size > 0 && width % size == 0); /* the importer checked */
-      width /= size;
+      g_assert(size > 0); /* the importer checked: even, or uneven over */
+      width = (width + size - 1) / size; /* one axis, the last part padded */
       g_autofree char *command = NULL;
       if (i == 0 && arg >= 0) {
         command =
