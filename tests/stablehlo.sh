@@ -99,6 +99,9 @@ model_inputs() {
   batch_norm)
     for a in x scale offset mean var dy; do printf '%s ' "$fx/batch_norm.$a.npy"; done
     ;;
+  torch_xla_attention)
+    for a in x w b wo; do printf '%s ' "$fx/torch_xla_attention.$a.npy"; done
+    ;;
   esac
 }
 
@@ -198,6 +201,24 @@ run_model torch_xla_cnn "$fx/torch_xla_cnn.mlir" 1e-5
 # 1 x rows x width view, BatchNorm2d.eval() as batch_norm_inference, and
 # batch_norm_grad) and its custom calls @mhlo.erf and @mhlo.tan
 run_model batch_norm "$fx/batch_norm.mlir" 1e-5
+# torch-xla's attention: each product over [batch x heads] imported as
+# the product over batch and heads, so Megatron's split of the heads
+# reaches through it: every operator split in two (half the FLOPs a
+# device) and the one all_reduce of the output projection, no gather
+ta=$fx/torch_xla_attention.mlir
+run_model torch_xla_attention "$ta" 1e-5
+check "torch-xla's attention: both products batched over batch and heads" \
+  test "$("$PARTIR" import "$ta" | grep -c 'lhs_batch = \[0, 1\]')" -eq 2
+"$PARTIR" tactic "$top_srcdir/tactics/megatron.lua" "$ta" --mesh model=2 \
+  -o "$tmp/ta.pir" 2>"$tmp/err"
+whole=$("$PARTIR" cost "$ta" --mesh model=2 --hw h100x8 | awk '$1 == "FLOPs" { print $2 }')
+"$PARTIR" cost "$tmp/ta.pir" --mesh model=2 --hw h100x8 |
+  awk '$1 == "FLOPs" { printf "%s", $2 } $1 ~ /^all_/ { printf ", %s %s", $1, $4 }' \
+  >"$tmp/ta.cost"
+check "...Megatron on model=2: half the FLOPs a device, one all_reduce" \
+  test "$(cat "$tmp/ta.cost")" = "$((whole / 2)), all_reduce 1"
+check "...and its devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/ta.pir" --mesh model=2 --simulate
 tx=$fx/torch_xla_cnn.mlir
 batch_split tx-b2 "$tx" "torch-xla's CNN"
 check "...both results tiled over batch, and no collective" \
