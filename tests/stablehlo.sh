@@ -99,6 +99,7 @@ model_inputs() {
   batch_norm)
     for a in x scale offset mean var dy; do printf '%s ' "$fx/batch_norm.$a.npy"; done
     ;;
+  sort_capture) echo "$fx/sort_capture.x.npy" ;;
   torch_xla_attention)
     for a in x w b wo; do printf '%s ' "$fx/torch_xla_attention.$a.npy"; done
     ;;
@@ -201,6 +202,9 @@ run_model torch_xla_cnn "$fx/torch_xla_cnn.mlir" 1e-5
 # 1 x rows x width view, BatchNorm2d.eval() as batch_norm_inference, and
 # batch_norm_grad) and its custom calls @mhlo.erf and @mhlo.tan
 run_model batch_norm "$fx/batch_norm.mlir" 1e-5
+# a sort comparator using constants from outside it (jax.export's
+# jnp.sort): exactly XLA's order, -0 and 0 as equals, NaN last
+run_model sort_capture "$fx/sort_capture.mlir" 0
 # torch-xla's attention: each product over [batch x heads] imported as
 # the product over batch and heads, so Megatron's split of the heads
 # reaches through it: every operator split in two (half the FLOPs a

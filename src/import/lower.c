@@ -2853,6 +2853,13 @@ static gboolean lower_op(Lower *lw, Scope *sc, const HloOp *op,
     const HloType *want = i < op->operand_types->len
                               ? g_ptr_array_index(op->operand_types, i)
                               : NULL;
+    /* a scalar from outside a comparator lowered pointwise (jax.export
+     * moves a sort comparator's constants out of it) is the same at
+     * every pair */
+    if (want && want->type && lw->pointwise && t->type == want->type &&
+        t->type->kind == TY_TENSOR && t->type->rank == 0 &&
+        !(t = broadcast_scalar(lw, op, t, seen_type(lw, want->type))))
+      return FALSE;
     if (want && want->type && seen_type(lw, want->type) != t->type) {
       g_autofree char *got = type_to_string(t->type);
       return lfail(lw, u->loc, "'%%%s' has type %s but '%s' says %s", u->name,
