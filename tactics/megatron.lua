@@ -132,6 +132,52 @@ local function weight_side(v, weight)
   return nil
 end
 
+-- The operand's dimension each dimension of 'v' is (-1: a dimension
+-- of size 1 it adds), where 'v' views its operand of shape 'from' as a
+-- weight: converted, transposed, a dynamic_slice of one layer of a
+-- stacked weight (lax.scan over layers, w[l]: every dimension whole but
+-- the layer's, of size 1) or a reshape that drops or adds dimensions of
+-- size 1 (the layer's squeezed away); nil when it is none of these.
+local function view_dims(v, from)
+  local dims = {}
+  if v.op == "convert" or v.op == "transpose" then
+    for i = 0, #v.shape - 1 do
+      dims[i + 1] = v.op == "transpose" and v.attrs.permutation[i + 1] or i
+    end
+    return dims
+  elseif v.op == "dynamic_slice" and from and #from == #v.shape then
+    for i = 1, #v.shape do
+      if v.shape[i] ~= from[i] and v.shape[i] ~= 1 then
+        return nil
+      end
+      dims[i] = i - 1
+    end
+    return dims
+  elseif v.op == "reshape" and from then
+    local j = 1 -- the operand's next dimension
+    for i = 1, #v.shape do
+      while j <= #from and from[j] == 1 and v.shape[i] ~= 1 do
+        j = j + 1 -- a dimension of size 1 dropped
+      end
+      if j <= #from and from[j] == v.shape[i] then
+        dims[i] = j - 1
+        j = j + 1
+      elseif v.shape[i] == 1 then
+        dims[i] = -1
+      else
+        return nil
+      end
+    end
+    for k = j, #from do
+      if from[k] ~= 1 then
+        return nil
+      end
+    end
+    return dims
+  end
+  return nil
+end
+
 -- The result dimensions of contraction 'v' that operand 'side' (2
 -- right, 1 left) gives it: its free dimensions, as a set of result
 -- dimensions (from 0).  'rank' gives a value's rank by name.
@@ -351,6 +397,10 @@ return function(s, mesh, opts)
     end
     return nil
   end
+  local shape_of = {} -- value name -> its shape
+  for name, a in pairs(args) do
+    shape_of[name] = a.shape
+  end
   local split = {} -- value name -> true when it carries a split activation
   local origin = {} -- value name -> the column-parallel weight it follows
   local column = {} -- the column-parallel weights
@@ -383,14 +433,15 @@ return function(s, mesh, opts)
     if v.yield then
       yields[v.name] = v.yield
     end
+    shape_of[v.name] = v.shape
+    local view = v.kind == "op" and weight(ops[1]) and
+        view_dims(v, shape_of[ops[1]])
     if v.kind == "op" and v.op == "slice" and args[ops[1]] then
       sliced[v.name] = { name = v.name, shape = v.shape, value = true }
-    elseif v.kind == "op" and (v.op == "convert" or v.op == "transpose") and
-        weight(ops[1]) then
+    elseif view then
       local dims = {}
       for i = 0, #v.shape - 1 do
-        local from = v.op == "transpose" and v.attrs.permutation[i + 1] or i
-        dims[i + 1] = arg_dim(ops[1], from)
+        dims[i + 1] = view[i + 1] >= 0 and arg_dim(ops[1], view[i + 1]) or -1
       end
       through[v.name] = { arg = weight(ops[1]), dims = dims }
     end
@@ -410,8 +461,8 @@ return function(s, mesh, opts)
       local w = weight(ops[side])
       local row = is_split(other)
       local dim = weight_dim(v, #w.shape, row, side)
-      if dim then
-        dim = arg_dim(ops[side], dim)
+      dim = dim and arg_dim(ops[side], dim)
+      if dim and dim >= 0 then
         plan[w.name] = dim
         order[#order + 1] = w.name
         split[v.name] = not row

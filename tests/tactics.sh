@@ -272,6 +272,43 @@ check "fused-step-batch-megatron: simulated devices agree with the interpreter" 
   quiet "$PARTIR" lower "$tmp/fused-step-batch-megatron.pir" \
   --mesh batch=2,model=2 --simulate
 
+# a model whose layers are one stacked weight each (lax.scan over
+# layers, w1[l]: a dynamic_slice of one layer, its dimension squeezed
+# away): each layer's view is the weight, split along the stacked
+# argument's own dimension.  By hand, per layer 2*4*16*32 + 4*32 +
+# 2*4*32*16 = 8320 FLOPs over 2 layers, 16640; on model=2 each device
+# 8320, and one all_reduce a layer (of the 4x16 f32 output, 256 B)
+cat >"$tmp/stacked.pir" <<'PIR'
+func @stacked(%x: tensor<4x16xf32>, %w1: tensor<2x16x32xf32>, %w2: tensor<2x32x16xf32>) -> tensor<4x16xf32> {
+  %c0 = constant() {value = 0} : tensor<i32>
+  %c1 = constant() {value = 1} : tensor<i32>
+  %z = constant() {value = 0.0} : tensor<4x32xf32>
+  %a0 = dynamic_slice(%w1, %c0, %c0, %c0) {slice_sizes = [1, 16, 32]}
+  %u0 = reshape(%a0) : tensor<16x32xf32>
+  %h0 = dot_general(%x, %u0) {lhs_contract = [1], rhs_contract = [0]}
+  %r0 = max(%h0, %z)
+  %b0 = dynamic_slice(%w2, %c0, %c0, %c0) {slice_sizes = [1, 32, 16]}
+  %v0 = reshape(%b0) : tensor<32x16xf32>
+  %y0 = dot_general(%r0, %v0) {lhs_contract = [1], rhs_contract = [0]}
+  %a1 = dynamic_slice(%w1, %c1, %c0, %c0) {slice_sizes = [1, 16, 32]}
+  %u1 = reshape(%a1) : tensor<16x32xf32>
+  %h1 = dot_general(%y0, %u1) {lhs_contract = [1], rhs_contract = [0]}
+  %r1 = max(%h1, %z)
+  %b1 = dynamic_slice(%w2, %c1, %c0, %c0) {slice_sizes = [1, 32, 16]}
+  %v1 = reshape(%b1) : tensor<32x16xf32>
+  %y1 = dot_general(%r1, %v1) {lhs_contract = [1], rhs_contract = [0]}
+  return %y1
+}
+PIR
+tactic megatron-stacked "$tactics/megatron.lua" "$tmp/stacked.pir" model=2
+check "megatron-stacked: w1 split along its dimension 2, w2 along 1" \
+  sh -c "grep -q 'partir.slice 2 %w1\[%r' '$tmp/megatron-stacked.pir' &&
+         grep -q 'partir.slice 1 %w2\[%r' '$tmp/megatron-stacked.pir'"
+check "megatron-stacked: 8320 FLOPs a device, an all_reduce of 256 B a layer" \
+  test "$(fused_costs megatron-stacked model=2)" = "8320, all_reduce model 2 512"
+check "megatron-stacked: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/megatron-stacked.pir" --mesh model=2 --simulate
+
 # ---- batch on the MLP: x by rows, one tile
 tactic batch-mlp "$tactics/batch.lua" "$ex/mlp.pir" batch=2
 expect_regions batch-mlp "tile@batch"
