@@ -2,8 +2,9 @@
 --
 -- Walks the program in order and classifies each weight (an argument
 -- contracted with an activation by matmul or dot_general, directly or
--- converted or transposed first: the right operand, or the left one when
--- the right is no argument, as JAX's einsums put q, k and v projections):
+-- converted or transposed first, or one layer of a stacked weight
+-- (lax.scan over layers): the right operand, or the left one when the
+-- right is no argument, as JAX's einsums put q, k and v projections):
 --   column-parallel when its input activation is replicated: split its
 --     first output (free) dimension; the activation it produces is split;
 --   row-parallel when its input activation is split: split its first
