@@ -57,6 +57,34 @@ reduce_scatter model $k $((1024 * k))"
   done
 done
 
+# The context product written with its operands either way round
+# (jnp.einsum("bhqk,bkhd->bqhd", p, v) puts v first): the queries' split
+# is kept and v gathered in both, whichever operand propagation meets
+# first (the other way, v's split made a sum that the queries' split
+# conflicted with).  k and v (2x8x16 f32, 1024 B) gathered over 2
+# devices: 2 all_gathers of 512 B.
+for order in pv vp; do
+  if [ $order = pv ]; then
+    ctx='%c = dot_general(%p, %v) {lhs_batch = [0], rhs_batch = [0], lhs_contract = [2], rhs_contract = [1]}'
+  else
+    ctx='%ct = dot_general(%v, %p) {lhs_batch = [0], rhs_batch = [0], lhs_contract = [1], rhs_contract = [2]}
+  %c = transpose(%ct) {permutation = [0, 2, 1]}'
+  fi
+  cat >"$tmp/attn-$order.pir" <<PIR
+func @attn(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<16x16xf32>, %wv: tensor<16x16xf32>) -> tensor<2x8x16xf32> {
+  %q = dot_general(%x, %wq) {lhs_contract = [2], rhs_contract = [0]}
+  %k = dot_general(%x, %wk) {lhs_contract = [2], rhs_contract = [0]}
+  %v = dot_general(%x, %wv) {lhs_contract = [2], rhs_contract = [0]}
+  %s = dot_general(%q, %k) {lhs_batch = [0], rhs_batch = [0], lhs_contract = [2], rhs_contract = [2]}
+  %p = exp(%s)
+  $ctx
+  return %c
+}
+PIR
+  expect_strategy "sequence-attn-$order" "$tmp/attn-$order.pir" seq=2 \
+    "$top/tactics/sequence.lua" "all_gather seq 2 1024" --set axis=seq
+done
+
 # Megatron-SP keeps the residual stream split: the layer's output comes
 # back split along the sequence over model
 "$PARTIR" lower "$tmp/megatron-sp-1-heads.pir" --mesh model=2 >"$tmp/sp.spmd"

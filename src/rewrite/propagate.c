@@ -395,16 +395,49 @@ static void note_split_conflict(Norm *n, const Term *t, const TileSpec *spec,
     n->conflicted = t->args[i]->axis;
 }
 
+/* Whether operand i of 't' is a tile whose dimension carries a
+ * dimension of the result (else a reduction: pulled out, a sum). */
+static gboolean tile_kept_by_result(const Term *t, const TileSpec *spec,
+                                    int i) {
+  const Term *a = t->args[i];
+  for (int d = 0; a->kind == TM_TILE && d < spec->nout; d++)
+    if (spec->out_ok[d] && spec->out[d][i] == a->index)
+      return TRUE;
+  return FALSE;
+}
+
+/* Whether operand i's tile would make 't' a sum over its axis while
+ * another operand's tile over the same axis is one the result keeps:
+ * the two conflict, and the one the result keeps is pulled first, the
+ * other operand then gathered, whichever operand comes first (attention
+ * split along the sequence: the queries' split kept, the keys and
+ * values gathered, for dot_general(p, v) as for dot_general(v, p)). */
+static gboolean yields_to_kept(const Term *t, const TileSpec *spec, int i) {
+  const Term *a = t->args[i];
+  if (a->kind != TM_TILE || !a->axis || tile_kept_by_result(t, spec, i))
+    return FALSE;
+  for (int j = 0; j < t->nargs; j++)
+    if (j != i && t->args[j]->kind == TM_TILE && t->args[j]->axis == a->axis &&
+        tile_kept_by_result(t, spec, j))
+      return TRUE;
+  return FALSE;
+}
+
 /* Pulls the first tiled operand's tile out of operator 't' (or the one
- * a decision keeps). */
+ * a decision keeps), a tile the result keeps before one of the same
+ * axis that would make a sum. */
 static const Term *pull_tile(Norm *n, const Term *t) {
   TileSpec spec;
   if (!spec_of(n->rs, t, &spec))
     return NULL;
   int first = preferred_operand(n, t);
-  for (int at = 0; at < t->nargs; at++) {
-    /* the preferred operand, then the others in order */
-    int i = first < 0 ? at : at == 0 ? first : at <= first ? at - 1 : at;
+  for (int at = 0; at < 2 * t->nargs; at++) {
+    /* the preferred operand, then the others in order; those that yield
+     * to a kept tile in a second round */
+    int o = at % t->nargs;
+    int i = first < 0 ? o : o == 0 ? first : o <= first ? o - 1 : o;
+    if ((at < t->nargs) == (first < 0 && yields_to_kept(t, &spec, i)))
+      continue;
     const Term *a = t->args[i];
     if (a->kind != TM_TILE || pull_duplicates_work(n, t, a))
       continue;
