@@ -10,7 +10,10 @@
 -- What propagate could not resolve (its report) fails the tactic with
 -- the report: it does not tolerate a partly propagated program.  What
 -- the input's own propagation reports already (after a tactic that
--- tolerated it) is the input's: not counted (C.propagate_after).
+-- tolerated it) is the input's: not counted (C.propagate_after).  An
+-- input the program splits along its batch dimension over the axis
+-- already (a JAX export's shardings, applied when it loads) is left as
+-- it is: split again, the axis would be bound twice.
 local C = require "combinators"
 
 return function(s, mesh, opts)
@@ -19,13 +22,16 @@ return function(s, mesh, opts)
   local axis = opts.axis or "batch"
   local parts = C.axis_size(mesh, axis)
   local dim = C.int_option(opts, "dim", 0)
+  local split = C.split_over(s, axis, dim)
   for _, a in ipairs(C.inputs(s, opts)) do
     if dim < 0 or dim >= #a.shape then
       error(string.format("argument %%%s has rank %d: no batch dimension %d",
         a.name, #a.shape, dim), 0)
     end
-    local w = C.width(a.shape[dim + 1], parts, "%" .. a.name .. "'s dimension " .. dim)
-    s = s:arg_tile(a.name, dim, w, axis)
+    if not split[a.name] then
+      local w = C.width(a.shape[dim + 1], parts, "%" .. a.name .. "'s dimension " .. dim)
+      s = s:arg_tile(a.name, dim, w, axis)
+    end
   end
   return C.propagate_after(input, s)
 end

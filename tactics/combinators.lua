@@ -202,6 +202,32 @@ function M.inputs(s, opts)
   return out
 end
 
+-- The arguments that 's' splits along dimension 'dim' over 'axis'
+-- already (a set of names): those a slice along 'dim' in a region over
+-- 'axis' reads, as the shardings of a JAX export give them when it
+-- loads.  A program without regions is listed no further.
+function M.split_over(s, axis, dim)
+  local found = {}
+  if #s:regions() == 0 then
+    return found
+  end
+  local args = {}
+  for _, a in ipairs(s:args()) do
+    args[a.name] = true
+  end
+  for _, v in ipairs(s:values()) do
+    local o = v.operands and v.operands[1]
+    if v.kind == "slice" and v.dim == dim and args[o] then
+      for _, ax in ipairs(v.around or {}) do
+        if ax == axis then
+          found[o] = true
+        end
+      end
+    end
+  end
+  return found
+end
+
 -- Option 'key' of 'opts', a whole number ('default' when absent): an
 -- error naming the option for anything else ("dim=abc").
 function M.int_option(opts, key, default)

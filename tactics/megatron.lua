@@ -490,6 +490,13 @@ return function(s, mesh, opts)
     end
   end
   if #order == 0 then
+    -- weights split over the axis already (a JAX export's shardings,
+    -- applied when it loads) are none to split: the program is given back
+    for _, r in ipairs(s:regions()) do
+      if r.axis == axis then
+        return s
+      end
+    end
     error("megatron: no weight (an argument contracted as a right operand, or an embedding table) found", 0)
   end
   -- one script: the engine splits all the weights in one pass

@@ -628,6 +628,43 @@ MLIR
 check "JAX's uneven sharding constraint: its devices agree with the interpreter" \
   quiet "$PARTIR" lower "$tmp/uneven_wsc.mlir" --simulate
 
+# tactics over a file whose shardings split it already (applied when it
+# loads): batch leaves x, split over batch by a constraint, as it is
+# (split again, batch was bound twice), and Megatron, finding the
+# weights split over model (by their shardings), gives the program back
+cat >"$tmp/constrained.mlir" <<'MLIR'
+sdy.mesh @mesh = <["batch"=2, "model"=2]>
+func.func @main(%x: tensor<4x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %c = sdy.sharding_constraint %x <@mesh, [{"batch"}, {}]> : tensor<4x8xf32>
+  %0 = stablehlo.dot_general %c, %w1, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %h = sdy.sharding_constraint %0 <@mesh, [{"batch"}, {"model"}]> : tensor<4x16xf32>
+  %1 = stablehlo.tanh %h : tensor<4x16xf32>
+  %2 = stablehlo.dot_general %1, %w2, contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>
+}
+MLIR
+"$PARTIR" import "$tmp/constrained.mlir" -o "$tmp/constrained.pir"
+check "tactic batch.lua over the file's own split: the program as it loaded" \
+  sh -c "'$PARTIR' tactic '$top_srcdir/tactics/batch.lua' '$tmp/constrained.mlir' \
+           --mesh batch=2,model=2 -o '$tmp/constrained-batch.pir' &&
+         cmp -s '$tmp/constrained.pir' '$tmp/constrained-batch.pir'"
+cat >"$tmp/sharded.mlir" <<'MLIR'
+sdy.mesh @mesh = <["batch"=2, "model"=2]>
+func.func @main(%x: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"batch"}, {}]>}, %w1: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"model"}]>}, %w2: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"model"}, {}]>}) -> tensor<4x8xf32> {
+  %0 = stablehlo.dot_general %x, %w1, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %1 = stablehlo.tanh %0 : tensor<4x16xf32>
+  %2 = stablehlo.dot_general %1, %w2, contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>
+}
+MLIR
+"$PARTIR" import "$tmp/sharded.mlir" -o "$tmp/sharded.pir"
+for t in megatron; do
+  check "tactic $t.lua over the file's own split: the program as it loaded" \
+    sh -c "'$PARTIR' tactic '$top_srcdir/tactics/$t.lua' '$tmp/sharded.mlir' \
+             --mesh batch=2,model=2 -o '$tmp/sharded-$t.pir' &&
+           cmp -s '$tmp/sharded.pir' '$tmp/sharded-$t.pir'"
+done
+
 # bad input: the first line of each file says what the error must say
 for f in "$fx"/bad/*.mlir; do
   want=$(sed -n '1s/^\/\/ expect: //p' "$f")
