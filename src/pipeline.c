@@ -196,8 +196,13 @@ static gboolean apply_shardings(const Imported *im, const LoadOptions *o,
   State *last = rw_apply_layouts(rs, out->initial, ls, (int)im->shardings->len,
                                  &out->mesh, NULL, out->steps, why);
   if (!last) {
-    diag_reason(diags, "%s: its shardings cannot be applied: %s\n", name,
-                diag_text(why));
+    /* nothing that loads takes 'propagate --resolve': how to go on */
+    diag_reason(diags,
+                "%s: its shardings cannot be applied: %s\n(load it with "
+                "--shardings ignore, the REPL's 'load FILE --shardings "
+                "ignore', Lua's {shardings = \"ignore\"}, and partition it "
+                "with commands or a tactic)\n",
+                name, diag_text(why));
     return FALSE;
   }
   state_unref(last);

@@ -665,6 +665,12 @@ for t in megatron; do
            cmp -s '$tmp/sharded.pir' '$tmp/sharded-$t.pir'"
 done
 
+# shardings that cannot be applied: the error says how to load the file
+# anyway (nothing that loads takes 'propagate --resolve')
+(cd "$fx" && "$PARTIR" check bad/sharding_conflict.mlir) >/dev/null 2>"$tmp/err"
+check "conflicting shardings: refused, naming --shardings ignore" \
+  sh -c "test $? -eq 1 && grep -q 'load it with --shardings ignore' '$tmp/err'"
+
 # bad input: the first line of each file says what the error must say
 for f in "$fx"/bad/*.mlir; do
   want=$(sed -n '1s/^\/\/ expect: //p' "$f")
