@@ -355,23 +355,13 @@ local function sink_weight_slices(s, args, listed)
   return s, values
 end
 
-return function(s, mesh, opts)
-  opts = opts or {}
-  local axis = opts.axis or "model"
-  local parts = C.axis_size(mesh, axis)
-  local inputs = {}
-  for _, a in ipairs(C.inputs(s, opts)) do
-    inputs[a.name] = true
-  end
-  local args = {} -- the arguments that may be weights
-  for _, a in ipairs(s:args()) do
-    if not inputs[a.name] then
-      args[a.name] = a
-    end
-  end
-  local values -- listed once (each listing walks the program), again
-  --              only where slices were taken into their contractions
-  s, values = sink_weight_slices(s, args, s:values())
+-- The rest of the tactic: the weights of 's' (its values 'values', the
+-- arguments that may be weights 'args') classified and split over
+-- 'axis' of 'parts' devices.  'views' says which views of an argument
+-- are weights besides a conversion or transpose: 'slices', a slice that
+-- narrows the dimension to split is a weight of its own (split as a
+-- value, the argument whole); 'layers', one layer of a stacked weight.
+local function split_weights(s, values, args, axis, parts, views)
   -- a weight converted or transposed first (a mixed-precision model's
   -- bf16 copy of its f32 parameter, JAX's x @ w.T, a language model's
   -- output layer on its tied embedding table) is still the weight: the
@@ -436,9 +426,15 @@ return function(s, mesh, opts)
     end
     shape_of[v.name] = v.shape
     local view = v.kind == "op" and weight(ops[1]) and
+        (views.layers or v.op == "convert" or v.op == "transpose") and
         view_dims(v, shape_of[ops[1]])
-    if v.kind == "op" and v.op == "slice" and args[ops[1]] then
-      sliced[v.name] = { name = v.name, shape = v.shape, value = true }
+    if views.slices and v.kind == "op" and v.op == "slice" and args[ops[1]] then
+      local narrowed = {}
+      for d = 1, #v.shape do
+        narrowed[d - 1] = v.shape[d] ~= args[ops[1]].shape[d]
+      end
+      sliced[v.name] = { name = v.name, shape = v.shape, value = true,
+        arg = args[ops[1]], narrowed = narrowed }
     elseif view then
       local dims = {}
       for i = 0, #v.shape - 1 do
@@ -458,11 +454,15 @@ return function(s, mesh, opts)
       order[#order + 1] = table_arg.name -- summed, replicated after
       tables[table_arg.name] = true
       split[v.name] = false
-    elseif side and not plan[weight(ops[side]).name] then
+    elseif side and not plan[weight(ops[side]).name] and
+        not (weight(ops[side]).value and plan[weight(ops[side]).arg.name]) then
       local w = weight(ops[side])
       local row = is_split(other)
       local dim = weight_dim(v, #w.shape, row, side)
       dim = dim and arg_dim(ops[side], dim)
+      if dim and dim >= 0 and w.value and not w.narrowed[dim] then
+        w = w.arg -- a slice that keeps the split dimension whole: the
+      end --         argument is split (a kernel at a window position)
       if dim and dim >= 0 then
         plan[w.name] = dim
         order[#order + 1] = w.name
@@ -645,4 +645,43 @@ return function(s, mesh, opts)
   end
   more[#more + 1] = "propagate"
   return exec(t, table.concat(more, "; "))
+end
+
+return function(s, mesh, opts)
+  opts = opts or {}
+  local axis = opts.axis or "model"
+  local parts = C.axis_size(mesh, axis)
+  local inputs = {}
+  for _, a in ipairs(C.inputs(s, opts)) do
+    inputs[a.name] = true
+  end
+  local args = {} -- the arguments that may be weights
+  for _, a in ipairs(s:args()) do
+    if not inputs[a.name] then
+      args[a.name] = a
+    end
+  end
+  local listed = s:values() -- listed once (each listing walks the
+  --                            program), again where slices were sunk
+  local sunk, sunk_values = sink_weight_slices(s, args, listed)
+  -- A weight's slices are weights of their own: a fused projection's
+  -- q, k and v, taken into their contraction above.  Where that plan
+  -- does not resolve (gates that a recurrent cell combines across two
+  -- fused weights, a convolution's kernel by window positions), the
+  -- plan with each weight whole, as before, is tried before failing.
+  -- The same for a layer of a stacked weight and its squeezed reshape:
+  -- where a plan with them does not resolve, the one without them.
+  local ok, out = pcall(split_weights, sunk, sunk_values, args, axis, parts,
+    { slices = true, layers = true })
+  if ok then
+    return out
+  end
+  for _, less in ipairs({ { layers = true }, {} }) do
+    local ok_less, fewer = pcall(split_weights, s, listed, args, axis, parts,
+      less)
+    if ok_less then
+      return fewer
+    end
+  end
+  error(out, 0)
 end

@@ -628,6 +628,19 @@ MLIR
 check "JAX's uneven sharding constraint: its devices agree with the interpreter" \
   quiet "$PARTIR" lower "$tmp/uneven_wsc.mlir" --simulate
 
+# torch-xla's GRUCell run twice (gen_torch.py): two fused gate weights
+# whose chunks the cell combines.  Megatron with each chunk a weight of
+# its own does not resolve on its training step; the plan with each
+# weight whole does, and the tactic falls back to it
+gru=$fx/torch_gru_cell.mlir
+"$PARTIR" grad "$gru" --loss sum --wrt arg0,arg1,arg3,arg4 -o "$tmp/gru-step.pir" \
+  2>"$tmp/err"
+check "torch-xla's GRUCell: Megatron on its training step runs" \
+  quiet "$PARTIR" tactic "$top_srcdir/tactics/megatron.lua" "$tmp/gru-step.pir" \
+  --mesh model=2 --set inputs=arg2 -o "$tmp/gru-step-m.pir"
+check "...and its devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/gru-step-m.pir" --mesh model=2 --simulate
+
 # tactics over a file whose shardings split it already (applied when it
 # loads): batch leaves x, split over batch by a constraint, as it is
 # (split again, batch was bound twice), and Megatron, finding the
