@@ -309,6 +309,22 @@ check "megatron-stacked: 8320 FLOPs a device, an all_reduce of 256 B a layer" \
 check "megatron-stacked: simulated devices agree with the interpreter" \
   quiet "$PARTIR" lower "$tmp/megatron-stacked.pir" --mesh model=2 --simulate
 
+# ZeRO on the training step of a chain of 20 products: one 'remat'
+# names every gathered parameter (a command once took 16 words at most)
+{
+  printf 'func @chain(%%x: tensor<4x8xf32>'
+  for i in $(seq 1 20); do printf ', %%w%d: tensor<8x8xf32>' "$i"; done
+  printf ') -> tensor<4x8xf32> {\n  %%h0 = tanh(%%x)\n'
+  for i in $(seq 1 20); do
+    printf '  %%h%d = matmul(%%h%d, %%w%d)\n' "$i" $((i - 1)) "$i"
+  done
+  printf '  return %%h20\n}\n'
+} >"$tmp/chain20.pir"
+"$PARTIR" grad "$tmp/chain20.pir" --loss sum -o "$tmp/chain20-step.pir" 2>"$tmp/err"
+tactic zero-chain20 "$tactics/zero.lua" "$tmp/chain20-step.pir" data=2
+check "zero-chain20: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/zero-chain20.pir" --mesh data=2 --simulate
+
 # ---- batch on the MLP: x by rows, one tile
 tactic batch-mlp "$tactics/batch.lua" "$ex/mlp.pir" batch=2
 expect_regions batch-mlp "tile@batch"

@@ -498,45 +498,54 @@ static State *run_command(const RuleSet *rs, State *in, char **w, int nw,
   return NULL;
 }
 
-#define MAX_WORDS 16
+/* The most words a command takes: far past any a person writes, and a
+ * tactic's 'remat' names every gathered parameter of a model. */
+#define MAX_WORDS 65536
 
-/* Splits a command into at most MAX_WORDS words (pointing into 'words',
- * which the caller frees); -1 with the reason when there are more. */
-static int command_words(const char *command, GStrv *words, char **w,
-                         Diag *why) {
+/* Splits a command into its words: '*words' (the caller frees it) holds
+ * them, empty ones dropped; how many, or -1 with the reason when there
+ * are more than MAX_WORDS. */
+static int command_words(const char *command, GStrv *words, Diag *why) {
   *words = g_strsplit_set(command, " \t\n", -1);
   int nw = 0;
-  for (char **p = *words; *p; p++)
-    if (**p) {
-      if (nw == MAX_WORDS) {
-        diag_reason(why, "too many words in '%s'", command);
-        return -1;
-      }
-      w[nw++] = *p;
+  for (char **p = *words; *p; p++) {
+    if (!**p) {
+      g_free(*p);
+      continue;
     }
+    if (nw == MAX_WORDS) {
+      diag_reason(why, "too many words in '%.40s...' (at most %d)", command,
+                  MAX_WORDS);
+      for (char **q = p; *q; q++)
+        g_free(*q);
+      (*words)[nw] = NULL;
+      return -1;
+    }
+    (*words)[nw++] = *p;
+  }
+  (*words)[nw] = NULL;
   return nw;
 }
 
 State *rw_command(const RuleSet *rs, State *in, const char *command,
                   const RewriteEnv *env, Diag *why) {
   g_auto(GStrv) words = NULL;
-  char *w[MAX_WORDS];
-  int nw = command_words(command, &words, w, why);
+  int nw = command_words(command, &words, why);
   if (nw <= 0)
     return nw < 0 ? NULL : state_ref(in);
-  return run_command(rs, in, w, nw, env, why);
+  return run_command(rs, in, words, nw, env, why);
 }
 
 /* The argument that the arg-tile command 'text' splits, when it is one
  * that can join a run (arg_tile_run); -1 otherwise.  'words' and 'w' as
  * command_words leaves them. */
 static int run_member(const State *in, GHashTable *by_name, const char *text,
-                      GStrv *words, char **w, int *nw) {
+                      GStrv *words, int *nw) {
   g_autoptr(Diag) ignore = diag_new(NULL);
-  *nw = command_words(text, words, w, ignore);
-  if (*nw < 4 || *nw > 5 || strcmp(w[0], "arg-tile") != 0)
+  *nw = command_words(text, words, ignore);
+  if (*nw < 4 || *nw > 5 || strcmp((*words)[0], "arg-tile") != 0)
     return -1;
-  return resolve_arg(in, by_name, w[1], ignore);
+  return resolve_arg(in, by_name, (*words)[1], ignore);
 }
 
 /* Applies the run of arg-tile commands starting at cmds[*i] that split
@@ -564,10 +573,9 @@ static State *arg_tile_run(const RuleSet *rs, State *in, GPtrArray *cmds,
                             GINT_TO_POINTER(a + 1));
     }
     g_auto(GStrv) words = NULL;
-    char *w[MAX_WORDS];
     int nw;
     int index =
-        run_member(in, by_name, g_ptr_array_index(cmds, k), &words, w, &nw);
+        run_member(in, by_name, g_ptr_array_index(cmds, k), &words, &nw);
     if (index < 0 || taken[index])
       break; /* a second split of one argument sees the first */
     taken[index] = TRUE;
@@ -578,11 +586,10 @@ static State *arg_tile_run(const RuleSet *rs, State *in, GPtrArray *cmds,
   for (guint c = *i; c < k; c++) {
     const char *text = g_ptr_array_index(cmds, c);
     g_auto(GStrv) words = NULL;
-    char *w[MAX_WORDS];
     int nw;
-    int index = run_member(in, by_name, text, &words, w, &nw);
+    int index = run_member(in, by_name, text, &words, &nw);
     Location arg = arg_location(in, index);
-    to[index] = tile_replacement(rs, &arg, w + 2, nw - 2, why);
+    to[index] = tile_replacement(rs, &arg, words + 2, nw - 2, why);
     if (!to[index]) {
       g_autofree char *reason = g_strdup(diag_text(why));
       diag_reason(why, "'%s': %s", text, reason);
@@ -663,12 +670,16 @@ static gboolean is_int_word(const char *word, gsize n) {
   return parse_int64(copy, &v);
 }
 
+/* The words of a command rw_script_axis_off_mesh looks at: an axis is a
+ * command's fifth word or a rule's parameter, one of its first few. */
+#define SCAN_WORDS (2 + 2 * RULE_MAX_VARS)
+
 char *rw_script_axis_off_mesh(const char *script, const Mesh *mesh) {
   /* the commands and words as rw_script cuts them, without copies: this
    * runs before every step of the agent protocol */
   for (const char *p = script; *p;) {
-    const char *w[MAX_WORDS];
-    gsize len[MAX_WORDS];
+    const char *w[SCAN_WORDS];
+    gsize len[SCAN_WORDS];
     int nw = 0;
     for (;;) {
       while (!at_command_end(p) && g_ascii_isspace(*p))
@@ -678,7 +689,7 @@ char *rw_script_axis_off_mesh(const char *script, const Mesh *mesh) {
       const char *start = p;
       while (!at_command_end(p) && !g_ascii_isspace(*p))
         p++;
-      if (nw < MAX_WORDS) {
+      if (nw < SCAN_WORDS) {
         w[nw] = start;
         len[nw++] = (gsize)(p - start);
       }
