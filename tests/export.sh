@@ -347,4 +347,19 @@ else
   ok "# SKIP no JAX in $JAX_PYTHON (set PARTIR_JAX_PYTHON to a python with jax): XLA does not run the exports"
 fi
 
+# comparisons of unsigned integers are written UNSIGNED, which XLA's
+# verifier requires of ui8 and ui32 (a mask, a lookup's indices)
+cat >"$tmp/umask.pir" <<'PIR'
+func @umask(%m: tensor<4x8xui8>, %x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %z = constant() {value = 0} : tensor<4x8xui8>
+  %c = compare(%m, %z) {direction = NE}
+  %zf = constant() {value = 0.0} : tensor<4x8xf32>
+  %y = select(%c, %x, %zf)
+  return %y
+}
+PIR
+"$PARTIR" export "$tmp/umask.pir" --mesh batch=2 --tactic "$tactics/batch.lua" \
+  -o "$tmp/umask.mlir" 2>"$tmp/err"
+check "a comparison of ui8 is exported UNSIGNED" \
+  grep -q 'comparison_type UNSIGNED>, comparison_direction = #stablehlo<comparison_direction NE>}> : (tensor<2x8xui8>\|comparison_type UNSIGNED>, comparison_direction = #stablehlo<comparison_direction NE>}> : (tensor<4x8xui8>' "$tmp/umask.mlir"
 done_testing

@@ -535,9 +535,11 @@ static const char *emit_dot(Emit *e, const char *base, const Term *t,
 static const char *emit_compare(Emit *e, const char *base, const Term *t,
                                 const char *const *x) {
   DType dt = t->args[0]->type->dtype;
-  const char *kind = dtype_is_float(dt) ? "FLOAT"
-                     : dt == DT_I1      ? "UNSIGNED"
-                                        : "SIGNED";
+  /* XLA's verifier wants the type's own kind: ui8, ui32 (torch-xla's
+   * masks, a lookup's indices) compare UNSIGNED */
+  const char *kind = dtype_is_float(dt)                      ? "FLOAT"
+                     : dt == DT_I1 || dtype_is_unsigned(dt) ? "UNSIGNED"
+                                                            : "SIGNED";
   g_autofree char *props = g_strdup_printf(
       "compare_type = #stablehlo<comparison_type %s>, comparison_direction = "
       "#stablehlo<comparison_direction %s>",
