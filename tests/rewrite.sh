@@ -215,4 +215,18 @@ check "...a value of the list the program lacks: status 1, named" \
   >"$tmp/out" 2>"$tmp/err"
 check "...at the product itself: refused with the reason" \
   sh -c "test $? -eq 1 && grep -q \"applies to a slice of 'matmul'\" '$tmp/err'"
+# a command of more words than any takes (65536) is refused, saying so
+# (a tactic makes it: one argument of the command line holds 128 KiB)
+cat >"$tmp/words.lua" <<'LUA'
+return function(s)
+  local words = {}
+  for i = 1, 65537 do
+    words[i] = "%x"
+  end
+  return s:exec("remat " .. table.concat(words, " "))
+end
+LUA
+"$PARTIR" tactic "$tmp/words.lua" "$tmp/qk.pir" >/dev/null 2>"$tmp/err"
+check "a command of 65537 words: refused, naming the most" \
+  sh -c "test $? -eq 1 && grep -q 'too many words in .remat %x %x.*(at most 65536)' '$tmp/err'"
 done_testing

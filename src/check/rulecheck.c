@@ -25,8 +25,9 @@
  *
  * Agreement: |a - b| <= 1e-6 + 1e-5 |a| + 1e-4 max|A| elementwise (sums
  * reorder floating-point additions, and the rounding of each part is
- * relative to the part, not the result); NaN agrees with NaN, and
- * infinities must be equal.
+ * relative to the part, not the result), in bf16 and f16 4 and 16 of
+ * their roundings where those are more (tensor_results_agree); NaN
+ * agrees with NaN, and infinities must be equal.
  */
 #include "check/check.h"
 

@@ -300,7 +300,12 @@ gboolean tensor_results_agree(GPtrArray *a, GPtrArray *b, Diag *why) {
       return FALSE;
     }
     /* norm-wise: a sum of k rounded parts can differ from the whole by a
-     * few roundings of the parts, which may be larger than the result */
+     * few roundings of the parts, which may be larger than the result;
+     * in a 16-bit float a rounding is 2^-9 (bf16) or 2^-12 (f16) of the
+     * value, not f32's 2^-24: the bounds are 4 and 16 of its roundings */
+    DType dt = x->type->dtype;
+    double u16 = dt == DT_BF16 ? 0x1p-9 : dt == DT_F16 ? 0x1p-12 : 0;
+    double rel = MAX(1e-5, 4 * u16), norm = MAX(1e-4, 16 * u16);
     double scale = 0;
     for (int64_t i = 0; i < type_numel(x->type); i++) {
       double u = tensor_get_double(x, i);
@@ -310,7 +315,7 @@ gboolean tensor_results_agree(GPtrArray *a, GPtrArray *b, Diag *why) {
     for (int64_t i = 0; i < type_numel(x->type); i++) {
       double u = tensor_get_double(x, i);
       double v = tensor_get_double(y, i);
-      if (!(fabs(u - v) <= 1e-6 + 1e-5 * fabs(u) + 1e-4 * scale) &&
+      if (!(fabs(u - v) <= 1e-6 + rel * fabs(u) + norm * scale) &&
           !(isnan(u) && isnan(v)) && u != v) {
         diag_reason(why,
                     "result %u element %" G_GINT64_FORMAT
