@@ -537,7 +537,7 @@ static const char *emit_compare(Emit *e, const char *base, const Term *t,
   DType dt = t->args[0]->type->dtype;
   /* XLA's verifier wants the type's own kind: ui8, ui32 (torch-xla's
    * masks, a lookup's indices) compare UNSIGNED */
-  const char *kind = dtype_is_float(dt)                      ? "FLOAT"
+  const char *kind = dtype_is_float(dt)                     ? "FLOAT"
                      : dt == DT_I1 || dtype_is_unsigned(dt) ? "UNSIGNED"
                                                             : "SIGNED";
   g_autofree char *props = g_strdup_printf(
