@@ -207,13 +207,14 @@ static gboolean fits(Annotate *an, const HloNote *n, Sharding *s,
     dim->naxes = kept;
     /* an uneven split, as JAX pads it: every part as wide as the first,
      * the last padded (partir's uneven range), over one axis */
-    int64_t n_ = t->dims[d], w = parts > 0 ? (n_ + parts - 1) / parts : 0;
-    if (n_ % parts != 0 && (kept != 1 || w == 0 || (n_ + w - 1) / w != parts))
+    int64_t size = t->dims[d], w = parts > 0 ? (size + parts - 1) / parts : 0;
+    if (size % parts != 0 &&
+        (kept != 1 || w == 0 || (size + w - 1) / w != parts))
       return afail(an, n->loc,
                    "dimension %d of %s has size %" G_GINT64_FORMAT
                    ", which does not split into %" G_GINT64_FORMAT
                    " equal parts%s",
-                   d, what, n_, parts,
+                   d, what, size, parts,
                    kept != 1 ? " (partir pads an uneven split over one axis)"
                              : " (nor into parts of one width but the last, "
                                "which partir pads)");

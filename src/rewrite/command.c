@@ -220,12 +220,11 @@ static int parse_rule_args(const Rule *rule, char **w, int nw, RuleArg *args,
   return nargs;
 }
 
-/* Orders locations of 'locs' (the user data) last first. */
-static gint later_first(gconstpointer a, gconstpointer b, gpointer locs) {
-  GPtrArray *all = locs;
-  guint i = 0, j = 0;
-  g_ptr_array_find(all, *(gpointer const *)a, &i);
-  g_ptr_array_find(all, *(gpointer const *)b, &j);
+/* Orders locations last first; 'at' (the user data) maps each to its
+ * place in print order, plus one. */
+static gint later_first(gconstpointer a, gconstpointer b, gpointer at) {
+  guint i = GPOINTER_TO_UINT(g_hash_table_lookup(at, *(gpointer const *)a));
+  guint j = GPOINTER_TO_UINT(g_hash_table_lookup(at, *(gpointer const *)b));
   return i < j ? 1 : i > j ? -1 : 0;
 }
 
@@ -273,7 +272,11 @@ static State *run_apply(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
      * values computed from it, never of those it is computed from; so
      * the values are rewritten last first (print order is an order of
      * operands before their users), each found by its term */
-    g_ptr_array_sort_with_data(at, later_first, locs);
+    g_autoptr(GHashTable) place = g_hash_table_new(NULL, NULL);
+    for (guint k = 0; k < locs->len; k++)
+      g_hash_table_insert(place, g_ptr_array_index(locs, k),
+                          GUINT_TO_POINTER(k + 1));
+    g_ptr_array_sort_with_data(at, later_first, place);
     State *cur = state_ref(in);
     g_autoptr(GHashTable) done = g_hash_table_new(NULL, NULL);
     for (guint k = 0; k < at->len && cur; k++) {
