@@ -10,6 +10,10 @@
 --   row-parallel when its input activation is split: split its first
 --     contracting dimension; the contraction becomes a sum over the axis
 --     (one all-reduce) and its result is replicated again.
+-- A column-parallel weight whose split meets a reduction over the split
+-- features before a row-parallel layer (a ViT's patch embedding, then a
+-- layer norm) is the first projection of a residual stream: it is left
+-- whole and the plan made again.
 -- An MLP block (w1 by columns, w2 by rows) and an attention block (the
 -- q, k, v projections by heads, the output projection by heads) each end
 -- in exactly one sum.  Elementwise operands such as biases are split by
@@ -54,6 +58,9 @@ for op in ([[add sub mul div max min pow neg abs relu exp log tanh logistic
   sqrt rsqrt compare select convert]]):gmatch("%S+") do
   ELEMENTWISE[op] = true
 end
+
+-- reductions: a layer norm's mean and variance over the features
+local REDUCE = { reduce_sum = true, reduce_max = true, reduce_min = true }
 
 local function is_contraction(v)
   return v.kind == "op" and (v.op == "matmul" or v.op == "dot_general")
@@ -392,6 +399,8 @@ local function split_weights(s, values, args, axis, parts, views)
   for name, a in pairs(args) do
     shape_of[name] = a.shape
   end
+  local last = {} -- value name -> its split is along its last dimension
+  local stream = {} -- column-parallel weight -> a reduction met its split
   local split = {} -- value name -> true when it carries a split activation
   local origin = {} -- value name -> the column-parallel weight it follows
   local column = {} -- the column-parallel weights
@@ -472,7 +481,8 @@ local function split_weights(s, values, args, axis, parts, views)
         end
         origin[v.name] = not row and w.name or nil
         column[w.name] = not row or nil
-      end
+        last[v.name] = not row and side == 2 or nil -- the result's last
+      end --                                           dims are the weight's
     elseif side then
       split[v.name] = not is_split(other) -- a weight used again: same role
       -- used where its split dimension is one of the result's (a tied
@@ -487,7 +497,33 @@ local function split_weights(s, values, args, axis, parts, views)
       end
     else
       split[v.name] = any
+      for _, o in ipairs(ops) do
+        local o_rank = shape_of[o] and #shape_of[o]
+        if last[o] and o_rank == #v.shape and (ELEMENTWISE[v.op] or
+              (v.op == "concatenate" and v.attrs.dim ~= o_rank - 1) or
+              (v.op == "transpose" and v.attrs.permutation[o_rank] == o_rank - 1)) then
+          last[v.name] = true -- the split still along the last dimension
+        elseif last[o] and REDUCE[v.op] and contains(v.attrs.dims, o_rank - 1) and
+            origin_of(o) then
+          stream[origin_of(o)] = true
+        end
+      end
     end
+  end
+  -- A column-parallel weight whose split a reduction over the split
+  -- dimension meets before a row-parallel layer closes it is the first
+  -- projection of a residual stream (a ViT's patch embedding, whose
+  -- output a layer norm normalizes): split, every block after it is
+  -- planned the other way round, and each of q, k and v ends in a sum.
+  -- Such weights are left whole and the plan made again.
+  local whole = {}
+  for w in pairs(stream) do
+    if closed[w] then
+      whole[#whole + 1] = w
+    end
+  end
+  if #whole > 0 then
+    return nil, whole
   end
   if #order == 0 then
     -- weights split over the axis already (a JAX export's shardings,
@@ -671,14 +707,31 @@ return function(s, mesh, opts)
   -- plan with each weight whole, as before, is tried before failing.
   -- The same for a layer of a stacked weight and its squeezed reshape:
   -- where a plan with them does not resolve, the one without them.
-  local ok, out = pcall(split_weights, sunk, sunk_values, args, axis, parts,
-    { slices = true, layers = true })
+  local function plan(state, vals, views)
+    local weights = args
+    for _ = 1, 8 do -- each round leaves one stream's first weight whole
+      local out, whole = split_weights(state, vals, weights, axis, parts,
+        views)
+      if out then
+        return out
+      end
+      local fewer = {}
+      for name, a in pairs(weights) do
+        fewer[name] = a
+      end
+      for _, name in ipairs(whole) do
+        fewer[name] = nil
+      end
+      weights = fewer
+    end
+    error("megatron: no plan without a residual stream split", 0)
+  end
+  local ok, out = pcall(plan, sunk, sunk_values, { slices = true, layers = true })
   if ok then
     return out
   end
   for _, less in ipairs({ { layers = true }, {} }) do
-    local ok_less, fewer = pcall(split_weights, s, listed, args, axis, parts,
-      less)
+    local ok_less, fewer = pcall(plan, s, listed, less)
     if ok_less then
       return fewer
     end

@@ -325,6 +325,36 @@ tactic zero-chain20 "$tactics/zero.lua" "$tmp/chain20-step.pir" data=2
 check "zero-chain20: simulated devices agree with the interpreter" \
   quiet "$PARTIR" lower "$tmp/zero-chain20.pir" --mesh data=2 --simulate
 
+# a patch embedding (a ViT's first projection) feeds a residual stream
+# that a layer norm normalizes over its features: split by columns, the
+# norm's reductions meet the split and every block after it is planned
+# the other way round.  It is left whole, and the MLP block is one
+# column and one row split: one all_reduce of the 2x4x8 f32 block output
+cat >"$tmp/vit.pir" <<'PIR'
+func @vit(%p: tensor<2x4x12xf32>, %wpatch: tensor<12x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>) -> tensor<2x4x8xf32> {
+  %h = dot_general(%p, %wpatch) {lhs_contract = [2], rhs_contract = [0]}
+  %s = reduce_sum(%h) {dims = [2]}
+  %sb = broadcast_in_dim(%s) {dims = [0, 1]} : tensor<2x4x8xf32>
+  %n = constant() {value = 0.125} : tensor<2x4x8xf32>
+  %mean = mul(%sb, %n)
+  %c = sub(%h, %mean)
+  %a = dot_general(%c, %w1) {lhs_contract = [2], rhs_contract = [0]}
+  %g = tanh(%a)
+  %o = dot_general(%g, %w2) {lhs_contract = [2], rhs_contract = [0]}
+  %y = add(%h, %o)
+  return %y
+}
+PIR
+tactic megatron-vit "$tactics/megatron.lua" "$tmp/vit.pir" model=2
+check "megatron-vit: the patch embedding whole, w1 by columns, w2 by rows" \
+  sh -c "! grep -q 'partir.slice [0-9] %wpatch' '$tmp/megatron-vit.pir' &&
+         grep -q 'partir.slice 1 %w1' '$tmp/megatron-vit.pir' &&
+         grep -q 'partir.slice 0 %w2' '$tmp/megatron-vit.pir'"
+check "megatron-vit: one all_reduce of 256 B" \
+  test "$(fused_costs megatron-vit model=2 | cut -d, -f2-)" = " all_reduce model 1 256"
+check "megatron-vit: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/megatron-vit.pir" --mesh model=2 --simulate
+
 # ---- batch on the MLP: x by rows, one tile
 tactic batch-mlp "$tactics/batch.lua" "$ex/mlp.pir" batch=2
 expect_regions batch-mlp "tile@batch"
