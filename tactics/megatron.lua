@@ -586,7 +586,22 @@ local function split_weights(s, values, args, axis, parts, views)
     end
     return out
   end
-  local t = exec(s, table.concat(script, "; "))
+  local ok, t = pcall(exec, s, table.concat(script, "; "))
+  if not ok then
+    -- a last column-parallel layer whose split its consumers cannot
+    -- take even gathered (a mixture of experts' router, whose logits a
+    -- sort or top_k compares pairwise): left whole, the plan made again
+    local last = {}
+    for _, w in ipairs(order) do
+      if column[w] and not closed[w] and not tables[w] then
+        last[#last + 1] = w
+      end
+    end
+    if #last > 0 then
+      return nil, last
+    end
+    error(t, 0)
+  end
   -- A parameter the partitioned program reads only in parts over the
   -- axis (every use a slice of it along one dimension, in a region over
   -- the axis: a bias of a column-parallel block), but for the update

@@ -355,6 +355,34 @@ check "megatron-vit: one all_reduce of 256 B" \
 check "megatron-vit: simulated devices agree with the interpreter" \
   quiet "$PARTIR" lower "$tmp/megatron-vit.pir" --mesh model=2 --simulate
 
+# a mixture of experts' router feeding top_k: split by columns, its
+# logits meet top_k's pairwise comparisons, which no gather reaches (a
+# conflict); it is left whole and the plan made again: the expert MLP
+# by columns and rows, one all_reduce of the 8x16 f32 output (512 B)
+cat >"$tmp/router.mlir" <<'MLIR'
+func.func @main(%x: tensor<8x16xf32>, %wg: tensor<16x4xf32>, %w1: tensor<16x32xf32>, %w2: tensor<32x16xf32>) -> (tensor<8x16xf32>, tensor<8x2xi32>) {
+  %logits = stablehlo.dot_general %x, %wg, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %v, %i = chlo.top_k(%logits, k = 2) : tensor<8x4xf32> -> (tensor<8x2xf32>, tensor<8x2xi32>)
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %g = stablehlo.reduce(%v init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<8x2xf32>, tensor<f32>) -> tensor<8xf32>
+  %gb = stablehlo.broadcast_in_dim %g, dims = [0] : (tensor<8xf32>) -> tensor<8x16xf32>
+  %h = stablehlo.dot_general %x, %w1, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %a = stablehlo.tanh %h : tensor<8x32xf32>
+  %o = stablehlo.dot_general %a, %w2, contracting_dims = [1] x [0] : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %y = stablehlo.multiply %o, %gb : tensor<8x16xf32>
+  return %y, %i : tensor<8x16xf32>, tensor<8x2xi32>
+}
+MLIR
+tactic megatron-router "$tactics/megatron.lua" "$tmp/router.mlir" model=2
+check "megatron-router: the router whole, w1 by columns, w2 by rows" \
+  sh -c "! grep -q 'partir.slice [0-9] %wg' '$tmp/megatron-router.pir' &&
+         grep -q 'partir.slice 1 %w1' '$tmp/megatron-router.pir' &&
+         grep -q 'partir.slice 0 %w2' '$tmp/megatron-router.pir'"
+check "megatron-router: one all_reduce of 512 B" \
+  test "$(fused_costs megatron-router model=2 | cut -d, -f2-)" = " all_reduce model 1 512"
+check "megatron-router: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/megatron-router.pir" --mesh model=2 --simulate
+
 # ---- batch on the MLP: x by rows, one tile
 tactic batch-mlp "$tactics/batch.lua" "$ex/mlp.pir" batch=2
 expect_regions batch-mlp "tile@batch"
