@@ -100,6 +100,7 @@ model_inputs() {
     for a in x scale offset mean var dy; do printf '%s ' "$fx/batch_norm.$a.npy"; done
     ;;
   sort_capture) echo "$fx/sort_capture.x.npy" ;;
+  torch_argmax) echo "$fx/torch_argmax.x.npy" ;;
   torch_xla_attention)
     for a in x w b wo; do printf '%s ' "$fx/torch_xla_attention.$a.npy"; done
     ;;
@@ -205,6 +206,9 @@ run_model batch_norm "$fx/batch_norm.mlir" 1e-5
 # a sort comparator using constants from outside it (jax.export's
 # jnp.sort): exactly XLA's order, -0 and 0 as equals, NaN last
 run_model sort_capture "$fx/sort_capture.mlir" 0
+# torch.max(dim) and argmin as torch-xla writes their reduce: XLA's
+# values and indices exactly (ties to the smaller index, -inf)
+run_model torch_argmax "$fx/torch_argmax.mlir" 0
 # torch-xla's attention: each product over [batch x heads] imported as
 # the product over batch and heads, so Megatron's split of the heads
 # reaches through it: every operator split in two (half the FLOPs a

@@ -10,7 +10,8 @@
  * with (a, i) one side's value and index and (b, j) the other's; on
  * integers the NaN test (always false) may be absent.  partir has no reduce of
  * two inputs; lower.c computes the same pair from one-input reductions
- * (lower_argminmax).  The match is on the structure of the body, so
+ * (lower_argminmax).  PyTorch/XLA's body (matches_torch) is another
+ * form of the same.  The match is on the structure of the body, so
  * the names, the order of or's and and's operands and of the two sides
  * do not matter; any other body is refused. */
 #include "import/import.h"
@@ -146,6 +147,40 @@ static gboolean matches(const Body *b, const char *v, const char *k,
   return either(b, use(sk, 0), "stablehlo.or", is_p, &s, is_tie, &s);
 }
 
+/* PyTorch/XLA's form (torch.argmax, max(dim)): the value kept where it
+ * compares GE (LE for argmin), the smaller index where the values are
+ * equal, else the kept value's:
+ *
+ *   c = compare GE a b;   v = select(c, a, b)
+ *   e = compare EQ a b;   k = select(e, minimum(i, j), select(c, i, j))
+ *
+ * On values without NaN it is jnp.argmax's body; with a NaN its result
+ * depends on the order of the reduction, which StableHLO leaves to the
+ * implementation, and the order that combines a NaN last gives
+ * jnp.argmax's answer (the NaN and its index), which lower.c computes. */
+static gboolean matches_torch(const Body *b, const char *v, const char *k,
+                              gboolean lhs, const char *dir) {
+  Sides s = {.a = b->arg[lhs ? 0 : 2],
+             .i = b->arg[lhs ? 1 : 3],
+             .bv = b->arg[lhs ? 2 : 0],
+             .j = b->arg[lhs ? 3 : 1],
+             .dir = dir};
+  const HloOp *sv, *sk, *inner, *mn;
+  if (!is_op(b, v, "stablehlo.select", NULL, NULL, &sv) ||
+      !named(use(sv, 1), s.a) || !named(use(sv, 2), s.bv) ||
+      !is_compare(b, use(sv, 0), dir, s.a, s.bv) ||
+      !is_op(b, k, "stablehlo.select", NULL, NULL, &sk) ||
+      !(is_compare(b, use(sk, 0), "EQ", s.a, s.bv) ||
+        is_compare(b, use(sk, 0), "EQ", s.bv, s.a)) ||
+      !is_op(b, use(sk, 1), "stablehlo.minimum", NULL, NULL, &mn) ||
+      !is_op(b, use(sk, 2), "stablehlo.select", NULL, NULL, &inner))
+    return FALSE;
+  gboolean min_ij = (named(use(mn, 0), s.i) && named(use(mn, 1), s.j)) ||
+                    (named(use(mn, 0), s.j) && named(use(mn, 1), s.i));
+  return min_ij && named(use(inner, 0), use(sv, 0)) &&
+         named(use(inner, 1), s.i) && named(use(inner, 2), s.j);
+}
+
 int hlo_argminmax(const HloOp *reduce, gboolean floats) {
   if (reduce->uses->len != 4 || reduce->regions->len != 1)
     return 0;
@@ -159,9 +194,11 @@ int hlo_argminmax(const HloOp *reduce, gboolean floats) {
     return 0;
   const char *v = use(ret, 0), *k = use(ret, 1);
   for (int lhs = 1; lhs >= 0; lhs--) {
-    if (matches(&b, v, k, lhs, "GT", floats))
+    if (matches(&b, v, k, lhs, "GT", floats) ||
+        matches_torch(&b, v, k, lhs, "GE"))
       return 1;
-    if (matches(&b, v, k, lhs, "LT", floats))
+    if (matches(&b, v, k, lhs, "LT", floats) ||
+        matches_torch(&b, v, k, lhs, "LE"))
       return -1;
   }
   return 0;
