@@ -237,6 +237,19 @@ fused_costs() {
     awk '$1 == "FLOPs" { printf "%s", $2 }
          $1 ~ /^all_/ { printf ", %s %s %s %s", $1, $2, $4, $5 }'
 }
+# expect_block NAME WHOLE BYTES: $tmp/NAME.pir (model=2) keeps %WHOLE
+# whole and splits the block %w1 by columns and %w2 by rows, its one
+# all_reduce of BYTES, and simulates as the interpreter runs it.
+expect_block() {
+  check "$1: %$2 whole, w1 by columns, w2 by rows" \
+    sh -c "! grep -q 'partir.slice [0-9] %$2' '$tmp/$1.pir' &&
+           grep -q 'partir.slice 1 %w1' '$tmp/$1.pir' &&
+           grep -q 'partir.slice 0 %w2' '$tmp/$1.pir'"
+  check "$1: one all_reduce of $3 B" \
+    test "$(fused_costs "$1" model=2 | cut -d, -f2-)" = " all_reduce model 1 $3"
+  check "$1: simulated devices agree with the interpreter" \
+    quiet "$PARTIR" lower "$tmp/$1.pir" --mesh model=2 --simulate
+}
 tactic megatron-fused "$tactics/megatron.lua" "$tmp/fused.pir" model=2
 check "megatron-fused: w_qkv whole, its three slices split by columns" \
   sh -c "test \$(grep -c '= slice(%wqkv)' '$tmp/megatron-fused.pir') -eq 3 &&
@@ -346,14 +359,7 @@ func @vit(%p: tensor<2x4x12xf32>, %wpatch: tensor<12x8xf32>, %w1: tensor<8x16xf3
 }
 PIR
 tactic megatron-vit "$tactics/megatron.lua" "$tmp/vit.pir" model=2
-check "megatron-vit: the patch embedding whole, w1 by columns, w2 by rows" \
-  sh -c "! grep -q 'partir.slice [0-9] %wpatch' '$tmp/megatron-vit.pir' &&
-         grep -q 'partir.slice 1 %w1' '$tmp/megatron-vit.pir' &&
-         grep -q 'partir.slice 0 %w2' '$tmp/megatron-vit.pir'"
-check "megatron-vit: one all_reduce of 256 B" \
-  test "$(fused_costs megatron-vit model=2 | cut -d, -f2-)" = " all_reduce model 1 256"
-check "megatron-vit: simulated devices agree with the interpreter" \
-  quiet "$PARTIR" lower "$tmp/megatron-vit.pir" --mesh model=2 --simulate
+expect_block megatron-vit wpatch 256
 
 # a mixture of experts' router feeding top_k: split by columns, its
 # logits meet top_k's pairwise comparisons, which no gather reaches (a
@@ -374,14 +380,7 @@ func.func @main(%x: tensor<8x16xf32>, %wg: tensor<16x4xf32>, %w1: tensor<16x32xf
 }
 MLIR
 tactic megatron-router "$tactics/megatron.lua" "$tmp/router.mlir" model=2
-check "megatron-router: the router whole, w1 by columns, w2 by rows" \
-  sh -c "! grep -q 'partir.slice [0-9] %wg' '$tmp/megatron-router.pir' &&
-         grep -q 'partir.slice 1 %w1' '$tmp/megatron-router.pir' &&
-         grep -q 'partir.slice 0 %w2' '$tmp/megatron-router.pir'"
-check "megatron-router: one all_reduce of 512 B" \
-  test "$(fused_costs megatron-router model=2 | cut -d, -f2-)" = " all_reduce model 1 512"
-check "megatron-router: simulated devices agree with the interpreter" \
-  quiet "$PARTIR" lower "$tmp/megatron-router.pir" --mesh model=2 --simulate
+expect_block megatron-router wg 512
 
 # ---- batch on the MLP: x by rows, one tile
 tactic batch-mlp "$tactics/batch.lua" "$ex/mlp.pir" batch=2

@@ -1544,6 +1544,13 @@ static const Term *bn_mean(Lower *lw, const HloOp *op, const Term *x,
              : NULL;
 }
 
+/* x - mean, the feature vector 'mean' spread over x. */
+static const Term *bn_centered(Lower *lw, const HloOp *op, const Term *x,
+                               const Term *mean, int64_t f) {
+  const Term *mb = mean ? bn_spread(lw, op, mean, f, x->type) : NULL;
+  return mb ? binary(lw, op, OP_SUB, x, mb) : NULL;
+}
+
 /* 1 / sqrt(var + epsilon), var a feature vector spread over 'shape'. */
 static const Term *bn_inverse_stddev(Lower *lw, const HloOp *op,
                                      const Term *var, int64_t f,
@@ -1584,8 +1591,7 @@ static gboolean lower_batch_norm_training(Lower *lw, const HloOp *op, Op pop,
   if (n < 0)
     return FALSE;
   const Term *mean = bn_mean(lw, op, x[0], dims, n, count);
-  const Term *mb = mean ? bn_spread(lw, op, mean, f, x[0]->type) : NULL;
-  const Term *c = mb ? binary(lw, op, OP_SUB, x[0], mb) : NULL;
+  const Term *c = bn_centered(lw, op, x[0], mean, f);
   const Term *sq = c ? binary(lw, op, OP_MUL, c, c) : NULL;
   const Term *var = sq ? bn_mean(lw, op, sq, dims, n, count) : NULL;
   const Term *rstd = var ? bn_inverse_stddev(lw, op, var, f, x[0]->type) : NULL;
@@ -1603,8 +1609,7 @@ static gboolean lower_batch_norm_inference(Lower *lw, const HloOp *op, Op pop,
   double count;
   if (bn_dims(lw, op, x, nx, 4, &f, dims, &count) < 0)
     return FALSE;
-  const Term *mb = bn_spread(lw, op, x[3], f, x[0]->type);
-  const Term *c = mb ? binary(lw, op, OP_SUB, x[0], mb) : NULL;
+  const Term *c = bn_centered(lw, op, x[0], x[3], f);
   const Term *rstd = c ? bn_inverse_stddev(lw, op, x[4], f, x[0]->type) : NULL;
   return one(out, rstd ? bn_normalize(lw, op, c, rstd, x[1], x[2], f) : NULL);
 }
@@ -1630,8 +1635,7 @@ static gboolean lower_batch_norm_grad(Lower *lw, const HloOp *op, Op pop,
   if (dy->type != t)
     return lfail(lw, op->loc, "'%s': grad_output must be of the operand's type",
                  op->name);
-  const Term *mb = bn_spread(lw, op, x[2], f, t);
-  const Term *c = mb ? binary(lw, op, OP_SUB, x[0], mb) : NULL;
+  const Term *c = bn_centered(lw, op, x[0], x[2], f);
   const Term *r = c ? bn_inverse_stddev(lw, op, x[3], f, t) : NULL;
   const Term *dyc = r ? binary(lw, op, OP_MUL, dy, c) : NULL;
   const Term *sum_dy = dyc ? reduced(lw, op, OP_REDUCE_SUM, dy, dims, n) : NULL;

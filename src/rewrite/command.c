@@ -273,7 +273,7 @@ static State *run_apply(const RuleSet *rs, State *in, GPtrArray *locs, char **w,
      * the values are rewritten last first (print order is an order of
      * operands before their users), each found by its term */
     g_autoptr(GHashTable) place = g_hash_table_new(NULL, NULL);
-    for (guint k = 0; k < locs->len; k++)
+    for (guint k = 0; at->len > 1 && k < locs->len; k++)
       g_hash_table_insert(place, g_ptr_array_index(locs, k),
                           GUINT_TO_POINTER(k + 1));
     g_ptr_array_sort_with_data(at, later_first, place);
