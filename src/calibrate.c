@@ -13,6 +13,11 @@
  * time measured for the program it came from.  In order, each solved
  * with the ones before it in place:
  *
+ *   step_overhead            a step that computes one number: the
+ *                            devices started and waited for (first:
+ *                            every later probe's step pays it once, and
+ *                            the one-number all_reduce that gives
+ *                            link_latency would count it per ring step)
  *   mem_bw                   an elementwise chain over 64 MiB
  *   cache_bw                 the same chain over a quarter of cache_bytes
  *                            (a core's L2, read from the C library: the
@@ -215,6 +220,12 @@ static double own_cache_bytes(void) {
 #endif
 }
 
+/* One number computed on every device: a step with no work in it. */
+static const char step_program[] = "func @step(%x: tensor<1xf32>) -> "
+                                   "tensor<1xf32> {\n"
+                                   "  %0 = relu(%x)\n"
+                                   "  return %0\n}\n";
+
 /* 'n' softmax blocks in a row over 8 rows, block i a matrix product by
  * a weight of its own (8 x w(i-1) by w(i-1) x w(i), w(i) = 32 + 4i) and
  * a softmax of the product's rows: five kernels of four kinds (product,
@@ -315,6 +326,10 @@ static gboolean calibrate(Calibration *c, Diag *why) {
                          "block for f32, rows -> %d\n"
                          "# gemm_nr: its columns -> %d\n",
                          mr, nr);
+  g_autofree char *step_what = g_strdup_printf("relu of one f32, %s", devices);
+  if (!solve(c, "step_overhead", offsetof(Hardware, step_overhead), FALSE,
+             step_what, step_program, why))
+    return FALSE;
   g_autofree char *stream = stream_program(16384);
   g_autofree char *stream_what =
       g_strdup_printf("relu(x * x + x) over 64 MiB of f32, %s", devices);

@@ -193,7 +193,7 @@ check "...from two passes, each figure a pass's (the lower of two)" sh -c \
 # (an overhead the machine shows none of, as a loaded machine may time
 # it, is solved as 0: its line is left out, 0 being the figure's default)
 check "...every figure, each with how it was measured" sh -c \
-  "for k in peak_flops_f32 peak_flops_f64 peak_flops_bf16 mem_bw cache_bytes cache_bw kernel_overhead product_overhead gemm_mr gemm_nr link_latency link_bw; do grep -q \"^# \$k: \" '$tmp/here.hw' && { grep -q \"^\$k=[0-9]\" '$tmp/here.hw' || grep -q \"^# \$k: .* -> 0\$\" '$tmp/here.hw'; } || exit 1; done"
+  "for k in step_overhead peak_flops_f32 peak_flops_f64 peak_flops_bf16 mem_bw cache_bytes cache_bw kernel_overhead product_overhead gemm_mr gemm_nr link_latency link_bw; do grep -q \"^# \$k: \" '$tmp/here.hw' && { grep -q \"^\$k=[0-9]\" '$tmp/here.hw' || grep -q \"^# \$k: .* -> 0\$\" '$tmp/here.hw'; } || exit 1; done"
 check "...named after its file" grep -qx 'name=here' "$tmp/here.hw"
 "$PARTIR" cost "$top_srcdir/examples/mlp.pir" --hw "$tmp/here.hw" >"$tmp/cost" 2>&1
 check "...and the cost model prices the compiled kernels with it" \

@@ -272,6 +272,14 @@ partition "$tmp/gpt3.pir" megatron model=8 "$tmp/gpt3.m.pir"
 check "GPT-3 on 8 H100s with Megatron alone does not fit, and says so" \
   grep -q "DOES NOT FIT" "$tmp/gcost"
 check "...with 192 all_reduce over model" grep -Eq 'all_reduce +model +8 +192 ' "$tmp/gcost"
+# a step's own cost (step_overhead, optional) is paid once a step: the
+# MLP on cpu2 is 37.8 us of kernels, 40.3 us with 2.5 us of overhead
+"$PARTIR" cost "$ex/mlp.pir" --hw cpu2 >"$tmp/so0"
+"$PARTIR" cost "$ex/mlp.pir" --hw cpu2 --set step_overhead=2.5e-6 >"$tmp/so1"
+check "cost: no step overhead row where the description has none" \
+  sh -c "grep -q '^  total *37.8 us\$' '$tmp/so0' && ! grep -q 'step overhead' '$tmp/so0'"
+check "cost: step_overhead=2.5e-6 adds 2.5 us once to the step" sh -c \
+  "grep -q '^  step overhead *2.5 us\$' '$tmp/so1' && grep -q '^  total *40.3 us\$' '$tmp/so1'"
 "$PARTIR" cost "$m" --mesh model=2 --hw nonesuch >/dev/null 2>"$tmp/err"
 check "an unknown hardware name is refused" sh -c "test $? -eq 2 && grep -q nonesuch '$tmp/err'"
 "$PARTIR" cost "$m" --mesh model=2 --set frob=2 >/dev/null 2>"$tmp/err"

@@ -35,7 +35,8 @@
  *               operands' included) at peak and the bytes it reads and
  *               writes at mem_bw, plus kernel_overhead (a roofline);
  *               a matrix product both, in whole register blocks, and an
- *               overhead per product (docs/cost.md).
+ *               overhead per product (docs/cost.md); and, where the
+ *               hardware gives it, step_overhead once a step.
  *
  * The machine is a Hardware description (hardware.c).
  */
@@ -683,7 +684,8 @@ static gboolean estimate(const Module *m, gboolean named, gboolean checked,
   out->in_cache = hw->cache_bytes > 0 && out->peak_bytes <= hw->cache_bytes;
   if (out->in_cache)
     out->compute_time = w.cached_time;
-  out->total_time = out->compute_time + out->comm_time;
+  out->overhead_time = hw->step_overhead;
+  out->total_time = out->compute_time + out->comm_time + out->overhead_time;
   out->fits = out->peak_bytes <= hw->memory_bytes;
   return TRUE;
 }
@@ -850,6 +852,11 @@ void cost_print(GString *out, const CostReport *r, const Hardware *hw,
   g_string_truncate(a, 0);
   cost_append_time(a, r->comm_time);
   row(out, "communication", a->str, NULL);
+  if (r->overhead_time > 0) {
+    g_string_truncate(a, 0);
+    cost_append_time(a, r->overhead_time);
+    row(out, "step overhead", a->str, NULL);
+  }
   g_string_truncate(a, 0);
   cost_append_time(a, r->total_time);
   row(out, "total", a->str, NULL);

@@ -40,6 +40,7 @@ static const HwKey hw_keys[] = {
      TRUE},
     {"cache_bytes", offsetof(Hardware, cache_bytes), TRUE, "bytes", TRUE},
     {"cache_bw", offsetof(Hardware, cache_bw), TRUE, "bytes/s", TRUE},
+    {"step_overhead", offsetof(Hardware, step_overhead), TRUE, "seconds", TRUE},
 };
 
 void hw_median(Hardware *out, const Hardware *each, int n) {

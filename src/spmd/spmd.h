@@ -269,6 +269,12 @@ typedef struct Hardware {
    * instead of mem_bw (0: always mem_bw). */
   double cache_bytes; /* a device's own cache (a core's L2 on a CPU) */
   double cache_bw;    /* bytes/s a device's kernels read and write there */
+  /* Optional: what a step costs beyond its kernels and collectives, the
+   * devices started and the last one waited for (0: not modelled).  A
+   * per-collective figure measured on a step that does nothing else
+   * would take it in, and a program of many collectives pay it many
+   * times. */
+  double step_overhead; /* seconds per step */
   int naxes;
   HwAxis axes[HW_MAX_AXES];
 } Hardware;
@@ -332,7 +338,8 @@ typedef struct CostReport {
   double traffic_bytes; /* bytes the kernels read and write, when priced */
   gboolean in_cache;    /* priced at Hardware.cache_bw: peak_bytes fit */
   double comm_time;     /* seconds: sum of the collectives' times */
-  double total_time;    /* compute + comm (no overlap) */
+  double overhead_time; /* seconds: Hardware.step_overhead */
+  double total_time;    /* compute + comm + overhead (no overlap) */
   gboolean fits;        /* peak_bytes <= memory_bytes */
 } CostReport;
 
