@@ -1525,8 +1525,8 @@ static const GOptionEntry search_entries[] = {
     {"emit-tactic", 0, 0, G_OPTION_ARG_FILENAME, &search_opt.tactic_out,
      "write the actions found as a Lua tactic", "OUT.lua"},
     {"inputs", 0, 0, G_OPTION_ARG_STRING, &search_opt.inputs,
-     "the data arguments, split only over the batch axes (default: the "
-     "first argument)",
+     "the data arguments, split only over the batch axes (default: those "
+     "whose first dimension the results carry, as the tactics find them)",
      "x,y"},
     {"batch-axes", 0, 0, G_OPTION_ARG_STRING, &search_opt.batch_axes,
      "the mesh axes data splits over (default: batch)", "AXES"},

@@ -98,19 +98,28 @@ static gint compare_strings(gconstpointer a, gconstpointer b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static gboolean is_data(const Func *f, int i, const char *const *inputs) {
-  if (!inputs)
-    return i == 0;
-  for (; *inputs; inputs++)
-    if (strcmp(*inputs, f->arg_names[i]) == 0)
-      return TRUE;
-  return FALSE;
+/* Per argument, whether it is data: named by 'inputs', else as the
+ * tactics find it (rw_data_args), else the first argument. */
+static gboolean *data_args(const RuleSet *rs, const Func *f,
+                           const char *const *inputs) {
+  gboolean *data = g_new0(gboolean, (gsize)f->nargs + 1);
+  if (!inputs) {
+    if (rw_data_args(rs, f, 0, data) == 0 && f->nargs > 0)
+      data[0] = TRUE;
+    return data;
+  }
+  for (int i = 0; i < f->nargs; i++)
+    for (const char *const *in = inputs; *in; in++)
+      data[i] |= strcmp(*in, f->arg_names[i]) == 0;
+  return data;
 }
 
 /* The groups of 'f': arguments with one signature (their type and the
  * sorted set of their uses' descriptions) in order of their first
  * member.  An argument returned as it is, or not used, forms no group. */
-static GPtrArray *find_groups(const Func *f, const char *const *inputs) {
+static GPtrArray *find_groups(const RuleSet *rs, const Func *f,
+                              const char *const *inputs) {
+  g_autofree gboolean *is_data = data_args(rs, f, inputs);
   GPtrArray **uses = g_new(GPtrArray *, (gsize)f->nargs);
   for (int i = 0; i < f->nargs; i++)
     uses[i] = g_ptr_array_new_with_free_func(g_free);
@@ -123,7 +132,7 @@ static GPtrArray *find_groups(const Func *f, const char *const *inputs) {
     if (uses[i]->len == 0)
       continue;
     g_ptr_array_sort(uses[i], compare_strings);
-    gboolean data = is_data(f, i, inputs);
+    gboolean data = is_data[i];
     GString *sig = g_string_new(data ? "data:" : "");
     for (int d = 0; d < f->arg_types[i]->rank; d++)
       g_string_append_printf(sig, "%" G_GINT64_FORMAT "x",
@@ -564,7 +573,7 @@ gboolean search_run(const RuleSet *rs, State *root, const Mesh *mesh,
     diag_reason(why, "the program as given cannot be costed: %s", reason);
     return FALSE;
   }
-  se.groups = find_groups(&root->func, o->inputs);
+  se.groups = find_groups(rs, &root->func, o->inputs);
   se.memo = spmd_memo_new(rs, mesh);
   se.table = g_hash_table_new(g_int64_hash, g_int64_equal);
   se.nodes = g_ptr_array_new_with_free_func((GDestroyNotify)node_free);

@@ -4,7 +4,8 @@
 -- are replicated.
 --
 -- options: axis   the mesh axis (default "batch")
---          inputs comma-separated argument names (default: the first)
+--          inputs comma-separated argument names (default: the data,
+--                 C.inputs)
 --          dim    the batch dimension (default 0)
 --
 -- What propagate could not resolve (its report) fails the tactic with
@@ -23,7 +24,7 @@ return function(s, mesh, opts)
   local parts = C.axis_size(mesh, axis)
   local dim = C.int_option(opts, "dim", 0)
   local split = C.split_over(s, axis, dim)
-  for _, a in ipairs(C.inputs(s, opts)) do
+  for _, a in ipairs(C.inputs(s, opts, dim)) do
     if dim < 0 or dim >= #a.shape then
       error(string.format("argument %%%s has rank %d: no batch dimension %d",
         a.name, #a.shape, dim), 0)

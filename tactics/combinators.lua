@@ -189,10 +189,17 @@ function M.arg(s, name)
 end
 
 -- The program's inputs (data, not parameters) as 'opts.inputs' lists
--- them ("x,y"), by default its first argument: a list of arguments.
-function M.inputs(s, opts)
+-- them ("x,y"): a list of arguments.  By default, those whose dimension
+-- 'dim' (0) the results carry at theirs (s:data_args: an exporter lists
+-- the parameters first, and says nothing of which is which), else the
+-- first argument.
+function M.inputs(s, opts, dim)
   local names = M.split(opts.inputs)
   if #names == 0 then
+    local found = s:data_args(dim or 0)
+    if #found > 0 then
+      return found
+    end
     names = { s:args()[1].name }
   end
   local out = {}

@@ -39,7 +39,7 @@
 --
 -- options: axis    the mesh axis (default "model")
 --          inputs  comma-separated arguments that are data, never weights
---                  (default: the first argument; a training step
+--                  (default: the data, C.inputs; a training step
 --                  contracts its input in the backward pass)
 --
 -- What propagate could not resolve (its report) fails the tactic with

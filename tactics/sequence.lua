@@ -18,7 +18,8 @@
 --
 -- options: axis    the mesh axis (default "model")
 --          dim     the sequence dimension of the inputs (default 1)
---          inputs  comma-separated argument names (default: the first)
+--          inputs  comma-separated argument names (default: the data,
+--                  C.inputs)
 --
 -- What propagate could not resolve fails the tactic with the report.
 local batch = require "batch"

@@ -7,7 +7,7 @@
 --
 -- options: axis    the mesh axis (default "data")
 --          inputs  comma-separated arguments that are not parameters
---                  (default: the first argument)
+--                  (default: the data, C.inputs)
 --          whole   comma-separated parameters to keep whole on every
 --                  device; any other parameter that no dimension of
 --                  splits evenly over the axis is an error, naming it

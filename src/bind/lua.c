@@ -278,10 +278,10 @@ static void push_shape(lua_State *L, const Type *t) {
   }
 }
 
-/* {name, index, type, shape}: an argument or a result, at list[i + 1]
+/* {name, index, type, shape}: an argument or a result, at list[at]
  * of the table on top of the stack. */
-static void push_named(lua_State *L, const char *name, int i,
-                       const Type *type) {
+static void push_named_at(lua_State *L, const char *name, int i,
+                          const Type *type, int at) {
   lua_createtable(L, 0, 4);
   lua_pushstring(L, name);
   lua_setfield(L, -2, "name");
@@ -291,7 +291,13 @@ static void push_named(lua_State *L, const char *name, int i,
   lua_setfield(L, -2, "type");
   push_shape(L, type);
   lua_setfield(L, -2, "shape");
-  lua_rawseti(L, -2, i + 1);
+  lua_rawseti(L, -2, at);
+}
+
+/* The same at list[i + 1]. */
+static void push_named(lua_State *L, const char *name, int i,
+                       const Type *type) {
+  push_named_at(L, name, i, type, i + 1);
 }
 
 static int l_args(lua_State *L) {
@@ -299,6 +305,24 @@ static int l_args(lua_State *L) {
   lua_createtable(L, s->func.nargs, 0);
   for (int i = 0; i < s->func.nargs; i++)
     push_named(L, s->func.arg_names[i], i, s->func.arg_types[i]);
+  return 1;
+}
+
+/* s:data_args([dim]): the arguments that are data, not parameters
+ * (rw_data_args), as s:args() lists them. */
+static int l_data_args(lua_State *L) {
+  State *s = check_state(L, 1);
+  lua_Integer dim = luaL_optinteger(L, 2, 0);
+  luaL_argcheck(L, dim >= 0 && dim < PARTIR_MAX_RANK, 2,
+                "a dimension from 0 to 7");
+  gboolean *is_data = g_new0(gboolean, (gsize)s->func.nargs + 1);
+  rw_data_args(rules_of(L), &s->func, (int)dim, is_data);
+  lua_newtable(L);
+  int n = 0;
+  for (int i = 0; i < s->func.nargs; i++)
+    if (is_data[i])
+      push_named_at(L, s->func.arg_names[i], i, s->func.arg_types[i], ++n);
+  g_free(is_data);
   return 1;
 }
 
@@ -1522,6 +1546,7 @@ static const luaL_Reg state_methods[] = {{"print", l_print},
                                          {"text", l_print},
                                          {"check", l_check},
                                          {"args", l_args},
+                                         {"data_args", l_data_args},
                                          {"results", l_results},
                                          {"values", l_values},
                                          {"regions", l_regions},

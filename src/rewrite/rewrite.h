@@ -16,6 +16,7 @@
  *   conflict.c   two splits over one axis meeting at an operator
  *   resolve.c    propagate --resolve: a conflict's sides priced, one kept
  *   dedup.c      one computation, one region (after propagate)
+ *   inputs.c     which arguments are data, not parameters
  *   command.c    the command language: arg-tile, tile, sum, apply ...
  *   layouts.c    the layouts an imported program asks for, as commands
  *   state.c      program states and locations
@@ -611,6 +612,17 @@ gboolean rw_implied_mesh(const Term *body, Mesh *out, Diag *why);
 /* The first axis that 'body' binds in two nested regions, or NULL; every
  * such place's axis is added to 'found' (may be NULL). */
 const char *rw_axes_bound_twice(const Term *body, GPtrArray *found);
+
+/* --------------------------------------------------------------- inputs.c */
+
+/* Sets is_data[a] (f->nargs entries) for each argument of 'f' that is
+ * data, not a parameter: its dimension 'dim' is the results' dimension
+ * 'dim' (walked back through the operators' tiling specifications); in
+ * a training step of scalar results, every argument no result updates;
+ * where every result is a scalar, the arguments whose dimension 'dim' a
+ * reduction of one operand takes away (the loss's mean over the batch).
+ * An argument a result updates is never data.  Returns how many. */
+int rw_data_args(const RuleSet *rs, const Func *f, int dim, gboolean *is_data);
 
 /* ---------------------------------------------------------------- dedup.c */
 

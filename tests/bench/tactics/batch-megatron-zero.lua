@@ -2,7 +2,7 @@
 -- 'model', then ZeRO-3 parameter sharding over 'batch' (zero's own
 -- default axis is "data") (tests/bench/bench-gpt3.c, strategy
 -- "batch+megatron+zero"; tests/train.sh).  '--set inputs=x,y' names the
--- data (default: the first argument), for each of the three.
+-- data (default: the data, s:data_args), for each of the three.
 local batch, megatron, zero = require "batch", require "megatron", require "zero"
 
 return function(s, mesh, opts)

@@ -1,7 +1,7 @@
 -- batch-megatron.lua: data parallelism over 'batch', then Megatron over
 -- 'model' (tests/bench/bench-gpt3.c, strategy "batch+megatron";
 -- tests/referee/referee.py).  '--set inputs=x,y' names the data
--- (default: the first argument), for both.
+-- (default: the data, s:data_args), for both.
 local batch, megatron = require "batch", require "megatron"
 
 return function(s, mesh, opts)

@@ -1,7 +1,7 @@
 -- megatron-batch.lua: Megatron over 'model', then data parallelism over
 -- 'batch' (tests/bench/bench-gpt3.c, strategy "megatron+batch";
 -- tests/referee/referee.py).  '--set inputs=x,y' names the data
--- (default: the first argument), for both.
+-- (default: the data, s:data_args), for both.
 local batch, megatron = require "batch", require "megatron"
 
 return function(s, mesh, opts)
