@@ -215,6 +215,46 @@ check "...a value of the list the program lacks: status 1, named" \
   >"$tmp/out" 2>"$tmp/err"
 check "...at the product itself: refused with the reason" \
   sh -c "test $? -eq 1 && grep -q \"applies to a slice of 'matmul'\" '$tmp/err'"
+# sink-slice through a reshape: PyTorch's unflatten(-1, (3, E)) of a
+# fused projection, then q, k, v sliced off the 3: part i of the 3 (all
+# of E) is columns [4i, 4i+4) of the [2, 12] operand; a merged dimension
+# [2, 4] -> [8] cut at whole rows of 4 is rows of the operand
+cat >"$tmp/unflat.pir" <<'PIR'
+func @f(%x: tensor<2x12xf32>, %y: tensor<2x4xf32>) -> (tensor<2x1x4xf32>, tensor<4xf32>) {
+  %0 = reshape(%x) : tensor<2x3x4xf32>
+  %1 = slice(%0) {start = [0, 1, 0], limit = [2, 2, 4]}
+  %2 = reshape(%y) : tensor<8xf32>
+  %3 = slice(%2) {start = [4], limit = [8]}
+  return %1, %3
+}
+PIR
+cat >"$tmp/unflat.want" <<'PIR'
+func @f(%x: tensor<2x12xf32>, %y: tensor<2x4xf32>) -> (tensor<2x1x4xf32>, tensor<4xf32>) {
+  %0 = slice(%x) {limit = [2, 8], start = [0, 4]}
+  %1 = reshape(%0) : tensor<2x1x4xf32>
+  %2 = slice(%y) {limit = [2, 4], start = [1, 0]}
+  %3 = reshape(%2) : tensor<4xf32>
+  return %1, %3
+}
+PIR
+"$PARTIR" rewrite "$tmp/unflat.pir" --do 'apply sink-slice-reshape at %1,%3' \
+  >"$tmp/out" 2>"$tmp/err"
+check "sink-slice-reshape: a part of a split dimension, whole rows of a merged one" \
+  cmp -s "$tmp/out" "$tmp/unflat.want"
+"$PARTIR" run "$tmp/unflat.pir" --seed 3 >"$tmp/r0"
+"$PARTIR" run "$tmp/out" --seed 3 >"$tmp/r1"
+check "...computing what the program computed" cmp -s "$tmp/r0" "$tmp/r1"
+cat >"$tmp/unflat2.pir" <<'PIR'
+func @f(%x: tensor<2x12xf32>) -> tensor<2x3x2xf32> {
+  %0 = reshape(%x) : tensor<2x3x4xf32>
+  %1 = slice(%0) {start = [0, 0, 1], limit = [2, 3, 3]}
+  return %1
+}
+PIR
+"$PARTIR" rewrite "$tmp/unflat2.pir" --do 'apply sink-slice-reshape at %1' \
+  >"$tmp/out" 2>"$tmp/err"
+check "...an inner part (every 4th pair of columns) is no part of the operand: refused" \
+  sh -c "test $? -eq 1 && grep -q 'is no part of an operand dimension' '$tmp/err'"
 # a command of more words than any takes (65536) is refused, saying so
 # (a tactic makes it: one argument of the command line holds 128 KiB)
 cat >"$tmp/words.lua" <<'LUA'

@@ -382,6 +382,51 @@ MLIR
 tactic megatron-router "$tactics/megatron.lua" "$tmp/router.mlir" model=2
 expect_block megatron-router wg 512
 
+# PyTorch's nn.MultiheadAttention as torch-xla writes its fast path: one
+# projection by in_proj_weight [3E, E] (transposed), its bias, the
+# result unflattened to [B, S, 3, H, hd] and permuted to put the 3
+# first, q, k and v sliced off it.  The slices go down through the
+# permute, the unflatten (part i of the 3 is columns [8i, 8i + 8) of the
+# [8, 24] projection: sink-slice-reshape), the bias and the transpose
+# onto the weight: each device computes one head of q, k and v and the
+# output projection's rows of it, 2816 FLOPs of 5632 (B 2, S 4, E 8,
+# H 2, hd 4), and the output is summed once: 8 x 8 f32, 256 B sent.
+cat >"$tmp/mha.pir" <<'PIR'
+func @mha(%x: tensor<8x8xf32>, %w: tensor<24x8xf32>, %b: tensor<24xf32>, %wo: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %wt = transpose(%w) {permutation = [1, 0]}
+  %p = matmul(%x, %wt)
+  %bb = broadcast_in_dim(%b) {dims = [1]} : tensor<8x24xf32>
+  %qkv = add(%p, %bb)
+  %u = reshape(%qkv) : tensor<2x4x3x2x4xf32>
+  %t = transpose(%u) {permutation = [2, 0, 3, 1, 4]}
+  %q0 = slice(%t) {start = [0, 0, 0, 0, 0], limit = [1, 2, 2, 4, 4]}
+  %q = reshape(%q0) : tensor<2x2x4x4xf32>
+  %k0 = slice(%t) {start = [1, 0, 0, 0, 0], limit = [2, 2, 2, 4, 4]}
+  %k = reshape(%k0) : tensor<2x2x4x4xf32>
+  %v0 = slice(%t) {start = [2, 0, 0, 0, 0], limit = [3, 2, 2, 4, 4]}
+  %v = reshape(%v0) : tensor<2x2x4x4xf32>
+  %s = dot_general(%q, %k) {lhs_batch = [0, 1], lhs_contract = [3], rhs_batch = [0, 1], rhs_contract = [3]}
+  %m = reduce_max(%s) {dims = [3]}
+  %mb = broadcast_in_dim(%m) {dims = [0, 1, 2]} : tensor<2x2x4x4xf32>
+  %d = sub(%s, %mb)
+  %e = exp(%d)
+  %z = reduce_sum(%e) {dims = [3]}
+  %zb = broadcast_in_dim(%z) {dims = [0, 1, 2]} : tensor<2x2x4x4xf32>
+  %a = div(%e, %zb)
+  %o = dot_general(%a, %v) {lhs_batch = [0, 1], lhs_contract = [3], rhs_batch = [0, 1], rhs_contract = [2]}
+  %ot = transpose(%o) {permutation = [0, 2, 1, 3]}
+  %om = reshape(%ot) : tensor<8x8xf32>
+  %wot = transpose(%wo) {permutation = [1, 0]}
+  %out = matmul(%om, %wot)
+  return %out
+}
+PIR
+tactic megatron-mha "$tactics/megatron.lua" "$tmp/mha.pir" model=2
+check "megatron-mha: 2816 FLOPs a device, one all_reduce of 256 B" \
+  test "$(fused_costs megatron-mha model=2)" = "2816, all_reduce model 1 256"
+check "megatron-mha: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/megatron-mha.pir" --mesh model=2 --simulate
+
 # ---- batch on the MLP: x by rows, one tile
 tactic batch-mlp "$tactics/batch.lua" "$ex/mlp.pir" batch=2
 expect_regions batch-mlp "tile@batch"

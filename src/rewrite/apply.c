@@ -241,6 +241,113 @@ static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
                  op_takes_written_type(b->op) ? t->type : NULL, why);
 }
 
+/* A static slice of a reshape as the reshape of a slice of its operand.
+ * A reshape relabels the elements in row-major order: its operand's and
+ * result's dimensions fall into groups of equal products (a dimension of
+ * 96 split as 3 x 32, 16 merged from 8 x 2).  In a group that splits
+ * one operand dimension, the slice may narrow one result dimension, the
+ * ones before it of size 1 and the ones after it whole: part [s, l) of
+ * it is the operand's [s * inner, l * inner), inner the product of the
+ * dimensions after it (PyTorch's q, k and v from unflatten(-1, (3, E))
+ * of a fused projection).  In a group that merges operand dimensions
+ * into one, a part of whole rows of the inner ones is a part of the
+ * outermost.  A stride only where the group is one dimension on either
+ * side.  Any other narrowing is no slice of the operand: NULL. */
+static const Term *sink_slice_reshape(const Term *t, const Term *x,
+                                      const char *name, Diag *why) {
+  const Term *a = x->args[0];
+  const Type *at = a->type, *xt = x->type;
+  const AttrValue *start = attrs_get(t->attrs, "start");
+  const AttrValue *limit = attrs_get(t->attrs, "limit");
+  const AttrValue *strides = attrs_get(t->attrs, "strides");
+  int64_t from[PARTIR_MAX_RANK], to[PARTIR_MAX_RANK], step[PARTIR_MAX_RANK];
+  for (int d = 0; d < at->rank; d++) {
+    from[d] = 0;
+    to[d] = at->dims[d];
+    step[d] = 1;
+  }
+  gboolean any = FALSE, strided = FALSE;
+  int i = 0, j = 0;
+  while (i < at->rank || j < xt->rank) {
+    /* the next group: operand dims [i, i2), result dims [j, j2) */
+    int i2 = i, j2 = j;
+    int64_t pa = 1, px = 1;
+    do {
+      if (i2 < at->rank && (pa <= px || j2 == xt->rank))
+        pa *= at->dims[i2++];
+      else if (j2 < xt->rank)
+        px *= xt->dims[j2++];
+    } while ((pa != px || (i2 == i && j2 == j)) &&
+             (i2 < at->rank || j2 < xt->rank));
+    int narrowed = -1, count = 0;
+    for (int k = j; k < j2; k++) {
+      int64_t st = strides ? strides->items[k].i : 1;
+      if (start->items[k].i != 0 || limit->items[k].i != xt->dims[k] ||
+          st != 1) {
+        narrowed = k;
+        count++;
+      }
+    }
+    if (count > 1) {
+      diag_reason(why,
+                  "'%s' does not apply: the slice narrows the reshape's "
+                  "dimensions %d to %d in a way no part of its operand is",
+                  name, j, j2 - 1);
+      return NULL;
+    }
+    if (count == 1) {
+      int64_t s = start->items[narrowed].i, l = limit->items[narrowed].i;
+      int64_t st = strides ? strides->items[narrowed].i : 1;
+      int64_t inner = 1;
+      for (int k = narrowed + 1; k < j2; k++)
+        inner *= xt->dims[k];
+      gboolean ok = TRUE;
+      for (int k = j; k < narrowed; k++)
+        ok &= xt->dims[k] == 1;
+      /* the operand dimension the part falls in: the group's first of
+       * more than one element, all inside it whole rows */
+      int m = i;
+      while (m < i2 - 1 && at->dims[m] == 1)
+        m++;
+      int64_t rows = 1; /* elements of a step of operand dim m */
+      for (int k = m + 1; k < i2; k++)
+        rows *= at->dims[k];
+      int64_t lo = s * inner, hi = l * inner;
+      ok &= lo % rows == 0 && hi % rows == 0;
+      /* a stride steps over elements one to one only where nothing
+       * lies inside a step on either side */
+      ok &= st == 1 || (inner == 1 && rows == 1);
+      if (!ok) {
+        diag_reason(why,
+                    "'%s' does not apply: the part of the reshape's "
+                    "dimension %d is no part of an operand dimension",
+                    name, narrowed);
+        return NULL;
+      }
+      from[m] = lo / rows;
+      to[m] = hi / rows;
+      step[m] = st;
+      strided |= st != 1;
+      any = TRUE;
+    }
+    i = i2;
+    j = j2;
+  }
+  if (!any) {
+    diag_reason(why, "'%s' does not apply: the slice narrows no dimension",
+                name);
+    return NULL;
+  }
+  AttrValue v[3] = {attr_new_ints(at->rank, from), attr_new_ints(at->rank, to),
+                    attr_new_ints(at->rank, step)};
+  const Attrs *sa = attrs_build(
+      strided ? 3 : 2, (const char *[]){"start", "limit", "strides"}, v);
+  if (!strided) /* unit strides, as a model's slices are written */
+    attr_value_clear(&v[2]);
+  const Term *part = term_op(OP_SLICE, 1, &a, sa, NULL, why);
+  return part ? term_op(OP_RESHAPE, 1, &part, x->attrs, t->type, why) : NULL;
+}
+
 /* sink-slice-OP: static slice 't' of an 'OP' as that operator on its
  * operands sliced along the dimensions that carry the ones 't' narrows
  * (a dimension no operand carries cannot be narrowed). */
@@ -252,6 +359,8 @@ static const Term *sink_slice(const RuleSet *rs, const Rule *rule,
                 op_name(rule->op));
     return NULL;
   }
+  if (x->op == OP_RESHAPE)
+    return sink_slice_reshape(t, x, rule->name, why);
   TileSpec spec;
   if (!spec_of(rs, x, &spec))
     return NULL;
