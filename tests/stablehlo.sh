@@ -104,6 +104,9 @@ model_inputs() {
   torch_xla_attention)
     for a in x w b wo; do printf '%s ' "$fx/torch_xla_attention.$a.npy"; done
     ;;
+  torch_mha)
+    for a in b w wo x; do printf '%s ' "$fx/torch_mha.$a.npy"; done
+    ;;
   esac
 }
 
@@ -227,6 +230,29 @@ check "...Megatron on model=2: half the FLOPs a device, one all_reduce" \
   test "$(cat "$tmp/ta.cost")" = "$((whole / 2)), all_reduce 1"
 check "...and its devices agree with the interpreter" \
   quiet "$PARTIR" lower "$tmp/ta.pir" --mesh model=2 --simulate
+# nn.MultiheadAttention's products over [seq, batch x heads, hd], the
+# batch merged with the heads by a view of q, k, v (hlo_unmerge): each
+# value from that view up to the output's view back is imported over
+# batch and heads apart, so Megatron's split of the heads crosses it:
+# the in_proj's slices split by columns (sink-slice through the
+# unflatten to [..., 3, d]), no gather, one all_reduce of the 8 x 8
+# output (256 B sent), and exactly half the FLOPs a device: 2848 of 5696
+# (in_proj 2*8*8*24 = 3072, its bias 192, q's scale 64, scores and
+# context 2*4*4*4*4 = 512 each, softmax 5*64 = 320, out_proj 2*8*8*8 =
+# 1024: every one of them split by the heads)
+tm=$fx/torch_mha.mlir
+run_model torch_mha "$tm" 1e-5
+check "torch-xla's MultiheadAttention: its products batched over batch and heads apart" \
+  test "$("$PARTIR" import "$tm" | grep -c 'lhs_batch = \[0, 1\]')" -eq 2
+"$PARTIR" tactic "$top_srcdir/tactics/megatron.lua" "$tm" --mesh model=2 \
+  -o "$tmp/tm.pir" 2>"$tmp/err"
+"$PARTIR" cost "$tmp/tm.pir" --mesh model=2 --hw h100x8 |
+  awk '$1 == "FLOPs" { printf "%s", $2 } $1 ~ /^all_/ { printf ", %s %s %s", $1, $4, $5 }' \
+  >"$tmp/tm.cost"
+check "...Megatron on model=2: 2848 FLOPs a device, one all_reduce of 256 B" \
+  test "$(cat "$tmp/tm.cost")" = "2848, all_reduce 1 256"
+check "...and its devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/tm.pir" --mesh model=2 --simulate
 tx=$fx/torch_xla_cnn.mlir
 batch_split tx-b2 "$tx" "torch-xla's CNN"
 check "...both results tiled over batch, and no collective" \

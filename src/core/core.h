@@ -485,6 +485,10 @@ gboolean op_is_reduction(Op op);
 
 /* Floating-point operations for one evaluation of base operator 't'. */
 double op_flops(const Term *t);
+/* TRUE for the operators whose result element is computed from the
+ * operands' elements at its own index alone, of operands of its shape
+ * (the flops column's fl_elementwise: add ... compare). */
+gboolean op_is_elementwise(Op op);
 /* Whether a contraction whose contracted dimensions do not merge into
  * one stride ([B, H, S, D] x [H, D, E] over H, D) is better computed by
  * first copying 'copied' elements (the operands whose contracted

@@ -59,6 +59,10 @@ static const FlopsFn flops_fns[OP_COUNT_] = {
 #undef X
 };
 
+gboolean op_is_elementwise(Op op) {
+  return op < OP_COUNT_ && flops_fns[op] == fl_elementwise;
+}
+
 double op_flops(const Term *t) {
   g_assert(t->kind == TM_OP && t->op < OP_COUNT_ && flops_fns[t->op]);
   return flops_fns[t->op](t);

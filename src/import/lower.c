@@ -3038,6 +3038,15 @@ void hlo_lowered_clear(HloLowered *l) {
   g_clear_pointer(&l->checks, g_array_unref);
 }
 
+/* Whether a note is on a value other than an argument or a result (a
+ * sharding constraint). */
+static gboolean notes_on_values(GPtrArray *notes) {
+  for (guint i = 0; i < notes->len; i++)
+    if (((HloNote *)g_ptr_array_index(notes, i))->site == HLO_ON_VALUE)
+      return TRUE;
+  return FALSE;
+}
+
 gboolean hlo_lower(const HloFile *f, HloLowered *res, Diag *diag) {
   *res = (HloLowered){0};
   g_autoptr(Module) m = module_new();
@@ -3102,6 +3111,15 @@ gboolean hlo_lower(const HloFile *f, HloLowered *res, Diag *diag) {
       else
         out->body =
             term_tuple(out->nresults, (const Term *const *)results->pdata);
+      if (!lw.failed && !notes_on_values(lw.notes)) {
+        /* a constraint's value may go; the results' notes follow */
+        out->body = hlo_unmerge(out->body, m->names);
+        for (guint i = 0; i < lw.notes->len; i++) {
+          HloNote *n = g_ptr_array_index(lw.notes, i);
+          if (n->site == HLO_ON_RESULT)
+            n->value = out->body->args[n->index];
+        }
+      }
       if (!lw.failed)
         read_aliasing(&lw, fn, out);
     }
