@@ -253,6 +253,34 @@ check "...Megatron on model=2: 2848 FLOPs a device, one all_reduce of 256 B" \
   test "$(cat "$tmp/tm.cost")" = "2848, all_reduce 1 256"
 check "...and its devices agree with the interpreter" \
   quiet "$PARTIR" lower "$tmp/tm.pir" --mesh model=2 --simulate
+# its input is sequence-first, [seq 4, batch 2, d 8], viewed as
+# [seq x batch, d] for the projections: each value from that view is
+# imported over seq and batch apart, so a split of the batch (dimension
+# 1) crosses it: half the FLOPs a device and no collective; then
+# Megatron over model on top: a quarter, and the one all_reduce of
+# half the output (128 B)
+"$PARTIR" tactic "$top_srcdir/tactics/batch.lua" "$tm" --mesh batch=2 \
+  --set dim=1 -o "$tmp/tmb.pir" 2>"$tmp/err"
+"$PARTIR" cost "$tmp/tmb.pir" --mesh batch=2 --hw h100x8 |
+  awk '$1 == "FLOPs" { printf "%s", $2 } $1 ~ /^all_/ { printf ", %s %s %s", $1, $4, $5 }' \
+  >"$tmp/tmb.cost"
+check "...batch along its dimension 1 (sequence-first): 2848 FLOPs a device, no collective" \
+  test "$(cat "$tmp/tmb.cost")" = "2848"
+cat >"$tmp/bdim-m.lua" <<'LUA'
+local batch, megatron = require "batch", require "megatron"
+return function(s, mesh, opts)
+  return megatron(batch(s, mesh, { dim = opts.dim }), mesh, {})
+end
+LUA
+"$PARTIR" tactic "$tmp/bdim-m.lua" "$tm" --mesh batch=2,model=2 --set dim=1 \
+  -o "$tmp/tmbm.pir" 2>"$tmp/err"
+"$PARTIR" cost "$tmp/tmbm.pir" --mesh batch=2,model=2 --hw h100x8 |
+  awk '$1 == "FLOPs" { printf "%s", $2 } $1 ~ /^all_/ { printf ", %s %s %s", $1, $4, $5 }' \
+  >"$tmp/tmbm.cost"
+check "...then Megatron: 1424 FLOPs a device, one all_reduce of 128 B" \
+  test "$(cat "$tmp/tmbm.cost")" = "1424, all_reduce 1 128"
+check "...and its 4 devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/tmbm.pir" --mesh batch=2,model=2 --simulate
 tx=$fx/torch_xla_cnn.mlir
 batch_split tx-b2 "$tx" "torch-xla's CNN"
 check "...both results tiled over batch, and no collective" \

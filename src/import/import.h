@@ -479,13 +479,14 @@ typedef struct HloLowered {
 gboolean hlo_lower(const HloFile *f, HloLowered *out, Diag *diag);
 void hlo_lowered_clear(HloLowered *l);
 
-/* unmerge.c: 'body' with every reshape that regroups dimensions
- * ([seq, batch, heads * hd] -> [seq, batch * heads, hd]) taken apart:
- * the values computed from it at the common refinement of the two
- * shapes, where their operators take its groups whole, so a split of
- * one factor (the heads) crosses it.  The same elements everywhere;
- * 'names' (Term -> name) given to the values that replace named ones.
- * 'body' itself where no reshape regroups. */
+/* unmerge.c: 'body' with every reshape that merges dimensions
+ * ([seq, batch, heads * hd] -> [seq, batch * heads, hd], [seq, batch,
+ * d] -> [seq * batch, d]) taken apart: the values computed from it at
+ * the common refinement of the two shapes, where their operators take
+ * its groups whole, so a split of an inner factor (the heads, the
+ * batch) crosses it.  The same elements everywhere; 'names' (Term ->
+ * name) given to the values that replace named ones.  'body' itself
+ * where no reshape merges. */
 const Term *hlo_unmerge(const Term *body, GHashTable *names);
 /* "name (file:line:col)" for a location: the innermost name and the
  * first file position under it; NULL when it says neither. */

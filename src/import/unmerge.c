@@ -1,25 +1,25 @@
-/* unmerge.c — reshapes that regroup dimensions, taken apart.
+/* unmerge.c — reshapes that merge dimensions, taken apart.
  *
- * PyTorch/XLA writes attention over [seq, batch * heads, head_dim]: a
- * view that merges the batch with the heads, which the projection keeps
- * apart ([seq, batch, heads * head_dim] -> [seq, batch * heads, hd]).
- * A split of the heads (Megatron) cuts the projection's columns, but in
- * the merged dimension a device's heads are not one part (batch b, head
- * h is element b * heads + h): no tile crosses that reshape, and the
- * whole of attention is gathered onto every device.
+ * PyTorch/XLA writes its tensors' views as reshapes.  Attention runs on
+ * [seq, batch * heads, head_dim]: a view that merges the batch with the
+ * heads, which the projection keeps apart ([seq, batch, heads * hd] ->
+ * [seq, batch * heads, hd]).  Every nn.Linear runs on [seq * batch, d].
+ * A split of the heads (Megatron) or of the batch of a sequence-first
+ * layout cuts the inner factor of such a merged dimension, whose parts
+ * are not one part of it (batch b, head h is element b * heads + h): no
+ * tile crosses that reshape, and the whole is gathered on every device.
  *
- * Such a reshape regroups: the common refinement of its operand's and
- * result's shapes ([seq, batch, heads, hd]: every boundary of either's
- * row-major groups) is finer than both.  Here each value computed from
- * it is computed at that refinement instead, as long as its operator
- * takes each group of fine dimensions as one dimension (elementwise
- * operators, transposes that move groups whole, broadcasts, reductions,
- * products batched or contracted over whole groups), and is the reshape
- * of that value back to its own shape where anything else uses it.  A
- * reshape of such a value that merges it again is a reshape of the fine
- * value.  Reshapes are row-major relabellings, so every rebuilt value
- * holds the same elements as the one it replaces.  A program with no
- * regrouping reshape is left as it is.
+ * Here a reshape that merges dimensions gives its value at the common
+ * refinement of its operand's and result's shapes ([seq, batch, heads,
+ * hd]: every boundary of either's row-major groups), and so does each
+ * value computed from it whose operator takes each group of fine
+ * dimensions as one dimension (elementwise operators, transposes that
+ * move groups whole, broadcasts, reductions, products batched over
+ * whole groups or keeping them free); it is the reshape of that value
+ * back to its own shape where anything else uses it, and a reshape of
+ * it is a reshape of the fine value.  Reshapes are row-major
+ * relabellings, so every rebuilt value holds the same elements as the
+ * one it replaces.  A program with no merging reshape is left as it is.
  */
 #include "import/import.h"
 
@@ -168,13 +168,14 @@ static gboolean same_groups(const Fine *a, const Fine *b) {
 
 /* ------------------------------------------------------------ operators */
 
-/* reshape(x): where it regroups, its value at the common refinement. */
+/* reshape(x): where it merges dimensions, its value at the common
+ * refinement. */
 static Fine *unmerge_reshape(Unmerge *u, const Term *t, const Fine *x) {
   const Term *src = x->fine ? x->fine : x->plain;
   int64_t f[MAX_FINE], dims[MAX_FINE];
   int first[PARTIR_MAX_RANK + 1];
   int nf = common_refinement(x->plain->type, t->type, f);
-  gboolean regroups = nf > non_unit(x->plain->type) && nf > non_unit(t->type);
+  gboolean regroups = nf > non_unit(t->type);
   if (regroups && x->fine) /* cut what the operand's fine form cuts too */
     nf = common_refinement(src->type, t->type, f);
   int n = regroups && nf > 0 ? cut(t->type, f, nf, dims, first) : -1;
@@ -184,14 +185,49 @@ static Fine *unmerge_reshape(Unmerge *u, const Term *t, const Fine *x) {
   return fine_value(u, fine, t->type, first);
 }
 
-/* 'x' at shape 'want' (its elements' count): a splat constant made at
+/* broadcast_in_dim 'x' made at shape 'want', whose fine dimensions
+ * group as 'first' into x's: each operand dimension cut as the group it
+ * lands in (one of size 1 into as many of size 1), so a bias added to
+ * [seq x batch, d] is added to [seq, batch, d] without a reshape of the
+ * broadcast (which a split of the batch could not cross). */
+static const Term *broadcast_at(Unmerge *u, const Term *x, const Type *want,
+                                const int *first) {
+  const AttrValue *dims = attrs_get(x->attrs, "dims");
+  const Type *ot = x->args[0]->type;
+  int64_t shape[MAX_FINE], fd[MAX_FINE];
+  int n = 0;
+  for (int i = 0; i < dims->count; i++) {
+    int r = (int)dims->items[i].i;
+    for (int k = first[r]; k < first[r + 1]; k++) {
+      if (n == MAX_FINE)
+        return NULL;
+      fd[n] = k;
+      shape[n++] = ot->dims[i] == 1 ? 1 : want->dims[k];
+    }
+    if (ot->dims[i] != 1 && ot->dims[i] != x->type->dims[r])
+      return NULL;
+  }
+  const Term *op = reshaped(u, x->args[0], type_tensor(ot->dtype, n, shape));
+  return op ? term_op(OP_BROADCAST_IN_DIM, 1, &op, attrs_ints("dims", n, fd),
+                      want, u->err)
+            : NULL;
+}
+
+/* 'x' at shape 'want' (its elements' count), whose fine dimensions
+ * group as 'first' into x's: a splat constant or a broadcast made at
  * that shape, anything else reshaped. */
-static const Term *at_shape(Unmerge *u, const Term *x, const Type *want) {
+static const Term *at_shape(Unmerge *u, const Term *x, const Type *want,
+                            const int *first) {
   const AttrValue *v = x->kind == TM_OP && x->op == OP_CONSTANT
                            ? attrs_get(x->attrs, "value")
                            : NULL;
   if (v && v->kind != AV_LIST)
     return term_op(OP_CONSTANT, 0, NULL, x->attrs, want, u->err);
+  if (x->kind == TM_OP && x->op == OP_BROADCAST_IN_DIM) {
+    const Term *b = broadcast_at(u, x, want, first);
+    if (b)
+      return b;
+  }
   return reshaped(u, x, want);
 }
 
@@ -213,7 +249,7 @@ static Fine *unmerge_elementwise(Unmerge *u, const Term *t, Fine **x) {
     const Type *want = type_with_dtype(shape, x[i]->plain->type->dtype);
     args[i] = x[i]->fine && x[i]->fine->type == want
                   ? x[i]->fine
-                  : at_shape(u, x[i]->plain, want);
+                  : at_shape(u, x[i]->plain, want, like->first);
     if (!args[i])
       return NULL;
   }
@@ -482,7 +518,7 @@ static Fine *rebuild(Unmerge *u, const Term *t, Fine **x) {
   return plain ? fine_new(plain) : NULL;
 }
 
-/* Whether some reshape under 'body' regroups. */
+/* Whether some reshape under 'body' merges dimensions. */
 static gboolean any_regrouping(const Term *body) {
   g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
   g_autoptr(GPtrArray) todo = g_ptr_array_new();
@@ -494,7 +530,7 @@ static gboolean any_regrouping(const Term *body) {
     if (t->kind == TM_OP && t->op == OP_RESHAPE) {
       int64_t f[MAX_FINE];
       int nf = common_refinement(t->args[0]->type, t->type, f);
-      if (nf > non_unit(t->args[0]->type) && nf > non_unit(t->type))
+      if (nf > non_unit(t->type))
         return TRUE;
     }
     for (int i = 0; i < t->nargs; i++)
