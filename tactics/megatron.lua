@@ -24,7 +24,9 @@
 -- device looks up the ids in its own rows, zero elsewhere, and the
 -- lookup is a sum over the axis (one all-reduce, gather-sum in
 -- docs/spmd.md); the embeddings it produces are replicated.  A table of
--- fewer rows than parts (BERT's two token types) stays whole.  A table
+-- fewer rows than parts (BERT's two token types) stays whole, and so
+-- does one looked up at indices computed from no argument (GPT-2's
+-- position table, at arange(seq): Megatron-LM keeps it whole).  A table
 -- used again as the output layer (tied embeddings: h @ wte.T) gives
 -- logits split by vocabulary, as a column-parallel layer's.
 --
@@ -421,14 +423,23 @@ local function split_weights(s, values, args, axis, parts, views)
     end
     return origin[name]
   end
+  local fed = {} -- value name -> computed from an argument
+  local function fed_of(name)
+    if yields[name] then
+      return fed_of(yields[name])
+    end
+    return fed[name] or false
+  end
   local tables = {} -- the embedding tables split by rows
   local plan, order = {}, {}
   for _, v in ipairs(values) do
     local ops = v.operands or {}
     local any = false
+    fed[v.name] = v.kind == "arg"
     for _, o in ipairs(ops) do
       any = any or is_split(o)
       origin[v.name] = origin[v.name] or origin_of(o)
+      fed[v.name] = fed[v.name] or fed_of(o)
     end
     if v.yield then
       yields[v.name] = v.yield
@@ -456,8 +467,11 @@ local function split_weights(s, values, args, axis, parts, views)
     local vocab = lookup_dim(v)
     local table_arg = vocab and weight(ops[1])
     local rows = table_arg and table_arg.shape[arg_dim(ops[1], vocab) + 1]
-    if table_arg and not plan[table_arg.name] and rows < parts then
-      split[v.name] = false -- a table of fewer rows than parts stays whole
+    if table_arg and not plan[table_arg.name] and
+        (rows < parts or not fed_of(ops[2])) then
+      -- a table of fewer rows than parts stays whole, and so does one
+      -- looked up at indices no input gives (positions: an iota)
+      split[v.name] = false
     elseif table_arg and not plan[table_arg.name] then
       plan[table_arg.name] = arg_dim(ops[1], vocab) -- vocabulary-parallel:
       order[#order + 1] = table_arg.name -- summed, replicated after

@@ -203,6 +203,35 @@ check "megatron-tied: 2 all_reduces and the logits' all_gather over model" \
   test "$(tr '\n' ',' <"$tmp/tied.coll")" = "all_reduce model 2,all_gather model 1,"
 check "megatron-tied: simulated devices agree with the interpreter" \
   quiet "$PARTIR" lower "$tmp/megatron-tied.pir" --mesh model=4 --simulate
+# GPT-2's position table, looked up at arange(seq) (an iota: no input
+# gives its indices), stays whole as Megatron-LM keeps it: the token
+# table by rows (one all_reduce), the MLP block (one more), the
+# positions looked up locally: 2 all_reduces, not 3
+cat >"$tmp/pos.pir" <<'PIR'
+func @pos(%ids: tensor<4xi32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x8xf32>,
+          %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %i = broadcast_in_dim(%ids) {dims = [0]} : tensor<4x1xi32>
+  %e = gather(%wte, %i) {collapsed_slice_dims = [0], index_vector_dim = 1, offset_dims = [1], slice_sizes = [1, 8], start_index_map = [0]}
+  %p = iota() {dim = 0} : tensor<4x1xi32>
+  %q = gather(%wpe, %p) {collapsed_slice_dims = [0], index_vector_dim = 1, offset_dims = [1], slice_sizes = [1, 8], start_index_map = [0]}
+  %x = add(%e, %q)
+  %h = dot_general(%x, %w1) {lhs_contract = [1], rhs_contract = [0]}
+  %a = tanh(%h)
+  %o = dot_general(%a, %w2) {lhs_contract = [1], rhs_contract = [0]}
+  %r = add(%x, %o)
+  return %r
+}
+PIR
+tactic megatron-pos "$tactics/megatron.lua" "$tmp/pos.pir" model=2
+check "megatron-pos: the token table by rows, the position table whole" \
+  sh -c "grep -q 'partir.slice 0 %wte\[%r' '$tmp/megatron-pos.pir' &&
+         ! grep -q 'partir.slice [0-9] %wpe' '$tmp/megatron-pos.pir'"
+"$PARTIR" cost "$tmp/megatron-pos.pir" --mesh model=2 --hw h100x8 |
+  awk '$1 ~ /^all_/ { print $1, $2, $4 }' >"$tmp/pos.coll"
+check "megatron-pos: 2 all_reduces over model" \
+  test "$(tr '\n' ',' <"$tmp/pos.coll")" = "all_reduce model 2,"
+check "megatron-pos: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/megatron-pos.pir" --mesh model=2 --simulate
 
 # q, k and v split off one fused projection (x @ w_qkv, then slices, as
 # jnp.split and PyTorch's chunk write them; 2 heads of 4): a split of
