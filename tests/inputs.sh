@@ -71,6 +71,18 @@ func @loss(%w: tensor<8x4xf32>, %b: tensor<4xf32>, %x: tensor<6x8xf32>,
 EOF
 expect "a scalar loss: the arguments its reduction over the batch reads" \
   "x,y" "$tmp/loss.pir"
+# a loss over an embedding lookup: the table's rows are summed over
+# when split (a masked lookup), but they are not the batch: the ids
+cat >"$tmp/lookup.pir" <<'EOF'
+func @g(%t: tensor<16x32xf32>, %ids: tensor<4x8xi32>) -> tensor<f32> {
+  %i = broadcast_in_dim(%ids) {dims = [0, 1]} : tensor<4x8x1xi32>
+  %e = gather(%t, %i) {collapsed_slice_dims = [0], index_vector_dim = 2, offset_dims = [2], slice_sizes = [1, 32], start_index_map = [0]}
+  %s = reduce_sum(%e) {dims = [0, 1, 2]}
+  return %s
+}
+EOF
+expect "a loss over an embedding lookup: the ids, not the table" "ids" \
+  "$tmp/lookup.pir"
 # the residual x + relu(x . w) keeps x's type: not an update (no loss)
 cat >"$tmp/res.pir" <<'EOF'
 func @res(%w: tensor<8x8xf32>, %x: tensor<6x8xf32>) -> tensor<6x8xf32> {

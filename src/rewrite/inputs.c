@@ -111,8 +111,8 @@ static void mark_reductions(Walk *w, const Term *body) {
     const Term *t = g_ptr_array_steal_index_fast(stack, stack->len - 1);
     if (!g_hash_table_add(visited, (gpointer)t))
       continue;
-    TileSpec s;
-    if (t->kind == TM_OP && spec_of(w->rs, t, &s))
+    TileSpec s; /* a reduction's (a lookup's rows are no batch) */
+    if (t->kind == TM_OP && op_is_reduction(t->op) && spec_of(w->rs, t, &s))
       for (int k = 0; k < s.nred; k++) {
         int i = 0, d = reduced_alone(&s, k, t->nargs, &i);
         if (d == w->dim)
