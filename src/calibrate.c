@@ -46,12 +46,17 @@
 #include <stddef.h>
 #include <unistd.h>
 
+/* The probes of one pass, at most. */
+#define MAX_PROBES 16
+
 typedef struct Calibration {
   const RuleSet *rules;
   const CalibrateOptions *o;
   Mesh mesh; /* d=N, or no axes for one device */
   Hardware hw;
   GString *log;
+  double seconds[MAX_PROBES]; /* each probe's median step, in order */
+  int nprobes;
 } Calibration;
 
 /* One measured program: its compiled code and its median step time. */
@@ -178,6 +183,8 @@ static gboolean solve(Calibration *c, const char *key, size_t field,
   }
   x = rounded(x);
   *(double *)((char *)&c->hw + field) = x;
+  g_assert(c->nprobes < MAX_PROBES);
+  c->seconds[c->nprobes++] = p.seconds;
   g_string_append_printf(c->log, "# %s: %s: %.4g ms a step (median of %d)", key,
                          what, p.seconds * 1e3, p.runs);
   g_string_append_printf(c->log, " -> %.3g\n", x);
@@ -407,7 +414,7 @@ static gboolean calibrate(Calibration *c, Diag *why) {
 
 /* One pass: every probe once, in order. */
 static gboolean calibrate_pass(const RuleSet *rs, const CalibrateOptions *o,
-                               Hardware *out, GString *log, Diag *why) {
+                               Calibration *out, GString *log, Diag *why) {
   Calibration c = {.rules = rs, .o = o, .log = log};
   if (o->devices > 1) {
     g_autofree char *mesh = g_strdup_printf("d=%d", o->devices);
@@ -427,15 +434,20 @@ static gboolean calibrate_pass(const RuleSet *rs, const CalibrateOptions *o,
       pages > 0 && page > 0 ? (double)pages * (double)page / o->devices : 1e9;
   if (!calibrate(&c, why))
     return FALSE;
-  *out = c.hw;
+  *out = c;
   return TRUE;
 }
 
-/* With several passes, each figure is the median of the passes': the
- * machines this runs on are shared, and a pass that meets a busy second
- * (a neighbour's job, the host's) gives one figure a third off, which a
- * program's predicted time then carries; the passes are seconds apart,
- * so one busy spell spoils one of them, not the median. */
+/* With several passes, the figures are those of the pass the machine
+ * slowed least: each pass's probes timed against the fastest time any
+ * pass gave that probe, the pass whose ratios average lowest.  These
+ * machines are shared, and a busy spell (a neighbour's job, the host
+ * giving two vCPUs one core) only ever makes a probe slower: two
+ * devices' matmul ran in 20 ms in one pass and 39 ms in the two around
+ * it, whose median then priced every product at half the speed the
+ * programs measured after it ran at.  One pass's figures, not each
+ * figure's best: each is solved with the ones before it in its own pass
+ * (link_latency over that pass's step_overhead). */
 gboolean pipeline_calibrate(const RuleSet *rs, const CalibrateOptions *o,
                             Hardware *out, GString *log, Diag *why) {
   int passes = MAX(o->passes, 1);
@@ -444,16 +456,39 @@ gboolean pipeline_calibrate(const RuleSet *rs, const CalibrateOptions *o,
                      "and passes 1 to 99");
     return FALSE;
   }
-  g_autofree Hardware *all = g_new0(Hardware, (gsize)passes);
+  g_autofree Calibration *all = g_new0(Calibration, (gsize)passes);
   for (int k = 0; k < passes; k++) {
     if (passes > 1)
       g_string_append_printf(log, "# pass %d of %d\n", k + 1, passes);
     if (!calibrate_pass(rs, o, &all[k], log, why))
       return FALSE;
   }
-  if (passes > 1)
-    g_string_append_printf(log, "# each figure the median of the %d passes'\n",
-                           passes);
-  hw_median(out, all, passes);
+  int n = all[0].nprobes, best = 0;
+  double fastest[MAX_PROBES], slowed[99];
+  for (int i = 0; i < n; i++) {
+    fastest[i] = all[0].seconds[i];
+    for (int k = 1; k < passes; k++)
+      fastest[i] = MIN(fastest[i], all[k].seconds[i]);
+  }
+  for (int k = 0; k < passes; k++) {
+    g_assert(all[k].nprobes == n); /* the same probes every pass */
+    slowed[k] = 0;
+    for (int i = 0; i < n; i++)
+      slowed[k] +=
+          fastest[i] > 0 ? all[k].seconds[i] / fastest[i] / n : 1.0 / n;
+    if (slowed[k] < slowed[best])
+      best = k;
+  }
+  if (passes > 1) {
+    g_string_append(log, "# each pass's probes against the fastest time of "
+                         "each, on average:");
+    for (int k = 0; k < passes; k++)
+      g_string_append_printf(log, " %.2fx", slowed[k]);
+    g_string_append_printf(log,
+                           "\n# the figures of pass %d, the least "
+                           "slowed\n",
+                           best + 1);
+  }
+  *out = all[best].hw;
   return TRUE;
 }

@@ -183,13 +183,21 @@ check "...saying what to give, nothing printed" \
   sh -c "grep -q \"spmd.pir: this is a device's program: compile the program before lowering, on its mesh\" '$tmp/err' && ! test -s '$tmp/out'"
 # calibrate: a description of this machine that the cost model loads and
 # prices kernels with (the figures themselves are timings: only their
-# form is checked); two passes, each figure the median of theirs
+# form is checked); two passes, the figures those of the pass the
+# machine slowed least
 "$PARTIR" calibrate --devices 2 --runs 1 --passes 2 -o "$tmp/here.hw" >"$tmp/out" 2>"$tmp/err"
 status=$?
 check "calibrate --devices 2: a description written, nothing on stdout" \
   sh -c "test $status -eq 0 && test -s '$tmp/here.hw' && ! test -s '$tmp/out'"
-check "...from two passes, each figure a pass's (the lower of two)" sh -c \
-  "grep -qx '# pass 2 of 2' '$tmp/here.hw' && v=\$(sed -n 's/^kernel_overhead=//p' '$tmp/here.hw') && sed -n 's/^# kernel_overhead: .* -> //p' '$tmp/here.hw' | sort -g | head -1 | grep -qx \"\${v:-0}\""
+check "...from two passes, every figure the one pass's it names as the least slowed" sh -c \
+  "grep -qx '# pass 2 of 2' '$tmp/here.hw' &&
+   k=\$(sed -n 's/^# the figures of pass \([12]\), the least slowed\$/\1/p' '$tmp/here.hw') &&
+   test -n \"\$k\" &&
+   for key in step_overhead mem_bw peak_flops_f32 kernel_overhead link_latency link_bw; do
+     v=\$(sed -n \"s/^\$key=//p\" '$tmp/here.hw')
+     awk -v k=\"\$k\" -v key=\"# \$key:\" '/^# pass / { p = \$3 } p == k && index(\$0, key) == 1 { print \$NF }' '$tmp/here.hw' |
+       grep -qx \"\${v:-0}\" || exit 1
+   done"
 # (an overhead the machine shows none of, as a loaded machine may time
 # it, is solved as 0: its line is left out, 0 being the figure's default)
 check "...every figure, each with how it was measured" sh -c \

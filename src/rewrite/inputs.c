@@ -17,9 +17,9 @@
  *      table indexed by the tokens carry no result dimension there;
  *   2. where no result carries dimension 'dim' (a training step
  *      returns the loss and the new parameters): as 1, walking back
- *      from the reductions that take an operand's dimension 'dim' away
- *      alone (the loss's mean over the batch, a bias's gradient), not
- *      from a contraction's;
+ *      from the reductions over an operand's dimension 'dim' (the
+ *      loss's mean over the batch, a bias's gradient), not from a
+ *      contraction's;
  *   3. where that finds none either, in a training step, the arguments
  *      no result updates.
  *
@@ -56,20 +56,6 @@ static void mark(Walk *w, const Term *t, int d) {
   g_array_append_val(w->todo, ((Mark){t, d}));
 }
 
-/* Whether reduction 'k' of 's' takes one operand's dimension away alone
- * (a reduction, not a contraction of two operands). */
-static int reduced_alone(const TileSpec *s, int k, int nargs, int *operand) {
-  int found = -1;
-  for (int i = 0; i < nargs && i < SPEC_MAX_OPERANDS; i++)
-    if (s->red[k][i] >= 0) {
-      if (found >= 0)
-        return -1;
-      found = i;
-      *operand = i;
-    }
-  return found >= 0 ? s->red[k][found] : -1;
-}
-
 /* Walks back from every mark. */
 static void walk(Walk *w) {
   while (w->todo->len) {
@@ -101,8 +87,9 @@ static void walk(Walk *w) {
   }
 }
 
-/* Every operator in 'body' that reduces an operand's dimension 'dim'
- * away alone: walked from. */
+/* Every reduction in 'body' over its operand's dimension 'dim' (not a
+ * contraction's, nor a lookup's rows, which a split table sums over):
+ * walked from. */
 static void mark_reductions(Walk *w, const Term *body) {
   GHashTable *visited = g_hash_table_new(NULL, NULL);
   GPtrArray *stack = g_ptr_array_new();
@@ -111,13 +98,12 @@ static void mark_reductions(Walk *w, const Term *body) {
     const Term *t = g_ptr_array_steal_index_fast(stack, stack->len - 1);
     if (!g_hash_table_add(visited, (gpointer)t))
       continue;
-    TileSpec s; /* a reduction's (a lookup's rows are no batch) */
-    if (t->kind == TM_OP && op_is_reduction(t->op) && spec_of(w->rs, t, &s))
-      for (int k = 0; k < s.nred; k++) {
-        int i = 0, d = reduced_alone(&s, k, t->nargs, &i);
-        if (d == w->dim)
-          mark(w, t->args[i], d);
-      }
+    const AttrValue *dims = t->kind == TM_OP && op_is_reduction(t->op)
+                                ? attrs_get(t->attrs, "dims")
+                                : NULL;
+    for (int k = 0; dims && k < dims->count; k++)
+      if (dims->items[k].i == w->dim)
+        mark(w, t->args[0], w->dim);
     for (int i = 0; i < t->nargs; i++)
       g_ptr_array_add(stack, (gpointer)t->args[i]);
   }

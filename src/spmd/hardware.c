@@ -43,18 +43,6 @@ static const HwKey hw_keys[] = {
     {"step_overhead", offsetof(Hardware, step_overhead), TRUE, "seconds", TRUE},
 };
 
-void hw_median(Hardware *out, const Hardware *each, int n) {
-  *out = each[0];
-  g_autofree double *v = g_new(double, (gsize)MAX(n, 1));
-  for (gsize i = 0; i < G_N_ELEMENTS(hw_keys); i++) {
-    for (int k = 0; k < n; k++)
-      v[k] = *(const double *)((const char *)&each[k] + hw_keys[i].offset);
-    partir_sort_doubles(v, (gsize)n);
-    /* an even count: the lower middle, a figure one of them has */
-    *(double *)((char *)out + hw_keys[i].offset) = v[(n - 1) / 2];
-  }
-}
-
 static const HwKey axis_keys[] = {
     {"link_bw", offsetof(HwAxis, link_bw), FALSE, "bytes/s", FALSE},
     {"link_latency", offsetof(HwAxis, link_latency), TRUE, "seconds", FALSE},

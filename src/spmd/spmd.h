@@ -303,11 +303,6 @@ double hw_peak_flops(const Hardware *hw, DType dt);
 void hw_link(const Hardware *hw, const char *axis, double *bw, double *latency);
 /* The description in the file format (hw_load reads it back). */
 void hw_print(GString *out, const Hardware *hw);
-/* 'n' descriptions of one machine as one: each figure the median of
- * theirs (of an even count the lower middle, a figure one of them
- * has), the rest (the name, the axes) the first's.
- * requires: n >= 1. */
-void hw_median(Hardware *out, const Hardware *each, int n);
 /* The directories searched for NAME.hw, in order (g_strfreev). */
 char **hw_search_path(void);
 
