@@ -146,8 +146,11 @@ end
 -- of size 1 it adds), where 'v' views its operand of shape 'from' as a
 -- weight: converted, transposed, a dynamic_slice of one layer of a
 -- stacked weight (lax.scan over layers, w[l]: every dimension whole but
--- the layer's, of size 1) or a reshape that drops or adds dimensions of
--- size 1 (the layer's squeezed away); nil when it is none of these.
+-- the layer's, of size 1), a slice of one window position of a
+-- convolution's kernel (the importer's products over the window: every
+-- dimension whole but the window's, of size 1), or a reshape that drops
+-- or adds dimensions of size 1 (the layer's squeezed away); nil when it
+-- is none of these.
 local function view_dims(v, from)
   local dims = {}
   if v.op == "convert" or v.op == "transpose" then
@@ -155,7 +158,8 @@ local function view_dims(v, from)
       dims[i + 1] = v.op == "transpose" and v.attrs.permutation[i + 1] or i
     end
     return dims
-  elseif v.op == "dynamic_slice" and from and #from == #v.shape then
+  elseif (v.op == "dynamic_slice" or v.op == "slice") and from and
+      #from == #v.shape then
     for i = 1, #v.shape do
       if v.shape[i] ~= from[i] and v.shape[i] ~= 1 then
         return nil

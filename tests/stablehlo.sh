@@ -287,6 +287,22 @@ check "...both results tiled over batch, and no collective" \
   sh -c "test \$(grep -c 'partir.tile 0 .*@\"batch\"' '$tmp/tx-b2.pir') -eq 2 &&
          grep -Eq '^  none$' '$tmp/tx-b2.stats'"
 split_runs tx-b2 "$tx" torch_xla_cnn "XLA's"
+# Megatron on the CNN: each convolution is imported as products over
+# the kernel's window positions, each with a slice of the kernel; the
+# slices are one weight, so the convolutions are split by output
+# channels (4 -> 2 a device) and the classifier by its input features,
+# summed once: one all_reduce of the 2 x 5 logits (40 B), and half of
+# every FLOP but the classifier's bias, added after the sum on every
+# device (10): (35858 - 10) / 2 + 10 = 17934
+"$PARTIR" tactic "$top_srcdir/tactics/megatron.lua" "$tx" --mesh model=2 \
+  -o "$tmp/tx-m2.pir" 2>"$tmp/err"
+"$PARTIR" cost "$tmp/tx-m2.pir" --mesh model=2 --hw h100x8 |
+  awk '$1 == "FLOPs" { printf "%s", $2 } $1 ~ /^all_/ { printf ", %s %s %s", $1, $4, $5 }' \
+  >"$tmp/tx-m2.cost"
+check "torch-xla's CNN under Megatron: its convolutions split by channels, 17934 FLOPs a device, one all_reduce of 40 B" \
+  test "$(cat "$tmp/tx-m2.cost")" = "17934, all_reduce 1 40"
+check "...and its devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/tx-m2.pir" --mesh model=2 --simulate
 # JAX's threefry (gen_threefry.py: split, fold_in, bits, randint): xor,
 # shifts, or and adds on ui32; partir's bits are JAX's, interpreted and
 # compiled
