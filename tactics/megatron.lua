@@ -486,11 +486,31 @@ local function split_weights(s, values, args, axis, parts, views)
       local w = weight(ops[side])
       local row = is_split(other)
       local dim = weight_dim(v, #w.shape, row, side)
+      -- a depthwise product (a convolution's feature groups, a batch
+      -- dimension of the product, each group contracting one feature)
+      -- has no contracted dimension to split: the weight is split along
+      -- the batch dimension instead, and the activation stays split
+      local depthwise = false
+      local view = shape_of[ops[side]]
+      if row and dim and view and view[dim + 1] < parts and
+          v.op == "dot_general" then
+        local batch = side == 2 and v.attrs.rhs_batch or v.attrs.lhs_batch
+        for _, b in ipairs(batch or {}) do
+          if not depthwise and view[b + 1] >= parts then
+            dim, depthwise = b, true
+          end
+        end
+      end
       dim = dim and arg_dim(ops[side], dim)
       if dim and dim >= 0 and w.value and not w.narrowed[dim] then
         w = w.arg -- a slice that keeps the split dimension whole: the
       end --         argument is split (a kernel at a window position)
-      if dim and dim >= 0 then
+      if dim and dim >= 0 and depthwise then
+        plan[w.name] = dim
+        order[#order + 1] = w.name
+        split[v.name] = true
+        origin[v.name] = origin_of(other)
+      elseif dim and dim >= 0 then
         plan[w.name] = dim
         order[#order + 1] = w.name
         split[v.name] = not row

@@ -56,6 +56,11 @@ expect "partir's training step, parameters first: x and the target" \
 # w - lr * g, elementwise from its argument: an update, not data
 expect "JAX's training step: x and y, not the weights it returns updated" \
   "arg0,arg1" "$hlo/mlp_train_step.mlir"
+# JAX's CNN training step returns the loss and the four gradients,
+# none an update and none carrying the batch (x %arg0, y %arg1, kernels
+# %arg2 to %arg4, the dense %arg5): the loss's mean over the batch reads
+# x and y
+expect "JAX's CNN step of gradients: x and y" "arg0,arg1" "$hlo/cnn.mlir"
 # a forward loss (a scalar): the mean over the batch rows of (x.w - y)^2
 cat >"$tmp/loss.pir" <<'EOF'
 func @loss(%w: tensor<8x4xf32>, %b: tensor<4xf32>, %x: tensor<6x8xf32>,

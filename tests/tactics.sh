@@ -455,6 +455,36 @@ check "megatron-mha: 2816 FLOPs a device, one all_reduce of 256 B" \
   test "$(fused_costs megatron-mha model=2)" = "2816, all_reduce model 1 256"
 check "megatron-mha: simulated devices agree with the interpreter" \
   quiet "$PARTIR" lower "$tmp/megatron-mha.pir" --mesh model=2 --simulate
+# a depthwise product between the two layers of a block (a convolution
+# with one feature a group, as the importer writes it: the channels a
+# batch dimension, one feature contracted): no contracted dimension to
+# split, so its kernel is split along the channels, which the first
+# layer's split carries to it, and the block closes at the second layer:
+# every FLOP halved, 1120 of 2240 (products 2*4*8*16 = 1024 and
+# 2*4*16*8 = 1024, the depthwise one 2*16*4 = 128, tanh 64), one
+# all_reduce of the 4 x 8 output (128 B)
+cat >"$tmp/dw.pir" <<'PIR'
+func @dw(%x: tensor<4x8xf32>, %w1: tensor<8x16xf32>, %kd: tensor<16x1x1xf32>, %w2: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %h = matmul(%x, %w1)
+  %t = transpose(%h) {permutation = [1, 0]}
+  %u = reshape(%t) : tensor<16x4x1xf32>
+  %d = dot_general(%u, %kd) {lhs_batch = [0], lhs_contract = [2], rhs_batch = [0], rhs_contract = [1]}
+  %r = reshape(%d) : tensor<16x4xf32>
+  %a = tanh(%r)
+  %b = transpose(%a) {permutation = [1, 0]}
+  %o = matmul(%b, %w2)
+  return %o
+}
+PIR
+tactic megatron-dw "$tactics/megatron.lua" "$tmp/dw.pir" model=2
+check "megatron-dw: w1 by columns, the depthwise kernel by channels, w2 by rows" \
+  sh -c "grep -q 'partir.slice 1 %w1' '$tmp/megatron-dw.pir' &&
+         grep -q 'partir.slice 0 %kd' '$tmp/megatron-dw.pir' &&
+         grep -q 'partir.slice 0 %w2' '$tmp/megatron-dw.pir'"
+check "megatron-dw: 1120 FLOPs a device, one all_reduce of 128 B" \
+  test "$(fused_costs megatron-dw model=2)" = "1120, all_reduce model 1 128"
+check "megatron-dw: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/megatron-dw.pir" --mesh model=2 --simulate
 
 # ---- batch on the MLP: x by rows, one tile
 tactic batch-mlp "$tactics/batch.lua" "$ex/mlp.pir" batch=2

@@ -15,8 +15,8 @@
  *      at its dimension 'dim' is data.  A bias broadcast across the
  *      batch, a weight contracted with the activations, an embedding
  *      table indexed by the tokens carry no result dimension there;
- *   2. where no result carries dimension 'dim' (a training step
- *      returns the loss and the new parameters): as 1, walking back
+ *   2. where that finds none (a training step returns the loss and
+ *      the new parameters, or their gradients): as 1, walking back
  *      from the reductions over an operand's dimension 'dim' (the
  *      loss's mean over the batch, a bias's gradient), not from a
  *      contraction's;
@@ -171,11 +171,14 @@ int rw_data_args(const RuleSet *rs, const Func *f, int dim, gboolean *is_data) {
     walked = TRUE;
   }
   walk(&w);
-  if (!walked) { /* a loss: from the reductions over 'dim' */
+  int n = 0;
+  for (int a = 0; a < f->nargs; a++)
+    n += is_data[a] && !updated[a];
+  if (!walked || n == 0) { /* a loss: from the reductions over 'dim' */
     mark_reductions(&w, body);
     walk(&w);
   }
-  int n = 0;
+  n = 0;
   for (int a = 0; a < f->nargs; a++) {
     is_data[a] &= !updated[a];
     n += is_data[a];
