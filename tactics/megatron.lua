@@ -415,24 +415,21 @@ local function split_weights(s, values, args, axis, parts, views)
   -- yields; regions are listed before their bodies, so it is looked up
   -- when used
   local yields = {}
-  local function is_split(name)
-    if yields[name] then
-      return is_split(yields[name])
+  local function body(name) -- the value a region's name stands for
+    while yields[name] do
+      name = yields[name]
     end
-    return split[name] or false
+    return name
+  end
+  local function is_split(name)
+    return split[body(name)] or false
   end
   local function origin_of(name)
-    if yields[name] then
-      return origin_of(yields[name])
-    end
-    return origin[name]
+    return origin[body(name)]
   end
   local fed = {} -- value name -> computed from an argument
   local function fed_of(name)
-    if yields[name] then
-      return fed_of(yields[name])
-    end
-    return fed[name] or false
+    return fed[body(name)] or false
   end
   local tables = {} -- the embedding tables split by rows
   local plan, order = {}, {}

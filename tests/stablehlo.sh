@@ -240,15 +240,19 @@ check "...and its devices agree with the interpreter" \
 # (in_proj 2*8*8*24 = 3072, its bias 192, q's scale 64, scores and
 # context 2*4*4*4*4 = 512 each, softmax 5*64 = 320, out_proj 2*8*8*8 =
 # 1024: every one of them split by the heads)
+# costs FILE MESH: "FLOPs a device, kind count bytes sent" of each
+# collective, as the cost model on h100x8 reports them
+costs() {
+  "$PARTIR" cost "$1" --mesh "$2" --hw h100x8 |
+    awk '$1 == "FLOPs" { printf "%s", $2 } $1 ~ /^all_/ { printf ", %s %s %s", $1, $4, $5 }'
+}
 tm=$fx/torch_mha.mlir
 run_model torch_mha "$tm" 1e-5
 check "torch-xla's MultiheadAttention: its products batched over batch and heads apart" \
   test "$("$PARTIR" import "$tm" | grep -c 'lhs_batch = \[0, 1\]')" -eq 2
 "$PARTIR" tactic "$top_srcdir/tactics/megatron.lua" "$tm" --mesh model=2 \
   -o "$tmp/tm.pir" 2>"$tmp/err"
-"$PARTIR" cost "$tmp/tm.pir" --mesh model=2 --hw h100x8 |
-  awk '$1 == "FLOPs" { printf "%s", $2 } $1 ~ /^all_/ { printf ", %s %s %s", $1, $4, $5 }' \
-  >"$tmp/tm.cost"
+costs "$tmp/tm.pir" model=2 >"$tmp/tm.cost"
 check "...Megatron on model=2: 2848 FLOPs a device, one all_reduce of 256 B" \
   test "$(cat "$tmp/tm.cost")" = "2848, all_reduce 1 256"
 check "...and its devices agree with the interpreter" \
@@ -261,9 +265,7 @@ check "...and its devices agree with the interpreter" \
 # half the output (128 B)
 "$PARTIR" tactic "$top_srcdir/tactics/batch.lua" "$tm" --mesh batch=2 \
   --set dim=1 -o "$tmp/tmb.pir" 2>"$tmp/err"
-"$PARTIR" cost "$tmp/tmb.pir" --mesh batch=2 --hw h100x8 |
-  awk '$1 == "FLOPs" { printf "%s", $2 } $1 ~ /^all_/ { printf ", %s %s %s", $1, $4, $5 }' \
-  >"$tmp/tmb.cost"
+costs "$tmp/tmb.pir" batch=2 >"$tmp/tmb.cost"
 check "...batch along its dimension 1 (sequence-first): 2848 FLOPs a device, no collective" \
   test "$(cat "$tmp/tmb.cost")" = "2848"
 cat >"$tmp/bdim-m.lua" <<'LUA'
@@ -274,9 +276,7 @@ end
 LUA
 "$PARTIR" tactic "$tmp/bdim-m.lua" "$tm" --mesh batch=2,model=2 --set dim=1 \
   -o "$tmp/tmbm.pir" 2>"$tmp/err"
-"$PARTIR" cost "$tmp/tmbm.pir" --mesh batch=2,model=2 --hw h100x8 |
-  awk '$1 == "FLOPs" { printf "%s", $2 } $1 ~ /^all_/ { printf ", %s %s %s", $1, $4, $5 }' \
-  >"$tmp/tmbm.cost"
+costs "$tmp/tmbm.pir" batch=2,model=2 >"$tmp/tmbm.cost"
 check "...then Megatron: 1424 FLOPs a device, one all_reduce of 128 B" \
   test "$(cat "$tmp/tmbm.cost")" = "1424, all_reduce 1 128"
 check "...and its 4 devices agree with the interpreter" \
@@ -296,9 +296,7 @@ split_runs tx-b2 "$tx" torch_xla_cnn "XLA's"
 # device (10): (35858 - 10) / 2 + 10 = 17934
 "$PARTIR" tactic "$top_srcdir/tactics/megatron.lua" "$tx" --mesh model=2 \
   -o "$tmp/tx-m2.pir" 2>"$tmp/err"
-"$PARTIR" cost "$tmp/tx-m2.pir" --mesh model=2 --hw h100x8 |
-  awk '$1 == "FLOPs" { printf "%s", $2 } $1 ~ /^all_/ { printf ", %s %s %s", $1, $4, $5 }' \
-  >"$tmp/tx-m2.cost"
+costs "$tmp/tx-m2.pir" model=2 >"$tmp/tx-m2.cost"
 check "torch-xla's CNN under Megatron: its convolutions split by channels, 17934 FLOPs a device, one all_reduce of 40 B" \
   test "$(cat "$tmp/tx-m2.cost")" = "17934, all_reduce 1 40"
 check "...and its devices agree with the interpreter" \

@@ -241,6 +241,25 @@ static const Term *apply_unregion(const RuleSet *rs, const Rule *rule,
                  op_takes_written_type(b->op) ? t->type : NULL, why);
 }
 
+/* StableHLO's static slice of 'x', [from, to) by 'step' in each
+ * dimension; the strides written only where one is not 1, as a model's
+ * slices are written. */
+static const Term *static_slice(const Term *x, const int64_t *from,
+                                const int64_t *to, const int64_t *step,
+                                Diag *why) {
+  int rank = x->type->rank;
+  gboolean strided = FALSE;
+  for (int d = 0; d < rank; d++)
+    strided |= step[d] != 1;
+  AttrValue v[3] = {attr_new_ints(rank, from), attr_new_ints(rank, to),
+                    attr_new_ints(rank, step)};
+  const Attrs *sa = attrs_build(
+      strided ? 3 : 2, (const char *[]){"start", "limit", "strides"}, v);
+  if (!strided)
+    attr_value_clear(&v[2]);
+  return term_op(OP_SLICE, 1, &x, sa, NULL, why);
+}
+
 /* A static slice of a reshape as the reshape of a slice of its operand.
  * A reshape relabels the elements in row-major order: its operand's and
  * result's dimensions fall into groups of equal products (a dimension of
@@ -266,7 +285,7 @@ static const Term *sink_slice_reshape(const Term *t, const Term *x,
     to[d] = at->dims[d];
     step[d] = 1;
   }
-  gboolean any = FALSE, strided = FALSE;
+  gboolean any = FALSE;
   int i = 0, j = 0;
   while (i < at->rank || j < xt->rank) {
     /* the next group: operand dims [i, i2), result dims [j, j2) */
@@ -327,7 +346,6 @@ static const Term *sink_slice_reshape(const Term *t, const Term *x,
       from[m] = lo / rows;
       to[m] = hi / rows;
       step[m] = st;
-      strided |= st != 1;
       any = TRUE;
     }
     i = i2;
@@ -338,13 +356,7 @@ static const Term *sink_slice_reshape(const Term *t, const Term *x,
                 name);
     return NULL;
   }
-  AttrValue v[3] = {attr_new_ints(at->rank, from), attr_new_ints(at->rank, to),
-                    attr_new_ints(at->rank, step)};
-  const Attrs *sa = attrs_build(
-      strided ? 3 : 2, (const char *[]){"start", "limit", "strides"}, v);
-  if (!strided) /* unit strides, as a model's slices are written */
-    attr_value_clear(&v[2]);
-  const Term *part = term_op(OP_SLICE, 1, &a, sa, NULL, why);
+  const Term *part = static_slice(a, from, to, step, why);
   return part ? term_op(OP_RESHAPE, 1, &part, x->attrs, t->type, why) : NULL;
 }
 
@@ -419,20 +431,8 @@ static const Term *sink_slice(const RuleSet *rs, const Rule *rule,
     gboolean sliced = FALSE;
     for (int d = 0; d < rank; d++)
       sliced |= cut[i][d];
-    gboolean strided = FALSE;
-    for (int d = 0; d < rank; d++)
-      strided |= step[i][d] != 1;
-    if (sliced) {
-      AttrValue v[3] = {attr_new_ints(rank, from[i]),
-                        attr_new_ints(rank, to[i]),
-                        attr_new_ints(rank, step[i])};
-      const Attrs *sa = attrs_build(
-          strided ? 3 : 2, (const char *[]){"start", "limit", "strides"}, v);
-      if (!strided) /* unit strides, as a model's slices are written */
-        attr_value_clear(&v[2]);
-      if (!(a = term_op(OP_SLICE, 1, &a, sa, NULL, why)))
-        return NULL;
-    }
+    if (sliced && !(a = static_slice(a, from[i], to[i], step[i], why)))
+      return NULL;
     args[i] = a;
   }
   return term_op(x->op, x->nargs, args, rw_attrs_follow(x, args),
