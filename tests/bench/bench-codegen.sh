@@ -327,16 +327,17 @@ done
 fi # BENCH_COST_ONLY
 
 # ------------------------------------------------ 7: the cost model
-# The machine calibrated here (partir calibrate: one description for one
-# device alone, one for two devices at once), then each program's
-# predicted step time beside the one measured by partir exec --repeat
-# (device steps: inputs scattered once).
+# In rounds: each round calibrates the machine (partir calibrate, one
+# pass: a description for two devices at once, then one for one device
+# alone), and right after each description measures the programs it
+# prices (partir exec --repeat: device steps, inputs scattered once) and
+# predicts their step (partir cost on it).  A program's ratio is the
+# median of its rounds' ratios.  On these VMs the two vCPUs run at times
+# on one core for tens of seconds, halving what two threads get: a
+# description measured in one spell and programs measured in another
+# compare two machines, which pairing a round's description with its own
+# measurements avoids.
 echo
-echo "bench-codegen: calibrating (partir calibrate)" >&2
-"$PARTIR" calibrate --devices 1 --runs "$BENCH_RUNS" -o "$tmp/one.hw" ||
-  fail "partir calibrate --devices 1 fails"
-"$PARTIR" calibrate --devices 2 --runs "$BENCH_RUNS" -o "$tmp/two.hw" ||
-  fail "partir calibrate --devices 2 fails"
 "$PARTIR" tactic "$PARTIR_TACTICS/megatron.lua" \
   "$top_srcdir/examples/transformer_layer.pir" --mesh model=2 \
   -o "$tmp/layer-m2.pir" || fail "the megatron tactic fails on the example"
@@ -350,7 +351,7 @@ echo "bench-codegen: calibrating (partir calibrate)" >&2
 exec_median() {
   em_steps=$1
   shift
-  "$PARTIR" exec "$@" --repeat "$em_steps" 2>&1 >/dev/null |
+  "$PARTIR" exec "$@" --repeat "$em_steps" 2>&1 >/dev/null </dev/null |
     sed -n 's/^partir: .* steps: min .* ms, median \([0-9.]*\) ms$/\1/p'
 }
 
@@ -361,15 +362,20 @@ to_ms() {
     if (v == "" || f < 0) print ""; else printf "%.6g\n", v * f }'
 }
 
+# median FILE: the median of the numbers in FILE, one a line.
+median() {
+  sort -g "$1" | awk '{ v[NR] = $1 } END {
+    if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+
 echo "cost model (item 7): predicted step time on this machine's calibrated"
 echo "description against the median step of partir exec --repeat (as many"
-echo "steps as fill 0.2 s, at least $BENCH_RUNS, at most 2000; the median of"
-echo "three processes);" \
-  "ratio = predicted / measured"
-grep -h '^# [a-z_0-9]*: ' "$tmp/one.hw" "$tmp/two.hw" | sed 's/^# /  /'
-printf '  %-44s %-9s %11s %11s %7s  %s\n' "program" "mesh" "measured ms" \
-  "predicted" "ratio" "target 0.75..1.25"
-within=0 total=0
+echo "steps as fill 0.2 s, at least $BENCH_RUNS, at most 2000), in"
+echo "$BENCH_RUNS rounds, each calibrating (partir calibrate --passes 1) and"
+echo "measuring right after; ratio = predicted / measured, the median of the"
+echo "rounds' ratios (measured and predicted: the medians of the rounds')"
+# The programs, "label|mesh (- for one device)|file"
+entries=$tmp/entries
 for entry in \
   "examples/mlp.pir|-|$top_srcdir/examples/mlp.pir" \
   "examples/mlp_tiled.pir|batch=2|$top_srcdir/examples/mlp_tiled.pir" \
@@ -382,38 +388,90 @@ for entry in \
   "...megatron|model=2|$tmp/tr-m2.pir" \
   "12-layer transformer (item 6)|-|$tmp/t12.pir" \
   "8 elementwise ops (item 4)|-|$tmp/chain.pir"; do
-  what=${entry%%|*}
-  rest=${entry#*|}
+  [ -f "${entry##*|}" ] && printf '%s\n' "$entry"
+done >"$entries"
+
+# entry_fields ENTRY: sets 'what', 'mesh' and 'file' of one program.
+entry_fields() {
+  what=${1%%|*}
+  rest=${1#*|}
   mesh=${rest%%|*}
   file=${rest#*|}
-  [ -f "$file" ] || continue
-  if [ "$mesh" = - ]; then
-    set -- "$file"
-    hw=$tmp/one.hw
-  else
-    set -- "$file" --mesh "$mesh"
-    hw=$tmp/two.hw
-  fi
-  measured=$(exec_median "$BENCH_RUNS" "$@")
-  # again, with as many steps as fill about 0.2 s (at most 2000), as
-  # partir calibrate does: a few steps of microseconds are mostly the
-  # first ones' page faults and the threads' start
-  steps=$(awk -v m="${measured:-}" -v r="$BENCH_RUNS" 'BEGIN {
+}
+
+# The steps a process times: as many as fill about 0.2 s (at most
+# 2000), as partir calibrate does: a few steps of microseconds are mostly
+# the first ones' page faults and the threads' start.
+n=0
+while IFS= read -r entry; do
+  n=$((n + 1))
+  entry_fields "$entry"
+  if [ "$mesh" = - ]; then set -- "$file"; else set -- "$file" --mesh "$mesh"; fi
+  first=$(exec_median "$BENCH_RUNS" "$@")
+  awk -v m="${first:-}" -v r="$BENCH_RUNS" 'BEGIN {
     if (m == "") { print 0; exit }
     n = int(200 / (m + 0.001)); if (n > 2000) n = 2000
-    print (n > r ? n : 0) }')
-  if [ "$steps" -gt 0 ]; then
-    # the median of three processes: a program of microseconds runs up
-    # to a third faster or slower from one process to the next (where
-    # its buffers and code fall in the caches), steadily within one
-    measured=$( (for _ in 1 2 3; do exec_median "$steps" "$@"; done) |
-      sort -g | sed -n 2p)
-  fi
-  predicted=$(to_ms $("$PARTIR" cost "$@" --hw "$hw" |
-    awk '$1 == "total" { print $2, $3; exit }'))
-  ratio=$(div "$predicted" "$measured")
+    print (n > r ? n : r) }' >"$tmp/steps.$n"
+  : >"$tmp/measured.$n"
+  : >"$tmp/predicted.$n"
+  : >"$tmp/ratio.$n"
+done <"$entries"
+
+# measure_round DEVICES HW: each program on DEVICES devices (1: no mesh)
+# measured, then priced on HW.
+measure_round() {
+  devices=$1 hw=$2 n=0
+  while IFS= read -r entry; do
+    n=$((n + 1))
+    entry_fields "$entry"
+    steps=$(cat "$tmp/steps.$n")
+    if [ "$mesh" = - ]; then
+      [ "$devices" = 1 ] || continue
+      set -- "$file"
+    else
+      [ "$devices" = 2 ] || continue
+      set -- "$file" --mesh "$mesh"
+    fi
+    [ "$steps" -gt 0 ] || continue
+    measured=$(exec_median "$steps" "$@")
+    predicted=$(to_ms $("$PARTIR" cost "$@" --hw "$hw" </dev/null |
+      awk '$1 == "total" { print $2, $3; exit }'))
+    ratio=$(div "$predicted" "$measured")
+    if [ "$ratio" != - ]; then
+      echo "$measured" >>"$tmp/measured.$n"
+      echo "$predicted" >>"$tmp/predicted.$n"
+      echo "$ratio" >>"$tmp/ratio.$n"
+    fi
+  done <"$entries"
+}
+
+echo "bench-codegen: calibrating and measuring in $BENCH_RUNS rounds" >&2
+round=0
+while [ "$round" -lt "$BENCH_RUNS" ]; do
+  round=$((round + 1))
+  for devices in 2 1; do
+    hw=$tmp/d$devices.r$round.hw
+    if "$PARTIR" calibrate --devices "$devices" --runs "$BENCH_RUNS" \
+      --passes 1 -o "$hw" </dev/null; then
+      measure_round "$devices" "$hw"
+    else
+      fail "partir calibrate --devices $devices fails"
+    fi
+  done
+done
+echo "  the first round's descriptions:"
+grep -h '^# [a-z_0-9]*: ' "$tmp/d1.r1.hw" "$tmp/d2.r1.hw" 2>/dev/null |
+  sed 's/^# /  /'
+
+printf '  %-44s %-9s %11s %11s %7s  %s\n' "program" "mesh" "measured ms" \
+  "predicted" "ratio" "target 0.75..1.25"
+within=0 total=0 n=0
+while IFS= read -r entry; do
+  n=$((n + 1))
+  entry_fields "$entry"
+  ratio=$(median "$tmp/ratio.$n")
   verdict=
-  if [ "$ratio" != - ]; then
+  if [ -n "$ratio" ]; then
     total=$((total + 1))
     if awk -v r="$ratio" 'BEGIN { exit !(r >= 0.75 && r <= 1.25) }'; then
       within=$((within + 1))
@@ -421,11 +479,16 @@ for entry in \
     else
       verdict=outside
     fi
+    ratio=$(awk -v r="$ratio" 'BEGIN { printf "%.2f", r }')
   else
+    ratio=-
     fail "$what: no measured or predicted time"
   fi
   printf '  %-44s %-9s %11s %11s %7s  %s\n' "$what" "$mesh" \
-    "$(ms "$measured")" "$(ms "$predicted")" "$ratio" "$verdict"
-done
+    "$(ms "$(median "$tmp/measured.$n")")" \
+    "$(ms "$(median "$tmp/predicted.$n")")" "$ratio" "$verdict"
+  printf '  %-44s %-9s %s\n' "" "" \
+    "rounds: $(tr '\n' ' ' <"$tmp/ratio.$n")"
+done <"$entries"
 echo "  $within of $total programs predicted within 25 %"
 exit $status
