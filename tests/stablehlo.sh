@@ -107,6 +107,7 @@ model_inputs() {
   torch_mha)
     for a in b w wo x; do printf '%s ' "$fx/torch_mha.$a.npy"; done
     ;;
+  torch_take) echo "$fx/torch_take.t.npy $fx/torch_take.logits.npy $fx/torch_take.u.npy $fx/torch_take.idx.npy" ;;
   esac
 }
 
@@ -281,6 +282,42 @@ check "...then Megatron: 1424 FLOPs a device, one all_reduce of 128 B" \
   test "$(cat "$tmp/tmbm.cost")" = "1424, all_reduce 1 128"
 check "...and its 4 devices agree with the interpreter" \
   quiet "$PARTIR" lower "$tmp/tmbm.pir" --mesh batch=2,model=2 --simulate
+# torch.gather (cross_entropy's pick of the target's log-probability)
+# and scatter_add, whose indices concatenate the position with the
+# data: the position is a batching dimension (batched.c), so a split of
+# the batch crosses the gather, and the batch of the scatter's updates
+# is a sum.  The data: the targets and the logits (the updates and
+# their indices reach no result dimension: the scatter sums them).
+tk=$fx/torch_take.mlir
+run_model torch_take "$tk" 1e-6
+check "torch-xla's gather and scatter at (position, index): batching dimensions" \
+  test "$("$PARTIR" import "$tk" | grep -c 'operand_batching_dims = \[0\], .*start_indices_batching_dims = \[0\]\|input_batching_dims = \[1\], .*scatter_indices_batching_dims = \[1\]')" -eq 2
+cat >"$tmp/data.lua" <<'LUA'
+return function(s)
+  local names = {}
+  for _, a in ipairs(s:data_args()) do names[#names + 1] = a.name end
+  io.stderr:write("data: " .. table.concat(names, " ") .. "\n")
+  return s
+end
+LUA
+check "...its data: the targets and the logits" \
+  sh -c "'$PARTIR' tactic '$tmp/data.lua' '$tk' --mesh batch=2 -o /dev/null 2>&1 | grep -qx 'data: t logits'"
+batch_split tk-b2 "$tk" "the cross entropy and scatter"
+# per device: the loss of 2 rows, none sent (the scatter, of no data,
+# whole on each device)
+check "...its loss split over the batch, no collective" \
+  sh -c "grep -q 'partir.tile 0 .*@\"batch\"' '$tmp/tk-b2.pir' &&
+         grep -Eq '^  none$' '$tmp/tk-b2.stats'"
+split_runs tk-b2 "$tk" torch_take "XLA's"
+# every input split by its rows: the scatter of each device's updates
+# into zeros, summed: one all_reduce of the 3 x 6 result (72 B)
+"$PARTIR" tactic "$top_srcdir/tactics/batch.lua" "$tk" --mesh batch=2 \
+  --set inputs=t,logits,u,idx -o "$tmp/tk-all.pir" 2>"$tmp/err"
+costs "$tmp/tk-all.pir" batch=2 >"$tmp/tk-all.cost"
+check "...every input split by rows: the scatter's sum, one all_reduce of 72 B" \
+  sh -c "grep -q ', all_reduce 1 72$' '$tmp/tk-all.cost'"
+check "...and its devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/tk-all.pir" --mesh batch=2 --simulate
 tx=$fx/torch_xla_cnn.mlir
 batch_split tx-b2 "$tx" "torch-xla's CNN"
 check "...both results tiled over batch, and no collective" \

@@ -488,6 +488,14 @@ void hlo_lowered_clear(HloLowered *l);
  * name) given to the values that replace named ones.  'body' itself
  * where no reshape merges. */
 const Term *hlo_unmerge(const Term *body, GHashTable *names);
+/* batched.c: the indices of a gather or scatter of 'operand' with
+ * dimension numbers 'g', each component that is an iota along an
+ * indices dimension (torch.gather's position, concatenated with its
+ * indices along index_vector_dim) made a batching dimension in 'g' and
+ * dropped from them; 'indices' itself where none is; NULL with the
+ * reason in 'err' where a term does not build. */
+const Term *hlo_batch_iota_indices(const Type *operand, const Term *indices,
+                                   GatherDims *g, Diag *err);
 /* "name (file:line:col)" for a location: the innermost name and the
  * first file position under it; NULL when it says neither. */
 char *hlo_loc_describe(const HloFile *f, const HloLoc *l);

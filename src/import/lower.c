@@ -2018,8 +2018,21 @@ static gboolean read_dims(Lower *lw, const HloOp *op, const char *dict,
   return TRUE;
 }
 
+/* The indices of a gather or scatter with its position components
+ * made batching dimensions (batched.c); NULL after lfail. */
+static const Term *batched_indices(Lower *lw, const HloOp *op,
+                                   const Type *operand, const Term *indices,
+                                   GatherDims *g) {
+  g_autoptr(Diag) err = diag_new(NULL);
+  const Term *t = hlo_batch_iota_indices(operand, indices, g, err);
+  if (!t)
+    lfail(lw, op->loc, "'%s': %s", op->name, diag_text(err));
+  return t;
+}
+
 /* gather: its dimension numbers become partir's attributes of the same
- * names (core/gather.c). */
+ * names (core/gather.c), a component that is the position a batching
+ * dimension (batched.c). */
 static gboolean lower_gather(Lower *lw, const HloOp *op, Op pop,
                              const Term *const *x, int nx, GPtrArray *out) {
   (void)nx;
@@ -2033,7 +2046,8 @@ static gboolean lower_gather(Lower *lw, const HloOp *op, Op pop,
       int_list(lw, op, "slice_sizes", g.slice_sizes, PARTIR_MAX_RANK, TRUE);
   if (g.nslice < 0)
     return FALSE;
-  return one(out, build(lw, op, pop, 2, x, gather_attrs(&g), NULL));
+  const Term *a[2] = {x[0], batched_indices(lw, op, x[0]->type, x[1], &g)};
+  return a[1] && one(out, build(lw, op, pop, 2, a, gather_attrs(&g), NULL));
 }
 
 /* dynamic_slice: 'sizes' in the pretty form, 'slice_sizes' in the
@@ -2061,16 +2075,21 @@ static gboolean lower_scatter(Lower *lw, const HloOp *op, Op pop,
   GatherDims g = {0};
   if (!read_dims(lw, op, "scatter_dimension_numbers", names, &g))
     return FALSE;
+  const Term *idx = batched_indices(lw, op, x[0]->type, x[1], &g);
+  if (!idx)
+    return FALSE;
   const Attrs *attrs = scatter_attrs(&g);
-  if (!hlo_scatter_sets(op))
-    return one(out, build(lw, op, pop, 3, x, attrs, NULL));
+  if (!hlo_scatter_sets(op)) {
+    const Term *a[3] = {x[0], idx, x[2]};
+    return one(out, build(lw, op, pop, 3, a, attrs, NULL));
+  }
   /* a set (x.at[i].set(u)): the updates added onto -0 (the identity
    * of addition, so a -0 update stays -0), how many landed on each
    * element counted the same way, and the sum taken where one did: an
    * element written once gets its update exactly.  One written more
    * than once (JAX leaves which update wins undefined) gets their mean,
    * or for i1 their or. */
-  const Term *x0 = x[0], *idx = x[1], *u = x[2];
+  const Term *x0 = x[0], *u = x[2];
   DType dt = x0->type->dtype;
   const Type *ci = type_with_dtype(x0->type, DT_I32);
   const Type *ui = type_with_dtype(u->type, DT_I32);
