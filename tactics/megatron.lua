@@ -37,7 +37,9 @@
 -- a weight is: each device computes its own heads of q, k and v.  The
 -- fused weight itself stays whole, each device slicing its columns of
 -- it: a split of the argument along its columns would give one device
--- all of q and half of k.
+-- all of q and half of k.  So it stays whole where a training step's
+-- backward uses it whole too (x @ w.T's weight transposed, contracted
+-- with the fused cotangent for the input's gradient).
 --
 -- options: axis    the mesh axis (default "model")
 --          inputs  comma-separated arguments that are data, never weights
@@ -347,7 +349,11 @@ local function sink_weight_slices(s, args, listed)
     local at, ops = {}, {} -- the values, by operator
     for _, v in ipairs(values) do
       local list = slices[v.name]
-      if list and #list == uses[v.name] then -- every use a slice
+      -- every use a slice; or a view of an argument (a training step's
+      -- backward uses the weight transposed whole too: the slices'
+      -- views are views of the weight's slices, nothing computed twice)
+      local view = OF_ARG[v.op] and args[v.operands[1]] ~= nil
+      if list and (#list == uses[v.name] or view) then
         if not at[v.op] then
           at[v.op] = {}
           ops[#ops + 1] = v.op
@@ -433,6 +439,10 @@ local function split_weights(s, values, args, axis, parts, views)
   end
   local tables = {} -- the embedding tables split by rows
   local plan, order = {}, {}
+  -- arguments whose slices are planned as weights (q, k and v of a fused
+  -- projection): the argument stays whole where it is used whole (a
+  -- training step's backward contracts the whole transposed weight)
+  local slices_planned, nslices = {}, 0
   for _, v in ipairs(values) do
     local ops = v.operands or {}
     local any = false
@@ -479,6 +489,7 @@ local function split_weights(s, values, args, axis, parts, views)
       tables[table_arg.name] = true
       split[v.name] = false
     elseif side and not plan[weight(ops[side]).name] and
+        not slices_planned[weight(ops[side]).name] and
         not (weight(ops[side]).value and plan[weight(ops[side]).arg.name]) then
       local w = weight(ops[side])
       local row = is_split(other)
@@ -510,6 +521,10 @@ local function split_weights(s, values, args, axis, parts, views)
       elseif dim and dim >= 0 then
         plan[w.name] = dim
         order[#order + 1] = w.name
+        if w.value then
+          slices_planned[w.arg.name] = true
+          nslices = nslices + 1
+        end
         split[v.name] = not row
         if row and origin_of(other) then
           closed[origin_of(other)] = true
@@ -605,6 +620,12 @@ local function split_weights(s, values, args, axis, parts, views)
     if v.kind == "op" and o and column[o] and not closed[o] then
       gathered[v.op] = (gathered[v.op] or 0) + 1
     end
+  end
+  -- a training step's cotangent of a weight slice's product (q's, split
+  -- by heads) is padded back to the fused projection's width, whose
+  -- gradient is the whole weight's: gathered there, a pad a slice
+  if nslices > 0 then
+    gathered.pad = (gathered.pad or 0) + nslices
   end
   local function exec(state, text)
     local out, report = state:exec(text, { tolerate = next(gathered) ~= nil })

@@ -314,6 +314,49 @@ check "fused-step-batch-megatron: simulated devices agree with the interpreter" 
   quiet "$PARTIR" lower "$tmp/fused-step-batch-megatron.pir" \
   --mesh batch=2,model=2 --simulate
 
+# the same in PyTorch's form (x @ w_qkv.T: the weight [3d, d]
+# transposed) after a parameter of its own (a norm's scale): the step's
+# backward contracts the whole transposed weight for the scale's
+# gradient, and the weight stays whole there (its slices are the
+# weights): the forward's one all_reduce (256 B), and q's, k's and v's
+# cotangents (split by heads) gathered where they are padded back to the
+# fused width (3 x 128 B sent), the fused weight's gradient and the
+# scale's input's computed from them.  A split of w_qkv itself in
+# halves of 12 (one device q and half of k) took 2 all_reduces and 4
+# all_gathers.
+cat >"$tmp/fused-t.pir" <<'PIR'
+func @fused_t(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %wqkv: tensor<24x8xf32>, %wo: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+  %gb = broadcast_in_dim(%g) {dims = [2]} : tensor<2x4x8xf32>
+  %xs = mul(%x, %gb)
+  %wt = transpose(%wqkv) {permutation = [1, 0]}
+  %qkv = dot_general(%xs, %wt) {lhs_contract = [2], rhs_contract = [0]}
+  %q = slice(%qkv) {start = [0, 0, 0], limit = [2, 4, 8]}
+  %k = slice(%qkv) {start = [0, 0, 8], limit = [2, 4, 16]}
+  %v = slice(%qkv) {start = [0, 0, 16], limit = [2, 4, 24]}
+  %qh = reshape(%q) : tensor<2x4x2x4xf32>
+  %kh = reshape(%k) : tensor<2x4x2x4xf32>
+  %vh = reshape(%v) : tensor<2x4x2x4xf32>
+  %s = dot_general(%qh, %kh) {lhs_batch = [0, 2], rhs_batch = [0, 2], lhs_contract = [3], rhs_contract = [3]}
+  %o = dot_general(%s, %vh) {lhs_batch = [0, 1], rhs_batch = [0, 2], lhs_contract = [3], rhs_contract = [1]}
+  %ot = transpose(%o) {permutation = [0, 2, 1, 3]}
+  %om = reshape(%ot) : tensor<2x4x8xf32>
+  %y = dot_general(%om, %wo) {lhs_contract = [2], rhs_contract = [0]}
+  return %y
+}
+PIR
+"$PARTIR" grad "$tmp/fused-t.pir" --loss sum --params-from-arg 1 \
+  -o "$tmp/fused-t-step.pir" 2>"$tmp/err"
+tactic megatron-fused-t-step "$tactics/megatron.lua" "$tmp/fused-t-step.pir" \
+  model=2 --set inputs=x
+check "megatron-fused-t-step: w_qkv whole, its slices split by rows" \
+  sh -c "! grep -q 'partir.slice [0-9] %wqkv\\[' '$tmp/megatron-fused-t-step.pir' &&
+         test \$(grep -Ec 'partir.slice 0 %[0-9]+\\[%r' '$tmp/megatron-fused-t-step.pir') -ge 3"
+check "megatron-fused-t-step: one all_reduce, three all_gathers of the slices' cotangents" \
+  test "$(fused_costs megatron-fused-t-step model=2 | cut -d, -f2-)" = \
+  " all_reduce model 1 256, all_gather model 3 384"
+check "megatron-fused-t-step: simulated devices agree with the interpreter" \
+  quiet "$PARTIR" lower "$tmp/megatron-fused-t-step.pir" --mesh model=2 --simulate
+
 # a model whose layers are one stacked weight each (lax.scan over
 # layers, w1[l]: a dynamic_slice of one layer, its dimension squeezed
 # away): each layer's view is the weight, split along the stacked
