@@ -45,6 +45,7 @@
  * after its owner has moved on.
  */
 #include "codegen/threads.h"
+#include "spmd/spmd.h"
 
 #include <stdatomic.h>
 
@@ -566,27 +567,35 @@ static void all_reduce(Peer *p, const Exchange *x, void *out) {
     reduce_run(&r, lo, lo, hi - lo);
 }
 
-/* reduce_scatter: this device's chunk along 'dim' of the sum. */
+/* reduce_scatter: this device's chunk along 'dim' of the sum; past the
+ * end of a dimension the devices do not divide, padding (zeros, as
+ * spmd/simulate.c has it). */
 static void reduce_scatter(Peer *p, const Exchange *x, void *out) {
   int d = (int)attrs_get_int(x->t->attrs, "dim");
-  int64_t src_off[PARTIR_MAX_RANK] = {0};
+  int64_t src_off[PARTIR_MAX_RANK] = {0}, box[PARTIR_MAX_RANK];
   src_off[d] = x->position * x->r->dims[d];
+  memcpy(box, x->r->dims, sizeof(int64_t) * (gsize)x->r->rank);
+  if (spmd_clip_box(box, src_off, x->x->dims, x->r->rank))
+    memset(out, 0, tensor_type_bytes(x->r));
   Reduce r = {.dtype = x->r->dtype,
               .n = x->size,
               .ins = p->ins,
               .nouts = 1,
               .outs = &out};
-  box_walk(x->r->rank, x->r->dims, zero_offsets, x->x->dims, src_off,
-           x->r->dims, reduce_run, &r);
+  box_walk(x->r->rank, x->r->dims, zero_offsets, x->x->dims, src_off, box,
+           reduce_run, &r);
 }
 
-/* all_gather: member j's operand is chunk j along 'dim'. */
+/* all_gather: member j's operand is chunk j along 'dim'; a 'length'
+ * (the chunks padded) drops what lies past it. */
 static void all_gather(Peer *p, const Exchange *x, void *out) {
   int d = (int)attrs_get_int(x->t->attrs, "dim");
-  int64_t dst_off[PARTIR_MAX_RANK] = {0};
+  int64_t dst_off[PARTIR_MAX_RANK] = {0}, box[PARTIR_MAX_RANK];
   for (int j = 0; j < x->size; j++) {
     dst_off[d] = j * x->x->dims[d];
-    box_copy(out, x->r, dst_off, p->ins[j], x->x, zero_offsets, x->x->dims);
+    memcpy(box, x->x->dims, sizeof(int64_t) * (gsize)x->x->rank);
+    spmd_clip_box(box, dst_off, x->r->dims, x->r->rank);
+    box_copy(out, x->r, dst_off, p->ins[j], x->x, zero_offsets, box);
   }
 }
 
@@ -606,12 +615,16 @@ static void all_to_all(Peer *p, const Exchange *x, void *out) {
   }
 }
 
-/* shard: this device's chunk along 'dim', no exchange. */
+/* shard: this device's chunk along 'dim', no exchange; padded with
+ * zeros past the end of a dimension the devices do not divide. */
 static void shard(const Exchange *x, const void *in, void *out) {
   int d = (int)attrs_get_int(x->t->attrs, "dim");
-  int64_t src_off[PARTIR_MAX_RANK] = {0};
+  int64_t src_off[PARTIR_MAX_RANK] = {0}, box[PARTIR_MAX_RANK];
   src_off[d] = x->position * x->r->dims[d];
-  box_copy(out, x->r, zero_offsets, in, x->x, src_off, x->r->dims);
+  memcpy(box, x->r->dims, sizeof(int64_t) * (gsize)x->r->rank);
+  if (spmd_clip_box(box, src_off, x->x->dims, x->r->rank))
+    memset(out, 0, tensor_type_bytes(x->r));
+  box_copy(out, x->r, zero_offsets, in, x->x, src_off, box);
 }
 
 static void peer_collective_into(Collectives *self, const Term *t,

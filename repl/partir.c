@@ -831,10 +831,14 @@ static int exec_rank(const Options *o, const char *file,
   Tensor **inputs = g_new0(Tensor *, (gsize)f->nargs + 1);
   GError *error = NULL;
   GPtrArray *results = NULL;
-  /* compile first: a program the code generator refuses is refused
-   * before any input is read (by every rank alike) */
-  if (pipeline_compile(rs, st->module, f, &p.mesh, co, &ex, diag)) {
+  /* compile first: a program the code generator or the runtime refuses
+   * is refused before any input is read (by every rank alike) */
+  gboolean runs = pipeline_compile(rs, st->module, f, &p.mesh, co, &ex, diag);
+  if (runs) {
     ex.runtime = rt;
+    runs = pipeline_runtime_runs(&ex, diag);
+  }
+  if (runs) {
     *alike = FALSE; /* from here on, the other ranks wait for this one */
     if (rank != 0 ||
         run_gather_inputs(f, o->inputs, o->input_seed, inputs, diag, &error))

@@ -503,7 +503,9 @@ gboolean pipeline_export(const RuleSet *rs, const State *s, const Mesh *mesh,
 }
 
 /* Whether 't' has a tile or sum over an uneven range (its last part
- * padded), which the code generator does not compile. */
+ * padded): its device program pads the last device's chunk, which the
+ * threaded runtime's collectives clip (as the simulator's do), and the
+ * GPU code and the MPI runtime do not run yet. */
 static gboolean has_uneven_range(const Term *t, GHashTable *seen) {
   if (!g_hash_table_add(seen, (gpointer)t))
     return FALSE;
@@ -529,11 +531,11 @@ gboolean pipeline_compile(const RuleSet *rs, const Module *m, const Func *g,
   if (!interp_check(g, why))
     return FALSE;
   g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
-  if (has_uneven_range(g->body, seen)) {
-    diag_reason(why, "the code generator does not compile uneven splits "
-                     "(a range whose width does not divide its size) yet: "
-                     "run the program with 'partir run', or lowered with "
-                     "'partir lower --simulate'");
+  out->uneven = has_uneven_range(g->body, seen);
+  if (out->uneven && o && o->target == CODEGEN_TARGET_NVPTX) {
+    diag_reason(why, "the GPU code does not run uneven splits (a range "
+                     "whose width does not divide its size) yet: run it on "
+                     "the CPU, on threads");
     return FALSE;
   }
   const Module *names = m;
@@ -643,10 +645,23 @@ void pipeline_runtime_stop(PipelineRuntime rt, int status) {
   (void)status;
 }
 
+gboolean pipeline_runtime_runs(const Executable *e, Diag *why) {
+  if (!e->uneven || !pipeline_runtime_ranks(e->runtime))
+    return TRUE;
+  diag_reason(why,
+              "the %s runtime does not run uneven splits (a range "
+              "whose width does not divide its size) yet: run it on "
+              "threads (--runtime threads)",
+              runtimes[runtime_row(e->runtime)].name);
+  return FALSE;
+}
+
 /* A mesh's devices on the executable's runtime. */
 static GPtrArray *run_devices(const Executable *e, Tensor *const *inputs,
                               int steps, double *step_seconds, Diag *why,
                               GError **error) {
+  if (!pipeline_runtime_runs(e, why))
+    return NULL;
 #ifdef HAVE_MPI
   if (e->runtime == PIPELINE_RUNTIME_MPI)
     return codegen_run_mpi(e->code, e->device, inputs, steps, step_seconds, why,
@@ -658,6 +673,8 @@ static GPtrArray *run_devices(const Executable *e, Tensor *const *inputs,
 
 GPtrArray *pipeline_execute(const Executable *e, Tensor *const *inputs,
                             Diag *why, GError **error) {
+  if (!pipeline_runtime_runs(e, why))
+    return NULL;
 #ifdef HAVE_MPI
   if (e->runtime == PIPELINE_RUNTIME_CUDA_MPI)
     return codegen_run_cuda_mpi(e->code, e->device, inputs, why, error);

@@ -184,6 +184,9 @@ typedef struct Executable {
   const Func *device; /* what 'code' is: 'lowered.spmd', or 'global' */
   Compiled *code;
   PipelineRuntime runtime; /* what stage 7 runs a mesh's devices on */
+  /* a split's last part padded (an uneven range): the threaded runtime
+   * runs it, the MPI and CUDA ones refuse it */
+  gboolean uneven;
 } Executable;
 gboolean pipeline_compile(const RuleSet *rs, const Module *m, const Func *g,
                           const Mesh *mesh, const CodegenOptions *o,
@@ -191,6 +194,10 @@ gboolean pipeline_compile(const RuleSet *rs, const Module *m, const Func *g,
 void pipeline_executable_clear(Executable *e);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Executable, pipeline_executable_clear)
 
+/* Whether the executable's runtime runs its program: FALSE with the
+ * reason for an uneven split on the MPI runtimes (their collectives move
+ * whole chunks).  Stage 7 checks it too. */
+gboolean pipeline_runtime_runs(const Executable *e, Diag *why);
 /* The runtime called 'name' ("threads", "mpi", "cuda", "cuda-mpi"): FALSE
  * with the reason when there is none by that name or this partir was
  * built without it. */

@@ -183,15 +183,15 @@ check "a bad input file on rank 0: every rank ends, not by the timeout" \
   sh -c "test $status -ne 0 && test $status -ne 124 && test $status -ne 137"
 check "...with the message, and no results" sh -c \
   "grep -qF '$tmp/bad.npy: not a .npy file' '$tmp/err' && ! test -s '$tmp/out'"
-# an uneven split (padded chunks): refused as the threaded runtime
-# refuses it, rank 0 saying so, every rank exiting 1
+# an uneven split (padded chunks): refused by this runtime (the
+# threaded one runs it), rank 0 saying so, every rank exiting 1
 sed 's/16x256/10x256/' "$top_srcdir/examples/mlp.pir" >"$tmp/mlp10.pir"
 "$PARTIR" rewrite "$tmp/mlp10.pir" --do 'arg-tile %x 0 3 batch; propagate' \
   -o "$tmp/mlp10.b.pir" 2>"$tmp/err"
 mpi 4 "$tmp/mlp10.b.pir" --mesh batch=4 >"$tmp/out" 2>"$tmp/err"
 status=$?
-check "an uneven split: exit 1 on every rank, the code generator's message once" \
-  sh -c "test $status -eq 1 && test \$(grep -c 'does not compile uneven splits' '$tmp/err') -eq 1"
+check "an uneven split: exit 1 on every rank, the runtime's message once" \
+  sh -c "test $status -eq 1 && test \$(grep -c 'mpi runtime does not run uneven splits' '$tmp/err') -eq 1"
 "$PARTIR" exec "$t4bm" --mesh batch=2,model=2 --runtime bogus \
   >/dev/null 2>"$tmp/err"
 status=$?

@@ -199,12 +199,15 @@ static void box_transfer(Tensor *dst, const int64_t *dst_off, const Tensor *src,
   }
 }
 
-/* 'box' cut to what lies inside 'dims' from 'off': a padded chunk's box
- * past the end of a dimension the devices do not divide. */
-static void clip_box(int64_t *box, const int64_t *off, const int64_t *dims,
-                     int rank) {
-  for (int k = 0; k < rank; k++)
-    box[k] = CLAMP(dims[k] - off[k], 0, box[k]);
+gboolean spmd_clip_box(int64_t *box, const int64_t *off, const int64_t *dims,
+                       int rank) {
+  gboolean clipped = FALSE;
+  for (int k = 0; k < rank; k++) {
+    int64_t b = CLAMP(dims[k] - off[k], 0, box[k]);
+    clipped |= b != box[k];
+    box[k] = b;
+  }
+  return clipped;
 }
 
 /* ---------------------------------------------------------- collectives */
@@ -341,7 +344,7 @@ static Tensor *comm_collective(Collectives *self, const Term *t, Tensor *x) {
   if (t->op == OP_SHARD) { /* no exchange: this device's chunk, padded */
     int d = (int)attrs_get_int(t->attrs, "dim");
     src_off[d] = g * box[d];
-    clip_box(box, src_off, x->type->dims, rank);
+    spmd_clip_box(box, src_off, x->type->dims, rank);
     box_transfer(out, zero_offsets, x, src_off, box, FALSE);
     return out;
   }
@@ -361,7 +364,7 @@ static Tensor *comm_collective(Collectives *self, const Term *t, Tensor *x) {
       int64_t part[PARTIR_MAX_RANK];
       memcpy(part, box, sizeof part);
       src_off[d] = g * box[d];
-      clip_box(part, src_off, x->type->dims, rank);
+      spmd_clip_box(part, src_off, x->type->dims, rank);
       box_transfer(out, zero_offsets, from, src_off, part, TRUE);
       break;
     }
@@ -370,7 +373,7 @@ static Tensor *comm_collective(Collectives *self, const Term *t, Tensor *x) {
       int64_t part[PARTIR_MAX_RANK];
       memcpy(part, x->type->dims, sizeof part);
       dst_off[d] = j * x->type->dims[d];
-      clip_box(part, dst_off, t->type->dims, rank);
+      spmd_clip_box(part, dst_off, t->type->dims, rank);
       box_transfer(out, dst_off, from, zero_offsets, part, FALSE);
       break;
     }
@@ -705,7 +708,7 @@ static Tensor **scatter_inputs(const Func *f, Tensor *const *global_inputs,
     int64_t off[PARTIR_MAX_RANK], box[PARTIR_MAX_RANK];
     chunk_offsets(m, &f->spmd->arg_dists[i], local, coords, off);
     memcpy(box, local->dims, sizeof box);
-    clip_box(box, off, g->type->dims, g->type->rank);
+    spmd_clip_box(box, off, g->type->dims, g->type->rank);
     gboolean padded =
         memcmp(box, local->dims, (size_t)local->rank * sizeof *box) != 0;
     int64_t at = padded ? -1 : contiguous_box(g->type, off, box);
@@ -780,7 +783,7 @@ static Tensor *gather_result(const Func *f, GPtrArray *const *results,
     int64_t off[PARTIR_MAX_RANK], box[PARTIR_MAX_RANK];
     chunk_offsets(m, d, local, coords, off);
     memcpy(box, local->dims, sizeof box); /* without the padding */
-    clip_box(box, off, global->dims, global->rank);
+    spmd_clip_box(box, off, global->dims, global->rank);
     if (!partial) { /* this device's part alone: copied, not summed */
       box_transfer(out, off, g_ptr_array_index(results[dev], i), zero_offsets,
                    box, FALSE);

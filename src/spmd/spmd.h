@@ -180,6 +180,11 @@ GPtrArray *spmd_run(const Func *f, Tensor *const *global_inputs,
  * starts: FALSE with the reason. */
 gboolean spmd_check_inputs(const Func *f, Tensor *const *global_inputs,
                            Diag *diag);
+/* 'box' (at 'off') cut to what lies inside 'dims': a padded chunk's
+ * box past the end of a dimension the devices do not divide; whether it
+ * was cut. */
+gboolean spmd_clip_box(int64_t *box, const int64_t *off, const int64_t *dims,
+                       int rank);
 /* The local inputs of device 'device' (row-major): new references, one
  * per argument, padding zeroed; read-only (a replicated one is the global
  * one, a contiguous chunk a view of it).  requires: spmd_check_inputs
