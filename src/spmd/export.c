@@ -721,6 +721,85 @@ static const char *emit_collective(Emit *e, const char *base, const Term *t,
   return emit_named(e, r, name, 1, &x, p->str, region);
 }
 
+/* A collective or shard of padded chunks (docs/spmd.md, "Uneven
+ * sizes"), which StableHLO's collectives do not pad: a shard or
+ * reduce_scatter of a dimension the devices do not divide takes its
+ * operand padded with zeros to whole chunks, and an all_gather with a
+ * 'length' gathers the padded chunks and keeps the first 'length'.
+ * Others as they are. */
+static const char *emit_padded(Emit *e, const char *base, const Term *t,
+                               const char *x) {
+  const Term *in = t->args[0];
+  if (t->op == OP_ALL_REDUCE || t->op == OP_ALL_TO_ALL)
+    return emit_collective(e, base, t, x);
+  int d = (int)attrs_get_int(t->attrs, "dim");
+  int64_t size = attrs_get_int(t->attrs, "size");
+  g_autoptr(Diag) err = diag_new(NULL);
+  if (t->op == OP_ALL_GATHER) {
+    const AttrValue *written = attrs_get(t->attrs, "length");
+    int64_t length = written ? written->i : 0;
+    if (length <= 0 || length == in->type->dims[d] * size)
+      return emit_collective(e, base, t, x);
+    /* the gather of the padded chunks, then its first 'length' */
+    const char *axes[MESH_MAX_AXES];
+    int n = collective_axes(t, axes);
+    const Term *whole = e->mesh ? spmd_collective(e->mesh, OP_ALL_GATHER, in,
+                                                  axes, n, d, 0, 0, err)
+                                : NULL;
+    const char *g = whole ? emit_collective(e, NULL, whole, x) : NULL;
+    if (!g)
+      return efail(e, "an all_gather of padded chunks: %s", diag_text(err)),
+             NULL;
+    g_autoptr(GString) p = g_string_new("limit_indices = array<i64: ");
+    for (int i = 0; i < t->type->rank; i++)
+      g_string_append_printf(p, "%s%" G_GINT64_FORMAT, i ? ", " : "",
+                             t->type->dims[i]);
+    g_string_append(p, ">, start_indices = array<i64: ");
+    for (int i = 0; i < t->type->rank; i++)
+      g_string_append_printf(p, "%s0", i ? ", " : "");
+    g_string_append(p, ">, strides = array<i64: ");
+    for (int i = 0; i < t->type->rank; i++)
+      g_string_append_printf(p, "%s1", i ? ", " : "");
+    g_string_append_c(p, '>');
+    return emit_op(e, base, "stablehlo.slice", 1, &g, p->str, NULL,
+                   type_text(t->type));
+  }
+  int64_t high = t->type->dims[d] * size - in->type->dims[d]; /* chunks */
+  if (high <= 0)
+    return t->op == OP_SHARD ? emit_shard(e, base, t, x)
+                             : emit_collective(e, base, t, x);
+  /* the operand padded with zeros at the end of 'd' to whole chunks */
+  int64_t dims[PARTIR_MAX_RANK];
+  memcpy(dims, in->type->dims, sizeof(int64_t) * (gsize)in->type->rank);
+  dims[d] += high;
+  const Type *padded_type = type_tensor(in->type->dtype, in->type->rank, dims);
+  g_autoptr(GString) p = g_string_new("edge_padding_high = array<i64: ");
+  for (int i = 0; i < in->type->rank; i++)
+    g_string_append_printf(p, "%s%" G_GINT64_FORMAT, i ? ", " : "",
+                           i == d ? high : 0);
+  g_string_append(p, ">, edge_padding_low = array<i64: ");
+  for (int i = 0; i < in->type->rank; i++)
+    g_string_append_printf(p, "%s0", i ? ", " : "");
+  g_string_append(p, ">, interior_padding = array<i64: ");
+  for (int i = 0; i < in->type->rank; i++)
+    g_string_append_printf(p, "%s0", i ? ", " : "");
+  g_string_append_c(p, '>');
+  const char *ops[2] = {x, emit_scalar(e, in->type->dtype, 0, 0)};
+  const char *padded = ops[1] ? emit_op(e, NULL, "stablehlo.pad", 2, ops,
+                                        p->str, NULL, type_text(padded_type))
+                              : NULL;
+  /* the same collective of the padded operand: the same result type */
+  const Term *arg = term_arg(0, padded_type);
+  const Term *again =
+      padded ? term_op(t->op, 1, &arg, t->attrs, NULL, err) : NULL;
+  if (!again || again->type != t->type)
+    return efail(e, "'%s' of padded chunks: %s", op_name(t->op),
+                 *diag_text(err) ? diag_text(err) : "its type differs"),
+           NULL;
+  return t->op == OP_SHARD ? emit_shard(e, base, again, padded)
+                           : emit_collective(e, base, again, padded);
+}
+
 /* --------------------------------------------------------------- values */
 
 /* Operator application 't' on operands 'x': its StableHLO operations;
@@ -824,20 +903,7 @@ static const char *emit_operator(Emit *e, const char *base, const Term *t,
   case OP_REDUCE_SCATTER:
   case OP_ALL_TO_ALL:
   case OP_SHARD:
-    /* padded chunks (docs/spmd.md, "Uneven sizes") have no StableHLO
-     * collective of their own: not written */
-    if (t->op != OP_ALL_REDUCE && t->op != OP_ALL_TO_ALL &&
-        (attrs_get(t->attrs, "length") ||
-         (t->op != OP_ALL_GATHER &&
-          t->args[0]->type->dims[attrs_get_int(t->attrs, "dim")] %
-                  attrs_get_int(t->attrs, "size") !=
-              0))) {
-      efail(e, "'%s' of padded chunks (an uneven split): not exported yet",
-            op_name(t->op));
-      return NULL;
-    }
-    return t->op == OP_SHARD ? emit_shard(e, base, t, x[0])
-                             : emit_collective(e, base, t, x[0]);
+    return emit_padded(e, base, t, x[0]);
   default:
     break;
   }
