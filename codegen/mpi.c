@@ -73,8 +73,10 @@ typedef struct MpiDevice {
   const Mesh *mesh;
   int64_t coords[MESH_MAX_AXES];
   GHashTable *groups; /* axis list ("0,1": mesh axis indices) -> Group */
-  gsize scratch_bytes[2];
-  void *scratch[2]; /* packing and widening buffers, grown as needed */
+  gsize scratch_bytes[3];
+  /* packing and widening buffers, and an uneven split's padded operand,
+   * grown as needed */
+  void *scratch[3];
 } MpiDevice;
 
 static int world_rank(void) {
@@ -354,7 +356,7 @@ static void chunks_move(void *whole, void *packed, const int64_t *dims,
     }
 }
 
-/* Scratch buffer 'k' (0 or 1) of at least 'bytes': its contents are not
+/* Scratch buffer 'k' (0 to 2) of at least 'bytes': its contents are not
  * kept when it grows. */
 static void *scratch(MpiDevice *dev, int k, gsize bytes) {
   if (bytes > dev->scratch_bytes[k]) {
@@ -455,12 +457,42 @@ static void all_reduce(MpiDevice *dev, const Term *t, const void *in,
   MPI_Allgatherv(MPI_IN_PLACE, 0, type, out, counts, offsets, type, g->comm);
 }
 
+/* 'in' (of type 'x') padded with zeros at the end of dimension 'd' to
+ * 'whole' there, in scratch buffer 'k': an uneven split's operand made
+ * whole chunks (docs/spmd.md, "Uneven sizes").  The padded type in
+ * '*padded'. */
+static const void *padded_operand(MpiDevice *dev, int k, const void *in,
+                                  const Type *x, int d, int64_t whole,
+                                  const Type **padded) {
+  int64_t dims[PARTIR_MAX_RANK], outer = 1;
+  gsize inner = dtype_storage_bytes(x->dtype);
+  memcpy(dims, x->dims, sizeof(int64_t) * (gsize)x->rank);
+  dims[d] = whole;
+  *padded = type_tensor(x->dtype, x->rank, dims);
+  for (int e = 0; e < d; e++)
+    outer *= x->dims[e];
+  for (int e = d + 1; e < x->rank; e++)
+    inner *= (gsize)x->dims[e];
+  char *buf = scratch(dev, k, tensor_type_bytes(*padded));
+  memset(buf, 0, tensor_type_bytes(*padded));
+  for (int64_t o = 0; o < outer; o++)
+    memcpy(buf + (gsize)(o * whole) * inner,
+           (const char *)in + (gsize)(o * x->dims[d]) * inner,
+           (gsize)x->dims[d] * inner);
+  return buf;
+}
+
 static void reduce_scatter(MpiDevice *dev, const Term *t, const void *in,
                            void *out) {
   Group *g = device_group(dev, t);
   const Type *x = t->args[0]->type;
   DType dt = t->type->dtype;
   int d = (int)attrs_get_int(t->attrs, "dim");
+  if (t->type->dims[d] * g->size != x->dims[d]) { /* padded chunks */
+    const void *whole =
+        padded_operand(dev, 2, in, x, d, t->type->dims[d] * g->size, &x);
+    in = whole;
+  }
   int64_t n = type_numel(x), block = type_numel(t->type);
   if (mpi_sums(g, dt)) {
     void *wide = scratch(dev, 0, (gsize)n * 8);
@@ -493,15 +525,36 @@ static void all_gather(MpiDevice *dev, const Term *t, const void *in,
   int d = (int)attrs_get_int(t->attrs, "dim");
   gsize width = dtype_storage_bytes(x->dtype);
   int64_t n = type_numel(x);
-  gboolean contiguous = TRUE; /* chunks along 'dim' are whole blocks */
+  /* padded chunks (a 'length'): gathered whole, then the first 'length'
+   * along 'dim' kept */
+  int64_t dims[PARTIR_MAX_RANK];
+  memcpy(dims, t->type->dims, sizeof(int64_t) * (gsize)t->type->rank);
+  dims[d] = x->dims[d] * g->size;
+  gboolean padded = dims[d] != t->type->dims[d];
+  gboolean contiguous = !padded; /* chunks along 'dim' are whole blocks */
   for (int k = 0; k < d; k++)
     contiguous &= x->dims[k] == 1;
-  void *packed = contiguous ? out : scratch(dev, 0, tensor_type_bytes(t->type));
+  gsize bytes = (gsize)(n * g->size) * width;
+  void *packed = contiguous ? out : scratch(dev, 0, bytes);
   MPI_Allgather(in, (int)n, element_type(width), packed, (int)n,
                 element_type(width), g->comm);
-  if (!contiguous)
-    chunks_move(out, packed, t->type->dims, t->type->rank, d, x->dims[d],
-                g->size, width, FALSE);
+  if (contiguous)
+    return;
+  char *whole = padded ? scratch(dev, 1, bytes) : out;
+  chunks_move(whole, packed, dims, t->type->rank, d, x->dims[d], g->size, width,
+              FALSE);
+  if (!padded)
+    return;
+  int64_t outer = 1;
+  gsize inner = width;
+  for (int k = 0; k < d; k++)
+    outer *= dims[k];
+  for (int k = d + 1; k < t->type->rank; k++)
+    inner *= (gsize)dims[k];
+  for (int64_t o = 0; o < outer; o++)
+    memcpy((char *)out + (gsize)(o * t->type->dims[d]) * inner,
+           whole + (gsize)(o * dims[d]) * inner,
+           (gsize)t->type->dims[d] * inner);
 }
 
 static void all_to_all(MpiDevice *dev, const Term *t, const void *in,
@@ -522,7 +575,8 @@ static void all_to_all(MpiDevice *dev, const Term *t, const void *in,
               t->type->dims[cd] / g->size, g->size, width, FALSE);
 }
 
-/* shard: this device's chunk along 'dim', no exchange. */
+/* shard: this device's chunk along 'dim', no exchange; past the end of
+ * a dimension the devices do not divide, zeros (padding). */
 static void shard(MpiDevice *dev, const Term *t, const void *in, void *out) {
   const Type *x = t->args[0]->type;
   int d = (int)attrs_get_int(t->attrs, "dim");
@@ -533,10 +587,13 @@ static void shard(MpiDevice *dev, const Term *t, const void *in, void *out) {
   for (int k = d + 1; k < x->rank; k++)
     inner *= x->dims[k];
   int64_t part = t->type->dims[d];
-  for (int64_t o = 0; o < outer; o++)
+  int64_t have = CLAMP(x->dims[d] - position * part, 0, part);
+  if (have < part)
+    memset(out, 0, tensor_type_bytes(t->type));
+  for (int64_t o = 0; o < outer && have > 0; o++)
     memcpy((char *)out + o * part * inner,
            (const char *)in + (o * x->dims[d] + position * part) * inner,
-           (gsize)(part * inner));
+           (gsize)(have * inner));
 }
 
 static void mpi_collective_into(Collectives *self, const Term *t,
@@ -610,8 +667,8 @@ Collectives *codegen_mpi_connect(const Mesh *m, const Term *const *roots,
 void codegen_mpi_disconnect(Collectives *c) {
   MpiDevice *dev = (MpiDevice *)c;
   g_hash_table_unref(dev->groups);
-  g_free(dev->scratch[0]);
-  g_free(dev->scratch[1]);
+  for (gsize k = 0; k < G_N_ELEMENTS(dev->scratch); k++)
+    g_free(dev->scratch[k]);
   g_free(dev);
 }
 

@@ -504,8 +504,8 @@ gboolean pipeline_export(const RuleSet *rs, const State *s, const Mesh *mesh,
 
 /* Whether 't' has a tile or sum over an uneven range (its last part
  * padded): its device program pads the last device's chunk, which the
- * threaded runtime's collectives clip (as the simulator's do), and the
- * GPU code and the MPI runtime do not run yet. */
+ * CPU runtimes' collectives clip (as the simulator's do), and the GPU
+ * code does not run yet. */
 static gboolean has_uneven_range(const Term *t, GHashTable *seen) {
   if (!g_hash_table_add(seen, (gpointer)t))
     return FALSE;
@@ -646,12 +646,12 @@ void pipeline_runtime_stop(PipelineRuntime rt, int status) {
 }
 
 gboolean pipeline_runtime_runs(const Executable *e, Diag *why) {
-  if (!e->uneven || !pipeline_runtime_ranks(e->runtime))
+  if (!e->uneven || !pipeline_runtime_gpu(e->runtime))
     return TRUE;
   diag_reason(why,
               "the %s runtime does not run uneven splits (a range "
-              "whose width does not divide its size) yet: run it on "
-              "threads (--runtime threads)",
+              "whose width does not divide its size) yet: run it on the "
+              "CPU (--runtime threads or mpi)",
               runtimes[runtime_row(e->runtime)].name);
   return FALSE;
 }

@@ -184,8 +184,8 @@ typedef struct Executable {
   const Func *device; /* what 'code' is: 'lowered.spmd', or 'global' */
   Compiled *code;
   PipelineRuntime runtime; /* what stage 7 runs a mesh's devices on */
-  /* a split's last part padded (an uneven range): the threaded runtime
-   * runs it, the MPI and CUDA ones refuse it */
+  /* a split's last part padded (an uneven range): the CPU runtimes run
+   * it, the GPU ones refuse it */
   gboolean uneven;
 } Executable;
 gboolean pipeline_compile(const RuleSet *rs, const Module *m, const Func *g,
@@ -195,7 +195,7 @@ void pipeline_executable_clear(Executable *e);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Executable, pipeline_executable_clear)
 
 /* Whether the executable's runtime runs its program: FALSE with the
- * reason for an uneven split on the MPI runtimes (their collectives move
+ * reason for an uneven split on a GPU runtime (NCCL's collectives move
  * whole chunks).  Stage 7 checks it too. */
 gboolean pipeline_runtime_runs(const Executable *e, Diag *why);
 /* The runtime called 'name' ("threads", "mpi", "cuda", "cuda-mpi"): FALSE

@@ -19,8 +19,10 @@
 #     all_gather);
 #   - failures: a rank count that is not the mesh's devices (every rank
 #     exits, one message), a bad input file on rank 0 (every rank ends,
-#     the message said, long before the timeout), an uneven split (refused
-#     as the threaded runtime refuses it), an unknown --runtime.
+#     the message said, long before the timeout), an unknown --runtime;
+#   - uneven splits (padded chunks: rows, a reduce_scatter, a shard and
+#     an all_gather of them), byte for byte the threads' and the
+#     interpreter's.
 # Every mpirun runs under 'timeout': a hang fails the test instead of
 # stalling make check.  Skipped, saying so, when the MPI runtime is not
 # built or mpirun is missing.
@@ -183,15 +185,44 @@ check "a bad input file on rank 0: every rank ends, not by the timeout" \
   sh -c "test $status -ne 0 && test $status -ne 124 && test $status -ne 137"
 check "...with the message, and no results" sh -c \
   "grep -qF '$tmp/bad.npy: not a .npy file' '$tmp/err' && ! test -s '$tmp/out'"
-# an uneven split (padded chunks): refused by this runtime (the
-# threaded one runs it), rank 0 saying so, every rank exiting 1
+# uneven splits (padded chunks): 10 rows over 4 ranks (the inputs cut
+# and the results assembled with the padding); a product contracting 8
+# over 3 (width 3, the last part padded) whose sum is scattered over 10
+# rows (reduce_scatter of chunks of 4, the last padded) and added to a
+# bias cut likewise (shard); and 5 columns over 2, gathered (all_gather
+# of chunks of 3, keeping 5) for a reduce_max
 sed 's/16x256/10x256/' "$top_srcdir/examples/mlp.pir" >"$tmp/mlp10.pir"
 "$PARTIR" rewrite "$tmp/mlp10.pir" --do 'arg-tile %x 0 3 batch; propagate' \
   -o "$tmp/mlp10.b.pir" 2>"$tmp/err"
-mpi 4 "$tmp/mlp10.b.pir" --mesh batch=4 >"$tmp/out" 2>"$tmp/err"
-status=$?
-check "an uneven split: exit 1 on every rank, the runtime's message once" \
-  sh -c "test $status -eq 1 && test \$(grep -c 'mpi runtime does not run uneven splits' '$tmp/err') -eq 1"
+same "an uneven split, 10 rows over 4 ranks" "$tmp/mlp10.b.pir" batch=4 --seed 4
+cat >"$tmp/rs3.pir" <<'EOF'
+func @f(%x: tensor<10x8xf32>, %w: tensor<8x6xf32>, %b: tensor<10x6xf32>) -> tensor<10x6xf32> {
+  %y = matmul(%x, %w)
+  %z = add(%y, %b)
+  return %z
+}
+EOF
+"$PARTIR" rewrite "$tmp/rs3.pir" \
+  --do 'arg-tile %x 1 3 model; arg-tile %b 0 4 model; propagate' \
+  -o "$tmp/rs3.m.pir" 2>"$tmp/err"
+check "...its lowering on model=3: a reduce_scatter and a shard of padded chunks" \
+  sh -c "'$PARTIR' lower '$tmp/rs3.m.pir' --mesh model=3 >'$tmp/rs3.spmd' &&
+         grep -q 'reduce_scatter(%y) {axes = \\[model\\], dim = 0, size = 3}' '$tmp/rs3.spmd' &&
+         grep -q 'shard(.*dim = 0, size = 3}' '$tmp/rs3.spmd'"
+same "an uneven reduce_scatter and shard over 3 ranks" "$tmp/rs3.m.pir" model=3 --seed 4
+cat >"$tmp/ag.pir" <<'EOF'
+func @h(%x: tensor<4x8xf32>, %w: tensor<8x5xf32>) -> (tensor<4x5xf32>, tensor<4xf32>) {
+  %y = dot_general(%x, %w) {lhs_contract = [1], rhs_contract = [0]}
+  %t = tanh(%y)
+  %m = reduce_max(%t) {dims = [1]}
+  return %t, %m
+}
+EOF
+"$PARTIR" rewrite "$tmp/ag.pir" --do 'arg-tile %w 1 3 model; propagate' \
+  -o "$tmp/ag.m.pir" 2>/dev/null
+check "...its lowering on model=2: an all_gather of padded chunks keeping 5" \
+  sh -c "'$PARTIR' lower '$tmp/ag.m.pir' --mesh model=2 | grep -q 'all_gather(%t) {axes = \\[model\\], dim = 1, length = 5, size = 2}'"
+same "an uneven all_gather over 2 ranks" "$tmp/ag.m.pir" model=2 --seed 4
 "$PARTIR" exec "$t4bm" --mesh batch=2,model=2 --runtime bogus \
   >/dev/null 2>"$tmp/err"
 status=$?
