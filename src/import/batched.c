@@ -97,20 +97,21 @@ static int drop(int64_t *list, int n, int64_t v) {
   return m;
 }
 
-/* Whether component c, piece 'p' of the indices, can be the batching
- * pair of operand dimension start_index_map[c] and the indices
- * dimension p counts along ('*j').  A collapsed dimension (a gather's;
- * a scatter's inserted window dimension) has slices of size 1, and the
- * type rule checks it later. */
-static gboolean batchable(const GatherDims *g, const Type *operand,
-                          const Type *indices, int c, const Term *p, int *j) {
+/* Whether component c of 'g', piece 'p' of the indices, can be the
+ * batching pair of operand dimension start_index_map[c] and the indices
+ * dimension p counts along ('*j'), given the pairs 'made' has already.
+ * A collapsed dimension (a gather's; a scatter's inserted window
+ * dimension) has slices of size 1, and the type rule checks it later. */
+static gboolean batchable(const GatherDims *g, const GatherDims *made,
+                          const Type *operand, const Type *indices, int c,
+                          const Term *p, int *j) {
   int64_t o = g->start_index_map[c];
   *j = iota_dim(p);
   return *j >= 0 && *j != g->index_vector_dim &&
-         has(g->collapsed, g->ncollapsed, o) &&
+         has(made->collapsed, made->ncollapsed, o) &&
          operand->dims[o] == indices->dims[*j] &&
-         !has(g->indices_batching, g->nbatching_indices, *j) &&
-         g->nbatching < PARTIR_MAX_RANK;
+         !has(made->indices_batching, made->nbatching_indices, *j) &&
+         made->nbatching < PARTIR_MAX_RANK;
 }
 
 const Term *hlo_batch_iota_indices(const Type *operand, const Term *indices,
@@ -132,7 +133,8 @@ const Term *hlo_batch_iota_indices(const Type *operand, const Term *indices,
   for (int k = 0; k < cat->nargs; c += cat->args[k]->type->dims[ivd], k++) {
     const Term *p = cat->args[k];
     int j;
-    if (p->type->dims[ivd] == 1 && batchable(g, operand, it, (int)c, p, &j)) {
+    if (p->type->dims[ivd] == 1 &&
+        batchable(g, &out, operand, it, (int)c, p, &j)) {
       int64_t o = g->start_index_map[c];
       out.ncollapsed = drop(out.collapsed, out.ncollapsed, o);
       out.operand_batching[out.nbatching++] = o;
