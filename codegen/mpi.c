@@ -356,6 +356,25 @@ static void chunks_move(void *whole, void *packed, const int64_t *dims,
     }
 }
 
+/* Along dimension 'd' of a row-major tensor of 'dims' (element 'width'
+ * bytes): rows [from, from + n) of 'src', whose dimension d has
+ * 'src_rows', to the first n rows of 'dst', whose dimension d has
+ * 'dst_rows', for every index of the dimensions before d. */
+static void copy_rows(void *dst, int64_t dst_rows, const void *src,
+                      int64_t src_rows, int64_t from, int64_t n,
+                      const int64_t *dims, int rank, int d, gsize width) {
+  int64_t outer = 1;
+  gsize inner = width;
+  for (int k = 0; k < d; k++)
+    outer *= dims[k];
+  for (int k = d + 1; k < rank; k++)
+    inner *= (gsize)dims[k];
+  for (int64_t o = 0; o < outer && n > 0; o++)
+    memcpy((char *)dst + (gsize)(o * dst_rows) * inner,
+           (const char *)src + (gsize)(o * src_rows + from) * inner,
+           (gsize)n * inner);
+}
+
 /* Scratch buffer 'k' (0 to 2) of at least 'bytes': its contents are not
  * kept when it grows. */
 static void *scratch(MpiDevice *dev, int k, gsize bytes) {
@@ -464,21 +483,14 @@ static void all_reduce(MpiDevice *dev, const Term *t, const void *in,
 static const void *padded_operand(MpiDevice *dev, int k, const void *in,
                                   const Type *x, int d, int64_t whole,
                                   const Type **padded) {
-  int64_t dims[PARTIR_MAX_RANK], outer = 1;
-  gsize inner = dtype_storage_bytes(x->dtype);
+  int64_t dims[PARTIR_MAX_RANK];
   memcpy(dims, x->dims, sizeof(int64_t) * (gsize)x->rank);
   dims[d] = whole;
   *padded = type_tensor(x->dtype, x->rank, dims);
-  for (int e = 0; e < d; e++)
-    outer *= x->dims[e];
-  for (int e = d + 1; e < x->rank; e++)
-    inner *= (gsize)x->dims[e];
   char *buf = scratch(dev, k, tensor_type_bytes(*padded));
   memset(buf, 0, tensor_type_bytes(*padded));
-  for (int64_t o = 0; o < outer; o++)
-    memcpy(buf + (gsize)(o * whole) * inner,
-           (const char *)in + (gsize)(o * x->dims[d]) * inner,
-           (gsize)x->dims[d] * inner);
+  copy_rows(buf, whole, in, x->dims[d], 0, x->dims[d], x->dims, x->rank, d,
+            dtype_storage_bytes(x->dtype));
   return buf;
 }
 
@@ -543,18 +555,9 @@ static void all_gather(MpiDevice *dev, const Term *t, const void *in,
   char *whole = padded ? scratch(dev, 1, bytes) : out;
   chunks_move(whole, packed, dims, t->type->rank, d, x->dims[d], g->size, width,
               FALSE);
-  if (!padded)
-    return;
-  int64_t outer = 1;
-  gsize inner = width;
-  for (int k = 0; k < d; k++)
-    outer *= dims[k];
-  for (int k = d + 1; k < t->type->rank; k++)
-    inner *= (gsize)dims[k];
-  for (int64_t o = 0; o < outer; o++)
-    memcpy((char *)out + (gsize)(o * t->type->dims[d]) * inner,
-           whole + (gsize)(o * dims[d]) * inner,
-           (gsize)t->type->dims[d] * inner);
+  if (padded)
+    copy_rows(out, t->type->dims[d], whole, dims[d], 0, t->type->dims[d], dims,
+              t->type->rank, d, width);
 }
 
 static void all_to_all(MpiDevice *dev, const Term *t, const void *in,
@@ -580,20 +583,12 @@ static void all_to_all(MpiDevice *dev, const Term *t, const void *in,
 static void shard(MpiDevice *dev, const Term *t, const void *in, void *out) {
   const Type *x = t->args[0]->type;
   int d = (int)attrs_get_int(t->attrs, "dim");
-  int64_t position = group_position(dev, t), outer = 1,
-          inner = (int64_t)dtype_storage_bytes(x->dtype);
-  for (int k = 0; k < d; k++)
-    outer *= x->dims[k];
-  for (int k = d + 1; k < x->rank; k++)
-    inner *= x->dims[k];
-  int64_t part = t->type->dims[d];
-  int64_t have = CLAMP(x->dims[d] - position * part, 0, part);
+  int64_t part = t->type->dims[d], from = group_position(dev, t) * part;
+  int64_t have = CLAMP(x->dims[d] - from, 0, part);
   if (have < part)
     memset(out, 0, tensor_type_bytes(t->type));
-  for (int64_t o = 0; o < outer && have > 0; o++)
-    memcpy((char *)out + o * part * inner,
-           (const char *)in + (o * x->dims[d] + position * part) * inner,
-           (gsize)(have * inner));
+  copy_rows(out, part, in, x->dims[d], from, have, x->dims, x->rank, d,
+            dtype_storage_bytes(x->dtype));
 }
 
 static void mpi_collective_into(Collectives *self, const Term *t,

@@ -368,6 +368,15 @@ static void append_ints(GString *out, const Term *t, const char *key,
     g_string_append_printf(out, "%s1", i ? ", " : "");
 }
 
+/* ", KEY = array<i64: V...>" (no comma first in an empty 'out'). */
+static void append_array(GString *out, const char *key, const int64_t *v,
+                         int n) {
+  g_string_append_printf(out, "%s%s = array<i64", out->len ? ", " : "", key);
+  for (int i = 0; i < n; i++)
+    g_string_append_printf(out, "%s%" G_GINT64_FORMAT, i ? ", " : ": ", v[i]);
+  g_string_append_c(out, '>');
+}
+
 static int list_count(const Term *t, const char *key) {
   const AttrValue *v = attrs_get(t->attrs, key);
   return v ? v->count : 0;
@@ -721,6 +730,22 @@ static const char *emit_collective(Emit *e, const char *base, const Term *t,
   return emit_named(e, r, name, 1, &x, p->str, region);
 }
 
+/* stablehlo.slice of 'x' (of type 'xt') from 'start' to 'limit', stride 1,
+ * to 'type'. */
+static const char *emit_slice(Emit *e, const char *base, const char *x,
+                              const Type *xt, const int64_t *start,
+                              const int64_t *limit, const Type *type) {
+  int64_t ones[PARTIR_MAX_RANK];
+  for (int i = 0; i < xt->rank; i++)
+    ones[i] = 1;
+  g_autoptr(GString) p = g_string_new(NULL);
+  append_array(p, "limit_indices", limit, xt->rank);
+  append_array(p, "start_indices", start, xt->rank);
+  append_array(p, "strides", ones, xt->rank);
+  return emit_op(e, base, "stablehlo.slice", 1, &x, p->str, NULL,
+                 type_text(type));
+}
+
 /* A collective or shard of padded chunks (docs/spmd.md, "Uneven
  * sizes"), which StableHLO's collectives do not pad: a shard or
  * reduce_scatter of a dimension the devices do not divide takes its
@@ -750,19 +775,8 @@ static const char *emit_padded(Emit *e, const char *base, const Term *t,
     if (!g)
       return efail(e, "an all_gather of padded chunks: %s", diag_text(err)),
              NULL;
-    g_autoptr(GString) p = g_string_new("limit_indices = array<i64: ");
-    for (int i = 0; i < t->type->rank; i++)
-      g_string_append_printf(p, "%s%" G_GINT64_FORMAT, i ? ", " : "",
-                             t->type->dims[i]);
-    g_string_append(p, ">, start_indices = array<i64: ");
-    for (int i = 0; i < t->type->rank; i++)
-      g_string_append_printf(p, "%s0", i ? ", " : "");
-    g_string_append(p, ">, strides = array<i64: ");
-    for (int i = 0; i < t->type->rank; i++)
-      g_string_append_printf(p, "%s1", i ? ", " : "");
-    g_string_append_c(p, '>');
-    return emit_op(e, base, "stablehlo.slice", 1, &g, p->str, NULL,
-                   type_text(t->type));
+    int64_t start[PARTIR_MAX_RANK] = {0};
+    return emit_slice(e, base, g, whole->type, start, t->type->dims, t->type);
   }
   int64_t high = t->type->dims[d] * size - in->type->dims[d]; /* chunks */
   if (high <= 0)
@@ -773,17 +787,12 @@ static const char *emit_padded(Emit *e, const char *base, const Term *t,
   memcpy(dims, in->type->dims, sizeof(int64_t) * (gsize)in->type->rank);
   dims[d] += high;
   const Type *padded_type = type_tensor(in->type->dtype, in->type->rank, dims);
-  g_autoptr(GString) p = g_string_new("edge_padding_high = array<i64: ");
-  for (int i = 0; i < in->type->rank; i++)
-    g_string_append_printf(p, "%s%" G_GINT64_FORMAT, i ? ", " : "",
-                           i == d ? high : 0);
-  g_string_append(p, ">, edge_padding_low = array<i64: ");
-  for (int i = 0; i < in->type->rank; i++)
-    g_string_append_printf(p, "%s0", i ? ", " : "");
-  g_string_append(p, ">, interior_padding = array<i64: ");
-  for (int i = 0; i < in->type->rank; i++)
-    g_string_append_printf(p, "%s0", i ? ", " : "");
-  g_string_append_c(p, '>');
+  int64_t high_at[PARTIR_MAX_RANK] = {0}, zeros[PARTIR_MAX_RANK] = {0};
+  high_at[d] = high;
+  g_autoptr(GString) p = g_string_new(NULL);
+  append_array(p, "edge_padding_high", high_at, in->type->rank);
+  append_array(p, "edge_padding_low", zeros, in->type->rank);
+  append_array(p, "interior_padding", zeros, in->type->rank);
   const char *ops[2] = {x, emit_scalar(e, in->type->dtype, 0, 0)};
   const char *padded = ops[1] ? emit_op(e, NULL, "stablehlo.pad", 2, ops,
                                         p->str, NULL, type_text(padded_type))
@@ -924,20 +933,11 @@ static const char *emit_part(Emit *e, const char *base, const Term *t,
   const Type *xt = t->args[0]->type;
   int d = t->index;
   int64_t width = t->type->dims[d];
-  g_autoptr(GString) p = g_string_new("limit_indices = array<i64: ");
-  for (int i = 0; i < xt->rank; i++)
-    g_string_append_printf(p, "%s%" G_GINT64_FORMAT, i ? ", " : "",
-                           i == d ? (part + 1) * width : xt->dims[i]);
-  g_string_append(p, ">, start_indices = array<i64: ");
-  for (int i = 0; i < xt->rank; i++)
-    g_string_append_printf(p, "%s%" G_GINT64_FORMAT, i ? ", " : "",
-                           i == d ? part * width : 0);
-  g_string_append(p, ">, strides = array<i64: ");
-  for (int i = 0; i < xt->rank; i++)
-    g_string_append_printf(p, "%s1", i ? ", " : "");
-  g_string_append_c(p, '>');
-  return emit_op(e, base, "stablehlo.slice", 1, &x, p->str, NULL,
-                 type_text(t->type));
+  int64_t start[PARTIR_MAX_RANK] = {0}, limit[PARTIR_MAX_RANK];
+  memcpy(limit, xt->dims, sizeof(int64_t) * (gsize)xt->rank);
+  start[d] = part * width;
+  limit[d] = (part + 1) * width;
+  return emit_slice(e, base, x, xt, start, limit, t->type);
 }
 
 static void emit_region(Emit *e, const SchedRegion *r);
